@@ -1,0 +1,1 @@
+"""Hypothesis strategies, one module per thing they draw (vqf files, ninfer directories, blocks)."""

@@ -1,0 +1,5 @@
+import sys
+
+from weightfile.cli import main
+
+sys.exit(main())
