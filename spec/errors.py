@@ -81,6 +81,10 @@ class UnsupportedError(WeightfileError):
     """Well-formed input that uses a registered feature this implementation does not handle."""
 
 
+class NotFoundError(WeightfileError, LookupError):
+    """A name asked for (a tensor, an object, a binding) is not in the file."""
+
+
 class DestinationExistsError(WeightfileError, FileExistsError):
     """A writer refused to replace an existing file (pass overwrite=True to allow it)."""
 
@@ -93,6 +97,7 @@ ERROR_CLASSES: dict[str, type[WeightfileError]] = {
         InvalidError,
         ChecksumError,
         UnsupportedError,
+        NotFoundError,
         DestinationExistsError,
     )
 }

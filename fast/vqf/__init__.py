@@ -1,0 +1,1 @@
+"""VQF fast path: the same public functions as weightfile.ref.vqf, on the C kernels."""

@@ -1,0 +1,389 @@
+"""Open a VQF file: map it, read the header and directory, hand out payload views (vqf.md §2, §9).
+
+Opening follows the loader chain of §9 steps 1–5 and the range check of step 12 — the checks a
+reader needs before any view into the file is safe. Everything else the engine or §9.1 demands is
+the validator's job (`validate.py`), which lists every violation instead of stopping at one.
+Opening reads only the header and the directory; tensor payloads are zero-copy views of the map.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from weightfile.spec.errors import (
+    InvalidError,
+    MalformedError,
+    NotFoundError,
+    UnsupportedError,
+)
+from weightfile.spec.records import parse_record
+from weightfile.spec.vqf.arch import ARCH_FIELD_NAMES, GATED_FIELD_NAMES, MOE_FIELD_NAMES
+from weightfile.spec.vqf.constants import (
+    DIRECTORY_OFFSET,
+    ENTRY_BYTES,
+    HEADER_BYTES,
+    LEGACY_HEADER_BYTES,
+    MIN_FILE_BYTES,
+    VERSION_DENSE,
+    VERSIONS,
+)
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.header import (
+    VQFHeader,
+    VQFHeaderLegacy,
+    arch_field_offset,
+    field_offset,
+)
+from weightfile.spec.vqf.placement import directory_end, trailer_bytes
+from weightfile.spec.vqf.tensor import VQFTensor, decode_name
+from weightfile.spec.vqf.trailer import VQFTrailerFNV, VQFTrailerTag
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The header of either layout, normalised as §2.4 step 4 describes."""
+
+    layout: str  # "current" (448 B) or "legacy" (432 B)
+    version: int
+    flags: int
+    n_tensors: int
+    arch: dict[str, Any]  # all 45 fields; the MoE tail is zero for legacy files
+    pad_arch: bytes
+    data_offset: int
+    file_len: int
+    enc_iv: bytes
+    enc_rsvd: bytes
+    sig: dict[str, Any]
+    legacy_tail: bytes  # [432, 448) of a legacy file; empty for the current layout
+
+    @property
+    def encrypted(self) -> bool:
+        return bool(self.flags & VQFFlag.ENC)
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.flags & VQFFlag.SIGNED)
+
+    @property
+    def is_moe(self) -> bool:
+        """is_moe = MOE flag or version == 3 (§9 step 11)."""
+        return bool(self.flags & VQFFlag.MOE) or self.version == 3
+
+    def schema_offset(self, name: str) -> int:
+        """Absolute offset of a top-level header field in this file's layout."""
+        schema = VQFHeader if self.layout == "current" else VQFHeaderLegacy
+        return field_offset(schema, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One directory entry, with where it sits in the file."""
+
+    index: int
+    name: str  # visible name: bytes before the first NUL
+    name_field: bytes  # the raw 32-byte field
+    qtype: int
+    rows: int
+    cols: int
+    pad: bytes
+    offset: int
+    bytes: int
+
+    @property
+    def entry_offset(self) -> int:
+        """Absolute offset of this 64-byte record."""
+        return DIRECTORY_OFFSET + ENTRY_BYTES * self.index
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.bytes
+
+
+@dataclass(eq=False)
+class VQFFile:
+    """An open VQF file. Close it (or use `with`) to release the map."""
+
+    path: Path
+    size: int
+    header: Header
+    entries: list[Entry]
+    _map: mmap.mmap | None = field(repr=False, default=None)
+    _view: memoryview | None = field(repr=False, default=None)
+
+    # -- regions (§1) ---------------------------------------------------------------------------
+    def bytes_at(self, start: int, stop: int) -> memoryview:
+        """A zero-copy view of [start, stop), bounds-checked against the file."""
+        if not 0 <= start <= stop <= self.size:
+            raise MalformedError(
+                "vqf.file.range", f"range [{start}, {stop}) outside the file", offset=start
+            )
+        assert self._view is not None, "file is closed"
+        return self._view[start:stop]
+
+    def directory_bytes(self) -> memoryview:
+        return self.bytes_at(DIRECTORY_OFFSET, directory_end(self.header.n_tensors))
+
+    def data_region(self) -> memoryview:
+        """[data_offset, file_len): plaintext, or ciphertext for ENC files."""
+        return self.bytes_at(self.header.data_offset, self.header.file_len)
+
+    def stored_fnv(self) -> int:
+        """The u64 FNV-1a-64 trailer of a plaintext file (§3.5)."""
+        if self.header.encrypted:
+            raise UnsupportedError(
+                "vqf.enc.not_implemented",
+                "encrypted file: its trailer is an HMAC-SM3 tag, and decryption / tag "
+                "verification is not implemented yet",
+                offset=self.header.file_len,
+                path="trailer",
+            )
+        raw = self.bytes_at(self.header.file_len, self.size)
+        return parse_record(VQFTrailerFNV, raw, 0, rule="vqf.header.layout", path="trailer")[
+            "fnv1a64"
+        ]
+
+    def stored_tag(self) -> bytes:
+        """The 32-byte HMAC-SM3 tag of an ENC file (§4.2)."""
+        raw = self.bytes_at(self.header.file_len, self.size)
+        return parse_record(VQFTrailerTag, raw, 0, rule="vqf.header.layout", path="trailer")[
+            "hmac_sm3"
+        ]
+
+    # -- tensors ----------------------------------------------------------------------------------
+    def entry(self, name: str) -> Entry:
+        """The entry named `name`; with duplicates the later one wins, as in the engine (§9.12)."""
+        for candidate in reversed(self.entries):
+            if candidate.name == name:
+                return candidate
+        raise NotFoundError("vqf.directory.name", f"no tensor named {name!r}", path=name)
+
+    def payload(self, entry: Entry | str) -> memoryview:
+        """Zero-copy view of a tensor's stored bytes (without its trailing pad)."""
+        e = self.entry(entry) if isinstance(entry, str) else entry
+        if self.header.encrypted:
+            raise UnsupportedError(
+                "vqf.enc.not_implemented",
+                "encrypted file: SM4-CTR decryption is not implemented yet",
+                offset=e.offset,
+                path=f"directory[{e.index}]",
+            )
+        return self.bytes_at(e.offset, e.end)
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+        if self._map is not None:
+            # A caller may still hold a payload view; the map then closes when that view dies.
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
+
+    def __enter__(self) -> VQFFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_vqf(path: str | os.PathLike[str], *, check_ranges: bool = True) -> VQFFile:
+    """Map `path` and read its header and directory, in the order of §9 steps 1–5 and 12."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        require_min_size(size)  # step 1, before mapping: an empty file cannot be mapped
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mapped)
+    try:
+        header = read_header(view)
+        entries = read_directory(view, header.n_tensors)
+        if check_ranges:
+            for e in entries:
+                require_in_range(e, header.file_len)
+    except BaseException:
+        view.release()
+        mapped.close()
+        raise
+    return VQFFile(path, size, header, entries, mapped, view)
+
+
+def require_min_size(size: int) -> None:
+    """A file smaller than 448 + 64 bytes is rejected (§9 step 1)."""
+    if size < MIN_FILE_BYTES:
+        raise MalformedError(
+            "vqf.file.too_small",
+            f"file is {size} bytes; a VQF file has at least {MIN_FILE_BYTES}",
+            offset=size,
+        )
+
+
+def read_header(view: memoryview) -> Header:
+    """Magic, version, the arch gate and the layout detection of §2.4, in that order."""
+    current = parse_record(
+        VQFHeader, view, 0, rule="vqf.file.too_small", path="header", const_rule="vqf.header.magic"
+    )
+    require_version(current["version"])
+    require_arch_geometry(current["arch"])
+    require_directory_bounds(current["n_tensors"], len(view))
+    legacy = parse_record(VQFHeaderLegacy, view, 0, rule="vqf.file.too_small", path="header")
+    if detect_layout(current, legacy, len(view)) == "current":
+        return _normalise(current, "current", b"")
+    return _normalise(legacy, "legacy", bytes(view[LEGACY_HEADER_BYTES:HEADER_BYTES]))
+
+
+def require_version(version: int) -> None:
+    """version must be 2 (dense) or 3 (MoE) (§9 step 3)."""
+    if version not in VERSIONS:
+        raise UnsupportedError(
+            "vqf.header.version",
+            f"version {version} is not supported (2 = dense, 3 = MoE)",
+            offset=4,
+            path="header.version",
+        )
+
+
+def require_arch_geometry(arch: Any) -> None:
+    """dim, n_layers, n_heads, head_dim, ffn_dim and vocab_size must be > 0 (§2.4 step 2)."""
+    zero = [name for name in GATED_FIELD_NAMES if arch[name] == 0]
+    if zero:
+        raise InvalidError(
+            "vqf.header.arch_geometry",
+            f"arch geometry invalid: {', '.join(zero)} must be > 0",
+            offset=_arch_offset(zero[0]),
+            path=f"header.arch.{zero[0]}",
+        )
+
+
+def require_directory_bounds(n_tensors: int, size: int) -> None:
+    """The directory [448, 448 + 64·n) must lie inside the file; checked before it is read."""
+    end = directory_end(n_tensors)
+    if end > size:
+        raise MalformedError(
+            "vqf.directory.bounds",
+            f"n_tensors {n_tensors} needs the directory to end at {end}, "
+            f"past the end of the {size}-byte file",
+            offset=12,
+            path="header.n_tensors",
+        )
+
+
+def candidate_problems(raw: Any, data_offset: int, file_len: int, size: int) -> list[str]:
+    """Why a (data_offset, file_len) pair is not valid for this file; empty if it is (§2.4.3)."""
+    tag_len = trailer_bytes(bool(raw["flags"] & VQFFlag.ENC))
+    dir_end = directory_end(raw["n_tensors"])
+    d, f = data_offset, file_len
+    checks = [
+        (d != 0 and f != 0, f"data_offset {d} and file_len {f} must be non-zero"),
+        (d % 64 == 0, f"data_offset {d} is not a multiple of 64"),
+        (d >= dir_end, f"data_offset {d} is inside the directory (ends at {dir_end})"),
+        (d < size, f"data_offset {d} is not below the file size {size}"),
+        (f + tag_len == size, f"file_len {f} + trailer {tag_len} != file size {size}"),
+        (f > d, f"file_len {f} is not above data_offset {d}"),
+    ]
+    return [problem for ok, problem in checks if not ok]
+
+
+def detect_layout(current: Any, legacy: Any, size: int) -> str:
+    """Tell the 448-byte layout from the legacy 432-byte one (§2.4 steps 3–4)."""
+    new_problems = candidate_problems(current, current["data_offset"], current["file_len"], size)
+    if current["version"] != VERSION_DENSE:  # version 3 always uses the current layout
+        if new_problems:
+            _layout_error("current layout: " + "; ".join(new_problems))
+        return "current"
+    old_problems = candidate_problems(current, legacy["data_offset"], legacy["file_len"], size)
+    new_ok, old_ok = not new_problems, not old_problems
+    if new_ok and not old_ok:
+        return "current"
+    if old_ok and not new_ok:
+        if current["flags"] & (VQFFlag.ENC | VQFFlag.SIGNED):
+            raise UnsupportedError(
+                "vqf.header.legacy_protected",
+                "legacy 432-byte header with ENC or SIGNED is unsupported",
+                offset=8,
+                path="header.flags",
+            )
+        return "legacy"
+    if new_ok and old_ok:
+        _layout_error("both the current and the legacy (data_offset, file_len) pairs are valid")
+    _layout_error(f"current: {'; '.join(new_problems)}; legacy: {'; '.join(old_problems)}")
+
+
+def _layout_error(detail: str) -> NoReturn:
+    raise MalformedError(
+        "vqf.header.layout",
+        f"header layout undetermined: {detail}",
+        offset=field_offset(VQFHeader, "data_offset"),
+        path="header.data_offset",
+    )
+
+
+def _normalise(raw: Any, layout: str, legacy_tail: bytes) -> Header:
+    arch = {name: raw["arch"][name] for name in ARCH_FIELD_NAMES if name in raw["arch"]}
+    for name in MOE_FIELD_NAMES:
+        arch.setdefault(name, 0)  # §2.4 step 4: zero the four MoE fields of a legacy file
+    for name in ("vis_ds_idx", "mrope_sections"):
+        arch[name] = list(arch[name])
+    sig = {k: v for k, v in raw["sig"].items() if not k.startswith("_")}
+    return Header(
+        layout=layout,
+        version=raw["version"],
+        flags=raw["flags"],
+        n_tensors=raw["n_tensors"],
+        arch=arch,
+        pad_arch=raw["pad_arch"],
+        data_offset=raw["data_offset"],
+        file_len=raw["file_len"],
+        enc_iv=raw["enc_iv"],
+        enc_rsvd=raw["enc_rsvd"],
+        sig=sig,
+        legacy_tail=legacy_tail,
+    )
+
+
+def read_directory(view: memoryview, n_tensors: int) -> list[Entry]:
+    """n × VQFTensor at 448; the count was bounds-checked against the file by read_header."""
+    entries = []
+    for i in range(n_tensors):
+        offset = DIRECTORY_OFFSET + ENTRY_BYTES * i
+        raw = parse_record(
+            VQFTensor, view, offset, rule="vqf.directory.bounds", path=f"directory[{i}]"
+        )
+        entries.append(
+            Entry(
+                index=i,
+                name=decode_name(raw["name"]),
+                name_field=raw["name"],
+                qtype=raw["qtype"],
+                rows=raw["rows"],
+                cols=raw["cols"],
+                pad=raw["pad"],
+                offset=raw["offset"],
+                bytes=raw["bytes"],
+            )
+        )
+    return entries
+
+
+def require_in_range(e: Entry, file_len: int) -> None:
+    """offset + bytes must not exceed file_len (§9 step 12; computed without u64 wrap)."""
+    if e.offset + e.bytes > file_len:
+        raise InvalidError(
+            "vqf.directory.tensor_range",
+            f"tensor {e.name!r} [{e.offset}, {e.offset + e.bytes}) is out of range "
+            f"(file_len {file_len})",
+            offset=e.entry_offset + _ENTRY_OFFSET_FIELD,
+            path=f"directory[{e.index}].offset",
+        )
+
+
+_ENTRY_OFFSET_FIELD = field_offset(VQFTensor, "offset")
+
+
+def _arch_offset(name: str) -> int:
+    return arch_field_offset(VQFHeader, name)

@@ -1,0 +1,263 @@
+"""Write a VQF file (vqf.md §3.3–§3.5), published atomically.
+
+The writer places tensors in the directory order of §3.4, zero-fills every gap, computes the
+FNV-1a-64 over exactly the covered bytes while streaming the payloads, and publishes the file by
+renaming a temporary file in the target folder: on any failure nothing is left at the
+destination, and an existing file is never replaced unless `overwrite=True`.
+
+The header is written once with its final file_len: every size is declared up front, so the
+engine's "header with file_len = 0, then rewrite" sequence would produce the same bytes.
+Payloads may arrive as one buffer, as an iterable of chunks (a multi-GB model never has to be in
+memory at once), or as None for an all-zero payload, written as a hole (sparse file).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.records import build_record
+from weightfile.spec.vqf.arch import MOE_FIELD_NAMES, arch_defaults
+from weightfile.spec.vqf.constants import (
+    FNV_OFFSET_BASIS,
+    HEADER_BYTES,
+    NAME_BYTES,
+    VERSION_DENSE,
+    VERSION_MOE,
+)
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy
+from weightfile.spec.vqf.inventory import ORDER_INDEX
+from weightfile.spec.vqf.placement import data_offset_for, file_len_for, tensor_offsets
+from weightfile.spec.vqf.qtypes import tensor_bytes
+from weightfile.spec.vqf.tensor import VQFTensor, encode_name
+from weightfile.spec.vqf.trailer import VQFTrailerFNV
+
+from .fnv1a64 import fnv1a64, fnv1a64_zeros
+
+Payload = bytes | bytearray | memoryview | Iterable[bytes | bytearray | memoryview] | None
+
+
+@dataclass(frozen=True)
+class TensorSource:
+    """One tensor to write: its directory fields and where its bytes come from."""
+
+    name: str
+    qtype: int
+    rows: int
+    cols: int
+    data: Payload = None  # None: all-zero payload
+    nbytes: int | None = None  # default: size(qtype, rows·cols)
+
+    @property
+    def size(self) -> int:
+        return (
+            tensor_bytes(self.qtype, self.rows * self.cols) if self.nbytes is None else self.nbytes
+        )
+
+
+def write_vqf(
+    path: str | os.PathLike[str],
+    *,
+    arch: Mapping[str, Any],
+    tensors: Sequence[TensorSource],
+    flags: int = 0,
+    version: int | None = None,
+    layout: str = "current",
+    overwrite: bool = False,
+    order: str = "spec",
+    hasher: Any = fnv1a64,
+) -> Path:
+    """Write `tensors` as a VQF file at `path` and return the path.
+
+    version defaults to 3 when the MOE flag is set, else 2. order="spec" sorts the tensors into
+    the §3.4 order (unknown names after the known ones, in the order given); order="given" keeps
+    the caller's order, for building test files. ENC and SIGNED need the crypto of §4, which is
+    not implemented yet.
+    """
+    path = Path(path)
+    if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
+        raise UnsupportedError(
+            "vqf.enc.not_implemented" if flags & VQFFlag.ENC else "vqf.sig.not_implemented",
+            "writing encrypted or signed files is not implemented yet",
+            path="flags",
+        )
+    if version is None:
+        version = VERSION_MOE if flags & VQFFlag.MOE else VERSION_DENSE
+    ordered = sort_tensors(tensors) if order == "spec" else list(tensors)
+    for i, t in enumerate(ordered):
+        require_name(t.name, i)
+    directory, offsets, data_offset, file_len = plan(ordered)
+    header = build_header(arch, flags, version, layout, len(ordered), data_offset, file_len)
+    if path.exists() and not overwrite:
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
+        )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(header)
+            out.write(directory)
+            h = hasher(directory, FNV_OFFSET_BASIS)
+            h = write_data(out, ordered, offsets, data_offset, file_len, h, hasher)
+            out.write(VQFTrailerFNV.build({"fnv1a64": h}))
+            out.flush()
+            os.fsync(out.fileno())
+        publish(tmp, path, overwrite)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def sort_tensors(tensors: Sequence[TensorSource]) -> list[TensorSource]:
+    """§3.4 order; a stable sort keeps unknown names last, in the order given."""
+    return sorted(tensors, key=lambda t: ORDER_INDEX.get(t.name, len(ORDER_INDEX)))
+
+
+def require_name(name: str, index: int) -> None:
+    """Names are 1..31 ASCII bytes without NUL: the writer never truncates (§3.1)."""
+    raw = name.encode("ascii", errors="replace")
+    if not name or not name.isascii() or "\0" in name or len(raw) > NAME_BYTES - 1:
+        raise InvalidError(
+            "vqf.writer.name",
+            f"tensor name {name!r} must be 1..{NAME_BYTES - 1} ASCII characters without NUL",
+            path=f"directory[{index}].name",
+        )
+
+
+def plan(tensors: Sequence[TensorSource]) -> tuple[bytes, list[int], int, int]:
+    """The directory bytes and the placement of §3.3."""
+    sizes = [t.size for t in tensors]
+    data_offset = data_offset_for(len(tensors))
+    offsets = tensor_offsets(data_offset, sizes)
+    entries = []
+    for i, (t, offset, size) in enumerate(zip(tensors, offsets, sizes, strict=True)):
+        fields = {
+            "name": encode_name(t.name),
+            "qtype": t.qtype,
+            "rows": t.rows,
+            "cols": t.cols,
+            "offset": offset,
+            "bytes": size,
+        }
+        entries.append(
+            build_record(VQFTensor, fields, rule="vqf.writer.field", path=f"directory[{i}]")
+        )
+    return b"".join(entries), offsets, data_offset, file_len_for(data_offset, sizes)
+
+
+def build_header(
+    arch: Mapping[str, Any],
+    flags: int,
+    version: int,
+    layout: str,
+    n_tensors: int,
+    data_offset: int,
+    file_len: int,
+) -> bytes:
+    """The 448 header bytes, in the current or the legacy layout (§2.2, §2.4)."""
+    full = {**arch_defaults(), **arch}
+    fields = {
+        "version": version,
+        "flags": flags,
+        "n_tensors": n_tensors,
+        "data_offset": data_offset,
+        "file_len": file_len,
+        "sig": {},
+    }
+    if layout == "current":
+        fields["arch"] = full
+        return build_record(VQFHeader, fields, rule="vqf.writer.field", path="header")
+    if layout != "legacy":
+        raise ValueError(f"layout must be 'current' or 'legacy', not {layout!r}")
+    if version != VERSION_DENSE or any(full[name] for name in MOE_FIELD_NAMES):
+        raise InvalidError(
+            "vqf.writer.legacy",
+            "the legacy 432-byte layout is version 2 only and has no MoE fields",
+            path="header.arch",
+        )
+    fields["arch"] = {k: v for k, v in full.items() if k not in MOE_FIELD_NAMES}
+    record = build_record(VQFHeaderLegacy, fields, rule="vqf.writer.field", path="header")
+    return record + bytes(HEADER_BYTES - len(record))
+
+
+def write_data(
+    out: BinaryIO,
+    tensors: Sequence[TensorSource],
+    offsets: Sequence[int],
+    data_offset: int,
+    file_len: int,
+    h: int,
+    hasher: Any,
+) -> int:
+    """Gap, then each tensor and its zero pad; returns the FNV continued over the data region."""
+    skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed (§3.5)
+    for i, (t, offset) in enumerate(zip(tensors, offsets, strict=True)):
+        assert out.tell() == offset, "placement and stream disagree"
+        written = 0
+        for chunk in iter_payload(t.data):
+            written += len(chunk)
+            if written > t.size:
+                break
+            out.write(chunk)
+            h = hasher(chunk, h)
+        if written != t.size:
+            raise InvalidError(
+                "vqf.writer.payload",
+                f"tensor {t.name!r} declares {t.size} bytes but its data "
+                f"{'exceeds that' if written > t.size else f'has {written}'}",
+                path=f"directory[{i}].bytes",
+            )
+        if t.data is None:
+            h = fnv1a64_zeros(t.size, h)
+            skip_zeros(out, t.size)
+        end = offsets[i + 1] if i + 1 < len(offsets) else file_len
+        pad = end - out.tell()
+        skip_zeros(out, pad)
+        h = fnv1a64_zeros(pad, h)
+    return h
+
+
+def iter_payload(data: Payload) -> Iterable[memoryview]:
+    if data is None:
+        return ()
+    if isinstance(data, bytes | bytearray | memoryview):
+        return (memoryview(data).cast("B"),)
+    if hasattr(data, "__array_interface__"):  # a NumPy array: its bytes in C order
+        return (memoryview(data).cast("B"),)  # type: ignore[arg-type]
+    return (memoryview(c).cast("B") for c in data)
+
+
+def skip_zeros(out: BinaryIO, count: int) -> None:
+    """Advance by `count` zero bytes as a hole; the final truncate makes a trailing hole real."""
+    if count:
+        out.seek(count, os.SEEK_CUR)
+        out.truncate(out.tell())
+
+
+def publish(tmp: str, path: Path, overwrite: bool) -> None:
+    """Rename into place; without overwrite, a hard link fails atomically if `path` exists."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
+        ) from None
+    except OSError:  # a filesystem without hard links: check-then-rename is the best left
+        if path.exists():
+            raise DestinationExistsError(
+                "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
+            ) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)

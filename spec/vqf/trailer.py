@@ -1,0 +1,13 @@
+"""The trailer at file_len (vqf.md §1, §3.5, §4.2)."""
+
+from __future__ import annotations
+
+from construct import Bytes, Int64ul, Struct
+
+VQFTrailerFNV = Struct(
+    "fnv1a64" / Int64ul,  # FNV-1a-64 of directory || data region; plaintext files
+)
+
+VQFTrailerTag = Struct(
+    "hmac_sm3" / Bytes(32),  # HMAC-SM3 over H' || directory || ciphertext; ENC files
+)
