@@ -93,6 +93,12 @@ def write_vqf(
     for i, t in enumerate(ordered):
         require_name(t.name, i)
     directory, offsets, data_offset, file_len = plan(ordered)
+    if file_len == data_offset:
+        raise InvalidError(
+            "vqf.writer.empty",
+            "no payload bytes: the loader requires file_len > data_offset (§2.4 step 3)",
+            path="tensors",
+        )
     header = build_header(arch, flags, version, layout, len(ordered), data_offset, file_len)
     if path.exists() and not overwrite:
         raise DestinationExistsError(

@@ -24,7 +24,7 @@ def directory_end(n_tensors: int) -> int:
 
 
 def data_offset_for(n_tensors: int) -> int:
-    """data_offset = round_up(448 + 64·n, 4096); 4096 while n <= 56 (§0 item 12)."""
+    """data_offset = round_up(448 + 64·n, 4096): 4096 up to n = 57 (§0 item 12 says 56)."""
     return round_up(directory_end(n_tensors), PAGE)
 
 

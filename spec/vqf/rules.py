@@ -103,6 +103,8 @@ _RULES = (
     Rule("vqf.writer.field", "InvalidError", "writer", "§2.2", "a value does not fit its field"),
     Rule("vqf.writer.legacy", "InvalidError", "writer", "§2.4",
          "legacy layout requested for version 3, MoE fields, ENC or SIGNED"),
+    Rule("vqf.writer.empty", "InvalidError", "writer", "§2.4",
+         "the data region would be empty, which no loader accepts"),
     Rule("vqf.writer.destination", "DestinationExistsError", "writer", "§3.3",
          "the destination exists and overwrite was not asked for"),
 )  # fmt: skip

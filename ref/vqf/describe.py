@@ -1,0 +1,92 @@
+"""What `weightfile inspect` shows of a VQF file: header, arch, flags, directory (vqf.md §2-§3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weightfile.spec.vqf.flags import flag_names
+from weightfile.spec.vqf.qtypes import qtype_name
+
+from .read import VQFFile
+
+
+def describe(vqf: VQFFile) -> dict[str, Any]:
+    """A JSON-serialisable description; byte strings are hex, integers stay integers."""
+    h = vqf.header
+    return {
+        "format": "vqf",
+        "path": str(vqf.path),
+        "file_size": vqf.size,
+        "header": {
+            "layout": h.layout,
+            "header_bytes": 448 if h.layout == "current" else 432,
+            "version": h.version,
+            "flags": h.flags,
+            "flag_names": flag_names(h.flags),
+            "n_tensors": h.n_tensors,
+            "data_offset": h.data_offset,
+            "file_len": h.file_len,
+            "enc_iv": h.enc_iv.hex(),
+            "trailer": "hmac-sm3" if h.encrypted else "fnv1a64",
+            "trailer_value": vqf.stored_tag().hex() if h.encrypted else f"{vqf.stored_fnv():#018x}",
+            "signed": h.signed,
+            "sig": {k: v.hex() if isinstance(v, bytes) else v for k, v in h.sig.items()},
+        },
+        "arch": dict(h.arch),
+        "tensors": [
+            {
+                "index": e.index,
+                "name": e.name,
+                "qtype": e.qtype,
+                "qtype_name": qtype_name(e.qtype),
+                "rows": e.rows,
+                "cols": e.cols,
+                "offset": e.offset,
+                "bytes": e.bytes,
+            }
+            for e in vqf.entries
+        ],
+    }
+
+
+def format_text(d: dict[str, Any]) -> str:
+    """A readable rendering of `describe`'s result."""
+    h, a = d["header"], d["arch"]
+    lines = [
+        f"{d['path']}: VQF version {h['version']}, {h['layout']} {h['header_bytes']}-byte header, "
+        f"{d['file_size']:,} bytes",
+        f"  flags        {h['flags']:#06x}  {' | '.join(h['flag_names']) or '-'}",
+        f"  tensors      {h['n_tensors']}  data_offset {h['data_offset']:,}  "
+        f"file_len {h['file_len']:,}",
+        f"  trailer      {h['trailer']} {h['trailer_value']}",
+    ]
+    if "ENC" in h["flag_names"]:
+        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']} (decryption not implemented yet)")
+    if h["signed"]:
+        lines.append("  signed       SM2 (signature verification not implemented yet)")
+    lines.append("arch")
+    items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
+    for i in range(0, len(items), 6):
+        lines.append("  " + "  ".join(items[i : i + 6]))
+    lines.append("directory")
+    header = ("#", "name", "qtype", "rows × cols", "offset", "bytes")
+    rows = [
+        (
+            str(t["index"]),
+            t["name"],
+            t["qtype_name"],
+            f"{t['rows']} × {t['cols']}",
+            f"{t['offset']:,}",
+            f"{t['bytes']:,}",
+        )
+        for t in d["tensors"]
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    align = ("r", "l", "l", "r", "r", "r")
+    for r in [header, *rows]:
+        cells = [
+            c.rjust(w) if al == "r" else c.ljust(w)
+            for c, w, al in zip(r, widths, align, strict=True)
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return "\n".join(lines)

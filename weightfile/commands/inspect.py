@@ -1,0 +1,35 @@
+"""`weightfile inspect FILE [--json]`: header, arch, flags by name and the directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from weightfile.formats import sniff
+
+from ._common import add_file_argument, resolve_file
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("inspect", help="show a file's header, architecture and directory")
+    add_file_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON for tools")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = resolve_file("inspect", args)
+    kind = sniff(path)
+    if kind == "vqf":
+        from weightfile.ref.vqf.describe import describe, format_text
+        from weightfile.ref.vqf.read import open_vqf
+
+        with open_vqf(path) as vqf:
+            description = describe(vqf)
+    else:
+        from weightfile.ref.ninfer3.describe import describe, format_text  # type: ignore
+
+        description = describe(path)
+    print(json.dumps(description, indent=2) if args.json else format_text(description))
+    return 0
