@@ -207,27 +207,34 @@ def write_data(
     skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed (§3.5)
     for i, (t, offset) in enumerate(zip(tensors, offsets, strict=True)):
         assert out.tell() == offset, "placement and stream disagree"
-        written = 0
-        for chunk in iter_payload(t.data):
-            written += len(chunk)
-            if written > t.size:
-                break
-            out.write(chunk)
-            h = hasher(chunk, h)
-        if written != t.size:
-            raise InvalidError(
-                "vqf.writer.payload",
-                f"tensor {t.name!r} declares {t.size} bytes but its data "
-                f"{'exceeds that' if written > t.size else f'has {written}'}",
-                path=f"directory[{i}].bytes",
-            )
-        if t.data is None:
-            h = fnv1a64_zeros(t.size, h)
+        if t.data is None:  # an all-zero payload: a hole, hashed as a zero run
             skip_zeros(out, t.size)
+            h = fnv1a64_zeros(t.size, h)
+        else:
+            h = write_payload(out, t, i, h, hasher)
         end = offsets[i + 1] if i + 1 < len(offsets) else file_len
         pad = end - out.tell()
         skip_zeros(out, pad)
         h = fnv1a64_zeros(pad, h)
+    return h
+
+
+def write_payload(out: BinaryIO, t: TensorSource, index: int, h: int, hasher: Any) -> int:
+    """Stream one payload, hashing as it goes; its length must equal the declared bytes."""
+    written = 0
+    for chunk in iter_payload(t.data):
+        written += len(chunk)
+        if written > t.size:
+            break
+        out.write(chunk)
+        h = hasher(chunk, h)
+    if written != t.size:
+        raise InvalidError(
+            "vqf.writer.payload",
+            f"tensor {t.name!r} declares {t.size} bytes but its data "
+            f"{'exceeds that' if written > t.size else f'has {written}'}",
+            path=f"directory[{index}].bytes",
+        )
     return h
 
 
