@@ -1,0 +1,81 @@
+"""The `weightfile` command line: inspect and verify, their exit codes and outputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from strategies.vqf import patch_bytes, patch_header
+
+from weightfile.cli import main
+from weightfile.examples import EXAMPLE_PATH
+from weightfile.spec.vqf.flags import VQFFlag
+
+
+@pytest.fixture
+def example(tmp_path):
+    return shutil.copy(EXAMPLE_PATH, tmp_path / "m.vqf")
+
+
+def test_inspect_prints_flags_by_name_and_the_directory(capsys):
+    assert main(["inspect", "--example"]) == 0
+    out = capsys.readouterr().out
+    assert "Q8_8X8 | Q4_4X4 | EMB_F16" in out
+    assert "q4_lm" in out and "Q4_0" in out and "256 × 64" in out
+
+
+def test_inspect_json_is_machine_readable(capsys):
+    assert main(["inspect", "--json", str(EXAMPLE_PATH)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["header"]["flag_names"] == ["Q8_8X8", "Q4_4X4", "EMB_F16"]
+    assert [t["name"] for t in d["tensors"]][:2] == ["token_embed", "final_norm"]
+    assert d["arch"]["dim"] == 64
+
+
+def test_verify_valid_file_exits_zero(capsys):
+    assert main(["verify", "--checksum", "--example"]) == 0
+    assert "valid" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("engine", ["ref", "fast"])
+def test_verify_reports_every_violation_and_exits_one(example, capsys, engine):
+    patch_bytes(example, 4000, b"\x07")  # the zero gap
+    patch_header(example, lambda h: h["arch"].update({"kv_lora_rank": 5}))
+    patch_bytes(example, 5000, b"\x99")  # inside token_embed: FNV mismatch
+    assert main(["verify", "--checksum", "--engine", engine, str(example)]) == 1
+    out = capsys.readouterr().out
+    for rule in ("vqf.file.gap", "vqf.arch.reserved", "vqf.trailer.fnv"):
+        assert f"[{rule}]" in out
+    assert "byte 4000" in out
+
+
+def test_verify_of_a_signed_file_says_not_implemented(example, capsys):
+    patch_header(example, lambda h: h.update({"flags": h["flags"] | VQFFlag.SIGNED}))
+    assert main(["verify", str(example)]) == 3
+    assert "signature verification not implemented yet" in capsys.readouterr().out
+
+
+def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "x.vqf"
+    bad.write_bytes(b"GGUF" + bytes(600))
+    assert main(["inspect", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "MalformedError" in err and "unknown file format" in err and "Traceback" not in err
+    assert main(["verify", str(tmp_path / "missing.vqf")]) == 1
+
+
+def test_truncated_vqf_names_the_rule_and_offset(example, capsys):
+    example.write_bytes(example.read_bytes()[:100])
+    assert main(["verify", str(example)]) == 1
+    assert "[vqf.file.too_small] file is 100 bytes" in capsys.readouterr().out
+
+
+def test_the_console_script_runs():
+    exe = shutil.which("weightfile")
+    cmd = [exe] if exe else [sys.executable, "-m", "weightfile"]
+    out = subprocess.run([*cmd, "inspect", "--example"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "VQF version 2" in out.stdout

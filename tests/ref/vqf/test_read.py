@@ -1,0 +1,91 @@
+"""The reader: zero-copy views, lookups, ENC/SIGNED recognised, hostile bytes never crash it."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies.vqf import patch_header
+
+from weightfile.examples import EXAMPLE_PATH, TINY_ARCH, TINY_FLAGS, tiny_tensors
+from weightfile.ref.vqf.read import open_vqf
+from weightfile.ref.vqf.validate import validate
+from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.spec.errors import MalformedError, NotFoundError, UnsupportedError, WeightfileError
+from weightfile.spec.vqf.flags import VQFFlag
+
+BASE = EXAMPLE_PATH.read_bytes()
+
+
+def test_payloads_are_views_of_the_map():
+    with open_vqf(EXAMPLE_PATH) as vqf:
+        view = vqf.payload("q4_q")
+        assert isinstance(view, memoryview)
+        assert isinstance(view.obj, mmap.mmap)  # no copy was made
+        e = vqf.entry("q4_q")
+        assert bytes(view) == BASE[e.offset : e.end]
+        del view
+
+
+def test_close_with_a_view_still_alive_does_not_raise():
+    vqf = open_vqf(EXAMPLE_PATH)
+    view = vqf.payload("final_norm")
+    vqf.close()
+    assert len(bytes(view)) == 256
+
+
+def test_lookups_name_what_is_missing():
+    with open_vqf(EXAMPLE_PATH) as vqf:
+        with pytest.raises(NotFoundError, match="no tensor named 'nope'") as info:
+            vqf.payload("nope")
+        assert isinstance(info.value, LookupError)
+        with pytest.raises(MalformedError) as info:
+            vqf.bytes_at(0, vqf.size + 1)
+        assert info.value.rule == "vqf.file.range"
+
+
+def test_a_duplicate_name_resolves_to_the_later_entry_as_in_the_engine(tmp_path):
+    tensors = tiny_tensors(TINY_ARCH)
+    tensors.append(TensorSource("final_norm", 1, 64, 1, b"\x01" * 256))
+    path = write_vqf(tmp_path / "dup.vqf", arch=TINY_ARCH, tensors=tensors, flags=TINY_FLAGS)
+    with open_vqf(path) as vqf:
+        assert bytes(vqf.payload("final_norm")) == b"\x01" * 256
+    assert [v.rule for v in validate(path)] == ["vqf.directory.name_unique"]
+
+
+def test_encrypted_files_are_recognised_not_misparsed(tmp_path):
+    path = tmp_path / "enc.vqf"
+    path.write_bytes(BASE + bytes(24))  # a 32-byte tag instead of the 8-byte FNV
+    patch_header(path, lambda h: h.update({"flags": h["flags"] | VQFFlag.ENC, "enc_iv": b"k" * 16}))
+    with open_vqf(path) as vqf:
+        assert vqf.header.encrypted
+        assert vqf.stored_tag() == BASE[-8:] + bytes(24)
+        with pytest.raises(UnsupportedError, match="decryption is not implemented yet"):
+            vqf.payload("q4_q")
+        with pytest.raises(UnsupportedError):
+            vqf.stored_fnv()
+    assert [v.rule for v in validate(path, checksum=True)] == ["vqf.enc.not_implemented"]
+
+
+@given(st.integers(0, 4095), st.binary(min_size=1, max_size=16))
+def test_hostile_header_and_directory_bytes_give_typed_errors_only(tmp_path_factory, at, junk):
+    path = tmp_path_factory.mktemp("hostile") / "x.vqf"
+    blob = bytearray(BASE)
+    blob[at : at + len(junk)] = junk
+    path.write_bytes(bytes(blob[: len(BASE)]))
+    with contextlib.suppress(WeightfileError):
+        open_vqf(path).close()
+    for v in validate(path, checksum=True):
+        assert v.rule and v.error_class
+
+
+@given(st.integers(0, len(BASE) - 1))
+def test_every_truncation_is_a_malformed_error(tmp_path_factory, size):
+    path = tmp_path_factory.mktemp("trunc") / "x.vqf"
+    path.write_bytes(BASE[:size])
+    with pytest.raises(MalformedError) as info:
+        open_vqf(path).close()
+    assert info.value.rule in ("vqf.file.too_small", "vqf.directory.bounds", "vqf.header.layout")
