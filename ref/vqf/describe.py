@@ -66,8 +66,13 @@ def format_text(d: dict[str, Any]) -> str:
         lines.append("  signed       SM2 (signature verification not implemented yet)")
     lines.append("arch")
     items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
-    for i in range(0, len(items), 6):
-        lines.append("  " + "  ".join(items[i : i + 6]))
+    line = ""
+    for item in items:  # wrap at ~96 columns
+        if line and len(line) + 2 + len(item) > 96:
+            lines.append(line)
+            line = ""
+        line = f"{line}  {item}"
+    lines.append(line)
     lines.append("directory")
     header = ("#", "name", "qtype", "rows × cols", "offset", "bytes")
     rows = [

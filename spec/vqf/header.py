@@ -16,31 +16,31 @@ from .constants import MAGIC
 from .sig import VQFSig
 
 _PREFIX = (
-    "magic" / Const(MAGIC, Int32ul),  # bytes "FQFW"
-    "version" / Int32ul,  # 2 = dense, 3 = MoE
-    "flags" / Int32ul,  # VQFFlag bits; 10..31 zero
-    "n_tensors" / Int32ul,  # directory entry count
+    "magic" / Const(MAGIC, Int32ul) * 'bytes "FQFW"',
+    "version" / Int32ul * "2 = dense, 3 = MoE",
+    "flags" / Int32ul * "VQFFlag bits; 10..31 zero",
+    "n_tensors" / Int32ul * "directory entry count",
 )
 
 _TAIL = (
-    "data_offset" / Int64ul,  # start of the data region: 64-aligned, >= directory end
-    "file_len" / Int64ul,  # end of the data region = offset of the trailer
-    "enc_iv" / Default(Bytes(16), bytes(16)),  # SM4-CTR initial counter; zero unless ENC
-    "enc_rsvd" / Default(Bytes(16), bytes(16)),  # zero
-    "sig" / VQFSig,  # zero unless SIGNED
+    "data_offset" / Int64ul * "start of the data region: 64-aligned, >= directory end",
+    "file_len" / Int64ul * "end of the data region = offset of the trailer",
+    "enc_iv" / Default(Bytes(16), bytes(16)) * "SM4-CTR initial counter; zero unless ENC",
+    "enc_rsvd" / Default(Bytes(16), bytes(16)) * "zero",
+    "sig" / VQFSig * "zero unless SIGNED",
 )
 
 VQFHeader = Struct(  # current layout, 448 bytes
     *_PREFIX,
-    "arch" / VQFArch,  # @16, 180 bytes
-    "pad_arch" / Default(Bytes(4), bytes(4)),  # @196, zero
+    "arch" / VQFArch * "VQFArch, 45 words",
+    "pad_arch" / Default(Bytes(4), bytes(4)) * "zero",
     *_TAIL,  # data_offset @200, file_len @208, enc_iv @216, enc_rsvd @232, sig @248
 )
 
 VQFHeaderLegacy = Struct(  # legacy layout, 432 bytes (+16 zero bytes to the directory)
     *_PREFIX,
-    "arch" / VQFArchLegacy,  # @16, 164 bytes, no MoE tail
-    "pad_arch" / Default(Bytes(4), bytes(4)),  # @180, zero
+    "arch" / VQFArchLegacy * "VQFArch without the MoE tail, 41 words",
+    "pad_arch" / Default(Bytes(4), bytes(4)) * "zero",
     *_TAIL,  # data_offset @184, file_len @192, enc_iv @200, enc_rsvd @216, sig @232
 )
 

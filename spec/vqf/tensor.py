@@ -7,13 +7,13 @@ from construct import Bytes, Default, Int32ul, Int64ul, Struct
 from .constants import NAME_BYTES
 
 VQFTensor = Struct(
-    "name" / Bytes(NAME_BYTES),  # NUL-terminated, <= 31 visible chars, rest zero
-    "qtype" / Int32ul,  # QType code (§3.2)
-    "rows" / Int32ul,  # diagnostic geometry (§7.3)
-    "cols" / Int32ul,  # diagnostic geometry
-    "pad" / Default(Bytes(4), bytes(4)),  # zero; covered by FNV/HMAC/SM3
-    "offset" / Int64ul,  # absolute offset of the first byte, 64-aligned
-    "bytes" / Int64ul,  # payload length without the trailing pad
+    "name" / Bytes(NAME_BYTES) * "NUL-terminated, <= 31 visible chars, rest zero",
+    "qtype" / Int32ul * "QType code (§3.2)",
+    "rows" / Int32ul * "diagnostic geometry (§7.3)",
+    "cols" / Int32ul * "diagnostic geometry",
+    "pad" / Default(Bytes(4), bytes(4)) * "zero; covered by FNV/HMAC/SM3",
+    "offset" / Int64ul * "absolute offset of the first byte, 64-aligned",
+    "bytes" / Int64ul * "payload length without the trailing pad",
 )
 
 

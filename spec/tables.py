@@ -1,0 +1,67 @@
+"""Markdown tables generated from the schemas and rule tables, for splicing into spec/*.md.
+
+The prose documents never retype a field table: `tools/splice_tables.py` writes these between
+`<!-- table:NAME -->` and `<!-- /table:NAME -->` markers, and a test fails when they drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from construct import (
+    Array,
+    Bytes,
+    Const,
+    Construct,
+    Default,
+    FormatField,
+    Renamed,
+    Struct,
+)
+
+_FORMATS = {
+    "<I": "u32",
+    "<L": "u32",
+    "<i": "i32",
+    "<l": "i32",
+    "<f": "f32",
+    "<Q": "u64",
+    "<H": "u16",
+    "<B": "u8",
+}
+
+
+def type_name(con: Construct) -> str:
+    """u32, f32, u8[16], i32[4], or the name of a nested record."""
+    while isinstance(con, Renamed | Const | Default):
+        con = con.subcon
+    if isinstance(con, FormatField):
+        return _FORMATS.get(con.fmtstr, con.fmtstr)
+    if isinstance(con, Bytes):
+        return f"u8[{con.sizeof()}]"
+    if isinstance(con, Array):
+        return f"{type_name(con.subcon)}[{con.count}]"
+    if isinstance(con, Struct):
+        return f"record ({con.sizeof()} B)"
+    return type(con).__name__
+
+
+def field_table(schema: Struct, *, base: int = 0) -> str:
+    """| offset | size | type | field | meaning | for every top-level field, in file order."""
+    rows = ["| offset | size | type | field | meaning |", "|---:|---:|---|---|---|"]
+    offset = base
+    for sc in schema.subcons:
+        size = sc.sizeof()
+        rows.append(f"| {offset} | {size} | {type_name(sc)} | `{sc.name}` | {sc.docs or ''} |")
+        offset += size
+    return "\n".join(rows)
+
+
+def rule_table(rules: Iterable[object]) -> str:
+    """| rule id | error class | origin | section | meaning |."""
+    rows = ["| rule id | error class | origin | section | meaning |", "|---|---|---|---|---|"]
+    for r in rules:
+        rows.append(
+            f"| `{r.id}` | {r.error_class} | {r.origin} | {r.section} | {r.meaning} |"  # type: ignore[attr-defined]
+        )
+    return "\n".join(rows)
