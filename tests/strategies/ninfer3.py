@@ -1,0 +1,187 @@
+"""Test helpers and Hypothesis strategies for `.ninfer` v3 (ninfer-v3.md §1, §2, §5).
+
+`build_file_set` writes a file set by hand with `struct` and the magic bytes spelled out from
+the spec, independently of the writer under test, so reader tests do not trust the writer.
+`raises_rule(Class, "rule.id")` asserts the exact error class and rule id; the rule-table test
+scans test sources for these calls to prove every rule id is raised by some test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+PEER = Path("/work/shared/peer-data/ninfer-v3")
+EXAMPLE_TEXT = PEER / "artifact-v3-text.json"
+EXAMPLE_SHARDED = PEER / "artifact-v3-mixed-sharded.json"
+
+ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", §1.1
+PART_MAGIC = bytes.fromhex("4e494e5052540003")  # "NINPRT\0\3", §1.2
+FIXED_ID = bytes(range(16))  # the §1.9 hand-made files use 00 01 .. 0f
+
+
+def tiny_doc() -> dict[str, Any]:
+    """The §1.9 hand-made tiny single file's directory: 265-byte payload, 3 objects."""
+    return {
+        "components": {"text": {"config": {}, "resources": {"greeting": "r.hello"}}},
+        "objects": [
+            _tensor("w.bf16", [4], "bf16", 0, 8),
+            _tensor("w.scalar", [], "fp32", 256, 4),
+            {"id": "r.hello", "kind": "resource", "encoding": "raw_bytes_v1"}
+            | {"offset": 260, "bytes": 5},
+        ],
+        "bindings": {
+            "p.vec": {"object": "w.bf16"},
+            "p.split": {
+                "parts": [
+                    {"object": "w.bf16", "range": [2, 4]},
+                    {"object": "w.bf16", "range": [0, 2]},
+                ]
+            },
+        },
+        "uses": [{"parameter": "p.vec", "input": "x", "activation_policy": "A16Only"}],
+        "files": [{"path": None, "payload_bytes": 265}],
+        "metadata": {"name": "tiny"},
+        "provenance": {},
+    }
+
+
+#: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1 LE at 0; fp32 2.0 at 256; "hello" at 260 (§1.9).
+TINY_PAYLOAD = (
+    bytes.fromhex("0000 0080 803f c17f") + bytes(248) + bytes.fromhex("00000040") + b"hello"
+)
+
+
+def sharded_doc() -> dict[str, Any]:
+    """A small three-file set, like the C++ fixture (§1.9): files 500 / 780 / 64.
+
+    A q5 [2,130] object (528 bytes) at 256 straddles the entry and part 1; a resource at
+    1250..1290 straddles parts 1 and 2.
+    """
+    doc = tiny_doc()
+    doc["objects"] = [
+        _tensor("w.bf16", [4], "bf16", 0, 8),
+        _tensor("w.q5", [2, 130], "q5_g64_fp16", 256, 528, "row_split_k128_v1"),
+        _tensor("w.scalar", [], "fp32", 1024, 4),
+        {"id": "r.hello", "kind": "resource", "encoding": "raw_bytes_v1"}
+        | {"offset": 1250, "bytes": 40},
+    ]
+    doc["files"] = [
+        {"path": None, "payload_bytes": 500},
+        {"path": "weights-second.bin", "payload_bytes": 780},
+        {"path": "optional.bin", "payload_bytes": 64},
+    ]
+    return doc
+
+
+SHARDED_PAYLOAD = bytes((i * 7 + 3) % 256 for i in range(1344))
+
+
+def _tensor(
+    oid: str, shape: list[int], fmt: str, offset: int, size: int, layout: str = "contiguous_le_v1"
+) -> dict[str, Any]:
+    return {"id": oid, "kind": "tensor", "shape": shape, "format": fmt, "layout": layout} | {
+        "offset": offset,
+        "bytes": size,
+    }
+
+
+def load_example(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def encode(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def build_file_set(
+    directory: Path,
+    entry_name: str,
+    doc_or_text: dict[str, Any] | bytes,
+    payload: bytes | None = None,
+    *,
+    json_bytes: int | None = None,
+    artifact_id: bytes = FIXED_ID,
+) -> list[Path]:
+    """Write an entry (and continuation volumes named in `files`) by hand, per §1.1-§1.2.
+
+    `payload` is the logical payload (default: zeros, left sparse with ftruncate). The JSON is
+    padded with spaces to `json_bytes` (default: to the next 4096 boundary, as §1.7 does).
+    """
+    text = doc_or_text if isinstance(doc_or_text, bytes) else encode(doc_or_text)
+    doc = json.loads(text) if isinstance(doc_or_text, bytes) else doc_or_text
+    if json_bytes is None:
+        json_bytes = -(-(32 + len(text)) // 4096) * 4096 - 32
+    text = text + b" " * max(0, json_bytes - len(text))
+    files = doc["files"]
+    sizes = [f["payload_bytes"] for f in files]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    paths = [directory / entry_name] + [directory / f["path"] for f in files[1:]]
+    first = -(-(32 + json_bytes) // 4096) * 4096
+    for i, path in enumerate(paths):
+        with open(path, "wb") as fh:
+            if i == 0:
+                fh.write(ENTRY_MAGIC + struct.pack("<Q", json_bytes) + artifact_id + text)
+                start = first
+            else:
+                fh.write(PART_MAGIC + struct.pack("<Q", i) + artifact_id)
+                start = 4096
+            fh.truncate(start + sizes[i])
+            if payload is not None:
+                fh.seek(start)
+                fh.write(payload[starts[i] : starts[i] + sizes[i]])
+    return paths
+
+
+def patch(path: Path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+
+
+def resize(path: Path, size: int) -> None:
+    os.truncate(path, size)
+
+
+def mutated(doc: dict[str, Any], fn: Any) -> dict[str, Any]:
+    """A deep copy of `doc` after `fn(copy)` edits it."""
+    out = copy.deepcopy(doc)
+    fn(out)
+    return out
+
+
+@contextlib.contextmanager
+def raises_rule(cls: type[BaseException], rule: str) -> Iterator[pytest.ExceptionInfo[Any]]:
+    """Exactly error class `cls` (not a subclass or superclass) with rule id `rule`."""
+    with pytest.raises(BaseException) as info:
+        yield info
+    assert type(info.value) is cls, f"{type(info.value).__name__}: {info.value}"
+    assert info.value.rule == rule, f"{info.value.rule} != {rule}: {info.value}"
+
+
+# -- Hypothesis strategies ----------------------------------------------------------------------
+
+ids = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=12,
+)
+
+TENSOR_KINDS = [
+    ("bf16", "contiguous_le_v1"),
+    ("fp32", "contiguous_le_v1"),
+    ("int32", "contiguous_le_v1"),
+    ("q4_g64_fp16", "row_split_k128_v1"),
+    ("q8_g32_fp16", "row_split_k128_v1"),
+    ("t2_g128_fp16", "row_split_k128_v1"),
+    ("fp8_e4m3fn_row_bf16", "row_scale_v1"),
+]
