@@ -100,7 +100,8 @@ def load_example(path: Path) -> dict[str, Any]:
 
 
 def encode(doc: Any) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # ASCII escapes so a lone surrogate can be written as the JSON text `\ud800`.
+    return json.dumps(doc, separators=(",", ":")).encode("ascii")
 
 
 def build_file_set(
@@ -118,14 +119,23 @@ def build_file_set(
     padded with spaces to `json_bytes` (default: to the next 4096 boundary, as §1.7 does).
     """
     text = doc_or_text if isinstance(doc_or_text, bytes) else encode(doc_or_text)
-    doc = json.loads(text) if isinstance(doc_or_text, bytes) else doc_or_text
+    try:
+        doc = json.loads(text) if isinstance(doc_or_text, bytes) else doc_or_text
+    except ValueError:
+        doc = {}
     if json_bytes is None:
         json_bytes = -(-(32 + len(text)) // 4096) * 4096 - 32
     text = text + b" " * max(0, json_bytes - len(text))
-    files = doc["files"]
-    sizes = [f["payload_bytes"] for f in files]
+    try:
+        files = doc["files"]
+        sizes = [int(f["payload_bytes"]) for f in files]
+        names = [str(f["path"]) for f in files[1:]]
+        assert sizes and all(s >= 0 for s in sizes)
+        assert all("/" not in n and "\\" not in n and n not in ".." for n in names)
+    except Exception:  # a broken directory: write the entry alone, with an empty payload
+        files, sizes, names = [None], [0], []
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    paths = [directory / entry_name] + [directory / f["path"] for f in files[1:]]
+    paths = [directory / entry_name] + [directory / n for n in names[: len(files) - 1]]
     first = -(-(32 + json_bytes) // 4096) * 4096
     for i, path in enumerate(paths):
         with open(path, "wb") as fh:
@@ -159,6 +169,16 @@ def mutated(doc: dict[str, Any], fn: Any) -> dict[str, Any]:
     return out
 
 
+RULE_LOG = "NINFER3_RULE_LOG"  # when set, every rule a test saw raised is appended there
+
+
+def _log_rule(error_class: str, rule: str) -> None:
+    log = os.environ.get(RULE_LOG)
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{error_class} {rule}\n")
+
+
 @contextlib.contextmanager
 def raises_rule(cls: type[BaseException], rule: str) -> Iterator[pytest.ExceptionInfo[Any]]:
     """Exactly error class `cls` (not a subclass or superclass) with rule id `rule`."""
@@ -166,6 +186,14 @@ def raises_rule(cls: type[BaseException], rule: str) -> Iterator[pytest.Exceptio
         yield info
     assert type(info.value) is cls, f"{type(info.value).__name__}: {info.value}"
     assert info.value.rule == rule, f"{info.value.rule} != {rule}: {info.value}"
+    _log_rule(info.value.violation.error_class, rule)
+
+
+def expect_violations(found: list[Any], want: list[tuple[str, str, str | None]]) -> None:
+    """`verify` found exactly these (error class, rule, path) violations, in order."""
+    assert [(v.error_class, v.rule, v.path) for v in found] == want
+    for error_class, rule, _ in want:
+        _log_rule(error_class, rule)
 
 
 # -- Hypothesis strategies ----------------------------------------------------------------------
