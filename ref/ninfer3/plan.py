@@ -19,6 +19,7 @@ from weightfile.spec.ninfer3.directory import (
     ROOT_EMIT_ORDER,
     TENSOR_EMIT_ORDER,
 )
+from weightfile.spec.ninfer3.domains import U64_MAX
 from weightfile.spec.ninfer3.framing import (
     DEFAULT_LIMIT,
     HEADER_BYTES,
@@ -92,6 +93,7 @@ def split_payload(
     payload_bytes: int, entry_start: int, limit: int, entry_name: str
 ) -> list[dict[str, Any]]:
     """The files table for one reserve: a single file, or entry + part capacities (§1.7)."""
+    require(payload_bytes <= U64_MAX, "ninfer3.files.total", "payload exceeds 2^64-1")
     require(entry_start < limit, "ninfer3.writer.limit", f"limit {limit} <= header + JSON")
     if entry_start + payload_bytes <= limit:
         return [{"path": None, "payload_bytes": payload_bytes}]
