@@ -14,6 +14,7 @@ from typing import Any
 
 from weightfile.ref.ninfer3.objects import encoded_tensor_bytes
 from weightfile.ref.ninfer3.require import fail, require
+from weightfile.spec.errors import MalformedError
 from weightfile.spec.ninfer3.directory import (
     RESOURCE_EMIT_ORDER,
     ROOT_EMIT_ORDER,
@@ -80,8 +81,14 @@ def plan_objects(specs: Sequence[ObjectSpec]) -> list[dict[str, Any]]:
 
 def encode_json(root: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, no BOM, literal non-ASCII, NaN/Infinity refused (§1.8)."""
-    text = json.dumps(root, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8")
+    try:
+        text = json.dumps(root, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:  # NaN or ±Infinity somewhere in config/metadata/provenance
+        raise MalformedError("ninfer3.json.non_finite", str(exc)) from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate cannot be UTF-8
+        raise MalformedError("ninfer3.json.utf8", "lone surrogate in the directory") from exc
 
 
 def reserve_for(length: int) -> int:

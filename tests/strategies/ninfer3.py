@@ -213,3 +213,90 @@ TENSOR_KINDS = [
     ("t2_g128_fp16", "row_split_k128_v1"),
     ("fp8_e4m3fn_row_bf16", "row_scale_v1"),
 ]
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet=st.characters(blacklist_categories=("Cs",))), inner)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def tensor_specs(draw: st.DrawFn, object_id: str) -> Any:
+    from weightfile.ref.ninfer3.plan import TensorSpec
+
+    fmt, layout = draw(st.sampled_from(TENSOR_KINDS))
+    if layout == "contiguous_le_v1":
+        shape = tuple(draw(st.lists(st.integers(1, 5), max_size=3)))
+    else:
+        shape = (draw(st.integers(1, 3)), draw(st.integers(1, 200)))
+    return TensorSpec(object_id, shape, fmt, layout)
+
+
+@st.composite
+def directories(draw: st.DrawFn) -> dict[str, Any]:
+    """Keyword arguments for `ArtifactWriter`: random objects, parts, uses, components,
+    resources, metadata and a size limit, all legal."""
+    from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
+    from weightfile.spec.ninfer3.domains import elements
+
+    specs: list[Any] = []
+    for i in range(draw(st.integers(1, 6))):
+        object_id = f"o{i}.{draw(ids)}"  # the prefix keeps ids unique
+        if draw(st.booleans()):
+            specs.append(draw(tensor_specs(object_id)))
+        else:
+            specs.append(ResourceSpec(object_id, draw(st.integers(1, 20_000))))
+    # A bulk resource at a random place makes multi-file sets common under the small limits.
+    bulk = draw(st.sampled_from([0, 3000, 9000, 20_000])) + draw(st.integers(0, 4096))
+    if bulk:
+        specs.insert(draw(st.integers(0, len(specs))), ResourceSpec("bulk", bulk))
+    tensors = [s for s in specs if isinstance(s, TensorSpec)]
+    resources = [s.id for s in specs if isinstance(s, ResourceSpec)]
+    bindings: dict[str, Any] = {}
+    for j in range(draw(st.integers(0, 4)) if tensors else 0):
+        if draw(st.booleans()):
+            bindings[f"p{j}/whole"] = {"object": draw(st.sampled_from(tensors)).id}
+            continue
+        parts = []
+        for _ in range(draw(st.integers(1, 3))):
+            parent = draw(st.sampled_from(tensors))
+            count = elements(parent.shape)
+            begin = draw(st.integers(0, count - 1))
+            end = draw(st.integers(begin + 1, count))
+            parts.append({"object": parent.id, "range": [begin, end]})
+        bindings[f"p{j}/parts"] = {"parts": parts}
+    uses = []
+    for parameter in bindings:
+        for use_input in draw(st.lists(ids, max_size=2, unique=True)):
+            use: dict[str, Any] = {"parameter": parameter, "input": use_input}
+            policy = draw(st.sampled_from([None, "A16Only", "AllowA8", "AllowA4"]))
+            if policy:
+                use["activation_policy"] = policy
+            uses.append(use)
+    text: dict[str, Any] = {"config": draw(st.dictionaries(ids, json_values, max_size=3))}
+    if resources:
+        text["resources"] = draw(st.dictionaries(ids, st.sampled_from(resources), max_size=3))
+    components = {"text": text}
+    if draw(st.booleans()):
+        components["vision"] = {"config": {}, "target": "text"}
+    limit = draw(st.sampled_from([None, 8_193, 8_300, 9_000, 12_289, 16_384]))
+    return {
+        "objects": specs,
+        "components": components,
+        "bindings": bindings,
+        "uses": uses,
+        "metadata": draw(st.sampled_from([{}, {"name": "random"}])),
+        "provenance": {"by": "hypothesis"},
+        **({"limit": limit} if limit else {}),
+    }
