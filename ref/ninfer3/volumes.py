@@ -132,9 +132,12 @@ class FileSet:
         if len(segments) == 1:
             i, source, _, count = segments[0]
             return memoryview(self.volume(i))[source : source + count]
-        buffer = bytearray(length)  # length <= payload_bytes, which the files back
-        for i, source, destination, count in segments:
-            buffer[destination : destination + count] = self.volume(i)[source : source + count]
+        # Open and check every volume first: only then is `length` backed by real bytes, so
+        # a huge declared size never turns into a huge allocation.
+        volumes = [self.volume(i) for i, *_ in segments]
+        buffer = bytearray(length)
+        for volume, (_, source, destination, count) in zip(volumes, segments, strict=True):
+            buffer[destination : destination + count] = memoryview(volume)[source : source + count]
         return memoryview(buffer)
 
     def close(self) -> None:

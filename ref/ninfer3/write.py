@@ -109,6 +109,11 @@ class ArtifactWriter:
             else:
                 os.pwrite(fd, build_continuation_header(i, self.artifact_id), 0)
 
+    @property
+    def object_ids(self) -> list[str]:
+        """Planned object ids, in payload order."""
+        return list(self._objects)
+
     def object_bytes(self, object_id: str) -> int:
         """The planned `bytes` of `object_id`."""
         return self._objects[object_id]["bytes"]
@@ -216,6 +221,9 @@ def write_artifact(
     """Write a whole file set: `data[id]` is the object's bytes, an iterable of chunks, or None
     for all zeros. Other keyword arguments go to `ArtifactWriter`."""
     with ArtifactWriter(path, **directory) as writer:
+        for object_id in data:
+            if object_id not in writer.object_ids:
+                fail("ninfer3.object.unknown", f"data for unplanned object {object_id!r}")
         for spec in directory["objects"]:
             content = data.get(spec.id)
             if content is None:

@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 from strategies.ninfer3 import (
+    ENTRY_MAGIC,
+    FIXED_ID,
+    PART_MAGIC,
     SHARDED_PAYLOAD,
     TINY_PAYLOAD,
     build_file_set,
+    encode,
     expect_violations,
     mutated,
     patch,
@@ -301,3 +305,25 @@ def test_auxiliary_role_not_accepted(tmp_path: Path) -> None:
         raises_rule(InvalidError, "ninfer3.binder.auxiliary_role"),
     ):
         artifact.activation_divisor(artifact.directory.uses[0])
+
+
+def test_huge_declared_volume_is_checked_before_any_allocation(tmp_path: Path) -> None:
+    """files[1] claims 2^40 bytes; a read spanning it fails on the volume length, not on
+    allocating a 1 TiB buffer."""
+    doc = tiny_doc()
+    doc["objects"] = [
+        {"id": "r.big", "kind": "resource", "encoding": "raw_bytes_v1"}
+        | {"offset": 0, "bytes": 2**40}
+    ]
+    doc["components"]["text"]["resources"] = {}
+    doc["bindings"], doc["uses"] = {}, []
+    doc["files"] = [{"path": None, "payload_bytes": 100}, {"path": "p1", "payload_bytes": 2**40}]
+    text = encode(doc)
+    entry = tmp_path / "t.ninfer"
+    entry.write_bytes(ENTRY_MAGIC + struct.pack("<Q", 4064) + FIXED_ID + text.ljust(4064))
+    resize(entry, 4096 + 100)
+    part = tmp_path / "p1"  # the real volume is tiny: never a 1 TiB file, not even sparse
+    part.write_bytes(PART_MAGIC + struct.pack("<Q", 1) + FIXED_ID)
+    resize(part, 4096 + 100)
+    with open_artifact(entry) as artifact, raises_rule(MalformedError, "ninfer3.part.length"):
+        artifact.object_bytes("r.big")

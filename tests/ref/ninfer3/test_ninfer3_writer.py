@@ -203,3 +203,14 @@ def test_chunks_are_mapped_across_files(tmp_path: Path) -> None:
     assert len(paths) == 3 and not any(p.name.startswith(".") for p in tmp_path.iterdir())
     with open_artifact(paths[0]) as artifact:
         assert bytes(artifact.object_bytes("r")) == data
+
+
+def test_data_for_an_unplanned_object_is_refused(tmp_path: Path) -> None:
+    with raises_rule(InvalidError, "ninfer3.object.unknown"):
+        write_artifact(
+            tmp_path / "m.ninfer",
+            {"r": b"x", "r.typo": b"y"},
+            objects=[ResourceSpec("r", 1)],
+            components=TEXT,
+        )
+    assert list(tmp_path.iterdir()) == []
