@@ -109,3 +109,12 @@ RULES: dict[str, Rule] = {
         Rule("ninfer3.writer.exists", EXISTS, "a destination file already exists", "1.7"),
     )
 }
+
+
+def rules_markdown() -> str:
+    """The rule table as Markdown, spliced into spec/ninfer3/README.md between markers."""
+    lines = ["| rule id | error class | meaning | § |", "|---|---|---|---|"]
+    for r in RULES.values():
+        meaning = r.meaning.replace("|", "\\|")
+        lines.append(f"| `{r.id}` | {r.error_class} | {meaning} | {r.section} |")
+    return "\n".join(lines) + "\n"
