@@ -16,6 +16,9 @@ from weightfile.spec.ninfer3.directory import AUXILIARY_ROLES
 from weightfile.spec.ninfer3.domains import elements
 
 DIVISOR_ROLE = "activation_input_divisor"
+HADAMARD_ROLE = "hadamard_signs"
+HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (§2.6)
+SIGN_WORDS = {0x3F80: 1, 0xBF80: -1}  # bf16 +1.0 and −1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +91,21 @@ def divisor_element(binding: Binding, objects: dict[str, ObjectEntry]) -> Elemen
     ok = ok and parent.format == "fp32" and parent.layout == "contiguous_le_v1"
     require(ok, "ninfer3.binder.divisor", "divisor is not one FP32 element", binding.path)
     return ranges[0]
+
+
+def hadamard_ranges(
+    binding: Binding, parameter_shape: Sequence[int], objects: dict[str, ObjectEntry]
+) -> list[ElementRange]:
+    """hadamard_signs: a bf16 contiguous vector of K = parameter columns, K % 1024 == 0, for a
+    matrix parameter (§2.6); rule ninfer3.binder.hadamard. The ±1 values are checked on read."""
+    ranges = element_ranges(binding, objects)
+    parents = [objects[r.object_id] for r in ranges]
+    ok = len(parameter_shape) == 2 and parameter_shape[1] % HADAMARD_BLOCK == 0
+    ok = ok and sum(r.count for r in ranges) == (parameter_shape[1] if ok else -1)
+    ok = ok and all(p.format == "bf16" and p.layout == "contiguous_le_v1" for p in parents)
+    if binding.object_id is not None:
+        ok = ok and len(parents[0].shape or ()) == 1
+    require(
+        ok, "ninfer3.binder.hadamard", "signs are not a bf16 vector of K % 1024 == 0", binding.path
+    )
+    return ranges

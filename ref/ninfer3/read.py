@@ -19,10 +19,13 @@ from types import TracebackType
 
 from weightfile.ref.ninfer3.bindings import (
     DIVISOR_ROLE,
+    HADAMARD_ROLE,
+    SIGN_WORDS,
     ElementRange,
     bind_parameter,
     check_auxiliary_roles,
     divisor_element,
+    hadamard_ranges,
 )
 from weightfile.ref.ninfer3.directory import validate_directory
 from weightfile.ref.ninfer3.jsontext import parse_json
@@ -145,6 +148,26 @@ class Artifact:
             binding.path,
         )
         return value
+
+    def hadamard_signs(self, use: Use, parameter_shape: Sequence[int]) -> list[int] | None:
+        """The Use's hadamard_signs as +1/−1 ints, K of them (§2.6)."""
+        check_auxiliary_roles(use)
+        binding = use.auxiliaries.get(HADAMARD_ROLE)
+        if binding is None:
+            return None
+        signs: list[int] = []
+        for r in hadamard_ranges(binding, parameter_shape, self.directory.objects_by_id):
+            entry = self.object(r.object_id)
+            raw = self.read_range(entry.offset + 2 * r.begin, 2 * r.count)
+            for (word,) in struct.iter_unpack("<H", raw):
+                require(
+                    word in SIGN_WORDS,
+                    "ninfer3.binder.hadamard",
+                    f"sign word 0x{word:04X} is neither +1 nor -1",
+                    binding.path,
+                )
+                signs.append(SIGN_WORDS[word])
+        return signs
 
     # -- lifetime -----------------------------------------------------------------------------
 

@@ -102,6 +102,7 @@ RULES: dict[str, Rule] = {
         Rule("ninfer3.binder.resource", INV, "a required resource role is absent", "2.9"),
         Rule("ninfer3.binder.auxiliary_role", INV, "auxiliary role the binder rejects", "2.6"),
         Rule("ninfer3.binder.divisor", INV, "divisor is not one FP32 element", "2.6"),
+        Rule("ninfer3.binder.hadamard", INV, "signs not a ±1 bf16 vector of K % 1024 == 0", "2.6"),
         # -- writer (§1.7) ---------------------------------------------------------------------
         Rule("ninfer3.writer.objects", INV, "empty object list, duplicate id or bad size", "1.7"),
         Rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),

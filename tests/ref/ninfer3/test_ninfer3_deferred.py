@@ -327,3 +327,46 @@ def test_huge_declared_volume_is_checked_before_any_allocation(tmp_path: Path) -
     resize(part, 4096 + 100)
     with open_artifact(entry) as artifact, raises_rule(MalformedError, "ninfer3.part.length"):
         artifact.object_bytes("r.big")
+
+
+def _signs_doc(words: bytes, fmt: str = "bf16") -> tuple[dict[str, Any], bytes]:
+    doc = tiny_doc()
+    doc["objects"] = [
+        {"id": "w.signs", "kind": "tensor", "shape": [1024], "format": fmt}
+        | {"layout": "contiguous_le_v1", "offset": 0, "bytes": len(words)}
+    ]
+    doc["components"]["text"]["resources"] = {}
+    doc["bindings"] = {"p.w": {"object": "w.signs"}}
+    doc["uses"] = [
+        {"parameter": "p.w", "input": "x", "auxiliaries": {"hadamard_signs": {"object": "w.signs"}}}
+    ]
+    doc["files"] = [{"path": None, "payload_bytes": len(words)}]
+    return doc, words
+
+
+PLUS, MINUS = bytes.fromhex("803f"), bytes.fromhex("80bf")  # bf16 +1.0 / −1.0, little-endian
+
+
+def test_hadamard_signs_read_as_plus_minus_one(tmp_path: Path) -> None:
+    doc, words = _signs_doc((PLUS + MINUS) * 512)
+    (entry,) = build_file_set(tmp_path, "h.ninfer", doc, words)
+    with open_artifact(entry) as artifact:
+        signs = artifact.hadamard_signs(artifact.directory.uses[0], [8, 1024])
+        assert signs == [1, -1] * 512
+
+
+@pytest.mark.parametrize(
+    "words,fmt,shape",
+    [
+        ((PLUS + MINUS) * 511 + PLUS + bytes(2), "bf16", [8, 1024]),  # a 0.0 sign
+        ((PLUS + MINUS) * 512, "bf16", [8, 2048]),  # K != signs length
+        ((PLUS + MINUS) * 512, "bf16", [1024]),  # parameter is not a matrix
+        ((PLUS + PLUS) * 1024, "fp32", [8, 1024]),  # not bf16
+    ],
+    ids=["zero-sign", "wrong-k", "vector-parameter", "fp32"],
+)
+def test_hadamard_signs_rejected(tmp_path: Path, words: bytes, fmt: str, shape: list[int]) -> None:
+    doc, words = _signs_doc(words, fmt)
+    (entry,) = build_file_set(tmp_path, "h.ninfer", doc, words)
+    with open_artifact(entry) as artifact, raises_rule(InvalidError, "ninfer3.binder.hadamard"):
+        artifact.hadamard_signs(artifact.directory.uses[0], shape)
