@@ -8,6 +8,7 @@ every continuation volume's header and length.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -148,7 +149,9 @@ def format_text(description: dict[str, Any]) -> str:
     out += ["", f"Components ({len(description['components'])})"]
     for c in description["components"]:
         target = f" -> {c['target']}" if c["target"] else ""
-        out.append(f"  {c['id']}{target}  config keys: {', '.join(c['config']) or '-'}")
+        out.append(f"  {c['id']}{target}")
+        for key, value in c["config"].items():
+            out.append(f"    config   {key:<28} {_compact(value)}")
         for role, object_id in c["resources"].items():
             out.append(f"    resource {role:<28} {object_id}")
         if c["proposal"]:
@@ -186,6 +189,11 @@ def format_text(description: dict[str, Any]) -> str:
     ]
     out += _table(["parameter", "input", "policy", "auxiliaries"], rows)
     return "\n".join(out) + "\n"
+
+
+def _compact(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _span(o: dict[str, Any]) -> str:

@@ -209,7 +209,10 @@ TENSOR_KINDS = [
     ("fp32", "contiguous_le_v1"),
     ("int32", "contiguous_le_v1"),
     ("q4_g64_fp16", "row_split_k128_v1"),
+    ("q5_g64_fp16", "row_split_k128_v1"),
+    ("q6_g64_fp16", "row_split_k128_v1"),
     ("q8_g32_fp16", "row_split_k128_v1"),
+    ("nvfp4", "block_scale_k16_m128x4_v1"),
     ("t2_g128_fp16", "row_split_k128_v1"),
     ("fp8_e4m3fn_row_bf16", "row_scale_v1"),
 ]
@@ -238,6 +241,8 @@ def tensor_specs(draw: st.DrawFn, object_id: str) -> Any:
     fmt, layout = draw(st.sampled_from(TENSOR_KINDS))
     if layout == "contiguous_le_v1":
         shape = tuple(draw(st.lists(st.integers(1, 5), max_size=3)))
+    elif layout == "block_scale_k16_m128x4_v1":  # N % 128 == 0 and K % 64 == 0
+        shape = (128 * draw(st.integers(1, 2)), 64 * draw(st.integers(1, 2)))
     else:
         shape = (draw(st.integers(1, 3)), draw(st.integers(1, 200)))
     return TensorSpec(object_id, shape, fmt, layout)
