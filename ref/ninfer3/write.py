@@ -138,6 +138,7 @@ class ArtifactWriter:
 
     def _advance(self, object_id: str, count: int) -> int:
         """Logical start of the next `count` bytes; each byte is covered exactly once."""
+        self._require_open()
         descriptor = self._objects.get(object_id)
         if descriptor is None:
             fail("ninfer3.object.unknown", f"no object {object_id!r}")
@@ -155,6 +156,7 @@ class ArtifactWriter:
 
     def finish(self) -> list[Path]:
         """Check coverage and sizes, sync, publish parts first and the entry last (§1.7)."""
+        self._require_open()
         try:
             for object_id, done in self._written.items():
                 want = self._objects[object_id]["bytes"]
@@ -187,7 +189,12 @@ class ArtifactWriter:
         for temp in self._temps:
             os.unlink(temp)
         self._temps.clear()
+        self._published.clear()  # published for good: a later abort() must not remove them
         return list(self.destinations)
+
+    def _require_open(self) -> None:
+        if not self._temps:  # a caller bug, not bad input
+            raise RuntimeError("this writer has already finished or aborted")
 
     def abort(self) -> None:
         """Remove every temp file and every file already published (§1.7)."""

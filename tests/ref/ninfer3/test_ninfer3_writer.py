@@ -214,3 +214,13 @@ def test_data_for_an_unplanned_object_is_refused(tmp_path: Path) -> None:
             components=TEXT,
         )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_abort_after_finish_keeps_the_published_files(tmp_path: Path) -> None:
+    writer = _writer(tmp_path / "m.ninfer")
+    writer.write_zeros("r", 9000)
+    paths = writer.finish()
+    writer.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+    with pytest.raises(RuntimeError):
+        writer.write("r", b"")
