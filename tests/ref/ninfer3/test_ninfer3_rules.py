@@ -20,6 +20,11 @@ from weightfile.spec.ninfer3.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = [*(ROOT / "ref" / "ninfer3").glob("*.py"), *(ROOT / "spec" / "ninfer3").glob("*.py")]
+# Property tests log no rules (they never call raises_rule); skipping them halves the re-run.
+SKIP = [
+    f"--ignore={ROOT / 'tests' / 'ref' / 'ninfer3' / name}"
+    for name in ("test_ninfer3_roundtrip.py", "test_ninfer3_hostile.py")
+]
 RULE_LITERAL = re.compile(r'"(ninfer3\.[a-z0-9_]+\.[a-z0-9_]+)"')
 
 
@@ -44,7 +49,7 @@ def test_every_rule_is_raised_by_some_test(tmp_path: Path) -> None:
     env = {**os.environ, RULE_LOG: str(log)}
     targets = [str(ROOT / "tests" / "ref" / "ninfer3"), str(ROOT / "tests" / "spec" / "ninfer3")]
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets, *SKIP],
         cwd=ROOT,
         env=env,
         capture_output=True,
