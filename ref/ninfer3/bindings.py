@@ -1,0 +1,111 @@
+"""What a binder needs from bindings and uses (ninfer-v3.md §2.5, §2.6, §12.6).
+
+The generic reader has already checked forms and ranges at open time; these functions resolve
+a Binding to element ranges and apply the checks an architecture binder makes: shape or
+coverage against the parameter's shape, accepted auxiliary roles, the scalar FP32 divisor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from weightfile.ref.ninfer3.records import Binding, ObjectEntry, Use, member_path
+from weightfile.ref.ninfer3.require import require
+from weightfile.spec.ninfer3.directory import AUXILIARY_ROLES
+from weightfile.spec.ninfer3.domains import elements
+
+DIVISOR_ROLE = "activation_input_divisor"
+HADAMARD_ROLE = "hadamard_signs"
+HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (§2.6)
+SIGN_WORDS = {0x3F80: 1, 0xBF80: -1}  # bf16 +1.0 and −1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ElementRange:
+    """Logical elements [begin, end) of tensor `object_id`, in C order (§2.5)."""
+
+    object_id: str
+    begin: int
+    end: int
+
+    @property
+    def count(self) -> int:
+        return self.end - self.begin
+
+
+def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[ElementRange]:
+    """The binding as ordered element ranges: the whole object, or the parts in order (§2.5)."""
+    if binding.object_id is not None:
+        shape = objects[binding.object_id].shape
+        assert shape is not None
+        return [ElementRange(binding.object_id, 0, elements(shape))]
+    assert binding.parts is not None
+    return [ElementRange(p.object_id, p.begin, p.end) for p in binding.parts]
+
+
+def bind_parameter(
+    binding: Binding, shape: Sequence[int], objects: dict[str, ObjectEntry]
+) -> list[ElementRange]:
+    """Whole: object shape == parameter shape; parts: Σ(end−begin) == elements(shape) (§2.5)."""
+    ranges = element_ranges(binding, objects)
+    if binding.object_id is not None:
+        have = objects[binding.object_id].shape
+        require(
+            have == tuple(shape),
+            "ninfer3.binder.shape",
+            f"object shape {list(have or ())} != parameter shape {list(shape)}",
+            binding.path,
+        )
+        return ranges
+    total = sum(r.count for r in ranges)
+    require(
+        total == elements(shape),
+        "ninfer3.binder.coverage",
+        f"parts cover {total} elements, parameter {list(shape)} has {elements(shape)}",
+        binding.path,
+    )
+    return ranges
+
+
+def check_auxiliary_roles(use: Use) -> None:
+    """Every auxiliary role is one the Qwen binder accepts (§2.6)."""
+    for role in use.auxiliaries:
+        require(
+            role in AUXILIARY_ROLES,
+            "ninfer3.binder.auxiliary_role",
+            f"auxiliary role {role!r} is not accepted",
+            member_path(f"uses[{use.index}].auxiliaries", role),
+        )
+
+
+def divisor_element(binding: Binding, objects: dict[str, ObjectEntry]) -> ElementRange:
+    """The activation divisor is one FP32 element: a shape-[] object or a 1-element Part of an
+    fp32 contiguous vector (§2.6); rule ninfer3.binder.divisor."""
+    ranges = element_ranges(binding, objects)
+    parent = objects[ranges[0].object_id]
+    if binding.object_id is not None:
+        ok = parent.shape == ()
+    else:
+        ok = len(ranges) == 1 and ranges[0].count == 1 and len(parent.shape or ()) == 1
+    ok = ok and parent.format == "fp32" and parent.layout == "contiguous_le_v1"
+    require(ok, "ninfer3.binder.divisor", "divisor is not one FP32 element", binding.path)
+    return ranges[0]
+
+
+def hadamard_ranges(
+    binding: Binding, parameter_shape: Sequence[int], objects: dict[str, ObjectEntry]
+) -> list[ElementRange]:
+    """hadamard_signs: a bf16 contiguous vector of K = parameter columns, K % 1024 == 0, for a
+    matrix parameter (§2.6); rule ninfer3.binder.hadamard. The ±1 values are checked on read."""
+    ranges = element_ranges(binding, objects)
+    parents = [objects[r.object_id] for r in ranges]
+    ok = len(parameter_shape) == 2 and parameter_shape[1] % HADAMARD_BLOCK == 0
+    ok = ok and sum(r.count for r in ranges) == (parameter_shape[1] if ok else -1)
+    ok = ok and all(p.format == "bf16" and p.layout == "contiguous_le_v1" for p in parents)
+    if binding.object_id is not None:
+        ok = ok and len(parents[0].shape or ()) == 1
+    require(
+        ok, "ninfer3.binder.hadamard", "signs are not a bf16 vector of K % 1024 == 0", binding.path
+    )
+    return ranges

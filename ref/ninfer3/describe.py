@@ -1,0 +1,239 @@
+"""What `weightfile inspect` and `weightfile verify` show for a `.ninfer` v3 file (ninfer-v3.md).
+
+`describe` returns a JSON-serialisable description (header, file set, components, objects with
+the files they span, bindings, uses, metadata); `format_text` renders it as tables; `verify`
+lists every violation: the first open-time failure, or else every object's deferred checks and
+every continuation volume's header and length.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from weightfile.ref.ninfer3.objects import check_object
+from weightfile.ref.ninfer3.read import Artifact, open_artifact
+from weightfile.ref.ninfer3.records import Binding
+from weightfile.spec.errors import Violation, WeightfileError
+from weightfile.spec.ninfer3.framing import ENTRY_MAGIC, entry_payload_start
+
+
+def describe(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON-serialisable description of the file set (raises on open-time errors)."""
+    with open_artifact(path) as artifact:
+        return _describe(artifact)
+
+
+def _describe(artifact: Artifact) -> dict[str, Any]:
+    d = artifact.directory
+    files = _files(artifact)
+    declared = sum(f["file_bytes"] for f in files)
+    return {
+        "format": "ninfer3",
+        "path": str(artifact.path),
+        "header": {
+            "magic": ENTRY_MAGIC.hex(),
+            "version": 3,
+            "json_bytes": artifact.header.json_bytes,
+            "artifact_id": artifact.header.artifact_id.hex(),
+            "entry_payload_start": entry_payload_start(artifact.header.json_bytes),
+        },
+        "payload_bytes": d.payload_bytes,
+        "file_bytes": declared,
+        "files": files,
+        "components": [
+            {
+                "id": c.id,
+                "target": c.target,
+                "config": c.config,
+                "resources": c.resources,
+                "proposal": None if c.proposal is None else vars_of(c.proposal),
+            }
+            for c in d.components.values()
+        ],
+        "objects": [
+            {
+                "id": o.id,
+                "kind": o.kind,
+                "format": o.format,
+                "layout": o.layout,
+                "encoding": o.encoding,
+                "shape": None if o.shape is None else list(o.shape),
+                "offset": o.offset,
+                "bytes": o.bytes,
+                "files": spanned_files(artifact, o.offset, o.bytes),
+            }
+            for o in d.objects
+        ],
+        "bindings": [_binding(name, b) for name, b in d.bindings.items()],
+        "uses": [
+            {
+                "parameter": u.parameter,
+                "input": u.input,
+                "activation_policy": u.activation_policy,
+                "auxiliaries": {r: _binding(r, b) for r, b in u.auxiliaries.items()},
+            }
+            for u in d.uses
+        ],
+        "metadata": d.metadata,
+        "provenance": d.provenance,
+    }
+
+
+def vars_of(record: Any) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in record.__slots__}
+
+
+def spanned_files(artifact: Artifact, offset: int, length: int) -> list[int]:
+    """Indices of the files holding logical bytes [offset, offset+length) (§1.6)."""
+    return [segment[0] for segment in artifact.files.segments(offset, length)]
+
+
+def _files(artifact: Artifact) -> list[dict[str, Any]]:
+    out = []
+    for f in artifact.files.files:
+        where = artifact.files.volume_path(f.index)
+        actual = where.stat().st_size if where.exists() else None
+        out.append(
+            {
+                "index": f.index,
+                "path": f.path,
+                "name": where.name,
+                "payload_bytes": f.payload_bytes,
+                "logical_start": f.logical_start,
+                "logical_end": f.logical_end,
+                "file_bytes": artifact.files.file_bytes(f.index),
+                "actual_bytes": actual,
+            }
+        )
+    return out
+
+
+def _binding(name: str, binding: Binding) -> dict[str, Any]:
+    if binding.object_id is not None:
+        return {"name": name, "object": binding.object_id}
+    assert binding.parts is not None
+    parts = [{"object": p.object_id, "range": [p.begin, p.end]} for p in binding.parts]
+    return {"name": name, "parts": parts}
+
+
+# -- text rendering ----------------------------------------------------------------------------
+
+
+def format_text(description: dict[str, Any]) -> str:
+    """Readable sections with tables: header, files, components, objects, bindings, uses."""
+    h = description["header"]
+    out = [
+        f"{description['path']}: .ninfer v3",
+        f"  artifact_id          {h['artifact_id']}",
+        f"  json_bytes           {h['json_bytes']:,}",
+        f"  entry_payload_start  {h['entry_payload_start']:,}",
+        f"  payload_bytes        {description['payload_bytes']:,}",
+        f"  file_bytes (set)     {description['file_bytes']:,}",
+        "",
+        f"Files ({len(description['files'])})",
+    ]
+    rows = [
+        [
+            str(f["index"]),
+            f["name"] + ("" if f["path"] is not None else " (entry)"),
+            f"{f['payload_bytes']:,}",
+            f"[{f['logical_start']:,}, {f['logical_end']:,})",
+            f"{f['file_bytes']:,}",
+            "missing" if f["actual_bytes"] is None else f"{f['actual_bytes']:,}",
+        ]
+        for f in description["files"]
+    ]
+    out += _table(["#", "name", "payload_bytes", "logical range", "size", "on disk"], rows)
+    out += ["", f"Components ({len(description['components'])})"]
+    for c in description["components"]:
+        target = f" -> {c['target']}" if c["target"] else ""
+        out.append(f"  {c['id']}{target}")
+        for key, value in c["config"].items():
+            out.append(f"    config   {key:<28} {_compact(value)}")
+        for role, object_id in c["resources"].items():
+            out.append(f"    resource {role:<28} {object_id}")
+        if c["proposal"]:
+            out.append(f"    proposal {c['proposal']}")
+    out += ["", f"Objects ({len(description['objects'])})"]
+    rows = [
+        [
+            o["id"],
+            o["kind"],
+            o["format"] or o["encoding"] or "",
+            o["layout"] or "",
+            "" if o["shape"] is None else "x".join(map(str, o["shape"])) or "[]",
+            f"{o['offset']:,}",
+            f"{o['bytes']:,}",
+            "/".join(map(str, o["files"])) + (" *" if len(o["files"]) > 1 else ""),
+        ]
+        for o in description["objects"]
+    ]
+    out += _table(["id", "kind", "format", "layout", "shape", "offset", "bytes", "files"], rows)
+    spanning = [o for o in description["objects"] if len(o["files"]) > 1]
+    if spanning:
+        out.append("  * spans files: " + ", ".join(_span(o) for o in spanning))
+    out += ["", f"Bindings ({len(description['bindings'])})"]
+    rows = [[b["name"], _binding_text(b)] for b in description["bindings"]]
+    out += _table(["parameter", "binding"], rows)
+    out += ["", f"Uses ({len(description['uses'])})"]
+    rows = [
+        [
+            u["parameter"],
+            u["input"],
+            u["activation_policy"] or "-",
+            ", ".join(f"{r}={_binding_text(b)}" for r, b in u["auxiliaries"].items()) or "-",
+        ]
+        for u in description["uses"]
+    ]
+    out += _table(["parameter", "input", "policy", "auxiliaries"], rows)
+    return "\n".join(out) + "\n"
+
+
+def _compact(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _span(o: dict[str, Any]) -> str:
+    return f"{o['id']} (files {' and '.join(map(str, o['files']))})"
+
+
+def _binding_text(b: dict[str, Any]) -> str:
+    if "object" in b:
+        return f"-> {b['object']}"
+    return " + ".join(f"{p['object']}[{p['range'][0]}:{p['range'][1]}]" for p in b["parts"])
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    lines = [header, ["-" * w for w in widths], *rows]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+    ]
+
+
+# -- verification ------------------------------------------------------------------------------
+
+
+def verify(path: str | os.PathLike[str]) -> list[Violation]:
+    """Every violation: the open-time failure, or every deferred object check and every
+    continuation volume's header and length; empty when the file set is valid."""
+    try:
+        artifact = open_artifact(path)
+    except WeightfileError as exc:
+        return [exc.violation]
+    found: list[Violation] = []
+    with artifact:
+        for entry in artifact.directory.objects:
+            try:
+                check_object(entry)
+            except WeightfileError as exc:
+                found.append(exc.violation)
+        for index in range(1, len(artifact.directory.files)):
+            try:
+                artifact.files.volume(index)
+            except WeightfileError as exc:
+                found.append(exc.violation)
+    return found

@@ -1,0 +1,121 @@
+"""Every `.ninfer` v3 rule id, its error class and its meaning, in one table (ninfer-v3.md §1-§2).
+
+Rule ids are ``ninfer3.<area>.<rule>``: the area is the header, the JSON text, a directory
+member (files, objects, components, bindings, uses, metadata), a continuation volume (part),
+a range read, a deferred object check (object), an architecture-binder check (binder) or the
+writer. `tests/ref/ninfer3/test_ninfer3_rules.py` checks that every id here is raised by a test
+and that the code raises no id missing from this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    error_class: str
+    meaning: str
+    section: str
+
+
+MAL, INV, EXISTS = "MalformedError", "InvalidError", "DestinationExistsError"
+
+RULES: dict[str, Rule] = {
+    r.id: r
+    for r in (
+        # -- framing (§1.1, §1.3, §2.9 step 1) ------------------------------------------------
+        Rule("ninfer3.header.truncated", MAL, "entry file shorter than the 32-byte header", "1.3"),
+        Rule("ninfer3.header.magic", MAL, "entry magic is not NINFER\\0\\3 (v2 named)", "1.3"),
+        Rule("ninfer3.header.json_bytes", MAL, "json_bytes outside [1, entry size - 32]", "1.3"),
+        Rule("ninfer3.json.bom", MAL, "JSON text starts with a UTF-8 byte order mark", "2.1"),
+        Rule("ninfer3.json.utf8", MAL, "JSON text is not valid UTF-8", "2.1"),
+        Rule("ninfer3.json.syntax", MAL, "JSON text is not standard JSON", "2.1"),
+        Rule("ninfer3.json.duplicate_member", MAL, "a member name repeats in one object", "2.1"),
+        Rule("ninfer3.json.non_finite", MAL, "NaN / Infinity / -Infinity literal", "2.1"),
+        # -- generic record and value domains (§2.1, §2.8) -------------------------------------
+        Rule("ninfer3.record.type", INV, "a member has the wrong JSON type", "2.1"),
+        Rule("ninfer3.record.members", INV, "closed record: missing or unlisted member", "2.8"),
+        Rule("ninfer3.value.id", INV, "not an ID (non-empty UTF-8 string without U+0000)", "2.1"),
+        Rule("ninfer3.value.u64", INV, "not a JSON integer in [0, 2^64-1]", "2.1"),
+        Rule("ninfer3.value.positive_u64", INV, "not a U64 >= 1", "2.1"),
+        Rule("ninfer3.value.shape", INV, "not 0..16 PositiveU64 dims, product <= 2^64-1", "2.1"),
+        # -- files (§1.4) ----------------------------------------------------------------------
+        Rule("ninfer3.files.empty", INV, "files is an empty array", "1.4"),
+        Rule("ninfer3.files.entry_path", INV, "files[0].path is not null", "1.4"),
+        Rule("ninfer3.files.path", INV, "continuation path has / or \\, or is . or ..", "1.4"),
+        Rule("ninfer3.files.path_unique", INV, "two continuation paths are equal", "1.4"),
+        Rule("ninfer3.files.path_entry", INV, "continuation path equals the entry's name", "1.4"),
+        Rule("ninfer3.files.total", INV, "sum of payload_bytes exceeds 2^64-1", "1.4"),
+        # -- objects (§2.4) --------------------------------------------------------------------
+        Rule("ninfer3.objects.empty", INV, "objects is an empty array", "2.2"),
+        Rule("ninfer3.objects.kind", INV, "kind is neither tensor nor resource", "2.4"),
+        Rule("ninfer3.objects.end_overflow", INV, "offset + bytes exceeds 2^64-1", "2.4"),
+        Rule("ninfer3.objects.order", INV, "offset below the previous object's end", "2.4"),
+        Rule("ninfer3.objects.bounds", INV, "object ends past the logical payload", "2.4"),
+        Rule("ninfer3.objects.id_unique", INV, "the same object id twice", "2.4"),
+        # -- components (§2.3) -----------------------------------------------------------------
+        Rule("ninfer3.components.text", INV, "components has no text component", "2.3"),
+        Rule("ninfer3.components.target", INV, "target names no existing component", "2.3"),
+        Rule("ninfer3.components.resource_ref", INV, "resource role names no resource", "2.3"),
+        Rule("ninfer3.components.proposal_component", INV, "proposal on a non-text one", "2.3"),
+        Rule("ninfer3.components.proposal_domain", INV, "proposal domain/rows inconsistent", "2.3"),
+        # -- bindings (§2.5) -------------------------------------------------------------------
+        Rule("ninfer3.bindings.form", INV, "binding is not exactly {object} or {parts}", "2.5"),
+        Rule("ninfer3.bindings.parts_empty", INV, "parts is an empty array", "2.5"),
+        Rule("ninfer3.bindings.object_ref", INV, "binding names no existing object", "2.5"),
+        Rule("ninfer3.bindings.object_kind", INV, "binding names a resource, not a tensor", "2.5"),
+        Rule("ninfer3.bindings.range_form", INV, "range is not an array of two U64s", "2.5"),
+        Rule("ninfer3.bindings.range", INV, "range not 0 <= begin < end <= elements", "2.5"),
+        Rule("ninfer3.bindings.total", INV, "running part total exceeds 2^64-1", "2.5"),
+        # -- uses (§2.6) -----------------------------------------------------------------------
+        Rule("ninfer3.uses.parameter", INV, "use names a parameter with no binding", "2.6"),
+        Rule("ninfer3.uses.unique", INV, "(parameter, input) repeats across uses", "2.6"),
+        Rule("ninfer3.uses.policy", INV, "activation_policy is not a registered spelling", "2.6"),
+        # -- entry length (§1.3 step 5, §2.9 step 9) -------------------------------------------
+        Rule("ninfer3.entry.length", MAL, "entry size != payload start + files[0] bytes", "1.3"),
+        # -- continuation volumes, checked lazily (§1.3 step 6) --------------------------------
+        Rule("ninfer3.part.missing", MAL, "a needed continuation volume is absent", "1.3"),
+        Rule("ninfer3.part.truncated", MAL, "continuation shorter than its 32-byte header", "1.3"),
+        Rule("ninfer3.part.magic", MAL, "continuation magic is not NINPRT\\0\\3", "1.3"),
+        Rule("ninfer3.part.index", INV, "part_index differs from the files index", "1.3"),
+        Rule("ninfer3.part.artifact_id", INV, "artifact_id differs from the entry's", "1.3"),
+        Rule("ninfer3.part.length", MAL, "volume size != 4096 + payload_bytes", "1.3"),
+        # -- range reads (§1.6) ----------------------------------------------------------------
+        Rule("ninfer3.range.bounds", INV, "read range ends past the logical payload", "1.6"),
+        # -- deferred object checks, on use (§2.9) ---------------------------------------------
+        Rule("ninfer3.object.unknown", INV, "no object with the requested id", "2.9"),
+        Rule("ninfer3.object.format", INV, "tensor format is not registered", "2.9"),
+        Rule("ninfer3.object.layout", INV, "tensor layout is not registered", "2.9"),
+        Rule("ninfer3.object.layout_accepts", INV, "layout does not accept the format", "4.1"),
+        Rule("ninfer3.object.shape", INV, "shape rank/divisibility does not fit the layout", "4.1"),
+        Rule("ninfer3.object.bytes", INV, "bytes != encoded_size(layout, format, shape)", "2.4"),
+        Rule("ninfer3.object.offset_alignment", INV, "offset not a multiple of 256", "4.1"),
+        Rule("ninfer3.object.encoding", INV, "resource encoding is not raw_bytes_v1", "2.9"),
+        # -- architecture binder (§2.5, §2.6, §2.9, §12.6) -------------------------------------
+        Rule("ninfer3.binder.parameter", INV, "a required parameter has no binding", "2.9"),
+        Rule("ninfer3.binder.shape", INV, "whole binding shape != parameter shape", "2.5"),
+        Rule("ninfer3.binder.coverage", INV, "parts total != parameter element count", "2.5"),
+        Rule("ninfer3.binder.component", INV, "selected component is not in the file", "2.9"),
+        Rule("ninfer3.binder.component_target", INV, "selected component not on text", "2.3"),
+        Rule("ninfer3.binder.resource", INV, "a required resource role is absent", "2.9"),
+        Rule("ninfer3.binder.auxiliary_role", INV, "auxiliary role the binder rejects", "2.6"),
+        Rule("ninfer3.binder.divisor", INV, "divisor is not one FP32 element", "2.6"),
+        Rule("ninfer3.binder.hadamard", INV, "signs not a ±1 bf16 vector of K % 1024 == 0", "2.6"),
+        # -- writer (§1.7) ---------------------------------------------------------------------
+        Rule("ninfer3.writer.objects", INV, "empty object list, duplicate id or bad size", "1.7"),
+        Rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),
+        Rule("ninfer3.writer.coverage", INV, "object bytes written twice or not at all", "1.7"),
+        Rule("ninfer3.writer.exists", EXISTS, "a destination file already exists", "1.7"),
+    )
+}
+
+
+def rules_markdown() -> str:
+    """The rule table as Markdown, spliced into spec/ninfer3/README.md between markers."""
+    lines = ["| rule id | error class | meaning | § |", "|---|---|---|---|"]
+    for r in RULES.values():
+        meaning = r.meaning.replace("|", "\\|")
+        lines.append(f"| `{r.id}` | {r.error_class} | {meaning} | {r.section} |")
+    return "\n".join(lines) + "\n"
