@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         with open_vqf(path) as vqf:
             description = describe(vqf)
     else:
-        from weightfile.ref.ninfer3.describe import describe, format_text  # type: ignore
+        from weightfile.ref.ninfer3.describe import describe, format_text
 
         description = describe(path)
     print(json.dumps(description, indent=2) if args.json else format_text(description))

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if sniff(path) == "vqf":
         violations = verify_vqf(path, args)
     else:
-        from weightfile.ref.ninfer3.describe import verify  # type: ignore
+        from weightfile.ref.ninfer3.describe import verify
 
         violations = verify(path)
     for v in violations:

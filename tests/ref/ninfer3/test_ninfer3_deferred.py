@@ -25,6 +25,7 @@ from strategies.ninfer3 import (
     sharded_doc,
     tiny_doc,
 )
+
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import Artifact, open_artifact
 from weightfile.spec.errors import InvalidError, MalformedError

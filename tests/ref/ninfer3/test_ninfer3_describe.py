@@ -16,6 +16,7 @@ from strategies.ninfer3 import (
     sharded_doc,
     tiny_doc,
 )
+
 from weightfile.ref.ninfer3.describe import describe, format_text, verify
 
 

@@ -18,6 +18,7 @@ from strategies.ninfer3 import (
     load_example,
     patch,
 )
+
 from weightfile.ref.ninfer3.describe import describe, format_text, verify
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.read import open_artifact

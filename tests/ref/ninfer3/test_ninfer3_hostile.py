@@ -17,6 +17,7 @@ from strategies.ninfer3 import (
     json_values,
     sharded_doc,
 )
+
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import WeightfileError

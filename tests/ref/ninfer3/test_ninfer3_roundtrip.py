@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import event, given, reject
 from hypothesis import strategies as st
 from strategies.ninfer3 import build_file_set, directories
+
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.ninfer3.write import ArtifactWriter
 from weightfile.spec.errors import InvalidError

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from strategies.ninfer3 import RULE_LOG
+
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.ninfer3.rules import RULES
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from strategies.ninfer3 import raises_rule
+
 from weightfile.ref.ninfer3.plan import (
     ResourceSpec,
     TensorSpec,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from strategies.ninfer3 import raises_rule
+
 from weightfile.spec.errors import MalformedError
 from weightfile.spec.ninfer3 import directory
 from weightfile.spec.ninfer3.domains import elements, is_id, is_positive_u64, is_shape, is_u64

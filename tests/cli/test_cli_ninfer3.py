@@ -1,0 +1,44 @@
+"""`weightfile inspect` and `verify` on the rebuilt sharded .ninfer example (ninfer-v3.md §5)."""
+
+from __future__ import annotations
+
+import json
+
+from strategies.ninfer3 import EXAMPLE_SHARDED, build_file_set, load_example, patch
+
+from weightfile.cli import main
+from weightfile.spec.ninfer3.rules import RULES
+
+
+def sharded(tmp_path):
+    """The §5 three-file example with zero payloads, laid out by hand as §1.1–§1.2 say."""
+    doc = load_example(EXAMPLE_SHARDED)
+    return build_file_set(tmp_path, "model.ninfer", doc, json_bytes=65_504)
+
+
+def test_inspect_shows_the_three_files_and_the_spanning_objects(tmp_path, capsys):
+    paths = sharded(tmp_path)
+    assert main(["inspect", str(paths[0])]) == 0
+    out = capsys.readouterr().out
+    for p in paths:
+        assert p.name in out
+    assert "w.embedding (files 0 and 1)" in out and "w.head (files 1 and 2)" in out
+    assert main(["inspect", "--json", str(paths[0])]) == 0
+    assert json.loads(capsys.readouterr().out)
+
+
+def test_verify_is_clean_then_names_a_missing_volume(tmp_path, capsys):
+    paths = sharded(tmp_path)
+    assert main(["verify", str(paths[0])]) == 0
+    paths[2].unlink()
+    assert main(["verify", str(paths[0])]) == 1
+    out = capsys.readouterr().out
+    assert any(f"[{rule}]" in out for rule in RULES)
+
+
+def test_a_continuation_volume_is_not_an_entry(tmp_path, capsys):
+    paths = sharded(tmp_path)
+    assert main(["inspect", str(paths[1])]) == 1
+    assert "continuation volume" in capsys.readouterr().err
+    patch(paths[0], 0, b"X")
+    assert main(["verify", str(paths[0])]) == 1
