@@ -7,6 +7,7 @@ our hierarchy; callers see `MalformedError` with the rule id and byte offset.
 from __future__ import annotations
 
 from construct import Bytes, Const, ConstError, Container, Int64ul, StreamError, Struct
+
 from weightfile.spec.errors import MalformedError
 
 ENTRY_MAGIC = b"NINFER\x00\x03"
