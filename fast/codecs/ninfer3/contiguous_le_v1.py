@@ -58,7 +58,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     if fmt_name == "int32":
         return words
     if fmt_name == "bf16":
-        words = words.astype(np.uint32) << np.uint32(16)
+        words = np.asarray(words.astype(np.uint32) << np.uint32(16))  # rank 0 stays an array
     return words.view(np.float32)
 
 
