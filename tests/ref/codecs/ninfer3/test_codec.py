@@ -1,0 +1,41 @@
+"""`get_codec` binds every registered pair and refuses the rest (ninfer-v3 §3.1, §4.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_get_codec
+from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
+from weightfile.spec.codecs.ninfer3.registry import CODECS
+from weightfile.spec.errors import InvalidError
+
+
+@pytest.mark.parametrize("pair", sorted(CODECS, key=str))
+def test_every_pair_has_the_same_surface_in_both_engines(pair: tuple) -> None:
+    """Same functions present in ref and fast; row views only where the layout defines them."""
+    ref, fast = ref_get_codec(*pair), fast_get_codec(*pair)
+    for name in ("encode", "encode_words", "decode", "decode_words", "validate"):
+        assert callable(getattr(ref, name)) and callable(getattr(fast, name))
+    assert (ref.row_view is None) == (fast.row_view is None) == (pair[1] != "row_split_k128_v1")
+    assert (ref.row_slice is None) == (fast.row_slice is None)
+    assert ref.encoder == fast.encoder == CODECS[pair].encoder
+
+
+@pytest.mark.parametrize(
+    "pair", [("q4_g64_fp16", "contiguous_le_v1"), ("bf16", "row_split_k128_v1"), ("fp16", "x")]
+)
+def test_unregistered_pairs_are_refused(pair: tuple) -> None:
+    """Unknown names and unsupported pairs are errors (§4.1)."""
+    for get_codec in (ref_get_codec, fast_get_codec):
+        with pytest.raises(InvalidError) as e:
+            get_codec(*pair)
+        assert e.value.rule == "ninfer3.codec.unknown_pair"
+
+
+def test_raw_bytes_round_trip_verbatim() -> None:
+    """§4.6: the payload is the resource bytes exactly."""
+    codec = ref_get_codec(None, "raw_bytes_v1")
+    data = np.frombuffer(b"tokenizer\x00json", dtype=np.uint8).copy()
+    payload = codec.encode(data, data.shape)
+    assert payload == b"tokenizer\x00json"
+    assert codec.decode(payload, data.shape).tobytes() == payload
