@@ -17,11 +17,20 @@ __all__ = ["bf16_rne", "decode", "decode_words", "encode", "encode_words", "vali
 
 def bf16_rne(values: np.ndarray) -> np.ndarray:
     """uint16 BF16 words of float32 values by the §3.7 bit rule; NaN -> quiet NaN, sign kept."""
-    bits = values.view(np.uint32).astype(np.uint64)  # headroom for the carry
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    bits = values.view(np.uint32)
+    # No carry leaves 32 bits for a non-NaN word (the largest, -inf, is 0xFF800000); NaN words
+    # may wrap around, and are replaced below.
+    rounded = bits >> np.uint32(16)
+    rounded &= np.uint32(1)
+    rounded += bits
+    rounded += np.uint32(0x7FFF)
+    rounded >>= np.uint32(16)
+    words = rounded.astype(np.uint16)
     nan = np.isnan(values)
-    quiet = ((bits >> 16) & 0x8000 | 0x7FC0).astype(np.uint16)
-    return np.where(nan, quiet, rounded)
+    if nan.any():
+        quiet = ((bits >> np.uint32(16)) & np.uint32(0x8000) | np.uint32(0x7FC0)).astype(np.uint16)
+        words = np.where(nan, quiet, words)
+    return words
 
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:

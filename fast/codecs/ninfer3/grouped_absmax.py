@@ -47,8 +47,8 @@ def encode_matrix(fmt: GroupedFormat, values: np.ndarray) -> tuple[np.ndarray, n
     """Codes int8 `[N, K]` and scale words uint16 `[N, ceil(K/G)]` (ref.encode_matrix)."""
     n, k = values.shape
     x = grouped(fmt, values)  # [N, groups, G] binary32
-    nonfinite = ~np.isfinite(x).all(axis=2)
-    amax = np.abs(x).max(axis=2)  # max is exact and order-free
+    amax = np.abs(x).max(axis=2)  # max is exact and order-free; NaN and inf propagate
+    nonfinite = ~np.isfinite(amax)
     with np.errstate(over="ignore", invalid="ignore"):
         raw32 = amax / np.float32(fmt.qmax)  # step 3
         scale16 = raw32.astype(np.float16).view(np.uint16)  # step 4
@@ -58,7 +58,8 @@ def encode_matrix(fmt: GroupedFormat, values: np.ndarray) -> tuple[np.ndarray, n
     scale16 = np.where(zero, np.uint16(0), scale16)  # step 2
     safe = np.where(zero, np.uint16(0x3C00), scale16)  # 1.0 in zero groups keeps inv32 finite
     inv32 = np.float32(1) / safe.view(np.float16).astype(np.float32)  # step 7
-    n32 = x * inv32[:, :, None]  # step 8
-    codes = np.clip(np.rint(n32), fmt.qmin, fmt.qmax).astype(np.int8)
-    codes[zero] = 0
+    n32 = x * inv32[:, :, None]  # step 8 (zero groups: 0 × 1.0 = ±0, which rounds to code 0)
+    np.rint(n32, out=n32)
+    np.clip(n32, fmt.qmin, fmt.qmax, out=n32)
+    codes = n32.astype(np.int8)
     return codes.reshape(n, -1)[:, :k].copy(), scale16

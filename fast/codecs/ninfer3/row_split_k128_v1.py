@@ -92,10 +92,10 @@ def lane_words(fmt_name: str, base: np.ndarray, high: np.ndarray) -> np.ndarray:
     return u
 
 
-def signed(u: np.ndarray, bits: int) -> np.ndarray:
-    """Two's-complement value of b-bit words, as int16."""
-    q = u.astype(np.int16)
-    return np.where(q >= 1 << (bits - 1), q - (1 << bits), q)
+def code_table(bits: int, dtype: type) -> np.ndarray:
+    """Two's-complement value of every b-bit word u, indexed by u (§3.3 Codes)."""
+    u = np.arange(1 << bits, dtype=np.int64)
+    return np.where(u >= 1 << (bits - 1), u - (1 << bits), u).astype(dtype)
 
 
 def scale_words(buf: np.ndarray, p: RowSplitPlanes) -> np.ndarray:
@@ -108,7 +108,10 @@ def pack(fmt_name: str, codes: np.ndarray, scales: np.ndarray, p: RowSplitPlanes
     """Lay logical codes `[N, K]` and scales `[N, groups]` out with zero padding and gaps."""
     geo = ROW_SPLIT_GEOMETRY[fmt_name]
     u = np.zeros((p.n, p.k_pad), dtype=np.uint8)
-    u[:, : p.k] = codes.astype(np.int16) % (1 << geo.code_bits)  # u = q mod 2^b
+    # u = q mod 2^b: the int8 word's low b bits (codes are checked to fit b bits)
+    u[:, : p.k] = codes.astype(np.int8, copy=False).view(np.uint8) & np.uint8(
+        (1 << geo.code_bits) - 1
+    )
     u = u.reshape(p.n, p.gpr, geo.group_size)
     buf = np.zeros(p.bytes, dtype=np.uint8)
     width = base_width(fmt_name)
@@ -123,68 +126,136 @@ def pack(fmt_name: str, codes: np.ndarray, scales: np.ndarray, p: RowSplitPlanes
 
 
 def byte_findings(
-    flags: np.ndarray, plane_offset: int, lanes_per_byte: int, p: RowSplitPlanes, name: str
+    flags: np.ndarray,
+    plane_offset: int,
+    row_bytes: int,
+    first_lane: int,
+    lanes_per_byte: int,
+    name: str,
 ) -> dict[tuple[int, str], str]:
-    """Per-lane flags `[N, gpr, G]` -> {(byte offset, rule): path of the first flagged lane}."""
-    per_byte = flags.reshape(p.n, -1, lanes_per_byte)  # [N, bytes per row, lanes]
+    """Lane flags `[N, L]` for lanes `first_lane..` -> {(byte offset, rule): first flagged lane}.
+
+    `first_lane` is a multiple of `lanes_per_byte`, so flag column j belongs to byte
+    `(first_lane + j) // lanes_per_byte` of its row.
+    """
+    per_byte = flags.reshape(flags.shape[0], -1, lanes_per_byte)
     hit_rows, hit_bytes = np.nonzero(per_byte.any(axis=2))
+    if not hit_rows.size:
+        return {}
     first = per_byte[hit_rows, hit_bytes].argmax(axis=1)
-    row_bytes = per_byte.shape[1]
+    byte0 = first_lane // lanes_per_byte
     return {
-        (plane_offset + int(r) * row_bytes + int(b), name): f"codes[{r}][{b * lanes_per_byte + f}]"
+        (
+            plane_offset + r * row_bytes + byte0 + b,
+            name,
+        ): f"codes[{r}][{first_lane + b * lanes_per_byte + f}]"
         for r, b, f in zip(hit_rows.tolist(), hit_bytes.tolist(), first.tolist(), strict=True)
     }
 
 
-def group_findings(flags: np.ndarray, p: RowSplitPlanes, name: str) -> dict:
-    """Group flags `[N, gpr]` -> {(scale offset, rule): path}."""
+def group_findings(flags: np.ndarray, p: RowSplitPlanes, first_group: int, name: str) -> dict:
+    """Group flags `[N, groups]` for groups `first_group..` -> {(scale offset, rule): path}."""
     rows, groups = np.nonzero(flags)
     return {
-        (p.scale_offset + 2 * (r * p.gpr + g), name): f"scales[{r}][{g}]"
+        (
+            p.scale_offset + 2 * (r * p.gpr + first_group + g),
+            name,
+        ): f"scales[{r}][{first_group + g}]"
         for r, g in zip(rows.tolist(), groups.tolist(), strict=True)
     }
 
 
-def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
-    """Every violated rule, one record per (byte, rule), in payload order (ref.validate)."""
+def padding_findings(fmt_name: str, p: RowSplitPlanes, u2: np.ndarray) -> dict:
+    """Non-zero bits of padding lanes (columns >= K), in the base and the high plane."""
+    if p.k == p.k_pad:
+        return {}
+    geo = ROW_SPLIT_GEOMETRY[fmt_name]
+    found: dict[tuple[int, str], str] = {}
+    width = base_width(fmt_name)
+    planes_to_check = [(width, p.base_offset, p.base_row_stride, np.uint8((1 << width) - 1), 0)]
+    if geo.high_bytes_per_group:
+        planes_to_check.append(
+            (geo.code_bits - 4, p.high_offset, p.high_row_stride, np.uint8(0xFF), 4)
+        )
+    for bits, offset, stride, mask, shift in planes_to_check:
+        per_byte = 8 // bits
+        start = p.k // per_byte * per_byte  # the byte holding lane K starts here
+        flags = ((u2[:, start:] >> np.uint8(shift)) & mask) != 0
+        flags[:, : p.k - start] = False  # logical lanes sharing the byte are not padding
+        found |= byte_findings(flags, offset, stride, start, per_byte, PADDING_NONZERO)
+    return found
+
+
+def code_domain_findings(fmt_name: str, p: RowSplitPlanes, u2: np.ndarray) -> dict:
+    """Logical lanes holding an illegal code (Q8 0x80, T2 0b10); the formats q4..q6 have none."""
+    fmt = GROUPED_FORMATS[fmt_name]
+    if not fmt.illegal_codes:
+        return {}
+    flags = np.zeros(u2.shape, dtype=bool)
+    for code in fmt.illegal_codes:
+        flags |= u2 == np.uint8(code % (1 << fmt.code_bits))
+    flags[:, p.k :] = False
+    per_byte = 8 // base_width(fmt_name)
+    return byte_findings(flags, p.base_offset, p.base_row_stride, 0, per_byte, CODE_DOMAIN)
+
+
+def scale_findings(fmt_name: str, p: RowSplitPlanes, u: np.ndarray, s: np.ndarray) -> dict:
+    """Scale validity, the zero-scale rule and zero scales of wholly-padding groups."""
+    g_size = ROW_SPLIT_GEOMETRY[fmt_name].group_size
+    lg = p.logical_groups
+    logical = s[:, :lg]
+    invalid = ((logical >> 15) != 0) | (((logical >> 10) & 0x1F) == 0x1F)
+    found = group_findings(invalid, p, 0, SCALE_INVALID)
+    zero_rows, zero_groups = np.nonzero(logical == 0)
+    if zero_rows.size:
+        lanes = u[zero_rows, zero_groups]  # [M, G]
+        lane_k = zero_groups[:, None] * g_size + np.arange(g_size)
+        nonzero = ((lanes != 0) & (lane_k < p.k)).any(axis=1)
+        broken = np.zeros(logical.shape, dtype=bool)
+        broken[zero_rows[nonzero], zero_groups[nonzero]] = True
+        found |= group_findings(broken, p, 0, ZERO_SCALE_NONZERO_CODE)
+    found |= group_findings(s[:, lg:] != 0, p, lg, PADDING_SCALE_NONZERO)
+    return found
+
+
+def gap_findings(buf: np.ndarray, p: RowSplitPlanes) -> dict:
+    """Non-zero bytes between the planes."""
+    found = {}
+    for lo, end in ((p.base_bytes, p.high_offset), (p.high_offset + p.high_bytes, p.scale_offset)):
+        for at in (np.flatnonzero(buf[lo:end]) + lo).tolist():
+            found[(at, GAP_NONZERO)] = "gap"
+    return found
+
+
+def unpacked(
+    fmt_name: str, payload: bytes, shape: Sequence[int]
+) -> tuple[RowSplitPlanes, np.ndarray, np.ndarray, np.ndarray]:
+    """Shape and length checked: (planes, bytes, lane words u `[N, gpr, G]`, scales `[N, gpr]`)."""
     shape = require_shape(LAYOUT, tuple(shape))
     require_length(fmt_name, LAYOUT, payload, shape)
-    fmt = GROUPED_FORMATS[fmt_name]
-    geo = ROW_SPLIT_GEOMETRY[fmt_name]
     p = row_split_planes(fmt_name, shape)
     buf = np.frombuffer(payload, dtype=np.uint8)
-    base, high = planes(fmt_name, buf, p)
-    u = lane_words(fmt_name, base, high)  # [N, gpr, G]
-    padding = (np.arange(p.k_pad) >= p.k).reshape(1, p.gpr, geo.group_size)
-    logical_groups = np.arange(p.gpr) < p.logical_groups  # [gpr]
-    width = base_width(fmt_name)
-    found: dict[tuple[int, str], str] = {}
-    base_bits = u & np.uint8((1 << width) - 1)
-    found |= byte_findings(
-        padding & (base_bits != 0), p.base_offset, 8 // width, p, PADDING_NONZERO
-    )
-    if geo.high_bytes_per_group:
-        hw = geo.code_bits - 4
-        hi = padding & ((u >> np.uint8(4)) != 0)
-        found |= byte_findings(hi, p.high_offset, 8 // hw, p, PADDING_NONZERO)
-    illegal = np.isin(signed(u, fmt.code_bits), fmt.illegal_codes) & ~padding
-    found |= byte_findings(illegal, p.base_offset, 8 // width, p, CODE_DOMAIN)
-    s = scale_words(buf, p)
-    invalid = ((s >> 15) != 0) | (((s >> 10) & 0x1F) == 0x1F)
-    nonzero_code = ((u != 0) & ~padding).any(axis=2)
-    found |= group_findings(~logical_groups & (s != 0), p, PADDING_SCALE_NONZERO)
-    found |= group_findings(logical_groups & invalid, p, SCALE_INVALID)
-    found |= group_findings(logical_groups & (s == 0) & nonzero_code, p, ZERO_SCALE_NONZERO_CODE)
-    for lo, hi_end in (
-        (p.base_bytes, p.high_offset),
-        (p.high_offset + p.high_bytes, p.scale_offset),
-    ):
-        for at in (np.flatnonzero(buf[lo:hi_end]) + lo).tolist():
-            found[(at, GAP_NONZERO)] = "gap"
+    return p, buf, lane_words(fmt_name, *planes(fmt_name, buf, p)), scale_words(buf, p)
+
+
+def violations(
+    fmt_name: str, p: RowSplitPlanes, buf: np.ndarray, u: np.ndarray, s: np.ndarray
+) -> list[Violation]:
+    """Every finding as a Violation, in ref's order (offset, then rule)."""
+    u2 = u.reshape(p.n, p.k_pad)
+    found = padding_findings(fmt_name, p, u2)
+    found |= code_domain_findings(fmt_name, p, u2)
+    found |= scale_findings(fmt_name, p, u, s)
+    found |= gap_findings(buf, p)
     return sorted_violations(
         Violation(rule(LAYOUT, name), name.replace("_", " "), offset=at, path=path)
         for (at, name), path in found.items()
     )
+
+
+def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
+    """Every violated rule, one record per (byte, rule), in payload order (ref.validate)."""
+    return violations(fmt_name, *unpacked(fmt_name, payload, shape))
 
 
 def check_words(fmt_name: str, p: RowSplitPlanes, codes: np.ndarray, scales: np.ndarray) -> None:
@@ -226,24 +297,20 @@ def encode(
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Logical codes int8 `[N, K]` and scale words uint16 `[N, ceil(K/G)]`; no rule is checked."""
-    shape = require_shape(LAYOUT, tuple(shape))
-    require_length(fmt_name, LAYOUT, payload, shape)
-    p = row_split_planes(fmt_name, shape)
-    buf = np.frombuffer(payload, dtype=np.uint8)
-    u = lane_words(fmt_name, *planes(fmt_name, buf, p)).reshape(p.n, p.k_pad)[:, : p.k]
-    codes = signed(u, GROUPED_FORMATS[fmt_name].code_bits).astype(np.int8)
-    return {"codes": codes, "scales": scale_words(buf, p)[:, : p.logical_groups].copy()}
+    p, _, u, s = unpacked(fmt_name, payload, shape)
+    table = code_table(GROUPED_FORMATS[fmt_name].code_bits, np.int8)
+    codes = table[u.reshape(p.n, p.k_pad)[:, : p.k]]
+    return {"codes": codes, "scales": s[:, : p.logical_groups].copy()}
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `w = f32(s32 × q)` (§3.3), as ref.decode."""
-    shape = require_shape(LAYOUT, tuple(shape))
-    raise_first(validate(fmt_name, payload, shape))
-    words = decode_words(fmt_name, payload, shape)
-    g_size = ROW_SPLIT_GEOMETRY[fmt_name].group_size
-    s32 = words["scales"].view(np.float16).astype(np.float32)  # exact widening
-    s32 = np.repeat(s32, g_size, axis=1)[:, : shape[1]]
-    return s32 * words["codes"].astype(np.float32)  # one correctly rounded f32 multiply
+    p, buf, u, s = unpacked(fmt_name, payload, shape)
+    raise_first(violations(fmt_name, p, buf, u, s))
+    q32 = code_table(GROUPED_FORMATS[fmt_name].code_bits, np.float32)[u]  # exact small integers
+    s32 = s.view(np.float16).astype(np.float32)  # exact widening
+    w = q32 * s32[:, :, None]  # one correctly rounded binary32 multiply per lane
+    return np.ascontiguousarray(w.reshape(p.n, p.k_pad)[:, : p.k])
 
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
