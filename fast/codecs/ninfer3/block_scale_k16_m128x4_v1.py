@@ -59,7 +59,7 @@ def scale_offsets(p: BlockScalePlanes) -> np.ndarray:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Invalid block scales, divisor and gap bytes, in payload order (ref.validate)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = block_scale_planes(shape)
     buf = np.frombuffer(payload, dtype=np.uint8)
@@ -84,7 +84,7 @@ def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violat
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Import codes, natural scales and the divisor word; must validate (ref.encode_words)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     p = block_scale_planes(shape)
     codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
     divisor = np.asarray(words["divisor"])
@@ -101,7 +101,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Codes `[N, K]`, natural scales `[N, K/16]`, divisor word `()` (ref.decode_words)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = block_scale_planes(shape)
     buf = np.frombuffer(payload, dtype=np.uint8)
@@ -114,7 +114,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `W = f32(f32(e2m1 × e4m3fn) / d_w)` (ref.decode)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
     d_w = words["divisor"].view(np.float32)

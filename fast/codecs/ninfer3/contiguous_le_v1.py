@@ -35,7 +35,7 @@ def bf16_rne(values: np.ndarray) -> np.ndarray:
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:
     """bf16 from float32 by RNE; fp32 and int32 words exactly (ref.encode)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     canonical = CODECS[(fmt_name, LAYOUT)].encoder
     if encoder not in ("", canonical):
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
@@ -46,7 +46,7 @@ def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: 
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack `codes` of the logical shape (ref.encode_words)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     codes = np.asarray(words["codes"])
     if codes.shape != shape or codes.dtype != WORD_DTYPE[fmt_name]:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must match the shape and word type")
@@ -55,7 +55,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """The words in the logical shape (ref.decode_words)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     le = np.dtype(WORD_DTYPE[fmt_name]).newbyteorder("<")
     return {"codes": np.frombuffer(payload, dtype=le).astype(WORD_DTYPE[fmt_name]).reshape(shape)}
@@ -73,6 +73,6 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Only shape and length can fail (ref.validate)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     return []

@@ -18,7 +18,7 @@ def encode(
     fmt_name: None, values: np.ndarray, shape: Sequence[int], *, encoder: str = VERBATIM
 ) -> bytes:
     """The uint8 values, verbatim (ref.encode)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     if encoder != VERBATIM:
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for raw bytes")
     require_values(LAYOUT, values, shape, np.uint8)
@@ -27,7 +27,7 @@ def encode(
 
 def encode_words(fmt_name: None, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """`bytes` verbatim (ref.encode_words)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     data = np.asarray(words["bytes"])
     if data.shape != shape or data.dtype != np.uint8:
         raise InvalidError(rule(LAYOUT, WORDS), "bytes must be uint8 of the shape")
@@ -41,13 +41,13 @@ def decode_words(fmt_name: None, payload: bytes, shape: Sequence[int]) -> dict[s
 
 def decode(fmt_name: None, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """The payload as a uint8 array (ref.decode)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     return np.frombuffer(payload, dtype=np.uint8).copy()
 
 
 def validate(fmt_name: None, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Any non-empty byte string of the stated length is valid (ref.validate)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     return []

@@ -52,7 +52,7 @@ def planes(buf: np.ndarray, p: RowScalePlanes) -> tuple[np.ndarray, np.ndarray]:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Every violated rule in payload order (ref.validate)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_scale_planes(shape)
     buf = np.frombuffer(payload, dtype=np.uint8)
@@ -89,7 +89,7 @@ def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = FP8_ROW_MAXABS
 ) -> bytes:
     """Quantise with `fp8_row_maxabs` (§3.7) and lay out (§4.5), as ref.encode."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     if encoder != FP8_ROW_MAXABS:
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
     require_values(LAYOUT, values, shape)
@@ -99,7 +99,7 @@ def encode(
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Lay out `codes` uint8 `[N, K]` and `scales` uint16 `[N]`; must validate (ref)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
     if codes.shape != shape or codes.dtype != np.uint8:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must be uint8 [N, K]", path="codes")
@@ -112,7 +112,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Codes uint8 `[N, K]` and scale words uint16 `[N]`; no rule is checked (ref)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     codes, scales = planes(np.frombuffer(payload, dtype=np.uint8), row_scale_planes(shape))
     return {"codes": codes.copy(), "scales": scales}
@@ -120,7 +120,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `w = f32(e4m3fn(c) × bf16(s[n]))` (ref.decode)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
     s32 = (words["scales"].astype(np.uint32) << np.uint32(16)).view(np.float32)
@@ -130,7 +130,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """Selected code rows, realigned scale plane, selected scales (ref.row_slice)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     if not rows or any(not 0 <= r < shape[0] for r in rows):
         raise InvalidError(rule(LAYOUT, ROWS), "rows must be non-empty and inside [0, N)")

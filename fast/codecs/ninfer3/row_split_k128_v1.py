@@ -231,7 +231,7 @@ def unpacked(
     fmt_name: str, payload: bytes, shape: Sequence[int]
 ) -> tuple[RowSplitPlanes, np.ndarray, np.ndarray, np.ndarray]:
     """Shape and length checked: (planes, bytes, lane words u `[N, gpr, G]`, scales `[N, gpr]`)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_split_planes(fmt_name, shape)
     buf = np.frombuffer(payload, dtype=np.uint8)
@@ -273,7 +273,7 @@ def check_words(fmt_name: str, p: RowSplitPlanes, codes: np.ndarray, scales: np.
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack logical `codes` [N, K] and `scales` [N, ceil(K/G)]; the result must validate."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     p = row_split_planes(fmt_name, shape)
     codes = np.asarray(words["codes"]).astype(np.int64)
     scales = np.asarray(words["scales"]).astype(np.int64)
@@ -287,7 +287,7 @@ def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = GROUPED_ABSMAX
 ) -> bytes:
     """Quantise with `grouped_absmax` (§3.6) and pack (§4.3), as ref.encode."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     if encoder != GROUPED_ABSMAX or fmt_name == "t2_g128_fp16":
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
     require_values(LAYOUT, values, shape)
@@ -315,7 +315,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """A standalone `[len(rows), K]` payload: row spans concatenated per plane (§4.3)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     require_rows(shape, rows)
     p = row_split_planes(fmt_name, shape)

@@ -66,7 +66,7 @@ def read_divisor(payload: bytes, p: BlockScalePlanes) -> int:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Invalid block scales, an invalid divisor and non-zero gap bytes, in payload order."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = block_scale_planes(shape)
     found = []
@@ -115,7 +115,7 @@ def check_words(
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Import `codes` [N, K], natural `scales` [N, K/16] and the `divisor` word; must validate."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     p = block_scale_planes(shape)
     codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
     divisor = np.asarray(words["divisor"])
@@ -132,7 +132,7 @@ def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: 
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Codes uint8 `[N, K]`, natural scales uint8 `[N, K/16]`, divisor uint32 `()`; no checks."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = block_scale_planes(shape)
     codes = []
@@ -152,7 +152,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `W = f32(f32(e2m1(c) × e4m3fn(s)) / d_w)` (§3.4)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
     d_w = f32_from_bits(int(words["divisor"]))

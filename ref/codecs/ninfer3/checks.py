@@ -6,6 +6,7 @@ length equals the encoded size (before anything is allocated from the shape), th
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 import numpy as np
@@ -14,9 +15,17 @@ from weightfile.spec.codecs.ninfer3.registry import LENGTH, SHAPE, VALUES, rule
 from weightfile.spec.errors import InvalidError, MalformedError, Violation, WeightfileError
 
 
-def require_shape(layout: str, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape fits the layout's §4.1 constraint; returns it as a tuple of ints."""
-    shape = tuple(shape)
+def require_shape(layout: str, shape: Iterable[int]) -> tuple[int, ...]:
+    """The shape fits the layout's §4.1 constraint; returns it as a tuple of Python ints.
+
+    Integer-like dimensions (NumPy integers) are accepted; booleans and non-integers are not.
+    """
+    try:
+        shape = tuple(
+            operator.index(d) if not isinstance(d, bool | np.bool_) else None for d in shape
+        )
+    except TypeError:
+        shape = (None,)
     problem = shape_problem(layout, shape)
     if problem is not None:
         raise InvalidError(rule(layout, SHAPE), problem, path="shape")

@@ -51,7 +51,7 @@ def encode_value_words(fmt_name: str, values: np.ndarray) -> list[int]:
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:
     """bf16 from float32 by RNE; fp32 from float32 and int32 from int32 exactly (§3.2)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     canonical = CODECS[(fmt_name, LAYOUT)].encoder
     if encoder not in ("", canonical):
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
@@ -61,7 +61,7 @@ def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: 
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack `codes` (uint16 bf16 / uint32 fp32 / int32 words) of the logical shape."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     codes = np.asarray(words["codes"])
     if codes.shape != shape or codes.dtype != WORD_DTYPE[fmt_name]:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must match the shape and word type")
@@ -70,7 +70,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """The words in the logical shape: uint16 (bf16), uint32 (fp32) or int32."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     words = unpack_words(fmt_name, payload)
     return {"codes": np.array(words, dtype=WORD_DTYPE[fmt_name]).reshape(shape)}
@@ -78,7 +78,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """bf16: binary32 word `w << 16`; fp32: the word itself; int32: the two's-complement value."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     words = unpack_words(fmt_name, payload)
     if fmt_name == "int32":
@@ -90,7 +90,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Every word of every direct format is valid: only shape and length can fail (§3.2)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     assert len(payload) == prod(shape) * struct.calcsize(WORD_CODE[fmt_name])
     return []

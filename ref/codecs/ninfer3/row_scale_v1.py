@@ -75,7 +75,7 @@ def row_violations(payload: bytes, p: RowScalePlanes, n: int) -> list[Violation]
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Every violated rule in payload order: per code byte, per row scale, per gap byte."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_scale_planes(shape)
     found = [v for n in range(p.n) for v in row_violations(payload, p, n)]
@@ -99,7 +99,7 @@ def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = FP8_ROW_MAXABS
 ) -> bytes:
     """Quantise binary32 `[N, K]` with `fp8_row_maxabs` (§3.7) and lay it out (§4.5)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     if encoder != FP8_ROW_MAXABS:
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
     require_values(LAYOUT, values, shape)
@@ -109,7 +109,7 @@ def encode(
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Lay out `codes` uint8 `[N, K]` and `scales` uint16 `[N]`; the result must validate."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
     if codes.shape != shape or codes.dtype != np.uint8:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must be uint8 [N, K]", path="codes")
@@ -122,7 +122,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Codes uint8 `[N, K]` and scale words uint16 `[N]`; no rule is checked."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_scale_planes(shape)
     codes = [[payload[code_position(p, n, k)] for k in range(p.k)] for n in range(p.n)]
@@ -138,7 +138,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `w = f32(e4m3fn(c) × bf16(s[n]))` (§3.5)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
     scales = words["scales"].tolist()
@@ -151,7 +151,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """Selected code rows concatenated, the scale plane realigned, the selected scales (§4.5)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     if not rows or any(not 0 <= r < shape[0] for r in rows):
         raise InvalidError(rule(LAYOUT, ROWS), "rows must be non-empty and inside [0, N)")

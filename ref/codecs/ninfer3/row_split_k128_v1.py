@@ -192,7 +192,7 @@ def gap_violations(payload: bytes, p: RowSplitPlanes) -> list:
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Every violated rule, one record per (byte, rule), in payload order (§3.3, §4.3)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_split_planes(fmt_name, shape)
     geo = ROW_SPLIT_GEOMETRY[fmt_name]
@@ -217,7 +217,7 @@ def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violat
 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack logical `codes` [N, K] and `scales` [N, ceil(K/G)]; the result must validate."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     p = row_split_planes(fmt_name, shape)
     codes = np.asarray(words["codes"]).tolist()
     scales = np.asarray(words["scales"]).tolist()
@@ -231,7 +231,7 @@ def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = GROUPED_ABSMAX
 ) -> bytes:
     """Quantise binary32 values `[N, K]` with `grouped_absmax` (§3.6) and pack them (§4.3)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     if encoder != GROUPED_ABSMAX or fmt_name == "t2_g128_fp16":  # Q7: t2 is import-only
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
     require_values(LAYOUT, values, shape)
@@ -241,7 +241,7 @@ def encode(
 
 def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[str, np.ndarray]:
     """Logical codes int8 `[N, K]` and scale words uint16 `[N, ceil(K/G)]`; no rule is checked."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_split_planes(fmt_name, shape)
     bits = GROUPED_FORMATS[fmt_name].code_bits
@@ -261,7 +261,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     """Validate strictly, then `w = f32(f16_value(scale) × q)` per lane (§3.3 reconstruction)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
     g_size = ROW_SPLIT_GEOMETRY[fmt_name].group_size
@@ -281,14 +281,14 @@ def require_rows(shape: tuple[int, ...], rows: Sequence[int]) -> None:
 
 def row_view(fmt_name: str, shape: Sequence[int], start: int, count: int) -> RowView:
     """The three parent spans of rows `[start, start + count)` (§4.3 Row views)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_rows(shape, range(start, start + count))
     return row_split_row_view(fmt_name, shape, start, count)
 
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """A standalone `[len(rows), K]` payload: row spans concatenated per plane (§4.3)."""
-    shape = require_shape(LAYOUT, tuple(shape))
+    shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     require_rows(shape, rows)
     views = [row_split_row_view(fmt_name, shape, r, 1) for r in rows]

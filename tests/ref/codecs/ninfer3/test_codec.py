@@ -39,3 +39,23 @@ def test_raw_bytes_round_trip_verbatim() -> None:
     payload = codec.encode(data, data.shape)
     assert payload == b"tokenizer\x00json"
     assert codec.decode(payload, data.shape).tobytes() == payload
+
+
+@pytest.mark.parametrize("get_codec", [ref_get_codec, fast_get_codec])
+def test_payload_may_be_a_memoryview_and_dims_numpy_integers(get_codec) -> None:
+    """A reader hands out memoryview/mmap slices and NumPy shapes; both are accepted."""
+    codec = get_codec("q8_g32_fp16", "row_split_k128_v1")
+    payload = codec.encode(np.full((2, 40), 127.0, np.float32), (2, 40))  # scale 1.0
+    shape = (np.int64(2), np.uint32(40))
+    assert codec.decode(memoryview(payload), shape).tolist() == [[127.0] * 40] * 2
+    assert codec.validate(memoryview(payload), shape) == []
+
+
+@pytest.mark.parametrize("get_codec", [ref_get_codec, fast_get_codec])
+@pytest.mark.parametrize("shape", [(True, 4), (2.0, 4), (2, 0), None])
+def test_bad_shapes_are_invalid_not_crashes(get_codec, shape: object) -> None:
+    """Booleans, floats, zero dims and non-sequences name the layout's shape rule."""
+    codec = get_codec("q8_g32_fp16", "row_split_k128_v1")
+    with pytest.raises(InvalidError) as e:
+        codec.decode(b"", shape)
+    assert e.value.rule == "ninfer3.codec.row_split_k128_v1.shape"
