@@ -57,5 +57,6 @@ def test_valid_words_round_trip_and_slice_identically(data: st.DataObject) -> No
     payload = REF.encode_words(words, shape)
     assert_identical(payload, FAST.encode_words(words, shape))
     assert_identical(FAST.decode_words(payload, shape), words)
+    assert_identical(REF.encode_words(REF.decode_words(payload, shape), shape), payload)
     rows = data.draw(st.lists(st.integers(0, shape[0] - 1), min_size=1, max_size=4))
     assert_identical(REF.row_slice(payload, shape, rows), FAST.row_slice(payload, shape, rows))

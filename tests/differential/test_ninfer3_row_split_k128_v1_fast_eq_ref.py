@@ -65,5 +65,6 @@ def test_valid_words_round_trip_and_slice_identically(fmt: str, data: st.DataObj
     payload = ref.encode_words(words, shape)
     assert_identical(payload, fast.encode_words(words, shape))
     assert_identical(fast.decode_words(payload, shape), words)
+    assert_identical(ref.encode_words(ref.decode_words(payload, shape), shape), payload)
     rows = data.draw(st.lists(st.integers(0, shape[0] - 1), min_size=1, max_size=4))
     assert_identical(ref.row_slice(payload, shape, rows), fast.row_slice(payload, shape, rows))

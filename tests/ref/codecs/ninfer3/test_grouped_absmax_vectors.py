@@ -118,7 +118,12 @@ def test_scale_is_numpy_float16_of_f32_quotient_and_error_within_one_scale(
     w = codec.decode_words(payload, shape)
     qmax = {"q4_g64_fp16": 7, "q5_g64_fp16": 15, "q6_g64_fp16": 31, "q8_g32_fp16": 127}[fmt]
     g = {"q8_g32_fp16": 32}.get(fmt, 64)
-    values = codec.decode(payload, shape).astype(np.float64)
+    decoded = codec.decode(payload, shape)
+    # decode(encode(x)) obeys §3.3: f32(f16 scale widened × q), here through numpy's float16
+    s32 = np.repeat(w["scales"].view(np.float16).astype(np.float32), g, axis=1)[:, : shape[1]]
+    want = s32 * w["codes"].astype(np.float32)
+    assert decoded.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+    values = decoded.astype(np.float64)
     for n in range(shape[0]):
         for j, start in enumerate(range(0, shape[1], g)):
             lanes = x[n, start : start + g]
