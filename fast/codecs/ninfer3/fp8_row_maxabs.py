@@ -38,10 +38,17 @@ def round_to_bf16(values: np.ndarray) -> np.ndarray:
 def e4m3fn_words(magnitude: np.ndarray) -> np.ndarray:
     """Nearest word 0x00..0x7E to float32 magnitudes in [0, 448], ties to the even word."""
     bits = magnitude.view(np.uint32)
-    normal = (bits + 0x7FFFF + ((bits >> 20) & 1)) >> 20  # 3 mantissa bits kept, RNE
-    normal_word = normal.astype(np.int64) - ((127 - E4M3FN_BIAS) << 3)
-    sub_word = np.rint(magnitude * np.float32(512.0)).astype(np.int64)  # m·2^-9, exact scaling
-    return np.where(magnitude < SMALLEST_NORMAL, sub_word, normal_word).astype(np.uint8)
+    word = bits >> np.uint32(20)
+    word &= np.uint32(1)
+    word += bits
+    word += np.uint32(0x7FFFF)
+    word >>= np.uint32(20)  # binary32 exponent·8 + 3 mantissa bits, rounded half to even
+    word -= np.uint32((127 - E4M3FN_BIAS) << 3)  # rebias; wraps for subnormals, replaced below
+    small = magnitude < SMALLEST_NORMAL
+    if small.any():
+        sub = np.rint(magnitude[small] * np.float32(512.0))  # m·2^-9: scaling is exact
+        word[small] = sub.astype(np.uint32)
+    return word.astype(np.uint8)
 
 
 def encode_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,8 +69,12 @@ def encode_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidError(
             rule(FP8_ROW_MAXABS, INVERSE_OVERFLOW), "1/scale overflows binary32", path=f"rows[{n}]"
         )
-    normalised = np.clip(x * inv32[:, None], -E4M3FN_MAX, E4M3FN_MAX)  # step 6
-    words = e4m3fn_words(np.abs(normalised))
-    sign = (normalised.view(np.uint32) >> 31).astype(np.uint8) << np.uint8(7)
-    codes = np.where(zero[:, None], np.uint8(0), words | sign)
-    return codes.astype(np.uint8), scale.astype(np.uint16)
+    normalised = x * inv32[:, None]  # step 6
+    np.minimum(normalised, np.float32(E4M3FN_MAX), out=normalised)
+    np.maximum(normalised, np.float32(-E4M3FN_MAX), out=normalised)
+    sign = ((normalised.view(np.uint32) >> np.uint32(24)) & np.uint32(0x80)).astype(np.uint8)
+    np.abs(normalised, out=normalised)
+    codes = e4m3fn_words(normalised)  # step 7
+    codes |= sign
+    codes[zero] = 0  # all-zero rows: codes 0x00, even for -0 inputs
+    return codes, scale.astype(np.uint16)

@@ -60,6 +60,7 @@ def encode_matrix(fmt: GroupedFormat, values: np.ndarray) -> tuple[np.ndarray, n
     inv32 = np.float32(1) / safe.view(np.float16).astype(np.float32)  # step 7
     n32 = x * inv32[:, :, None]  # step 8 (zero groups: 0 × 1.0 = ±0, which rounds to code 0)
     np.rint(n32, out=n32)
-    np.clip(n32, fmt.qmin, fmt.qmax, out=n32)
+    np.minimum(n32, np.float32(fmt.qmax), out=n32)  # clamp after rounding: Q8 never gets −128
+    np.maximum(n32, np.float32(fmt.qmin), out=n32)
     codes = n32.astype(np.int8)
     return codes.reshape(n, -1)[:, :k].copy(), scale16

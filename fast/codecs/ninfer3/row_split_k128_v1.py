@@ -53,8 +53,11 @@ __all__ = [
 
 def fields(plane: np.ndarray, width: int) -> np.ndarray:
     """Split bytes `[..., B]` into `8/width` fields each, lowest bits first: `[..., B·8/width]`."""
-    shifts = np.arange(0, 8, width, dtype=np.uint8)
-    out = (plane[..., None] >> shifts) & np.uint8((1 << width) - 1)
+    per_byte = 8 // width
+    out = np.empty((*plane.shape, per_byte), dtype=np.uint8)
+    mask = np.uint8((1 << width) - 1)
+    for j in range(per_byte):  # strided writes beat a broadcast shift over a length-2 axis
+        np.bitwise_and(plane >> np.uint8(j * width), mask, out=out[..., j])
     return out.reshape(*plane.shape[:-1], -1)
 
 
