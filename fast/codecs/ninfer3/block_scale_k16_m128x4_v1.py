@@ -86,8 +86,8 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
     """Import codes, natural scales and the divisor word; must validate (ref.encode_words)."""
     shape = require_shape(LAYOUT, shape)
     p = block_scale_planes(shape)
-    codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
-    divisor = np.asarray(words["divisor"])
+    codes, scales = np.asarray(words.get("codes")), np.asarray(words.get("scales"))
+    divisor = np.asarray(words.get("divisor"))
     check_words(p, codes, scales, divisor)
     buf = np.zeros(p.bytes, dtype=np.uint8)
     pairs = codes.reshape(-1, 2)

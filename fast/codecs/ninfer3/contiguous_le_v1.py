@@ -47,7 +47,7 @@ def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack `codes` of the logical shape (ref.encode_words)."""
     shape = require_shape(LAYOUT, shape)
-    codes = np.asarray(words["codes"])
+    codes = np.asarray(words.get("codes"))
     if codes.shape != shape or codes.dtype != WORD_DTYPE[fmt_name]:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must match the shape and word type")
     return np.ascontiguousarray(codes).astype(codes.dtype.newbyteorder("<")).tobytes()

@@ -28,7 +28,7 @@ def encode(
 def encode_words(fmt_name: None, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """`bytes` verbatim (ref.encode_words)."""
     shape = require_shape(LAYOUT, shape)
-    data = np.asarray(words["bytes"])
+    data = np.asarray(words.get("bytes"))
     if data.shape != shape or data.dtype != np.uint8:
         raise InvalidError(rule(LAYOUT, WORDS), "bytes must be uint8 of the shape")
     return data.tobytes()

@@ -100,7 +100,7 @@ def encode(
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Lay out `codes` uint8 `[N, K]` and `scales` uint16 `[N]`; must validate (ref)."""
     shape = require_shape(LAYOUT, shape)
-    codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
+    codes, scales = np.asarray(words.get("codes")), np.asarray(words.get("scales"))
     if codes.shape != shape or codes.dtype != np.uint8:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must be uint8 [N, K]", path="codes")
     if scales.shape != shape[:1] or scales.dtype != np.uint16:

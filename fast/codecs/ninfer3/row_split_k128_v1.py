@@ -264,13 +264,16 @@ def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violat
 def check_words(fmt_name: str, p: RowSplitPlanes, codes: np.ndarray, scales: np.ndarray) -> None:
     """Same checks, same order, as ref.check_words."""
     bits = GROUPED_FORMATS[fmt_name].code_bits
-    if codes.shape != (p.n, p.k):
-        raise InvalidError(rule(LAYOUT, WORDS), "codes must be [N, K]", path="codes")
-    if scales.shape != (p.n, p.logical_groups):
-        raise InvalidError(rule(LAYOUT, WORDS), "scales must be [N, ceil(K/G)]", path="scales")
-    if codes.size and (codes.min() < -(1 << (bits - 1)) or codes.max() > (1 << (bits - 1)) - 1):
+    if codes.dtype.kind not in "iu" or codes.shape != (p.n, p.k):
+        raise InvalidError(rule(LAYOUT, WORDS), "codes must be integers [N, K]", path="codes")
+    if scales.dtype.kind not in "iu" or scales.shape != (p.n, p.logical_groups):
+        raise InvalidError(
+            rule(LAYOUT, WORDS), "scales must be integers [N, ceil(K/G)]", path="scales"
+        )
+    # int() of the extremes compares exactly whatever the integer dtype (no wrap-around)
+    if int(codes.min()) < -(1 << (bits - 1)) or int(codes.max()) > (1 << (bits - 1)) - 1:
         raise InvalidError(rule(LAYOUT, WORDS), "code outside the code width", path="codes")
-    if scales.size and (scales.min() < 0 or scales.max() > 0xFFFF):
+    if int(scales.min()) < 0 or int(scales.max()) > 0xFFFF:
         raise InvalidError(rule(LAYOUT, WORDS), "scale is not a 16-bit word", path="scales")
 
 
@@ -278,8 +281,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
     """Pack logical `codes` [N, K] and `scales` [N, ceil(K/G)]; the result must validate."""
     shape = require_shape(LAYOUT, shape)
     p = row_split_planes(fmt_name, shape)
-    codes = np.asarray(words["codes"]).astype(np.int64)
-    scales = np.asarray(words["scales"]).astype(np.int64)
+    codes, scales = np.asarray(words.get("codes")), np.asarray(words.get("scales"))
     check_words(fmt_name, p, codes, scales)
     payload = pack(fmt_name, codes, scales.astype(np.uint16), p)
     raise_first(validate(fmt_name, payload, shape))

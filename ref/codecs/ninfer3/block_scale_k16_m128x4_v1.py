@@ -117,8 +117,8 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
     """Import `codes` [N, K], natural `scales` [N, K/16] and the `divisor` word; must validate."""
     shape = require_shape(LAYOUT, shape)
     p = block_scale_planes(shape)
-    codes, scales = np.asarray(words["codes"]), np.asarray(words["scales"])
-    divisor = np.asarray(words["divisor"])
+    codes, scales = np.asarray(words.get("codes")), np.asarray(words.get("scales"))
+    divisor = np.asarray(words.get("divisor"))
     check_words(p, codes, scales, divisor)
     payload = pack(codes.tolist(), scales.tolist(), int(divisor), p)
     raise_first(validate(fmt_name, payload, shape))

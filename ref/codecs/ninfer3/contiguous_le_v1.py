@@ -62,7 +62,7 @@ def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: 
 def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[int]) -> bytes:
     """Pack `codes` (uint16 bf16 / uint32 fp32 / int32 words) of the logical shape."""
     shape = require_shape(LAYOUT, shape)
-    codes = np.asarray(words["codes"])
+    codes = np.asarray(words.get("codes"))
     if codes.shape != shape or codes.dtype != WORD_DTYPE[fmt_name]:
         raise InvalidError(rule(LAYOUT, WORDS), "codes must match the shape and word type")
     return pack_words(fmt_name, codes.reshape(-1).tolist())

@@ -118,16 +118,20 @@ def lane_word(fmt_name: str, payload: bytes, p: RowSplitPlanes, n: int, k: int) 
     return u
 
 
-def check_words(fmt: GroupedFormat, p: RowSplitPlanes, codes: list, scales: list) -> None:
-    """Codes fit b bits two's complement, `[N][K]`; scales are 16-bit words `[N][groups]`."""
+def check_words(
+    fmt: GroupedFormat, p: RowSplitPlanes, codes: np.ndarray, scales: np.ndarray
+) -> None:
+    """Integer codes `[N, K]` that fit b bits two's complement; 16-bit scales `[N, groups]`."""
     lo, hi = -(1 << (fmt.code_bits - 1)), (1 << (fmt.code_bits - 1)) - 1
-    if len(codes) != p.n or any(len(r) != p.k for r in codes):
-        raise InvalidError(rule(LAYOUT, WORDS), "codes must be [N, K]", path="codes")
-    if len(scales) != p.n or any(len(r) != p.logical_groups for r in scales):
-        raise InvalidError(rule(LAYOUT, WORDS), "scales must be [N, ceil(K/G)]", path="scales")
-    if any(not lo <= q <= hi for r in codes for q in r):
+    if codes.dtype.kind not in "iu" or codes.shape != (p.n, p.k):
+        raise InvalidError(rule(LAYOUT, WORDS), "codes must be integers [N, K]", path="codes")
+    if scales.dtype.kind not in "iu" or scales.shape != (p.n, p.logical_groups):
+        raise InvalidError(
+            rule(LAYOUT, WORDS), "scales must be integers [N, ceil(K/G)]", path="scales"
+        )
+    if any(not lo <= q <= hi for row in codes.tolist() for q in row):
         raise InvalidError(rule(LAYOUT, WORDS), "code outside the code width", path="codes")
-    if any(not 0 <= s <= 0xFFFF for r in scales for s in r):
+    if any(not 0 <= s <= 0xFFFF for row in scales.tolist() for s in row):
         raise InvalidError(rule(LAYOUT, WORDS), "scale is not a 16-bit word", path="scales")
 
 
@@ -219,10 +223,9 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
     """Pack logical `codes` [N, K] and `scales` [N, ceil(K/G)]; the result must validate."""
     shape = require_shape(LAYOUT, shape)
     p = row_split_planes(fmt_name, shape)
-    codes = np.asarray(words["codes"]).tolist()
-    scales = np.asarray(words["scales"]).tolist()
+    codes, scales = np.asarray(words.get("codes")), np.asarray(words.get("scales"))
     check_words(GROUPED_FORMATS[fmt_name], p, codes, scales)
-    payload = pack(fmt_name, codes, scales, p)
+    payload = pack(fmt_name, codes.tolist(), scales.tolist(), p)
     raise_first(validate(fmt_name, payload, shape))
     return payload
 

@@ -59,3 +59,37 @@ def test_bad_shapes_are_invalid_not_crashes(get_codec, shape: object) -> None:
     with pytest.raises(InvalidError) as e:
         codec.decode(b"", shape)
     assert e.value.rule == "ninfer3.codec.row_split_k128_v1.shape"
+
+
+BAD_WORDS = [
+    ({"codes": np.zeros((2, 70), np.float32), "scales": np.zeros((2, 2), np.uint16)}, "codes"),
+    ({"codes": np.zeros((2, 69), np.int8), "scales": np.zeros((2, 2), np.uint16)}, "codes"),
+    ({"codes": np.full((2, 70), 8, np.int8), "scales": np.zeros((2, 2), np.uint16)}, "codes"),
+    (
+        {"codes": np.full((2, 70), 2**64 - 1, np.uint64), "scales": np.zeros((2, 2), np.int64)},
+        "codes",
+    ),
+    ({"codes": np.zeros((2, 70), np.int8), "scales": np.full((2, 2), -1, np.int32)}, "scales"),
+    ({"codes": np.zeros((2, 70), np.int8)}, "scales"),
+]
+
+
+@pytest.mark.parametrize("get_codec", [ref_get_codec, fast_get_codec])
+@pytest.mark.parametrize(("words", "path"), BAD_WORDS)
+def test_bad_words_are_refused_before_packing(get_codec, words: dict, path: str) -> None:
+    """Float codes, wrong shapes, codes outside 4 bits, wrapped uint64, missing keys: one rule."""
+    with pytest.raises(InvalidError) as e:
+        get_codec("q4_g64_fp16", "row_split_k128_v1").encode_words(words, (2, 70))
+    assert (e.value.rule, e.value.path) == ("ninfer3.codec.row_split_k128_v1.words", path)
+
+
+@pytest.mark.parametrize("get_codec", [ref_get_codec, fast_get_codec])
+def test_words_that_pack_but_break_a_rule_are_refused(get_codec) -> None:
+    """encode_words validates: a +0 scale over a non-zero code is InvalidError, nothing returned."""
+    words = {"codes": np.ones((1, 64), np.int8), "scales": np.zeros((1, 1), np.uint16)}
+    with pytest.raises(InvalidError) as e:
+        get_codec("q4_g64_fp16", "row_split_k128_v1").encode_words(words, (1, 64))
+    assert (e.value.rule, e.value.offset) == (
+        "ninfer3.codec.row_split_k128_v1.zero_scale_nonzero_code",
+        256,
+    )
