@@ -72,8 +72,9 @@ def join(values: np.ndarray, width: int) -> np.ndarray:
 
 
 def base_width(fmt_name: str) -> int:
-    """Bits of a lane in the base plane: 4 (q4/q5/q6), 8 (q8) or 2 (t2)."""
-    return min(ROW_SPLIT_GEOMETRY[fmt_name].code_bits, 4 if fmt_name != "q8_g32_fp16" else 8)
+    """Bits of a lane in the base plane, B·8/G: 4 (q4/q5/q6), 8 (q8) or 2 (t2)."""
+    geo = ROW_SPLIT_GEOMETRY[fmt_name]
+    return geo.base_bytes_per_group * 8 // geo.group_size
 
 
 def planes(fmt_name: str, buf: np.ndarray, p: RowSplitPlanes) -> tuple[np.ndarray, np.ndarray]:
