@@ -1,0 +1,4 @@
+"""Readable reference codecs of `.ninfer` v3 (ninfer-v3 §3–§4): one module per layout or encoder.
+
+`codec.get_codec(format, layout)` returns the bound codec of one registered pair.
+"""
