@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_get_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
 

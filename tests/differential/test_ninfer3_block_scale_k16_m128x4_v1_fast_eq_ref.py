@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.codecs_ninfer3 import assert_identical, outcome, payloads, shapes, valid_words
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_codec
 

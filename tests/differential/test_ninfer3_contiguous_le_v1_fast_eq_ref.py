@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies.codecs_ninfer3 import assert_identical, outcome, payloads, shapes, valid_words
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_codec
 

@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.codecs_ninfer3 import assert_identical, outcome
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_codec
 

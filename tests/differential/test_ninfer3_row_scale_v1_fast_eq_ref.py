@@ -13,6 +13,7 @@ from strategies.codecs_ninfer3 import (
     shapes,
     valid_words,
 )
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_codec
 

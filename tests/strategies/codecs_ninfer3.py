@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
 from weightfile.spec.codecs.ninfer3.formats import GROUPED_FORMATS
 from weightfile.spec.codecs.ninfer3.layouts import (
     BLOCK_SCALE_K16_M128X4_V1,

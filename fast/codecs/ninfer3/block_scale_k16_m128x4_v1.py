@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from weightfile.fast.codecs.ninfer3.row_scale_v1 import E4M3FN_TABLE
 from weightfile.ref.codecs.ninfer3.block_scale_k16_m128x4_v1 import BLOCK, check_words, encode
 from weightfile.ref.codecs.ninfer3.checks import (

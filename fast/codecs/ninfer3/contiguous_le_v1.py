@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.checks import require_length, require_shape, require_values
 from weightfile.ref.codecs.ninfer3.contiguous_le_v1 import VALUE_DTYPE, WORD_DTYPE
 from weightfile.spec.codecs.ninfer3.layouts import CONTIGUOUS_LE_V1

@@ -9,6 +9,7 @@ because scaling by a power of two is exact; word 8 (2^-6) is where both rules me
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.ninfer3.contiguous_le_v1 import bf16_rne
 from weightfile.spec.codecs.ninfer3.formats import E4M3FN_BIAS, E4M3FN_MAX
 from weightfile.spec.codecs.ninfer3.registry import (

@@ -8,6 +8,7 @@ even with subnormals, and `rint` rounds half to even, so each step is the ref st
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.spec.codecs.ninfer3.formats import GroupedFormat
 from weightfile.spec.codecs.ninfer3.layouts import align_up
 from weightfile.spec.codecs.ninfer3.registry import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.checks import require_length, require_shape, require_values
 from weightfile.spec.codecs.ninfer3.layouts import RAW_BYTES_V1
 from weightfile.spec.codecs.ninfer3.registry import NO_ENCODER, VERBATIM, WORDS, rule

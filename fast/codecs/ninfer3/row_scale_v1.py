@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from weightfile.fast.codecs.ninfer3 import fp8_row_maxabs
 from weightfile.ref.codecs.ninfer3.checks import (
     raise_first,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.checks import (
     raise_first,
     require_length,

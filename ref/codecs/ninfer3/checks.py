@@ -10,6 +10,7 @@ import operator
 from collections.abc import Iterable
 
 import numpy as np
+
 from weightfile.spec.codecs.ninfer3.layouts import encoded_size, shape_problem
 from weightfile.spec.codecs.ninfer3.registry import LENGTH, SHAPE, VALUES, rule
 from weightfile.spec.errors import InvalidError, MalformedError, Violation, WeightfileError

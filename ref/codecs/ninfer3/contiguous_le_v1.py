@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from math import prod
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.checks import require_length, require_shape, require_values
 from weightfile.ref.codecs.ninfer3.scalars import bf16_rne_word
 from weightfile.spec.codecs.ninfer3.layouts import CONTIGUOUS_LE_V1

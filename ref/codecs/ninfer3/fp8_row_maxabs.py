@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.scalars import (
     bf16_rne_word,
     bf16_value,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from weightfile.ref.codecs.ninfer3.scalars import f16_rne_word, f16_value, f32, round_half_even
 from weightfile.spec.codecs.ninfer3.formats import GroupedFormat
 from weightfile.spec.codecs.ninfer3.registry import (

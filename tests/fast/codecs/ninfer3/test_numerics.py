@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+
 from weightfile.fast.codecs.ninfer3.block_scale_k16_m128x4_v1 import swizzle, unswizzle
 from weightfile.fast.codecs.ninfer3.contiguous_le_v1 import bf16_rne
 from weightfile.fast.codecs.ninfer3.fp8_row_maxabs import e4m3fn_words

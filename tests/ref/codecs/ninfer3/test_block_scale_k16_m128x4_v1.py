@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.codecs_ninfer3 import shapes, valid_words
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_get_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
 from weightfile.spec.errors import UnsupportedError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_get_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
 from weightfile.spec.codecs.ninfer3.registry import CODECS

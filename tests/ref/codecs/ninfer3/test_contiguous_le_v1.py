@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis.extra import numpy as hnp
+
 from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_get_codec
 from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
 from weightfile.spec.errors import InvalidError, MalformedError

@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+
 from weightfile.ref.codecs.ninfer3 import scalars
 
 

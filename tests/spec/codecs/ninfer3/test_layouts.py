@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from weightfile.spec.codecs.ninfer3.layouts import (
     ROW_SPLIT_GEOMETRY,
     block_scale_planes,
