@@ -1,7 +1,8 @@
 """Deferred object checks, run only when an object is used (ninfer-v3.md §2.9, §4.1).
 
 Unknown formats and layouts never fail the open; they fail the use of that one object. The
-writer calls `encoded_tensor_bytes` to place tensors, so both sides share these checks.
+writer calls `encoded_tensor_bytes` to place tensors, so both sides share these checks, and the
+shape rule and encoded size are the codecs' own (`weightfile.spec.codecs.ninfer3.layouts`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Sequence
 
 from weightfile.ref.ninfer3.records import ObjectEntry
 from weightfile.ref.ninfer3.require import require
+from weightfile.spec.codecs.ninfer3.layouts import encoded_size, shape_problem
 from weightfile.spec.ninfer3.registry import ENCODINGS, FORMATS, LAYOUTS
-from weightfile.spec.ninfer3.sizes import encoded_size, shape_problem
 
 
 def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str) -> int:
@@ -26,9 +27,9 @@ def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str)
         f"{layout} does not accept {fmt}",
         path,
     )
-    problem = shape_problem(LAYOUTS[layout], shape)
+    problem = shape_problem(layout, tuple(shape))
     require(problem is None, "ninfer3.object.shape", problem or "", path)
-    return encoded_size(layout, FORMATS[fmt], shape)
+    return encoded_size(fmt, layout, tuple(shape))
 
 
 def check_tensor(entry: ObjectEntry) -> None:

@@ -2,6 +2,8 @@
 
 Every offset here is relative to the start of the object's payload. The functions take a shape that
 has already passed `shape_problem` and return plain integers; they never look at payload bytes.
+This module is the one home of the §4 geometry: the container's deferred object checks
+(`weightfile.spec.ninfer3.registry`, `weightfile.ref.ninfer3.objects`) use these same functions.
 """
 
 from __future__ import annotations
@@ -43,15 +45,18 @@ def shape_problem(layout: str, shape: tuple[int, ...]) -> str | None:
     if any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in shape):
         return "every dimension must be a positive integer"
     if layout == CONTIGUOUS_LE_V1:
-        return None if len(shape) <= MAX_CONTIGUOUS_RANK else "rank must be 0..16"
+        if len(shape) > MAX_CONTIGUOUS_RANK:
+            return f"{layout} needs rank 0..{MAX_CONTIGUOUS_RANK}, shape has rank {len(shape)}"
+        return None
     if layout == RAW_BYTES_V1:
         return None if len(shape) == 1 else "a resource is one non-empty byte string"
     if len(shape) != 2:
-        return "rank must be 2 ([N, K])"
-    if layout == BLOCK_SCALE_K16_M128X4_V1 and (
-        shape[0] % NVFP4_ROW_TILE or shape[1] % NVFP4_K_TILE
-    ):
-        return "nvfp4 needs N % 128 == 0 and K % 64 == 0"
+        return f"{layout} needs rank 2, shape has rank {len(shape)}"
+    n, k = shape
+    if layout == BLOCK_SCALE_K16_M128X4_V1 and n % NVFP4_ROW_TILE:
+        return f"{layout} needs N % {NVFP4_ROW_TILE} == 0, N is {n}"
+    if layout == BLOCK_SCALE_K16_M128X4_V1 and k % NVFP4_K_TILE:
+        return f"{layout} needs K % {NVFP4_K_TILE} == 0, K is {k}"
     return None
 
 
@@ -78,13 +83,19 @@ class RowSplitPlaneGeometry:
     high_bytes_per_group: int  # H
 
 
+#: The B and H columns of the §4.3 geometry table; b and G are the §3.1 format's own.
+ROW_SPLIT_PLANE_BYTES: dict[str, tuple[int, int]] = {
+    "q4_g64_fp16": (32, 0),
+    "q5_g64_fp16": (32, 8),
+    "q6_g64_fp16": (32, 16),
+    "q8_g32_fp16": (32, 0),
+    "t2_g128_fp16": (32, 0),
+}
+
 #: The §4.3 geometry table, keyed by format name.
 ROW_SPLIT_GEOMETRY: dict[str, RowSplitPlaneGeometry] = {
-    "q4_g64_fp16": RowSplitPlaneGeometry(4, 64, 32, 0),
-    "q5_g64_fp16": RowSplitPlaneGeometry(5, 64, 32, 8),
-    "q6_g64_fp16": RowSplitPlaneGeometry(6, 64, 32, 16),
-    "q8_g32_fp16": RowSplitPlaneGeometry(8, 32, 32, 0),
-    "t2_g128_fp16": RowSplitPlaneGeometry(2, 128, 32, 0),
+    name: RowSplitPlaneGeometry(f.code_bits, f.group_size, *ROW_SPLIT_PLANE_BYTES[name])
+    for name, f in GROUPED_FORMATS.items()
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from strategies.ninfer3 import raises_rule
 
+from weightfile.spec.codecs.ninfer3.layouts import encoded_size, row_split_planes, shape_problem
 from weightfile.spec.errors import MalformedError
 from weightfile.spec.ninfer3 import directory
 from weightfile.spec.ninfer3.domains import elements, is_id, is_positive_u64, is_shape, is_u64
@@ -19,7 +20,6 @@ from weightfile.spec.ninfer3.framing import (
     parse_entry_header,
 )
 from weightfile.spec.ninfer3.registry import DEVICE_ONLY_LAYOUTS, ENCODINGS, FORMATS, LAYOUTS
-from weightfile.spec.ninfer3.sizes import encoded_size, row_split_planes, shape_problem
 
 
 def test_headers_are_32_bytes() -> None:
@@ -71,8 +71,8 @@ def test_registry_has_ten_formats_and_four_layouts() -> None:
 
 def _size(fmt: str, shape: tuple[int, ...]) -> int:
     layout = next(name for name, lay in LAYOUTS.items() if fmt in lay.accepts)
-    assert shape_problem(LAYOUTS[layout], shape) is None
-    return encoded_size(layout, FORMATS[fmt], shape)
+    assert shape_problem(layout, shape) is None
+    return encoded_size(fmt, layout, shape)
 
 
 @pytest.mark.parametrize(
@@ -109,11 +109,11 @@ def test_encoded_sizes_of_the_spec(fmt: str, shape: tuple[int, ...], want: int) 
 
 def test_row_split_plane_offsets_of_the_spec() -> None:
     """§4.7: q5 [7168,5120] high at 18,350,080, scales at 22,937,600; q5 [2,130] planes."""
-    big = row_split_planes(FORMATS["q5_g64_fp16"], (7168, 5120))
-    assert (big["high_offset"], big["scale_offset"]) == (18_350_080, 22_937_600)
-    small = row_split_planes(FORMATS["q5_g64_fp16"], (2, 130))
-    assert (small["k_pad"], small["groups_per_row"]) == (256, 4)
-    assert (small["high_offset"], small["high_bytes"], small["scale_offset"]) == (256, 64, 512)
+    big = row_split_planes("q5_g64_fp16", (7168, 5120))
+    assert (big.high_offset, big.scale_offset) == (18_350_080, 22_937_600)
+    small = row_split_planes("q5_g64_fp16", (2, 130))
+    assert (small.k_pad, small.gpr) == (256, 4)
+    assert (small.high_offset, small.high_bytes, small.scale_offset) == (256, 64, 512)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_row_split_plane_offsets_of_the_spec() -> None:
     ],
 )
 def test_shapes_that_do_not_fit(layout: str, shape: tuple[int, ...]) -> None:
-    assert shape_problem(LAYOUTS[layout], shape) is not None
+    assert shape_problem(layout, shape) is not None
 
 
 def test_value_domains() -> None:
