@@ -111,3 +111,44 @@ def weights_from_state_dict(sd: Mapping[str, np.ndarray], num_layers: int) -> Mo
 #: Token sequences for the tiny config's vocabulary.
 def token_ids(vocab: int, min_size: int = 1, max_size: int = 6) -> st.SearchStrategy[list[int]]:
     return st.lists(st.integers(0, vocab - 1), min_size=min_size, max_size=max_size)
+
+
+# --- legacy (untiled) Q8_0 / Q4_0 blocks, for binder tests (vqf.md §5.3, §5.7; qwen-math §3) ---
+
+
+def legacy_block_bytes(m: QuantMatrix, qtype: str) -> bytes:
+    """Row-major blocks: f16 scale then 32 int8 codes (q8), or 16 bytes of q+8 nibbles (q4)."""
+    rows, cols = m.codes.shape
+    out = bytearray()
+    for r in range(rows):
+        for b in range(cols // 32):
+            out += int(m.scale_bits[r, b]).to_bytes(2, "little")
+            codes = m.codes[r, 32 * b : 32 * b + 32].astype(np.int16)
+            if qtype == "q8":
+                out += codes.astype(np.int8).tobytes()
+            else:  # byte j: element j in the low nibble, element j+16 in the high one
+                nib = (codes + 8).astype(np.uint8)
+                out += (nib[:16] | (nib[16:] << 4)).astype(np.uint8).tobytes()
+    return bytes(out)
+
+
+def legacy_words(
+    name: str, qtype: int, flags: int, payload: bytes, rows: int, cols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The MatrixWords hook for untiled payloads (qtype 2 = Q8_0, 3 = Q4_0)."""
+    block = 34 if qtype == 2 else 18
+    raw = np.frombuffer(payload, dtype=np.uint8).reshape(rows * cols // 32, block)
+    scale_bits = raw[:, :2].copy().view("<u2").reshape(rows, cols // 32)
+    if qtype == 2:
+        codes = raw[:, 2:].view(np.int8)
+    else:
+        lo, hi = raw[:, 2:] & 0x0F, raw[:, 2:] >> 4
+        codes = (np.concatenate([lo, hi], axis=1).astype(np.int16) - 8).astype(np.int8)
+    return codes.reshape(rows, cols), scale_bits
+
+
+def q4_matrix(rng: np.random.Generator, rows: int, cols: int) -> Matrix:
+    """Q4_0-like logical words: codes in [-8, 7]."""
+    codes = rng.integers(-8, 8, size=(rows, cols), dtype=np.int8)
+    scales = (0.01 + 0.02 * rng.random((rows, cols // 32))).astype(np.float16)
+    return QuantMatrix(codes, scales.view(np.uint16))
