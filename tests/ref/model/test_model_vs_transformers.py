@@ -6,13 +6,16 @@ agree only to rounding: logits within 1e-5 absolute and the same argmax at every
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from strategies.model import weights_from_state_dict
 
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
+from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 torch = pytest.importorskip("torch", reason="external check needs the 'external' extra (torch)")
 transformers = pytest.importorskip(
@@ -73,3 +76,63 @@ def test_logits_match_transformers_eager_fp32(tied: bool, theta: float, seed: in
     )
     assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
     assert np.abs(want).max() > 0.1  # the logits are not trivially small
+
+
+# --- quantized weights: transformers runs on the de-quantized values (issue 5 §6) ------------
+
+
+def quantize_q8_0(w: np.ndarray) -> QuantMatrix:
+    """Q8_0 words of a float32 [out, in] matrix: d = amax/127 per 32-block, codes rounded."""
+    blocks = w.reshape(w.shape[0], -1, 32)
+    d = (np.abs(blocks).max(axis=2) / 127).astype(np.float16)
+    scale = d.astype(np.float32)[..., None]
+    safe = np.where(scale == 0, 1, scale)
+    codes = np.clip(np.rint(blocks / safe), -127, 127).astype(np.int8).reshape(w.shape)
+    return QuantMatrix(codes, d.view(np.uint16))
+
+
+def dequantize(m: QuantMatrix) -> np.ndarray:
+    scale = m.scale_bits.view(np.float16).astype(np.float32).repeat(32, axis=1)
+    return m.codes.astype(np.float32) * scale  # exact products (numerics.md §4.2)
+
+
+def quantized_pair(seed: int):
+    """A transformers model whose projections hold de-quantized Q8_0 values, and ours on the
+    same Q8_0 words (embedding and norms stay float32; the lm_head is tied)."""
+    model = build_hf(True, 1e6, seed)
+    words = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "proj" in name:
+                words[name] = quantize_q8_0(p.detach().numpy())
+                p.copy_(torch.from_numpy(dequantize(words[name])))
+    ours = ours_from(model, True, 1e6)
+    layers = []
+    for i, lw in enumerate(ours.weights.layers):
+        p = f"model.layers.{i}."
+        q = {a: words[p + k + ".weight"] for a, k in _PROJ.items()}
+        layers.append(replace(lw, **q))
+    return model, replace(ours.weights, layers=tuple(layers)), ours.config
+
+
+_PROJ = {
+    "q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj", "v_proj": "self_attn.v_proj",
+    "o_proj": "self_attn.o_proj", "gate_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj",
+    "down_proj": "mlp.down_proj",
+}  # fmt: skip
+
+
+def test_q8_words_match_transformers_on_dequantized_weights() -> None:
+    model, weights, config = quantized_pair(seed=2)
+    with torch.no_grad():
+        want = model(torch.tensor([TOKENS])).logits[0].numpy().astype(np.float64)
+    f32w = Qwen3Model(config, weights, CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS))
+    got = f32w.forward(TOKENS, f32w.new_cache())
+    assert np.abs(got - want).max() <= 1e-5  # only float rounding differs (numerics.md §13)
+    assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
+    # q8_activation adds the activation rounding of §4.1: each matvec input moves by <= d/2 =
+    # amax/254 of its block (0.4 %), so the logits move by about that fraction of their scale.
+    eng = Qwen3Model(config, weights)
+    act = eng.forward(TOKENS, eng.new_cache())
+    scale = np.abs(want).max()
+    assert 1e-5 < np.abs(act - want).max() <= 0.02 * scale
