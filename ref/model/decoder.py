@@ -7,12 +7,12 @@ numerics profile. Vectors are lists of float32 scalars; `[T][...]` comments give
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from weightfile.ref.numerics.kernels import Kernels, kernels_for
+from weightfile.ref.numerics.kernels import Kernels, Site, kernels_for
 from weightfile.ref.numerics.rope import apply_rope
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
@@ -39,6 +39,15 @@ class KVCache:
 def split_heads(v: Vec, head_dim: int) -> list[Vec]:
     """[heads*head_dim] -> [heads][head_dim]."""
     return [v[h * head_dim : (h + 1) * head_dim] for h in range(len(v) // head_dim)]
+
+
+def per_token(layer: int | None, tokens: int) -> Callable[..., list[Vec]]:
+    """each(op, fn, rows_a, rows_b, ...): fn(a_t, b_t, ..., Site) for every token t, in order."""
+
+    def each(op: str, fn: Callable[..., Vec], *rows: list[Vec]) -> list[Vec]:
+        return [fn(*vs, Site(op, layer, t, tokens)) for t, vs in enumerate(zip(*rows, strict=True))]
+
+    return each
 
 
 def text_position_ids(start: int, count: int) -> list[tuple[int, int, int]]:
@@ -72,11 +81,11 @@ class Qwen3Model:
                 raise ValueError(f"token id {t} outside the vocabulary of {vocab}")
         return [list(self.weights.embed[t]) for t in token_ids]
 
-    def head_norm(self, vectors: Vec, weight: np.ndarray) -> Vec:
+    def head_norm(self, vectors: Vec, weight: np.ndarray, site: Site) -> Vec:
         """q_norm / k_norm: RMSNorm over head_dim per head, before RoPE."""
         out: Vec = []
         for head in split_heads(vectors, self.config.head_dim):
-            out += self.kernels.rmsnorm(head, weight, self.config.eps_f32)
+            out += self.kernels.rmsnorm(head, weight, self.config.eps_f32, site)
         return out
 
     def rope_heads(self, vectors: Vec, position_ids: Sequence[int]) -> Vec:
@@ -87,24 +96,14 @@ class Qwen3Model:
             out += apply_rope(head, cos, sin)
         return out
 
-    def attend(self, q: Vec, keys: list[list[Vec]], values: list[list[Vec]]) -> Vec:
+    def attend(self, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
         """Causal GQA attention of one token over cached positions 0..p. [heads*head_dim]"""
-        c, k = self.config, self.kernels
-        scale = np.float32(1) / np.sqrt(np.float32(c.head_dim))  # §9: 1 / sqrt(head_dim)
+        c = self.config
         out: Vec = []
         for h, qh in enumerate(split_heads(q, c.head_dim)):
-            kv = h // c.group_size  # query head h reads kv head h // (heads / kv_heads)
-            scores = [k.dot(qh, pos_keys[kv]) * scale for pos_keys in keys]
-            probs = k.softmax(scores)
-            acc = [np.float32(0)] * c.head_dim
-            for p, pos_values in zip(probs, values, strict=True):  # ascending positions
-                acc = [a + p * v for a, v in zip(acc, pos_values[kv], strict=True)]
-            out += acc
+            g = h // c.group_size  # query head h reads kv head h // (heads / kv_heads)
+            out += self.kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values], site)
         return out
-
-    def swiglu(self, gate: Vec, up: Vec) -> Vec:
-        """SwiGLU: silu(gate) * up, element-wise."""
-        return [self.kernels.silu(g) * u for g, u in zip(gate, up, strict=True)]
 
     # --- the layer and the model -----------------------------------------------------------
 
@@ -112,45 +111,49 @@ class Qwen3Model:
         self, i: int, lw: LayerWeights, x: list[Vec], pos: PositionIds, cache: KVCache, hook
     ) -> list[Vec]:
         """h = x + o_proj(attn(input_layernorm(x))) for every token of the call."""
-        k, eps = self.kernels, self.config.eps_f32
-        name = f"layers.{i}."
-        n = [k.rmsnorm(v, lw.attn_norm, eps) for v in x]
-        q = [k.matvec(lw.q_proj, v) for v in n]
-        kk = [k.matvec(lw.k_proj, v) for v in n]
-        vv = [k.matvec(lw.v_proj, v) for v in n]
-        qn = [self.head_norm(v, lw.q_norm) for v in q]
-        kn = [self.head_norm(v, lw.k_norm) for v in kk]
+        k, eps, hd = self.kernels, self.config.eps_f32, self.config.head_dim
+        each = per_token(i, len(x))
+        n = each("attn_norm", lambda v, s: k.rmsnorm(v, lw.attn_norm, eps, s), x)
+        q = each("q_proj", lambda v, s: k.matvec(lw.q_proj, v, s), n)
+        kk = each("k_proj", lambda v, s: k.matvec(lw.k_proj, v, s), n)
+        vv = each("v_proj", lambda v, s: k.matvec(lw.v_proj, v, s), n)
+        qn = each("q_norm", lambda v, s: self.head_norm(v, lw.q_norm, s), q)
+        kn = each("k_norm", lambda v, s: self.head_norm(v, lw.k_norm, s), kk)
         qr = [self.rope_heads(v, p) for v, p in zip(qn, pos, strict=True)]
         kr = [self.rope_heads(v, p) for v, p in zip(kn, pos, strict=True)]
         start = len(cache.keys[i])
         for t in range(len(x)):
-            cache.keys[i].append(split_heads(kr[t], self.config.head_dim))
-            cache.values[i].append(split_heads(vv[t], self.config.head_dim))
+            cache.keys[i].append(split_heads(kr[t], hd))
+            cache.values[i].append(split_heads(vv[t], hd))
         att = [
-            self.attend(qr[t], cache.keys[i][: start + t + 1], cache.values[i][: start + t + 1])
+            self.attend(
+                qr[t], cache.keys[i][: start + t + 1], cache.values[i][: start + t + 1],
+                Site("attn", i, t, len(x)),
+            )
             for t in range(len(x))
-        ]
-        o = [k.matvec(lw.o_proj, v) for v in att]
-        h = [k.add(a, b) for a, b in zip(x, o, strict=True)]
+        ]  # fmt: skip
+        o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
+        h = each("attn_residual", k.add, x, o)
         for op, rows in (
             ("attn_norm", n), ("q_proj", q), ("k_proj", kk), ("v_proj", vv), ("q_norm", qn),
             ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
             ("attn_residual", h),
         ):  # fmt: skip
-            hook(name + op, rows)
+            hook(f"layers.{i}.{op}", rows)
         return h
 
     def mlp_block(self, i: int, lw: LayerWeights, h: list[Vec], hook) -> list[Vec]:
         """out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)."""
         k, eps = self.kernels, self.config.eps_f32
-        n = [k.rmsnorm(v, lw.ffn_norm, eps) for v in h]
-        g = [k.matvec(lw.gate_proj, v) for v in n]
-        u = [k.matvec(lw.up_proj, v) for v in n]
-        s = [self.swiglu(a, b) for a, b in zip(g, u, strict=True)]
-        d = [k.matvec(lw.down_proj, v) for v in s]
-        out = [k.add(a, b) for a, b in zip(h, d, strict=True)]
+        each = per_token(i, len(h))
+        n = each("ffn_norm", lambda v, s: k.rmsnorm(v, lw.ffn_norm, eps, s), h)
+        g = each("gate_proj", lambda v, s: k.matvec(lw.gate_proj, v, s), n)
+        u = each("up_proj", lambda v, s: k.matvec(lw.up_proj, v, s), n)
+        sw = each("swiglu", k.swiglu, g, u)
+        d = each("down_proj", lambda v, s: k.matvec(lw.down_proj, v, s), sw)
+        out = each("ffn_residual", k.add, h, d)
         for op, rows in (
-            ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", s), ("down_proj", d),
+            ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
             ("ffn_residual", out),
         ):  # fmt: skip
             hook(f"layers.{i}.{op}", rows)
@@ -182,9 +185,11 @@ class Qwen3Model:
         for i, lw in enumerate(self.weights.layers):
             x = self.attention_block(i, lw, x, pos, cache, hook)
             x = self.mlp_block(i, lw, x, hook)
-        n = [self.kernels.rmsnorm(v, self.weights.final_norm, self.config.eps_f32) for v in x]
+        k, each = self.kernels, per_token(None, len(x))
+        eps, final_norm = self.config.eps_f32, self.weights.final_norm
+        n = each("final_norm", lambda v, s: k.rmsnorm(v, final_norm, eps, s), x)
         hook("final_norm", n)
         head = self.weights.output_matrix()
-        logits = [self.kernels.matvec(head, v) for v in n]
+        logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
         hook("logits", logits)
         return as_rows(logits)

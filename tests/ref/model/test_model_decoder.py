@@ -12,6 +12,7 @@ from weightfile.ref.model.decoder import Qwen3Model, text_position_ids
 from weightfile.ref.model.sampling import SplitMix64, generate, greedy, sample
 from weightfile.ref.model.trace import TraceRecorder, trace_names
 from weightfile.ref.model.weights import widen_f16
+from weightfile.ref.numerics.kernels import Site
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 F = np.float32
@@ -36,7 +37,7 @@ def test_attention_over_one_position_returns_its_value_per_kv_group() -> None:
     q = vec(*range(32))
     keys = [[vec(*[1] * 8), vec(*[2] * 8)]]
     values = [[vec(*range(8)), vec(*range(10, 18))]]
-    out = MODEL.attend(q, keys, values)
+    out = MODEL.attend(q, keys, values, Site("attn", 0))
     assert out == vec(*range(8), *range(8), *range(10, 18), *range(10, 18))
 
 
@@ -44,11 +45,11 @@ def test_attention_with_equal_scores_averages() -> None:
     q = vec(*[0] * 32)  # all scores 0 -> p = [0.5, 0.5]; o = (0 + 0.5 v0) + 0.5 v1
     keys = [[vec(*[1] * 8)] * 2, [vec(*[3] * 8)] * 2]
     values = [[vec(*[2] * 8), vec(*[4] * 8)], [vec(*[6] * 8), vec(*[8] * 8)]]
-    assert MODEL.attend(q, keys, values) == vec(*[4] * 16, *[6] * 16)
+    assert MODEL.attend(q, keys, values, Site("attn", 0)) == vec(*[4] * 16, *[6] * 16)
 
 
 def test_swiglu_hand_case() -> None:
-    assert MODEL.swiglu(vec(0, 100), vec(5, 2)) == vec(0, 200)  # silu(0)=0, silu(100)=100
+    assert MODEL.kernels.swiglu(vec(0, 100), vec(5, 2)) == vec(0, 200)  # silu(0)=0, silu(100)=100
 
 
 def test_embedding_is_a_row_lookup() -> None:
@@ -144,3 +145,25 @@ def test_generate_greedy_continues_the_argmax_chain() -> None:
     assert generate(MODEL, [1, 2], max_new_tokens=3, eos_id=eos) == want[: want.index(eos)]
     s1 = generate(MODEL, [1, 2], 4, temperature=1.0, seed=9)
     assert s1 == generate(MODEL, [1, 2], 4, temperature=1.0, seed=9)
+
+
+def test_every_operation_reports_its_site() -> None:
+    """A profile may choose a rule by site (numerics.md §1): the decoder names each call."""
+    from dataclasses import fields
+
+    from weightfile.ref.numerics.kernels import Kernels
+
+    seen: list[tuple[str, int | None, int, int]] = []
+
+    class Spy(Kernels):
+        def matvec(self, m, x, site=None):
+            seen.append((site.op, site.layer, site.token, site.tokens))
+            return super().matvec(m, x, site)
+
+    k = MODEL.kernels
+    spy = Qwen3Model(CONFIG, MODEL.weights)
+    spy.kernels = Spy(**{f.name: getattr(k, f.name) for f in fields(k)})
+    logits = spy.forward([1, 2], spy.new_cache())
+    assert (logits == MODEL.forward([1, 2], MODEL.new_cache())).all()
+    assert ("lm_head", None, 1, 2) in seen and ("down_proj", 1, 0, 2) in seen
+    assert len(seen) == 2 * (7 * CONFIG.num_hidden_layers + 1)  # 7 projections a layer + head
