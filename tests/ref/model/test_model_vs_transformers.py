@@ -14,6 +14,7 @@ from strategies.model import weights_from_state_dict
 
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.model.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
@@ -136,3 +137,39 @@ def test_q8_words_match_transformers_on_dequantized_weights() -> None:
     act = eng.forward(TOKENS, eng.new_cache())
     scale = np.abs(want).max()
     assert 1e-5 < np.abs(act - want).max() <= 0.02 * scale
+
+
+# --- Qwen3-VL text tower: interleaved MRoPE with image-like position ids (qwen-math §1.2) -----
+
+
+def test_qwen3_vl_text_tower_mrope_matches_transformers() -> None:
+    from transformers.models.qwen3_vl import modeling_qwen3_vl
+
+    torch.manual_seed(3)
+    rope = {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [4, 2, 2]}
+    cfg = transformers.Qwen3VLTextConfig(
+        **SIZES,
+        rms_norm_eps=1e-6,
+        rope_parameters={**rope, "mrope_interleaved": True},
+        attn_implementation="eager",
+    )
+    tower = modeling_qwen3_vl.Qwen3VLTextModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in tower.named_parameters():
+            if "norm" in name:
+                p.add_(0.2 * torch.randn_like(p))
+    sd = {"model." + k: v.numpy() for k, v in tower.state_dict().items()}
+    config = Qwen3Config(**SIZES, rope_theta=5e6, rms_norm_eps=1e-6, mrope_section=(4, 2, 2))
+    ours = Qwen3Model(config, weights_from_state_dict(sd, SIZES["num_hidden_layers"]))
+    tokens = TOKENS[:7]
+    t, h, w = [0, 1, 2, 3, 3, 3, 6], [0, 1, 2, 3, 4, 4, 6], [0, 1, 2, 3, 4, 5, 6]  # a 2x3 grid
+    with torch.no_grad():
+        ids = torch.tensor([t, h, w])[:, None, :]
+        want = tower(input_ids=torch.tensor([tokens]), position_ids=ids).last_hidden_state[0]
+    rec = TraceRecorder()
+    ours.forward(tokens, ours.new_cache(), position_ids=list(zip(t, h, w, strict=True)), trace=rec)
+    got = rec.arrays()["final_norm"]
+    assert np.abs(got - want.numpy()).max() <= 1e-5
+    text_only = TraceRecorder()
+    ours.forward(tokens, ours.new_cache(), trace=text_only)  # plain positions must not match
+    assert np.abs(text_only.arrays()["final_norm"] - want.numpy()).max() > 1e-2
