@@ -108,9 +108,12 @@ class Qwen3Model:
     # --- the layer and the model -----------------------------------------------------------
 
     def attention_block(
-        self, i: int, lw: LayerWeights, x: list[Vec], pos: PositionIds, cache: KVCache, hook
+        self, i: int, lw: LayerWeights, x: list[Vec], pos: PositionIds, caches: list[KVCache], hook
     ) -> list[Vec]:
-        """h = x + o_proj(attn(input_layernorm(x))) for every token of the call."""
+        """h = x + o_proj(attn(input_layernorm(x))) for every token of the call.
+
+        caches[t] is the cache of token t's sequence; tokens of one sequence come in order.
+        """
         k, eps, hd = self.kernels, self.config.eps_f32, self.config.head_dim
         each = per_token(i, len(x))
         n = each("attn_norm", lambda v, s: k.rmsnorm(v, lw.attn_norm, eps, s), x)
@@ -121,16 +124,17 @@ class Qwen3Model:
         kn = each("k_norm", lambda v, s: self.head_norm(v, lw.k_norm, s), kk)
         qr = [self.rope_heads(v, p) for v, p in zip(qn, pos, strict=True)]
         kr = [self.rope_heads(v, p) for v, p in zip(kn, pos, strict=True)]
-        start = len(cache.keys[i])
-        for t in range(len(x)):
+        ends = []  # token t attends to positions 0 .. ends[t]-1 of its own cache (causal)
+        for t, cache in enumerate(caches):
             cache.keys[i].append(split_heads(kr[t], hd))
             cache.values[i].append(split_heads(vv[t], hd))
+            ends.append(len(cache.keys[i]))
         att = [
             self.attend(
-                qr[t], cache.keys[i][: start + t + 1], cache.values[i][: start + t + 1],
+                qr[t], cache.keys[i][: ends[t]], cache.values[i][: ends[t]],
                 Site("attn", i, t, len(x)),
             )
-            for t in range(len(x))
+            for t, cache in enumerate(caches)
         ]  # fmt: skip
         o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
         h = each("attn_residual", k.add, x, o)
@@ -170,20 +174,40 @@ class Qwen3Model:
 
         position_ids defaults to text positions continuing the cache (MRoPE ids p, p, p).
         """
-        if not token_ids:
-            raise ValueError("forward needs at least one token")
-        pos = position_ids or text_position_ids(cache.length, len(token_ids))
-        if len(pos) != len(token_ids):
-            raise ValueError("position_ids must have one (t, h, w) triple per token")
+        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+
+    def forward_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], KVCache, PositionIds | None]],
+        trace: TraceHook | None = None,
+    ) -> list[np.ndarray]:
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request.
+
+        The trace receives every token of the call, requests in the order given.
+        """
+        if len({id(c) for _, c, _ in requests}) != len(requests):
+            raise ValueError("each request of a batch needs its own cache")
+        tokens: list[int] = []
+        pos: list[Sequence[int]] = []
+        caches: list[KVCache] = []
+        for token_ids, cache, position_ids in requests:
+            if not token_ids:
+                raise ValueError("forward needs at least one token")
+            p = position_ids or text_position_ids(cache.length, len(token_ids))
+            if len(p) != len(token_ids):
+                raise ValueError("position_ids must have one (t, h, w) triple per token")
+            tokens += token_ids
+            pos += p
+            caches += [cache] * len(token_ids)
 
         def hook(name: str, rows: list[Vec]) -> None:
             if trace is not None:
                 trace(name, as_rows(rows))
 
-        x = self.embed(token_ids)
+        x = self.embed(tokens)
         hook("embed", x)
         for i, lw in enumerate(self.weights.layers):
-            x = self.attention_block(i, lw, x, pos, cache, hook)
+            x = self.attention_block(i, lw, x, pos, caches, hook)
             x = self.mlp_block(i, lw, x, hook)
         k, each = self.kernels, per_token(None, len(x))
         eps, final_norm = self.config.eps_f32, self.weights.final_norm
@@ -192,4 +216,8 @@ class Qwen3Model:
         head = self.weights.output_matrix()
         logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
         hook("logits", logits)
-        return as_rows(logits)
+        out, at = [], 0
+        for token_ids, _, _ in requests:  # split the rows back per request
+            out.append(as_rows(logits[at : at + len(token_ids)]))
+            at += len(token_ids)
+        return out

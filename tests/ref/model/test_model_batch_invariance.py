@@ -74,3 +74,38 @@ def test_a_token_does_not_depend_on_later_tokens() -> None:
     b, _ = run_in_chunks(m, [1, 2, 30, 40], [4])
     assert (bits(a[:2]) == bits(b[:2])).all()
     assert not (bits(a[2:]) == bits(b[2:])).all()  # later tokens do see their own input
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[tuple[list[int], list[int]]]:
+    """2-3 sequences, each with a prefix already in its cache and new tokens for the batch."""
+    n = draw(st.integers(2, 3))
+    return [
+        (draw(token_ids(CONFIG.vocab_size, 0, 3)), draw(token_ids(CONFIG.vocab_size, 1, 3)))
+        for _ in range(n)
+    ]
+
+
+@settings(max_examples=15)
+@given(batch=batches())
+def test_batch_composition_does_not_change_a_sequence(batch) -> None:
+    """A sequence's logits are the same alone or batched with others at other positions."""
+    m = model("q8_activation")
+    caches, requests = [], []
+    for prefix, new in batch:
+        cache = m.new_cache()
+        if prefix:
+            m.forward(prefix, cache)
+        caches.append(cache)
+        requests.append((new, cache, None))
+    together = m.forward_batch(requests)
+    for (prefix, new), got in zip(batch, together, strict=True):
+        alone, _ = run_in_chunks(m, prefix + new, [len(prefix + new)])
+        assert (bits(got) == bits(alone[len(prefix) :])).all()
+
+
+def test_a_batch_needs_distinct_caches() -> None:
+    m = model("f32")
+    cache = m.new_cache()
+    with pytest.raises(ValueError, match="own cache"):
+        m.forward_batch([([1], cache, None), ([2], cache, None)])
