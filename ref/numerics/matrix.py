@@ -1,0 +1,53 @@
+"""Weight matrices as the numerics sees them (spec/numerics.md §4).
+
+A matrix is [rows (out), cols (in)], as Hugging Face linear weights and VQF per-layer matrices
+are. It is either float32 values (F32, or F16 widened exactly) or the logical words of a
+Q8_0 / Q4_0 tensor: one int8 code per element and one f16 scale (bits) per 32 columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from weightfile.spec.numerics.constants import QBLOCK
+
+
+@dataclass(frozen=True)
+class DenseMatrix:
+    """float32 values [rows, cols]."""
+
+    values: np.ndarray  # float32 [rows, cols]
+
+    def __post_init__(self) -> None:
+        if self.values.dtype != np.float32 or self.values.ndim != 2:
+            raise ValueError("DenseMatrix needs a 2-D float32 array")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class QuantMatrix:
+    """Logical words of a block-quantized matrix: w[r,c] = codes[r,c] * f16(scale_bits[r,c//32])."""
+
+    codes: np.ndarray  # int8 [rows, cols]; Q4_0 codes lie in [-8, 7]
+    scale_bits: np.ndarray  # uint16 [rows, cols / 32], IEEE binary16 bit patterns
+
+    def __post_init__(self) -> None:
+        if self.codes.dtype != np.int8 or self.codes.ndim != 2:
+            raise ValueError("QuantMatrix codes must be a 2-D int8 array")
+        rows, cols = self.codes.shape
+        if cols % QBLOCK or self.scale_bits.shape != (rows, cols // QBLOCK):
+            raise ValueError(f"scale_bits must be uint16 [{rows}, {cols}/{QBLOCK}]")
+        if self.scale_bits.dtype != np.uint16:
+            raise ValueError("QuantMatrix scale_bits must be uint16")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.codes.shape  # type: ignore[return-value]
+
+
+Matrix = DenseMatrix | QuantMatrix

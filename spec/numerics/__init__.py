@@ -1,0 +1,1 @@
+"""The numerics contract: named profiles and their constants (spec/numerics.md)."""

@@ -1,0 +1,68 @@
+"""Numerics profiles: which rule each operation follows (spec/numerics.md §1–§2).
+
+A profile is declarative: it names, for every operation of the forward pass, the rule that
+fixes its float32 operation sequence. `ref.numerics.kernels` turns a profile into functions;
+the forward pass only ever calls those functions, so a second profile (the board engine's
+numerics, a later issue) is a new `NumericsProfile` value plus the kernels it names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+
+class QuantizedMatmul(Enum):
+    """How a Q8_0 / Q4_0 weight matrix meets a float32 activation vector (§4)."""
+
+    #: §4.1 Engine style: activation quantized per 32-block to Q8_0 codes, exact integer block
+    #: dots, scaled float32 accumulation over blocks in ascending order.
+    Q8_ACTIVATION = "q8_activation"
+    #: §4.2 Weights reconstructed to float32 (code * scale, exact), then the dense dot of §3.
+    F32_WEIGHTS = "f32_weights"
+
+
+@dataclass(frozen=True, slots=True)
+class NumericsProfile:
+    """The rule chosen for every operation; each field value is a rule name in numerics.md."""
+
+    name: str
+    dot: str  # §3 summation order of every dot product / matvec / matmul row
+    quantized_matmul: QuantizedMatmul  # §4
+    activation_rounding: str  # §4.1 rounding of x/d to an integer code
+    rmsnorm: str  # §5.1
+    softmax: str  # §5.2
+    exp: str  # §6
+    silu: str  # §7
+    rope_tables: str  # §8
+    fma: bool  # §2: False means every multiply and add is rounded separately
+
+    def with_quantized_matmul(self, mode: QuantizedMatmul) -> NumericsProfile:
+        """The same profile with the other quantized-weight mode selected (§4)."""
+        return replace(self, quantized_matmul=mode)
+
+
+#: The canonical profile: every implementation of weightfile reproduces it bit for bit.
+CANONICAL = NumericsProfile(
+    name="canonical",
+    dot="lanes8_tree",
+    quantized_matmul=QuantizedMatmul.Q8_ACTIVATION,
+    activation_rounding="nearest_even",
+    rmsnorm="lanes8_sumsq_div_sqrt",
+    softmax="max_exp_lanes8_div",
+    exp="cody_waite_taylor7",
+    silu="x_div_1_plus_exp",
+    rope_tables="correctly_rounded_once",
+    fma=False,
+)
+
+#: Profiles by name (the CLI's --numerics choice).
+PROFILES: dict[str, NumericsProfile] = {CANONICAL.name: CANONICAL}
+
+
+def profile_named(name: str) -> NumericsProfile:
+    """Look a profile up by name; KeyError lists the known names."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown numerics profile {name!r}; known: {sorted(PROFILES)}") from None
