@@ -6,12 +6,7 @@ tensors are stacked layer after layer (§7.1): layer l of a matrix [out, in] is 
 are read here; a quantized matrix's bytes go to `matrix_words`, the codec hook that returns its
 logical words (so tiled layouts, G256 and Q4I8 are the codecs' business, not the binder's).
 
-Rule ids raised here (candidates for spec/vqf/rules.py):
-  vqf.bind.missing_tensor  NotFoundError     a tensor the decoder needs is absent
-  vqf.bind.qtype           InvalidError      a tensor has a qtype its inventory row does not allow
-  vqf.bind.size            InvalidError      rows·cols or the byte count disagrees with the arch
-  vqf.bind.arch            InvalidError      the arch cannot describe a Qwen3 decoder
-  vqf.bind.unsupported     UnsupportedError  MoE, no q/k norm, or an unknown family was asked for
+Rule ids raised here: the `vqf.bind.*` rows of spec/vqf/rules.py.
 """
 
 from __future__ import annotations

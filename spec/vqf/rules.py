@@ -14,7 +14,7 @@ from dataclasses import dataclass
 class Rule:
     id: str
     error_class: str
-    origin: str  # "loader" (§9) | "strict" (§9.1) | "writer" | "feature"
+    origin: str  # "loader" (§9) | "strict" (§9.1) | "writer" | "reader" | "binder" | "feature"
     section: str
     meaning: str
 
@@ -95,6 +95,17 @@ _RULES = (
          "SM4-CTR decryption and the HMAC-SM3 tag are not implemented yet"),
     Rule("vqf.sig.not_implemented", "UnsupportedError", "feature", "§4.3",
          "SM2 signature verification is not implemented yet"),
+    # --- binding a file to the Qwen3 decoder (ref/model/bind_vqf.py) ---
+    Rule("vqf.bind.missing_tensor", "NotFoundError", "binder", "§7.2",
+         "a tensor the decoder needs is absent"),
+    Rule("vqf.bind.qtype", "InvalidError", "binder", "§7.1",
+         "a tensor has a qtype its inventory row does not allow"),
+    Rule("vqf.bind.size", "InvalidError", "binder", "§7.1",
+         "rows·cols or the byte count disagrees with the arch"),
+    Rule("vqf.bind.arch", "InvalidError", "binder", "§8",
+         "the arch cannot describe a Qwen3 decoder"),
+    Rule("vqf.bind.unsupported", "UnsupportedError", "binder", "§8",
+         "MoE, no q/k norm, or an unknown family was asked for"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),
