@@ -3,10 +3,13 @@ payloads of the right length, and mostly-valid payloads with a few bytes flipped
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from weightfile.spec.codecs.vqf.registry import CODECS, payload_size
+from weightfile.spec.errors import WeightfileError
 
 #: f32 bit patterns every codec must get right: signed zeros, the smallest and largest subnormal,
 #: the f16 boundaries (2^-25 tie, 2^-24, 2^-14, 65504, 65520), ±0.5 and the Q8 tie 0.5 - 2^-25.
@@ -61,7 +64,7 @@ def matrices(draw: st.DrawFn, name: str, max_rows: int = 12, max_cols: int = 96)
     with np.errstate(all="ignore"):
         scaled = (base * np.float32(scale)).astype(np.float32)
     # Mix scaled and unscaled elements so blocks see both tiny and large magnitudes.
-    pick = draw(hnp.arrays(np.bool_, (rows, cols)))
+    pick = draw(hnp.arrays(np.bool_, (rows, cols))) & np.isfinite(scaled)  # no overflow to Inf
     return np.where(pick, scaled, base).astype(np.float32)
 
 
@@ -92,3 +95,48 @@ WORKED_Q8_0 = "a923b0b6bdc4cbd1d8dfe5ecf3f900070d141b21282f353c434a50575e646b727
 WORKED_Q4_0 = "9ab36d6d5c5c5b4b4b3a3a39292818180707"
 ZERO_Q8_0 = "00" * 34
 ZERO_Q4_0 = "003c" + "88" * 16
+
+
+# --- fast == ref comparison helpers (shared by tests/differential/test_vqf_*_fast_eq_ref.py) ---
+
+
+def outcome(call: Callable[[], object]) -> object:
+    """The call's result, or its error as (class name, rule, offset, path)."""
+    try:
+        return call()
+    except WeightfileError as e:
+        return (type(e).__name__, e.rule, e.offset, e.path)
+
+
+def _first_bad_block(a: bytes, b: bytes, block: int) -> str:
+    """The first differing block index, its XOR bit count, and both blocks in hex."""
+    n = min(len(a), len(b))
+    i = next((k for k in range(n) if a[k] != b[k]), n)
+    k = i // block
+    fa, fb = a[k * block : (k + 1) * block], b[k * block : (k + 1) * block]
+    bits = sum(bin(x ^ y).count("1") for x, y in zip(fa, fb, strict=False))
+    return f"block {k} differs in {bits} bits:\n fast {fa.hex()}\n ref  {fb.hex()}"
+
+
+def assert_same(fast: object, ref: object, block: int = 34) -> None:
+    """Identical bytes, arrays (dtype, shape and bits), word dicts, lists or errors."""
+    if isinstance(ref, bytes):
+        assert isinstance(fast, bytes), f"fast gave {fast!r}, ref gave bytes"
+        assert fast == ref, _first_bad_block(fast, ref, block)
+    elif isinstance(ref, np.ndarray):
+        assert isinstance(fast, np.ndarray), f"fast gave {fast!r}"
+        assert (fast.dtype, fast.shape) == (ref.dtype, ref.shape)
+        assert fast.tobytes() == ref.tobytes(), _first_bad_block(fast.tobytes(), ref.tobytes(), 128)
+    elif isinstance(ref, dict):
+        assert isinstance(fast, dict) and fast.keys() == ref.keys()
+        for k in ref:
+            assert_same(fast[k], ref[k], block)
+    else:
+        assert fast == ref
+
+
+def same_outcome(
+    fast_call: Callable[[], object], ref_call: Callable[[], object], block: int
+) -> None:
+    """fast and ref agree: the same result bit for bit, or the same error (class, rule, offset)."""
+    assert_same(outcome(fast_call), outcome(ref_call), block)

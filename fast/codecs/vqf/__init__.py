@@ -1,0 +1,1 @@
+"""Vectorised VQF codecs: the same modules and functions as ref/codecs/vqf, bit for bit."""
