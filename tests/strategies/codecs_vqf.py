@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from weightfile.fast.codecs.vqf import _native as native
 from weightfile.spec.codecs.vqf.registry import CODECS, payload_size
 from weightfile.spec.errors import WeightfileError
 
@@ -138,5 +139,11 @@ def assert_same(fast: object, ref: object, block: int = 34) -> None:
 def same_outcome(
     fast_call: Callable[[], object], ref_call: Callable[[], object], block: int
 ) -> None:
-    """fast and ref agree: the same result bit for bit, or the same error (class, rule, offset)."""
-    assert_same(outcome(fast_call), outcome(ref_call), block)
+    """fast and ref agree: the same result bit for bit, or the same error (class, rule, offset).
+
+    fast is run twice: with its C kernels (when they load) and on its NumPy paths.
+    """
+    want = outcome(ref_call)
+    assert_same(outcome(fast_call), want, block)
+    with native.disabled():
+        assert_same(outcome(fast_call), want, block)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from weightfile.fast.codecs.vqf import q8_0
+from weightfile.fast.codecs.vqf import _native, q8_0
 from weightfile.fast.codecs.vqf.common import (
     CHUNK_BLOCKS,
     Found,
@@ -30,6 +30,10 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     groups = x[: x.size // G256_GROUP * G256_GROUP].reshape(-1, G256_GROUP)
     out = np.zeros((n_blocks(NAME, rows, cols), q8_0.BLOCK_BYTES), dtype=np.uint8)
     quantize = q8_0.QUANTIZERS[mode]
+    native = _native.lib()
+    if native is not None:
+        native.vqf_q8_0_quantize(groups, groups.shape[0], G256_GROUP, _native.MODES[mode], out)
+        return out.tobytes()
     with np.errstate(all="ignore"):
         for s in chunks(groups.shape[0], CHUNK_BLOCKS // PER_GROUP):
             d, codes = quantize(groups[s])
@@ -45,7 +49,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
     """Float32 [rows, cols]: value = code · d per block."""
-    return q8_0.values(*q8_0.split(require_payload(NAME, payload, rows, cols)), rows, cols)
+    return q8_0.payload_values(require_payload(NAME, payload, rows, cols), rows, cols)
 
 
 def validate(payload: bytes, rows: int, cols: int) -> list[Violation]:

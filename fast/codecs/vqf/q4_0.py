@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from weightfile.fast.codecs.vqf import _native
 from weightfile.fast.codecs.vqf.common import (
     F32,
     Found,
@@ -88,6 +89,10 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     blocks = padded_blocks(x, QK)
     quantize = QUANTIZERS[mode]
     out = np.empty((blocks.shape[0], BLOCK_BYTES), dtype=np.uint8)
+    native = _native.lib()
+    if native is not None:
+        native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 0, out)
+        return out.tobytes()
     with np.errstate(all="ignore"):
         for s in chunks(blocks.shape[0]):
             store(out[s], *quantize(blocks[s]))
@@ -117,7 +122,14 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
     """Float32 [rows, cols]: value = (nibble - 8) · d, one f32 multiply per element (§5.7)."""
-    d, qs = split(require_payload(NAME, payload, rows, cols))
+    payload = require_payload(NAME, payload, rows, cols)
+    native = _native.lib()
+    if native is not None:
+        nb = len(payload) // BLOCK_BYTES
+        flat = np.empty(nb * QK, dtype=np.float32)
+        native.vqf_q4_0_dequantize(np.frombuffer(payload, dtype=np.uint8), nb, flat)
+        return flat[: rows * cols].reshape(rows, cols)
+    d, qs = split(payload)
     out = np.empty((d.size, QK), dtype=np.float32)
     with np.errstate(all="ignore"):
         for s in chunks(d.size):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from weightfile.fast.codecs.vqf import q4_0, q8_0
+from weightfile.fast.codecs.vqf import _native, q4_0, q8_0
 from weightfile.fast.codecs.vqf.common import (
     chunks,
     in_ref_order,
@@ -26,6 +26,10 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     blocks = padded_blocks(x, QK)
     quantize = q4_0.QUANTIZERS[mode]
     out = np.empty((blocks.shape[0], q8_0.BLOCK_BYTES), dtype=np.uint8)
+    native = _native.lib()
+    if native is not None:
+        native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 1, out)
+        return out.tobytes()
     with np.errstate(all="ignore"):
         for s in chunks(blocks.shape[0]):
             d, q = quantize(blocks[s])
@@ -40,7 +44,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
     """Float32 [rows, cols]: value = code · d."""
-    return q8_0.values(*q8_0.split(require_payload(NAME, payload, rows, cols)), rows, cols)
+    return q8_0.payload_values(require_payload(NAME, payload, rows, cols), rows, cols)
 
 
 def validate(payload: bytes, rows: int, cols: int) -> list[Violation]:

@@ -7,6 +7,7 @@ whose order matters: max is exact in any order).
 from __future__ import annotations
 
 import numpy as np
+from weightfile.fast.codecs.vqf import _native
 from weightfile.fast.codecs.vqf.common import (
     F32,
     Found,
@@ -98,6 +99,10 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     blocks = padded_blocks(x, QK)
     quantize = QUANTIZERS[mode]
     out = np.empty((blocks.shape[0], BLOCK_BYTES), dtype=np.uint8)
+    native = _native.lib()
+    if native is not None:
+        native.vqf_q8_0_quantize(blocks, blocks.shape[0], QK, _native.MODES[mode], out)
+        return out.tobytes()
     with np.errstate(all="ignore"):
         for s in chunks(blocks.shape[0]):
             store(out[s], *quantize(blocks[s]))
@@ -128,6 +133,17 @@ def values(d: np.ndarray, codes: np.ndarray, rows: int, cols: int) -> np.ndarray
     return out.reshape(-1)[: rows * cols].reshape(rows, cols)
 
 
+def payload_values(payload: bytes, rows: int, cols: int) -> np.ndarray:
+    """value = code · d for a length-checked payload of 34 B blocks (C kernel or NumPy)."""
+    native = _native.lib()
+    if native is None:
+        return values(*split(payload), rows, cols)
+    nb = len(payload) // BLOCK_BYTES
+    out = np.empty(nb * QK, dtype=np.float32)
+    native.vqf_q8_0_dequantize(np.frombuffer(payload, dtype=np.uint8), nb, out)
+    return out[: rows * cols].reshape(rows, cols)
+
+
 def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
     """The logical codes and scales of a Q8_0 payload."""
     return words(*split(require_payload(NAME, payload, rows, cols)), rows, cols)
@@ -135,7 +151,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
     """Float32 [rows, cols] values of a Q8_0 payload."""
-    return values(*split(require_payload(NAME, payload, rows, cols)), rows, cols)
+    return payload_values(require_payload(NAME, payload, rows, cols), rows, cols)
 
 
 def scale_found(
