@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from weightfile.ref.codecs.vqf.common import require_shape
+from weightfile.ref.codecs.vqf.common import length_error, require_shape
 from weightfile.spec.codecs.vqf.registry import rule
 from weightfile.spec.errors import InvalidError, MalformedError, Violation
 
@@ -25,6 +25,19 @@ def input_array(name: str, values: object, rows: int, cols: int) -> np.ndarray:
             rule(name, "shape"), f"{arr.size} values for [{rows} x {cols}]", path="values"
         )
     return arr.reshape(-1)
+
+
+def require_payload(name: str, payload: bytes, rows: int, cols: int) -> memoryview:
+    """Shape and length checks of ref (same errors), without copying a large payload.
+
+    Any C-contiguous buffer works (bytes, bytearray, mmap slices); a byte view is returned.
+    """
+    require_shape(name, rows, cols)
+    view = memoryview(payload).cast("B")
+    err = length_error(name, view, rows, cols)  # type: ignore[arg-type]
+    if err is not None:
+        raise err
+    return view
 
 
 def require_finite(name: str, x: np.ndarray, cols: int) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from weightfile.fast.codecs.vqf.common import input_array
-from weightfile.ref.codecs.vqf.common import require_mode, require_payload, validate_length
+from weightfile.fast.codecs.vqf.common import input_array, require_payload
+from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.errors import Violation
 
 NAME = "f32"

@@ -12,8 +12,9 @@ from weightfile.fast.codecs.vqf.common import (
     in_ref_order,
     input_array,
     require_finite,
+    require_payload,
 )
-from weightfile.ref.codecs.vqf.common import require_mode, require_payload, validate_length
+from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.codecs.vqf.blocks import QK
 from weightfile.spec.codecs.vqf.registry import G256_GROUP, n_blocks, rule
 from weightfile.spec.errors import Violation

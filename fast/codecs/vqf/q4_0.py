@@ -13,11 +13,12 @@ from weightfile.fast.codecs.vqf.common import (
     input_array,
     padded_blocks,
     require_finite,
+    require_payload,
     scales_shape,
 )
 from weightfile.fast.codecs.vqf.f16 import f16_rne, f16_to_f32, f16_trunc_ftz
 from weightfile.fast.codecs.vqf.q8_0 import scale_found
-from weightfile.ref.codecs.vqf.common import require_mode, require_payload, validate_length
+from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.codecs.vqf.blocks import QK
 from weightfile.spec.codecs.vqf.registry import rule
 from weightfile.spec.errors import Violation

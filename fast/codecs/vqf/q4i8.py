@@ -10,8 +10,9 @@ from weightfile.fast.codecs.vqf.common import (
     input_array,
     padded_blocks,
     require_finite,
+    require_payload,
 )
-from weightfile.ref.codecs.vqf.common import require_mode, require_payload, validate_length
+from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.codecs.vqf.blocks import QK
 from weightfile.spec.errors import Violation
 

@@ -11,12 +11,8 @@ from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
-from weightfile.ref.codecs.vqf.common import (
-    require_mode,
-    require_payload,
-    require_shape,
-    validate_length,
-)
+from weightfile.fast.codecs.vqf.common import require_payload
+from weightfile.ref.codecs.vqf.common import require_mode, require_shape, validate_length
 from weightfile.ref.codecs.vqf.tiling import geometry, tiled_offset
 from weightfile.spec.codecs.vqf.registry import rule
 from weightfile.spec.errors import Violation

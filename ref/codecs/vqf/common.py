@@ -72,8 +72,9 @@ def input_bits(name: str, values: object, rows: int, cols: int) -> list[int]:
     require_shape(name, rows, cols)
     arr = np.asarray(values, dtype=np.float32)
     if arr.size != rows * cols:
-        raise MalformedError(rule(name, "shape"), f"{arr.size} values for [{rows} x {cols}]",
-                             path="values")  # fmt: skip
+        raise MalformedError(
+            rule(name, "shape"), f"{arr.size} values for [{rows} x {cols}]", path="values"
+        )
     return [int(b) for b in arr.reshape(-1).view(np.uint32).tolist()]
 
 
@@ -92,8 +93,9 @@ def require_finite(name: str, bits: list[int], cols: int) -> None:
     for i, b in enumerate(bits):
         if (b >> 23) & 0xFF == 0xFF:
             where = f"values[{i // cols}][{i % cols}]" if cols else f"values[{i}]"
-            raise InvalidError(rule(name, "finite_input"), "quantiser input is NaN or Inf",
-                               path=where)  # fmt: skip
+            raise InvalidError(
+                rule(name, "finite_input"), "quantiser input is NaN or Inf", path=where
+            )
 
 
 def blocks_of(xs: list[np.float32], size: int) -> Iterator[list[np.float32]]:

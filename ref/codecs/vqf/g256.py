@@ -73,14 +73,23 @@ def validate(payload: bytes, rows: int, cols: int) -> list[Violation]:
             raw = payload[offset : offset + q8_0.BLOCK_BYTES]
             nonzero = next((k for k, b in enumerate(raw) if b), None)
             if nonzero is not None:
-                found.append(Violation(rule(NAME, "unwritten_tail"),
-                                       "block past the last full 256-group is not zero",
-                                       offset + nonzero))  # fmt: skip
+                found.append(
+                    Violation(
+                        rule(NAME, "unwritten_tail"),
+                        "block past the last full 256-group is not zero",
+                        offset + nonzero,
+                    )
+                )
             continue
         found += q8_0.scale_violations(NAME, d, offset, signed=False)
         if d != blocks[i - i % BLOCKS_PER_GROUP][0]:  # the group's first block sets its scale
-            found.append(Violation(rule(NAME, "scale_shared"),
-                                   "scale differs from the first block of its 256-group", offset,
-                                   "d"))  # fmt: skip
+            found.append(
+                Violation(
+                    rule(NAME, "scale_shared"),
+                    "scale differs from the first block of its 256-group",
+                    offset,
+                    "d",
+                )
+            )
         found += q8_0.code_violations(NAME, codes, offset, -127, 127, QK)
     return found

@@ -157,8 +157,9 @@ def zero_block_violations(
     maxv element, and the all-zero block gets d = 1.0. The ggml form (d = 0x0000) is flagged.
     """
     if all(c == zero for c in codes) and d != ZERO_BLOCK_D:
-        return [Violation(rule(name, "zero_block"), "all-zero block must have d = 0x3c00", offset,
-                          "d")]  # fmt: skip
+        return [
+            Violation(rule(name, "zero_block"), "all-zero block must have d = 0x3c00", offset, "d")
+        ]
     return []
 
 
@@ -174,6 +175,7 @@ def validate(payload: bytes, rows: int, cols: int) -> list[Violation]:
         found += zero_block_violations(NAME, d, nibbles, 8, offset)
         for j in range(min(QK, n - i * QK), QK):
             if nibbles[j] != 8:  # byte j % 16 holds element j in its low (j < 16) or high nibble
-                found.append(Violation(rule(NAME, "padding"), "padding nibble is not 8",
-                                       offset + 2 + j % 16))  # fmt: skip
+                found.append(
+                    Violation(rule(NAME, "padding"), "padding nibble is not 8", offset + 2 + j % 16)
+                )
     return found

@@ -177,8 +177,11 @@ def code_violations(
         if j >= n_real and c != 0:
             found.append(Violation(rule(name, "padding"), "padding code is not 0", offset + 2 + j))
         elif not lo <= c <= hi:
-            found.append(Violation(rule(name, "code_domain"), f"code {c} outside [{lo}, {hi}]",
-                                   offset + 2 + j))  # fmt: skip
+            found.append(
+                Violation(
+                    rule(name, "code_domain"), f"code {c} outside [{lo}, {hi}]", offset + 2 + j
+                )
+            )
     return found
 
 

@@ -90,3 +90,16 @@ def test_f16_decode_then_rne_encode_is_the_identity_except_nan_payloads(words: l
     nan = ((h & 0x7C00) == 0x7C00) & ((h & 0x3FF) != 0)
     assert np.array_equal(again[~nan], h[~nan])
     assert np.all(again[nan] == (h[nan] & 0x8000) | 0x7E00)
+
+
+def test_decoders_accept_any_contiguous_buffer_without_changing_the_result() -> None:
+    from weightfile.fast.codecs.vqf import codec
+
+    x = np.random.default_rng(2).standard_normal((8, 64)).astype(np.float32)
+    for name in ["f32", "f16", *QUANTISED]:
+        c = codec(name)
+        payload = c.encode(x, 8, 64)
+        framed = bytearray(b"\x01" * 3 + payload + b"\x02" * 5)
+        view = memoryview(framed)[3 : 3 + len(payload)]
+        assert c.decode(view, 8, 64).tobytes() == c.decode(payload, 8, 64).tobytes()
+        assert c.validate(view, 8, 64) == c.validate(payload, 8, 64)
