@@ -110,9 +110,18 @@ def _untiled(name: str, qtype: int, block: Construct, modes: tuple[str, ...]) ->
 
 def _tiled(name: str, base: Codec, tiling: TileGeometry, record: Construct) -> Codec:
     return Codec(
-        name, base.qtype, QK, base.block, 0, tiling.group_rows, QK, base.name, tiling,
-        base.modes, record,
-    )  # fmt: skip
+        name,
+        base.qtype,
+        QK,
+        base.block,
+        0,
+        tiling.group_rows,
+        QK,
+        base.name,
+        tiling,
+        base.modes,
+        record,
+    )
 
 
 _F32 = Codec("f32", _QTYPE_F32, 1, None, 4, 1, 1, "f32", None, ("kestrel",))
@@ -166,8 +175,13 @@ def shape_violation(name: str, rows: object, cols: object) -> Violation | None:
     c = CODECS[name]
     for label, n in (("rows", rows), ("cols", cols)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            return Violation(rule(name, "shape"), f"{label} must be an integer >= 0", None, label,
-                             "MalformedError")  # fmt: skip
+            return Violation(
+                rule(name, "shape"),
+                f"{label} must be an integer >= 0",
+                None,
+                label,
+                "MalformedError",
+            )
     assert isinstance(rows, int) and isinstance(cols, int)
     if rows % c.row_group or cols % c.cols_multiple:
         return Violation(
