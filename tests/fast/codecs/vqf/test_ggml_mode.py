@@ -33,3 +33,20 @@ def test_ggml_mode_equals_gguf_with_and_without_the_c_kernels(x: np.ndarray) -> 
     with native.disabled():
         assert q8_0.encode(x, *x.shape, mode="ggml") == want8
         assert q4_0.encode(x, *x.shape, mode="ggml") == want4
+
+
+@given(st.integers(1, 4), st.integers(1, 3), st.data())
+def test_decoders_equal_gguf_dequantize_on_any_bytes(
+    rows: int, nb: int, data: st.DataObject
+) -> None:
+    """The "dequantize random data" check: any scale bits (subnormal, Inf, NaN) and any codes."""
+    for codec, qtype, width in ((q8_0, gguf.GGMLQuantizationType.Q8_0, 34),
+                                (q4_0, gguf.GGMLQuantizationType.Q4_0, 18)):  # fmt: skip
+        payload = data.draw(st.binary(min_size=rows * nb * width, max_size=rows * nb * width))
+        raw = np.frombuffer(payload, dtype=np.uint8).reshape(rows, nb * width)
+        with np.errstate(all="ignore"):
+            want = gguf.quants.dequantize(raw, qtype).astype(np.float32).view(np.uint32)
+        for path in (True, False):
+            with native.disabled() if not path else np.errstate():
+                got = codec.decode(payload, rows, 32 * nb).view(np.uint32)
+            assert np.array_equal(got, want)
