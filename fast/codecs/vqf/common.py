@@ -3,7 +3,7 @@ fast raises exactly what ref raises (ref.codecs.vqf.common)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +95,3 @@ def each(mask: np.ndarray) -> Iterator[tuple[int, ...]]:
     """Indices where a boolean array is set, as plain ints, in C order."""
     for idx in np.argwhere(mask):
         yield tuple(int(i) for i in idx)
-
-
-Quantizer = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
