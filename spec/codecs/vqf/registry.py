@@ -200,13 +200,29 @@ def codec_for(
     name: str,
     *,
     q8_tiling: Literal["legacy", "4x4"] | None = None,
+    shape: tuple[int, int] | None = None,
 ) -> str:
     """The registry name of the layout a directory entry uses (§3.2, §2.5, §5, §7.2, §7.4).
 
     `q8_tiling` resolves §0 item 3: a 4x4-tiled Q8 file sets no flag and looks legacy, so with
     Q8_8X8 clear a caller who knows the writer ran with VLLM_Q8_8X8=0 passes "4x4". It is refused
     when Q8_8X8 is set, because the flag already says 8x8.
+
+    `shape` is the physical per-layer [R, C] (§7.1). A matrix that cannot be tiled (R % G or
+    C % 32 not zero) "stays legacy" (§5.6); with a shape given, such a matrix gets the untiled base
+    layout (e.g. a q8_lm whose vocabulary is not a multiple of 8, which §7.5 does not gate).
     """
+    chosen = _layout(qtype, flags, name, q8_tiling)
+    c = CODECS[chosen]
+    if shape is not None and c.tiling is not None:
+        rows, cols = shape
+        if rows % c.row_group or cols % c.cols_multiple:
+            return c.base
+    return chosen
+
+
+def _layout(qtype: int, flags: int, name: str, q8_tiling: str | None) -> str:
+    """The layout the flags and the name select, before the per-matrix geometry check."""
     if q8_tiling not in (None, "legacy", "4x4"):
         raise InvalidError("vqf.codec.q8_tiling", "q8_tiling must be 'legacy' or '4x4'")
     if q8_tiling == "4x4" and flags & _FLAG_Q8_8X8:

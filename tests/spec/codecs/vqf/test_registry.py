@@ -108,3 +108,14 @@ def test_codec_for_refuses_a_4x4_override_that_contradicts_q8_8x8() -> None:
 def test_codec_for_refuses_unknown_qtypes() -> None:
     with pytest.raises(UnsupportedError):
         codec_for(6, 0, "q8_q")
+
+
+def test_a_matrix_that_cannot_be_tiled_stays_legacy() -> None:
+    # §5.6: R % G != 0 or C % 32 != 0 keeps the legacy layout, e.g. a q8_lm with V % 8 != 0.
+    flags = Q8_8X8 | Q4_4X4
+    assert codec_for(2, flags, "q8_lm", shape=(151936, 2048)) == "q8_0_8x8"
+    assert codec_for(2, flags, "q8_lm", shape=(151937, 2048)) == "q8_0"
+    assert codec_for(2, flags | G256, "q8_lm", shape=(4, 2048)) == "g256"
+    assert codec_for(2, Q4_4X4, "q8_q", q8_tiling="4x4", shape=(6, 64)) == "q8_0"
+    assert codec_for(3, flags, "q4_q", shape=(2048, 48)) == "q4_0"
+    assert codec_for(1, flags, "final_norm", shape=(2048, 1)) == "f32"
