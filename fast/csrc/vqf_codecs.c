@@ -127,8 +127,14 @@ void vqf_q4_0_quantize(const float *x, int64_t nblocks, int32_t mode, int32_t as
         const float *xs = x + i * QK;
         /* maxv: the first value with the strictly largest |x|; +0.0 when all are zero. */
         float amax = block_amax(xs), maxv = 0.0f;
-        if (amax > 0.0f) { /* scanning down, the last match written is the first index */
-            for (int32_t j = QK - 1; j >= 0; j--) maxv = fabsf(xs[j]) == amax ? xs[j] : maxv;
+        if (amax > 0.0f) { /* x_j is +amax or -amax there: whichever sign comes first wins */
+            int32_t first_pos = QK, first_neg = QK;
+            for (int32_t j = 0; j < QK; j++) {
+                int32_t jp = xs[j] == amax ? j : QK, jn = xs[j] == -amax ? j : QK;
+                first_pos = jp < first_pos ? jp : first_pos;
+                first_neg = jn < first_neg ? jn : first_neg;
+            }
+            maxv = first_neg < first_pos ? -amax : amax;
         }
         float d = maxv / -8.0f, inv;
         if (mode == MODE_GGML) {

@@ -42,9 +42,9 @@ def require_payload(name: str, payload: bytes, rows: int, cols: int) -> memoryvi
 
 def require_finite(name: str, x: np.ndarray, cols: int) -> None:
     """Refuse NaN/Inf quantiser input, naming the first one (ref: common.require_finite)."""
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        i = int(bad[0])
+    finite = np.isfinite(x)
+    if not finite.all():
+        i = int(np.argmin(finite))  # the first False
         where = f"values[{i // cols}][{i % cols}]" if cols else f"values[{i}]"
         raise InvalidError(rule(name, "finite_input"), "quantiser input is NaN or Inf", path=where)
 
