@@ -5,6 +5,10 @@
  * separately in binary32, as the engine's `volatile`s force (a fused x*id + 8.5 changes Q4_0
  * codes at exact .5 boundaries). Float-to-int conversions of NaN/Inf are undefined in C, so
  * they are made explicit: NaN -> 0, +-Inf saturate (AArch64 FCVTZS, ref: saturating_trunc).
+ *
+ * The quantisers return a "maybe non-finite" flag instead of checking their input in a separate
+ * pass: an Inf reaches amax, and a NaN makes its own x·id NaN. A NaN from 0·Inf (a subnormal d)
+ * raises the flag too; the caller then checks the input and finds nothing to refuse.
  */
 #include <math.h>
 #include <stdint.h>
@@ -71,26 +75,44 @@ static float block_amax(const float *x) {
     return m[1] > m[0] ? m[1] : m[0];
 }
 
-static void q8_block_kestrel(const float *x, float inv, int8_t *q) {
+static int32_t q8_block_kestrel(const float *x, float inv, int8_t *q) {
     /* v + 0.5 if v >= 0 else v - 0.5: adding copysign(0.5, v) is the same f32 add
      * (v = -0.0 gives -0.5, which truncates to the same code 0). */
+    int32_t nan = 0;
     for (int32_t j = 0; j < QK; j++) {
         float v = x[j] * inv;
+        nan |= v != v;
         q[j] = (int8_t)sat(v + copysignf(0.5f, v), -127.0f, 127.0f);
     }
+    return nan;
 }
 
-static void q8_block_legacy(const float *x, float scale, int8_t *q) {
-    for (int32_t j = 0; j < QK; j++) q[j] = (int8_t)sat(x[j] / scale + 0.5f, -127.0f, 127.0f);
+static int32_t q8_block_legacy(const float *x, float scale, int8_t *q) {
+    int32_t nan = 0;
+    for (int32_t j = 0; j < QK; j++) {
+        float v = x[j] / scale;
+        nan |= v != v;
+        q[j] = (int8_t)sat(v + 0.5f, -127.0f, 127.0f);
+    }
+    return nan;
 }
 
-static void q8_block_ggml(const float *x, float inv, int8_t *q) {
-    for (int32_t j = 0; j < QK; j++) q[j] = (int8_t)sat(roundf(x[j] * inv), -127.0f, 127.0f);
+static int32_t q8_block_ggml(const float *x, float inv, int8_t *q) {
+    int32_t nan = 0;
+    for (int32_t j = 0; j < QK; j++) {
+        float v = x[j] * inv;
+        nan |= v != v;
+        q[j] = (int8_t)sat(roundf(v), -127.0f, 127.0f);
+    }
+    return nan;
 }
 
-/* Q8_0 over groups of `group` elements (32 for Q8_0, 256 for G256), group/32 blocks each. */
-void vqf_q8_0_quantize(const float *x, int64_t ngroups, int32_t group, int32_t mode, uint8_t *out) {
+/* Q8_0 over groups of `group` elements (32 for Q8_0, 256 for G256), group/32 blocks each.
+ * Returns the "maybe non-finite" flag. */
+int32_t vqf_q8_0_quantize(const float *x, int64_t ngroups, int32_t group, int32_t mode,
+                          uint8_t *out) {
     const int32_t nb = group / QK;
+    int32_t flag = 0;
     for (int64_t g = 0; g < ngroups; g++) {
         const float *xs = x + g * group;
         float amax = 0.0f;
@@ -98,6 +120,7 @@ void vqf_q8_0_quantize(const float *x, int64_t ngroups, int32_t group, int32_t m
             float m = block_amax(xs + b * QK);
             amax = m > amax ? m : amax;
         }
+        flag |= !(amax <= 3.40282347e38f); /* Inf, or a NaN the tree kept */
         if (mode != MODE_GGML && !(amax > 1e-10f)) amax = 1e-10f; /* running max from 1e-10 */
         float scale = amax / 127.0f, inv;
         uint16_t d;
@@ -113,20 +136,24 @@ void vqf_q8_0_quantize(const float *x, int64_t ngroups, int32_t group, int32_t m
             uint8_t *blk = out + (g * nb + b) * (2 + QK);
             int8_t *q = (int8_t *)(blk + 2);
             put_u16(blk, d);
-            if (mode == MODE_KESTREL) q8_block_kestrel(xs + b * QK, inv, q);
-            else if (mode == MODE_KESTREL_LEGACY) q8_block_legacy(xs + b * QK, scale, q);
-            else q8_block_ggml(xs + b * QK, inv, q);
+            if (mode == MODE_KESTREL) flag |= q8_block_kestrel(xs + b * QK, inv, q);
+            else if (mode == MODE_KESTREL_LEGACY) flag |= q8_block_legacy(xs + b * QK, scale, q);
+            else flag |= q8_block_ggml(xs + b * QK, inv, q);
         }
     }
+    return flag;
 }
 
-/* Q4_0 (or, with as_int8, Q4I8 in 34 B Q8_0 blocks) over nblocks blocks of 32. */
-void vqf_q4_0_quantize(const float *x, int64_t nblocks, int32_t mode, int32_t as_int8,
-                       uint8_t *out) {
+/* Q4_0 (or, with as_int8, Q4I8 in 34 B Q8_0 blocks) over nblocks blocks of 32.
+ * Returns the "maybe non-finite" flag. */
+int32_t vqf_q4_0_quantize(const float *x, int64_t nblocks, int32_t mode, int32_t as_int8,
+                          uint8_t *out) {
+    int32_t flag = 0;
     for (int64_t i = 0; i < nblocks; i++) {
         const float *xs = x + i * QK;
         /* maxv: the first value with the strictly largest |x|; +0.0 when all are zero. */
         float amax = block_amax(xs), maxv = 0.0f;
+        flag |= !(amax <= 3.40282347e38f);
         if (amax > 0.0f) { /* x_j is +amax or -amax there: whichever sign comes first wins */
             int32_t first_pos = QK, first_neg = QK;
             for (int32_t j = 0; j < QK; j++) {
@@ -148,6 +175,7 @@ void vqf_q4_0_quantize(const float *x, int64_t nblocks, int32_t mode, int32_t as
         for (int32_t j = 0; j < QK; j++) {
             float v = xs[j] * inv;
             v = v + 8.5f; /* a separate rounding: never fused with the multiply */
+            flag |= v != v;
             q[j] = (uint8_t)sat(v, 0.0f, 15.0f);
         }
         if (as_int8) {
@@ -164,6 +192,7 @@ void vqf_q4_0_quantize(const float *x, int64_t nblocks, int32_t mode, int32_t as
             memcpy(blk + 2, qs, QK / 2);
         }
     }
+    return flag;
 }
 
 /* value = code * d for nblocks 34 B blocks. */

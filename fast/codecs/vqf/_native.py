@@ -81,13 +81,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.vqf_q4_0_quantize.argtypes = [_F32P, _I64, _I32, _I32, _U8P]
     lib.vqf_q8_0_dequantize.argtypes = [_U8P, _I64, _F32P]
     lib.vqf_q4_0_dequantize.argtypes = [_U8P, _I64, _F32P]
-    for fn in (
-        "vqf_q8_0_quantize",
-        "vqf_q4_0_quantize",
-        "vqf_q8_0_dequantize",
-        "vqf_q4_0_dequantize",
-    ):
-        getattr(lib, fn).restype = None
+    lib.vqf_q8_0_quantize.restype = _I32  # 1 when the input held NaN/Inf
+    lib.vqf_q4_0_quantize.restype = _I32
+    lib.vqf_q8_0_dequantize.restype = None
+    lib.vqf_q4_0_dequantize.restype = None
 
 
 def lib() -> ctypes.CDLL | None:

@@ -86,14 +86,15 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     """Quantise row-major float32 values block by block with the chosen quantiser."""
     require_mode(NAME, mode)
     x = input_array(NAME, values, rows, cols)
-    require_finite(NAME, x, cols)
     blocks = padded_blocks(x, QK)
     quantize = QUANTIZERS[mode]
     out = np.empty((blocks.shape[0], BLOCK_BYTES), dtype=np.uint8)
     native = _native.lib()
     if native is not None:
-        native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 0, out)
+        if native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 0, out):
+            require_finite(NAME, x, cols)  # the kernel saw NaN/Inf: raise ref's error
         return out.tobytes()
+    require_finite(NAME, x, cols)
     with np.errstate(all="ignore"):
         for s in chunks(blocks.shape[0]):
             store(out[s], *quantize(blocks[s]))

@@ -23,14 +23,15 @@ def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> by
     """The Q4_0 quantiser of `mode`, each code stored as int8 (nibble - 8) in a Q8_0 block."""
     require_mode(NAME, mode)
     x = input_array(NAME, values, rows, cols)
-    require_finite(NAME, x, cols)
     blocks = padded_blocks(x, QK)
     quantize = q4_0.QUANTIZERS[mode]
     out = np.empty((blocks.shape[0], q8_0.BLOCK_BYTES), dtype=np.uint8)
     native = _native.lib()
     if native is not None:
-        native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 1, out)
+        if native.vqf_q4_0_quantize(blocks, blocks.shape[0], _native.MODES[mode], 1, out):
+            require_finite(NAME, x, cols)  # the kernel saw NaN/Inf: raise ref's error
         return out.tobytes()
+    require_finite(NAME, x, cols)
     with np.errstate(all="ignore"):
         for s in chunks(blocks.shape[0]):
             d, q = quantize(blocks[s])
