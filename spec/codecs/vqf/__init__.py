@@ -1,0 +1,1 @@
+"""VQF tensor encodings (vqf.md §5): block geometry, the codec registry and the layout rules."""

@@ -1,0 +1,268 @@
+"""The VQF codec registry: names, block geometry, sizes and the layout rule (vqf.md §3.2, §5).
+
+Every payload layout a VQF directory entry can carry has one registry name. The qtype alone never
+names the layout (§3.2): `codec_for` derives it from the qtype, the header flags and the tensor name
+(§2.5, §5, §7). Tiled layouts are a tiling (`TileGeometry`) applied to an untiled base codec, which
+is how the writer produces them and why tiling never changes the size (§5.9).
+
+Rule ids are `vqf.codec.<name>.<rule>` (see `rule`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from construct import Construct
+from weightfile.spec.codecs.vqf.blocks import (
+    QK,
+    block_q4_0,
+    block_q4_0x4,
+    block_q4_0x8,
+    block_q8_0,
+    block_q8_0x4,
+    block_q8_0x8,
+)
+from weightfile.spec.errors import InvalidError, UnsupportedError, Violation
+
+# The few header constants the layout rule needs (§2.5, §3.2). The container's own definitions
+# live in spec/vqf/flags.py and spec/vqf/qtypes.py; these private copies avoid depending on them
+# before they are merged and are meant to be pointed at the shared names then.
+_FLAG_Q8_8X8 = 0x001
+_FLAG_Q4_4X4 = 0x002
+_FLAG_X8 = 0x004
+_FLAG_Q8BUF_Q4 = 0x008
+_FLAG_G256 = 0x010
+_QTYPE_F32 = 0x01
+_QTYPE_Q8_0 = 0x02
+_QTYPE_Q4_0 = 0x03
+_QTYPE_Q4_8X8L = 0x04
+_QTYPE_F16 = 0x05
+
+#: Encoder modes: the current Kestrel quantisers (§6.1-6.3), the older engine build (§6.4),
+#: ggml's reference quantisers (§6.5); for F16 the converter itself (RNE §6.4, truncating §5.2).
+Mode = Literal["kestrel", "kestrel_legacy", "ggml", "rne", "trunc_ftz"]
+
+
+@dataclass(frozen=True)
+class TileGeometry:
+    """Row-group interleave of §5.6-§5.8: G rows per group, payload bytes moved in k-byte chunks."""
+
+    group_rows: int  # G: rows per group
+    chunk_bytes: int  # k: interleave width (4 for 4x4 / 8x8 Q8, 8 for Q4_8X8L)
+    block_payload_bytes: int  # bytes after the f16 scale in one legacy block (32 Q8, 16 Q4)
+    xor: int  # XOR applied to every moved payload byte (0x88 for Q4 tiles, 0 for Q8)
+
+    @property
+    def group_block_bytes(self) -> int:
+        """Bytes of one group block: G scales then G payloads (§5.6: G·34; §5.7: 72; §5.8: 144)."""
+        return self.group_rows * (2 + self.block_payload_bytes)
+
+    def scale_position(self, m: int) -> int:
+        """Offset of row m's f16 scale inside a group block (row order, §5.6)."""
+        return 2 * m
+
+    def payload_position(self, m: int, j: int) -> int:
+        """Offset of row m's legacy payload byte j inside a group block (§5.6-§5.8 formulas)."""
+        g, k = self.group_rows, self.chunk_bytes
+        return 2 * g + (j // k) * (k * g) + k * m + (j % k)
+
+
+@dataclass(frozen=True)
+class Codec:
+    """One registered VQF payload layout."""
+
+    name: str  # registry spelling; also the module name in ref/ and fast/
+    qtype: int  # directory qtype that carries it (§3.2)
+    block_elements: int  # elements per block
+    block: Construct | None  # the on-disk block record (None for plain f32/f16 words)
+    element_bytes: int  # bytes per element for the unblocked codecs (f32, f16), else 0
+    row_group: int  # rows that must divide R (1 when untiled)
+    cols_multiple: int  # what must divide C (1 when untiled)
+    base: str  # the untiled codec a tiled layout rearranges (itself when untiled)
+    tiling: TileGeometry | None  # how `base` blocks are rearranged (§5.6-§5.8)
+    modes: tuple[str, ...]  # accepted encoder modes, the default first
+    group_record: Construct | None = None  # the tile group record, for tiled layouts
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes per block, as the size of its record (or the element size)."""
+        return self.block.sizeof() if self.block is not None else self.element_bytes
+
+    @property
+    def default_mode(self) -> str:
+        return self.modes[0]
+
+
+_Q8_MODES = ("kestrel", "kestrel_legacy", "ggml")
+_Q4_MODES = ("kestrel", "kestrel_legacy", "ggml")
+_KESTREL_ONLY = ("kestrel", "kestrel_legacy")
+
+Q8_8X8 = TileGeometry(group_rows=8, chunk_bytes=4, block_payload_bytes=QK, xor=0)
+Q8_4X4 = TileGeometry(group_rows=4, chunk_bytes=4, block_payload_bytes=QK, xor=0)
+Q4_4X4 = TileGeometry(group_rows=4, chunk_bytes=4, block_payload_bytes=QK // 2, xor=0x88)
+Q4_8X8L = TileGeometry(group_rows=8, chunk_bytes=8, block_payload_bytes=QK // 2, xor=0x88)
+
+
+def _untiled(name: str, qtype: int, block: Construct, modes: tuple[str, ...]) -> Codec:
+    return Codec(name, qtype, QK, block, 0, 1, 1, name, None, modes)
+
+
+def _tiled(name: str, base: Codec, tiling: TileGeometry, record: Construct) -> Codec:
+    return Codec(
+        name,
+        base.qtype,
+        QK,
+        base.block,
+        0,
+        tiling.group_rows,
+        QK,
+        base.name,
+        tiling,
+        base.modes,
+        record,
+    )
+
+
+_F32 = Codec("f32", _QTYPE_F32, 1, None, 4, 1, 1, "f32", None, ("kestrel",))
+_F16 = Codec("f16", _QTYPE_F16, 1, None, 2, 1, 1, "f16", None, ("rne", "trunc_ftz"))
+_Q8_0 = _untiled("q8_0", _QTYPE_Q8_0, block_q8_0, _Q8_MODES)
+_Q4_0 = _untiled("q4_0", _QTYPE_Q4_0, block_q4_0, _Q4_MODES)
+_Q4I8 = _untiled("q4i8", _QTYPE_Q8_0, block_q8_0, _KESTREL_ONLY)
+_G256 = _untiled("g256", _QTYPE_Q8_0, block_q8_0, _KESTREL_ONLY)
+
+#: Every VQF layout by registry name.
+CODECS: dict[str, Codec] = {
+    c.name: c
+    for c in (
+        _F32,
+        _F16,
+        _Q8_0,
+        _Q4_0,
+        _Q4I8,
+        _G256,
+        _tiled("q8_0_8x8", _Q8_0, Q8_8X8, block_q8_0x8),
+        _tiled("q8_0_4x4", _Q8_0, Q8_4X4, block_q8_0x4),
+        _tiled("q4_0_4x4", _Q4_0, Q4_4X4, block_q4_0x4),
+        _tiled("q4_0_8x8l", _Q4_0, Q4_8X8L, block_q4_0x8),
+        _tiled("g256_8x8", _G256, Q8_8X8, block_q8_0x8),
+        _tiled("g256_4x4", _G256, Q8_4X4, block_q8_0x4),
+    )
+}
+
+#: Elements that share one G256 scale (§5.5).
+G256_GROUP = 256
+
+
+def rule(codec: str, what: str) -> str:
+    """The rule id `vqf.codec.<codec>.<what>`."""
+    return f"vqf.codec.{codec}.{what}"
+
+
+def n_blocks(name: str, rows: int, cols: int) -> int:
+    """Blocks in a payload of rows·cols elements: ceil(N / block elements) (§5.9)."""
+    c = CODECS[name]
+    return -(-(rows * cols) // c.block_elements)
+
+
+def payload_size(name: str, rows: int, cols: int) -> int:
+    """Payload bytes for a [rows x cols] tensor (§5.9); tiling, G256 and Q4I8 never change it."""
+    return n_blocks(name, rows, cols) * CODECS[name].block_bytes
+
+
+def shape_violation(name: str, rows: object, cols: object) -> Violation | None:
+    """Why [rows x cols] cannot carry this layout (negative, non-integer, tiling divisibility)."""
+    c = CODECS[name]
+    for label, n in (("rows", rows), ("cols", cols)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return Violation(
+                rule(name, "shape"),
+                f"{label} must be an integer >= 0",
+                None,
+                label,
+                "MalformedError",
+            )
+    assert isinstance(rows, int) and isinstance(cols, int)
+    if rows % c.row_group or cols % c.cols_multiple:
+        return Violation(
+            rule(name, "geometry"),
+            f"needs rows % {c.row_group} == 0 and cols % {c.cols_multiple} == 0",
+            None,
+            "shape",
+            "MalformedError",
+        )
+    return None
+
+
+def codec_for(
+    qtype: int,
+    flags: int,
+    name: str,
+    *,
+    q8_tiling: Literal["legacy", "4x4"] | None = None,
+    shape: tuple[int, int] | None = None,
+) -> str:
+    """The registry name of the layout a directory entry uses (§3.2, §2.5, §5, §7.2, §7.4).
+
+    `q8_tiling` resolves §0 item 3: a 4x4-tiled Q8 file sets no flag and looks legacy, so with
+    Q8_8X8 clear a caller who knows the writer ran with VLLM_Q8_8X8=0 passes "4x4". It is refused
+    when Q8_8X8 is set, because the flag already says 8x8.
+
+    `shape` is the physical per-layer [R, C] (§7.1). A matrix that cannot be tiled (R % G or
+    C % 32 not zero) "stays legacy" (§5.6); with a shape given, such a matrix gets the untiled base
+    layout (e.g. a q8_lm whose vocabulary is not a multiple of 8, which §7.5 does not gate).
+    """
+    chosen = _layout(qtype, flags, name, q8_tiling)
+    c = CODECS[chosen]
+    if shape is not None and c.tiling is not None:
+        rows, cols = shape
+        if rows % c.row_group or cols % c.cols_multiple:
+            return c.base
+    return chosen
+
+
+def _layout(qtype: int, flags: int, name: str, q8_tiling: str | None) -> str:
+    """The layout the flags and the name select, before the per-matrix geometry check."""
+    if q8_tiling not in (None, "legacy", "4x4"):
+        raise InvalidError("vqf.codec.q8_tiling", "q8_tiling must be 'legacy' or '4x4'")
+    if q8_tiling == "4x4" and flags & _FLAG_Q8_8X8:
+        raise InvalidError("vqf.codec.q8_tiling", "q8_tiling='4x4' contradicts flag Q8_8X8")
+    if qtype == _QTYPE_F32:
+        return "f32"
+    if qtype == _QTYPE_F16:
+        return "f16"
+    if qtype == _QTYPE_Q4_8X8L:  # x8_* copies (§5.8); X8 is the flag that announces them
+        return "q4_0_8x8l"
+    if qtype == _QTYPE_Q4_0:
+        return "q4_0_4x4" if flags & _FLAG_Q4_4X4 and name.startswith("q4_") else "q4_0"
+    if qtype == _QTYPE_Q8_0:
+        return _q8_codec(flags, name, q8_tiling)
+    raise UnsupportedError("vqf.codec.qtype", f"qtype {qtype:#x} names no VQF encoding")
+
+
+def _q8_codec(flags: int, name: str, q8_tiling: str | None) -> str:
+    """Layout of a qtype 0x02 entry: v_q8_* always legacy (§7.4), Q4I8 untiled (§5.4)."""
+    if name.startswith("v_"):
+        return "q8_0"
+    if flags & _FLAG_Q8BUF_Q4:
+        return "q4i8"
+    base = "g256" if flags & _FLAG_G256 else "q8_0"
+    if flags & _FLAG_Q8_8X8:
+        return base + "_8x8"
+    if q8_tiling == "4x4":
+        return base + "_4x4"
+    return base
+
+
+__all__ = [
+    "CODECS",
+    "G256_GROUP",
+    "Codec",
+    "Mode",
+    "TileGeometry",
+    "codec_for",
+    "n_blocks",
+    "payload_size",
+    "rule",
+    "shape_violation",
+]
