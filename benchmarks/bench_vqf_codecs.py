@@ -16,6 +16,7 @@ from typing import Any
 
 import gguf
 import numpy as np
+
 from weightfile.fast.codecs.vqf import q4_0, q8_0
 
 

@@ -1,13 +1,15 @@
 """weightfile: the reference implementation of the VQF and .ninfer v3 weight containers.
 
-The public API grows with the project; today it opens VQF files:
-
-    import weightfile
-    with weightfile.open_vqf("model.vqf") as vqf:
-        vqf.header.arch["dim"], [e.name for e in vqf.entries]
-        weightfile.validate_vqf("model.vqf", checksum=True)  # [] when valid
+import weightfile
+with weightfile.open("model.vqf") as f:        # or a .ninfer entry file
+    f.names(), f.decode("q4_q"), f.decode_words("q4_q")
+with weightfile.open_vqf("model.vqf") as vqf:  # the container itself: header, directory, views
+    vqf.header.arch["dim"], [e.name for e in vqf.entries]
+weightfile.validate_vqf("model.vqf", checksum=True)  # [] when valid
 """
 
+from weightfile.model_file import NInferModelFile, VQFModelFile
+from weightfile.model_file import open_model_file as open
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.ref.vqf.write import TensorSource, write_vqf
@@ -25,12 +27,15 @@ __all__ = [
     "ChecksumError",
     "InvalidError",
     "MalformedError",
+    "NInferModelFile",
     "NotFoundError",
     "TensorSource",
     "UnsupportedError",
     "VQFFile",
+    "VQFModelFile",
     "Violation",
     "WeightfileError",
+    "open",
     "open_vqf",
     "validate_vqf",
     "write_vqf",

@@ -18,6 +18,7 @@ from weightfile.spec.errors import WeightfileError
 COMMAND_MODULES = (
     "weightfile.commands.inspect",
     "weightfile.commands.verify",
+    "weightfile.commands.dump",
 )
 
 

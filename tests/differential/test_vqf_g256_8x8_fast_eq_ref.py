@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.codecs_vqf import flipped, matrices, payloads, same_outcome, shapes
+
 from weightfile.fast.codecs.vqf import g256_8x8 as fast
 from weightfile.ref.codecs.vqf import g256_8x8 as ref
 from weightfile.spec.codecs.vqf.registry import CODECS

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
 from weightfile.fast.codecs.vqf import _native as native
 from weightfile.spec.codecs.vqf.registry import CODECS, payload_size
 from weightfile.spec.errors import WeightfileError

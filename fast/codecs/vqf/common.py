@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf.common import length_error, require_shape
 from weightfile.spec.codecs.vqf.registry import rule
 from weightfile.spec.errors import InvalidError, MalformedError, Violation

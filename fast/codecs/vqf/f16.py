@@ -7,6 +7,7 @@ the widening work on integer bit patterns. ref's all-integer rounding is what th
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf.common import input_array, require_payload
 from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.errors import Violation

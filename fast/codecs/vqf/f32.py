@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf.common import input_array, require_payload
 from weightfile.ref.codecs.vqf.common import require_mode, validate_length
 from weightfile.spec.errors import Violation

@@ -9,6 +9,7 @@ Vectorised; must equal ref/codecs/vqf/g256_4x4.py bit for bit.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import g256, tiling
 from weightfile.spec.errors import Violation
 

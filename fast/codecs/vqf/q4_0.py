@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import _native
 from weightfile.fast.codecs.vqf.common import (
     F32,

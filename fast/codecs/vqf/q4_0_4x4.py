@@ -9,6 +9,7 @@ Vectorised; must equal ref/codecs/vqf/q4_0_4x4.py bit for bit.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import q4_0, tiling
 from weightfile.spec.errors import Violation
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import _native, q4_0, q8_0
 from weightfile.fast.codecs.vqf.common import (
     chunks,

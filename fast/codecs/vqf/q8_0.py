@@ -7,6 +7,7 @@ whose order matters: max is exact in any order).
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import _native
 from weightfile.fast.codecs.vqf.common import (
     F32,

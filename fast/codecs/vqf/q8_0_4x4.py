@@ -10,6 +10,7 @@ Vectorised; must equal ref/codecs/vqf/q8_0_4x4.py bit for bit.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import q8_0, tiling
 from weightfile.spec.errors import Violation
 

@@ -9,6 +9,7 @@ Vectorised; must equal ref/codecs/vqf/q8_0_8x8.py bit for bit.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf import q8_0, tiling
 from weightfile.spec.errors import Violation
 

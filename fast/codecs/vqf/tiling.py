@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
+
 from weightfile.fast.codecs.vqf.common import require_payload
 from weightfile.ref.codecs.vqf.common import require_mode, require_shape, validate_length
 from weightfile.ref.codecs.vqf.tiling import geometry, tiled_offset

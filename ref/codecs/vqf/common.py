@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+
 from weightfile.spec.codecs.vqf.registry import CODECS, payload_size, rule, shape_violation
 from weightfile.spec.errors import (
     InvalidError,

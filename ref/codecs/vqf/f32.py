@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf.common import (
     input_bits,
     require_mode,

@@ -9,6 +9,7 @@ the last N % 256 elements decode to 0.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q8_0
 from weightfile.ref.codecs.vqf.common import (
     blocks_of,

@@ -7,6 +7,7 @@ this layout is selected only by registry.codec_for(q8_tiling="4x4"). Needs R % 4
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import g256, tiling
 from weightfile.spec.errors import Violation
 

@@ -7,6 +7,7 @@ afterwards, as the writer does. Needs R % 8 == 0 and C % 32 == 0.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import g256, tiling
 from weightfile.spec.errors import Violation
 

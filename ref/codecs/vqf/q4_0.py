@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf.common import (
     F32,
     bits_of_f32,

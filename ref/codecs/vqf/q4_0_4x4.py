@@ -7,6 +7,7 @@ byte k at 8 + 16(k//4) + 4m + k%4 (ggml block_q4_0x4, "Q4_0_4_4"). Needs R % 4 =
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q4_0, tiling
 from weightfile.spec.errors import Violation
 

@@ -9,6 +9,7 @@ already-4x4 bytes instead, which this codec does not model.
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q4_0, tiling
 from weightfile.spec.errors import Violation
 

@@ -7,6 +7,7 @@ a 34 B Q8_0 block, so decoding is the Q8_0 rule value = code · d. Never tiled (
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q4_0, q8_0
 from weightfile.ref.codecs.vqf.common import (
     blocks_of,

@@ -8,6 +8,7 @@ layout (§0 item 3): see registry.codec_for(q8_tiling="4x4").
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q8_0, tiling
 from weightfile.spec.errors import Violation
 

@@ -7,6 +7,7 @@ Equivalent to ggml's block_q8_0x4 layout extended to 8 rows; no XOR. Needs R % 8
 from __future__ import annotations
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf import q8_0, tiling
 from weightfile.spec.errors import Violation
 

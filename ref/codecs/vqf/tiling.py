@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
+
 from weightfile.ref.codecs.vqf.common import (
     require_mode,
     require_payload,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from construct import Construct
+
 from weightfile.spec.codecs.vqf.blocks import (
     QK,
     block_q4_0,

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.codecs_vqf import same_outcome, shapes
+
 from weightfile.fast.codecs.vqf import codec as fast_codec
 from weightfile.ref.codecs.vqf import codec as ref_codec
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies.codecs_vqf import finite_f32
+
 from weightfile.fast.codecs.vqf import _native as native
 from weightfile.fast.codecs.vqf import q4_0, q8_0
 

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies.codecs_vqf import any_f32_bits, payloads, shapes
+
 from weightfile.fast.codecs.vqf import f16, f32
 from weightfile.spec.codecs.vqf.registry import CODECS
 

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies.codecs_vqf import any_f32_bits
+
 from weightfile.ref.codecs.vqf.f16 import f16_rne, f16_to_f32_bits, f16_trunc_ftz
 
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies.codecs_vqf import finite_f32
+
 from weightfile.ref.codecs.vqf import q4_0, q8_0
 
 TINY = np.float32(2.0**-100)

@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 import pytest
+
 from weightfile.ref.codecs.vqf import g256, q4_0, q4i8, q8_0
 from weightfile.spec.errors import InvalidError, UnsupportedError
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from weightfile.ref.codecs.vqf import (
     g256,
     g256_4x4,

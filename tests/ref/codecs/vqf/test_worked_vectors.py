@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from strategies.codecs_vqf import WORKED_Q4_0, WORKED_Q8_0, WORKED_X, ZERO_Q4_0, ZERO_Q8_0
+
 from weightfile.ref.codecs.vqf import f16, q4_0, q8_0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from weightfile.spec.codecs.vqf import blocks
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size, shape_violation
 from weightfile.spec.errors import InvalidError, UnsupportedError

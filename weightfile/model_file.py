@@ -1,0 +1,188 @@
+"""`weightfile.open`: one way to read any tensor of a VQF or .ninfer v3 file as NumPy arrays.
+
+    with weightfile.open("model.vqf") as f:
+        f.names()                      # tensor names (VQF) / object ids and binding names (.ninfer)
+        f.decode("q4_q")               # float32 in the logical shape, plain row-major order
+        f.decode_words("q4_q")         # the logical words: {"codes": ..., "scales": ...}
+
+`engine="fast"` (the default) uses the vectorised codecs; `engine="ref"` the readable oracle —
+both give the same bits. Shapes are logical: a VQF per-layer stacked matrix comes out as
+[n_layers, out, in] (vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer object in its
+declared shape; a .ninfer binding of parts as the rows it selects (ninfer-v3.md §2.5).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from weightfile.formats import sniff
+from weightfile.ref.ninfer3.bindings import element_ranges
+from weightfile.ref.ninfer3.read import Artifact, open_artifact
+from weightfile.ref.vqf.read import Entry, VQFFile, open_vqf
+from weightfile.spec.codecs.vqf.registry import codec_for
+from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.spec.vqf.inventory import KINDS, Geometry
+
+ENGINES = ("ref", "fast")
+
+
+def _engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    return engine
+
+
+class VQFModelFile:
+    """A VQF file whose tensors decode through the codec the flags and name select (§3.2, §5)."""
+
+    format = "vqf"
+
+    def __init__(self, path: str | os.PathLike[str], *, q8_tiling: str | None = None) -> None:
+        self.file: VQFFile = open_vqf(path)
+        self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (vqf.md §0 item 3)
+        self.geometry = Geometry.from_arch(self.file.header.arch)
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.file.entries]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The logical shape: from the arch for known names, else the directory's rows × cols."""
+        e = self.file.entry(name)
+        count, out, inner = self._matrices(e)
+        if count == 1 and out == 1:
+            return (inner,)
+        if out == 1:
+            return (count, inner)
+        return (out, inner) if count == 1 else (count, out, inner)
+
+    def codec(self, name: str) -> str:
+        e = self.file.entry(name)
+        _, out, inner = self._matrices(e)
+        return codec_for(e.qtype, self.file.header.flags, e.name, q8_tiling=self.q8_tiling,
+                         shape=(out, inner))  # fmt: skip
+
+    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
+        e, module, rows, cols = self._prepare(name, engine)
+        values = module.decode(self.file.payload(e), rows, cols)
+        return np.asarray(values).reshape(self.shape(name))
+
+    def decode_words(self, name: str, *, engine: str = "fast") -> dict[str, np.ndarray]:
+        e, module, rows, cols = self._prepare(name, engine)
+        words = module.decode_words(self.file.payload(e), rows, cols)
+        count, out, _ = self._matrices(e)
+        lead = (count, out) if count > 1 and out > 1 else (rows,)
+        return {k: v.reshape(*lead, -1) if v.shape[:1] == (rows,) else v for k, v in words.items()}
+
+    def _matrices(self, e: Entry) -> tuple[int, int, int]:
+        """(count, out, in) of the physical matrices stacked in `e` (§7.1), or 1 × rows × cols."""
+        kind = KINDS.get(e.name)
+        if kind is not None and kind.elements(self.geometry) == e.rows * e.cols:
+            return kind.physical(self.geometry)
+        return (1, e.rows, e.cols)
+
+    def _prepare(self, name: str, engine: str) -> tuple[Entry, ModuleType, int, int]:
+        e = self.file.entry(name)
+        count, out, inner = self._matrices(e)
+        package = f"weightfile.{_engine(engine)}.codecs.vqf"
+        module = importlib.import_module(f"{package}.{self.codec(name)}")
+        return e, module, count * out, inner
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> VQFModelFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NInferModelFile:
+    """A .ninfer v3 file set: objects decode by their (format, layout); bindings by their ranges."""
+
+    format = "ninfer"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.artifact: Artifact = open_artifact(path)
+
+    def names(self) -> list[str]:
+        d = self.artifact.directory
+        return [o.id for o in d.objects] + sorted(d.bindings)
+
+    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
+        return self._resolve(name, engine, words=False)  # type: ignore[return-value]
+
+    def decode_words(self, name: str, *, engine: str = "fast") -> dict[str, np.ndarray]:
+        return self._resolve(name, engine, words=True)  # type: ignore[return-value]
+
+    def _codec(self, object_id: str, engine: str) -> Any:
+        o = self.artifact.object(object_id)
+        module = importlib.import_module(f"weightfile.{_engine(engine)}.codecs.ninfer3.codec")
+        return module.get_codec(o.format, o.layout or o.encoding)
+
+    def _object(self, object_id: str, engine: str, words: bool) -> Any:
+        o = self.artifact.object(object_id)
+        codec = self._codec(object_id, engine)
+        payload = self.artifact.object_bytes(object_id)
+        shape = o.shape if o.shape is not None else (o.bytes,)
+        return codec.decode_words(payload, shape) if words else codec.decode(payload, shape)
+
+    def _resolve(self, name: str, engine: str, *, words: bool) -> Any:
+        d = self.artifact.directory
+        if name in d.objects_by_id:
+            return self._object(name, engine, words)
+        if name not in d.bindings:
+            raise NotFoundError("ninfer3.binder.parameter", f"no object or binding {name!r}")
+        pieces = []
+        for r in element_ranges(d.bindings[name], d.objects_by_id):
+            shape = d.objects_by_id[r.object_id].shape or ()
+            row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+            decoded = self._object(r.object_id, engine, words)
+            if r.begin % row or r.end % row:  # not whole rows: a flat run of elements
+                pieces.append(_flat_slice(decoded, r.begin, r.end, words))
+            else:
+                pieces.append(_row_slice(decoded, r.begin // row, r.end // row, words))
+        if words:  # per-row arrays are joined; a per-object scalar (nvfp4's divisor) is listed
+            return {
+                k: np.concatenate([p[k] for p in pieces])
+                if pieces[0][k].ndim
+                else np.stack([p[k] for p in pieces])
+                for k in pieces[0]
+            }
+        return np.concatenate(pieces)
+
+    def close(self) -> None:
+        self.artifact.close()
+
+    def __enter__(self) -> NInferModelFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _row_slice(decoded: Any, start: int, stop: int, words: bool) -> Any:
+    if words:
+        return {k: v[start:stop] if v.ndim else v for k, v in decoded.items()}
+    return decoded[start:stop]
+
+
+def _flat_slice(decoded: Any, begin: int, end: int, words: bool) -> Any:
+    if words:  # scales belong to groups of a row: a cut inside a row has no clean word set
+        raise UnsupportedError(
+            "weightfile.words.split_row",
+            f"binding part [{begin}, {end}) cuts through rows; dump its values, not its words",
+        )
+    return decoded.reshape(-1)[begin:end]
+
+
+def open_model_file(path: str | os.PathLike[str], **options: Any) -> VQFModelFile | NInferModelFile:
+    """Open a VQF or .ninfer v3 file, chosen by its magic bytes."""
+    if sniff(path) == "vqf":
+        return VQFModelFile(path, **options)
+    return NInferModelFile(path, **options)
