@@ -12,11 +12,13 @@ Rule ids raised here: the `vqf.bind.*` rows of spec/vqf/rules.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
 import numpy as np
 
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.vqf.read import Entry, VQFFile
+from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 
@@ -124,8 +126,24 @@ def read_matrices(
     return mats
 
 
+def codec_matrix_words(
+    name: str, qtype: int, flags: int, payload: bytes, rows: int, cols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The reference codecs as the binder's hook: signed codes and f16 scale bits (§5, §7.1).
+
+    The codec is the one the flags and name select for this [rows, cols] matrix; Q4 nibbles
+    n become the signed code n − 8 the value formula uses ((n − 8)·d, §5.7).
+    """
+    codec = codec_for(qtype, flags, name, shape=(rows, cols))
+    words = import_module(f"weightfile.ref.codecs.vqf.{codec}").decode_words(payload, rows, cols)
+    codes = words["codes"]
+    if codes.dtype == np.uint8:  # Q4 nibbles
+        codes = (codes.astype(np.int16) - 8).astype(np.int8)
+    return codes.astype(np.int8), words["scales"]
+
+
 def bind_vqf(
-    vqf: VQFFile, matrix_words: MatrixWords, family: str | None = None
+    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
 ) -> tuple[Qwen3Config, ModelWeights]:
     """The decoder config and weights of a dense Qwen3 (or Qwen3-VL text tower) VQF file."""
     arch = vqf.header.arch

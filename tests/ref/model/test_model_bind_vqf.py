@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from strategies.model import legacy_block_bytes, legacy_words, q4_matrix, quantized, random_weights
 
-from weightfile.ref.model.bind_vqf import bind_vqf
+from weightfile.ref.model.bind_vqf import bind_vqf, codec_matrix_words
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.model.weights import ModelWeights
@@ -77,12 +77,15 @@ def same_matrix(a, b) -> bool:
     return (a.codes == b.codes).all() and (a.scale_bits == b.scale_bits).all()
 
 
+@pytest.mark.parametrize("hook", ["test-only decoder", "the codecs"])
 @pytest.mark.parametrize(("family", "embed_f16"), [("q8", True), ("q4", False)])
-def test_bound_weights_equal_the_written_ones(tmp_path: Path, family: str, embed_f16: bool):
+def test_bound_weights_equal_the_written_ones(tmp_path: Path, family: str, embed_f16: bool, hook):
     w = weights_for(family, seed=4)
     path = write(tmp_path / "m.vqf", sources(w, family, embed_f16))
     with open_vqf(path) as vqf:
-        config, bound = bind_vqf(vqf, legacy_words)
+        config, bound = bind_vqf(
+            vqf, legacy_words if hook == "test-only decoder" else codec_matrix_words
+        )
     assert config == replace(CONFIG, rms_norm_eps=float(np.float32(1e-6)))  # the header's f32
     assert (bound.embed.view(np.uint32) == w.embed.view(np.uint32)).all()
     assert (bound.final_norm == w.final_norm).all()
