@@ -22,8 +22,20 @@ import tempfile
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 CSRC = Path(__file__).with_name("csrc")
-BASE_FLAGS = ("-O2", "-ffp-contract=off", "-fPIC", "-shared", "-std=c11", "-fno-math-errno")
+BASE_FLAGS = (
+    "-O2",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-fno-math-errno",
+    "-fPIC",
+    "-shared",
+    "-std=c11",
+)
+#: GCC's -O2 vectorises only "very cheap" loops; the fixed 32-element block loops need this.
+GCC_FLAGS = ("-fvect-cost-model=dynamic",)
 #: Per-machine flags: the RK3588's Cortex-A76/A55 cores have NEON and the dotprod extension.
 ARCH_FLAGS = {"aarch64": ("-march=armv8.2-a+dotprod",), "arm64": ("-march=armv8.2-a+dotprod",)}
 
@@ -45,14 +57,25 @@ def cache_dir() -> Path:
     return (base if os.environ.get("WEIGHTFILE_CACHE") else base / "weightfile") / "native"
 
 
-def flags() -> tuple[str, ...]:
-    return BASE_FLAGS + ARCH_FLAGS.get(platform.machine(), ())
+@functools.cache
+def is_gcc(cc: str) -> bool:
+    """True for GCC (clang rejects GCC-only flags); asks the compiler itself."""
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "clang" not in out.stdout.lower() and "free software foundation" in out.stdout.lower()
+
+
+def flags(cc: str | None = None) -> tuple[str, ...]:
+    extra = GCC_FLAGS if cc is not None and is_gcc(cc) else ()
+    return BASE_FLAGS + extra + ARCH_FLAGS.get(platform.machine(), ())
 
 
 def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
     """Compile `sources` into one shared library in `out_dir`, published atomically."""
     digest = hashlib.sha256()
-    for part in (cc, platform.machine(), *flags()):
+    for part in (cc, platform.machine(), *flags(cc)):
         digest.update(part.encode() + b"\0")
     for src in sources:
         digest.update(src.name.encode() + b"\0" + src.read_bytes())
@@ -63,7 +86,7 @@ def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".build-", suffix=".so")
     os.close(fd)
     try:
-        cmd = [cc, *flags(), "-o", tmp, *map(str, sources)]
+        cmd = [cc, *flags(cc), "-o", tmp, *map(str, sources), "-lm"]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise NativeUnavailable(f"{' '.join(cmd)} failed:\n{result.stderr.strip()}")
@@ -97,6 +120,17 @@ def library() -> ctypes.CDLL | None:
 
 def _declare(lib: ctypes.CDLL) -> None:
     """Every prototype, in one block."""
-    u8p = ctypes.c_void_p
-    lib.wf_fnv1a64.argtypes = (u8p, ctypes.c_size_t, ctypes.c_uint64)
+    f32p = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+    u8p = np.ctypeslib.ndpointer(np.uint8, flags="C_CONTIGUOUS")
+    i64, i32 = ctypes.c_int64, ctypes.c_int32
+    # fnv1a64.c
+    lib.wf_fnv1a64.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64)
     lib.wf_fnv1a64.restype = ctypes.c_uint64
+    # vqf_codecs.c; the quantizers return 1 when the input held NaN/Inf
+    lib.vqf_q8_0_quantize.argtypes = (f32p, i64, i32, i32, u8p)  # x, ngroups, group, mode, out
+    lib.vqf_q8_0_quantize.restype = i32
+    lib.vqf_q4_0_quantize.argtypes = (f32p, i64, i32, i32, u8p)  # x, nblocks, mode, as_int8, out
+    lib.vqf_q4_0_quantize.restype = i32
+    for name in ("vqf_q8_0_dequantize", "vqf_q4_0_dequantize"):
+        getattr(lib, name).argtypes = (u8p, i64, f32p)
+        getattr(lib, name).restype = None

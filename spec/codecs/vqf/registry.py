@@ -25,20 +25,8 @@ from weightfile.spec.codecs.vqf.blocks import (
     block_q8_0x8,
 )
 from weightfile.spec.errors import InvalidError, UnsupportedError, Violation
-
-# The few header constants the layout rule needs (§2.5, §3.2). The container's own definitions
-# live in spec/vqf/flags.py and spec/vqf/qtypes.py; these private copies avoid depending on them
-# before they are merged and are meant to be pointed at the shared names then.
-_FLAG_Q8_8X8 = 0x001
-_FLAG_Q4_4X4 = 0x002
-_FLAG_X8 = 0x004
-_FLAG_Q8BUF_Q4 = 0x008
-_FLAG_G256 = 0x010
-_QTYPE_F32 = 0x01
-_QTYPE_Q8_0 = 0x02
-_QTYPE_Q4_0 = 0x03
-_QTYPE_Q4_8X8L = 0x04
-_QTYPE_F16 = 0x05
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.qtypes import QType
 
 #: Encoder modes: the current Kestrel quantisers (§6.1-6.3), the older engine build (§6.4),
 #: ggml's reference quantisers (§6.5); for F16 the converter itself (RNE §6.4, truncating §5.2).
@@ -125,12 +113,12 @@ def _tiled(name: str, base: Codec, tiling: TileGeometry, record: Construct) -> C
     )
 
 
-_F32 = Codec("f32", _QTYPE_F32, 1, None, 4, 1, 1, "f32", None, ("kestrel",))
-_F16 = Codec("f16", _QTYPE_F16, 1, None, 2, 1, 1, "f16", None, ("rne", "trunc_ftz"))
-_Q8_0 = _untiled("q8_0", _QTYPE_Q8_0, block_q8_0, _Q8_MODES)
-_Q4_0 = _untiled("q4_0", _QTYPE_Q4_0, block_q4_0, _Q4_MODES)
-_Q4I8 = _untiled("q4i8", _QTYPE_Q8_0, block_q8_0, _KESTREL_ONLY)
-_G256 = _untiled("g256", _QTYPE_Q8_0, block_q8_0, _KESTREL_ONLY)
+_F32 = Codec("f32", QType.F32, 1, None, 4, 1, 1, "f32", None, ("kestrel",))
+_F16 = Codec("f16", QType.F16, 1, None, 2, 1, 1, "f16", None, ("rne", "trunc_ftz"))
+_Q8_0 = _untiled("q8_0", QType.Q8_0, block_q8_0, _Q8_MODES)
+_Q4_0 = _untiled("q4_0", QType.Q4_0, block_q4_0, _Q4_MODES)
+_Q4I8 = _untiled("q4i8", QType.Q8_0, block_q8_0, _KESTREL_ONLY)
+_G256 = _untiled("g256", QType.Q8_0, block_q8_0, _KESTREL_ONLY)
 
 #: Every VQF layout by registry name.
 CODECS: dict[str, Codec] = {
@@ -226,17 +214,17 @@ def _layout(qtype: int, flags: int, name: str, q8_tiling: str | None) -> str:
     """The layout the flags and the name select, before the per-matrix geometry check."""
     if q8_tiling not in (None, "legacy", "4x4"):
         raise InvalidError("vqf.codec.q8_tiling", "q8_tiling must be 'legacy' or '4x4'")
-    if q8_tiling == "4x4" and flags & _FLAG_Q8_8X8:
+    if q8_tiling == "4x4" and flags & VQFFlag.Q8_8X8:
         raise InvalidError("vqf.codec.q8_tiling", "q8_tiling='4x4' contradicts flag Q8_8X8")
-    if qtype == _QTYPE_F32:
+    if qtype == QType.F32:
         return "f32"
-    if qtype == _QTYPE_F16:
+    if qtype == QType.F16:
         return "f16"
-    if qtype == _QTYPE_Q4_8X8L:  # x8_* copies (§5.8); X8 is the flag that announces them
+    if qtype == QType.Q4_8X8L:  # x8_* copies (§5.8); X8 is the flag that announces them
         return "q4_0_8x8l"
-    if qtype == _QTYPE_Q4_0:
-        return "q4_0_4x4" if flags & _FLAG_Q4_4X4 and name.startswith("q4_") else "q4_0"
-    if qtype == _QTYPE_Q8_0:
+    if qtype == QType.Q4_0:
+        return "q4_0_4x4" if flags & VQFFlag.Q4_4X4 and name.startswith("q4_") else "q4_0"
+    if qtype == QType.Q8_0:
         return _q8_codec(flags, name, q8_tiling)
     raise UnsupportedError("vqf.codec.qtype", f"qtype {qtype:#x} names no VQF encoding")
 
@@ -245,10 +233,10 @@ def _q8_codec(flags: int, name: str, q8_tiling: str | None) -> str:
     """Layout of a qtype 0x02 entry: v_q8_* always legacy (§7.4), Q4I8 untiled (§5.4)."""
     if name.startswith("v_"):
         return "q8_0"
-    if flags & _FLAG_Q8BUF_Q4:
+    if flags & VQFFlag.Q8BUF_Q4:
         return "q4i8"
-    base = "g256" if flags & _FLAG_G256 else "q8_0"
-    if flags & _FLAG_Q8_8X8:
+    base = "g256" if flags & VQFFlag.G256 else "q8_0"
+    if flags & VQFFlag.Q8_8X8:
         return base + "_8x8"
     if q8_tiling == "4x4":
         return base + "_4x4"
