@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "weightfile.commands.inspect",
     "weightfile.commands.verify",
     "weightfile.commands.dump",
+    "weightfile.commands.import_hf",
 )
 
 
