@@ -12,12 +12,13 @@ validator reports (vqf.directory.qtype); ref/model/bind_vqf.py binds them as flo
 The token embedding is F16 (EMB_F16, truncating like the engine writer, §5.2) except at f32.
 lm_head is always written: the checkpoint's lm_head, or the tied embedding (§7.1 table).
 
-The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` (a VQF carries no
-tokenizer; the frontend looks for that sidecar).
+The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` and its chat template (if
+any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ QTYPES = {"f32": QType.F32, "f16": QType.F16, "q8_0": QType.Q8_0, "q4_0": QType.
 LAYOUTS = ("legacy", "tiled")
 MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (§8)
 SIDECAR_SUFFIX = ".tokenizer.json"
+CHAT_TEMPLATE_SUFFIX = ".chat_template.jinja"
 
 
 def tokenizer_sidecar(model: str | os.PathLike[str]) -> Path:
@@ -189,4 +191,22 @@ def import_checkpoint(
     tok = src / "tokenizer.json"
     if tok.is_file():
         shutil.copyfile(tok, tokenizer_sidecar(path))
+    template = chat_template(src)
+    if template is not None:
+        Path(str(path) + CHAT_TEMPLATE_SUFFIX).write_text(template, encoding="utf-8")
     return path
+
+
+def chat_template(folder: Path) -> str | None:
+    """The checkpoint's chat template: chat_template.jinja, or tokenizer_config.json's string."""
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    config = folder / "tokenizer_config.json"
+    if config.is_file():
+        try:
+            value = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return None  # the template is optional; a broken config just has none
+        return value if isinstance(value, str) else None
+    return None
