@@ -20,6 +20,8 @@ COMMAND_MODULES = (
     "weightfile.commands.verify",
     "weightfile.commands.dump",
     "weightfile.commands.import_hf",
+    "weightfile.commands.run",
+    "weightfile.commands.trace",
 )
 
 
