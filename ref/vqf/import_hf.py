@@ -156,6 +156,22 @@ def build_tensors(
     return out
 
 
+def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
+    """Tiled files need every matrix to be whole row groups (8 rows Q8, 4 rows Q4; §7.5)."""
+    group = {QType.Q8_0: 8, QType.Q4_0: 4}.get(qtype)
+    if layout != "tiled" or group is None:
+        return
+    rows = {"vocab": c.vocab_size, "q": c.q_dim, "kv": c.kv_dim, "hidden": c.hidden_size,
+            "intermediate": c.intermediate_size}  # fmt: skip
+    for what, n in rows.items():
+        if n % group:
+            raise UnsupportedError(
+                "vqf.import.geometry",
+                f"{what} size {n} is not a multiple of {group}: use --layout legacy (§7.5)",
+                path="layout",
+            )
+
+
 def import_checkpoint(
     folder: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -182,8 +198,9 @@ def import_checkpoint(
         raise UnsupportedError(
             "vqf.import.geometry", "hidden, intermediate and q sizes must be multiples of 32"
         )
-    sd = read_state_dict(src)
     q = QTYPES[qtype]
+    require_tileable(c, q, layout)
+    sd = read_state_dict(src)
     flags = file_flags(q, layout)
     tensors = build_tensors(sd, c, q, flags, codecs)
     path = write_vqf(out, arch=arch_from_config(cfg, c), tensors=tensors, flags=flags,

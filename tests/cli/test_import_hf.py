@@ -19,7 +19,7 @@ from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.vqf.hf_checkpoint import read_safetensors
 from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
 from weightfile.ref.vqf.read import open_vqf
-from weightfile.spec.errors import MalformedError, NotFoundError
+from weightfile.spec.errors import MalformedError, NotFoundError, UnsupportedError
 
 torch = pytest.importorskip("torch", reason="the import check needs the 'external' extra (torch)")
 transformers = pytest.importorskip(
@@ -154,3 +154,14 @@ def test_reference_precision_files_are_outside_the_engine_inventory(checkpoint, 
     assert main(["verify", str(out)]) == 1  # F32 projections: the strict validator says so
     captured = capsys.readouterr()
     assert "qtype" in captured.out + captured.err
+
+
+def test_tiled_import_needs_whole_tiles(checkpoint, tmp_path, monkeypatch):
+    folder, _ = checkpoint
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    cfg = json.loads((folder / "config.json").read_text())
+    (odd / "config.json").write_text(json.dumps({**cfg, "vocab_size": 250}))
+    with pytest.raises(UnsupportedError) as e:
+        import_checkpoint(odd, tmp_path / "o.vqf", qtype="q8_0", layout="tiled")
+    assert e.value.rule == "vqf.import.geometry" and not (tmp_path / "o.vqf").exists()
