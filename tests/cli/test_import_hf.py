@@ -16,10 +16,13 @@ import pytest
 from weightfile.cli import main
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
+from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.vqf.hf_checkpoint import read_safetensors
 from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import MalformedError, NotFoundError, UnsupportedError
+from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 torch = pytest.importorskip("torch", reason="the import check needs the 'external' extra (torch)")
 transformers = pytest.importorskip(
@@ -165,3 +168,45 @@ def test_tiled_import_needs_whole_tiles(checkpoint, tmp_path, monkeypatch):
     with pytest.raises(UnsupportedError) as e:
         import_checkpoint(odd, tmp_path / "o.vqf", qtype="q8_0", layout="tiled")
     assert e.value.rule == "vqf.import.geometry" and not (tmp_path / "o.vqf").exists()
+
+
+def dense(m) -> np.ndarray:
+    """A bound matrix's float32 values: Q words reconstructed exactly (numerics.md §4.2)."""
+    if isinstance(m, QuantMatrix):
+        scale = m.scale_bits.view(np.float16).astype(np.float32).repeat(32, axis=1)
+        return m.codes.astype(np.float32) * scale
+    return np.asarray(m.values if isinstance(m, DenseMatrix) else m, dtype=np.float32)
+
+
+@pytest.mark.parametrize("qtype", ["q8_0", "q4_0"])
+def test_quantized_imports_match_transformers_on_their_dequantized_weights(
+    checkpoint, tmp_path, qtype
+):
+    folder, _ = checkpoint
+    out = import_checkpoint(folder, tmp_path / "m.vqf", qtype=qtype, layout="tiled")
+    with open_vqf(out) as vqf:
+        config, weights = bind_vqf(vqf)
+    assert isinstance(weights.layers[0].q_proj, QuantMatrix) and weights.lm_head is not None
+    sd = {EMBED: weights.embed, FINAL_NORM: weights.final_norm, LM_HEAD: dense(weights.lm_head)}
+    for i, lw in enumerate(weights.layers):
+        sd |= {layer_tensor(i, f): dense(getattr(lw, f)) for f in LAYER_TENSORS}
+    cfg = transformers.Qwen3Config(
+        **SIZES,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False,
+        attn_implementation="eager",
+    )
+    hf = transformers.Qwen3ForCausalLM(cfg).eval()
+    hf.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in sd.items()}, strict=True)
+    with torch.no_grad():
+        want = hf(torch.tensor([TOKENS])).logits[0].numpy()
+    f32w = Qwen3Model(config, weights, CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS))
+    got = f32w.forward(TOKENS, f32w.new_cache())
+    assert np.abs(got - want).max() <= 1e-5  # same weights: only float rounding differs
+    assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
+    # engine style adds the activation rounding of numerics.md §4.1 (each input moves by at
+    # most amax/254 of its block, 0.4 %), so the logits move by about that fraction of their size
+    eng = Qwen3Model(config, weights)
+    act = eng.forward(TOKENS, eng.new_cache())
+    assert 1e-5 < np.abs(act - want).max() <= 0.02 * np.abs(want).max()
