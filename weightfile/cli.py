@@ -16,9 +16,13 @@ from weightfile.spec.errors import WeightfileError
 
 #: Subcommand modules, in the order `weightfile --help` lists them.
 COMMAND_MODULES = (
+    "weightfile.commands.demo",
     "weightfile.commands.inspect",
     "weightfile.commands.verify",
     "weightfile.commands.dump",
+    "weightfile.commands.run",
+    "weightfile.commands.trace",
+    "weightfile.commands.import_hf",
 )
 
 

@@ -16,7 +16,7 @@ from importlib import import_module
 
 import numpy as np
 
-from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix, Matrix, QuantMatrix
 from weightfile.ref.vqf.read import Entry, VQFFile
 from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
@@ -110,17 +110,30 @@ def read_norm(vqf: VQFFile, name: str, layers: int, length: int) -> list[np.ndar
     return [flat[i * length : (i + 1) * length] for i in range(layers)]
 
 
+def dense_values(qtype: int, raw: bytes) -> np.ndarray:
+    """F32 words, or F16 words widened exactly, as flat float32."""
+    if qtype == QType.F16:
+        return widen_f16(np.frombuffer(raw, dtype="<u2"))
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
 def read_matrices(
     vqf: VQFFile, name: str, layers: int, out: int, inp: int, words: MatrixWords
-) -> list[QuantMatrix]:
-    """A stacked quantized matrix: layer l is bytes [l·B(out·in), (l+1)·B(out·in)) (§7.1)."""
+) -> list[Matrix]:
+    """A stacked matrix: layer l is bytes [l·B(out·in), (l+1)·B(out·in)) (§7.1).
+
+    Q8_0 / Q4_0 go through the codec hook; F32 / F16 (the importer's reference-precision
+    files, outside the engine's inventory) bind as float32 matrices."""
     e = require_entry(vqf, name)
-    require_layout(e, (QType.Q8_0, QType.Q4_0), layers * out * inp)
+    require_layout(e, (QType.Q8_0, QType.Q4_0, QType.F32, QType.F16), layers * out * inp)
     payload = vqf.payload(e)
     step = tensor_bytes(e.qtype, out * inp)
-    mats = []
+    mats: list[Matrix] = []
     for layer in range(layers):
         chunk = bytes(payload[layer * step : (layer + 1) * step])
+        if e.qtype in (QType.F32, QType.F16):  # reference-precision import (import_hf.py)
+            mats.append(DenseMatrix(dense_values(e.qtype, chunk).reshape(out, inp)))
+            continue
         codes, scale_bits = words(name, e.qtype, vqf.header.flags, chunk, out, inp)
         mats.append(QuantMatrix(np.asarray(codes, np.int8), np.asarray(scale_bits, np.uint16)))
     return mats

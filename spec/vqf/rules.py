@@ -14,7 +14,8 @@ from dataclasses import dataclass
 class Rule:
     id: str
     error_class: str
-    origin: str  # "loader" (§9) | "strict" (§9.1) | "writer" | "reader" | "binder" | "feature"
+    # "loader" (§9) | "strict" (§9.1) | "writer" | "reader" | "binder" | "importer" | "feature"
+    origin: str
     section: str
     meaning: str
 
@@ -106,6 +107,25 @@ _RULES = (
          "the arch cannot describe a Qwen3 decoder"),
     Rule("vqf.bind.unsupported", "UnsupportedError", "binder", "§8",
          "MoE, no q/k norm, or an unknown family was asked for"),
+    # --- importing a Hugging Face checkpoint (weightfile/import_hf.py) ---
+    Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
+         "config.json or the *.safetensors files are absent"),
+    Rule("vqf.import.config", "InvalidError", "importer", "§8",
+         "config.json is not JSON or does not describe a Qwen3 decoder"),
+    Rule("vqf.import.safetensors", "MalformedError", "importer", "§7.1",
+         "a safetensors header or byte range is broken"),
+    Rule("vqf.import.dtype", "UnsupportedError", "importer", "§7.1",
+         "a tensor dtype other than F32, F16 or BF16"),
+    Rule("vqf.import.duplicate", "InvalidError", "importer", "§7.1",
+         "one tensor name in two shards"),
+    Rule("vqf.import.missing_tensor", "NotFoundError", "importer", "§7.1",
+         "a tensor the inventory needs is absent"),
+    Rule("vqf.import.shape", "InvalidError", "importer", "§7.1",
+         "a tensor's shape disagrees with config.json"),
+    Rule("vqf.import.qtype", "UnsupportedError", "importer", "§7.2", "an unknown --qtype"),
+    Rule("vqf.import.layout", "UnsupportedError", "importer", "§2.5", "an unknown --layout"),
+    Rule("vqf.import.geometry", "UnsupportedError", "importer", "§5.9",
+         "a matrix width is not a multiple of the 32-element block"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),

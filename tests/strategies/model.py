@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import strategies as st
@@ -70,42 +70,6 @@ def random_weights(
     embed = rng.standard_normal((c.vocab_size, c.hidden_size)).astype(np.float32)
     lm_head = make(rng, c.vocab_size, c.hidden_size) if untied else None
     return ModelWeights(embed=embed, layers=layers, final_norm=norm(c.hidden_size), lm_head=lm_head)
-
-
-def weights_from_state_dict(sd: Mapping[str, np.ndarray], num_layers: int) -> ModelWeights:
-    """transformers Qwen3ForCausalLM names (qwen-math §2) to ModelWeights, all float32."""
-
-    def f(name: str) -> np.ndarray:
-        return np.ascontiguousarray(sd[name], dtype=np.float32)
-
-    def lin(name: str) -> DenseMatrix:
-        return DenseMatrix(f(name))
-
-    layers = []
-    for i in range(num_layers):
-        p = f"model.layers.{i}."
-        layers.append(
-            LayerWeights(
-                attn_norm=f(p + "input_layernorm.weight"),
-                q_proj=lin(p + "self_attn.q_proj.weight"),
-                k_proj=lin(p + "self_attn.k_proj.weight"),
-                v_proj=lin(p + "self_attn.v_proj.weight"),
-                q_norm=f(p + "self_attn.q_norm.weight"),
-                k_norm=f(p + "self_attn.k_norm.weight"),
-                o_proj=lin(p + "self_attn.o_proj.weight"),
-                ffn_norm=f(p + "post_attention_layernorm.weight"),
-                gate_proj=lin(p + "mlp.gate_proj.weight"),
-                up_proj=lin(p + "mlp.up_proj.weight"),
-                down_proj=lin(p + "mlp.down_proj.weight"),
-            )
-        )
-    lm = lin("lm_head.weight") if "lm_head.weight" in sd else None
-    return ModelWeights(
-        embed=f("model.embed_tokens.weight"),
-        layers=tuple(layers),
-        final_norm=f("model.norm.weight"),
-        lm_head=lm,
-    )
 
 
 #: Token sequences for the tiny config's vocabulary.

@@ -1,0 +1,100 @@
+"""`weightfile run` and `weightfile trace` on a tiny VQF with a BPE tokenizer sidecar."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from strategies.tiny_vqf import write_tiny_model
+
+from weightfile.cli import main
+from weightfile.frontend.generate import stream_tokens
+from weightfile.frontend.tokenizer import load_tokenizer, sidecar_path
+from weightfile.ref.model.bind_vqf import bind_vqf
+from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.model.sampling import generate
+from weightfile.ref.model.trace import trace_names
+from weightfile.ref.vqf.read import open_vqf
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    return write_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def reference(path) -> Qwen3Model:
+    with open_vqf(path) as vqf:
+        return Qwen3Model(*bind_vqf(vqf))
+
+
+def test_trace_dumps_every_operation_and_the_logits(model_path, tmp_path, capsys):
+    out = tmp_path / "t.npz"
+    assert main(["trace", str(model_path), "--token-ids", "5,17,3,9", "--out", str(out)]) == 0
+    model = reference(model_path)
+    with np.load(out) as z:
+        names = set(z.files)
+        assert names == {*trace_names(model.config.num_hidden_layers), "input_ids"}
+        assert z["input_ids"].tolist() == [5, 17, 3, 9]
+        logits = z["logits"]
+        assert logits.dtype == np.float32 and logits.shape == (4, model.config.vocab_size)
+        want = model.forward([5, 17, 3, 9], model.new_cache())
+        assert logits.view(np.uint32).tolist() == want.view(np.uint32).tolist()
+        assert z["layers.1.q_rope"].shape == (4, model.config.q_dim)
+        assert all(z[n].dtype == np.float32 for n in names - {"input_ids"})
+
+
+def test_trace_of_a_prompt_uses_the_tokenizer(model_path, tmp_path):
+    out = tmp_path / "p.npz"
+    assert main(["trace", str(model_path), "--prompt", "the small line", "--out", str(out)]) == 0
+    tok = load_tokenizer(sidecar_path(model_path))
+    with np.load(out) as z:
+        assert z["input_ids"].tolist() == tok.encode("the small line").ids
+
+
+def test_run_streams_what_generate_produces(model_path, capsys):
+    tok = load_tokenizer(sidecar_path(model_path))
+    prompt = tok.encode("a line of text").ids
+    want = generate(reference(model_path), prompt, 8, eos_id=0)
+    assert main(["run", str(model_path), "--prompt", "a line of text", "--max-tokens", "8"]) == 0
+    assert capsys.readouterr().out == tok.decode(want) + "\n"
+    args = ["run", str(model_path), "--token-ids", ",".join(map(str, prompt)), "--max-tokens", "8"]
+    assert main(args) == 0
+    assert capsys.readouterr().out == tok.decode(want) + "\n"
+
+
+def test_run_sampled_and_fast_fallback(model_path, capsys):
+    tok = load_tokenizer(sidecar_path(model_path))
+    prompt = tok.encode("the model").ids
+    want = generate(reference(model_path), prompt, 6, eos_id=0, temperature=0.7, seed=5)
+    args = ["run", str(model_path), "--prompt", "the model", "--max-tokens", "6",
+            "--temperature", "0.7", "--seed", "5", "--engine", "fast"]  # fmt: skip
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out == tok.decode(want) + "\n"
+    assert captured.err.count("\n") == 1 and "reference decoder" in captured.err
+
+
+def test_run_chat_wraps_the_prompt(model_path, capsys):
+    tok = load_tokenizer(sidecar_path(model_path))
+    text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"  # ChatML by hand
+    stops = {0, tok.token_to_id("<|im_end|>"), tok.token_to_id("<|endoftext|>")}
+    want = list(stream_tokens(reference(model_path), tok.encode(text).ids, 5, stops))
+    assert main(["run", str(model_path), "--prompt", "hi", "--chat", "--max-tokens", "5"]) == 0
+    assert capsys.readouterr().out == tok.decode(want) + "\n"
+
+
+def test_without_a_tokenizer_ids_come_out(model_path, tmp_path, capsys):
+    bare = tmp_path / "bare.vqf"
+    bare.write_bytes(model_path.read_bytes())
+    want = generate(reference(bare), [5, 6], 4, eos_id=0)
+    assert main(["run", str(bare), "--token-ids", "5,6", "--max-tokens", "4"]) == 0
+    assert capsys.readouterr().out.split() == [str(t) for t in want]
+    assert main(["run", str(bare), "--prompt", "x"]) == 1
+    assert "frontend.tokenizer.missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ids", ["1,x", "", "99999", "-1"])
+def test_bad_token_ids_are_rule_errors(model_path, tmp_path, capsys, ids):
+    out = tmp_path / "bad.npz"
+    assert main(["trace", str(model_path), "--token-ids", ids, "--out", str(out)]) == 1
+    assert "frontend.token_ids" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.iterdir())

@@ -1,0 +1,64 @@
+"""`weightfile run MODEL (--prompt TEXT | --token-ids 1,2,3)`: stream generated text."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
+    """MODEL, the prompt (text or ids), --chat and --tokenizer; run and trace share them."""
+    parser.add_argument("model", type=Path, help="a .vqf file")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="prompt text (needs a tokenizer)")
+    src.add_argument("--token-ids", help="prompt token ids, comma separated: 1,2,3")
+    parser.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
+    parser.add_argument(
+        "--tokenizer", type=Path, help="tokenizer.json (default: MODEL.tokenizer.json)"
+    )
+    parser.add_argument(
+        "--engine", choices=("ref", "fast"), default="ref",
+        help="fast has no forward pass yet and falls back to ref with a one-line note",
+    )  # fmt: skip
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="generate text with the reference decoder",
+        description=(
+            "Generate from a VQF model and stream the text (token ids when no tokenizer is "
+            "found). Stops at the file's eos_id (and <|im_end|> with --chat). --engine fast "
+            "falls back to the reference decoder with a one-line note: no fast forward pass "
+            "exists yet."
+        ),
+    )
+    add_prompt_arguments(parser)
+    parser.add_argument("--max-tokens", type=int, default=32, help="new tokens at most")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 means greedy")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sampler (§11)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from weightfile.frontend.generate import stream_tokens
+    from weightfile.frontend.session import FAST_FALLBACK_NOTE, load_session, prompt_ids
+    from weightfile.frontend.tokenizer import TextStream
+
+    if args.engine == "fast":
+        print(FAST_FALLBACK_NOTE, file=sys.stderr)
+    s = load_session(args.model, args.tokenizer, need_tokenizer=args.prompt is not None)
+    ids = prompt_ids(s, args.prompt, args.token_ids, args.chat)
+    tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
+    if s.tokenizer is None:  # ids in, ids out
+        for t in tokens:
+            print(t, end=" ", flush=True)
+    else:
+        stream = TextStream(s.tokenizer)
+        for t in tokens:
+            print(stream.push(t), end="", flush=True)
+        print(stream.flush(), end="")
+    print()
+    return 0

@@ -1,0 +1,61 @@
+"""`weightfile trace MODEL (--prompt TEXT | --token-ids 1,2,3) --out trace.npz`.
+
+One prefill over the prompt with every operation recorded (names of ref/model/trace.py:
+embed, layers.L.<op>, final_norm, logits, each float32 [tokens, width]) plus `input_ids`
+(int64 [tokens]), so an engine team can diff its own dumps name by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .run import add_prompt_arguments
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "trace",
+        help="dump every operation's output of one forward pass to .npz",
+        description=(
+            "Run the prompt through the reference decoder and save every traced operation per "
+            "layer, plus input_ids and logits ([tokens, vocab] float32), to an .npz file."
+        ),
+    )
+    add_prompt_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="the .npz to write")
+    parser.set_defaults(run=run)
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write through a temporary file beside `path`, so a failure leaves nothing there."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from weightfile.frontend.session import FAST_FALLBACK_NOTE, load_session, prompt_ids
+    from weightfile.ref.model.trace import TraceRecorder
+
+    if args.engine == "fast":
+        print(FAST_FALLBACK_NOTE, file=sys.stderr)
+    s = load_session(args.model, args.tokenizer, need_tokenizer=args.prompt is not None)
+    ids = list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
+    recorder = TraceRecorder()
+    s.model.forward(ids, s.model.new_cache(), trace=recorder)
+    arrays = {"input_ids": np.array(ids, dtype=np.int64), **recorder.arrays()}
+    save_npz(args.out, arrays)
+    print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
+    return 0

@@ -1,0 +1,95 @@
+"""What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
+
+There is no fast forward pass yet, so engine "fast" runs the reference decoder (the callers
+print a one-line note); the VQF is bound with the engine's codecs either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from weightfile.ref.model.bind_vqf import bind_vqf
+from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.vqf.read import open_vqf
+from weightfile.spec.errors import InvalidError, NotFoundError
+
+from .chat import CHATML, chat_template_path, render_chat
+from .tokenizer import find_tokenizer, load_tokenizer
+
+#: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
+CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
+FAST_FALLBACK_NOTE = "note: no fast forward pass yet; engine fast runs the reference decoder"
+
+
+@dataclass
+class Session:
+    model: Qwen3Model
+    arch: dict[str, Any]
+    path: Path
+    tokenizer: Tokenizer | None = None
+    stop_ids: set[int] = field(default_factory=set)
+
+
+def load_session(
+    path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need_tokenizer: bool
+) -> Session:
+    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
+    with open_vqf(path) as vqf:
+        config, weights = bind_vqf(vqf)
+        arch = dict(vqf.header.arch)
+    s = Session(Qwen3Model(config, weights), arch, Path(path), stop_ids={int(arch["eos_id"])})
+    try:
+        s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))
+    except NotFoundError:
+        if need_tokenizer or tokenizer is not None:
+            raise
+    return s
+
+
+def parse_token_ids(text: str, vocab: int) -> list[int]:
+    """ "1,2,3" -> [1, 2, 3], each id inside the vocabulary."""
+    try:
+        ids = [int(p) for p in text.replace(" ", "").split(",") if p]
+    except ValueError:
+        raise InvalidError(
+            "frontend.token_ids", f"not a comma-separated id list: {text!r}", path="--token-ids"
+        ) from None
+    if not ids or any(not 0 <= i < vocab for i in ids):
+        raise InvalidError(
+            "frontend.token_ids", f"need ids in [0, {vocab}), got {text!r}", path="--token-ids"
+        )
+    return ids
+
+
+def chat_prompt(s: Session, text: str) -> str:
+    """The user message in the model's chat template (the sidecar), else ChatML."""
+    template_file = chat_template_path(s.path)
+    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else CHATML
+    return render_chat(template, [{"role": "user", "content": text}], add_generation_prompt=True)
+
+
+def prompt_ids(
+    s: Session, prompt: str | None, token_ids: str | None, chat: bool = False
+) -> Sequence[int]:
+    """The prompt as ids: given directly, or the (chat-formatted) text through the tokenizer."""
+    if token_ids is not None:
+        return parse_token_ids(token_ids, s.model.config.vocab_size)
+    assert prompt is not None and s.tokenizer is not None
+    if chat:
+        prompt = chat_prompt(s, prompt)
+        s.stop_ids |= {i for t in CHAT_STOPS if (i := s.tokenizer.token_to_id(t)) is not None}
+    ids = s.tokenizer.encode(prompt).ids
+    if not ids:
+        raise InvalidError("frontend.prompt", "the prompt encodes to no tokens", path="--prompt")
+    vocab = s.model.config.vocab_size
+    if max(ids) >= vocab:
+        raise InvalidError(
+            "frontend.prompt", f"tokenizer ids reach {max(ids)}, model vocab is {vocab}"
+        )
+    return ids

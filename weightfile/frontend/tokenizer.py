@@ -1,0 +1,90 @@
+"""Hugging Face tokenizers from a tokenizer.json; where a model's tokenizer lives.
+
+A VQF file carries no tokenizer: `weightfile import` copies the checkpoint's tokenizer.json to
+`<model>.tokenizer.json`, and `--tokenizer PATH` overrides it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from weightfile.spec.errors import InvalidError, NotFoundError
+
+SIDECAR_SUFFIX = ".tokenizer.json"
+
+
+def sidecar_path(model: str | os.PathLike[str]) -> Path:
+    """`<model>.tokenizer.json`, where `weightfile import` and `weightfile demo` put it."""
+    return Path(str(model) + SIDECAR_SUFFIX)
+
+
+def find_tokenizer(model: str | os.PathLike[str], explicit: str | os.PathLike[str] | None) -> Path:
+    """The tokenizer.json to use: the one given, else the sidecar, else tokenizer.json beside."""
+    if explicit is not None:
+        candidates = [Path(explicit)]
+    else:
+        candidates = [sidecar_path(model), Path(model).with_name("tokenizer.json")]
+    for c in candidates:
+        if c.is_file():
+            return c
+    tried = ", ".join(str(c) for c in candidates)
+    raise NotFoundError(
+        "frontend.tokenizer.missing", f"no tokenizer (tried {tried}); pass --tokenizer PATH"
+    )
+
+
+def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
+    """A tokenizers.Tokenizer from a tokenizer.json, or InvalidError naming the file."""
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # the library raises a bare Exception for any parse problem
+        raise InvalidError("frontend.tokenizer.invalid", f"{exc}", path=str(path)) from None
+
+
+def token_id(tok: Tokenizer, text: str) -> int | None:
+    """The id of a special token such as <|im_end|>, or None when the vocabulary lacks it."""
+    return tok.token_to_id(text)
+
+
+class TextStream:
+    """Turns generated ids into text pieces as they arrive.
+
+    Decoding token by token would split multi-byte characters and lose the spaces a decoder
+    adds between tokens, so the whole tail is decoded each time and the new suffix is emitted;
+    a trailing U+FFFD (an incomplete UTF-8 sequence) waits for the next token.
+    """
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.tok = tok
+        self.ids: list[int] = []
+        self.emitted = ""
+
+    def push(self, token: int) -> str:
+        self.ids.append(token)
+        text = self.tok.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd") or not text.startswith(self.emitted):
+            return ""
+        piece, self.emitted = text[len(self.emitted) :], text
+        return piece
+
+    def flush(self) -> str:
+        text = self.tok.decode(self.ids, skip_special_tokens=True)
+        piece = text[len(self.emitted) :] if text.startswith(self.emitted) else ""
+        self.emitted = text
+        return piece
+
+
+def stream_text(tok: Tokenizer, tokens: Iterable[int]) -> Iterator[str]:
+    """The text of `tokens`, piece by piece as each token arrives."""
+    stream = TextStream(tok)
+    for t in tokens:
+        piece = stream.push(t)
+        if piece:
+            yield piece
+    tail = stream.flush()
+    if tail:
+        yield tail
