@@ -389,8 +389,8 @@ def check_zero_fill(vqf: VQFFile, report: Reporter) -> None:
     )
     if h.encrypted:
         return  # pads are ciphertext
-    starts = [e.offset for e in vqf.entries[1:]] + [h.file_len]
-    for e, next_start in zip(vqf.entries, starts, strict=True):
+    starts = [e.offset for e in vqf.entries[1:]] + [h.file_len]  # where each pad must end
+    for e, next_start in zip(vqf.entries, starts, strict=False):  # no entries: no pads
         pad_end = min(round_up(e.end, ALIGN), next_start, h.file_len)
         if e.end < pad_end:
             first_nonzero(

@@ -89,3 +89,12 @@ def test_every_truncation_is_a_malformed_error(tmp_path_factory, size):
     with pytest.raises(MalformedError) as info:
         open_vqf(path).close()
     assert info.value.rule in ("vqf.file.too_small", "vqf.directory.bounds", "vqf.header.layout")
+
+
+def test_a_file_whose_directory_is_empty_is_reported_not_crashed(tmp_path):
+    """Regression (found by the fast==ref property): n_tensors patched to 0."""
+    path = tmp_path / "empty-dir.vqf"
+    path.write_bytes(BASE)
+    patch_header(path, lambda h: h.update({"n_tensors": 0}))
+    rules = {v.rule for v in validate(path, checksum=True)}
+    assert "vqf.directory.missing_core" in rules

@@ -134,4 +134,6 @@ def test_scale_is_numpy_float16_of_f32_quotient_and_error_within_one_scale(
             assert int(w["scales"][n, j]) == expect
             s = float(np.uint16(expect).view(np.float16))
             err = np.abs(values[n, start : start + g] - lanes.astype(np.float64))
-            assert (err <= s).all()
+            # Rounding costs at most one scale; when f16 rounds the scale down (coarse subnormal
+            # scales), codes clamp at ±qmax and the excess amax − qmax·s adds to it.
+            assert (err <= s + max(0.0, float(amax) - qmax * s)).all()
