@@ -108,10 +108,11 @@ def without(*names: str) -> Mutation:
     return build
 
 
-def rewrite(**kw: Any) -> Mutation:
+def rewrite(arch: dict[str, Any] = RULE_ARCH, **kw: Any) -> Mutation:
+    """Write the base file again from other arguments (the mutation can run any number of times)."""
+
     def build(p: Path) -> None:
         p.unlink()
-        arch = kw.pop("arch", RULE_ARCH)
         write_base(p, arch=arch, tensors=tiny_tensors(arch), **kw)
 
     return build
