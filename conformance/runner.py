@@ -1,0 +1,122 @@
+"""Run the corpus against an implementation and judge each answer (conformance/README.md).
+
+An implementation is either a command (`--impl "COMMAND"`: run as COMMAND + [input path]) or a
+built-in engine answered in-process. A valid case passes when the command exits 0 and stdout is
+JSON equal to want.json; an invalid case passes when it exits 1 and the first stderr line is
+`ErrorClass: rule-id: message` with a (class, rule) pair the case accepts. Anything else fails.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .adapter import Answer, answer
+from .generate import CORPUS_DIR
+
+#: The stderr line of a rejection: class name, rule id, free text.
+REJECTION = re.compile(r"^([A-Za-z]+): ([a-z0-9_.]+): ")
+TIMEOUT_SECONDS = 60.0
+
+Implementation = Callable[[Path], Answer]
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    case: str
+    passed: bool
+    reason: str
+
+
+def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
+    """The manifest's case ids that match the glob `pattern`, in manifest order."""
+    ids: list[str] = []
+    for manifest in sorted(root.glob("files-*")):
+        ids += [line for line in manifest.read_text().splitlines() if line]
+    return [cid for cid in ids if fnmatch.fnmatchcase(cid, pattern)]
+
+
+def command_implementation(command: str) -> Implementation:
+    """Run `command` with the input path appended, as the protocol describes."""
+    argv = shlex.split(command)
+
+    def run(path: Path) -> Answer:
+        try:
+            done = subprocess.run(
+                [*argv, str(path)], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
+            )
+        except subprocess.TimeoutExpired:
+            return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
+        return Answer(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+def builtin_implementation(engine: str) -> Implementation:
+    """The ref or fast engine answered in-process (the same code the adapter command runs)."""
+    return lambda path: answer(str(path), engine)
+
+
+def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:
+    """Whether `got` is the right answer to `case`, and why not."""
+    if case["expect"] == "accept":
+        if got.status != 0:
+            return False, f"expected accept, got exit {got.status}: {got.stderr.strip()[:200]}"
+        try:
+            described = json.loads(got.stdout)
+        except json.JSONDecodeError as exc:
+            return False, f"stdout is not JSON ({exc.msg})"
+        if described != want:
+            return False, "description differs from want.json: " + first_difference(want, described)
+        return True, "accepted"
+    if got.status != 1:
+        kind = "accepted" if got.status == 0 else "crashed"
+        return False, f"expected {case['error_class']}: {case['rule']}, {kind} (exit {got.status})"
+    line = got.stderr.splitlines()[0] if got.stderr else ""
+    match = REJECTION.match(line)
+    if not match:
+        return False, f"stderr does not start with 'ErrorClass: rule-id: ': {line[:200]!r}"
+    pair = {"error_class": match[1], "rule": match[2]}
+    if pair not in case["accepted"]:
+        return False, f"expected {case['error_class']}: {case['rule']}, got {match[1]}: {match[2]}"
+    return True, f"{match[1]}: {match[2]}"
+
+
+def first_difference(want: Any, got: Any, where: str = "") -> str:
+    """The JSON path of the first place two descriptions disagree."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in sorted(set(want) | set(got)):
+            if want.get(key) != got.get(key):
+                return first_difference(want.get(key), got.get(key), f"{where}.{key}")
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+            if w != g:
+                return first_difference(w, g, f"{where}[{i}]")
+    return f"{where or '.'}: want {json.dumps(want)[:80]}, got {json.dumps(got)[:80]}"
+
+
+def run_case(root: Path, cid: str, impl: Implementation) -> Result:
+    folder = root / cid
+    case = json.loads((folder / "case.json").read_text())
+    want_path = folder / "want.json"
+    want = json.loads(want_path.read_text()) if want_path.exists() else None
+    passed, reason = judge(case, want, impl(folder / "input.vqf"))
+    return Result(cid, passed, reason)
+
+
+def run_corpus(
+    impl: Implementation, *, root: Path = CORPUS_DIR, pattern: str = "*"
+) -> list[Result]:
+    return [run_case(root, cid, impl) for cid in case_ids(root, pattern)]
+
+
+def summary(results: list[Result]) -> str:
+    passed = sum(r.passed for r in results)
+    return f"{passed} passed, {len(results) - passed} failed"

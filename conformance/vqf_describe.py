@@ -1,0 +1,58 @@
+"""The conformance description of a valid VQF file (conformance/README.md, "want.json").
+
+Every value is a string so that any language can produce it without a float or 64-bit-integer
+question: integers in decimal, float32 arch fields as the 8 lowercase hex digits of their bit
+pattern, byte strings as lowercase hex, and each tensor's payload as the SHA-256 of its raw bytes
+(vqf.md §2.2 header, §3.1 directory, §3.5 trailer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Any
+
+from weightfile.ref.vqf.read import VQFFile
+from weightfile.spec.vqf.arch import ARCH_FIELD_NAMES
+
+#: The arch fields stored as float32 (§2.2); every other arch field is an integer or array.
+FLOAT_FIELDS = frozenset({"rope_theta", "norm_eps"})
+
+
+def arch_value(name: str, value: Any) -> str | list[str]:
+    """One arch field as the protocol writes it."""
+    if name in FLOAT_FIELDS:
+        return struct.pack("<f", value)[::-1].hex()  # big-endian digits of the f32 bit pattern
+    if isinstance(value, list | tuple):
+        return [str(int(v)) for v in value]
+    return str(int(value))
+
+
+def describe_vqf(vqf: VQFFile) -> dict[str, Any]:
+    """What an implementation prints for a valid file: header, arch, directory, digests."""
+    h = vqf.header
+    return {
+        "format": "vqf",
+        "header": {
+            "layout": h.layout,
+            "version": str(h.version),
+            "flags": str(h.flags),
+            "n_tensors": str(h.n_tensors),
+            "data_offset": str(h.data_offset),
+            "file_len": str(h.file_len),
+            "fnv1a64": f"{vqf.stored_fnv():016x}",
+        },
+        "arch": {name: arch_value(name, h.arch[name]) for name in ARCH_FIELD_NAMES},
+        "tensors": [
+            {
+                "name": e.name,
+                "qtype": str(e.qtype),
+                "rows": str(e.rows),
+                "cols": str(e.cols),
+                "offset": str(e.offset),
+                "bytes": str(e.bytes),
+                "sha256": hashlib.sha256(vqf.payload(e)).hexdigest(),
+            }
+            for e in vqf.entries
+        ],
+    }

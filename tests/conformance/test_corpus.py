@@ -1,0 +1,133 @@
+"""The committed VQF conformance corpus: complete, small, drift-free, and passed by ref and fast.
+
+The built-in engines are run in-process over the whole corpus and through the real subprocess
+protocol (the adapter command) for a sample, so the command line path is exercised too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from weightfile.cli import main
+from weightfile.conformance.adapter import Answer, answer
+from weightfile.conformance.generate import CORPUS_DIR, drift
+from weightfile.conformance.runner import builtin_implementation, case_ids, run_corpus
+from weightfile.spec.errors import ERROR_CLASSES
+from weightfile.spec.vqf.rules import RULES
+
+ADAPTER = f"{sys.executable} -m weightfile.conformance.adapter"
+
+
+def test_regenerating_the_corpus_gives_identical_bytes():
+    assert drift() == []
+
+
+def test_every_vqf_file_rule_has_one_invalid_case():
+    file_rules = {r.id for r in RULES.values() if r.origin in ("loader", "strict", "feature")}
+    cases = [json.loads((CORPUS_DIR / c / "case.json").read_text()) for c in case_ids()]
+    rejected = [c["rule"] for c in cases if c["expect"] == "reject"]
+    assert sorted(rejected) == sorted(file_rules)
+    for c in cases:
+        if c["expect"] == "reject":
+            assert c["error_class"] == RULES[c["rule"]].error_class
+            assert {"rule": c["rule"], "error_class": c["error_class"]} in c["accepted"]
+            assert all(a["error_class"] in ERROR_CLASSES for a in c["accepted"])
+
+
+def test_the_manifest_lists_every_case_folder_and_the_corpus_is_small():
+    folders = {p.parent.relative_to(CORPUS_DIR).as_posix() for p in CORPUS_DIR.rglob("case.json")}
+    assert sorted(folders) == sorted(case_ids())
+    valid = [c for c in case_ids() if "/valid/" in c]
+    assert {c.split("/")[3] for c in valid} == {"current", "legacy"}
+    total = sum(p.stat().st_size for p in CORPUS_DIR.rglob("*") if p.is_file())
+    assert total < 2_000_000, total
+
+
+def _strings_only(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(_strings_only(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_strings_only(v) for v in value)
+    return isinstance(value, str)
+
+
+def test_want_json_holds_only_strings_and_covers_versions_2_and_3():
+    wants = [json.loads(p.read_text()) for p in CORPUS_DIR.rglob("want.json")]
+    assert wants and all(_strings_only(w) for w in wants)
+    assert {w["header"]["version"] for w in wants} == {"2", "3"}
+    # An independent spot check: the SHA-256 of the first tensor's bytes, sliced by hand.
+    folder = CORPUS_DIR / "vqf/v1/valid/current/v2-q4-tiled"
+    want = json.loads((folder / "want.json").read_text())
+    first = want["tensors"][0]
+    blob = (folder / "input.vqf").read_bytes()
+    start, size = int(first["offset"]), int(first["bytes"])
+    assert hashlib.sha256(blob[start : start + size]).hexdigest() == first["sha256"]
+    assert int.from_bytes(blob[:4], "little") == 0x57465146  # vqf.md §2.2 magic
+
+
+@pytest.mark.parametrize("engine", ["ref", "fast"])
+def test_builtin_engines_pass_the_whole_corpus_in_process(engine):
+    results = run_corpus(builtin_implementation(engine))
+    assert len(results) == len(case_ids()) >= 48
+    assert [r for r in results if not r.passed] == []
+
+
+@pytest.mark.parametrize("engine", ["ref", "fast"])
+def test_builtin_engines_pass_a_sample_through_the_subprocess_protocol(engine, capsys):
+    status = main(["conformance", "run", "--impl", f"{ADAPTER} --engine {engine}",
+                   "--run", "*/v1/*/[lh]e*/*"])  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0, out
+    assert out[-1].endswith(" passed, 0 failed") and int(out[-1].split()[0]) >= 10
+    assert all(line.startswith("PASS ") for line in out[:-1])
+
+
+def test_an_implementation_that_always_accepts_fails_every_invalid_case(tmp_path, capsys):
+    script = tmp_path / "always_ok.py"
+    script.write_text("import sys\nsys.exit(0)\n")
+    status = main(["conformance", "run", "--impl", f"{sys.executable} {script}",
+                   "--run", "*/invalid/header/*", "--json"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert doc["passed"] == 0 and doc["failed"] == len(doc["results"]) >= 10
+
+
+def test_a_wrong_rule_or_a_wrong_digest_is_a_fail():
+    def wrong_rule(path: Path) -> Answer:
+        got = answer(str(path), "ref")
+        if got.status == 1:
+            return Answer(1, "", got.stderr.replace("vqf.header.magic", "vqf.header.version"))
+        return got
+
+    results = {r.case: r for r in run_corpus(wrong_rule, pattern="*/header/*")}
+    assert not results["vqf/v1/invalid/header/magic"].passed
+    assert results["vqf/v1/invalid/header/version"].passed
+
+    def wrong_digest(path: Path) -> Answer:
+        got = answer(str(path), "ref")
+        return Answer(got.status, got.stdout.replace('"sha256": "', '"sha256": "0', 1), got.stderr)
+
+    [r] = run_corpus(wrong_digest, pattern="*/valid/legacy/*")
+    assert not r.passed and ".tensors[0].sha256" in r.reason
+
+
+def test_a_crash_is_a_fail(tmp_path):
+    def crash(path: Path) -> Answer:
+        return Answer(139, "", "Segmentation fault")
+
+    [r] = run_corpus(crash, pattern="*/invalid/header/magic")
+    assert not r.passed and "crashed (exit 139)" in r.reason
+
+
+def test_the_readme_documents_every_file_rule_and_error_class():
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    file_rules = [r for r in RULES.values() if r.origin in ("loader", "strict", "feature")]
+    for r in file_rules:
+        assert f"| `{r.id}` | {r.error_class} |" in readme, r.id
+    for name in ERROR_CLASSES:
+        assert f"| `{name}` |" in readme, name

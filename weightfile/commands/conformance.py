@@ -1,0 +1,70 @@
+"""`weightfile conformance run|generate`: check an implementation against the conformance corpus.
+
+    weightfile conformance run [--impl "COMMAND" | --builtin ref|fast] [--run GLOB] [--json]
+    weightfile conformance generate [--check]
+
+`run` prints one PASS/FAIL line per case and a summary `N passed, M failed`; exit 0 only when
+every case passes. `generate` rewrites the committed corpus; with --check it only compares a fresh
+generation with it and exits 1 on any drift (conformance/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("conformance", help="run or regenerate the conformance corpus")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run_p = actions.add_parser("run", help="run the corpus against an implementation")
+    who = run_p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--impl", metavar="COMMAND", help="a command; the case's input path is appended"
+    )
+    who.add_argument(
+        "--builtin", choices=("ref", "fast"), default="ref", help="a built-in implementation"
+    )
+    run_p.add_argument(
+        "--run", dest="pattern", metavar="GLOB", default="*", help="only case ids matching GLOB"
+    )
+    run_p.add_argument("--json", action="store_true", help="print the results as JSON")
+    run_p.set_defaults(run=run)
+    gen_p = actions.add_parser("generate", help="regenerate the corpus")
+    gen_p.add_argument("--check", action="store_true", help="only report drift; write nothing")
+    gen_p.set_defaults(run=generate)
+
+
+def run(args: argparse.Namespace) -> int:
+    from weightfile.conformance import runner
+
+    if args.impl:
+        impl = runner.command_implementation(args.impl)
+    else:
+        impl = runner.builtin_implementation(args.builtin)
+    results = runner.run_corpus(impl, pattern=args.pattern)
+    passed = sum(r.passed for r in results)
+    if args.json:
+        rows = [{"case": r.case, "passed": r.passed, "reason": r.reason} for r in results]
+        doc = {"results": rows, "passed": passed, "failed": len(results) - passed}
+        print(json.dumps(doc, indent=2))
+    else:
+        for r in results:
+            print(f"{'PASS' if r.passed else 'FAIL'} {r.case}  {r.reason}")
+        print(runner.summary(results))
+    return 0 if results and passed == len(results) else 1
+
+
+def generate(args: argparse.Namespace) -> int:
+    from weightfile.conformance import generate as gen
+
+    if args.check:
+        problems = gen.drift()
+        for p in problems:
+            print(p)
+        print("corpus drift" if problems else f"corpus up to date ({gen.CORPUS_DIR})")
+        return 1 if problems else 0
+    count = gen.write_corpus()
+    print(f"wrote {count} files under {gen.CORPUS_DIR}")
+    return 0
