@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 
 from weightfile.spec.errors import MalformedError
+from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC
 from weightfile.spec.vqf.constants import MAGIC_BYTES as VQF_MAGIC
-
-NINFER_MAGIC = b"NINFER\x00\x03"
-NINFER_PART_MAGIC = b"NINPRT\x00\x03"
 
 
 def sniff(path: str | os.PathLike[str]) -> str:
@@ -17,9 +15,9 @@ def sniff(path: str | os.PathLike[str]) -> str:
         head = fh.read(8)
     if head[:4] == VQF_MAGIC:
         return "vqf"
-    if head == NINFER_MAGIC:
+    if head == ENTRY_MAGIC:
         return "ninfer"
-    if head == NINFER_PART_MAGIC:
+    if head == CONTINUATION_MAGIC:
         raise MalformedError(
             "ninfer3.header.magic",
             "this is a .ninfer continuation volume; open the entry file instead",

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from weightfile.formats import sniff
+from weightfile.spec.errors import WeightfileError
 
 from ._common import add_file_argument, resolve_file
 
@@ -63,7 +64,7 @@ def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
         try:
             with open_vqf(path, check_ranges=False) as vqf:
                 covered = vqf.header.n_tensors * 64 + vqf.header.file_len - vqf.header.data_offset
-        except Exception:
+        except (WeightfileError, OSError):
             covered = 0  # the validator reports why the file cannot be opened
         bar = ProgressBar(covered, "fnv1a64")
     try:
