@@ -134,3 +134,33 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("vqf_q8_0_dequantize", "vqf_q4_0_dequantize"):
         getattr(lib, name).argtypes = (u8p, i64, f32p)
         getattr(lib, name).restype = None
+    _declare_forward(lib, f32p, i64, i32)
+
+
+class WfMatrix(ctypes.Structure):
+    """`wf_matrix` of fast/csrc/wf_kernels.h: a weight matrix in its file encoding."""
+
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("kind", ctypes.c_int32),
+        ("group_rows", ctypes.c_int32),
+        ("chunk_bytes", ctypes.c_int32),
+        ("xor_mask", ctypes.c_int32),
+    )
+
+
+def _declare_forward(lib: ctypes.CDLL, f32p: object, i64: object, i32: object) -> None:
+    """The forward-pass kernels: qmatvec.c, model_ops.c, wf_common.c."""
+    i8p = np.ctypeslib.ndpointer(np.int8, flags="C_CONTIGUOUS")
+    mat = ctypes.POINTER(WfMatrix)
+    lib.wf_simd_path.argtypes = ()
+    lib.wf_simd_path.restype = i32
+    lib.wf_quantize_activation.argtypes = (f32p, i64, i8p, f32p)  # x, n, codes, scales
+    lib.wf_quantize_activation.restype = None
+    # matrix, codes [T, cols], scales [T, cols/32], T, y [T, rows], threads
+    lib.wf_matmat_q8_activation.argtypes = (mat, i8p, f32p, i64, f32p, i32)
+    lib.wf_matmat_q8_activation.restype = None
+    lib.wf_matmat_f32.argtypes = (mat, f32p, i64, f32p, i32)  # matrix, x [T, cols], T, y, threads
+    lib.wf_matmat_f32.restype = None
