@@ -164,3 +164,13 @@ def _declare_forward(lib: ctypes.CDLL, f32p: object, i64: object, i32: object) -
     lib.wf_matmat_q8_activation.restype = None
     lib.wf_matmat_f32.argtypes = (mat, f32p, i64, f32p, i32)  # matrix, x [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
+    f32 = ctypes.c_float
+    lib.wf_rmsnorm_rows.argtypes = (f32p, i64, i64, f32p, f32, f32p)  # x, rows, n, w, eps, out
+    lib.wf_rmsnorm_rows.restype = None
+    lib.wf_swiglu.argtypes = (f32p, f32p, i64, f32p)  # gate, up, n, out
+    lib.wf_swiglu.restype = None
+    lib.wf_exp.argtypes = (f32,)
+    lib.wf_exp.restype = f32
+    # q, keys, values, positions, row stride, heads, kv heads, head_dim, scores scratch, out
+    lib.wf_attend.argtypes = (f32p, f32p, f32p, i64, i64, i64, i64, i64, f32p, f32p)
+    lib.wf_attend.restype = None
