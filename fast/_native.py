@@ -165,6 +165,8 @@ def _declare_forward(lib: ctypes.CDLL, f32p: object, i64: object, i32: object) -
     lib.wf_matmat_f32.argtypes = (mat, f32p, i64, f32p, i32)  # matrix, x [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
     f32 = ctypes.c_float
+    lib.wf_stream_read.argtypes = (ctypes.c_void_p, i64)  # benchmarks' read-bandwidth probe
+    lib.wf_stream_read.restype = ctypes.c_uint64
     lib.wf_rmsnorm_rows.argtypes = (f32p, i64, i64, f32p, f32, f32p)  # x, rows, n, w, eps, out
     lib.wf_rmsnorm_rows.restype = None
     lib.wf_swiglu.argtypes = (f32p, f32p, i64, f32p)  # gate, up, n, out

@@ -47,8 +47,8 @@ void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *sca
 
 /* Row r, block column b: the f16 scale bits and the 32 signed codes. An untiled Q8 block is
  * returned in place; everything else is unpacked into `tmp`. */
-static inline const int8_t *fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
-                                        uint16_t *d) {
+const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
+                             uint16_t *d) {
     const int64_t nb = m->cols / WF_QK;
     const int p = payload_bytes(m->kind);
     const uint8_t *scale, *src;
@@ -114,11 +114,22 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
     int8_t tmp[WF_QK];
     if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
+    int32_t *xsum8 = wf_x86_avx2() ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
+    if (xsum8 != NULL) { /* four rows at a time; the remaining rows below take the C loop */
+        for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
+            int32_t s = 0;
+            for (int j = 0; j < WF_QK; j++) s += p->xq[i * WF_QK + j];
+            xsum8[i] = 8 * s;
+        }
+        for (; r0 + 4 <= r1; r0 += 4)
+            wf_q8_activation_rows4_avx2(m, r0, p->xq, p->xd, xsum8, T, p->y);
+        free(xsum8);
+    }
     for (int64_t r = r0; r < r1; r++) {
         for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
         for (int64_t b = 0; b < nb; b++) {
             uint16_t dbits;
-            const int8_t *w = fetch_block(m, r, b, tmp, &dbits);
+            const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
             const float dw = f16[dbits];
             for (int64_t t = 0; t < T; t++) {
                 const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK);
@@ -145,7 +156,7 @@ static void row_values(const wf_matrix *m, int64_t r, float *out) {
     int8_t tmp[WF_QK];
     for (int64_t b = 0; b < m->cols / WF_QK; b++) {
         uint16_t dbits;
-        const int8_t *w = fetch_block(m, r, b, tmp, &dbits);
+        const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
         for (int j = 0; j < WF_QK; j++) out[b * WF_QK + j] = (float)w[j] * f16[dbits];
     }
 }

@@ -108,6 +108,6 @@ int32_t wf_simd_path(void) {
 #elif defined(__ARM_NEON)
     return 1;
 #else
-    return 0;
+    return wf_x86_avx2() ? 3 : 0;
 #endif
 }

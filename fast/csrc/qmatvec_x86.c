@@ -1,0 +1,132 @@
+/* The §4.1 q8_activation product with AVX2 on x86-64, chosen at run time (spec/numerics.md §4.1).
+ *
+ * The library is built for the baseline x86-64 ISA, so this file compiles its functions with
+ * target("avx2") and qmatvec.c calls them only when the CPU reports AVX2. Four rows are done at
+ * once: each block's integer dot is exact (maddubs of |w| and x·sign(w), at most 2·128·127 per
+ * int16 pair, so never saturating), and lane i of the float32 accumulator is row r+i, which
+ * performs exactly the scalar sequence acc = acc + (float)D * (d_w * d_x) in ascending blocks.
+ */
+#include "wf_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <stdlib.h>
+
+int wf_x86_avx2(void) {
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return have;
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
+ * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) - 8sum(x)). */
+AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, uint16_t *d) {
+    const int64_t nb = m->cols / WF_QK;
+    if (m->group_rows <= 1 && m->kind == WF_W_Q8) {
+        const uint8_t *p = m->data + (r * nb + b) * 34;
+        *d = (uint16_t)(p[0] | (p[1] << 8));
+        return _mm256_loadu_si256((const __m256i *)(p + 2));
+    }
+    if (m->group_rows <= 1) { /* byte j: element j in the low nibble, j + 16 in the high one */
+        const uint8_t *p = m->data + (r * nb + b) * 18;
+        *d = (uint16_t)(p[0] | (p[1] << 8));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(p + 2)), low = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+        return _mm256_set_m128i(hi, lo);
+    }
+    int8_t tmp[WF_QK];
+    const __m256i codes = _mm256_loadu_si256((const __m256i *)wf_fetch_block(m, r, b, tmp, d));
+    return m->kind == WF_W_Q8 ? codes : _mm256_add_epi8(codes, _mm256_set1_epi8(8));
+}
+
+/* Eight int32 partial sums of the block dot w·x; Q4 nibbles are unsigned already (at most
+ * 2·15·127 per int16 pair), Q8 codes go through |w| and x·sign(w). */
+AVX2 static inline __m256i partial_dot(__m256i w, __m256i x, int q4) {
+    const __m256i pairs = q4 ? _mm256_maddubs_epi16(w, x)
+                             : _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+/* D for rows r..r+3 of block b against activation codes x: four exact int32 dots. For Q4,
+ * xsum8 = 8·sum(x) of the block. */
+AVX2 static inline __m128i block_dots4(const __m256i w[4], __m256i x, int q4, int32_t xsum8) {
+    const __m256i h = _mm256_hadd_epi32(
+        _mm256_hadd_epi32(partial_dot(w[0], x, q4), partial_dot(w[1], x, q4)),
+        _mm256_hadd_epi32(partial_dot(w[2], x, q4), partial_dot(w[3], x, q4)));
+    const __m128i d = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    return q4 ? _mm_sub_epi32(d, _mm_set1_epi32(xsum8)) : d;
+}
+
+
+/* Rows r..r+3, block b: codes into w[4], f16 scales widened into a float32x4. */
+AVX2 static inline __m128 load_rows4(const wf_matrix *m, int64_t r, int64_t b, __m256i w[4],
+                                     const float *f16) {
+    uint16_t d[4];
+    for (int i = 0; i < 4; i++) w[i] = load_codes(m, r + i, b, &d[i]);
+    return _mm_set_ps(f16[d[3]], f16[d[2]], f16[d[1]], f16[d[0]]);
+}
+
+/* One token (decode): the accumulator stays in a register. */
+AVX2 static void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                                 const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    const int q4 = m->kind == WF_W_Q4;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i w[4];
+        const __m128 dw = load_rows4(m, r, b, w, f16);
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[b] : 0);
+        const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
+AVX2 void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                      const float *xd, const int32_t *xsum8, int64_t tokens,
+                                      float *y) {
+    if (tokens == 1) {
+        rows4_one_token(m, r, xq, xd, xsum8, y);
+        return;
+    }
+    const int64_t nb = m->cols / WF_QK;
+    const int q4 = m->kind == WF_W_Q4;
+    const float *f16 = wf_f16_table();
+    __m128 stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(__m128) * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i w[4];
+        const __m128 dw = load_rows4(m, r, b, w, f16);
+        for (int64_t t = 0; t < tokens; t++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + t * m->cols + b * WF_QK));
+            const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[t * nb + b] : 0);
+            const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[t * nb + b]));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) {
+        float out[4];
+        _mm_storeu_ps(out, acc[t]);
+        for (int i = 0; i < 4; i++) y[t * m->rows + r + i] = out[i];
+    }
+    if (acc != stack_acc) free(acc);
+}
+
+#else
+
+int wf_x86_avx2(void) { return 0; }
+
+void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                                 const int32_t *xsum8, int64_t tokens, float *y) {
+    (void)m, (void)r, (void)xq, (void)xd, (void)xsum8, (void)tokens, (void)y;
+}
+
+#endif
