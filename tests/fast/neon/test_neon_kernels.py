@@ -30,7 +30,6 @@ from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
 CSRC = Path(weightfile.fast.__file__).with_name("csrc")
-KERNELS = ("wf_common.c", "qmatvec.c", "model_ops.c")
 FLAGS = ("-O2", "-ffp-contract=off", "-march=armv8.2-a+dotprod", "-static", "-std=c11")
 NEON_DOTPROD = 2
 
@@ -43,12 +42,14 @@ def driver() -> Path:
             pytest.fail(f"CI needs {missing} (see .ci/run)")
         pytest.skip(f"{missing} not installed")
     out = Path(tempfile.mkdtemp()) / "driver"
-    sources = [str(Path(__file__).with_name("driver.c")), *(str(CSRC / s) for s in KERNELS)]
-    subprocess.run(
+    # every kernel source, as the library is built: the whole of fast/csrc must cross-compile
+    sources = [str(Path(__file__).with_name("driver.c")), *map(str, sorted(CSRC.glob("*.c")))]
+    built = subprocess.run(
         [CC, *FLAGS, f"-I{CSRC}", "-o", str(out), *sources, "-lm", "-lpthread"],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    assert built.returncode == 0, built.stderr
     path = subprocess.run([QEMU, str(out), "path"], capture_output=True, text=True, check=True)
     assert int(path.stdout) == NEON_DOTPROD, "the driver was not built with the NEON dotprod path"
     return out
