@@ -3,8 +3,8 @@
 The same layer-major pass as `weightfile.ref.model.decoder.Qwen3Model`, one NumPy array
 [T, width] per operation instead of a list of per-token vectors: products, norms, attention and
 SwiGLU run in the C kernels in the contract's order; RoPE and the residual adds are element-wise
-NumPy float32 operations (one rounding each, as in the reference); the RoPE tables are the
-reference's own correctly rounded tables. The trace hook receives the same names and bits.
+NumPy float32 operations (one rounding each, as in the reference); the RoPE tables are the same
+correctly rounded values (fast/model/rope.py). The trace hook receives the same names and bits.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .bind import FastLayer, FastWeights
 from .matrix import FastMatrix, kernels, quantize_activation
+from .rope import FastRopeTables
 
 
 class FastKVCache:
@@ -93,8 +94,7 @@ class FastQwen3Model:
         self.weights = weights
         self.threads = threads
         self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
-        self.rope = self.kernels.rope_tables(config.theta_f32, config.head_dim)
-        self._cos_sin: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
 
     def new_cache(self) -> FastKVCache:
         return FastKVCache(self.config.num_hidden_layers, self.config.kv_dim)
@@ -112,14 +112,8 @@ class FastQwen3Model:
         return e.data.view("<f4").reshape(vocab, d)[list(token_ids)].astype(np.float32)
 
     def cos_sin(self, pos: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """§8 cos / sin [T, 1, head_dim/2] from the reference tables, kept per MRoPE triple."""
-        rows = []
-        for p in pos:
-            key = tuple(p)
-            if key not in self._cos_sin:
-                cos, sin = self.rope.cos_sin(p, self.config.mrope_section)
-                self._cos_sin[key] = (np.array(cos, np.float32), np.array(sin, np.float32))
-            rows.append(self._cos_sin[key])
+        """§8 cos / sin [T, 1, head_dim/2] for every token's MRoPE triple."""
+        rows = [self.rope.cos_sin(p, self.config.mrope_section) for p in pos]
         return (np.stack([c for c, _ in rows])[:, None, :], np.stack([s for _, s in rows])[:, None])
 
     def rotate(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
