@@ -134,7 +134,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("vqf_q8_0_dequantize", "vqf_q4_0_dequantize"):
         getattr(lib, name).argtypes = (u8p, i64, f32p)
         getattr(lib, name).restype = None
-    _declare_forward(lib, f32p, i64, i32)
+    _declare_forward(lib, i64, i32)
 
 
 class WfMatrix(ctypes.Structure):
@@ -151,28 +151,34 @@ class WfMatrix(ctypes.Structure):
     )
 
 
-def _declare_forward(lib: ctypes.CDLL, f32p: object, i64: object, i32: object) -> None:
-    """The forward-pass kernels: qmatvec.c, model_ops.c, wf_common.c."""
-    i8p = np.ctypeslib.ndpointer(np.int8, flags="C_CONTIGUOUS")
-    mat = ctypes.POINTER(WfMatrix)
+def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
+    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
+    as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
+    ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of the
+    dtype in each comment, which they allocate themselves."""
+    p, f32 = ctypes.c_void_p, ctypes.c_float
     lib.wf_simd_path.argtypes = ()
     lib.wf_simd_path.restype = i32
-    lib.wf_quantize_activation.argtypes = (f32p, i64, i8p, f32p)  # x, n, codes, scales
+    lib.wf_quantize_activation.argtypes = (p, i64, p, p)  # x f32, n, codes i8, scales f32
     lib.wf_quantize_activation.restype = None
-    # matrix, codes [T, cols], scales [T, cols/32], T, y [T, rows], threads
-    lib.wf_matmat_q8_activation.argtypes = (mat, i8p, f32p, i64, f32p, i32)
+    # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads
+    lib.wf_matmat_q8_activation.argtypes = (p, p, p, i64, p, i32)
     lib.wf_matmat_q8_activation.restype = None
-    lib.wf_matmat_f32.argtypes = (mat, f32p, i64, f32p, i32)  # matrix, x [T, cols], T, y, threads
+    lib.wf_matmat_f32.argtypes = (p, p, i64, p, i32)  # matrix, x f32 [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
-    f32 = ctypes.c_float
-    lib.wf_stream_read.argtypes = (ctypes.c_void_p, i64)  # benchmarks' read-bandwidth probe
+    lib.wf_stream_read.argtypes = (p, i64)  # benchmarks' read-bandwidth probe
     lib.wf_stream_read.restype = ctypes.c_uint64
-    lib.wf_rmsnorm_rows.argtypes = (f32p, i64, i64, f32p, f32, f32p)  # x, rows, n, w, eps, out
+    lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)
     lib.wf_rmsnorm_rows.restype = None
-    lib.wf_swiglu.argtypes = (f32p, f32p, i64, f32p)  # gate, up, n, out
+    lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
     lib.wf_swiglu.restype = None
     lib.wf_exp.argtypes = (f32,)
     lib.wf_exp.restype = f32
-    # q, keys, values, positions, row stride, heads, kv heads, head_dim, scores scratch, out
-    lib.wf_attend.argtypes = (f32p, f32p, f32p, i64, i64, i64, i64, i64, f32p, f32p)
+    # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
+    lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend.restype = None
+
+
+def address(a: np.ndarray) -> int:
+    """The data address of an array, for the forward kernels' pointer arguments."""
+    return a.__array_interface__["data"][0]

@@ -61,8 +61,13 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
         const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
         const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
         scale = group + 2 * mm;
-        for (int j = 0; j < p; j++)
-            gathered[j] = group[2 * g + (j / k) * (k * g) + k * mm + (j % k)] ^ (uint8_t)m->xor_mask;
+        const uint8_t *row = group + 2 * g + k * mm;
+        if (k == 4) /* chunk c: k bytes at 2G + c·kG + km (fixed sizes, so memcpy is inlined) */
+            for (int c = 0; c < p / 4; c++) memcpy(gathered + 4 * c, row + c * 4 * g, 4);
+        else
+            for (int c = 0; c < p / k; c++) memcpy(gathered + c * k, row + c * k * g, (size_t)k);
+        const uint8_t mask = (uint8_t)m->xor_mask;
+        for (int j = 0; j < WF_QK; j++) gathered[j] ^= mask;
         src = gathered;
     }
     *d = (uint16_t)(scale[0] | (scale[1] << 8));

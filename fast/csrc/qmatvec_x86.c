@@ -25,7 +25,18 @@ int wf_x86_avx2(void) {
 
 /* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
  * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) - 8sum(x)). */
-AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, uint16_t *d) {
+/* Tiled layouts: where 4-byte piece i (bytes 4i..4i+3) of a row's block payload sits, in ints
+ * from the row's first chunk: chunk 4i/k, so (4i/k)·kG + 4i%k bytes (§5.6-§5.8). */
+AVX2 static __m256i tile_index(const wf_matrix *m) {
+    int idx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int k = m->chunk_bytes, g = m->group_rows;
+    if (m->group_rows > 1 && (k == 4 || k == 8))
+        for (int i = 0; i < 8; i++) idx[i] = (((4 * i) / k) * k * g + (4 * i) % k) / 4;
+    return _mm256_loadu_si256((const __m256i *)idx);
+}
+
+AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, uint16_t *d,
+                                      __m256i gidx) {
     const int64_t nb = m->cols / WF_QK;
     if (m->group_rows <= 1 && m->kind == WF_W_Q8) {
         const uint8_t *p = m->data + (r * nb + b) * 34;
@@ -36,6 +47,21 @@ AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, 
         const uint8_t *p = m->data + (r * nb + b) * 18;
         *d = (uint16_t)(p[0] | (p[1] << 8));
         const __m128i q = _mm_loadu_si128((const __m128i *)(p + 2)), low = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+        return _mm256_set_m128i(hi, lo);
+    }
+    if (m->chunk_bytes == 4 || m->chunk_bytes == 8) { /* tiled: gather row m's 4-byte pieces */
+        const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
+        const int p = m->kind == WF_W_Q8 ? WF_QK : WF_QK / 2;
+        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        *d = (uint16_t)(group[2 * mm] | (group[2 * mm + 1] << 8));
+        const int *row = (const int *)(group + 2 * g + k * mm);
+        const __m256i xor_mask = _mm256_set1_epi8((char)m->xor_mask);
+        if (m->kind == WF_W_Q8)
+            return _mm256_xor_si256(_mm256_i32gather_epi32(row, gidx, 4), xor_mask);
+        const __m128i q = _mm_xor_si128(_mm_i32gather_epi32(row, _mm256_castsi256_si128(gidx), 4),
+                                        _mm256_castsi256_si128(xor_mask));
+        const __m128i low = _mm_set1_epi8(0x0F);
         const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
         return _mm256_set_m128i(hi, lo);
     }
@@ -65,9 +91,9 @@ AVX2 static inline __m128i block_dots4(const __m256i w[4], __m256i x, int q4, in
 
 /* Rows r..r+3, block b: codes into w[4], f16 scales widened into a float32x4. */
 AVX2 static inline __m128 load_rows4(const wf_matrix *m, int64_t r, int64_t b, __m256i w[4],
-                                     const float *f16) {
+                                     const float *f16, __m256i gidx) {
     uint16_t d[4];
-    for (int i = 0; i < 4; i++) w[i] = load_codes(m, r + i, b, &d[i]);
+    for (int i = 0; i < 4; i++) w[i] = load_codes(m, r + i, b, &d[i], gidx);
     return _mm_set_ps(f16[d[3]], f16[d[2]], f16[d[1]], f16[d[0]]);
 }
 
@@ -77,10 +103,11 @@ AVX2 static void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq
     const int64_t nb = m->cols / WF_QK;
     const float *f16 = wf_f16_table();
     const int q4 = m->kind == WF_W_Q4;
+    const __m256i gidx = tile_index(m);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m256i w[4];
-        const __m128 dw = load_rows4(m, r, b, w, f16);
+        const __m128 dw = load_rows4(m, r, b, w, f16, gidx);
         const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
         const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[b] : 0);
         const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
@@ -98,13 +125,14 @@ AVX2 void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_
     }
     const int64_t nb = m->cols / WF_QK;
     const int q4 = m->kind == WF_W_Q4;
+    const __m256i gidx = tile_index(m);
     const float *f16 = wf_f16_table();
     __m128 stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(__m128) * tokens);
     if (acc == NULL) return;
     for (int64_t t = 0; t < tokens; t++) acc[t] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         __m256i w[4];
-        const __m128 dw = load_rows4(m, r, b, w, f16);
+        const __m128 dw = load_rows4(m, r, b, w, f16, gidx);
         for (int64_t t = 0; t < tokens; t++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + t * m->cols + b * WF_QK));
             const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[t * nb + b] : 0);

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from weightfile.fast._native import address
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.decoder import PositionIds, text_position_ids
 from weightfile.ref.model.trace import TraceHook
@@ -51,14 +52,16 @@ def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = weight.shape[0]
     out = np.empty_like(x)
-    kernels().wf_rmsnorm_rows(x, x.size // n, n, weight, eps, out)
+    kernels().wf_rmsnorm_rows(address(x), x.size // n, n, address(weight), eps, address(out))
     return out
 
 
 def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     """§7 silu(g) * u, element-wise."""
+    gate = np.ascontiguousarray(gate, dtype=np.float32)
+    up = np.ascontiguousarray(up, dtype=np.float32)
     out = np.empty_like(gate)
-    kernels().wf_swiglu(gate, up, gate.size, out)
+    kernels().wf_swiglu(address(gate), address(up), gate.size, address(out))
     return out
 
 
@@ -140,10 +143,11 @@ class FastQwen3Model:
         att = np.empty_like(qr)
         scores = np.empty(max(slots) + 1, dtype=np.float32)
         lib = kernels()
-        for t, cache in enumerate(caches):
+        for t, cache in enumerate(caches):  # rows of C-contiguous float32 arrays
             lib.wf_attend(
-                qr[t], cache.keys[i], cache.values[i], slots[t] + 1, c.kv_dim,
-                c.num_attention_heads, c.num_key_value_heads, c.head_dim, scores, att[t],
+                address(qr[t]), address(cache.keys[i]), address(cache.values[i]), slots[t] + 1,
+                c.kv_dim, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                address(scores), address(att[t]),
             )  # fmt: skip
         (o,) = project((lw.o_proj,), att, th)
         h = x + o

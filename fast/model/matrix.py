@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from weightfile.fast._native import NativeUnavailable, WfMatrix, library
+from weightfile.fast._native import NativeUnavailable, WfMatrix, address, library
 from weightfile.ref.codecs.vqf.common import length_error, require_shape
 from weightfile.ref.vqf.read import Entry, VQFFile
-from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.numerics.constants import QBLOCK
 from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import tensor_bytes
@@ -41,7 +41,7 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"activation length {x.shape[-1]} is not a multiple of {QBLOCK}")
     codes = np.empty(x.shape, dtype=np.int8)
     scales = np.empty((*x.shape[:-1], x.shape[-1] // QBLOCK), dtype=np.float32)
-    kernels().wf_quantize_activation(x, x.size, codes, scales)
+    kernels().wf_quantize_activation(address(x), x.size, address(codes), address(scales))
     return codes, scales
 
 
@@ -55,12 +55,24 @@ class FastMatrix:
     cols: int
     mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION
     _struct: WfMatrix = field(init=False, repr=False)
+    _address: int = field(init=False, repr=False)
+    quantized: bool = field(init=False)
 
     def __post_init__(self) -> None:
         c = CODECS[self.codec]
         kind = KINDS[c.base]
         if kind in QUANTIZED and self.cols % QBLOCK:
             raise ValueError(f"a quantized matrix needs cols % {QBLOCK} == 0, got {self.cols}")
+        require_shape(self.codec, self.rows, self.cols)
+        want = payload_size(self.codec, self.rows, self.cols)
+        if (
+            self.data.dtype != np.uint8
+            or not self.data.flags.c_contiguous
+            or self.data.size != want
+        ):
+            raise ValueError(
+                f"{self.codec} [{self.rows}, {self.cols}] needs {want} contiguous bytes"
+            )
         t = c.tiling
         self._struct = WfMatrix(
             self.data.ctypes.data,
@@ -71,6 +83,8 @@ class FastMatrix:
             t.chunk_bytes if t else 0,
             t.xor if t else 0,
         )
+        self._address = ctypes.addressof(self._struct)
+        self.quantized = kind in QUANTIZED
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -80,10 +94,6 @@ class FastMatrix:
     def nbytes(self) -> int:
         """Bytes of file encoding one product reads (the whole payload of this matrix)."""
         return int(self.data.nbytes)
-
-    @property
-    def quantized(self) -> bool:
-        return self._struct.kind in QUANTIZED
 
     def matvec(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
         """y = W x, float32 [rows], x float32 [cols]."""
@@ -96,7 +106,7 @@ class FastMatrix:
         if self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION:
             return self.matmat_codes(*quantize_activation(x), threads=threads)
         y = np.empty((x.shape[0], self.rows), dtype=np.float32)
-        kernels().wf_matmat_f32(ctypes.byref(self._struct), x, x.shape[0], y, threads)
+        kernels().wf_matmat_f32(self._address, address(x), x.shape[0], address(y), threads)
         return y
 
     def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
@@ -104,10 +114,13 @@ class FastMatrix:
         if not (self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION):
             raise ValueError(f"{self.codec} in mode {self.mode.value} takes float activations")
         self._check(codes.shape)
+        codes = np.ascontiguousarray(codes, dtype=np.int8)
+        scales = np.ascontiguousarray(scales, dtype=np.float32)
+        if scales.shape != (codes.shape[0], self.cols // QBLOCK):
+            raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
         y = np.empty((codes.shape[0], self.rows), dtype=np.float32)
-        lib = kernels()
-        lib.wf_matmat_q8_activation(
-            ctypes.byref(self._struct), codes, scales, codes.shape[0], y, threads
+        kernels().wf_matmat_q8_activation(
+            self._address, address(codes), address(scales), codes.shape[0], address(y), threads
         )
         return y
 
