@@ -97,9 +97,46 @@ AVX2 static inline __m128 load_rows4(const wf_matrix *m, int64_t r, int64_t b, _
     return _mm_set_ps(f16[d[3]], f16[d[2]], f16[d[1]], f16[d[0]]);
 }
 
+/* Untiled Q4 / Q8 rows: the 32 codes at p (Q4: nibbles n at p[j] low, p[j] high for j + 16). */
+AVX2 static inline __m256i untiled_codes(const uint8_t *p, int q4) {
+    if (!q4) return _mm256_loadu_si256((const __m256i *)p);
+    const __m128i q = _mm_loadu_si128((const __m128i *)p), low = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+}
+
+/* One token (decode) on an untiled payload, rows r..r+3: row pointers advance block by block
+ * and the accumulator stays in a register. */
+AVX2 static void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                         const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const int q4 = m->kind == WF_W_Q4;
+    const int64_t bytes = q4 ? 18 : 34;
+    const float *f16 = wf_f16_table();
+    const uint8_t *p = m->data + r * nb * bytes;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, p += bytes) {
+        __m256i w[4];
+        float dw[4];
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *blk = p + i * nb * bytes;
+            dw[i] = f16[blk[0] | (blk[1] << 8)];
+            w[i] = untiled_codes(blk + 2, q4);
+        }
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[b] : 0);
+        const __m128 s = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
 /* One token (decode): the accumulator stays in a register. */
 AVX2 static void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                  const int32_t *xsum8, float *y) {
+    if (m->group_rows <= 1) {
+        rows4_one_token_untiled(m, r, xq, xd, xsum8, y);
+        return;
+    }
     const int64_t nb = m->cols / WF_QK;
     const float *f16 = wf_f16_table();
     const int q4 = m->kind == WF_W_Q4;
