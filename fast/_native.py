@@ -180,5 +180,9 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
 
 
 def address(a: np.ndarray) -> int:
-    """The data address of an array, for the forward kernels' pointer arguments."""
-    return a.__array_interface__["data"][0]
+    """The data address of a C-contiguous array, for the forward kernels' pointer arguments
+    (through the buffer protocol when writable: a few times cheaper than `a.ctypes.data`)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data

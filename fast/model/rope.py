@@ -4,8 +4,7 @@ The contract's table values are the binary32 values nearest to cos / sin of bina
 reference evaluates every one with mpmath. Here each is first evaluated in binary64 (libm, error
 a few binary64 ulps at most) and rounded to binary32; that rounding is provably the correct one
 unless the binary64 value lies within 2**-40 (relative) of a binary32 rounding midpoint, far more
-than libm's error. Those rare values -- and exact powers of two, whose two neighbours are at
-different distances -- are handed to the reference's multi-precision evaluation instead.
+than libm's error. Those rare values are handed to the reference's multi-precision evaluation.
 """
 
 from __future__ import annotations
@@ -24,15 +23,18 @@ MIDPOINT_MARGIN = 2.0**-40
 def round_checked(
     angles: np.ndarray, f64: Callable[[np.ndarray], np.ndarray], exact: Callable
 ) -> np.ndarray:
-    """binary32 f(angle) for float32 angles: binary64 rounded once, or `exact` where unsure."""
+    """binary32 f(angle) for float32 angles: binary64 rounded once, or `exact` where unsure.
+
+    The midpoints between the rounded value and its two binary32 neighbours are exact in
+    binary64; the rounding is trusted when the binary64 value is farther than the margin from
+    both (at a power of two the two midpoints are at different distances, which this handles)."""
     wide = f64(angles.astype(np.float64))
     out = wide.astype(np.float32)
     back = out.astype(np.float64)
-    ulp = np.spacing(np.abs(out)).astype(np.float64)
-    off_midpoint = np.abs(np.abs(wide - back) - ulp / 2)
-    power_of_two = np.abs(np.frexp(out)[0]) == 0.5  # frexp's mantissa of 2**k is exactly 0.5
-    unsure = (off_midpoint <= np.abs(wide) * MIDPOINT_MARGIN) | power_of_two
-    for i in np.flatnonzero(unsure):
+    up = np.nextafter(out, np.float32(np.inf)).astype(np.float64)
+    down = np.nextafter(out, np.float32(-np.inf)).astype(np.float64)
+    near = np.minimum(np.abs(wide - (back + up) / 2), np.abs(wide - (back + down) / 2))
+    for i in np.flatnonzero(near <= np.abs(wide) * MIDPOINT_MARGIN):
         out[i] = correctly_rounded(exact, angles[i])
     return out
 
