@@ -102,6 +102,45 @@ static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
 #endif
 }
 
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+/* §4.1 for rows r..r+3 with the dotprod instructions: lane i of every vector is row r+i, so
+ * each lane performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, like the C loop. */
+static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                       int64_t tokens, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        int8_t tmp[4][WF_QK];
+        int8x16_t lo[4], hi[4];
+        float dw[4];
+        for (int i = 0; i < 4; i++) {
+            uint16_t d;
+            const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
+            dw[i] = f16[d];
+            lo[i] = vld1q_s8(w);
+            hi[i] = vld1q_s8(w + 16);
+        }
+        const float32x4_t scales = vld1q_f32(dw);
+        for (int64_t t = 0; t < tokens; t++) {
+            const int8_t *x = xq + t * m->cols + b * WF_QK;
+            const int8x16_t xl = vld1q_s8(x), xh = vld1q_s8(x + 16);
+            int32x4_t part[4];
+            for (int i = 0; i < 4; i++)
+                part[i] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo[i], xl), hi[i], xh);
+            const int32x4_t dots =
+                vpaddq_s32(vpaddq_s32(part[0], part[1]), vpaddq_s32(part[2], part[3]));
+            const float32x4_t s = vmulq_f32(scales, vdupq_n_f32(xd[t * nb + b]));
+            acc[t] = vaddq_f32(acc[t], vmulq_f32(vcvtq_f32_s32(dots), s));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) vst1q_f32(y + t * m->rows + r, acc[t]);
+    if (acc != stack_acc) free(acc);
+}
+#endif
+
 typedef struct {
     const wf_matrix *m;
     const int8_t *xq;  /* [T, cols] activation codes (§4.1) */
@@ -130,6 +169,9 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
             wf_q8_activation_rows4_avx2(m, r0, p->xq, p->xd, xsum8, T, p->y);
         free(xsum8);
     }
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    for (; r0 + 4 <= r1; r0 += 4) rows4_neon(m, r0, p->xq, p->xd, T, p->y);
+#endif
     for (int64_t r = r0; r < r1; r++) {
         for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
         for (int64_t b = 0; b < nb; b++) {
