@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 
 import numpy as np
 from machine import describe_machine
@@ -31,16 +30,6 @@ from weightfile.ref.vqf.read import open_vqf
 ROWS, COLS = 2048, 6144
 BLOCK_BYTES = {"q4_0": 18, "q8_0": 34}
 LLC_MULTIPLE_BYTES = 128 * 2**20  # more than any last-level cache this runs on
-
-
-def best_seconds(fn: Callable[[], object], repeat: int) -> float:
-    """Best wall time of `repeat` calls (the least disturbed run on a shared machine)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 class ReadProbe:
@@ -83,7 +72,9 @@ def matvec_bandwidth(codec: str, threads: int, repeat: int, probe: ReadProbe) ->
     best = 0.0
     for _ in range(repeat):
         probe.measure()
-        best = max(best, sum(m.nbytes for m in mats) / best_seconds(sweep, 1))
+        t0 = time.perf_counter()
+        sweep()
+        best = max(best, sum(m.nbytes for m in mats) / (time.perf_counter() - t0))
     return best
 
 

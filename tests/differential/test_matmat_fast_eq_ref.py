@@ -14,9 +14,9 @@ from strategies.weights import (
     DENSE_LAYOUTS,
     QUANT_LAYOUTS,
     activations,
-    layout_shapes,
     quant_payload,
     quant_words,
+    quantized_cases,
 )
 
 from weightfile.fast.model.matrix import FastMatrix
@@ -39,16 +39,14 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("layout", sorted(QUANT_LAYOUTS))
-@settings(max_examples=8)
-@given(data=st.data(), seed=st.integers(0, 2**32 - 1), mode=st.sampled_from(MODES))
-def test_quantized_product_equals_ref(layout: str, data, seed: int, mode) -> None:
-    rows, cols = data.draw(layout_shapes(layout))
-    tokens = data.draw(st.integers(1, 3))
-    rng = np.random.default_rng(seed)
-    words = quant_words(rng, layout, rows, cols)
-    payload = np.frombuffer(quant_payload(layout, words), dtype=np.uint8)
-    x = activations(rng, tokens, cols)
+@settings(max_examples=6)
+@given(data=st.data())
+def test_quantized_product_equals_ref(layout: str, mode, data) -> None:
+    words, raw, x = data.draw(quantized_cases(layout))
+    rows, cols = words.shape
+    payload = np.frombuffer(raw, dtype=np.uint8)
     fast = FastMatrix(layout, payload, rows, cols, mode)
     want = ref_product(words, x, mode)
     for threads in (1, 3):

@@ -65,3 +65,13 @@ def activations(rng: np.random.Generator, tokens: int, n: int) -> np.ndarray:
     if n >= 32 and rng.random() < 0.3:
         x[:, :32] = 0.0
     return x
+
+
+@st.composite
+def quantized_cases(draw: st.DrawFn, layout: str) -> tuple[QuantMatrix, bytes, np.ndarray]:
+    """(logical words, the layout's payload holding them, activations float32 [1-3, cols])."""
+    rows, cols = draw(layout_shapes(layout))
+    tokens = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    words = quant_words(rng, layout, rows, cols)
+    return words, quant_payload(layout, words), activations(rng, tokens, cols)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.weights import QUANT_LAYOUTS, activations, layout_shapes, quant_payload, quant_words
+from strategies.weights import QUANT_LAYOUTS, quantized_cases
 
 import weightfile.fast
 from weightfile.fast.model.matrix import KINDS
@@ -85,14 +85,11 @@ def f32s(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarra
 @pytest.mark.parametrize("mode", list(QuantizedMatmul))
 @pytest.mark.parametrize("layout", sorted(QUANT_LAYOUTS))
 @settings(max_examples=4)
-@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
-def test_quantized_products_under_neon(driver: Path, layout: str, mode, data, seed: int) -> None:
-    rows, cols = data.draw(layout_shapes(layout))
-    tokens = data.draw(st.integers(1, 3))
-    rng = np.random.default_rng(seed)
-    words = quant_words(rng, layout, rows, cols)
-    payload = quant_payload(layout, words)
-    x = activations(rng, tokens, cols)
+@given(data=st.data())
+def test_quantized_products_under_neon(driver: Path, layout: str, mode, data) -> None:
+    words, payload, x = data.draw(quantized_cases(layout))
+    rows, cols = words.shape
+    tokens = len(x)
     t = CODECS[layout].tiling
     geometry = [t.group_rows, t.chunk_bytes, t.xor] if t else [1, 0, 0]
     op = "q8act" if mode is QuantizedMatmul.Q8_ACTIVATION else "f32"
