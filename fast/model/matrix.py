@@ -24,6 +24,9 @@ from weightfile.spec.vqf.qtypes import tensor_bytes
 #: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk (§5.4, §5.5).
 KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
 QUANTIZED = (0, 1)
+#: Below this many weight elements x tokens a product runs on one thread: starting threads would
+#: cost more than they save. Any count gives the same bits, so this is only about speed.
+MIN_ELEMENTS_PER_THREAD = 1 << 17
 
 
 def kernels() -> ctypes.CDLL:
@@ -106,6 +109,7 @@ class FastMatrix:
         if self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION:
             return self.matmat_codes(*quantize_activation(x), threads=threads)
         y = np.empty((x.shape[0], self.rows), dtype=np.float32)
+        threads = self._threads(threads, x.shape[0])
         kernels().wf_matmat_f32(self._address, address(x), x.shape[0], address(y), threads)
         return y
 
@@ -119,10 +123,16 @@ class FastMatrix:
         if scales.shape != (codes.shape[0], self.cols // QBLOCK):
             raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
         y = np.empty((codes.shape[0], self.rows), dtype=np.float32)
+        threads = self._threads(threads, codes.shape[0])
         kernels().wf_matmat_q8_activation(
             self._address, address(codes), address(scales), codes.shape[0], address(y), threads
         )
         return y
+
+    def _threads(self, asked: int, tokens: int) -> int:
+        """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of work."""
+        work = self.rows * self.cols * tokens
+        return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
 
     def _check(self, shape: tuple[int, ...]) -> None:
         if len(shape) != 2 or shape[1] != self.cols:

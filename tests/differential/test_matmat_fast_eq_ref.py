@@ -19,6 +19,7 @@ from strategies.weights import (
     quantized_cases,
 )
 
+from weightfile.fast.model import matrix
 from weightfile.fast.model.matrix import FastMatrix
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
@@ -32,6 +33,16 @@ def ref_product(m, x: np.ndarray, mode: QuantizedMatmul) -> np.ndarray:
     return np.array([k.matvec(m, list(row)) for row in x], dtype=np.float32).reshape(
         len(x), m.shape[0]
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def threads_on_tiny_matrices():
+    """Let the tiny test matrices really use the threads asked for (production skips threads
+    below a work size, which would leave the multi-thread path untested here)."""
+    saved = matrix.MIN_ELEMENTS_PER_THREAD
+    matrix.MIN_ELEMENTS_PER_THREAD = 1
+    yield
+    matrix.MIN_ELEMENTS_PER_THREAD = saved
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
