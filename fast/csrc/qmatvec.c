@@ -165,8 +165,7 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
             for (int j = 0; j < WF_QK; j++) s += p->xq[i * WF_QK + j];
             xsum8[i] = 8 * s;
         }
-        for (; r0 + 4 <= r1; r0 += 4)
-            wf_q8_activation_rows4_avx2(m, r0, p->xq, p->xd, xsum8, T, p->y);
+        r0 = wf_q8_activation_rows_avx2(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
         free(xsum8);
     }
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)

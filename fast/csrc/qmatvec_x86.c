@@ -109,7 +109,7 @@ AVX2 static inline __m256i untiled_codes(const uint8_t *p, int q4) {
  * of both blocks and its high nibbles elements 16-31; one hadd tree then yields the eight
  * D (4 rows x 2 blocks). Lane i of the float32 accumulator is row r+i and adds block b's
  * product before block b+1's, the contract's ascending order. Returns the blocks it did. */
-AVX2 static int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const int8_t *xq,
+AVX2 static inline int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, __m128 *acc_out) {
     const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
     const float *f16 = wf_f16_table();
@@ -153,7 +153,7 @@ AVX2 static int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const int8_t *
 
 /* One token (decode) on an untiled payload, rows r..r+3: row pointers advance block by block
  * and the accumulator stays in a register. */
-AVX2 static void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
+AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
                                          const float *xd, const int32_t *xsum8, float *y) {
     const int64_t nb = m->cols / WF_QK;
     const int q4 = m->kind == WF_W_Q4;
@@ -179,7 +179,7 @@ AVX2 static void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const in
 }
 
 /* One token (decode): the accumulator stays in a register. */
-AVX2 static void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                  const int32_t *xsum8, float *y) {
     if (m->group_rows <= 1) {
         rows4_one_token_untiled(m, r, xq, xd, xsum8, y);
@@ -201,9 +201,8 @@ AVX2 static void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq
     _mm_storeu_ps(y + r, acc);
 }
 
-AVX2 void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_t *xq,
-                                      const float *xd, const int32_t *xsum8, int64_t tokens,
-                                      float *y) {
+AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                       const int32_t *xsum8, int64_t tokens, float *y) {
     if (tokens == 1) {
         rows4_one_token(m, r, xq, xd, xsum8, y);
         return;
@@ -233,13 +232,23 @@ AVX2 void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_
     if (acc != stack_acc) free(acc);
 }
 
+/* Rows r0.. in whole groups of four (as many as fit before r1); returns the first row left. */
+AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1,
+                                        const int8_t *xq, const float *xd, const int32_t *xsum8,
+                                        int64_t tokens, float *y) {
+    for (; r0 + 4 <= r1; r0 += 4) rows4(m, r0, xq, xd, xsum8, tokens, y);
+    return r0;
+}
+
 #else
 
 int wf_x86_avx2(void) { return 0; }
 
-void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
-                                 const int32_t *xsum8, int64_t tokens, float *y) {
-    (void)m, (void)r, (void)xq, (void)xd, (void)xsum8, (void)tokens, (void)y;
+int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
+                                   const float *xd, const int32_t *xsum8, int64_t tokens,
+                                   float *y) {
+    (void)m, (void)r1, (void)xq, (void)xd, (void)xsum8, (void)tokens, (void)y;
+    return r0;
 }
 
 #endif

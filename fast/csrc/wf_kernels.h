@@ -45,10 +45,12 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* x86-64: 1 when the CPU has AVX2 (qmatvec_x86.c), and its §4.1 kernel for rows r..r+3. */
+/* x86-64: 1 when the CPU has AVX2 (qmatvec_x86.c), and its §4.1 kernel for the whole groups of
+ * four rows in [r0, r1); returns the first row it left to the caller. */
 int wf_x86_avx2(void);
-void wf_q8_activation_rows4_avx2(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
-                                 const int32_t *xsum8, int64_t tokens, float *y);
+int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
+                                   const float *xd, const int32_t *xsum8, int64_t tokens,
+                                   float *y);
 
 /* 0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2 (the path the kernels take here). */
 int32_t wf_simd_path(void);
