@@ -118,6 +118,8 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
         float dw[4];
         for (int i = 0; i < 4; i++) {
             uint16_t d;
+            if (m->group_rows <= 1) /* the same block of the next four rows, as on x86 */
+                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 + payload_bytes(m->kind)));
             const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
             dw[i] = f16[d];
             lo[i] = vld1q_s8(w);
