@@ -6,6 +6,7 @@
  * level; the portable loop is written lane-wise so that GCC turns it into the same 8-wide adds.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,42 +65,97 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
     return wf_combine_lanes(l);
 }
 
-typedef struct {
+/* A persistent pool of row workers: a decode step makes hundreds of products, and starting
+ * threads for each cost more than the products themselves. One call runs at a time (`busy`);
+ * worker i runs part i + 1 of each call, the caller part 0. Rows are independent (the contract
+ * fixes the order inside a row), so any split gives the same bits. */
+enum { MAX_THREADS = 64 };
+
+static struct {
+    pthread_mutex_t busy, mu;
+    pthread_cond_t go, done;
+    int workers;           /* threads started so far */
+    unsigned long long generation;
+    int pending;           /* parts of the current call not finished */
     wf_range_fn fn;
     void *ctx;
-    int64_t begin, end;
-} range_job;
+    int64_t n;
+    int32_t parts;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0};
 
-static void *run_range(void *arg) {
-    range_job *job = arg;
-    job->fn(job->ctx, job->begin, job->end);
+static void run_part(wf_range_fn fn, void *ctx, int64_t n, int32_t parts, int32_t i) {
+    fn(ctx, n * i / parts, n * (i + 1) / parts);
+}
+
+static void *worker(void *arg) {
+    const int32_t part = (int32_t)(intptr_t)arg;
+    /* A worker is started by the call that first needs it, before that call's generation is
+     * published (generations count from 1), so "nothing seen yet" makes it join that call. */
+    unsigned long long seen = 0;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.go, &pool.mu);
+        seen = pool.generation;
+        if (part >= pool.parts) continue; /* this call needs fewer workers */
+        wf_range_fn fn = pool.fn;
+        void *ctx = pool.ctx;
+        const int64_t n = pool.n;
+        const int32_t parts = pool.parts;
+        pthread_mutex_unlock(&pool.mu);
+        run_part(fn, ctx, n, parts, part);
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+    }
     return NULL;
 }
 
-/* Rows are independent (the contract fixes the order inside a row), so any split gives the same
- * bits; the caller's thread takes the first part. A failed pthread_create runs its part inline. */
+/* A forked child has none of the parent's workers (and maybe a held lock): start afresh. */
+static void pool_after_fork(void) {
+    pthread_mutex_init(&pool.busy, NULL);
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.go, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.workers = 0;
+    pool.pending = 0;
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
+
+/* Start workers until `want` exist (called with pool.mu held); returns how many exist. */
+static int ensure_workers(int want) {
+    pthread_once(&fork_once, register_fork_handler);
+    while (pool.workers < want) {
+        pthread_t tid;
+        if (pthread_create(&tid, NULL, worker, (void *)(intptr_t)(pool.workers + 1)) != 0) break;
+        pthread_detach(tid);
+        pool.workers++;
+    }
+    return pool.workers;
+}
+
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
-    if (threads > 64) threads = 64;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((int64_t)threads > n) threads = (int32_t)n;
     if (threads <= 1) {
         fn(ctx, 0, n);
         return;
     }
-    range_job jobs[64];
-    pthread_t tids[64];
-    int started[64] = {0};
-    for (int32_t t = 0; t < threads; t++) {
-        jobs[t] = (range_job){fn, ctx, n * t / threads, n * (t + 1) / threads};
-    }
-    for (int32_t t = 1; t < threads; t++)
-        started[t] = pthread_create(&tids[t], NULL, run_range, &jobs[t]) == 0;
-    run_range(&jobs[0]);
-    for (int32_t t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(tids[t], NULL);
-        else
-            run_range(&jobs[t]);
-    }
+    pthread_mutex_lock(&pool.busy);
+    pthread_mutex_lock(&pool.mu);
+    const int workers = ensure_workers(threads - 1);
+    const int32_t parts = workers + 1 < threads ? workers + 1 : threads;
+    pool.fn = fn, pool.ctx = ctx, pool.n = n, pool.parts = parts;
+    pool.pending = parts - 1;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.go);
+    pthread_mutex_unlock(&pool.mu);
+    run_part(fn, ctx, n, parts, 0);
+    pthread_mutex_lock(&pool.mu);
+    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool.busy);
 }
 
 int32_t wf_simd_path(void) {
