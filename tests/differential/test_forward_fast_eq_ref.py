@@ -17,24 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.tiny_vqf import ModelSpec, model_specs, write_model_file
+from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
-from weightfile.fast.model import matrix, open_model
+from weightfile.fast.model import open_model
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.model.trace import TraceRecorder
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import WeightfileError
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
-
-
-@pytest.fixture(scope="module", autouse=True)
-def threads_on_tiny_matrices():
-    """Let the tiny test matrices really use the threads asked for (production skips threads
-    below a work size, which would leave the multi-thread path untested here)."""
-    saved = matrix.MIN_ELEMENTS_PER_THREAD
-    matrix.MIN_ELEMENTS_PER_THREAD = 1
-    yield
-    matrix.MIN_ELEMENTS_PER_THREAD = saved
 
 
 def assert_same_bits(name: str, got: np.ndarray, want: np.ndarray) -> None:

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.weights import (
+from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fixture)
     DENSE_LAYOUTS,
     QUANT_LAYOUTS,
     activations,
     quant_payload,
     quant_words,
     quantized_cases,
+    threads_on_tiny_matrices,
 )
 
-from weightfile.fast.model import matrix
 from weightfile.fast.model.matrix import FastMatrix
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
@@ -33,16 +33,6 @@ def ref_product(m, x: np.ndarray, mode: QuantizedMatmul) -> np.ndarray:
     return np.array([k.matvec(m, list(row)) for row in x], dtype=np.float32).reshape(
         len(x), m.shape[0]
     )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def threads_on_tiny_matrices():
-    """Let the tiny test matrices really use the threads asked for (production skips threads
-    below a work size, which would leave the multi-thread path untested here)."""
-    saved = matrix.MIN_ELEMENTS_PER_THREAD
-    matrix.MIN_ELEMENTS_PER_THREAD = 1
-    yield
-    matrix.MIN_ELEMENTS_PER_THREAD = saved
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:

@@ -8,10 +8,12 @@ same words the reference decodes back (vqf.md §5.3-§5.8).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from strategies.model import legacy_block_bytes
 from weightfile.fast.codecs.vqf.tiling import tile
+from weightfile.fast.model import matrix
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.spec.codecs.vqf.registry import CODECS
 
@@ -75,3 +77,13 @@ def quantized_cases(draw: st.DrawFn, layout: str) -> tuple[QuantMatrix, bytes, n
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     words = quant_words(rng, layout, rows, cols)
     return words, quant_payload(layout, words), activations(rng, tokens, cols)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def threads_on_tiny_matrices():
+    """Import into a test module to let its tiny matrices really use the threads asked for
+    (production skips threads below a work size, which would leave that path untested)."""
+    saved = matrix.MIN_ELEMENTS_PER_THREAD
+    matrix.MIN_ELEMENTS_PER_THREAD = 1
+    yield
+    matrix.MIN_ELEMENTS_PER_THREAD = saved
