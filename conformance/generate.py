@@ -24,14 +24,15 @@ from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 from weightfile.spec.vqf.rules import RULES
 
+from . import codec_cases, ninfer3_cases
 from .vqf_describe import describe_vqf
 from .vqf_mutations import CASES, RULE_ARCH, write_base
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
-GENERATOR_VERSION = "1"
-CORPUS_VERSION = "v1"
+GENERATOR_VERSION = "2"
+CORPUS_VERSION = "v1"  # the VQF corpus
+NINFER3_VERSION = "v1"
 CORPUS_DIR = Path(__file__).with_name("corpus")
-MANIFEST_NAME = f"files-vqf-{CORPUS_VERSION}"
 TILED = VQFFlag.Q8_8X8 | VQFFlag.Q4_4X4
 MOE_ARCH: dict[str, Any] = {**RULE_ARCH, "n_experts": 2, "moe_ffn": 32, "top_k": 1}
 
@@ -70,12 +71,12 @@ def _json(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=True) + "\n").encode()
 
 
-def _case_id(kind: str, topic: str, name: str) -> str:
-    return f"vqf/{CORPUS_VERSION}/{kind}/{topic}/{name}"
+#: (case id, case.json fields beyond the common ones, input files, want.json or None)
+Case = tuple[str, dict[str, Any], dict[str, bytes], Any]
 
 
-def valid_cases(scratch: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """(case id, {file name: bytes}) of every valid case."""
+def vqf_valid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """Every valid VQF case."""
     for case in VALID:
         path = case.write(scratch / f"{case.topic}-{case.name}.vqf")
         found = validate(path, checksum=True)
@@ -83,17 +84,17 @@ def valid_cases(scratch: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
             raise RuntimeError(f"valid case {case.name} is invalid: {[str(v) for v in found]}")
         with open_vqf(path) as vqf:
             want = describe_vqf(vqf)
-        cid = _case_id("valid", case.topic, case.name)
-        meta = {"id": cid, "format": "vqf", "kind": "container", "expect": "accept",
-                "description": case.meaning, "generator": GENERATOR_VERSION}  # fmt: skip
+        meta = {"expect": "accept", "input": "input.vqf", "description": case.meaning}
         yield (
-            cid,
-            {"input.vqf": path.read_bytes(), "case.json": _json(meta), "want.json": _json(want)},
+            f"{prefix}/valid/{case.topic}/{case.name}",
+            meta,
+            {"input.vqf": path.read_bytes()},
+            want,
         )
 
 
-def invalid_cases(scratch: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """(case id, {file name: bytes}) of one invalid case per VQF file rule."""
+def vqf_invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """One invalid case per VQF file rule."""
     for rule_id in sorted(CASES):
         mutate, broken = CASES[rule_id]
         path = write_base(scratch / f"{rule_id}.vqf")
@@ -104,26 +105,48 @@ def invalid_cases(scratch: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
             raise RuntimeError(f"case {rule_id} breaks {sorted(found)}, not {sorted(expected)}")
         rule = RULES[rule_id]
         _, topic, name = rule_id.split(".")
-        cid = _case_id("invalid", topic, name)
         accepted = [{"rule": r, "error_class": RULES[r].error_class} for r in sorted(expected)]
-        meta = {"id": cid, "format": "vqf", "kind": "container", "expect": "reject",
-                "rule": rule_id, "error_class": rule.error_class, "accepted": accepted,
-                "origin": rule.origin, "section": rule.section, "description": rule.meaning,
-                "generator": GENERATOR_VERSION}  # fmt: skip
-        yield cid, {"input.vqf": path.read_bytes(), "case.json": _json(meta)}
+        meta = {"expect": "reject", "input": "input.vqf", "rule": rule_id,
+                "error_class": rule.error_class, "accepted": accepted, "origin": rule.origin,
+                "section": rule.section, "description": rule.meaning}  # fmt: skip
+        yield f"{prefix}/invalid/{topic}/{name}", meta, {"input.vqf": path.read_bytes()}, None
+
+
+#: (format, corpus version, kind, case source) in manifest order.
+SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...] = (
+    ("vqf", CORPUS_VERSION, "container", vqf_valid_cases),
+    ("vqf", CORPUS_VERSION, "container", vqf_invalid_cases),
+    ("ninfer3", NINFER3_VERSION, "container", ninfer3_cases.valid_cases),
+    ("ninfer3", NINFER3_VERSION, "container", ninfer3_cases.invalid_cases),
+    ("vqf", CORPUS_VERSION, "codec", lambda _, prefix: codec_cases.corpus_cases("vqf", prefix)),
+    ("ninfer3", NINFER3_VERSION, "codec",
+     lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
+)  # fmt: skip
 
 
 def corpus_files() -> dict[str, bytes]:
     """Every file of the corpus, by path relative to the corpus directory."""
     files: dict[str, bytes] = {}
-    ids: list[str] = []
+    manifests: dict[str, list[str]] = {}
+    versions: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for cid, parts in [*valid_cases(Path(tmp)), *invalid_cases(Path(tmp))]:
-            ids.append(cid)
-            for name, blob in parts.items():
-                files[f"{cid}/{name}"] = blob
-    files[MANIFEST_NAME] = "".join(f"{cid}\n" for cid in ids).encode()
-    files["VERSION"] = f"vqf {CORPUS_VERSION}\ngenerator {GENERATOR_VERSION}\n".encode()
+        for n, (fmt, version, kind, source) in enumerate(SOURCES):
+            scratch = Path(tmp) / str(n)
+            scratch.mkdir()
+            versions[fmt] = version
+            for cid, fields, parts, want in source(scratch, f"{fmt}/{version}"):
+                manifests.setdefault(f"files-{fmt}-{version}", []).append(cid)
+                meta = {"id": cid, "format": fmt, "kind": kind, **fields,
+                        "generator": GENERATOR_VERSION}  # fmt: skip
+                files[f"{cid}/case.json"] = _json(meta)
+                if want is not None:
+                    files[f"{cid}/want.json"] = _json(want)
+                for name, blob in parts.items():
+                    files[f"{cid}/{name}"] = blob
+    for name, ids in manifests.items():
+        files[name] = "".join(f"{cid}\n" for cid in ids).encode()
+    lines = [f"{fmt} {version}" for fmt, version in versions.items()]
+    files["VERSION"] = "\n".join([*lines, f"generator {GENERATOR_VERSION}", ""]).encode()
     return files
 
 

@@ -1,9 +1,11 @@
 """Run the corpus against an implementation and judge each answer (conformance/README.md).
 
-An implementation is either a command (`--impl "COMMAND"`: run as COMMAND + [input path]) or a
-built-in engine answered in-process. A valid case passes when the command exits 0 and stdout is
-JSON equal to want.json; an invalid case passes when it exits 1 and the first stderr line is
-`ErrorClass: rule-id: message` with a (class, rule) pair the case accepts. Anything else fails.
+An implementation is either a command (`--impl "COMMAND"`: run as COMMAND + [KIND, PATH], and
+asked `COMMAND kinds` once for the case kinds it answers) or a built-in engine answered
+in-process. Cases of a kind the implementation does not declare are skipped, not failed. A
+valid case passes when the command exits 0 and stdout is JSON equal to want.json; an invalid
+case passes when it exits 1 and the first stderr line is `ErrorClass: rule-id: message` with a
+(class, rule) pair the case accepts. Anything else fails.
 """
 
 from __future__ import annotations
@@ -18,14 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .adapter import Answer, answer
+from .adapter import Answer, answer, supported_kinds
 from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
 REJECTION = re.compile(r"^([A-Za-z]+): ([a-z0-9_.]+): ")
 TIMEOUT_SECONDS = 60.0
 
-Implementation = Callable[[Path], Answer]
+
+@dataclass(frozen=True, slots=True)
+class Implementation:
+    """What answers cases: `ask(kind, path)`, and the case kinds it declares."""
+
+    ask: Callable[[str, Path], Answer]
+    kinds: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +41,7 @@ class Result:
     case: str
     passed: bool
     reason: str
+    skipped: bool = False
 
 
 def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
@@ -44,24 +53,39 @@ def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
 
 
 def command_implementation(command: str) -> Implementation:
-    """Run `command` with the input path appended, as the protocol describes."""
+    """Run `command` with the case kind and input path appended, as the protocol describes."""
     argv = shlex.split(command)
 
-    def run(path: Path) -> Answer:
+    def run(*args: str) -> Answer:
         try:
             done = subprocess.run(
-                [*argv, str(path)], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
+                [*argv, *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
             )
         except subprocess.TimeoutExpired:
             return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    return run
+    return Implementation(lambda kind, path: run(kind, str(path)), declared_kinds(run("kinds")))
+
+
+def declared_kinds(reply: Answer) -> frozenset[str]:
+    """The kinds a command declares: `{"kinds": [...]}` on stdout and exit 0."""
+    try:
+        doc = json.loads(reply.stdout) if reply.status == 0 else None
+    except json.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("kinds"), list):
+        raise ValueError(
+            'the implementation did not answer `kinds` with {"kinds": [...]} and exit 0 '
+            f"(exit {reply.status}, stdout {reply.stdout[:80]!r})"
+        )
+    return frozenset(str(k) for k in doc["kinds"])
 
 
 def builtin_implementation(engine: str) -> Implementation:
     """The ref or fast engine answered in-process (the same code the adapter command runs)."""
-    return lambda path: answer(str(path), engine)
+    kinds = frozenset(supported_kinds(engine))
+    return Implementation(lambda kind, path: answer(kind, str(path), engine), kinds)
 
 
 def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:
@@ -102,12 +126,21 @@ def first_difference(want: Any, got: Any, where: str = "") -> str:
     return f"{where or '.'}: want {json.dumps(want)[:80]}, got {json.dumps(got)[:80]}"
 
 
+def case_kind(case: dict[str, Any]) -> str:
+    """`<format>-<kind>`, e.g. `vqf-container` (README, "Case kinds")."""
+    return f"{case['format']}-{case['kind']}"
+
+
 def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     folder = root / cid
     case = json.loads((folder / "case.json").read_text())
+    kind = case_kind(case)
+    if kind not in impl.kinds:
+        return Result(cid, False, f"skipped: {kind} not declared", skipped=True)
     want_path = folder / "want.json"
     want = json.loads(want_path.read_text()) if want_path.exists() else None
-    passed, reason = judge(case, want, impl(folder / "input.vqf"))
+    target = folder / case["input"] if "input" in case else folder
+    passed, reason = judge(case, want, impl.ask(kind, target))
     return Result(cid, passed, reason)
 
 
@@ -119,4 +152,5 @@ def run_corpus(
 
 def summary(results: list[Result]) -> str:
     passed = sum(r.passed for r in results)
-    return f"{passed} passed, {len(results) - passed} failed"
+    skipped = sum(r.skipped for r in results)
+    return f"{passed} passed, {len(results) - passed - skipped} failed, {skipped} skipped"
