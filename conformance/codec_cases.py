@@ -23,6 +23,7 @@ from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
 from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
 
 from .codec_vectors import partial, special_blocks, special_floats
+from .spec_numbers import f32s, spec_66_input
 
 FLOAT_VQF = ("f32", "f16")
 FLOAT_NINFER3 = ("bf16", "fp32")
@@ -104,6 +105,8 @@ def vqf_cases() -> Iterator[CodecCase]:
             yield CodecCase("vqf", name, "special", spec, (1, 64), special_floats())
         else:
             yield CodecCase("vqf", name, "special", spec, (8, 32), special_blocks())
+        if name in ("q8_0", "q4_0"):
+            yield CodecCase("vqf", name, "spec-6-6", spec, (1, 32), spec_66_input())
         if codec.row_group == 1:
             yield CodecCase("vqf", name, "partial-block", spec, (1, 40), partial(3, 40))
             yield CodecCase("vqf", name, "partial-group", spec, (3, 96), partial(4, 288))
@@ -162,6 +165,9 @@ def ninfer3_cases() -> Iterator[CodecCase]:
             yield CodecCase("ninfer3", topic, "words-extremes", spec, (2, 200), None, words)
         else:
             yield CodecCase("ninfer3", topic, "special", spec, (2, 128), special_blocks())
+            if fmt == "fp8_e4m3fn_row_bf16":
+                rows = [1.0, -2.0, 0.30078125, -1e-6, 448.0, 1.0, 0.0, 0.0]
+                yield CodecCase("ninfer3", topic, "spec-3-7", spec, (2, 4), f32s(*rows))
             yield CodecCase("ninfer3", topic, "partial-group", spec, (3, 130), partial(7, 390))
             if isinstance(info, GroupedFormat):
                 words = grouped_extremes(info, (2, 130))
@@ -203,6 +209,8 @@ DESCRIPTIONS = {
     "two-groups": "two row groups of a tiled layout, blocks of varied magnitude",
     "rank-3": "a rank-3 tensor of seeded values",
     "extremes": "int32 extremes and small values",
+    "spec-6-6": "vqf.md §6.6: x_i = f32((i - 12) * 0.1), i = 0..31",
+    "spec-3-7": "ninfer-v3.md §3.7: rows [1, -2, 0.30078125, -1e-6] and [448, 1, 0, 0]",
     "every-byte": "the bytes 0x00..0xFF",
     "words": "imported words: every code, scales across the domain, divisor 0.5",
     "words-extremes": "imported words: every legal code, scales 0x0001..0x7BFF",

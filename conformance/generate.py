@@ -24,7 +24,7 @@ from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 from weightfile.spec.vqf.rules import RULES
 
-from . import codec_cases, ninfer3_cases
+from . import codec_cases, ninfer3_cases, spec_numbers
 from .vqf_describe import describe_vqf
 from .vqf_mutations import CASES, RULE_ARCH, write_base
 
@@ -143,6 +143,9 @@ def corpus_files() -> dict[str, bytes]:
                     files[f"{cid}/want.json"] = _json(want)
                 for name, blob in parts.items():
                     files[f"{cid}/{name}"] = blob
+    problems = spec_numbers.check_all(files)
+    if problems:
+        raise RuntimeError("the corpus disagrees with the spec: " + "; ".join(problems))
     for name, ids in manifests.items():
         files[name] = "".join(f"{cid}\n" for cid in ids).encode()
     lines = [f"{fmt} {version}" for fmt, version in versions.items()]

@@ -179,3 +179,16 @@ def test_the_readme_documents_every_file_rule_and_error_class():
         assert f"| `{r.id}` | {r.error_class} |" in readme, r.id
     for name in ERROR_CLASSES:
         assert f"| `{name}` |" in readme, name
+
+
+def test_every_spec_number_check_holds_and_can_fail():
+    from weightfile.conformance.generate import corpus_files
+    from weightfile.conformance.spec_numbers import CHECKS, check_all
+
+    files = corpus_files()
+    assert check_all(files) == []
+    tiny = "ninfer3/v1/valid/single/tiny/model.ninfer"
+    broken = dict(files) | {tiny: files[tiny][:-1] + b"j"}  # "hellj"
+    assert [p for p in check_all(broken) if "§1.9 tiny" in p]
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name, _ in CHECKS)
