@@ -26,12 +26,14 @@ from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import Violation, WeightfileError
 
 from .codec_cases import answer as codec_answer
+from .model_cases import answer as model_answer
+from .model_cases import fast_opener
 from .ninfer3_describe import describe_ninfer3
 from .vqf_describe import describe_vqf
 
 ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
-KINDS = ("vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec")
+KINDS = ("vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,11 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return ninfer3_container(path)
     if kind in ("vqf-codec", "ninfer3-codec"):
         return codec_case(Path(path), engine)
+    if kind == "vqf-model":
+        folder = Path(path)
+        case = json.loads((folder / "case.json").read_text())
+        result = model_answer(engine, folder, case)
+        return Answer(0, json.dumps(result, indent=2) + "\n", "")
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -97,9 +104,17 @@ def vqf_container(path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
 
 
+def unsupported(engine: str) -> dict[str, str]:
+    """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
+    if engine == "fast" and fast_opener() is None:
+        return {"vqf-model": "no fast forward pass"}
+    return {}
+
+
 def supported_kinds(engine: str) -> tuple[str, ...]:
     """The case kinds `engine` answers (the `kinds` query of the protocol)."""
-    return KINDS
+    missing = unsupported(engine)
+    return tuple(k for k in KINDS if k not in missing)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

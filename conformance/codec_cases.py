@@ -180,6 +180,16 @@ def all_cases() -> Iterator[CodecCase]:
     yield from ninfer3_cases()
 
 
+def encoder_name(c: CodecCase) -> str:
+    """The canonical encoder the expected bytes come from ("" when words are imported)."""
+    if c.format == "vqf":
+        return VQF_CODECS[c.codec["name"]].default_mode
+    if c.values is None:
+        return ""
+    pair = NINFER3_CODECS[(c.codec["format"] or None, c.codec["layout"])]
+    return pair.encoder or ""
+
+
 Case = tuple[str, dict[str, Any], dict[str, bytes], Any]
 
 
@@ -197,7 +207,8 @@ def corpus_cases(fmt: str, prefix: str) -> Iterator[Case]:
             values = np.ascontiguousarray(c.values, dtype=c.values.dtype.newbyteorder("<"))
             files["values.bin"] = values.tobytes()
             fields |= {"values": "values.bin", "values_dtype": c.values.dtype.name}
-        fields |= {"payload": "payload.bin", "description": DESCRIPTIONS[c.name]}
+        fields |= {"payload": "payload.bin", "encoder": encoder_name(c),
+                   "description": DESCRIPTIONS[c.name]}  # fmt: skip
         want = answer("ref", {"format": fmt, **fields}, files.get("values.bin"), payload)
         yield f"{prefix}/codec/{c.topic}/{c.name}", fields, files, want
 

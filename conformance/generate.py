@@ -24,7 +24,7 @@ from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 from weightfile.spec.vqf.rules import RULES
 
-from . import codec_cases, ninfer3_cases, spec_numbers
+from . import codec_cases, model_cases, ninfer3_cases, spec_numbers
 from .vqf_describe import describe_vqf
 from .vqf_mutations import CASES, RULE_ARCH, write_base
 
@@ -121,6 +121,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", CORPUS_VERSION, "codec", lambda _, prefix: codec_cases.corpus_cases("vqf", prefix)),
     ("ninfer3", NINFER3_VERSION, "codec",
      lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
+    ("vqf", CORPUS_VERSION, "model", model_cases.corpus_cases),
 )  # fmt: skip
 
 

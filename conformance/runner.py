@@ -16,11 +16,11 @@ import re
 import shlex
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .adapter import Answer, answer, supported_kinds
+from .adapter import Answer, answer, supported_kinds, unsupported
 from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
@@ -34,6 +34,7 @@ class Implementation:
 
     ask: Callable[[str, Path], Answer]
     kinds: frozenset[str]
+    reasons: dict[str, str] = field(default_factory=dict)  # why an undeclared kind is skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,8 @@ def declared_kinds(reply: Answer) -> frozenset[str]:
 def builtin_implementation(engine: str) -> Implementation:
     """The ref or fast engine answered in-process (the same code the adapter command runs)."""
     kinds = frozenset(supported_kinds(engine))
-    return Implementation(lambda kind, path: answer(kind, str(path), engine), kinds)
+    ask = lambda kind, path: answer(kind, str(path), engine)  # noqa: E731
+    return Implementation(ask, kinds, unsupported(engine))
 
 
 def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:
@@ -156,7 +158,8 @@ def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     case = json.loads((folder / "case.json").read_text())
     kind = case_kind(case)
     if not declared(case, impl.kinds):
-        return Result(cid, False, f"skipped: {kind} not declared", skipped=True)
+        why = impl.reasons.get(kind, f"{kind} not declared")
+        return Result(cid, False, f"skipped: {why}", skipped=True)
     want_path = folder / "want.json"
     want = json.loads(want_path.read_text()) if want_path.exists() else None
     target = folder / case["input"] if "input" in case else folder
