@@ -124,7 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", nargs="?")
     args = parser.parse_args(argv)
     if args.kind == "kinds":
-        print(json.dumps({"kinds": list(supported_kinds(args.engine))}))
+        doc: dict[str, object] = {"kinds": list(supported_kinds(args.engine))}
+        if unsupported(args.engine):
+            doc["unsupported"] = unsupported(args.engine)
+        print(json.dumps(doc))
         return 0
     if args.path is None:
         parser.error("a case kind needs a path")

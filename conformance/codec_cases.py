@@ -22,6 +22,7 @@ from weightfile.spec.codecs.ninfer3.layouts import encoded_size
 from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
 from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
 
+from .case_types import Case
 from .codec_vectors import partial, special_blocks, special_floats
 from .spec_numbers import f32s, spec_66_input
 
@@ -188,9 +189,6 @@ def encoder_name(c: CodecCase) -> str:
         return ""
     pair = NINFER3_CODECS[(c.codec["format"] or None, c.codec["layout"])]
     return pair.encoder or ""
-
-
-Case = tuple[str, dict[str, Any], dict[str, bytes], Any]
 
 
 def corpus_cases(fmt: str, prefix: str) -> Iterator[Case]:

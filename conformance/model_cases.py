@@ -28,6 +28,8 @@ from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType
 
+from .case_types import Case
+
 #: The tiny Qwen3 every model case uses (a transformers-style config).
 TINY_HF: dict[str, Any] = dict(
     vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -143,9 +145,6 @@ def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("no fast forward pass")
     model = opener(folder / case["model"])
     return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
-
-
-Case = tuple[str, dict[str, Any], dict[str, bytes], Any]
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:

@@ -10,8 +10,7 @@ checked against the files written (see SPEC_CHECKS in conformance/spec_numbers.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +25,11 @@ from weightfile.spec.codecs.ninfer3.formats import FORMATS, GroupedFormat
 from weightfile.spec.codecs.ninfer3.registry import CODECS
 from weightfile.spec.ninfer3.rules import RULES
 
+from .case_types import Case, ValidCase
 from .codec_cases import grouped_extremes, nvfp4_words
 from .ninfer3_describe import describe_ninfer3
 from .ninfer3_files import ENTRY_NAME, FIXED_ID, sharded_set, tiny_set, write_set
 from .ninfer3_mutations import CASES
-
-Parts = dict[str, bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class ValidSet:
-    topic: str
-    name: str
-    meaning: str
-    write: Callable[[Path], Any]
-
 
 #: One small tensor per registered (format, layout) pair (nvfp4 needs N % 128 == 0, K % 64 == 0).
 PAIR_SHAPES: dict[str, tuple[int, ...]] = {
@@ -105,14 +94,14 @@ def big_reserve(folder: Path) -> None:
 
 
 VALID = (
-    ValidSet("single", "tiny", "the §1.9 hand-made tiny file (JSON space-padded to 4064)",
+    ValidCase("single", "tiny", "the §1.9 hand-made tiny file (JSON space-padded to 4064)",
              lambda f: write_set(f, tiny_set())),
-    ValidSet("single", "reserve-8160", "JSON reserve 8160: payload at 8192", big_reserve),
-    ValidSet("sharded", "cpp-fixture", "§1.9 C++ fixture: files 500/780/64, raw json_bytes, "
+    ValidCase("single", "reserve-8160", "JSON reserve 8160: payload at 8192", big_reserve),
+    ValidCase("sharded", "cpp-fixture", "§1.9 C++ fixture: files 500/780/64, raw json_bytes, "
              "objects straddling volumes", lambda f: write_set(f, sharded_set())),
-    ValidSet("sharded", "every-pair", "every tensor (format, layout) pair and a resource, "
+    ValidCase("sharded", "every-pair", "every tensor (format, layout) pair and a resource, "
              "written by the reference writer under limit 10240", every_pair),
-    ValidSet("sharded", "large-resource", "§1.9: a 27,610-byte resource under limit 12,288",
+    ValidCase("sharded", "large-resource", "§1.9: a 27,610-byte resource under limit 12,288",
              large_resource),
 )  # fmt: skip
 
@@ -123,11 +112,11 @@ def entry_of(folder: Path) -> Path:
     return entry
 
 
-def folder_parts(folder: Path) -> Parts:
+def folder_parts(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-def valid_cases(scratch: Path, prefix: str) -> Iterator[tuple[str, dict[str, Any], Parts, Any]]:
+def valid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
     """(case id, case.json fields, input files, want.json) of every valid set."""
     for case in VALID:
         folder = scratch / f"valid-{case.topic}-{case.name}"
@@ -143,7 +132,7 @@ def valid_cases(scratch: Path, prefix: str) -> Iterator[tuple[str, dict[str, Any
         yield f"{prefix}/valid/{case.topic}/{case.name}", meta, folder_parts(folder), want
 
 
-def invalid_cases(scratch: Path, prefix: str) -> Iterator[tuple[str, dict[str, Any], Parts, Any]]:
+def invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
     """One invalid set per rule of the mutation table, checked to break exactly that rule."""
     for rule_id in sorted(CASES):
         meaning, write = CASES[rule_id]

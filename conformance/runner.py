@@ -66,11 +66,13 @@ def command_implementation(command: str) -> Implementation:
             return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    return Implementation(lambda kind, path: run(kind, str(path)), declared_kinds(run("kinds")))
+    kinds, reasons = declared_kinds(run("kinds"))
+    return Implementation(lambda kind, path: run(kind, str(path)), kinds, reasons)
 
 
-def declared_kinds(reply: Answer) -> frozenset[str]:
-    """The kinds a command declares: `{"kinds": [...]}` on stdout and exit 0."""
+def declared_kinds(reply: Answer) -> tuple[frozenset[str], dict[str, str]]:
+    """The kinds a command declares — `{"kinds": [...]}` on stdout and exit 0 — and the
+    optional `"unsupported": {kind: why}` it gives for kinds it leaves out."""
     try:
         doc = json.loads(reply.stdout) if reply.status == 0 else None
     except json.JSONDecodeError:
@@ -80,7 +82,9 @@ def declared_kinds(reply: Answer) -> frozenset[str]:
             'the implementation did not answer `kinds` with {"kinds": [...]} and exit 0 '
             f"(exit {reply.status}, stdout {reply.stdout[:80]!r})"
         )
-    return frozenset(str(k) for k in doc["kinds"])
+    why = doc.get("unsupported")
+    reasons = {str(k): str(v) for k, v in why.items()} if isinstance(why, dict) else {}
+    return frozenset(str(k) for k in doc["kinds"]), reasons
 
 
 def builtin_implementation(engine: str) -> Implementation:
