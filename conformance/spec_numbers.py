@@ -13,6 +13,7 @@ import numpy as np
 
 from weightfile.ref.codecs.ninfer3.codec import get_codec
 from weightfile.ref.codecs.vqf import codec as vqf_codec
+from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec, layout_directory, plan_objects
 from weightfile.spec.codecs.ninfer3.layouts import encoded_size
 from weightfile.spec.codecs.vqf.registry import payload_size
 
@@ -206,6 +207,37 @@ def ninfer_4_5(_: Files) -> list[str]:
     return [*expect("§4.5 size", len(payload), 260), *expect("§4.5 decode bits", got, want)]
 
 
+def ninfer_5_example_2(_: Files) -> list[str]:
+    """§5 example 2 placed by the reference planner: offsets, and files under limit 64,000,000."""
+    bf16, row = "bf16", "row_split_k128_v1"
+    specs = [ResourceSpec("r.tokenizer", 12_809_320), ResourceSpec("r.tokenizer_config", 17_928),
+             ResourceSpec("r.chat_template", 8_952), ResourceSpec("r.generation_config", 202),
+             TensorSpec("w.embedding", (248320, 128), bf16, "contiguous_le_v1"),
+             TensorSpec("w.final_norm", (128,), bf16, "contiguous_le_v1"),
+             TensorSpec("w.head", (248320, 128), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.input_norm", (128,), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.post_attention_norm", (128,), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.attn_qk", (256, 128), "q4_g64_fp16", row),
+             TensorSpec("w.layer0.attn_gate_value", (256, 128), "q5_g64_fp16", row),
+             TensorSpec("w.layer0.query_norm", (128,), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.key_norm", (128,), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.attn_output", (128, 128), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.gate_up", (512, 128), bf16, "contiguous_le_v1"),
+             TensorSpec("w.layer0.down", (128, 256), bf16, "contiguous_le_v1")]  # fmt: skip
+    objects = plan_objects(specs)
+    placed = {d["id"]: d["offset"] for d in objects}
+    payload = objects[-1]["offset"] + objects[-1]["bytes"]
+    root = {"components": {"text": {"config": {}}}, "objects": objects, "bindings": {}, "uses": []}
+    text, files = layout_directory(root, payload, "ex2.ninfer", 64_000_000, 65_504)
+    offsets = [placed[k] for k in ("w.embedding", "w.layer0.attn_qk", "w.layer0.down")]
+    return [
+        *expect("§5 ex2 offsets", offsets, [12_836_608, 139_977_216, 140_180_480]),
+        *expect("§5 ex2 json_bytes", len(text), 65_504),
+        *expect("§5 ex2 files", [f["payload_bytes"] for f in files],
+                [63_934_464, 63_995_904, 12_315_648]),
+    ]  # fmt: skip
+
+
 #: (check id, check) in the order the README lists them.
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("vqf.md §5.2 f16 1e-6", vqf_5_2),
@@ -219,6 +251,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("ninfer-v3.md §3.7 worked examples", ninfer_3_7),
     ("ninfer-v3.md §4.5 example", ninfer_4_5),
     ("ninfer-v3.md §4.4/§4.7 sizes", ninfer_sizes),
+    ("ninfer-v3.md §5 example 2 placement", ninfer_5_example_2),
 )
 
 
