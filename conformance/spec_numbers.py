@@ -181,6 +181,40 @@ def q5_bytes() -> list[str]:
     return expect("§3.6 Q5 packed bytes", got, [528, 0x8F, 0x04, 0x02, "442c"])
 
 
+def row_split_bytes(fmt: str, codes: list[list[int]], scales: list[list[int]], k: int) -> bytes:
+    """A row_split_k128_v1 payload from explicit words (the rest of each row 0)."""
+    n = len(codes)
+    c = np.zeros((n, k), np.int8)
+    for r, row in enumerate(codes):
+        c[r, : len(row)] = row
+    s = np.array(scales, np.uint16)
+    return get_codec(fmt, "row_split_k128_v1").encode_words({"codes": c, "scales": s}, (n, k))
+
+
+def ninfer_4_3(_: Files) -> list[str]:
+    """§4.3 known packed bytes (group scales 1.5, 0.25) and the C++ fixture's Q5 [2,130]."""
+    table = [  # format, K, first codes, base hex, high hex, scale_offset, total
+        ("q4_g64_fp16", 65, [-8, -7, -1, 0, 1, 7], "980f71", "", 256, 260),
+        ("q5_g64_fp16", 130, [-16, -15, -1, 0, 1, 15], "100ff1", "07", 512, 520),
+        ("q6_g64_fp16", 65, [-32, -31, -17, -16, -1, 0, 15, 31], "100f0fff", "ea43", 512, 516),
+        ("q8_g32_fp16", 33, [-127, -1, 0, 1, 127], "81ff00017f", "", 256, 264),
+        ("t2_g128_fp16", 130, [-1, 0, 1, 1, -1, 0, 0, 1], "5343", "", 256, 260),
+    ]
+    out: list[str] = []
+    for fmt, k, codes, base, high, scale_at, total in table:
+        groups = -(-k // (32 if fmt.startswith("q8") else 128 if fmt.startswith("t2") else 64))
+        p = row_split_bytes(fmt, [codes], [[0x3E00, 0x3400, 0, 0][:groups]], k)
+        got = [p[: len(base) // 2].hex(), p[256 : 256 + len(high) // 2].hex(), len(p)]
+        got.append(p[scale_at : scale_at + 4].hex())
+        out += expect(f"§4.3 {fmt} K={k}", got, [base, high, total, "003e0034"])
+    fmt = "q5_g64_fp16"
+    p = row_split_bytes(fmt, [[1, -13], [2, 5]],
+                        [[0x3800, 0x3C00, 0x3C00], [0x4000, 0x3C00, 0x3C00]], 130)  # fmt: skip
+    w = get_codec(fmt, "row_split_k128_v1").decode(p, (2, 130))
+    got = [p[0], p[128], p[256], [float(w[0, 0]), float(w[0, 1]), float(w[1, 0]), float(w[1, 1])]]
+    return out + expect("§4.3 C++ fixture", got, [0x31, 0x52, 0x02, [0.5, -6.5, 4.0, 10.0]])
+
+
 def ninfer_3_7(_: Files) -> list[str]:
     """§3.7 fp8_row_maxabs worked examples."""
     codec = get_codec("fp8_e4m3fn_row_bf16", "row_scale_v1")
@@ -249,6 +283,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("ninfer-v3.md §1.9 large resource", ninfer_1_9_large),
     ("ninfer-v3.md §3.6 worked vectors", ninfer_3_6),
     ("ninfer-v3.md §3.7 worked examples", ninfer_3_7),
+    ("ninfer-v3.md §4.3 known packed bytes", ninfer_4_3),
     ("ninfer-v3.md §4.5 example", ninfer_4_5),
     ("ninfer-v3.md §4.4/§4.7 sizes", ninfer_sizes),
     ("ninfer-v3.md §5 example 2 placement", ninfer_5_example_2),
