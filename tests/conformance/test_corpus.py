@@ -217,3 +217,11 @@ def test_every_spec_number_check_holds_and_can_fail():
     assert [p for p in check_all(broken) if "§1.9 tiny" in p]
     readme = (CORPUS_DIR.parent / "README.md").read_text()
     assert all(f"`{name}`" in readme for name, _ in CHECKS)
+
+
+def test_a_command_that_does_not_declare_its_kinds_is_not_run(tmp_path, capsys):
+    script = tmp_path / "mute.py"
+    script.write_text("import sys\nsys.exit(0)\n")  # answers `kinds` with nothing
+    status = main(["conformance", "run", "--impl", f"{sys.executable} {script}"])
+    out = capsys.readouterr().out
+    assert status == 2 and "did not answer `kinds`" in out
