@@ -41,6 +41,7 @@ class CodecCase:
     shape: tuple[int, ...]
     values: np.ndarray | None  # encoder input; None for word-only cases
     words: dict[str, np.ndarray] | None = None  # imported words (no encoder defined)
+    payload: bytes | None = None  # hand-packed VQF blocks (decode-only cases)
 
 
 def array_json(a: np.ndarray) -> dict[str, Any]:
@@ -86,6 +87,8 @@ def answer(engine: str, case: dict[str, Any], values: bytes | None, payload: byt
 def encode_payload(c: CodecCase) -> bytes:
     """The case's payload under the reference: the canonical encoder, or the imported words."""
     codec = engine_codec("ref", {"format": c.format, "codec": c.codec})
+    if c.payload is not None:
+        return c.payload
     if c.format == "vqf":
         assert c.values is not None
         return codec.encode(c.values.reshape(c.shape), *c.shape)
@@ -108,11 +111,32 @@ def vqf_cases() -> Iterator[CodecCase]:
             yield CodecCase("vqf", name, "special", spec, (8, 32), special_blocks())
         if name in ("q8_0", "q4_0"):
             yield CodecCase("vqf", name, "spec-6-6", spec, (1, 32), spec_66_input())
+            blocks = hand_packed_blocks(name, 8)
+            yield CodecCase("vqf", name, "words-extremes", spec, (4, 64), None, payload=blocks)
         if codec.row_group == 1:
             yield CodecCase("vqf", name, "partial-block", spec, (1, 40), partial(3, 40))
             yield CodecCase("vqf", name, "partial-group", spec, (3, 96), partial(4, 288))
         else:
             yield CodecCase("vqf", name, "two-groups", spec, (16, 64), partial(6, 1024))
+
+
+#: f16 scale words from the smallest subnormal to the largest finite, both signs, and zero.
+SCALE_WORDS = (0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000)
+
+
+def hand_packed_blocks(name: str, count: int) -> bytes:
+    """`count` blocks packed by hand from vqf.md §5.3 (Q8_0: f16 d, 32 int8) or §5.7 (Q4_0: f16
+    d, 16 bytes, element j in the low nibble of byte j and j+16 in the high nibble), with every
+    code of the domain and the scales of SCALE_WORDS."""
+    out = bytearray()
+    for b in range(count):
+        out += SCALE_WORDS[b % len(SCALE_WORDS)].to_bytes(2, "little")
+        if name == "q8_0":
+            out += bytes((b * 32 + j) % 256 for j in range(32))  # int8 -128..127 as bytes
+        else:
+            nib = [(b + j) % 16 for j in range(32)]
+            out += bytes(nib[j] | nib[j + 16] << 4 for j in range(16))
+    return bytes(out)
 
 
 def grouped_extremes(fmt: GroupedFormat, shape: tuple[int, int]) -> dict[str, np.ndarray]:
@@ -183,10 +207,10 @@ def all_cases() -> Iterator[CodecCase]:
 
 def encoder_name(c: CodecCase) -> str:
     """The canonical encoder the expected bytes come from ("" when words are imported)."""
-    if c.format == "vqf":
-        return VQF_CODECS[c.codec["name"]].default_mode
     if c.values is None:
         return ""
+    if c.format == "vqf":
+        return VQF_CODECS[c.codec["name"]].default_mode
     pair = NINFER3_CODECS[(c.codec["format"] or None, c.codec["layout"])]
     return pair.encoder or ""
 
@@ -222,5 +246,5 @@ DESCRIPTIONS = {
     "spec-3-7": "ninfer-v3.md §3.7: rows [1, -2, 0.30078125, -1e-6] and [448, 1, 0, 0]",
     "every-byte": "the bytes 0x00..0xFF",
     "words": "imported words: every code, scales across the domain, divisor 0.5",
-    "words-extremes": "imported words: every legal code, scales 0x0001..0x7BFF",
+    "words-extremes": "words only: every code, scales from the smallest subnormal to the max",
 }
