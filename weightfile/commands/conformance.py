@@ -22,7 +22,9 @@ def register(sub: Any) -> None:
     run_p = actions.add_parser("run", help="run the corpus against an implementation")
     who = run_p.add_mutually_exclusive_group()
     who.add_argument(
-        "--impl", metavar="COMMAND", help="a command; the case's input path is appended"
+        "--impl",
+        metavar="COMMAND",
+        help="a command; asked `kinds` once, then run with KIND PATH appended per case",
     )
     who.add_argument(
         "--builtin", choices=("ref", "fast"), default="ref", help="a built-in implementation"
