@@ -24,7 +24,7 @@ from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, laye
 from weightfile.ref.model.sampling import greedy
 from weightfile.ref.model.trace import TraceRecorder, trace_names
 from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
-from weightfile.ref.vqf.read import open_vqf
+from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType
 
@@ -115,14 +115,13 @@ def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
     }
 
 
-def ref_model(path: Path) -> Any:
-    with open_vqf(path) as vqf:
-        config, weights = bind_vqf(vqf)
+def ref_model(vqf: VQFFile) -> Any:
+    config, weights = bind_vqf(vqf)
     return Qwen3Model(config, weights)
 
 
-def fast_opener() -> Callable[[Path], Any] | None:
-    """`weightfile.fast.model.open_model(vqf, threads=…)` when that module exists, else None."""
+def fast_opener() -> Callable[[VQFFile], Any] | None:
+    """`weightfile.fast.model.open_model(vqf, threads=1)` when that module exists, else None."""
     try:
         module = importlib.import_module("weightfile.fast.model")
     except ImportError:
@@ -130,21 +129,17 @@ def fast_opener() -> Callable[[Path], Any] | None:
     open_model = getattr(module, "open_model", None)
     if open_model is None:
         return None
-
-    def opened(path: Path) -> Any:
-        with open_vqf(path) as vqf:
-            return open_model(vqf, threads=1)
-
-    return opened
+    return lambda vqf: open_model(vqf, threads=1)
 
 
 def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
-    """Run a model case with the `ref` or `fast` forward pass."""
+    """Run a model case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
     opener = ref_model if engine == "ref" else fast_opener()
     if opener is None:
         raise RuntimeError("no fast forward pass")
-    model = opener(folder / case["model"])
-    return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
+    with open_vqf(folder / case["model"]) as vqf:
+        model = opener(vqf)
+        return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
@@ -154,5 +149,6 @@ def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
         fields = {"expect": "accept", "model": "model.vqf",
                   "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
-        want = run(ref_model(path), list(case.prompt), case.new_tokens)
+        with open_vqf(path) as vqf:
+            want = run(ref_model(vqf), list(case.prompt), case.new_tokens)
         yield f"{prefix}/model/qwen3/{case.name}", fields, {"model.vqf": path.read_bytes()}, want

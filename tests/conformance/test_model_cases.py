@@ -59,3 +59,41 @@ def test_greedy_tokens_are_the_argmax_of_the_logits_rows(cid):
     assert [str(t) for t in picked] == want["tokens"]
     # Each generated token is fed back: the next row's embed is the token's (checked above).
     assert len(want["activations"]) == 1 + 17 * 2 + 2
+
+
+def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypatch):
+    """The hook the lead wires at merge: a stand-in weightfile.fast.model is called with the open
+    file and threads=, and a model that is off by one ulp anywhere fails."""
+    import sys
+    import types
+
+    from weightfile.conformance.model_cases import ref_model
+    from weightfile.conformance.runner import builtin_implementation, run_corpus
+
+    calls = []
+
+    class OffByOneUlp:
+        def __init__(self, inner):
+            self.inner, self.config = inner, inner.config
+
+        def new_cache(self):
+            return self.inner.new_cache()
+
+        def forward(self, tokens, cache, trace=None):
+            out = np.array(self.inner.forward(tokens, cache, trace=trace), dtype=np.float32)
+            out.view(np.uint32)[0, 0] ^= 1
+            return out
+
+    def open_model(vqf, threads):
+        calls.append(threads)
+        return ref_model(vqf)
+
+    fake = types.ModuleType("weightfile.fast.model")
+    fake.open_model = open_model
+    monkeypatch.setitem(sys.modules, "weightfile.fast.model", fake)
+    results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
+    assert len(results) == len(MODEL_CASES) and all(r.passed for r in results), results
+    assert calls == [1] * len(MODEL_CASES)
+    fake.open_model = lambda vqf, threads: OffByOneUlp(ref_model(vqf))
+    results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
+    assert results and not any(r.passed for r in results)
