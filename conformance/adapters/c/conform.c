@@ -707,14 +707,15 @@ static int check_ninfer3(const char *entry_path) {
             closed(o, LIST("id", "kind", "shape", "format", "layout", "offset", "bytes"), NONE);
         else closed(o, LIST("id", "kind", "encoding", "offset", "bytes"), NONE);
         object *d = &objs[n_objs];
+        /* §2.9 step 4: id, offset and bytes, then the kind's own members */
         d->node = o, d->tensor = tensor, d->id = need_id(member(o, "id"));
+        d->offset = need_u64(member(o, "offset"));
+        d->bytes = need_positive(member(o, "bytes"));
         if (tensor) {
             d->elements = shape_elements(member(o, "shape"));
             need_id(member(o, "format"));
             need_id(member(o, "layout"));
         } else need_id(member(o, "encoding"));
-        d->offset = need_u64(member(o, "offset"));
-        d->bytes = need_positive(member(o, "bytes"));
         if (d->bytes > UINT64_MAX - d->offset) BAD("ninfer3.objects.end_overflow", "end > 2^64-1");
         if (d->offset < prev_end) BAD("ninfer3.objects.order", "below the previous end");
         if (d->offset + d->bytes > payload) BAD("ninfer3.objects.bounds", "past the payload");
