@@ -34,9 +34,9 @@ def special_floats() -> np.ndarray:
         0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA00001, 0x7FC12345,  # NaNs, payloads, sNaN
         0x477FE000, 0x477FEFFF, 0x477FF000, 0xC77FF000,  # f16 max 65504, below/at the tie 65520
         0x33800000, 0x33000000, 0x33400000, 0x33C00000,  # 2^-24, 2^-25 (tie), 1.5·2^-25, 3·2^-25
-        0x38800000, 0x387FC000, 0x387FE000,  # 2^-14 (f16 min normal), just below, tie
+        0x38800000, 0x387FC000, 0x387FE000,  # 2^-14, the f16 subnormal/normal tie, above it
         0x358637BD,  # 1e-6 (vqf.md §5.2)
-        0x3F808000, 0x3F818000, 0x3F80C000, 0x3F804000,  # bf16 ties (even/odd) and halves
+        0x3F808000, 0x3F818000, 0x3F80C000, 0x3F804000,  # bf16 ties (even, odd), above, below
         0x3F800001, 0x3F807FFF, 0x7F7F8000, 0x7F7FFFFF,  # bf16 round-up into inf
         0x3F801000, 0x3F803000, 0x3F802000,  # f16 ties at 1 (2^-11 half-ulp) even/odd
         0x40490FDB, 0xC02DF854, 0x3EAAAAAB, 0x42F6E979,  # pi, -e, 1/3, 123.456
