@@ -134,3 +134,6 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("vqf_q8_0_dequantize", "vqf_q4_0_dequantize"):
         getattr(lib, name).argtypes = (u8p, i64, f32p)
         getattr(lib, name).restype = None
+    # membw.c: sum of n uint64 words (the bench's read-bandwidth probe)
+    lib.wf_membw_read.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    lib.wf_membw_read.restype = ctypes.c_uint64

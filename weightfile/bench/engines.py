@@ -1,0 +1,113 @@
+"""The two forward engines the bench compares, and the honest stand-ins when one is missing.
+
+fast: `weightfile.fast.model.open_model(vqf, threads=n)` and, for the matrix-vector rows,
+`weightfile.fast.model.matrix.matrix_from_entry(vqf, name, rows, cols)`. Both are imported
+lazily: on a tree without the fast engine the bench reports its rows as unavailable and never
+substitutes the reference under the fast label.
+
+ref: `Qwen3Model(*bind_vqf(vqf))`, the oracle. On real-size models one reference token takes
+minutes, so above `REF_MEASURE_LIMIT` multiply-adds per token the reference per-token time is
+*estimated*: its matrix-vector kernel is timed on the first rows of every matrix at the real
+column count and scaled to all rows (norms, RoPE and attention at short context are < 1% of
+the work and not counted). Reports label such numbers "estimated".
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import import_module
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from weightfile.ref.model.bind_vqf import bind_vqf, codec_matrix_words
+from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.vqf.read import VQFFile
+from weightfile.spec.numerics.profile import CANONICAL
+from weightfile.spec.vqf.qtypes import tensor_bytes
+
+from .synthetic import projection_shapes
+
+#: Above this many multiply-adds per token the reference forward is estimated, not run.
+REF_MEASURE_LIMIT = 2_000_000
+#: Rows of each matrix the estimate times: a whole row group of every tiled layout (§7.5).
+ESTIMATE_ROWS = 8
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """`name` imported, or None when that module (not one it imports) does not exist."""
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):
+            return None
+        raise
+
+
+def fast_model_module() -> ModuleType | None:
+    return optional_module("weightfile.fast.model")
+
+
+def fast_matrix_module() -> ModuleType | None:
+    return optional_module("weightfile.fast.model.matrix")
+
+
+def open_fast(vqf: VQFFile, threads: int) -> Any | None:
+    """The fast engine's model, or None on a tree without it."""
+    module = fast_model_module()
+    return None if module is None else module.open_model(vqf, threads=threads)
+
+
+def open_ref(vqf: VQFFile) -> Qwen3Model:
+    return Qwen3Model(*bind_vqf(vqf))
+
+
+def family_of(vqf: VQFFile) -> str:
+    """q4 when the file has q4_q, else q8 (the binder's preference, bind_vqf.FAMILIES)."""
+    return "q4" if any(e.name == "q4_q" for e in vqf.entries) else "q8"
+
+
+def matrix_shapes(vqf: VQFFile, c: Qwen3Config) -> dict[str, tuple[int, int, int]]:
+    """Entry name -> (physical rows, cols, how many per token) of every quantized matrix (§7.1)."""
+    fam = family_of(vqf)
+    shapes = {f"{fam}_{k}": (*rc, c.num_hidden_layers) for k, rc in projection_shapes(c).items()}
+    shapes[f"{fam}_lm"] = (c.vocab_size, c.hidden_size, 1)
+    return shapes
+
+
+def macs_per_token(shapes: dict[str, tuple[int, int, int]]) -> int:
+    """Multiply-adds of the matrix-vector products of one decoded token."""
+    return sum(rows * cols * count for rows, cols, count in shapes.values())
+
+
+def leading_rows(vqf: VQFFile, name: str, rows: int, cols: int) -> QuantMatrix:
+    """The first ESTIMATE_ROWS rows of layer 0, decoded by the reference codec.
+
+    Row groups are stored one after another in every layout (§5.6–§5.7), so the first k rows
+    (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row matrix.
+    """
+    e = vqf.entry(name)
+    k = min(ESTIMATE_ROWS, rows)
+    head = bytes(vqf.payload(e)[: tensor_bytes(e.qtype, k * cols)])
+    codes, scales = codec_matrix_words(name, e.qtype, vqf.header.flags, head, k, cols)
+    return QuantMatrix(np.asarray(codes, np.int8), np.asarray(scales, np.uint16))
+
+
+def estimate_ref_token_seconds(vqf: VQFFile, c: Qwen3Config) -> float:
+    """Σ over matrices of (time of the ref matvec on k rows) · rows / k · count per token."""
+    kernels = kernels_for(CANONICAL)
+    total = 0.0
+    for name, (rows, cols, count) in matrix_shapes(vqf, c).items():
+        m = leading_rows(vqf, name, rows, cols)
+        x = [np.float32(v) for v in np.linspace(-1, 1, cols, dtype=np.float32)]
+        best = float("inf")
+        for _ in range(3):  # best of three: the first call also pays for warming caches
+            start = time.perf_counter()
+            kernels.matvec(m, x)
+            best = min(best, time.perf_counter() - start)
+        total += best * rows / m.shape[0] * count
+    return total

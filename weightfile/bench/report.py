@@ -1,0 +1,190 @@
+"""Run every bench measurement on one model and shape the result (schema `weightfile.bench/1`).
+
+JSON schema (stable; fields are only ever added, a removal bumps the version). Rates are per
+second; bytes are bytes (not MB); a field is null when its engine is not available.
+
+    schema            "weightfile.bench/1"
+    machine           {description, arch, cpus}
+    model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
+                       geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
+    fast_engine       true when weightfile.fast.model is importable
+    open_seconds      open_vqf: map, header, directory
+    checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes
+    dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
+    memory_bandwidth  {single_core_bytes_per_s, all_core_bytes_per_s, threads, method, buffer_bytes}
+    matvec            null | [{tensor, rows, cols, weight_bytes, bytes_per_s {threads: rate},
+                               single_core_bandwidth_fraction {threads: rate / single-core bw}}]
+    forward           [{engine, threads, prefill_tokens_per_s, decode_tokens_per_s,
+                        method ("measured"/"estimated"), prefill_tokens, decode_tokens}]
+    decode_speedup    null | {threads: fast decode tokens/s ÷ ref decode tokens/s}
+    roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
+    peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
+                              bound {file_bytes, kv_cache_bytes, activation_bytes},
+                              within_bound (peak ≤ baseline + bound)}
+    notes             [str]: how to read estimated or missing numbers
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from weightfile.ref.model.bind_vqf import config_from_arch
+from weightfile.ref.vqf.read import open_vqf
+
+from . import engines, measure
+from .bandwidth import DEFAULT_BUFFER, measure_bandwidth
+from .machine import describe_machine
+from .peak_rss import measure_peak_rss, rss_bound
+from .roofline import roofline_tokens_per_s, weight_bytes_per_token
+
+SCHEMA = "weightfile.bench/1"
+NO_FAST = "fast rows: n/a (no fast engine in this tree: weightfile.fast.model is missing)"
+ESTIMATED = (
+    "ref estimated: one reference token at this size takes minutes, so its matvec was timed on "
+    f"{engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and attention, "
+    "< 1% of the work, not counted); ref prefill = ref decode (it runs token by token)"
+)
+
+
+def geometry(c: Any) -> dict[str, int]:
+    return {
+        "vocab": c.vocab_size,
+        "hidden": c.hidden_size,
+        "intermediate": c.intermediate_size,
+        "layers": c.num_hidden_layers,
+        "heads": c.num_attention_heads,
+        "kv_heads": c.num_key_value_heads,
+        "head_dim": c.head_dim,
+    }
+
+
+def run_bench(
+    path: str | os.PathLike[str],
+    *,
+    threads: list[int],
+    tokens: int = 8,
+    synthetic: str | None = None,
+    rss: bool = True,
+    bandwidth_buffer: int = DEFAULT_BUFFER,
+) -> dict[str, Any]:
+    """Every measurement of the report, in one process (the peak RSS in a child)."""
+    fast = engines.fast_model_module() is not None
+    notes = [] if fast else [NO_FAST]
+    bw = measure_bandwidth(bandwidth_buffer, threads=max(threads))
+    with open_vqf(path) as vqf:
+        c = config_from_arch(vqf.header.arch, tied=False)
+        shapes = engines.matrix_shapes(vqf, c)
+        per_token = weight_bytes_per_token(vqf)
+        widest = max(shapes, key=lambda n: shapes[n][0] * shapes[n][1] * (n[-3:] != "_lm"))
+        rows, cols, _ = shapes[widest]
+        report: dict[str, Any] = {
+            "schema": SCHEMA,
+            "machine": {
+                "description": describe_machine(),
+                "arch": platform.machine(),
+                "cpus": os.cpu_count(),
+            },
+            "model": {
+                "path": str(path),
+                "synthetic": synthetic,
+                "file_bytes": Path(path).stat().st_size,
+                "family": engines.family_of(vqf),
+                "geometry": geometry(c),
+            },
+            "fast_engine": fast,
+            "open_seconds": measure.open_seconds(path),
+            "checksum_bytes_per_s": measure.checksum_rate(vqf),
+            "dequantize": {
+                "tensor": widest,
+                "rows": rows,
+                "cols": cols,
+                "bytes_per_s": measure.dequantize_rate(vqf, widest, rows, cols),
+            },
+            "memory_bandwidth": {
+                "single_core_bytes_per_s": bw.single_core,
+                "all_core_bytes_per_s": bw.all_core,
+                "threads": bw.threads,
+                "method": bw.method,
+                "buffer_bytes": bw.buffer_bytes,
+            },
+            "matvec": matvec_rows(vqf, shapes, threads, bw.single_core),
+            "roofline": {
+                "weight_bytes_per_token": per_token,
+                "single_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.single_core),
+                "all_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.all_core),
+            },
+        }
+        forward = [measure.ref_rate(vqf, tokens)]
+        if forward[0].method == "estimated":
+            notes.append(ESTIMATED)
+        for n in threads if fast else ():
+            model = engines.open_fast(vqf, n)
+            forward.append(measure.forward_rate(model, "fast", n, c.vocab_size, tokens))
+    report["forward"] = [asdict(f) for f in forward]
+    ref = forward[0].decode_tokens_per_s
+    report["decode_speedup"] = (
+        {str(f.threads): f.decode_tokens_per_s / ref for f in forward[1:]} if fast else None
+    )
+    report["peak_rss"] = (
+        peak_rss_row(
+            path, c, report["model"]["file_bytes"], threads, tokens, fast, forward[0].method
+        )
+        if rss
+        else None
+    )
+    if report["peak_rss"] is None and rss:
+        notes.append("peak RSS: n/a (no fast engine, and the reference is too slow at this size)")
+    report["notes"] = notes
+    return report
+
+
+def matvec_rows(
+    vqf: Any, shapes: dict[str, tuple[int, int, int]], threads: list[int], single_bw: float
+) -> list[dict[str, Any]] | None:
+    rates = measure.matvec_rates(vqf, shapes, threads)
+    if rates is None:
+        return None
+    return [
+        {
+            "tensor": r.name,
+            "rows": r.rows,
+            "cols": r.cols,
+            "weight_bytes": r.weight_bytes,
+            "bytes_per_s": {str(n): v for n, v in r.bytes_per_second.items()},
+            "single_core_bandwidth_fraction": {
+                str(n): v / single_bw for n, v in r.bytes_per_second.items()
+            },
+        }
+        for r in rates
+    ]
+
+
+def peak_rss_row(
+    path: str | os.PathLike[str],
+    c: Any,
+    file_bytes: int,
+    threads: list[int],
+    tokens: int,
+    fast: bool,
+    ref_method: str,
+) -> dict[str, Any] | None:
+    """The child-process peak against the issue's bound: fast at the most threads, else ref."""
+    if not fast and ref_method != "measured":
+        return None
+    engine, n = ("fast", max(threads)) if fast else ("ref", 1)
+    got = measure_peak_rss(path, engine, n, tokens)
+    bound = rss_bound(file_bytes, c, positions=2 * tokens, prefill=tokens)
+    peak, base = int(got["peak_rss_bytes"]), int(got["baseline_rss_bytes"])
+    return {
+        "engine": engine,
+        "threads": n,
+        "peak_rss_bytes": peak,
+        "baseline_rss_bytes": base,
+        "bound_bytes": bound.total,
+        "bound": asdict(bound),
+        "within_bound": peak <= base + bound.total,
+    }
