@@ -43,7 +43,7 @@ def optional_module(name: str) -> ModuleType | None:
     try:
         return import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             return None
         raise
 

@@ -1,0 +1,90 @@
+"""`weightfile bench` end to end on the tiny synthetic model, in a temporary cache folder."""
+
+import json
+
+import pytest
+
+from weightfile.bench import engines
+from weightfile.bench.report import SCHEMA
+from weightfile.cli import main
+
+FAST = engines.fast_model_module() is not None
+QUICK = ["--bandwidth-mib", "8", "--tokens", "3", "--threads", "1", "2"]
+
+
+def bench_json(capsys, cache, *extra):
+    assert main(["bench", "--synthetic", "tiny-q4_0", "--cache-dir", str(cache), "--json",
+                 *QUICK, *extra]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    return json.loads(captured.out), captured.err
+
+
+def test_json_report_schema(tmp_path, capsys):
+    r, err = bench_json(capsys, tmp_path)
+    assert "generated" in err
+    assert r["schema"] == SCHEMA
+    assert set(r) == {
+        "schema", "machine", "model", "fast_engine", "open_seconds", "checksum_bytes_per_s",
+        "dequantize", "memory_bandwidth", "matvec", "forward", "decode_speedup", "roofline",
+        "peak_rss", "notes",
+    }  # fmt: skip
+    assert r["model"]["synthetic"] == "tiny-q4_0" and r["model"]["family"] == "q4"
+    assert r["model"]["geometry"]["hidden"] == 64
+    assert r["fast_engine"] is FAST
+    for key in ("open_seconds", "checksum_bytes_per_s"):
+        assert r[key] > 0
+    assert r["dequantize"]["tensor"] == "q4_gate" and r["dequantize"]["bytes_per_s"] > 0
+    assert r["memory_bandwidth"]["threads"] == 2
+    roof = r["roofline"]
+    assert roof["weight_bytes_per_token"] == 52_352  # tests/bench/test_roofline.py by hand
+    single = r["memory_bandwidth"]["single_core_bytes_per_s"]
+    assert roof["single_core_tokens_per_s"] == pytest.approx(single / 52_352)
+    ref = r["forward"][0]
+    assert (ref["engine"], ref["method"], ref["decode_tokens"]) == ("ref", "measured", 3)
+    assert ref["decode_tokens_per_s"] > 0
+    rss = r["peak_rss"]
+    assert rss["engine"] == ("fast" if FAST else "ref")
+    assert rss["peak_rss_bytes"] >= rss["baseline_rss_bytes"] > 0
+    assert rss["bound"]["file_bytes"] == r["model"]["file_bytes"]
+
+
+def test_fast_rows_follow_the_engine(tmp_path, capsys):
+    r, _ = bench_json(capsys, tmp_path, "--no-rss")
+    assert r["peak_rss"] is None
+    if FAST:
+        assert [f["threads"] for f in r["forward"][1:]] == [1, 2]
+        assert set(r["decode_speedup"]) == {"1", "2"}
+        assert len(r["matvec"]) == 8
+    else:  # never the reference under the fast label
+        assert [f["engine"] for f in r["forward"]] == ["ref"]
+        assert r["matvec"] is None and r["decode_speedup"] is None
+        assert any("no fast engine" in n for n in r["notes"])
+
+
+def test_second_run_reuses_the_cache(tmp_path, capsys):
+    bench_json(capsys, tmp_path, "--no-rss")
+    files = sorted(p.name for p in tmp_path.iterdir())
+    _, err = bench_json(capsys, tmp_path, "--no-rss")
+    assert "generated" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == files == [files[0]]
+
+
+def test_table_output(tmp_path, capsys):
+    args = ["bench", "--synthetic", "tiny-q8_0", "--cache-dir", str(tmp_path), "--no-rss"]
+    assert main([*args, *QUICK]) == 0
+    out = capsys.readouterr().out
+    for label in ("machine", "open time", "checksum", "memory read bandwidth",
+                  "decode tokens/s, ref ×1", "decode roofline tokens/s"):  # fmt: skip
+        assert label in out
+    assert ("n/a (no fast engine)" in out) is not FAST
+
+
+def test_model_path_and_errors(tmp_path, capsys):
+    bench_json(capsys, tmp_path, "--no-rss")
+    (model,) = tmp_path.iterdir()
+    assert main(["bench", str(model), "--no-rss", *QUICK]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(model.name)  # named by its path
+    assert main(["bench", "--synthetic", "nope", "--cache-dir", str(tmp_path)]) == 1
+    assert "bench.synthetic.name" in capsys.readouterr().err
+    assert main(["bench", str(model), "--tokens", "0"]) == 2
+    assert main(["bench", str(tmp_path / "missing.vqf"), "--no-rss", *QUICK]) == 1
