@@ -1,6 +1,7 @@
 """`weightfile bench` end to end on the tiny synthetic model, in a temporary cache folder."""
 
 import json
+import types
 
 import pytest
 
@@ -41,7 +42,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert roof["single_core_tokens_per_s"] == pytest.approx(single / 52_352)
     ref = r["forward"][0]
     assert (ref["engine"], ref["method"], ref["decode_tokens"]) == ("ref", "measured", 3)
-    assert ref["decode_tokens_per_s"] > 0
+    assert ref["decode_tokens_per_s"] > 0 and ref["open_seconds"] > 0
     rss = r["peak_rss"]
     assert rss["engine"] == ("fast" if FAST else "ref")
     assert rss["peak_rss_bytes"] >= rss["baseline_rss_bytes"] > 0
@@ -73,7 +74,7 @@ def test_table_output(tmp_path, capsys):
     args = ["bench", "--synthetic", "tiny-q8_0", "--cache-dir", str(tmp_path), "--no-rss"]
     assert main([*args, *QUICK]) == 0
     out = capsys.readouterr().out
-    for label in ("machine", "open time", "checksum", "memory read bandwidth",
+    for label in ("machine", "open_vqf", "checksum", "memory read bandwidth",
                   "decode tokens/s, ref ×1", "decode roofline tokens/s"):  # fmt: skip
         assert label in out
     assert ("n/a (no fast engine)" in out) is not FAST
@@ -88,3 +89,46 @@ def test_model_path_and_errors(tmp_path, capsys):
     assert "bench.synthetic.name" in capsys.readouterr().err
     assert main(["bench", str(model), "--tokens", "0"]) == 2
     assert main(["bench", str(tmp_path / "missing.vqf"), "--no-rss", *QUICK]) == 1
+
+
+class StandInMatrix:
+    """Plays the fast engine's matrix: the fast codec's float32 decode, a NumPy product."""
+
+    def __init__(self, vqf, name, rows, cols):
+        from weightfile.bench.measure import dequantize_layer0
+
+        self.values = dequantize_layer0(vqf, name, rows, cols)
+        self.shape = (rows, cols)
+        self.nbytes = len(vqf.payload(vqf.entry(name))) // vqf.header.arch["n_layers"]
+
+    def matvec(self, x, threads=1):
+        return self.values @ x
+
+
+def test_fast_rows_are_reported_when_an_engine_exists(tmp_path, capsys, monkeypatch):
+    # a stand-in engine (the reference model, a NumPy matvec) exercises the report's fast
+    # plumbing on a tree without weightfile.fast.model; the real engine replaces it when merged
+    from weightfile.bench import engines
+
+    model = types.SimpleNamespace(open_model=lambda vqf, threads=1: engines.open_ref(vqf))
+    matrix = types.SimpleNamespace(matrix_from_entry=StandInMatrix)
+    monkeypatch.setattr(engines, "fast_model_module", lambda: model)
+    monkeypatch.setattr(engines, "fast_matrix_module", lambda: matrix)
+    r, _ = bench_json(capsys, tmp_path, "--no-rss")
+    assert r["fast_engine"] is True and r["notes"] == []
+    ref, *fast = r["forward"]
+    assert [(f["engine"], f["threads"], f["method"]) for f in fast] == [
+        ("fast", 1, "measured"),
+        ("fast", 2, "measured"),
+    ]
+    for f in fast:
+        want = f["decode_tokens_per_s"] / ref["decode_tokens_per_s"]
+        assert r["decode_speedup"][str(f["threads"])] == pytest.approx(want)
+    names = [m["tensor"] for m in r["matvec"]]
+    assert names == ["q4_q", "q4_k", "q4_v", "q4_o", "q4_gate", "q4_up", "q4_down", "q4_lm"]
+    single = r["memory_bandwidth"]["single_core_bytes_per_s"]
+    for m in r["matvec"]:
+        assert set(m["bytes_per_s"]) == {"1", "2"}
+        assert m["single_core_bandwidth_fraction"]["1"] == pytest.approx(
+            m["bytes_per_s"]["1"] / single
+        )

@@ -34,8 +34,10 @@ from .synthetic import projection_shapes
 
 #: Above this many multiply-adds per token the reference forward is estimated, not run.
 REF_MEASURE_LIMIT = 2_000_000
-#: Rows of each matrix the estimate times: a whole row group of every tiled layout (§7.5).
-ESTIMATE_ROWS = 8
+#: Rows of each matrix the estimate times: whole row groups of every tiled layout (§7.5), and
+#: enough that the per-call overhead is amortised (at 8 rows a 1024×1024 estimate ran 1.4× the
+#: measured full product; at 32 rows within a few percent, on the bench's development machine).
+ESTIMATE_ROWS = 32
 
 
 def optional_module(name: str) -> ModuleType | None:

@@ -63,13 +63,24 @@ def layer0_payload(vqf: VQFFile, name: str, rows: int, cols: int) -> memoryview:
     return vqf.payload(e)[: tensor_bytes(e.qtype, rows * cols)]
 
 
-def dequantize_rate(vqf: VQFFile, name: str, rows: int, cols: int) -> float:
-    """Encoded bytes per second of the fast codec's decode of one layer to float32 [rows, cols]."""
+def layer0_decoder(vqf: VQFFile, name: str, rows: int, cols: int) -> Callable[[bytes], Any]:
+    """The fast codec's float32 decode of one [rows, cols] layer of `name` (§5, §7.1)."""
     e = vqf.entry(name)
     codec = codec_for(e.qtype, vqf.header.flags, name, shape=(rows, cols))
     decode = import_module(f"weightfile.fast.codecs.vqf.{codec}").decode
+    return lambda payload: decode(payload, rows, cols)
+
+
+def dequantize_layer0(vqf: VQFFile, name: str, rows: int, cols: int) -> np.ndarray:
+    """Layer 0 of `name` as float32 [rows, cols]."""
+    return layer0_decoder(vqf, name, rows, cols)(bytes(layer0_payload(vqf, name, rows, cols)))
+
+
+def dequantize_rate(vqf: VQFFile, name: str, rows: int, cols: int) -> float:
+    """Encoded bytes per second of the fast codec's decode of one layer to float32 [rows, cols]."""
+    decode = layer0_decoder(vqf, name, rows, cols)
     payload = bytes(layer0_payload(vqf, name, rows, cols))
-    return len(payload) / best_seconds(lambda: decode(payload, rows, cols))
+    return len(payload) / best_seconds(lambda: decode(payload))
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,7 @@ class ForwardRate:
     method: str  # "measured", or "estimated" (see engines.py)
     prefill_tokens: int
     decode_tokens: int
+    open_seconds: float | None  # binding the model (fast: open_model); None when estimated
 
 
 def token_ids(vocab: int, count: int, seed: int = 6) -> list[int]:
@@ -132,11 +144,18 @@ def time_forward(model: Any, prompt: list[int], steps: list[int]) -> tuple[float
     return prefill, (time.perf_counter() - start) / max(len(steps), 1)
 
 
-def forward_rate(model: Any, engine: str, threads: int, vocab: int, tokens: int) -> ForwardRate:
-    """Prefill `tokens` tokens, then decode `tokens` more, one at a time."""
+def forward_rate(
+    open_model: Callable[[], Any], engine: str, threads: int, vocab: int, tokens: int
+) -> ForwardRate:
+    """Open (timed), prefill `tokens` tokens, then decode `tokens` more, one at a time."""
+    start = time.perf_counter()
+    model = open_model()
+    opened = time.perf_counter() - start
     prompt, steps = token_ids(vocab, tokens), token_ids(vocab, tokens, seed=7)
     prefill, per_token = time_forward(model, prompt, steps)
-    return ForwardRate(engine, threads, tokens / prefill, 1 / per_token, "measured", tokens, tokens)
+    return ForwardRate(
+        engine, threads, tokens / prefill, 1 / per_token, "measured", tokens, tokens, opened
+    )
 
 
 def ref_rate(vqf: VQFFile, tokens: int) -> ForwardRate:
@@ -145,6 +164,6 @@ def ref_rate(vqf: VQFFile, tokens: int) -> ForwardRate:
 
     c = config_from_arch(vqf.header.arch, tied=False)
     if engines.macs_per_token(engines.matrix_shapes(vqf, c)) <= engines.REF_MEASURE_LIMIT:
-        return forward_rate(engines.open_ref(vqf), "ref", 1, c.vocab_size, tokens)
+        return forward_rate(lambda: engines.open_ref(vqf), "ref", 1, c.vocab_size, tokens)
     rate = 1 / engines.estimate_ref_token_seconds(vqf, c)  # ref runs token by token either way
-    return ForwardRate("ref", 1, rate, rate, "estimated", 0, 0)
+    return ForwardRate("ref", 1, rate, rate, "estimated", 0, 0, None)

@@ -15,7 +15,8 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
     matvec            null | [{tensor, rows, cols, weight_bytes, bytes_per_s {threads: rate},
                                single_core_bandwidth_fraction {threads: rate / single-core bw}}]
     forward           [{engine, threads, prefill_tokens_per_s, decode_tokens_per_s,
-                        method ("measured"/"estimated"), prefill_tokens, decode_tokens}]
+                        method ("measured"/"estimated"), prefill_tokens, decode_tokens,
+                        open_seconds (binding the model; null when estimated)}]
     decode_speedup    null | {threads: fast decode tokens/s ÷ ref decode tokens/s}
     roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
     peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
@@ -26,6 +27,7 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from dataclasses import asdict
@@ -45,8 +47,8 @@ SCHEMA = "weightfile.bench/1"
 NO_FAST = "fast rows: n/a (no fast engine in this tree: weightfile.fast.model is missing)"
 ESTIMATED = (
     "ref estimated: one reference token at this size takes minutes, so its matvec was timed on "
-    f"{engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and attention, "
-    "< 1% of the work, not counted); ref prefill = ref decode (it runs token by token)"
+    f"the first {engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and "
+    "attention, < 1% of the work, not counted); ref prefill = ref decode (token by token)"
 )
 
 
@@ -122,8 +124,8 @@ def run_bench(
         if forward[0].method == "estimated":
             notes.append(ESTIMATED)
         for n in threads if fast else ():
-            model = engines.open_fast(vqf, n)
-            forward.append(measure.forward_rate(model, "fast", n, c.vocab_size, tokens))
+            opener = functools.partial(engines.open_fast, vqf, n)
+            forward.append(measure.forward_rate(opener, "fast", n, c.vocab_size, tokens))
     report["forward"] = [asdict(f) for f in forward]
     ref = forward[0].decode_tokens_per_s
     report["decode_speedup"] = (

@@ -21,6 +21,8 @@ def forward_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         label = f"{f['engine']} ×{f['threads']}" + (
             " (estimated)" if f["method"] == "estimated" else ""
         )
+        if f["open_seconds"] is not None:
+            rows.append((f"open model, {label}", f"{f['open_seconds'] * 1e3:.1f} ms"))
         rows.append((f"prefill tokens/s, {label}", f"{f['prefill_tokens_per_s']:.4g}"))
         rows.append((f"decode tokens/s, {label}", f"{f['decode_tokens_per_s']:.4g}"))
     if not report["fast_engine"]:
@@ -76,7 +78,7 @@ def format_report(report: dict[str, Any]) -> str:
                      f"heads {g['heads']}/{g['kv_heads']}×{g['head_dim']}, vocab {g['vocab']}, "
                      f"{m['family']}"),
         ("file size", mb(m["file_bytes"])),
-        ("open time", f"{report['open_seconds'] * 1e3:.2f} ms"),
+        ("open_vqf (map, header, directory)", f"{report['open_seconds'] * 1e3:.2f} ms"),
         ("checksum (FNV-1a-64, fast)", gb(report["checksum_bytes_per_s"])),
         (f"dequantize {dq['tensor']} [{dq['rows']}×{dq['cols']}] (fast)", gb(dq["bytes_per_s"])),
         (f"memory read bandwidth ({bw['method']})",
