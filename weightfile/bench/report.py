@@ -4,7 +4,8 @@ JSON schema (stable; fields are only ever added, a removal bumps the version). R
 second; bytes are bytes (not MB); a field is null when its engine is not available.
 
     schema            "weightfile.bench/1"
-    machine           {description, arch, cpus}
+    machine           {description, arch, cpus, load_average_1min (null where unknown): on a
+                       shared machine every rate below is only as good as this}
     model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
     fast_engine       true when weightfile.fast.model is importable
@@ -52,6 +53,13 @@ ESTIMATED = (
 )
 
 
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not every platform has one
+        return None
+
+
 def geometry(c: Any) -> dict[str, int]:
     return {
         "vocab": c.vocab_size,
@@ -89,6 +97,7 @@ def run_bench(
                 "description": describe_machine(),
                 "arch": platform.machine(),
                 "cpus": os.cpu_count(),
+                "load_average_1min": load_average(),
             },
             "model": {
                 "path": str(path),

@@ -66,13 +66,18 @@ def rss_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def machine_line(machine: dict[str, Any]) -> str:
+    load = machine["load_average_1min"]
+    return machine["description"] + ("" if load is None else f" · load {load:.2f} (1 min)")
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Two columns: what was measured, and its value."""
     m, bw, roof = report["model"], report["memory_bandwidth"], report["roofline"]
     g = m["geometry"]
     dq = report["dequantize"]
     rows: list[tuple[str, str]] = [
-        ("machine", report["machine"]["description"]),
+        ("machine", machine_line(report["machine"])),
         ("model", m["synthetic"] or m["path"]),
         ("geometry", f"{g['layers']} layers, hidden {g['hidden']}, ffn {g['intermediate']}, "
                      f"heads {g['heads']}/{g['kv_heads']}×{g['head_dim']}, vocab {g['vocab']}, "
