@@ -15,8 +15,8 @@ the work and not counted). Reports label such numbers "estimated".
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import import_module
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ REF_MEASURE_LIMIT = 2_000_000
 ESTIMATE_ROWS = 32
 
 
-def optional_module(name: str) -> ModuleType | None:
+def optional_module(name: str) -> Any:
     """`name` imported, or None when that module (not one it imports) does not exist."""
     try:
         return import_module(name)
@@ -50,18 +50,24 @@ def optional_module(name: str) -> ModuleType | None:
         raise
 
 
-def fast_model_module() -> ModuleType | None:
-    return optional_module("weightfile.fast.model")
+def fast_attribute(module: str, name: str) -> Callable[..., Any] | None:
+    """`module.name`, or None while the fast engine (or that part of it) has not landed."""
+    found = optional_module(module)
+    return getattr(found, name, None) if found is not None else None
 
 
-def fast_matrix_module() -> ModuleType | None:
-    return optional_module("weightfile.fast.model.matrix")
+def fast_open_model() -> Callable[..., Any] | None:
+    return fast_attribute("weightfile.fast.model", "open_model")
+
+
+def fast_matrix_from_entry() -> Callable[..., Any] | None:
+    return fast_attribute("weightfile.fast.model.matrix", "matrix_from_entry")
 
 
 def open_fast(vqf: VQFFile, threads: int) -> Any | None:
     """The fast engine's model, or None on a tree without it."""
-    module = fast_model_module()
-    return None if module is None else module.open_model(vqf, threads=threads)
+    open_model = fast_open_model()
+    return None if open_model is None else open_model(vqf, threads=threads)
 
 
 def open_ref(vqf: VQFFile) -> Qwen3Model:

@@ -28,8 +28,9 @@ MIN_SECONDS = 0.2  # repeat a timed call until this much time has passed (at lea
 REPEATS = 3
 
 
-def best_seconds(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """The fastest of at least `repeats` calls, repeating until MIN_SECONDS have passed."""
+def best_seconds(fn: Callable[[], object], repeats: int | None = None) -> float:
+    """The fastest of at least `repeats` (default REPEATS) calls, and of MIN_SECONDS in all."""
+    repeats = REPEATS if repeats is None else repeats
     best, spent, n = float("inf"), 0.0, 0
     while n < repeats or spent < MIN_SECONDS:
         start = time.perf_counter()
@@ -98,12 +99,12 @@ def matvec_rates(
     vqf: VQFFile, shapes: dict[str, tuple[int, int, int]], threads: Sequence[int]
 ) -> list[MatvecRate] | None:
     """GB/s of weights read by `matrix_from_entry(...).matvec` per shape; None without fast."""
-    module = engines.fast_matrix_module()
-    if module is None:
+    matrix_from_entry = engines.fast_matrix_from_entry()
+    if matrix_from_entry is None:
         return None
     out = []
     for name, (rows, cols, _) in shapes.items():
-        m = module.matrix_from_entry(vqf, name, rows, cols)
+        m = matrix_from_entry(vqf, name, rows, cols)
         x = np.linspace(-1, 1, cols, dtype=np.float32)
         rates = {
             n: m.nbytes / best_seconds(lambda m=m, n=n, x=x: m.matvec(x, threads=n))

@@ -8,7 +8,8 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
                        shared machine every rate below is only as good as this}
     model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
-    fast_engine       true when weightfile.fast.model is importable
+    fast_engine       true when weightfile.fast.model.open_model exists (the matvec rows need only
+                       weightfile.fast.model.matrix.matrix_from_entry)
     open_seconds      open_vqf: map, header, directory
     checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes
     dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
@@ -45,7 +46,10 @@ from .peak_rss import measure_peak_rss, rss_bound
 from .roofline import roofline_tokens_per_s, weight_bytes_per_token
 
 SCHEMA = "weightfile.bench/1"
-NO_FAST = "fast rows: n/a (no fast engine in this tree: weightfile.fast.model is missing)"
+NO_FAST = (
+    "fast forward rows: n/a (no fast engine in this tree: no weightfile.fast.model.open_model)"
+)
+NO_FAST_MATRIX = "matvec rows: n/a (no weightfile.fast.model.matrix.matrix_from_entry in this tree)"
 ESTIMATED = (
     "ref estimated: one reference token at this size takes minutes, so its matvec was timed on "
     f"the first {engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and "
@@ -82,8 +86,10 @@ def run_bench(
     bandwidth_buffer: int = DEFAULT_BUFFER,
 ) -> dict[str, Any]:
     """Every measurement of the report, in one process (the peak RSS in a child)."""
-    fast = engines.fast_model_module() is not None
+    fast = engines.fast_open_model() is not None
     notes = [] if fast else [NO_FAST]
+    if engines.fast_matrix_from_entry() is None:
+        notes.append(NO_FAST_MATRIX)
     bw = measure_bandwidth(bandwidth_buffer, threads=max(threads))
     with open_vqf(path) as vqf:
         c = config_from_arch(vqf.header.arch, tied=False)
