@@ -5,7 +5,7 @@ import pytest
 
 from weightfile.bench import engines
 from weightfile.bench.synthetic import synthetic_model
-from weightfile.ref.model.bind_vqf import codec_matrix_words, config_from_arch
+from weightfile.ref.model.bind_vqf import codec_matrix_words
 from weightfile.ref.vqf.read import open_vqf
 
 
@@ -27,8 +27,7 @@ def tiny(tmp_path_factory):
 
 def test_macs_per_token_by_hand(tiny):
     with open_vqf(tiny) as vqf:
-        c = config_from_arch(vqf.header.arch, tied=False)
-        shapes = engines.matrix_shapes(vqf, c)
+        shapes = engines.matrix_shapes(vqf)
     assert shapes["q8_down"] == (64, 128, 2)
     per_layer = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64
     assert engines.macs_per_token(shapes) == 2 * per_layer + 256 * 64 == 90_112
@@ -48,5 +47,4 @@ def test_leading_rows_equal_the_whole_matrix_rows(tiny):
 
 def test_reference_estimate_is_positive(tiny):
     with open_vqf(tiny) as vqf:
-        c = config_from_arch(vqf.header.arch, tied=False)
-        assert engines.estimate_ref_token_seconds(vqf, c) > 0
+        assert engines.estimate_ref_token_seconds(vqf) > 0

@@ -3,6 +3,7 @@
 import inspect
 
 import pytest
+from strategies.vqf_worked_examples import VL_2B_TABLE
 
 from weightfile.bench.synthetic import (
     SPECS,
@@ -15,28 +16,10 @@ from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
 from weightfile.spec.errors import NotFoundError
 
-#: vqf.md §7.6, Qwen3-VL-2B wmode q4: rows 1-14 (the text tensors), copied from the table.
-VL2B_Q4_TEXT = [
-    ("token_embed", 4096, 622_329_856),
-    ("final_norm", 622_333_952, 8_192),
-    ("attn_norm", 622_342_144, 229_376),
-    ("ffn_norm", 622_571_520, 229_376),
-    ("q_norm", 622_800_896, 14_336),
-    ("k_norm", 622_815_232, 14_336),
-    ("q4_q", 622_829_568, 66_060_288),
-    ("q4_k", 688_889_856, 33_030_144),
-    ("q4_v", 721_920_000, 33_030_144),
-    ("q4_o", 754_950_144, 66_060_288),
-    ("q4_gate", 821_010_432, 198_180_864),
-    ("q4_up", 1_019_191_296, 198_180_864),
-    ("q4_down", 1_217_372_160, 198_180_864),
-    ("q4_lm", 1_415_553_024, 175_030_272),
-]
-
 
 def test_vl2b_text_layout_matches_the_worked_example():
     rows, size = planned_layout(SPECS["qwen3-vl-2b-text-q4_0"])
-    assert rows == VL2B_Q4_TEXT
+    assert rows == VL_2B_TABLE[:14]  # §7.6 rows 1-14, the text tensors
     # §7.6: the vision tensors start at 1,590,583,296; without them that is file_len, + 8 FNV
     assert size == 1_590_583_296 + 8
 

@@ -21,16 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.model.bind_vqf import bind_vqf, codec_matrix_words
-from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, codec_matrix_words
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
+from weightfile.spec.vqf.inventory import Geometry, inventory
 from weightfile.spec.vqf.qtypes import tensor_bytes
-
-from .synthetic import projection_shapes
 
 #: Above this many multiply-adds per token the reference forward is estimated, not run.
 REF_MEASURE_LIMIT = 2_000_000
@@ -79,11 +77,15 @@ def family_of(vqf: VQFFile) -> str:
     return "q4" if any(e.name == "q4_q" for e in vqf.entries) else "q8"
 
 
-def matrix_shapes(vqf: VQFFile, c: Qwen3Config) -> dict[str, tuple[int, int, int]]:
+def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
     """Entry name -> (physical rows, cols, how many per token) of every quantized matrix (§7.1)."""
-    fam = family_of(vqf)
-    shapes = {f"{fam}_{k}": (*rc, c.num_hidden_layers) for k, rc in projection_shapes(c).items()}
-    shapes[f"{fam}_lm"] = (c.vocab_size, c.hidden_size, 1)
+    arch = vqf.header.arch
+    g = Geometry.from_arch(arch)
+    shapes = {}
+    for kind in inventory(arch, family_of(vqf)):
+        if kind.family in FAMILIES:
+            count, out, inp = kind.physical(g)
+            shapes[kind.name] = (out, inp, count)
     return shapes
 
 
@@ -105,11 +107,11 @@ def leading_rows(vqf: VQFFile, name: str, rows: int, cols: int) -> QuantMatrix:
     return QuantMatrix(np.asarray(codes, np.int8), np.asarray(scales, np.uint16))
 
 
-def estimate_ref_token_seconds(vqf: VQFFile, c: Qwen3Config) -> float:
+def estimate_ref_token_seconds(vqf: VQFFile) -> float:
     """Σ over matrices of (time of the ref matvec on k rows) · rows / k · count per token."""
     kernels = kernels_for(CANONICAL)
     total = 0.0
-    for name, (rows, cols, count) in matrix_shapes(vqf, c).items():
+    for name, (rows, cols, count) in matrix_shapes(vqf).items():
         m = leading_rows(vqf, name, rows, cols)
         x = [np.float32(v) for v in np.linspace(-1, 1, cols, dtype=np.float32)]
         best = float("inf")

@@ -164,7 +164,7 @@ def ref_rate(vqf: VQFFile, tokens: int) -> ForwardRate:
     from weightfile.ref.model.bind_vqf import config_from_arch
 
     c = config_from_arch(vqf.header.arch, tied=False)
-    if engines.macs_per_token(engines.matrix_shapes(vqf, c)) <= engines.REF_MEASURE_LIMIT:
+    if engines.macs_per_token(engines.matrix_shapes(vqf)) <= engines.REF_MEASURE_LIMIT:
         return forward_rate(lambda: engines.open_ref(vqf), "ref", 1, c.vocab_size, tokens)
-    rate = 1 / engines.estimate_ref_token_seconds(vqf, c)  # ref runs token by token either way
+    rate = 1 / engines.estimate_ref_token_seconds(vqf)  # ref runs token by token either way
     return ForwardRate("ref", 1, rate, rate, "estimated", 0, 0, None)

@@ -90,10 +90,10 @@ def run_bench(
     notes = [] if fast else [NO_FAST]
     if engines.fast_matrix_from_entry() is None:
         notes.append(NO_FAST_MATRIX)
-    bw = measure_bandwidth(bandwidth_buffer, threads=max(threads))
+    bw = measure_bandwidth(bandwidth_buffer, threads=os.cpu_count())
     with open_vqf(path) as vqf:
         c = config_from_arch(vqf.header.arch, tied=False)
-        shapes = engines.matrix_shapes(vqf, c)
+        shapes = engines.matrix_shapes(vqf)
         per_token = weight_bytes_per_token(vqf)
         widest = max(shapes, key=lambda n: shapes[n][0] * shapes[n][1] * (n[-3:] != "_lm"))
         rows, cols, _ = shapes[widest]

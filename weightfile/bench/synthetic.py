@@ -28,12 +28,13 @@ import numpy as np
 from weightfile.demo import cache_root
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.vqf.import_hf import encode, file_flags
-from weightfile.ref.vqf.write import TensorSource, plan, sort_tensors
+from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
+from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inventory
 from weightfile.spec.vqf.placement import file_size_for
 from weightfile.spec.vqf.qtypes import QType
 
-GENERATOR_VERSION = 1  # bump when the bytes a spec produces change
+GENERATOR_VERSION = 2  # bump when the bytes a spec produces change
 FAST_CODECS = "weightfile.fast.codecs.vqf"
 ROW_CHUNK = 16_384  # rows per embedding / lm_head chunk: a multiple of every row group (§7.5)
 EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F16 rounding
@@ -146,39 +147,35 @@ def _lm_payload(s: SyntheticSpec, name: str) -> Iterator[bytes]:
         yield encode(s.qtype_code, s.flags, name, _embed_chunk(s, start), FAST_CODECS)
 
 
-def _projection_payload(
-    s: SyntheticSpec, index: int, name: str, shape: tuple[int, int]
-) -> Iterator[bytes]:
+def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) -> Iterator[bytes]:
+    index = ORDER_INDEX[kind.name]  # each matrix its own seed stream
     for layer in range(s.layers):
-        m = _normal(s, shape, PROJ_STD, 1, index, layer)
-        yield encode(s.qtype_code, s.flags, name, m, FAST_CODECS)
+        m = _normal(s, (out, inp), PROJ_STD, 1, index, layer)
+        yield encode(s.qtype_code, s.flags, kind.name, m, FAST_CODECS)
 
 
-def projection_shapes(c: Qwen3Config) -> dict[str, tuple[int, int]]:
-    """Physical [out, in] of each per-layer projection (§7.1)."""
-    d, ff = c.hidden_size, c.intermediate_size
-    return {"q": (c.q_dim, d), "k": (c.kv_dim, d), "v": (c.kv_dim, d), "o": (d, c.q_dim),
-            "gate": (ff, d), "up": (ff, d), "down": (d, ff)}  # fmt: skip
+def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
+    """Ones for norms, the seeded embedding (and its tied lm_head), seeded projections."""
+    count, out, inp = kind.physical(g)
+    if kind.family == "norm":
+        return np.ones(count * out * inp, np.float32).tobytes()
+    if kind.family == "embed":
+        return _embed_payload(s)
+    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (§7.1)
+        return _lm_payload(s, kind.name)
+    return _projection_payload(s, kind, out, inp)
 
 
 def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
-    """The §7.1 inventory of wmode q4 / q8; payloads are lazy generators (nothing drawn yet)."""
-    c, family = s.config, s.qtype[:2]
-    d, hd, nl = s.hidden, s.head_dim, s.layers
-    ones = np.ones(1, np.float32).tobytes()
-    out = [
-        TensorSource("token_embed", QType.F16, s.vocab, d, _embed_payload(s)),
-        TensorSource("final_norm", QType.F32, d, 1, ones * d),
-    ]
-    for name, n in (("attn_norm", d), ("ffn_norm", d), ("q_norm", hd), ("k_norm", hd)):
-        out.append(TensorSource(name, QType.F32, nl * n, 1, ones * (nl * n)))
-    for i, (short, (rows, cols)) in enumerate(projection_shapes(c).items()):
-        name = f"{family}_{short}"
-        payload = _projection_payload(s, i, name, (rows, cols))
-        out.append(TensorSource(name, s.qtype_code, nl * cols, rows, payload))  # nl·in × out
-    lm = f"{family}_lm"
-    out.append(TensorSource(lm, s.qtype_code, s.vocab, d, _lm_payload(s, lm)))
-    return sort_tensors(out)
+    """The §7.1 inventory of wmode q4 / q8 in §3.4 order; payloads are lazy (nothing drawn yet)."""
+    arch = arch_of(s)
+    g = Geometry.from_arch(arch)
+    out = []
+    for kind in inventory(arch, s.qtype[:2]):
+        qtype = kind.qtypes[0]  # F16 embedding (EMB_F16), F32 norms, the family's quant type
+        rows, cols = kind.directory_shape(g)
+        out.append(TensorSource(kind.name, qtype, rows, cols, _payload(s, kind, g)))
+    return out
 
 
 def planned_layout(s: SyntheticSpec) -> tuple[list[tuple[str, int, int]], int]:
