@@ -1,12 +1,15 @@
 """`weightfile bench` end to end on the tiny synthetic model, in a temporary cache folder."""
 
 import json
+import os
 
 import pytest
 
 from weightfile.bench import engines
 from weightfile.bench.report import SCHEMA
 from weightfile.cli import main
+from weightfile.fast._native import library
+from weightfile.ref.vqf.read import open_vqf
 
 FAST = engines.fast_open_model() is not None
 FAST_MATRIX = engines.fast_matrix_from_entry() is not None
@@ -37,6 +40,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert r["schema"] == SCHEMA
     assert set(r) == {
         "schema", "machine", "model", "fast_engine", "open_seconds", "checksum_bytes_per_s",
+        "checksum_bytes_hashed",
         "dequantize", "memory_bandwidth", "matvec", "forward", "decode_speedup", "roofline",
         "peak_rss", "notes",
     }  # fmt: skip
@@ -46,7 +50,12 @@ def test_json_report_schema(tmp_path, capsys):
     for key in ("open_seconds", "checksum_bytes_per_s"):
         assert r[key] > 0
     assert r["dequantize"]["tensor"] == "q4_gate" and r["dequantize"]["bytes_per_s"] > 0
-    assert r["memory_bandwidth"]["threads"] == 2
+    assert r["memory_bandwidth"]["threads"] == os.cpu_count()
+    with open_vqf(r["model"]["path"]) as vqf:  # every covered byte (§3.5)
+        covered = len(vqf.directory_bytes()) + len(vqf.data_region())
+    assert r["checksum_bytes_hashed"] == (
+        covered if library() is not None else min(covered, 1 << 20)
+    )
     roof = r["roofline"]
     assert roof["weight_bytes_per_token"] == 52_352  # tests/bench/test_roofline.py by hand
     single = r["memory_bandwidth"]["single_core_bytes_per_s"]

@@ -8,7 +8,7 @@ NA = "n/a (no fast engine)"
 
 
 def gb(rate: float) -> str:
-    return f"{rate / 1e9:.2f} GB/s"
+    return f"{rate / 1e9:.2f} GB/s" if rate >= 1e8 else f"{rate / 1e6:.2f} MB/s"
 
 
 def mb(n: float) -> str:
@@ -84,7 +84,8 @@ def format_report(report: dict[str, Any]) -> str:
                      f"{m['family']}"),
         ("file size", mb(m["file_bytes"])),
         ("open_vqf (map, header, directory)", f"{report['open_seconds'] * 1e3:.2f} ms"),
-        ("checksum (FNV-1a-64, fast)", gb(report["checksum_bytes_per_s"])),
+        ("checksum (FNV-1a-64, fast)",
+         f"{gb(report['checksum_bytes_per_s'])} over {mb(report['checksum_bytes_hashed'])}"),
         (f"dequantize {dq['tensor']} [{dq['rows']}×{dq['cols']}] (fast)", gb(dq["bytes_per_s"])),
         (f"memory read bandwidth ({bw['method']})",
          f"1 core {gb(bw['single_core_bytes_per_s'])}, "
