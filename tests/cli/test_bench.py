@@ -42,7 +42,7 @@ def test_json_report_schema(tmp_path, capsys):
         "schema", "machine", "model", "fast_engine", "open_seconds", "checksum_bytes_per_s",
         "checksum_bytes_hashed",
         "dequantize", "memory_bandwidth", "matvec", "forward", "decode_speedup", "roofline",
-        "peak_rss", "notes",
+        "peak_rss", "targets", "notes",
     }  # fmt: skip
     assert r["model"]["synthetic"] == "tiny-q4_0" and r["model"]["family"] == "q4"
     assert r["model"]["geometry"]["hidden"] == 64

@@ -25,6 +25,8 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
     peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
                               within_bound (peak ≤ baseline + bound)}
+    targets           [{target, value, goal, met}]: the issue's targets that apply to this model
+                       (weightfile/bench/targets.py); value and met null when not measured
     notes             [str]: how to read estimated or missing numbers
 """
 
@@ -45,6 +47,7 @@ from .bandwidth import DEFAULT_BUFFER, measure_bandwidth
 from .machine import describe_machine
 from .peak_rss import measure_peak_rss, rss_bound
 from .roofline import roofline_tokens_per_s, weight_bytes_per_token
+from .targets import check_targets
 
 SCHEMA = "weightfile.bench/1"
 NO_FAST = (
@@ -158,6 +161,7 @@ def run_bench(
     )
     if report["peak_rss"] is None and rss:
         notes.append("peak RSS: n/a (no fast engine, and the reference is too slow at this size)")
+    report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
 

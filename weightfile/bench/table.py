@@ -71,6 +71,17 @@ def machine_line(machine: dict[str, Any]) -> str:
     return machine["description"] + ("" if load is None else f" · load {load:.2f} (1 min)")
 
 
+def target_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    for t in report["targets"]:
+        if t["met"] is None:
+            rows.append((f"target: {t['target']}", f"n/a (goal ≥ {t['goal']:g})"))
+            continue
+        verdict = "met" if t["met"] else "NOT met"
+        rows.append((f"target: {t['target']}", f"{t['value']:.3g} vs ≥ {t['goal']:.3g}: {verdict}"))
+    return rows
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Two columns: what was measured, and its value."""
     m, bw, roof = report["model"], report["memory_bandwidth"], report["roofline"]
@@ -97,6 +108,7 @@ def format_report(report: dict[str, Any]) -> str:
          f"1 core {roof['single_core_tokens_per_s']:.1f}, "
          f"{bw['threads']} cores {roof['all_core_tokens_per_s']:.1f}"),
         *rss_lines(report),
+        *target_lines(report),
     ]  # fmt: skip
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
