@@ -43,7 +43,7 @@ from weightfile.ref.model.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
 
 from . import engines, measure
-from .bandwidth import DEFAULT_BUFFER, measure_bandwidth
+from .bandwidth import DEFAULT_BUFFER, Bandwidth, measure_bandwidth
 from .machine import describe_machine
 from .peak_rss import measure_peak_rss, rss_bound
 from .roofline import roofline_tokens_per_s, weight_bytes_per_token
@@ -80,6 +80,76 @@ def geometry(c: Any) -> dict[str, int]:
     }
 
 
+def machine_section() -> dict[str, Any]:
+    return {
+        "description": describe_machine(),
+        "arch": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1min": load_average(),
+    }
+
+
+def model_section(path: str | os.PathLike[str], vqf: Any, synthetic: str | None) -> dict[str, Any]:
+    c = config_from_arch(vqf.header.arch, tied=False)
+    return {
+        "path": str(path),
+        "synthetic": synthetic,
+        "file_bytes": Path(path).stat().st_size,
+        "family": engines.family_of(vqf),
+        "geometry": geometry(c),
+    }
+
+
+def largest_layer_matrix(shapes: dict[str, tuple[int, int, int]]) -> str:
+    """The per-layer matrix with the most elements (the lm_head, read once, is not a layer's)."""
+    stacked = {n: rc for n, rc in shapes.items() if rc[2] > 1}
+    return max(stacked, key=lambda n: stacked[n][0] * stacked[n][1])
+
+
+def file_section(vqf: Any, shapes: dict[str, tuple[int, int, int]]) -> dict[str, Any]:
+    """The numbers that need no forward engine: checksum and dequantize throughput."""
+    name = largest_layer_matrix(shapes)
+    rows, cols, _ = shapes[name]
+    rate, hashed = measure.checksum_rate(vqf)
+    return {
+        "checksum_bytes_per_s": rate,
+        "checksum_bytes_hashed": hashed,
+        "dequantize": {
+            "tensor": name,
+            "rows": rows,
+            "cols": cols,
+            "bytes_per_s": measure.dequantize_rate(vqf, name, rows, cols),
+        },
+    }
+
+
+def bandwidth_section(bw: Bandwidth, per_token: int) -> dict[str, Any]:
+    return {
+        "memory_bandwidth": {
+            "single_core_bytes_per_s": bw.single_core,
+            "all_core_bytes_per_s": bw.all_core,
+            "threads": bw.threads,
+            "method": bw.method,
+            "buffer_bytes": bw.buffer_bytes,
+        },
+        "roofline": {
+            "weight_bytes_per_token": per_token,
+            "single_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.single_core),
+            "all_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.all_core),
+        },
+    }
+
+
+def forward_rates(vqf: Any, threads: list[int], tokens: int) -> list[measure.ForwardRate]:
+    """The reference first, then the fast engine at each thread count (when it exists)."""
+    vocab = int(vqf.header.arch["vocab_size"])
+    rates = [measure.ref_rate(vqf, tokens)]
+    for n in threads if engines.fast_open_model() is not None else ():
+        opener = functools.partial(engines.open_fast, vqf, n)
+        rates.append(measure.forward_rate(opener, "fast", n, vocab, tokens))
+    return rates
+
+
 def run_bench(
     path: str | os.PathLike[str],
     *,
@@ -96,71 +166,31 @@ def run_bench(
         notes.append(NO_FAST_MATRIX)
     bw = measure_bandwidth(bandwidth_buffer, threads=os.cpu_count())
     with open_vqf(path) as vqf:
-        c = config_from_arch(vqf.header.arch, tied=False)
         shapes = engines.matrix_shapes(vqf)
-        per_token = weight_bytes_per_token(vqf)
-        widest = max(shapes, key=lambda n: shapes[n][0] * shapes[n][1] * (n[-3:] != "_lm"))
-        rows, cols, _ = shapes[widest]
-        checksum = measure.checksum_rate(vqf)
         report: dict[str, Any] = {
             "schema": SCHEMA,
-            "machine": {
-                "description": describe_machine(),
-                "arch": platform.machine(),
-                "cpus": os.cpu_count(),
-                "load_average_1min": load_average(),
-            },
-            "model": {
-                "path": str(path),
-                "synthetic": synthetic,
-                "file_bytes": Path(path).stat().st_size,
-                "family": engines.family_of(vqf),
-                "geometry": geometry(c),
-            },
+            "machine": machine_section(),
+            "model": model_section(path, vqf, synthetic),
             "fast_engine": fast,
             "open_seconds": measure.open_seconds(path),
-            "checksum_bytes_per_s": checksum[0],
-            "checksum_bytes_hashed": checksum[1],
-            "dequantize": {
-                "tensor": widest,
-                "rows": rows,
-                "cols": cols,
-                "bytes_per_s": measure.dequantize_rate(vqf, widest, rows, cols),
-            },
-            "memory_bandwidth": {
-                "single_core_bytes_per_s": bw.single_core,
-                "all_core_bytes_per_s": bw.all_core,
-                "threads": bw.threads,
-                "method": bw.method,
-                "buffer_bytes": bw.buffer_bytes,
-            },
+            **file_section(vqf, shapes),
+            **bandwidth_section(bw, weight_bytes_per_token(vqf)),
             "matvec": matvec_rows(vqf, shapes, threads, bw.single_core),
-            "roofline": {
-                "weight_bytes_per_token": per_token,
-                "single_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.single_core),
-                "all_core_tokens_per_s": roofline_tokens_per_s(per_token, bw.all_core),
-            },
         }
-        forward = [measure.ref_rate(vqf, tokens)]
-        if forward[0].method == "estimated":
-            notes.append(ESTIMATED)
-        for n in threads if fast else ():
-            opener = functools.partial(engines.open_fast, vqf, n)
-            forward.append(measure.forward_rate(opener, "fast", n, c.vocab_size, tokens))
+        forward = forward_rates(vqf, threads, tokens)
+        c = config_from_arch(vqf.header.arch, tied=False)
+    if forward[0].method == "estimated":
+        notes.append(ESTIMATED)
     report["forward"] = [asdict(f) for f in forward]
     ref = forward[0].decode_tokens_per_s
-    report["decode_speedup"] = (
-        {str(f.threads): f.decode_tokens_per_s / ref for f in forward[1:]} if fast else None
-    )
-    report["peak_rss"] = (
-        peak_rss_row(
-            path, c, report["model"]["file_bytes"], threads, tokens, fast, forward[0].method
-        )
-        if rss
-        else None
-    )
-    if report["peak_rss"] is None and rss:
-        notes.append("peak RSS: n/a (no fast engine, and the reference is too slow at this size)")
+    speedup = {str(f.threads): f.decode_tokens_per_s / ref for f in forward[1:]}
+    report["decode_speedup"] = speedup if fast else None
+    report["peak_rss"] = None
+    if rss:
+        file_bytes = report["model"]["file_bytes"]
+        report["peak_rss"] = peak_rss_row(path, c, file_bytes, threads, tokens, fast, forward[0])
+        if report["peak_rss"] is None:
+            notes.append("peak RSS: n/a (no fast engine, and the reference is too slow here)")
     report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
@@ -194,10 +224,10 @@ def peak_rss_row(
     threads: list[int],
     tokens: int,
     fast: bool,
-    ref_method: str,
+    ref: measure.ForwardRate,
 ) -> dict[str, Any] | None:
     """The child-process peak against the issue's bound: fast at the most threads, else ref."""
-    if not fast and ref_method != "measured":
+    if not fast and ref.method != "measured":
         return None
     engine, n = ("fast", max(threads)) if fast else ("ref", 1)
     got = measure_peak_rss(path, engine, n, tokens)
