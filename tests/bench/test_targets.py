@@ -46,3 +46,10 @@ def test_llama_cpp_target_only_on_the_0_6b_q4_geometry():
     assert not any("llama.cpp" in t["target"] for t in check_targets(report(VL_2B)))
     q8 = check_targets(report(QWEN3_0_6B, family="q8"))
     assert not any("llama.cpp" in t["target"] for t in q8)
+
+
+def test_speedup_target_names_an_estimated_reference():
+    ref = [{"engine": "ref", "threads": 1, "method": "estimated", "decode_tokens_per_s": 0.01}]
+    (t,) = check_targets(report(QWEN3_0_6B, family="q8", forward=ref, speedup={"1": 90.0}))
+    assert t["target"] == "decode speed-up fast ×1 / estimated ref"
+    assert (t["value"], t["met"]) == (90.0, False)
