@@ -24,7 +24,7 @@ def quick_timing(monkeypatch):
     monkeypatch.setattr(measure, "REPEATS", 1)
 
 
-QUICK = ["--bandwidth-mib", "8", "--tokens", "3", "--threads", "1", "2"]
+QUICK = ["--bandwidth-mib", "8", "--tokens", "2", "--threads", "1", "2"]
 
 
 def bench_json(capsys, cache, *extra):
@@ -61,7 +61,7 @@ def test_json_report_schema(tmp_path, capsys):
     single = r["memory_bandwidth"]["single_core_bytes_per_s"]
     assert roof["single_core_tokens_per_s"] == pytest.approx(single / 52_352)
     ref = r["forward"][0]
-    assert (ref["engine"], ref["method"], ref["decode_tokens"]) == ("ref", "measured", 3)
+    assert (ref["engine"], ref["method"], ref["decode_tokens"]) == ("ref", "measured", 2)
     assert ref["decode_tokens_per_s"] > 0 and ref["open_seconds"] > 0
     rss = r["peak_rss"]
     assert rss["engine"] == ("fast" if FAST else "ref")
