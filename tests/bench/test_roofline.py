@@ -32,3 +32,17 @@ def test_rss_bound_by_hand():
     assert b.kv_cache_bytes == 28 * 16 * 2 * (8 * 128) * 4  # layers·positions·(K,V)·kv_dim·f32
     assert b.activation_bytes == 4 * 8 * 151_936 * 4  # 4 × the [8, vocab] float32 logits
     assert b.total == 646_672_392 + 3_670_016 + 19_447_808
+
+
+def test_dual_file_counts_only_the_bound_family(tmp_path):
+    # wmode dual (vqf.md §7.2) carries q8_* and q4_*; the decoder binds q4, so a token reads q4
+    from weightfile.bench.synthetic import arch_of, tensor_sources
+    from weightfile.ref.vqf.write import write_vqf
+
+    q4, q8 = SPECS["tiny-q4_0"], SPECS["tiny-q8_0"]
+    extra = [t for t in tensor_sources(q8) if t.name.startswith("q8_")]
+    path = write_vqf(tmp_path / "dual.vqf", arch=arch_of(q4), flags=q4.flags,
+                     tensors=[*tensor_sources(q4), *extra])  # fmt: skip
+    with open_vqf(path) as vqf:
+        assert {e.name for e in vqf.entries} >= {"q8_q", "q4_q", "q8_lm", "q4_lm"}
+        assert weight_bytes_per_token(vqf) == 52_352  # the q4-only file's count, by hand above
