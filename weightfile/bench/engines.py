@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, codec_matrix_words
+from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import QuantMatrix
@@ -73,8 +73,8 @@ def open_ref(vqf: VQFFile) -> Qwen3Model:
 
 
 def family_of(vqf: VQFFile) -> str:
-    """q4 when the file has q4_q, else q8 (the binder's preference, bind_vqf.FAMILIES)."""
-    return "q4" if any(e.name == "q4_q" for e in vqf.entries) else "q8"
+    """The projection family the decoder binds: q4 when present, else q8 (bind_vqf)."""
+    return choose_family(vqf, None)
 
 
 def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
