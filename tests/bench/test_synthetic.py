@@ -84,3 +84,13 @@ def test_failed_generation_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         synthetic_model("tiny-q4_0", tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_other_generator_versions_are_removed_on_build(tmp_path):
+    stale = tmp_path / "tiny-q4_0-g0-000000000000.vqf"
+    other = tmp_path / "tiny-q8_0-g0-000000000000.vqf"
+    stale.write_bytes(b"old")
+    other.write_bytes(b"other model")
+    path, built = synthetic_model("tiny-q4_0", tmp_path)
+    assert built
+    assert sorted(tmp_path.iterdir()) == sorted([path, other])

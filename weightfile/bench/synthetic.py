@@ -10,7 +10,8 @@ the reference's (tests/differential).
 Generation streams: every payload is a generator of per-layer (or per-16384-row) chunks, each
 drawn from its own seeded generator, so RAM stays at one chunk however big the model is, and
 the lm_head chunks regenerate exactly the embedding rows they are tied to. Files are cached as
-`<cache>/<name>-g<GENERATOR_VERSION>-<hash>.vqf` and reused when present.
+`<cache>/<name>-g<GENERATOR_VERSION>-<hash>.vqf`, reused when present; building one removes
+the same model's files of other generator versions.
 """
 
 from __future__ import annotations
@@ -216,4 +217,15 @@ def synthetic_model(
         write_vqf(path, arch=arch_of(s), tensors=tensor_sources(s), flags=s.flags)
     except DestinationExistsError:  # a concurrent run published it first: same bytes
         return path, False
+    remove_stale(s, folder, keep=path)
     return path, True
+
+
+def remove_stale(s: SyntheticSpec, folder: Path, keep: Path) -> None:
+    """Delete this model's files from other generator versions: a board's disk is small.
+
+    A process still mapping one keeps its pages (unlink only drops the name).
+    """
+    for old in folder.glob(f"{s.name}-g*-*.vqf"):
+        if old != keep:
+            old.unlink(missing_ok=True)
