@@ -94,3 +94,20 @@ def test_other_generator_versions_are_removed_on_build(tmp_path):
     path, built = synthetic_model("tiny-q4_0", tmp_path)
     assert built
     assert sorted(tmp_path.iterdir()) == sorted([path, other])
+
+
+def test_chunked_embedding_and_tied_lm_head_equal_whole_matrix_encodings(tmp_path, monkeypatch):
+    # chunks of 64 rows (a multiple of every row group) must give the bytes of one whole-matrix
+    # encode (§7.5); the expected bytes come from the reference codecs, not the fast ones
+    import numpy as np
+
+    import weightfile.bench.synthetic as synthetic
+    from weightfile.ref.codecs.vqf import f16, q4_0_4x4
+
+    monkeypatch.setattr(synthetic, "ROW_CHUNK", 64)
+    s = SPECS["tiny-q4_0"]
+    path, _ = synthetic_model("tiny-q4_0", tmp_path)
+    embed = np.concatenate([synthetic._embed_chunk(s, start) for start in range(0, 256, 64)])
+    with open_vqf(path) as vqf:
+        assert bytes(vqf.payload("token_embed")) == f16.encode(embed, 256, 64, mode="trunc_ftz")
+        assert bytes(vqf.payload("q4_lm")) == q4_0_4x4.encode(embed, 256, 64)

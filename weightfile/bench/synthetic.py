@@ -7,7 +7,7 @@ weights. The file is the one the engine's converter writes in its wmode (q4 or q
 the tied float32 embedding (§7.1 table). Quantization uses the fast codecs, whose bytes equal
 the reference's (tests/differential).
 
-Generation streams: every payload is a generator of per-layer (or per-16384-row) chunks, each
+Generation streams: every payload is a generator of per-layer (or per-ROW_CHUNK-row) chunks, each
 drawn from its own seeded generator, so RAM stays at one chunk however big the model is, and
 the lm_head chunks regenerate exactly the embedding rows they are tied to. Files are cached as
 `<cache>/<name>-g<GENERATOR_VERSION>-<hash>.vqf`, reused when present; building one removes
@@ -35,9 +35,12 @@ from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inv
 from weightfile.spec.vqf.placement import file_size_for
 from weightfile.spec.vqf.qtypes import QType
 
-GENERATOR_VERSION = 2  # bump when the bytes a spec produces change
+GENERATOR_VERSION = 3  # bump when the bytes a spec produces change
 FAST_CODECS = "weightfile.fast.codecs.vqf"
-ROW_CHUNK = 16_384  # rows per embedding / lm_head chunk: a multiple of every row group (§7.5)
+#: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling
+#: equals whole-matrix tiling (§7.5); small enough that a chunk and the encoder's temporaries
+#: stay about one layer's largest matrix (the generator's peak RAM is one chunk's worth).
+ROW_CHUNK = 4096
 EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F16 rounding
 PROJ_STD = 0.02
 
