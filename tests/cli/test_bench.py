@@ -153,3 +153,12 @@ def test_fast_rows_are_reported_when_an_engine_exists(tmp_path, capsys, monkeypa
         assert m["single_core_bandwidth_fraction"]["1"] == pytest.approx(
             m["bytes_per_s"]["1"] / single
         )
+
+
+def test_help_lists_every_synthetic_model(capsys):
+    from weightfile.bench.synthetic import SPECS
+
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in SPECS)
