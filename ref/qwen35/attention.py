@@ -1,4 +1,4 @@
-"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §15).
+"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §18.2).
 
 h = x + output(gate(attn(rope(norm(query)), rope(norm(key)), value), sigmoid(gate_proj))),
 all of it on n = zero-centred RMSNorm(x). The K/V cache stores K after k_norm and RoPE.

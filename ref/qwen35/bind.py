@@ -100,7 +100,7 @@ def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
 
 def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> None:
     """Auxiliaries (§2.6): accepted roles, a valid divisor, valid Hadamard signs. The reference
-    keeps activations in float32 (numerics.md §15.4), so a divisor changes nothing; Hadamard
+    keeps activations in float32 (numerics.md §18.4), so a divisor changes nothing; Hadamard
     signs change the weights' meaning and are not implemented."""
     nf.activation_divisor(use)
     if nf.hadamard_signs(use, shape) is not None:

@@ -2,7 +2,7 @@
 
 Same shape of API as `weightfile.ref.model.decoder.Qwen3Model`: layer-major like a prefill,
 every arithmetic step through the profile's kernels or the canonical operations of
-spec/numerics.md §13-§15, vectors as lists of float32 scalars. Per layer:
+spec/numerics.md §16-§18, vectors as lists of float32 scalars. Per layer:
 h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm₀ the zero-centred norm (1 + w).
 """
 
@@ -45,7 +45,7 @@ class Qwen35Model:
         has_attention = any(isinstance(lw.mixer, AttentionWeights) for lw in weights.layers)
         rope = kernels.rope_tables(config.theta_f32, config.rotary_dim) if has_attention else None
         self.ops = Ops(kernels, config, rope)
-        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§15.1).
+        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§18.1).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)
