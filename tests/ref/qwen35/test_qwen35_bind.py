@@ -270,3 +270,14 @@ def test_auxiliaries_are_checked(tmp_path: Path, aux: dict, rule: str) -> None:
     tf.uses[3]["auxiliaries"] = aux
     with raises_rule(InvalidError, f"ninfer3.{rule}"):
         bind_file(tmp_path, tf)
+
+
+def test_fast_codecs_decode_the_same_weights(tmp_path: Path) -> None:
+    from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
+
+    entry = text_file(tiny_config(), params(), "q5_g64_fp16").write(tmp_path / "m.ninfer")
+    with open_artifact(entry) as nf:
+        _, ref = bind_ninfer(nf)
+        _, fast = bind_ninfer(nf, fast_codec)
+    assert (bits(ref.layers[1].mixer.query.values) == bits(fast.layers[1].mixer.query.values)).all()
+    assert (bits(ref.output_head.values) == bits(fast.output_head.values)).all()
