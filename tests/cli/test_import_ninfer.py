@@ -256,7 +256,8 @@ def test_failures_are_typed_and_leave_nothing(checkpoint, tmp_path):
     (b / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 2}))
     with pytest.raises(InvalidError) as e:  # three layer_types for two layers
         import_checkpoint(b, out)
-    assert e.value.path == "layer_types"
+    assert e.value.rule.startswith("ninfer3.text.")  # the §6.1 validator's own rule
+    assert e.value.path == "components.text.config.layer_types"
     assert list(tmp_path.glob("*.ninfer*")) == [] and list(tmp_path.glob(".o.ninfer*")) == []
 
 
