@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from strategies.tiny_vqf import bpe_tokenizer
+from strategies.qwen35_checkpoint import FORMATS, SIZES, canonical, write_checkpoint
 
 from weightfile.cli import main
 from weightfile.fast.codecs.ninfer3.codec import get_codec
@@ -23,65 +23,6 @@ from weightfile.ref.ninfer3.import_hf import import_checkpoint
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_names import text_parameters
-
-torch = pytest.importorskip("torch", reason="the import check needs the 'external' extra (torch)")
-transformers = pytest.importorskip(
-    "transformers", reason="the import check needs the 'external' extra (transformers)"
-)
-
-FORMATS = ("bf16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16")
-SIZES = dict(
-    hidden_size=64,
-    intermediate_size=96,
-    num_hidden_layers=3,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=16,
-    linear_num_key_heads=2,
-    linear_key_head_dim=16,
-    linear_num_value_heads=4,
-    linear_value_head_dim=16,
-    linear_conv_kernel_dim=4,
-    layer_types=["linear_attention", "full_attention", "linear_attention"],
-)
-TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['content'] }}<|im_end|>{% endfor %}"
-
-
-def hf_config(tied: bool, vocab: int) -> transformers.Qwen3_5TextConfig:
-    return transformers.Qwen3_5TextConfig(
-        **SIZES,
-        vocab_size=vocab,
-        rms_norm_eps=1e-6,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                         "partial_rotary_factor": 0.25},
-        tie_word_embeddings=tied,
-        eos_token_id=2,
-        attn_implementation="eager",
-    )  # fmt: skip
-
-
-def round_to_bf16(t: torch.Tensor) -> None:
-    t.copy_(t.to(torch.bfloat16).to(torch.float32))
-
-
-def write_checkpoint(folder: Path, tied: bool, seed: int) -> torch.nn.Module:
-    """save_pretrained of a random model, plus the tokenizer files of a tiny BPE tokenizer."""
-    torch.manual_seed(seed)
-    tok = bpe_tokenizer()
-    model = transformers.Qwen3_5ForCausalLM(hf_config(tied, tok.get_vocab_size())).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.add_(0.2 * torch.randn_like(p))  # zero-centred norms start at 0
-            if not name.endswith(("A_log", "dt_bias")):
-                round_to_bf16(p)
-            else:
-                p.add_(1e-3 * torch.randn_like(p))  # bits below bf16 precision
-    model.save_pretrained(folder)
-    tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|im_end|>"}))
-    (folder / "chat_template.jinja").write_text(TEMPLATE)
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -100,48 +41,6 @@ def imported(checkpoint, tmp_path_factory):
         paths[fmt] = out / f"m-{fmt}.ninfer"
         assert main(["import", str(folder), str(paths[fmt]), "--format", fmt]) == 0
     return paths
-
-
-def canonical(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    """§6.2 name -> float32 values, cut as the transformers forward passes use the modules."""
-    cfg, m = model.config, model.model
-    out = {
-        "text/token_embedding": m.embed_tokens.weight,
-        "text/final_norm": m.norm.weight,
-        "text/output_head": model.lm_head.weight,
-    }
-    for i, layer in enumerate(m.layers):
-        p = f"text/layers/{i}/"
-        out[p + "input_norm"] = layer.input_layernorm.weight
-        out[p + "post_attention_norm"] = layer.post_attention_layernorm.weight
-        out |= {
-            p + f"mlp/{r}": getattr(layer.mlp, f"{r}_proj").weight for r in ("gate", "up", "down")
-        }
-        if cfg.layer_types[i] == "full_attention":
-            a = layer.self_attn
-            # forward: q_proj(x).view(..., -1, head_dim * 2), then chunk(2, dim=-1)
-            q = a.q_proj.weight.view(cfg.num_attention_heads, 2 * cfg.head_dim, -1)
-            query, gate = torch.chunk(q, 2, dim=1)
-            out |= {
-                p + "attention/query": query.reshape(-1, cfg.hidden_size),
-                p + "attention/gate": gate.reshape(-1, cfg.hidden_size),
-                p + "attention/key": a.k_proj.weight, p + "attention/value": a.v_proj.weight,
-                p + "attention/query_norm": a.q_norm.weight,
-                p + "attention/key_norm": a.k_norm.weight, p + "attention/output": a.o_proj.weight,
-            }  # fmt: skip
-        else:
-            g = layer.linear_attn
-            # forward: split(in_proj_qkv(x) after the conv, [key_dim, key_dim, value_dim])
-            q, k, v = torch.split(g.in_proj_qkv.weight, [g.key_dim, g.key_dim, g.value_dim])
-            out |= {
-                p + "gdn/query": q, p + "gdn/key": k, p + "gdn/value": v,
-                p + "gdn/z": g.in_proj_z.weight, p + "gdn/a_projection": g.in_proj_a.weight,
-                p + "gdn/b_projection": g.in_proj_b.weight, p + "gdn/a_log": g.A_log,
-                p + "gdn/dt_bias": g.dt_bias, p + "gdn/norm": g.norm.weight,
-                p + "gdn/convolution": g.conv1d.weight.squeeze(1).T,  # [taps, channels]
-                p + "gdn/output": g.out_proj.weight,
-            }  # fmt: skip
-    return {k: v.detach().contiguous().numpy().astype(np.float32) for k, v in out.items()}
 
 
 def bits(a: np.ndarray) -> np.ndarray:
