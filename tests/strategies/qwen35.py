@@ -8,12 +8,17 @@ so a missed 1 + w or a swapped gate shows up in the logits.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from weightfile.ref.codecs.ninfer3.codec import get_codec
+from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
+from weightfile.ref.ninfer3.write import write_artifact
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
-from weightfile.spec.ninfer3.text_names import text_parameters
+from weightfile.spec.ninfer3.text_names import fusion_groups, text_parameters
 
 TINY: dict[str, Any] = {
     "architectures": ["Qwen3_5ForCausalLM"],
@@ -88,3 +93,81 @@ def bf16_round(a: np.ndarray) -> np.ndarray:
     bits = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
     return rounded.astype(np.uint32).view(np.float32)
+
+
+# -- .ninfer files of a text model, built with the reference writer ------------------------------
+
+RESOURCES = {
+    "tokenizer.json": b'{"model": {}}',
+    "tokenizer_config.json": b"{}",
+    "chat_template.jinja": b"{{ messages }}",
+    "generation_config.json": b'{"eos_token_id": 1}',
+}
+
+
+@dataclass
+class TextFile:
+    """The directory pieces of a text model file; tests edit them before `write`."""
+
+    config: dict[str, Any]
+    objects: list[Any] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict)
+    bindings: dict[str, Any] = field(default_factory=dict)
+    uses: list[dict[str, Any]] = field(default_factory=list)
+    resources: dict[str, str] = field(default_factory=dict)
+
+    def add_tensor(self, object_id: str, values: np.ndarray, fmt: str, layout: str) -> None:
+        shape = tuple(int(d) for d in values.shape)
+        self.objects.append(TensorSpec(object_id, shape, fmt, layout))
+        self.data[object_id] = get_codec(fmt, layout).encode(values.astype(np.float32), shape)
+
+    def write(self, path: Path) -> Path:
+        (entry,) = write_artifact(
+            path,
+            self.data,
+            objects=self.objects,
+            components={"text": {"config": self.config, "resources": self.resources}},
+            bindings=self.bindings,
+            uses=self.uses,
+        )
+        return entry
+
+
+def matrix_layout(fmt: str) -> str:
+    return "contiguous_le_v1" if fmt in ("bf16", "fp32") else "row_split_k128_v1"
+
+
+def text_file(config: Qwen35Config, params: dict[str, np.ndarray], matrix_format: str) -> TextFile:
+    """Every parameter bound as the converter would: the first fusion group of each kind in one
+    parent (rows concatenated, parts bindings), the rest whole objects; direct parameters bf16
+    (fp32 for a_log / dt_bias); one A16Only Use per declared input; the four resources."""
+    tf = TextFile(copy.deepcopy(config.json))
+    for role, blob in RESOURCES.items():
+        tf.resources[role] = f"r.{role}"
+        tf.objects.append(ResourceSpec(f"r.{role}", len(blob)))
+        tf.data[f"r.{role}"] = blob
+    specs = {p.name: p for p in text_parameters(config.json)}
+    fused: dict[str, tuple[str, int]] = {}  # parameter -> (parent id, first element)
+    for layer in range(config.num_hidden_layers):
+        for g, group in enumerate(fusion_groups(config.json, layer)):
+            if any(name in fused for name in group):
+                continue  # a fallback ({Q,K}, {gate,V}, ...) of a group already fused
+            parent = f"w.fused.{layer}.{g}"
+            rows = np.concatenate([params[n] for n in group])
+            tf.add_tensor(parent, rows, matrix_format, matrix_layout(matrix_format))
+            at = 0
+            for name in group:
+                fused[name] = (parent, at)
+                at += params[name].size
+    for name, p in specs.items():
+        if name in fused:
+            parent, begin = fused[name]
+            part = {"object": parent, "range": [begin, begin + params[name].size]}
+            tf.bindings[name] = {"parts": [part]}
+        else:
+            fmt = p.direct_format or matrix_format
+            tf.add_tensor(f"w.{name}", params[name], fmt, matrix_layout(fmt))
+            tf.bindings[name] = {"object": f"w.{name}"}
+        for consumed in p.inputs:
+            tf.uses.append({"parameter": name, "input": consumed, "activation_policy": "A16Only"})
+    return tf
