@@ -19,7 +19,8 @@ def load_ninfer_session(
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
     resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one."""
-    from weightfile.ref.qwen35 import Qwen35Model, bind_ninfer
+    from weightfile.ref.qwen35.bind import bind_ninfer
+    from weightfile.ref.qwen35.model import Qwen35Model
 
     with open_artifact(path) as artifact:
         config, weights = bind_ninfer(artifact)
