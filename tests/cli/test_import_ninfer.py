@@ -173,3 +173,18 @@ def test_an_unused_text_tensor_is_refused(checkpoint, tmp_path):
     assert e.value.rule == "qwen35.import.unexpected_tensor"
     assert (e.value.path or "").startswith("model.layers.2.")
     assert not (tmp_path / "o.ninfer").exists()
+
+
+def test_a_small_limit_shards_the_file_set(checkpoint, imported, tmp_path, capsys):
+    folder, _ = checkpoint
+    paths = import_checkpoint(folder, tmp_path / "s.ninfer", fmt="q4_g64_fp16", limit=48 * 1024)
+    assert len(paths) >= 3 and all(p.stat().st_size <= 48 * 1024 for p in paths)
+    assert main(["verify", str(paths[0])]) == 0
+    with NInferModelFile(paths[0]) as sharded, NInferModelFile(imported["q4_g64_fp16"]) as whole:
+        for name in sorted(whole.artifact.directory.bindings):
+            a, b = sharded.decode(name), whole.decode(name)
+            assert a.view(np.uint32).tolist() == b.view(np.uint32).tolist(), name
+    capsys.readouterr()
+    argv = ["import", str(folder), str(paths[0]), "--format", "bf16", "--force"]
+    assert main(argv) == 1
+    assert "qwen35.import.force" in capsys.readouterr().err

@@ -19,6 +19,12 @@ def wants_ninfer(args: argparse.Namespace) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from weightfile.ref.ninfer3.import_hf import FAST_CODECS, REF_CODECS, import_checkpoint
+    from weightfile.spec.errors import UnsupportedError
+
+    if args.force:  # the .ninfer writer never replaces a file set (ninfer-v3.md §1.7)
+        raise UnsupportedError(
+            "qwen35.import.force", "--force is VQF only; remove the .ninfer file set first"
+        )
 
     codecs = FAST_CODECS if args.engine == "fast" else REF_CODECS
     paths = import_checkpoint(args.folder, args.out, fmt=args.format, codecs=codecs)
