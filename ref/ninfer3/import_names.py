@@ -90,7 +90,7 @@ def query_gate_rows(which: int, head_dim: int) -> Callable[[np.ndarray], np.ndar
     return take
 
 
-def row_block(begin: int, end: int) -> Callable[[np.ndarray], np.ndarray]:
+def row_block(begin: int, end: int | None) -> Callable[[np.ndarray], np.ndarray]:
     return lambda w: w[begin:end]
 
 
@@ -109,13 +109,10 @@ def take_for(config: Mapping[str, Any], short: str) -> Callable[[np.ndarray], np
         return query_gate_rows(int(short == "attention/gate"), config["head_dim"])
     if short in ("gdn/query", "gdn/key", "gdn/value"):
         kg = config["linear_num_key_heads"] * config["linear_key_head_dim"]
-        vg = config["linear_num_value_heads"] * config["linear_value_head_dim"]
-        begin, end = {
-            "gdn/query": (0, kg),
-            "gdn/key": (kg, 2 * kg),
-            "gdn/value": (2 * kg, 2 * kg + vg),
-        }[short]
-        return row_block(begin, end)
+        # value takes every remaining row, so a tensor with more or fewer rows than 2Kg + Vg
+        # gives value the wrong shape, which parameter_values reports
+        blocks = {"gdn/query": (0, kg), "gdn/key": (kg, 2 * kg), "gdn/value": (2 * kg, None)}
+        return row_block(*blocks[short])
     if short == "gdn/convolution":
         return conv_taps
     return unchanged

@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from weightfile.ref.ninfer3.import_config import derived_mrope_section, text_config
+from weightfile.ref.ninfer3.import_names import parameter_values, source
 from weightfile.ref.ninfer3.import_plan import bindings, plan_parents, uses
 from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import interleaved_counts
@@ -129,3 +131,24 @@ def test_unknown_format_is_refused():
     with pytest.raises(UnsupportedError) as info:
         plan_parents(text_config(HF), "nvfp4")
     assert info.value.rule == "qwen35.import.format"
+
+
+def test_a_fused_source_of_the_wrong_size_is_refused():
+    config = text_config(HF)
+    params = {p.name: p for p in text_parameters(config)}
+    h, rows = HF["hidden_size"], 2 * 32 + 64  # in_proj_qkv: 2·Kg + Vg rows
+    for extra in (0, 1, -1):
+        qkv = np.arange((rows + extra) * h, dtype=np.float32).reshape(rows + extra, h)
+        for short in ("query", "key", "value"):
+            name = f"text/layers/0/gdn/{short}"
+            src = source(config, "model.", name)
+            assert src.hf_name == "model.layers.0.linear_attn.in_proj_qkv.weight"
+            if extra and short == "value":
+                with pytest.raises(InvalidError) as info:
+                    parameter_values(params[name], src, lambda _, t=qkv: t)
+                assert info.value.rule == "qwen35.import.shape"
+                assert info.value.path == src.hf_name
+            else:
+                got = parameter_values(params[name], src, lambda _, t=qkv: t)
+                begin = {"query": 0, "key": 32, "value": 64}[short]
+                assert got[0, 0] == begin * h  # its first row is row `begin` of the source
