@@ -70,3 +70,12 @@ def test_trace_of_a_chat_prompt(imported, tmp_path):
         assert names == set(trace_names(model.config.layer_types, moe=False))
         want = model.forward(ids, model.new_cache())
         assert z["logits"].view(np.uint32).tolist() == want.view(np.uint32).tolist()
+
+
+def test_prefill_and_token_by_token_decode_agree_bit_for_bit(imported):
+    model = reference(imported)
+    ids = bpe_tokenizer().encode(PROMPT).ids
+    prefill = model.forward(ids, model.new_cache())
+    cache = model.new_cache()
+    decode = np.concatenate([model.forward([t], cache) for t in ids])
+    assert prefill.view(np.uint32).tolist() == decode.view(np.uint32).tolist()
