@@ -1,4 +1,4 @@
-"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §15).
+"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §18.2).
 
 h = x + output(gate(attn(rope(norm(query)), rope(norm(key)), value), sigmoid(gate_proj))),
 all of it on n = zero-centred RMSNorm(x). The K/V cache stores K after k_norm and RoPE.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from weightfile.ref.model.decoder import per_token, split_heads
+from weightfile.ref.model.decoder import causal_attention, per_token, split_heads
 from weightfile.ref.numerics.kernels import Site
 
 from .cache import Qwen35Cache
@@ -48,15 +48,7 @@ def attention_block(
     kn = each("k_norm", lambda v, s: ops.head_norm(v, w.key_norm, hd, s), kk)
     qr = [ops.partial_rope(v, p) for v, p in zip(qn, pos, strict=True)]
     kr = [ops.partial_rope(v, p) for v, p in zip(kn, pos, strict=True)]
-    ends = []  # token t attends to positions 0 .. ends[t]-1 of its own cache (causal)
-    for t, cache in enumerate(caches):
-        cache.keys[i].append(split_heads(kr[t], hd))
-        cache.values[i].append(split_heads(vv[t], hd))
-        ends.append(len(cache.keys[i]))
-    att = [
-        attend(ops, qr[t], c.keys[i][: ends[t]], c.values[i][: ends[t]], Site("attn", i, t, len(x)))
-        for t, c in enumerate(caches)
-    ]
+    att = causal_attention(i, qr, kr, vv, caches, hd, lambda *a: attend(ops, *a))
     gated = [ops.gate(a, g) for a, g in zip(att, gt, strict=True)]
     o = each("o_proj", lambda v, s: k.matvec(w.output, v, s), gated)
     h = each("attn_residual", k.add, x, o)

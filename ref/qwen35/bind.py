@@ -15,7 +15,8 @@ order, and the weights arranged (`weights_from_parameters`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
 
 def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> None:
     """Auxiliaries (§2.6): accepted roles, a valid divisor, valid Hadamard signs. The reference
-    keeps activations in float32 (numerics.md §15.4), so a divisor changes nothing; Hadamard
+    keeps activations in float32 (numerics.md §18.4), so a divisor changes nothing; Hadamard
     signs change the weights' meaning and are not implemented."""
     nf.activation_divisor(use)
     if nf.hadamard_signs(use, shape) is not None:
@@ -142,17 +143,22 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
 
 
 class ObjectDecoder:
-    """Decodes each object once with its (format, layout) codec, as float32 (§3, §4)."""
+    """Decodes each object once with its (format, layout) codec, as float32 (§3, §4).
 
-    def __init__(self, nf: Artifact) -> None:
+    `codec_for` defaults to the reference codecs; `weightfile.fast.codecs.ninfer3.codec.
+    get_codec` decodes the same values bit for bit (tests/differential), only faster.
+    """
+
+    def __init__(self, nf: Artifact, codec_for: Callable[[str, str], Any] = get_codec) -> None:
         self.nf = nf
+        self.codec_for = codec_for
         self.decoded: dict[str, np.ndarray] = {}
 
     def flat(self, object_id: str) -> np.ndarray:
         if object_id not in self.decoded:
             o = self.nf.object(object_id)
             assert o.shape is not None and o.format is not None and o.layout is not None
-            codec = get_codec(o.format, o.layout)
+            codec = self.codec_for(o.format, o.layout)
             values = codec.decode(bytes(self.nf.object_bytes(object_id)), o.shape)
             self.decoded[object_id] = np.asarray(values, dtype=np.float32).reshape(-1)
         return self.decoded[object_id]
@@ -164,14 +170,19 @@ class ObjectDecoder:
         return values.reshape(shape)
 
 
-def bind_ninfer(nf: Artifact) -> tuple[Qwen35Config, Qwen35Weights]:
-    """Bind the text component of an opened `.ninfer` file (`weightfile.ref.ninfer3.read`)."""
+def bind_ninfer(
+    nf: Artifact, codec_for: Callable[[str, str], Any] = get_codec
+) -> tuple[Qwen35Config, Qwen35Weights]:
+    """Bind the text component of an opened `.ninfer` file (`weightfile.ref.ninfer3.read`).
+
+    `codec_for(format, layout)` picks the decoder (reference codecs unless told otherwise).
+    """
     config = bind_config(nf)
     check_resources(nf)
     params = {p.name: p for p in text_parameters(config.json)}
     ranges = {name: resolve(nf, p) for name, p in params.items()}
     check_unexpected(nf, params)
     check_uses(nf, params)
-    decoder = ObjectDecoder(nf)
+    decoder = ObjectDecoder(nf, codec_for)
     values = {name: decoder.parameter(ranges[name], p.shape) for name, p in params.items()}
     return config, weights_from_parameters(config, values)

@@ -27,7 +27,7 @@ def swiglu_ffn(ops: Ops, w: FfnWeights, n: Vec, site: Site) -> tuple[Vec, Vec, V
 
 
 def route(ops: Ops, logits: Vec) -> list[tuple[int, np.float32]]:
-    """(expert, weight) of the top-k experts, ascending expert index (§15.3)."""
+    """(expert, weight) of the top-k experts, ascending expert index (§18.3)."""
     probs = ops.kernels.softmax(logits)
     ranked = sorted(range(len(probs)), key=lambda e: (-probs[e], e))
     chosen = sorted(ranked[: ops.config.num_experts_per_tok])

@@ -1,4 +1,4 @@
-"""Gated DeltaNet (linear attention) for all tokens of a call (qwen-math §1.4; numerics.md §14).
+"""Gated DeltaNet (linear attention) for all tokens of a call (qwen-math §1.4; numerics.md §17).
 
 Per token, in order of its sequence: project n = zero-centred RMSNorm(x) to q|k|v, z, a, b;
 causal depthwise conv over the last `kernel` q|k|v inputs, then SiLU; L2-normalise q and k per
@@ -41,7 +41,7 @@ def gates(ops: Ops, w: GdnWeights, a: Vec, b: Vec) -> tuple[Vec, Vec]:
 
 
 def query_key_heads(ops: Ops, conv: Vec) -> tuple[list[Vec], list[Vec]]:
-    """L2-normalised key-head vectors of q (then divided by sqrt(dk), §14.2) and of k."""
+    """L2-normalised key-head vectors of q (then divided by sqrt(dk), §17.2) and of k."""
     c = ops.config
     kg, dk = c.gdn_key_dim, c.linear_key_head_dim
     scale = np.sqrt(F32(dk))  # correctly rounded

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import (
     CONFIG_KEYS,
     DENSE_ARCHITECTURE,
@@ -25,7 +26,7 @@ from weightfile.spec.ninfer3.text_config import (
     Group,
     keys_of,
 )
-from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, layer_prefix
+from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, layer_prefix, text_parameters
 
 from .config import Qwen35Config, validate_text_config
 from .weights import Qwen35Weights, weights_from_parameters
@@ -46,7 +47,15 @@ def text_config_from_hf(hf_config: Mapping[str, Any]) -> dict[str, Any]:
     raw = dict(hf_config.get("text_config") or hf_config)
     model_type = raw.get("model_type", "")
     if model_type not in ARCHITECTURE_OF:
-        raise ValueError(f"not a Qwen3.5 text config: model_type {model_type!r}")
+        raise InvalidError(
+            "ninfer3.text.hf_config", f"not a Qwen3.5 text model_type: {model_type!r:.60}",
+            path="model_type",
+        )  # fmt: skip
+    if type(raw.get("num_hidden_layers")) is not int:
+        raise InvalidError(
+            "ninfer3.text.hf_config", "num_hidden_layers is not an integer",
+            path="num_hidden_layers",
+        )  # fmt: skip
     architecture = ARCHITECTURE_OF[model_type]
     out: dict[str, Any] = {"architectures": [architecture], "model_type": model_type}
     n = raw["num_hidden_layers"]
@@ -56,9 +65,10 @@ def text_config_from_hf(hf_config: Mapping[str, Any]) -> dict[str, Any]:
             FULL_ATTENTION if (i + 1) % every == 0 else LINEAR_ATTENTION for i in range(n)
         ]
     groups = [Group.REQUIRED, Group.MOE if architecture == MOE_ARCHITECTURE else Group.DENSE]
-    if FULL_ATTENTION in raw["layer_types"]:
+    types = raw["layer_types"] if type(raw["layer_types"]) is list else []  # checked later
+    if FULL_ATTENTION in types:
         groups.append(Group.ATTENTION)
-    if LINEAR_ATTENTION in raw["layer_types"]:
+    if LINEAR_ATTENTION in types:
         groups.append(Group.GDN)
     for group in groups:
         for key in keys_of(group):
@@ -67,11 +77,28 @@ def text_config_from_hf(hf_config: Mapping[str, Any]) -> dict[str, Any]:
     if "rope_parameters" in out:
         rope = dict(out["rope_parameters"])
         if rope.get("rope_type", "default") != "default":
-            raise ValueError(f"rope_type {rope['rope_type']!r} is not supported")
+            raise UnsupportedError(
+                "ninfer3.text.hf_rope", f"rope_type {rope['rope_type']!r:.40} is not default",
+                path="rope_parameters.rope_type",
+            )  # fmt: skip
         rope.setdefault("mrope_section", HF_DEFAULT_MROPE_SECTION)
         out["rope_parameters"] = {k: rope[k] for k in ROPE_PARAMETER_KEYS if k in rope}
     assert set(out) <= set(CONFIG_KEYS)
     return out
+
+
+def take(
+    sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """The tensor `name`, or NotFoundError; with `shape`, InvalidError unless it has it."""
+    if name not in sd:
+        raise NotFoundError("ninfer3.text.hf_tensor", f"the checkpoint has no {name}", path=name)
+    value = np.asarray(sd[name])
+    if shape is not None and value.shape != shape:
+        raise InvalidError(
+            "ninfer3.text.hf_shape", f"{name} has shape {value.shape}, expected {shape}", path=name
+        )
+    return value
 
 
 def _prefix(state_dict: Mapping[str, np.ndarray]) -> str:
@@ -83,40 +110,44 @@ def _prefix(state_dict: Mapping[str, np.ndarray]) -> str:
 def _attention(sd: Mapping[str, np.ndarray], src: str, config: Qwen35Config) -> dict:
     """q_proj rows are per head [query (D) | gate (D)]: split them into two [Q, H] matrices."""
     d, heads = config.head_dim, config.num_attention_heads
-    q_proj = sd[src + "self_attn.q_proj.weight"]
+    shape = (2 * heads * d, config.hidden_size)
+    q_proj = take(sd, src + "self_attn.q_proj.weight", shape)
     per_head = q_proj.reshape(heads, 2, d, q_proj.shape[-1])
     return {
         "attention/query": per_head[:, 0].reshape(heads * d, -1),
         "attention/gate": per_head[:, 1].reshape(heads * d, -1),
-        "attention/key": sd[src + "self_attn.k_proj.weight"],
-        "attention/value": sd[src + "self_attn.v_proj.weight"],
-        "attention/query_norm": sd[src + "self_attn.q_norm.weight"],
-        "attention/key_norm": sd[src + "self_attn.k_norm.weight"],
-        "attention/output": sd[src + "self_attn.o_proj.weight"],
+        "attention/key": take(sd, src + "self_attn.k_proj.weight"),
+        "attention/value": take(sd, src + "self_attn.v_proj.weight"),
+        "attention/query_norm": take(sd, src + "self_attn.q_norm.weight"),
+        "attention/key_norm": take(sd, src + "self_attn.k_norm.weight"),
+        "attention/output": take(sd, src + "self_attn.o_proj.weight"),
     }
 
 
 def _gdn(sd: Mapping[str, np.ndarray], src: str, config: Qwen35Config) -> dict:
     """in_proj_qkv rows are [q (Kg) | k (Kg) | v (Vg)]; conv1d.weight [C, 1, K] becomes [K, C]."""
     s, kg = src + "linear_attn.", config.gdn_key_dim
-    qkv = sd[s + "in_proj_qkv.weight"]
+    conv_shape = (2 * kg + config.gdn_value_dim, 1, config.linear_conv_kernel_dim)
+    qkv = take(sd, s + "in_proj_qkv.weight", (conv_shape[0], config.hidden_size))
     return {
         "gdn/query": qkv[:kg],
         "gdn/key": qkv[kg : 2 * kg],
         "gdn/value": qkv[2 * kg :],
-        "gdn/z": sd[s + "in_proj_z.weight"],
-        "gdn/a_projection": sd[s + "in_proj_a.weight"],
-        "gdn/b_projection": sd[s + "in_proj_b.weight"],
-        "gdn/a_log": sd[s + "A_log"],
-        "gdn/dt_bias": sd[s + "dt_bias"],
-        "gdn/convolution": sd[s + "conv1d.weight"][:, 0, :].T,
-        "gdn/norm": sd[s + "norm.weight"],
-        "gdn/output": sd[s + "out_proj.weight"],
+        "gdn/z": take(sd, s + "in_proj_z.weight"),
+        "gdn/a_projection": take(sd, s + "in_proj_a.weight"),
+        "gdn/b_projection": take(sd, s + "in_proj_b.weight"),
+        "gdn/a_log": take(sd, s + "A_log"),
+        "gdn/dt_bias": take(sd, s + "dt_bias"),
+        "gdn/convolution": take(sd, s + "conv1d.weight", conv_shape)[:, 0, :].T,
+        "gdn/norm": take(sd, s + "norm.weight"),
+        "gdn/output": take(sd, s + "out_proj.weight"),
     }
 
 
 def _dense(sd: Mapping[str, np.ndarray], src: str) -> dict:
-    return {f"mlp/{role}": sd[f"{src}mlp.{role}_proj.weight"] for role in ("gate", "up", "down")}
+    return {
+        f"mlp/{role}": take(sd, f"{src}mlp.{role}_proj.weight") for role in ("gate", "up", "down")
+    }
 
 
 def _moe(sd: Mapping[str, np.ndarray], src: str, config: Qwen35Config) -> dict:
@@ -124,21 +155,25 @@ def _moe(sd: Mapping[str, np.ndarray], src: str, config: Qwen35Config) -> dict:
     carry experts.{e}.{gate,up,down}_proj (qwen-math §1.3). Both are accepted."""
     m, i = src + "mlp.", config.moe_intermediate_size
     out = {
-        "moe/router": sd[m + "gate.weight"],
-        "moe/shared_score": sd[m + "shared_expert_gate.weight"],
+        "moe/router": take(sd, m + "gate.weight"),
+        "moe/shared_score": take(sd, m + "shared_expert_gate.weight"),
     }
     fused = m + "experts.gate_up_proj" in sd
-    for e in range(config.num_experts):
-        p = f"moe/experts/{e}/"
+    e, h = config.num_experts, config.hidden_size
+    if fused:
+        gate_up = take(sd, m + "experts.gate_up_proj", (e, 2 * i, h))
+        downs = take(sd, m + "experts.down_proj", (e, h, i))
+    for expert in range(e):
+        p = f"moe/experts/{expert}/"
         if fused:
-            out[p + "gate"] = sd[m + "experts.gate_up_proj"][e, :i]
-            out[p + "up"] = sd[m + "experts.gate_up_proj"][e, i:]
-            out[p + "down"] = sd[m + "experts.down_proj"][e]
+            out[p + "gate"] = gate_up[expert, :i]
+            out[p + "up"] = gate_up[expert, i:]
+            out[p + "down"] = downs[expert]
         else:
             for role in ("gate", "up", "down"):
-                out[p + role] = sd[f"{m}experts.{e}.{role}_proj.weight"]
+                out[p + role] = take(sd, f"{m}experts.{expert}.{role}_proj.weight")
     for role in ("gate", "up", "down"):
-        out[f"moe/shared/{role}"] = sd[f"{m}shared_expert.{role}_proj.weight"]
+        out[f"moe/shared/{role}"] = take(sd, f"{m}shared_expert.{role}_proj.weight")
     return out
 
 
@@ -151,23 +186,30 @@ def canonical_from_hf(
     lm_head.weight).
     """
     src = _prefix(state_dict)
-    embedding = state_dict[src + "embed_tokens.weight"]
+    embedding = take(state_dict, src + "embed_tokens.weight")
     out = {
         TEXT_PREFIX + "token_embedding": embedding,
-        TEXT_PREFIX + "final_norm": state_dict[src + "norm.weight"],
+        TEXT_PREFIX + "final_norm": take(state_dict, src + "norm.weight"),
         TEXT_PREFIX + "output_head": embedding
         if config.tie_word_embeddings
-        else state_dict["lm_head.weight"],
+        else take(state_dict, "lm_head.weight"),
     }
     for i, kind in enumerate(config.layer_types):
         s = f"{src}layers.{i}."
         layer = {
-            "input_norm": state_dict[s + "input_layernorm.weight"],
-            "post_attention_norm": state_dict[s + "post_attention_layernorm.weight"],
+            "input_norm": take(state_dict, s + "input_layernorm.weight"),
+            "post_attention_norm": take(state_dict, s + "post_attention_layernorm.weight"),
         }
         layer |= (_attention if kind == FULL_ATTENTION else _gdn)(state_dict, s, config)
         layer |= _moe(state_dict, s, config) if config.is_moe else _dense(state_dict, s)
         out |= {layer_prefix(i) + k: v for k, v in layer.items()}
+    for p in text_parameters(config.json):  # a wrongly sized source tensor, named canonically
+        if out[p.name].shape != p.shape:
+            raise InvalidError(
+                "ninfer3.text.hf_shape",
+                f"{p.name} comes out {out[p.name].shape}, expected {p.shape}",
+                path=p.name,
+            )
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in out.items()}
 
 

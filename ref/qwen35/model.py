@@ -2,7 +2,7 @@
 
 Same shape of API as `weightfile.ref.model.decoder.Qwen3Model`: layer-major like a prefill,
 every arithmetic step through the profile's kernels or the canonical operations of
-spec/numerics.md §13-§15, vectors as lists of float32 scalars. Per layer:
+spec/numerics.md §16-§18, vectors as lists of float32 scalars. Per layer:
 h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm₀ the zero-centred norm (1 + w).
 """
 
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from weightfile.ref.model.decoder import per_token, text_position_ids
+from weightfile.ref.model.decoder import gather_requests, per_token, split_per_request
 from weightfile.ref.model.trace import TraceHook, as_rows
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
@@ -45,7 +45,7 @@ class Qwen35Model:
         has_attention = any(isinstance(lw.mixer, AttentionWeights) for lw in weights.layers)
         rope = kernels.rope_tables(config.theta_f32, config.rotary_dim) if has_attention else None
         self.ops = Ops(kernels, config, rope)
-        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§15.1).
+        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§18.1).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)
@@ -84,20 +84,7 @@ class Qwen35Model:
         trace: TraceHook | None = None,
     ) -> list[np.ndarray]:
         """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
-        if len({id(c) for _, c, _ in requests}) != len(requests):
-            raise ValueError("each request of a batch needs its own cache")
-        tokens: list[int] = []
-        pos: list[Sequence[int]] = []
-        caches: list[Qwen35Cache] = []
-        for token_ids, cache, position_ids in requests:
-            if not token_ids:
-                raise ValueError("forward needs at least one token")
-            p = position_ids or text_position_ids(cache.length, len(token_ids))
-            if len(p) != len(token_ids):
-                raise ValueError("position_ids must have one (t, h, w) triple per token")
-            tokens += token_ids
-            pos += p
-            caches += [cache] * len(token_ids)
+        tokens, pos, caches = gather_requests(requests)
 
         def hook(name: str, rows: list[Vec]) -> None:
             if trace is not None:
@@ -119,11 +106,7 @@ class Qwen35Model:
         hook("final_norm", n)
         logits = each("lm_head", lambda v, s: k.matvec(self.weights.output_head, v, s), n)
         hook("logits", logits)
-        out, at = [], 0
-        for token_ids, _, _ in requests:  # split the rows back per request
-            out.append(as_rows(logits[at : at + len(token_ids)]))
-            at += len(token_ids)
-        return out
+        return split_per_request(logits, requests)
 
 
 __all__ = ["Qwen35Cache", "Qwen35Model"]

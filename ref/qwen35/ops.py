@@ -1,4 +1,4 @@
-"""The Qwen3.5-specific operations on one token's vectors (qwen-math §1.4; numerics.md §13-§15).
+"""The Qwen3.5-specific operations on one token's vectors (qwen-math §1.4; numerics.md §16-§18).
 
 `Ops` binds a numerics profile's kernels to a config and adds what Qwen3 does not have: the
 zero-centred RMSNorm (1 + w), sigmoid gates, partial rotary embedding, softplus. Everything
@@ -24,7 +24,7 @@ Vec = list[np.float32]
 
 
 def zero_centred(weight: np.ndarray) -> np.ndarray:
-    """§15.1 The effective weight of a zero-centred RMSNorm: 1 + w, one rounding per element."""
+    """§18.1 The effective weight of a zero-centred RMSNorm: 1 + w, one rounding per element."""
     return (ONE + np.asarray(weight, dtype=np.float32)).astype(np.float32)
 
 
@@ -39,7 +39,7 @@ class Ops:
         return ONE / (ONE + self.kernels.exp(-x))
 
     def softplus(self, x: np.float32) -> np.float32:
-        """§13.3 softplus with the canonical log1p and exp."""
+        """§16.3 softplus with the canonical log1p and exp."""
         return F32(softplus(x))
 
     def norm(self, x: Sequence[np.float32], effective_weight: np.ndarray, site: Site) -> Vec:

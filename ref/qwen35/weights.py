@@ -4,7 +4,7 @@ Every source -- a `.ninfer` file through its bindings, or a transformers state d
 becomes one float32 array per canonical parameter name; `weights_from_parameters` checks the
 set and the shapes against `text_parameters(config)` and arranges them per layer. Projections
 are `DenseMatrix` (values decoded from any format: the reference multiplies decoded weights,
-spec/numerics.md §15); norms, gates, the convolution and the embedding stay float32 arrays,
+spec/numerics.md §18.4); norms, gates, the convolution and the embedding stay float32 arrays,
 stored as the file stores them (the zero-centred norms keep w, and the model adds 1).
 """
 

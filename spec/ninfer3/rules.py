@@ -21,7 +21,7 @@ class Rule:
 
 
 MAL, INV, EXISTS = "MalformedError", "InvalidError", "DestinationExistsError"
-UNS = "UnsupportedError"
+UNS, NOT_FOUND = "UnsupportedError", "NotFoundError"
 
 RULES: dict[str, Rule] = {
     r.id: r
@@ -129,6 +129,11 @@ RULES: dict[str, Rule] = {
             "ninfer3.text.use_unexpected", INV, "a text parameter used at no declared input", "6.2"
         ),
         Rule("ninfer3.text.hadamard", UNS, "hadamard_signs on a text Use (not in ref)", "2.6"),
+        # -- Qwen3.5 text from a transformers checkpoint (the importer's source side) --------
+        Rule("ninfer3.text.hf_config", INV, "not a Qwen3.5 text config of transformers", "6.1"),
+        Rule("ninfer3.text.hf_rope", UNS, "a scaled rope_type (only default is defined)", "6.1"),
+        Rule("ninfer3.text.hf_tensor", NOT_FOUND, "a checkpoint tensor is missing", "6.2"),
+        Rule("ninfer3.text.hf_shape", INV, "a checkpoint tensor has the wrong shape", "6.2"),
         # -- writer (§1.7) ---------------------------------------------------------------------
         Rule("ninfer3.writer.objects", INV, "empty object list, duplicate id or bad size", "1.7"),
         Rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),

@@ -215,3 +215,69 @@ def test_hadamard_signs_are_validated_then_refused(tmp_path: Path) -> None:
     with raises_rule(UnsupportedError, "ninfer3.text.hadamard") as info:
         bind_file(tmp_path, tf)
     assert info.value.path.startswith("uses[") and info.value.path.endswith("].auxiliaries")
+
+
+def logits_of(tmp_path: Path, tf: TextFile, name: str) -> np.ndarray:
+    with open_artifact(tf.write(tmp_path / name)) as nf:
+        config, weights = bind_ninfer(nf)
+    model = Qwen35Model(config, weights)
+    return model.forward([7, 1, 30, 2], model.new_cache())
+
+
+def test_policies_and_divisors_do_not_change_the_reference(tmp_path: Path) -> None:
+    """numerics.md §18.4: A16Only, AllowA8 and AllowA4 mean the same float32 computation."""
+    plain = text_file(tiny_config(), params(), "bf16")
+    relaxed = text_file(tiny_config(), params(), "bf16")
+    relaxed.add_tensor("w.divisor", np.array(0.25, dtype=np.float32), "fp32", "contiguous_le_v1")
+    for n, use in enumerate(relaxed.uses):
+        use["activation_policy"] = ("AllowA8", "AllowA4")[n % 2]
+        use["auxiliaries"] = {"activation_input_divisor": {"object": "w.divisor"}}
+    want = logits_of(tmp_path, plain, "a.ninfer")
+    assert (bits(logits_of(tmp_path, relaxed, "b.ninfer")) == bits(want)).all()
+
+
+def test_parts_are_concatenated_in_binding_order(tmp_path: Path) -> None:
+    """§2.5: parts may reorder rows; the parameter is the parts' elements in array order."""
+    tf = text_file(tiny_config(), params(), "bf16")
+    name = L0 + "mlp/gate"
+    rows = params()[name]
+    half = rows.shape[0] // 2 * rows.shape[1]  # elements in the top half
+    top, bottom = rows[: rows.shape[0] // 2], rows[rows.shape[0] // 2 :]
+    tf.add_tensor("w.swapped", np.concatenate([bottom, top]), "bf16", "contiguous_le_v1")
+    tf.bindings[name] = {
+        "parts": [
+            {"object": "w.swapped", "range": [rows.size - half, rows.size]},
+            {"object": "w.swapped", "range": [0, rows.size - half]},
+        ]
+    }
+    with open_artifact(tf.write(tmp_path / "m.ninfer")) as nf:
+        _, bound = bind_ninfer(nf)
+    assert (bits(bound.layers[0].ffn.gate.values) == bits(bf16_round(rows))).all()
+
+
+@pytest.mark.parametrize(
+    ("aux", "rule"),
+    [
+        ({"activation_scale": {"object": "w.divisor"}}, "binder.auxiliary_role"),
+        ({"activation_input_divisor": {"object": "w.negative"}}, "binder.divisor"),
+    ],
+    ids=["unknown role", "negative divisor"],
+)
+def test_auxiliaries_are_checked(tmp_path: Path, aux: dict, rule: str) -> None:
+    tf = text_file(tiny_config(), params(), "bf16")
+    tf.add_tensor("w.divisor", np.array(0.25, dtype=np.float32), "fp32", "contiguous_le_v1")
+    tf.add_tensor("w.negative", np.array(-1.0, dtype=np.float32), "fp32", "contiguous_le_v1")
+    tf.uses[3]["auxiliaries"] = aux
+    with raises_rule(InvalidError, f"ninfer3.{rule}"):
+        bind_file(tmp_path, tf)
+
+
+def test_fast_codecs_decode_the_same_weights(tmp_path: Path) -> None:
+    from weightfile.fast.codecs.ninfer3.codec import get_codec as fast_codec
+
+    entry = text_file(tiny_config(), params(), "q5_g64_fp16").write(tmp_path / "m.ninfer")
+    with open_artifact(entry) as nf:
+        _, ref = bind_ninfer(nf)
+        _, fast = bind_ninfer(nf, fast_codec)
+    assert (bits(ref.layers[1].mixer.query.values) == bits(fast.layers[1].mixer.query.values)).all()
+    assert (bits(ref.output_head.values) == bits(fast.output_head.values)).all()

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from strategies.qwen35 import bf16_round
+from strategies.qwen35 import bf16_round, matrix_layout, text_file
 
-from weightfile.ref.qwen35.hf import weights_from_hf
+from weightfile.ref.codecs.ninfer3.codec import get_codec
+from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.qwen35.bind import bind_ninfer
+from weightfile.ref.qwen35.hf import canonical_from_hf, weights_from_hf
 from weightfile.ref.qwen35.model import Qwen35Model
 
 torch = pytest.importorskip("torch", reason="external check needs the 'external' extra (torch)")
@@ -109,3 +112,35 @@ def test_moe_logits_match_transformers_fp32() -> None:
     config, weights = weights_from_hf(state_dict_f32(model), model.config.to_dict())
     assert config.is_moe
     compare(model, Qwen35Model(config, weights))
+
+
+# HF tensors that are Use-consumed matrices in the file; everything else is stored direct (bf16,
+# or fp32 for A_log / dt_bias). The quantized codecs work row by row, so rounding the HF matrix
+# equals rounding the file's fused, row-reordered parents.
+MATRIX_SUFFIXES = ("proj.weight", "in_proj_qkv.weight", "in_proj_z.weight", "in_proj_a.weight")
+MATRIX_SUFFIXES += ("in_proj_b.weight", "lm_head.weight")
+
+
+def as_stored(name: str, value, fmt: str):
+    if name.endswith(("A_log", "dt_bias")):
+        return value
+    if not name.endswith(MATRIX_SUFFIXES) or fmt == "bf16":
+        return bf16_round(value)
+    codec = get_codec(fmt, matrix_layout(fmt))
+    return codec.decode(codec.encode(value, value.shape), value.shape)
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "q8_g32_fp16", "q4_g64_fp16"])
+def test_ninfer_file_matches_transformers_on_its_stored_weights(tmp_path, fmt: str) -> None:
+    """HF weights -> canonical names -> a .ninfer file (fused parents, parts bindings) -> bind ->
+    forward, against transformers running the same stored (rounded / de-quantized) weights."""
+    model = build_hf(4, False)
+    sd = state_dict_f32(model)
+    config, _ = weights_from_hf(sd, model.config.to_dict())
+    entry = text_file(config, canonical_from_hf(sd, config), fmt).write(tmp_path / "m.ninfer")
+    with open_artifact(entry) as nf:
+        bound_config, bound = bind_ninfer(nf)
+    with torch.no_grad():
+        for name, p in model.state_dict().items():
+            p.copy_(torch.from_numpy(as_stored(name, sd[name], fmt)))
+    compare(model, Qwen35Model(bound_config, bound))
