@@ -4,7 +4,7 @@ The normalisation into the closed key set is `weightfile.ref.qwen35.hf.text_conf
 and the §6.1 rules are `weightfile.ref.qwen35.config.validate_text_config`; an importer adds
 three things around them:
 
-* typed errors: a config the normaliser cannot read is an InvalidError naming config.json;
+* typed errors: what the normaliser fails on untyped is an InvalidError naming config.json;
 * refusals: what the reference forward pass does not compute is refused rather than dropped
   (another activation, attention biases, non-interleaved MRoPE, and MoE, not imported yet);
 * the two values a text-only or multimodal checkpoint may leave implicit. A text-only
@@ -21,7 +21,7 @@ from typing import Any
 
 from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.ref.qwen35.hf import text_config_from_hf
-from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.text_config import rotary_dim
 
 CONFIG_RULE = "qwen35.import.config"
@@ -84,7 +84,7 @@ def text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     try:
         out = text_config_from_hf(with_implicit_values(cfg, text))
     except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, InvalidError | UnsupportedError):
+        if isinstance(exc, WeightfileError):  # already typed: the normaliser's own checks
             raise
         raise InvalidError(
             CONFIG_RULE, f"not a Qwen3.5 config: {exc}", path="config.json"

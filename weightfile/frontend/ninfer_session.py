@@ -18,12 +18,17 @@ def load_ninfer_session(
     path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need_tokenizer: bool
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
-    resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one."""
+    resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one.
+
+    The objects are decoded by the fast codecs, which give the reference codecs' bits
+    (tests/differential), so only the forward pass is the slow, readable one.
+    """
+    from weightfile.fast.codecs.ninfer3.codec import get_codec
     from weightfile.ref.qwen35.bind import bind_ninfer
     from weightfile.ref.qwen35.model import Qwen35Model
 
     with open_artifact(path) as artifact:
-        config, weights = bind_ninfer(artifact)
+        config, weights = bind_ninfer(artifact, codec_for=get_codec)
         res = load_text_resources(artifact, need_tokenizer=need_tokenizer and tokenizer is None)
         arch = dict(artifact.component(TEXT_COMPONENT).config)
     model = Qwen35Model(config, weights)

@@ -73,7 +73,6 @@ def test_text_config_is_the_closed_set():
         ({"attention_bias": True}, UnsupportedError, "attention_bias"),
         ({"num_experts": 8}, UnsupportedError, None),
         ({"text_config": [1]}, InvalidError, "text_config"),
-        ({"model_type": "qwen3"}, InvalidError, "config.json"),
         ({"rope_parameters": {**HF["rope_parameters"], "mrope_interleaved": False}},
          UnsupportedError, "rope_parameters"),
     ],
@@ -83,6 +82,15 @@ def test_text_config_refusals_are_typed(change, error, path):
         text_config({**HF, **change})
     assert info.value.rule.startswith("qwen35.import.")
     assert info.value.path == path
+
+
+def test_the_normaliser_and_validator_errors_pass_through_typed():
+    with pytest.raises(InvalidError) as info:  # qwen35.hf.text_config_from_hf's own check
+        text_config({**HF, "model_type": "qwen3"})
+    assert info.value.path == "model_type"
+    with pytest.raises(InvalidError) as info:  # the §6.1 validator's
+        text_config({**HF, "head_dim": 0})
+    assert info.value.rule.startswith("ninfer3.text.") and "head_dim" in (info.value.path or "")
 
 
 @pytest.mark.parametrize("fmt", ["bf16", "q5_g64_fp16"])
