@@ -138,6 +138,10 @@ def test_failures_are_typed_and_leave_nothing(checkpoint, tmp_path):
     with pytest.raises(NotFoundError) as e:
         import_checkpoint(b, out)
     assert e.value.rule == "qwen35.import.missing_file" and e.value.path == "generation_config.json"
+    (b / "generation_config.json").write_bytes(b"")
+    with pytest.raises(InvalidError) as e:
+        import_checkpoint(b, out)
+    assert e.value.rule == "qwen35.import.resource" and e.value.path == "generation_config.json"
     shutil.copy(folder / "generation_config.json", b)
     cfg = json.loads((b / "config.json").read_text())
     (b / "config.json").write_text(json.dumps({**cfg, "linear_num_value_heads": 8}))
