@@ -10,13 +10,15 @@ from typing import Any
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL, the prompt (text or ids), --chat and --tokenizer; run and trace share them."""
-    parser.add_argument("model", type=Path, help="a .vqf file")
+    parser.add_argument("model", type=Path, help="a .vqf or .ninfer file")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="prompt text (needs a tokenizer)")
     src.add_argument("--token-ids", help="prompt token ids, comma separated: 1,2,3")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     parser.add_argument(
-        "--tokenizer", type=Path, help="tokenizer.json (default: MODEL.tokenizer.json)"
+        "--tokenizer",
+        type=Path,
+        help="tokenizer.json (default: the .ninfer's own, MODEL.tokenizer.json)",
     )
     parser.add_argument(
         "--engine", choices=("ref", "fast"), default="ref",

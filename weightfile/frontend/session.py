@@ -1,7 +1,8 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
 There is no fast forward pass yet, so engine "fast" runs the reference decoder (the callers
-print a one-line note); the VQF is bound with the engine's codecs either way.
+print a one-line note); the VQF is bound with the engine's codecs either way. A `.ninfer` file
+(found by its magic) is bound by `ninfer_session.load_ninfer_session` instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from weightfile.formats import sniff
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.vqf.read import open_vqf
@@ -29,17 +31,23 @@ FAST_FALLBACK_NOTE = "note: no fast forward pass yet; engine fast runs the refer
 
 @dataclass
 class Session:
-    model: Qwen3Model
+    model: Qwen3Model | Any  # Any: weightfile.ref.qwen35.Qwen35Model for a .ninfer file
     arch: dict[str, Any]
     path: Path
     tokenizer: Tokenizer | None = None
     stop_ids: set[int] = field(default_factory=set)
+    #: The file's own template (.ninfer resources); None: the VQF sidecar, else ChatML.
+    chat_template: str | None = None
 
 
 def load_session(
     path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need_tokenizer: bool
 ) -> Session:
     """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
+    if sniff(path) == "ninfer":
+        from .ninfer_session import load_ninfer_session
+
+        return load_ninfer_session(path, tokenizer, need_tokenizer)
     with open_vqf(path) as vqf:
         config, weights = bind_vqf(vqf)
         arch = dict(vqf.header.arch)
@@ -68,9 +76,12 @@ def parse_token_ids(text: str, vocab: int) -> list[int]:
 
 
 def chat_prompt(s: Session, text: str) -> str:
-    """The user message in the model's chat template (the sidecar), else ChatML."""
+    """The user message in the model's chat template (its own, or the sidecar), else ChatML."""
     template_file = chat_template_path(s.path)
-    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else CHATML
+    if s.chat_template is not None:
+        template = s.chat_template
+    else:
+        template = template_file.read_text(encoding="utf-8") if template_file.is_file() else CHATML
     return render_chat(template, [{"role": "user", "content": text}], add_generation_prompt=True)
 
 
