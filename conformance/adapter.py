@@ -1,11 +1,14 @@
 """The built-in implementations `ref` and `fast`, speaking the conformance protocol.
 
-    python -m weightfile.conformance.adapter --engine ref|fast PATH
+    python -m weightfile.conformance.adapter --engine ref|fast KIND PATH
+    python -m weightfile.conformance.adapter --engine ref|fast kinds
 
-A valid file: the description (vqf_describe) as JSON on stdout, exit 0. A rejected file: one line
-`ErrorClass: rule-id: message` on stderr, exit 1 (conformance/README.md, "Protocol"). The loader
-chain of vqf.md §9 runs first (open_vqf), then the strict checks of §9.1 with the FNV trailer
-checked; the first violation found is the one reported.
+A valid file: the description as JSON on stdout, exit 0. A rejected file: one line
+`ErrorClass: rule-id: message` on stderr, exit 1 (conformance/README.md, "Protocol"). For VQF the
+loader chain of vqf.md §9 runs first (open_vqf), then the strict checks of §9.1 with the FNV
+trailer checked; for `.ninfer` the open-time checks of ninfer-v3.md §2.9, then every object's
+deferred checks and every continuation volume (weightfile has one `.ninfer` reader, so `fast`
+answers container cases with it too). The first violation found is the one reported.
 """
 
 from __future__ import annotations
@@ -16,12 +19,21 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
+from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import Violation, WeightfileError
 
+from .codec_cases import answer as codec_answer
+from .model_cases import answer as model_answer
+from .model_cases import fast_opener
+from .ninfer3_describe import describe_ninfer3
 from .vqf_describe import describe_vqf
 
 ENGINES = ("ref", "fast")
+#: Every case kind (`<format>-<kind>`), in the order the README documents them.
+KINDS = ("vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +50,47 @@ def rejection(v: Violation) -> str:
     return f"{v.error_class}: {v.rule}: {v.detail}\n"
 
 
-def answer(path: str, engine: str) -> Answer:
-    """Run `engine` on the VQF file at `path` as the protocol command would."""
+def answer(kind: str, path: str, engine: str) -> Answer:
+    """Run `engine` on the case input at `path` as the protocol command would."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    if kind == "vqf-container":
+        return vqf_container(path, engine)
+    if kind == "ninfer3-container":
+        return ninfer3_container(path)
+    if kind in ("vqf-codec", "ninfer3-codec"):
+        return codec_case(Path(path), engine)
+    if kind == "vqf-model":
+        folder = Path(path)
+        case = json.loads((folder / "case.json").read_text())
+        result = model_answer(engine, folder, case)
+        return Answer(0, json.dumps(result, indent=2) + "\n", "")
+    raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
+
+
+def ninfer3_container(path: str) -> Answer:
+    """Open-time checks, then deferred object checks and volumes, as `verify` orders them."""
+    found = verify_ninfer3(path)
+    if found:
+        return Answer(1, "", rejection(found[0]))
+    with open_artifact(path) as artifact:
+        return Answer(0, json.dumps(describe_ninfer3(artifact), indent=2) + "\n", "")
+
+
+def codec_case(folder: Path, engine: str) -> Answer:
+    """Encode values.bin (when given) and decode payload.bin with the engine's codec."""
+    case = json.loads((folder / "case.json").read_text())
+    values = (folder / case["values"]).read_bytes() if "values" in case else None
+    payload = (folder / case["payload"]).read_bytes()
+    try:
+        result = codec_answer(engine, case, values, payload)
+    except WeightfileError as exc:
+        return Answer(1, "", rejection(exc.violation))
+    return Answer(0, json.dumps(result, indent=2) + "\n", "")
+
+
+def vqf_container(path: str, engine: str) -> Answer:
+    """The VQF loader chain, then the strict checks."""
     read = importlib.import_module(f"weightfile.{engine}.vqf.read")
     validate = importlib.import_module(f"weightfile.{engine}.vqf.validate")
     try:
@@ -55,12 +104,34 @@ def answer(path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
 
 
+def unsupported(engine: str) -> dict[str, str]:
+    """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
+    if engine == "fast" and fast_opener() is None:
+        return {"vqf-model": "no fast forward pass"}
+    return {}
+
+
+def supported_kinds(engine: str) -> tuple[str, ...]:
+    """The case kinds `engine` answers (the `kinds` query of the protocol)."""
+    missing = unsupported(engine)
+    return tuple(k for k in KINDS if k not in missing)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m weightfile.conformance.adapter")
     parser.add_argument("--engine", choices=ENGINES, default="ref")
-    parser.add_argument("path")
+    parser.add_argument("kind", help="a case kind, or `kinds` to list the kinds answered")
+    parser.add_argument("path", nargs="?")
     args = parser.parse_args(argv)
-    result = answer(args.path, args.engine)
+    if args.kind == "kinds":
+        doc: dict[str, object] = {"kinds": list(supported_kinds(args.engine))}
+        if unsupported(args.engine):
+            doc["unsupported"] = unsupported(args.engine)
+        print(json.dumps(doc))
+        return 0
+    if args.path is None:
+        parser.error("a case kind needs a path")
+    result = answer(args.kind, args.path, args.engine)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     return result.status

@@ -1,9 +1,11 @@
 """Run the corpus against an implementation and judge each answer (conformance/README.md).
 
-An implementation is either a command (`--impl "COMMAND"`: run as COMMAND + [input path]) or a
-built-in engine answered in-process. A valid case passes when the command exits 0 and stdout is
-JSON equal to want.json; an invalid case passes when it exits 1 and the first stderr line is
-`ErrorClass: rule-id: message` with a (class, rule) pair the case accepts. Anything else fails.
+An implementation is either a command (`--impl "COMMAND"`: run as COMMAND + [KIND, PATH], and
+asked `COMMAND kinds` once for the case kinds it answers) or a built-in engine answered
+in-process. Cases of a kind the implementation does not declare are skipped, not failed. A
+valid case passes when the command exits 0 and stdout is JSON equal to want.json; an invalid
+case passes when it exits 1 and the first stderr line is `ErrorClass: rule-id: message` with a
+(class, rule) pair the case accepts. Anything else fails.
 """
 
 from __future__ import annotations
@@ -14,18 +16,25 @@ import re
 import shlex
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .adapter import Answer, answer
+from .adapter import Answer, answer, supported_kinds, unsupported
 from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
 REJECTION = re.compile(r"^([A-Za-z]+): ([a-z0-9_.]+): ")
 TIMEOUT_SECONDS = 60.0
 
-Implementation = Callable[[Path], Answer]
+
+@dataclass(frozen=True, slots=True)
+class Implementation:
+    """What answers cases: `ask(kind, path)`, and the case kinds it declares."""
+
+    ask: Callable[[str, Path], Answer]
+    kinds: frozenset[str]
+    reasons: dict[str, str] = field(default_factory=dict)  # why an undeclared kind is skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +42,7 @@ class Result:
     case: str
     passed: bool
     reason: str
+    skipped: bool = False
 
 
 def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
@@ -44,24 +54,44 @@ def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
 
 
 def command_implementation(command: str) -> Implementation:
-    """Run `command` with the input path appended, as the protocol describes."""
+    """Run `command` with the case kind and input path appended, as the protocol describes."""
     argv = shlex.split(command)
 
-    def run(path: Path) -> Answer:
+    def run(*args: str) -> Answer:
         try:
             done = subprocess.run(
-                [*argv, str(path)], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
+                [*argv, *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
             )
         except subprocess.TimeoutExpired:
             return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    return run
+    kinds, reasons = declared_kinds(run("kinds"))
+    return Implementation(lambda kind, path: run(kind, str(path)), kinds, reasons)
+
+
+def declared_kinds(reply: Answer) -> tuple[frozenset[str], dict[str, str]]:
+    """The kinds a command declares — `{"kinds": [...]}` on stdout and exit 0 — and the
+    optional `"unsupported": {kind: why}` it gives for kinds it leaves out."""
+    try:
+        doc = json.loads(reply.stdout) if reply.status == 0 else None
+    except json.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("kinds"), list):
+        raise ValueError(
+            'the implementation did not answer `kinds` with {"kinds": [...]} and exit 0 '
+            f"(exit {reply.status}, stdout {reply.stdout[:80]!r})"
+        )
+    why = doc.get("unsupported")
+    reasons = {str(k): str(v) for k, v in why.items()} if isinstance(why, dict) else {}
+    return frozenset(str(k) for k in doc["kinds"]), reasons
 
 
 def builtin_implementation(engine: str) -> Implementation:
     """The ref or fast engine answered in-process (the same code the adapter command runs)."""
-    return lambda path: answer(str(path), engine)
+    kinds = frozenset(supported_kinds(engine))
+    ask = lambda kind, path: answer(kind, str(path), engine)  # noqa: E731
+    return Implementation(ask, kinds, unsupported(engine))
 
 
 def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:
@@ -102,12 +132,42 @@ def first_difference(want: Any, got: Any, where: str = "") -> str:
     return f"{where or '.'}: want {json.dumps(want)[:80]}, got {json.dumps(got)[:80]}"
 
 
+def case_kind(case: dict[str, Any]) -> str:
+    """`<format>-<kind>`, e.g. `vqf-container` (README, "Case kinds")."""
+    return f"{case['format']}-{case['kind']}"
+
+
+#: The one conformance level below a whole kind: the VQF engine's own load chain (vqf.md §9).
+LOADER_LEVEL = "vqf-container:loader"
+
+
+def declared(case: dict[str, Any], kinds: frozenset[str]) -> bool:
+    """Whether an implementation declaring `kinds` answers `case` (README, "Case kinds").
+
+    `vqf-container:loader` takes every valid VQF container case and the invalid ones whose
+    origin is `loader`; the strict checks of §9.1 and the unimplemented features are skipped.
+    """
+    kind = case_kind(case)
+    if kind in kinds:
+        return True
+    return (
+        kind == "vqf-container"
+        and LOADER_LEVEL in kinds
+        and (case["expect"] == "accept" or case.get("origin") == "loader")
+    )
+
+
 def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     folder = root / cid
     case = json.loads((folder / "case.json").read_text())
+    kind = case_kind(case)
+    if not declared(case, impl.kinds):
+        why = impl.reasons.get(kind, f"{kind} not declared")
+        return Result(cid, False, f"skipped: {why}", skipped=True)
     want_path = folder / "want.json"
     want = json.loads(want_path.read_text()) if want_path.exists() else None
-    passed, reason = judge(case, want, impl(folder / "input.vqf"))
+    target = folder / case["input"] if "input" in case else folder
+    passed, reason = judge(case, want, impl.ask(kind, target))
     return Result(cid, passed, reason)
 
 
@@ -119,4 +179,5 @@ def run_corpus(
 
 def summary(results: list[Result]) -> str:
     passed = sum(r.passed for r in results)
-    return f"{passed} passed, {len(results) - passed} failed"
+    skipped = sum(r.skipped for r in results)
+    return f"{passed} passed, {len(results) - passed - skipped} failed, {skipped} skipped"

@@ -128,6 +128,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     # fnv1a64.c
     lib.wf_fnv1a64.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64)
     lib.wf_fnv1a64.restype = ctypes.c_uint64
+    # membw.c: sum of n uint64 words (the bench's read-bandwidth probe)
+    lib.wf_membw_read.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    lib.wf_membw_read.restype = ctypes.c_uint64
     # vqf_codecs.c; the quantizers return 1 when the input held NaN/Inf
     lib.vqf_q8_0_quantize.argtypes = (f32p, i64, i32, i32, u8p)  # x, ngroups, group, mode, out
     lib.vqf_q8_0_quantize.restype = i32

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "weightfile.commands.trace",
     "weightfile.commands.import_hf",
     "weightfile.commands.conformance",
+    "weightfile.commands.bench",
 )
 
 

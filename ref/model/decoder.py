@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,9 +51,70 @@ def per_token(layer: int | None, tokens: int) -> Callable[..., list[Vec]]:
     return each
 
 
+def causal_attention(
+    layer: int,
+    q: list[Vec],
+    k: list[Vec],
+    v: list[Vec],
+    caches: list[Any],
+    head_dim: int,
+    attend: Callable[[Vec, list[list[Vec]], list[list[Vec]], Site], Vec],
+) -> list[Vec]:
+    """Append each token's K/V heads to its own cache, then attend each token over positions
+    0 .. its own of that cache (causal); caches[t] is token t's, a sequence's tokens in order."""
+    ends = []  # token t attends to positions 0 .. ends[t]-1 of its own cache
+    for t, cache in enumerate(caches):
+        cache.keys[layer].append(split_heads(k[t], head_dim))
+        cache.values[layer].append(split_heads(v[t], head_dim))
+        ends.append(len(cache.keys[layer]))
+    return [
+        attend(
+            q[t],
+            c.keys[layer][: ends[t]],
+            c.values[layer][: ends[t]],
+            Site("attn", layer, t, len(q)),
+        )
+        for t, c in enumerate(caches)
+    ]
+
+
 def text_position_ids(start: int, count: int) -> list[tuple[int, int, int]]:
     """qwen-math §1.2: a text token at position p has MRoPE ids (p, p, p)."""
     return [(p, p, p) for p in range(start, start + count)]
+
+
+def gather_requests(
+    requests: Sequence[tuple[Sequence[int], Any, PositionIds | None]],
+) -> tuple[list[int], list[Sequence[int]], list[Any]]:
+    """A batch flattened to (token ids, position ids, each token's cache), requests in order.
+
+    Each request needs its own cache (anything with a `length`); position_ids default to text
+    positions continuing that cache (MRoPE ids p, p, p).
+    """
+    if len({id(c) for _, c, _ in requests}) != len(requests):
+        raise ValueError("each request of a batch needs its own cache")
+    tokens: list[int] = []
+    pos: list[Sequence[int]] = []
+    caches: list[Any] = []
+    for token_ids, cache, position_ids in requests:
+        if not token_ids:
+            raise ValueError("forward needs at least one token")
+        p = position_ids or text_position_ids(cache.length, len(token_ids))
+        if len(p) != len(token_ids):
+            raise ValueError("position_ids must have one (t, h, w) triple per token")
+        tokens += token_ids
+        pos += p
+        caches += [cache] * len(token_ids)
+    return tokens, pos, caches
+
+
+def split_per_request(rows: list[Vec], requests: Sequence[tuple[Sequence[int], Any, Any]]) -> list:
+    """The flattened rows split back per request, each a float32 [T_r, width] array."""
+    out, at = [], 0
+    for token_ids, _, _ in requests:
+        out.append(as_rows(rows[at : at + len(token_ids)]))
+        at += len(token_ids)
+    return out
 
 
 class Qwen3Model:
@@ -124,18 +186,7 @@ class Qwen3Model:
         kn = each("k_norm", lambda v, s: self.head_norm(v, lw.k_norm, s), kk)
         qr = [self.rope_heads(v, p) for v, p in zip(qn, pos, strict=True)]
         kr = [self.rope_heads(v, p) for v, p in zip(kn, pos, strict=True)]
-        ends = []  # token t attends to positions 0 .. ends[t]-1 of its own cache (causal)
-        for t, cache in enumerate(caches):
-            cache.keys[i].append(split_heads(kr[t], hd))
-            cache.values[i].append(split_heads(vv[t], hd))
-            ends.append(len(cache.keys[i]))
-        att = [
-            self.attend(
-                qr[t], cache.keys[i][: ends[t]], cache.values[i][: ends[t]],
-                Site("attn", i, t, len(x)),
-            )
-            for t, cache in enumerate(caches)
-        ]  # fmt: skip
+        att = causal_attention(i, qr, kr, vv, caches, hd, self.attend)
         o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
         h = each("attn_residual", k.add, x, o)
         for op, rows in (
@@ -185,20 +236,7 @@ class Qwen3Model:
 
         The trace receives every token of the call, requests in the order given.
         """
-        if len({id(c) for _, c, _ in requests}) != len(requests):
-            raise ValueError("each request of a batch needs its own cache")
-        tokens: list[int] = []
-        pos: list[Sequence[int]] = []
-        caches: list[KVCache] = []
-        for token_ids, cache, position_ids in requests:
-            if not token_ids:
-                raise ValueError("forward needs at least one token")
-            p = position_ids or text_position_ids(cache.length, len(token_ids))
-            if len(p) != len(token_ids):
-                raise ValueError("position_ids must have one (t, h, w) triple per token")
-            tokens += token_ids
-            pos += p
-            caches += [cache] * len(token_ids)
+        tokens, pos, caches = gather_requests(requests)
 
         def hook(name: str, rows: list[Vec]) -> None:
             if trace is not None:
@@ -216,8 +254,4 @@ class Qwen3Model:
         head = self.weights.output_matrix()
         logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
         hook("logits", logits)
-        out, at = [], 0
-        for token_ids, _, _ in requests:  # split the rows back per request
-            out.append(as_rows(logits[at : at + len(token_ids)]))
-            at += len(token_ids)
-        return out
+        return split_per_request(logits, requests)

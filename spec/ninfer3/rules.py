@@ -21,6 +21,7 @@ class Rule:
 
 
 MAL, INV, EXISTS = "MalformedError", "InvalidError", "DestinationExistsError"
+UNS, NOT_FOUND = "UnsupportedError", "NotFoundError"
 
 RULES: dict[str, Rule] = {
     r.id: r
@@ -103,6 +104,36 @@ RULES: dict[str, Rule] = {
         Rule("ninfer3.binder.auxiliary_role", INV, "auxiliary role the binder rejects", "2.6"),
         Rule("ninfer3.binder.divisor", INV, "divisor is not one FP32 element", "2.6"),
         Rule("ninfer3.binder.hadamard", INV, "signs not a ±1 bf16 vector of K % 1024 == 0", "2.6"),
+        # -- Qwen3.5 text binder: the closed config (§6.1) ------------------------------------
+        Rule(
+            "ninfer3.text.key", INV, "config key outside the closed set or of the other FFN", "6.1"
+        ),
+        Rule(
+            "ninfer3.text.missing", INV, "a required or conditionally required key is absent", "6.1"
+        ),
+        Rule("ninfer3.text.value", INV, "a config value outside its domain", "6.1"),
+        Rule(
+            "ninfer3.text.architecture", INV, "unknown architecture or unpaired model_type", "6.1"
+        ),
+        Rule("ninfer3.text.layer_types", INV, "layer_types length or entry is wrong", "6.1"),
+        Rule("ninfer3.text.heads", INV, "heads not a multiple of kv heads (or GDN v of k)", "6.1"),
+        Rule("ninfer3.text.rope", INV, "rope members, theta, factor or rotary width", "6.1"),
+        Rule("ninfer3.text.mrope_section", INV, "not 3 ints fitting the rotary", "6.1"),
+        Rule("ninfer3.text.experts", INV, "num_experts_per_tok exceeds num_experts", "6.1"),
+        # -- Qwen3.5 text binder: parameters and uses (§6.2, §2.9) ---------------------------
+        Rule("ninfer3.text.unexpected_parameter", INV, "a text/ binding no layer declares", "6.2"),
+        Rule("ninfer3.text.direct_format", INV, "direct parameter of another format", "2.9"),
+        Rule("ninfer3.text.use_missing", INV, "a declared input of a parameter has no Use", "2.9"),
+        Rule("ninfer3.text.use_policy", INV, "a consumed Use has no activation_policy", "2.9"),
+        Rule(
+            "ninfer3.text.use_unexpected", INV, "a text parameter used at no declared input", "6.2"
+        ),
+        Rule("ninfer3.text.hadamard", UNS, "hadamard_signs on a text Use (not in ref)", "2.6"),
+        # -- Qwen3.5 text from a transformers checkpoint (the importer's source side) --------
+        Rule("ninfer3.text.hf_config", INV, "not a Qwen3.5 text config of transformers", "6.1"),
+        Rule("ninfer3.text.hf_rope", UNS, "a scaled rope_type (only default is defined)", "6.1"),
+        Rule("ninfer3.text.hf_tensor", NOT_FOUND, "a checkpoint tensor is missing", "6.2"),
+        Rule("ninfer3.text.hf_shape", INV, "a checkpoint tensor has the wrong shape", "6.2"),
         # -- writer (§1.7) ---------------------------------------------------------------------
         Rule("ninfer3.writer.objects", INV, "empty object list, duplicate id or bad size", "1.7"),
         Rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),

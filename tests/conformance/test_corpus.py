@@ -1,4 +1,4 @@
-"""The committed VQF conformance corpus: complete, small, drift-free, and passed by ref and fast.
+"""The committed conformance corpus: complete, small, drift-free, and passed by ref and fast.
 
 The built-in engines are run in-process over the whole corpus and through the real subprocess
 protocol (the adapter command) for a sample, so the command line path is exercised too.
@@ -16,11 +16,30 @@ import pytest
 from weightfile.cli import main
 from weightfile.conformance.adapter import Answer, answer
 from weightfile.conformance.generate import CORPUS_DIR, drift
-from weightfile.conformance.runner import builtin_implementation, case_ids, run_corpus
+from weightfile.conformance.model_cases import fast_opener
+from weightfile.conformance.ninfer3_mutations import CASES as NINFER3_CASES
+from weightfile.conformance.runner import (
+    Implementation,
+    builtin_implementation,
+    case_ids,
+    command_implementation,
+    run_corpus,
+)
 from weightfile.spec.errors import ERROR_CLASSES
+from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
 from weightfile.spec.vqf.rules import RULES
 
+ALL_KINDS = frozenset(
+    {"vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model"}
+)
+
 ADAPTER = f"{sys.executable} -m weightfile.conformance.adapter"
+
+
+def _cases(pattern: str) -> list[dict]:
+    return [
+        json.loads((CORPUS_DIR / c / "case.json").read_text()) for c in case_ids(pattern=pattern)
+    ]
 
 
 def test_regenerating_the_corpus_gives_identical_bytes():
@@ -29,7 +48,7 @@ def test_regenerating_the_corpus_gives_identical_bytes():
 
 def test_every_vqf_file_rule_has_one_invalid_case():
     file_rules = {r.id for r in RULES.values() if r.origin in ("loader", "strict", "feature")}
-    cases = [json.loads((CORPUS_DIR / c / "case.json").read_text()) for c in case_ids()]
+    cases = _cases("vqf/*")
     rejected = [c["rule"] for c in cases if c["expect"] == "reject"]
     assert sorted(rejected) == sorted(file_rules)
     for c in cases:
@@ -39,13 +58,27 @@ def test_every_vqf_file_rule_has_one_invalid_case():
             assert all(a["error_class"] in ERROR_CLASSES for a in c["accepted"])
 
 
+def test_every_ninfer3_rule_a_file_can_break_has_one_invalid_case():
+    cases = _cases("ninfer3/*")
+    rejected = sorted(c["rule"] for c in cases if c["expect"] == "reject")
+    assert rejected == sorted(NINFER3_CASES)
+    # Left out on purpose (README): requests, the binder's checks (generic and Qwen3.5 text)
+    # and the writer.
+    areas = ("binder", "text", "writer", "range")
+    left_out = {r for r in NINFER3_RULES if r.split(".")[1] in areas}
+    assert set(NINFER3_RULES) - set(rejected) == left_out | {"ninfer3.object.unknown"}
+    for c in cases:
+        if c["expect"] == "reject":
+            assert c["error_class"] == NINFER3_RULES[c["rule"]].error_class
+
+
 def test_the_manifest_lists_every_case_folder_and_the_corpus_is_small():
     folders = {p.parent.relative_to(CORPUS_DIR).as_posix() for p in CORPUS_DIR.rglob("case.json")}
     assert sorted(folders) == sorted(case_ids())
-    valid = [c for c in case_ids() if "/valid/" in c]
+    valid = [c for c in case_ids(pattern="vqf/*") if "/valid/" in c]
     assert {c.split("/")[3] for c in valid} == {"current", "legacy"}
     total = sum(p.stat().st_size for p in CORPUS_DIR.rglob("*") if p.is_file())
-    assert total < 2_000_000, total
+    assert total < 5_000_000, total
 
 
 def _strings_only(value: object) -> bool:
@@ -59,7 +92,7 @@ def _strings_only(value: object) -> bool:
 def test_want_json_holds_only_strings_and_covers_versions_2_and_3():
     wants = [json.loads(p.read_text()) for p in CORPUS_DIR.rglob("want.json")]
     assert wants and all(_strings_only(w) for w in wants)
-    assert {w["header"]["version"] for w in wants} == {"2", "3"}
+    assert {w["header"]["version"] for w in wants if w.get("format") == "vqf"} == {"2", "3"}
     # An independent spot check: the SHA-256 of the first tensor's bytes, sliced by hand.
     folder = CORPUS_DIR / "vqf/v1/valid/current/v2-q4-tiled"
     want = json.loads((folder / "want.json").read_text())
@@ -73,55 +106,93 @@ def test_want_json_holds_only_strings_and_covers_versions_2_and_3():
 @pytest.mark.parametrize("engine", ["ref", "fast"])
 def test_builtin_engines_pass_the_whole_corpus_in_process(engine):
     results = run_corpus(builtin_implementation(engine))
-    assert len(results) == len(case_ids()) >= 48
-    assert [r for r in results if not r.passed] == []
+    assert len(results) == len(case_ids()) >= 160
+    assert [r for r in results if not r.passed and not r.skipped] == []
+    skipped = [r for r in results if r.skipped]
+    if engine == "ref" or fast_opener() is not None:
+        assert skipped == []
+    else:  # until weightfile.fast.model lands, never silently the reference
+        assert {r.case.split("/")[2] for r in skipped} == {"model"}
+        assert all(r.reason == "skipped: no fast forward pass" for r in skipped)
 
 
 @pytest.mark.parametrize("engine", ["ref", "fast"])
 def test_builtin_engines_pass_a_sample_through_the_subprocess_protocol(engine, capsys):
     status = main(["conformance", "run", "--impl", f"{ADAPTER} --engine {engine}",
-                   "--run", "*/v1/*/[lh]e*/*"])  # fmt: skip
+                   "--run", "vqf/v1/*/[lh]e*/[lm]*"])  # fmt: skip
     out = capsys.readouterr().out.splitlines()
     assert status == 0, out
-    assert out[-1].endswith(" passed, 0 failed") and int(out[-1].split()[0]) >= 10
+    assert out[-1].endswith(" passed, 0 failed, 0 skipped") and int(out[-1].split()[0]) >= 3
     assert all(line.startswith("PASS ") for line in out[:-1])
+    # One case of every kind through the same command (it is asked `kinds` once).
+    impl = command_implementation(f"{ADAPTER} --engine {engine}")
+    sample = ["ninfer3/v1/valid/sharded/cpp-fixture", "ninfer3/v1/invalid/part/missing",
+              "vqf/v1/codec/q4_0_4x4/special", "ninfer3/v1/codec/nvfp4*/words",
+              "vqf/v1/model/qwen3/f32-one-token"]  # fmt: skip
+    results = [r for pattern in sample for r in run_corpus(impl, pattern=pattern)]
+    assert len(results) == len(sample)
+    if engine == "fast" and fast_opener() is None:
+        assert results[-1].skipped and "no fast forward pass" in results[-1].reason
+        results = results[:-1]
+    assert all(r.passed for r in results), results
 
 
 def test_an_implementation_that_always_accepts_fails_every_invalid_case(tmp_path, capsys):
     script = tmp_path / "always_ok.py"
-    script.write_text("import sys\nsys.exit(0)\n")
+    script.write_text(
+        "import sys\nif sys.argv[1:] == ['kinds']: print('{\"kinds\": [\"vqf-container\"]}')\n"
+    )
     status = main(["conformance", "run", "--impl", f"{sys.executable} {script}",
-                   "--run", "*/invalid/header/*", "--json"])  # fmt: skip
+                   "--run", "vqf/*/invalid/header/*", "--json"])  # fmt: skip
     doc = json.loads(capsys.readouterr().out)
     assert status == 1
     assert doc["passed"] == 0 and doc["failed"] == len(doc["results"]) >= 10
 
 
 def test_a_wrong_rule_or_a_wrong_digest_is_a_fail():
-    def wrong_rule(path: Path) -> Answer:
-        got = answer(str(path), "ref")
+    def wrong_rule(kind: str, path: Path) -> Answer:
+        got = answer(kind, str(path), "ref")
         if got.status == 1:
             return Answer(1, "", got.stderr.replace("vqf.header.magic", "vqf.header.version"))
         return got
 
-    results = {r.case: r for r in run_corpus(wrong_rule, pattern="*/header/*")}
+    impl = Implementation(wrong_rule, ALL_KINDS)
+    results = {r.case: r for r in run_corpus(impl, pattern="vqf/*/header/*")}
     assert not results["vqf/v1/invalid/header/magic"].passed
     assert results["vqf/v1/invalid/header/version"].passed
 
-    def wrong_digest(path: Path) -> Answer:
-        got = answer(str(path), "ref")
+    def wrong_digest(kind: str, path: Path) -> Answer:
+        got = answer(kind, str(path), "ref")
         return Answer(got.status, got.stdout.replace('"sha256": "', '"sha256": "0', 1), got.stderr)
 
-    [r] = run_corpus(wrong_digest, pattern="*/valid/legacy/*")
+    [r] = run_corpus(Implementation(wrong_digest, ALL_KINDS), pattern="*/valid/legacy/*")
     assert not r.passed and ".tensors[0].sha256" in r.reason
 
 
 def test_a_crash_is_a_fail(tmp_path):
-    def crash(path: Path) -> Answer:
+    def crash(kind: str, path: Path) -> Answer:
         return Answer(139, "", "Segmentation fault")
 
-    [r] = run_corpus(crash, pattern="*/invalid/header/magic")
+    [r] = run_corpus(Implementation(crash, ALL_KINDS), pattern="vqf/*/invalid/header/magic")
     assert not r.passed and "crashed (exit 139)" in r.reason
+
+
+def test_undeclared_kinds_are_skipped_not_failed():
+    impl = Implementation(lambda kind, path: Answer(139, "", ""), frozenset({"vqf-codec"}))
+    results = run_corpus(impl, pattern="*/invalid/*")
+    assert results and all(r.skipped and not r.passed for r in results)
+
+
+def test_a_wrong_word_in_a_codec_answer_is_a_fail():
+    def flip(kind: str, path: Path) -> Answer:
+        got = answer(kind, str(path), "ref")
+        doc = json.loads(got.stdout)
+        hexed = doc["values"]["hex"]
+        doc["values"]["hex"] = ("1" if hexed[0] == "0" else "0") + hexed[1:]
+        return Answer(0, json.dumps(doc), "")
+
+    [r] = run_corpus(Implementation(flip, ALL_KINDS), pattern="vqf/v1/codec/q4_0/special")
+    assert not r.passed and ".values.hex" in r.reason
 
 
 def test_the_readme_documents_every_file_rule_and_error_class():
@@ -131,3 +202,28 @@ def test_the_readme_documents_every_file_rule_and_error_class():
         assert f"| `{r.id}` | {r.error_class} |" in readme, r.id
     for name in ERROR_CLASSES:
         assert f"| `{name}` |" in readme, name
+    for rule in NINFER3_CASES:
+        assert f"| `{rule}` | {NINFER3_RULES[rule].error_class} |" in readme, rule
+    for kind in ALL_KINDS:
+        assert f"`{kind}`" in readme, kind
+
+
+def test_every_spec_number_check_holds_and_can_fail():
+    from weightfile.conformance.generate import corpus_files
+    from weightfile.conformance.spec_numbers import CHECKS, check_all
+
+    files = corpus_files()
+    assert check_all(files) == []
+    tiny = "ninfer3/v1/valid/single/tiny/model.ninfer"
+    broken = dict(files) | {tiny: files[tiny][:-1] + b"j"}  # "hellj"
+    assert [p for p in check_all(broken) if "§1.9 tiny" in p]
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name, _ in CHECKS)
+
+
+def test_a_command_that_does_not_declare_its_kinds_is_not_run(tmp_path, capsys):
+    script = tmp_path / "mute.py"
+    script.write_text("import sys\nsys.exit(0)\n")  # answers `kinds` with nothing
+    status = main(["conformance", "run", "--impl", f"{sys.executable} {script}"])
+    out = capsys.readouterr().out
+    assert status == 2 and "did not answer `kinds`" in out

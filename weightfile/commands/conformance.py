@@ -3,9 +3,10 @@
     weightfile conformance run [--impl "COMMAND" | --builtin ref|fast] [--run GLOB] [--json]
     weightfile conformance generate [--check]
 
-`run` prints one PASS/FAIL line per case and a summary `N passed, M failed`; exit 0 only when
-every case passes. `generate` rewrites the committed corpus; with --check it only compares a fresh
-generation with it and exits 1 on any drift (conformance/README.md).
+`run` prints one PASS/FAIL/SKIP line per case and a summary `N passed, M failed, K skipped`
+(a case of a kind the implementation does not declare is skipped); exit 0 only when no case
+fails and at least one passes. `generate` rewrites the committed corpus; with --check it only
+compares a fresh generation with it and exits 1 on any drift (conformance/README.md).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def register(sub: Any) -> None:
     run_p = actions.add_parser("run", help="run the corpus against an implementation")
     who = run_p.add_mutually_exclusive_group()
     who.add_argument(
-        "--impl", metavar="COMMAND", help="a command; the case's input path is appended"
+        "--impl",
+        metavar="COMMAND",
+        help="a command; asked `kinds` once, then run with KIND PATH appended per case",
     )
     who.add_argument(
         "--builtin", choices=("ref", "fast"), default="ref", help="a built-in implementation"
@@ -39,21 +42,31 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from weightfile.conformance import runner
 
-    if args.impl:
-        impl = runner.command_implementation(args.impl)
-    else:
-        impl = runner.builtin_implementation(args.builtin)
+    try:
+        if args.impl:
+            impl = runner.command_implementation(args.impl)
+        else:
+            impl = runner.builtin_implementation(args.builtin)
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
     results = runner.run_corpus(impl, pattern=args.pattern)
     passed = sum(r.passed for r in results)
+    skipped = sum(r.skipped for r in results)
+    failed = len(results) - passed - skipped
     if args.json:
-        rows = [{"case": r.case, "passed": r.passed, "reason": r.reason} for r in results]
-        doc = {"results": rows, "passed": passed, "failed": len(results) - passed}
+        rows = [
+            {"case": r.case, "passed": r.passed, "skipped": r.skipped, "reason": r.reason}
+            for r in results
+        ]
+        doc = {"results": rows, "passed": passed, "failed": failed, "skipped": skipped}
         print(json.dumps(doc, indent=2))
     else:
         for r in results:
-            print(f"{'PASS' if r.passed else 'FAIL'} {r.case}  {r.reason}")
+            word = "SKIP" if r.skipped else "PASS" if r.passed else "FAIL"
+            print(f"{word} {r.case}  {r.reason}")
         print(runner.summary(results))
-    return 0 if results and passed == len(results) else 1
+    return 0 if passed and failed == 0 else 1
 
 
 def generate(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""`weightfile import HF_DIR OUT.vqf --qtype f32|f16|q8_0|q4_0 [--layout legacy|tiled]`."""
+"""`weightfile import HF_DIR OUT.vqf --qtype f32|f16|q8_0|q4_0 [--layout legacy|tiled]`.
+
+An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint instead (commands/import_ninfer.py).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +9,35 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .import_ninfer import FORMATS as NINFER_FORMATS
+from .import_ninfer import run as run_ninfer
+from .import_ninfer import wants_ninfer
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "import",
-        help="convert a Hugging Face Qwen3 checkpoint folder to VQF",
+        help="convert a Hugging Face Qwen3 checkpoint folder to VQF (Qwen3.5 to .ninfer)",
         description=(
             "Convert a Hugging Face Qwen3 checkpoint folder (config.json, *.safetensors, "
             "tokenizer.json) to a VQF file. The tokenizer is copied to OUT.vqf.tokenizer.json. "
             "f32/f16 are reference-precision files (projections unquantized, for diffing "
-            "against transformers); the engine reads q8_0/q4_0 files."
+            "against transformers); the engine reads q8_0/q4_0 files. An OUT ending in "
+            ".ninfer converts a Qwen3.5 checkpoint to .ninfer v3 instead, with --format."
         ),
     )
     parser.add_argument("folder", type=Path, help="the checkpoint folder")
-    parser.add_argument("out", type=Path, help="the .vqf file to write")
+    parser.add_argument("out", type=Path, help="the .vqf (or .ninfer) file to write")
     parser.add_argument("--qtype", choices=("f32", "f16", "q8_0", "q4_0"), default="q8_0")
     parser.add_argument(
         "--layout", choices=("legacy", "tiled"), default="legacy",
         help="tiled sets Q8_8X8|Q4_4X4 (vqf.md §2.5)",
     )  # fmt: skip
-    parser.add_argument("--force", action="store_true", help="overwrite OUT")
+    parser.add_argument(
+        "--format", choices=NINFER_FORMATS, default="bf16",
+        help=".ninfer only: the matrices' format (norms stay bf16, GDN gates fp32)",
+    )  # fmt: skip
+    parser.add_argument("--force", action="store_true", help="overwrite OUT (VQF only)")
     parser.add_argument(
         "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
     )
@@ -33,6 +45,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if wants_ninfer(args):
+        return run_ninfer(args)
     from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"

@@ -10,17 +10,20 @@ from typing import Any
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL, the prompt (text or ids), --chat and --tokenizer; run and trace share them."""
-    parser.add_argument("model", type=Path, help="a .vqf file")
+    parser.add_argument("model", type=Path, help="a .vqf or .ninfer file")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="prompt text (needs a tokenizer)")
     src.add_argument("--token-ids", help="prompt token ids, comma separated: 1,2,3")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     parser.add_argument(
-        "--tokenizer", type=Path, help="tokenizer.json (default: MODEL.tokenizer.json)"
+        "--tokenizer",
+        type=Path,
+        help="tokenizer.json (default: the .ninfer's own, MODEL.tokenizer.json)",
     )
     parser.add_argument(
         "--engine", choices=("ref", "fast"), default="ref",
-        help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits",
+        help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits "
+        "(a .ninfer file runs the reference, with a note)",
     )  # fmt: skip
     parser.add_argument(
         "--threads", type=int, default=1, help="threads of the fast engine's matrix products"
@@ -60,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     s = load_session(
         args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)
     )
+    if s.note:
+        print(s.note, file=sys.stderr)
     ids = prompt_ids(s, args.prompt, args.token_ids, args.chat)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
     if s.tokenizer is None:  # ids in, ids out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     s = load_session(
         args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)
     )
+    if s.note:
+        print(s.note, file=sys.stderr)
     ids = list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
     recorder = TraceRecorder()
     s.model.forward(ids, s.model.new_cache(), trace=recorder)

@@ -2,7 +2,9 @@
 
 Engine "ref" binds the VQF into the reference decoder (weights decoded, file closed); engine
 "fast" binds `weightfile.fast.model` (weights left in the mapped file, which the session keeps
-open), bit for bit the same results.
+open), bit for bit the same results. A `.ninfer` file (found by its magic) is bound by
+`ninfer_session.load_ninfer_session` instead; it has no fast forward pass yet, so engine "fast"
+runs its reference decoder and the session carries a one-line note for the callers to print.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from weightfile.fast.model import FastQwen3Model, open_model
+from weightfile.formats import sniff
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.vqf.read import VQFFile, open_vqf
@@ -26,16 +29,21 @@ from .tokenizer import find_tokenizer, load_tokenizer
 
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
+NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
 
 
 @dataclass
 class Session:
-    model: Qwen3Model | FastQwen3Model
+    #: Qwen3Model / FastQwen3Model for a VQF; weightfile.ref.qwen35.Qwen35Model for a .ninfer file
+    model: Qwen3Model | FastQwen3Model | Any
     arch: dict[str, Any]
     path: Path
     tokenizer: Tokenizer | None = None
     stop_ids: set[int] = field(default_factory=set)
+    #: The file's own template (.ninfer resources); None: the VQF sidecar, else ChatML.
+    chat_template: str | None = None
     source: VQFFile | None = None  # the open file a fast model reads its weights from
+    note: str | None = None  # a one-line note for stderr (engine fast on a .ninfer file)
 
 
 def load_session(
@@ -46,6 +54,12 @@ def load_session(
     threads: int = 1,
 ) -> Session:
     """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
+    if sniff(path) == "ninfer":
+        from .ninfer_session import load_ninfer_session
+
+        s = load_ninfer_session(path, tokenizer, need_tokenizer)
+        s.note = NINFER_FAST_NOTE if engine == "fast" else None
+        return s
     if engine == "fast":
         vqf = open_vqf(path)
         try:
@@ -84,9 +98,12 @@ def parse_token_ids(text: str, vocab: int) -> list[int]:
 
 
 def chat_prompt(s: Session, text: str) -> str:
-    """The user message in the model's chat template (the sidecar), else ChatML."""
+    """The user message in the model's chat template (its own, or the sidecar), else ChatML."""
     template_file = chat_template_path(s.path)
-    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else CHATML
+    if s.chat_template is not None:
+        template = s.chat_template
+    else:
+        template = template_file.read_text(encoding="utf-8") if template_file.is_file() else CHATML
     return render_chat(template, [{"role": "user", "content": text}], add_generation_prompt=True)
 
 

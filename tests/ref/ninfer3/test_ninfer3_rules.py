@@ -20,12 +20,17 @@ from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.ninfer3.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCES = [*(ROOT / "ref" / "ninfer3").glob("*.py"), *(ROOT / "spec" / "ninfer3").glob("*.py")]
+SOURCES = [
+    *(ROOT / "ref" / "ninfer3").glob("*.py"),
+    *(ROOT / "spec" / "ninfer3").glob("*.py"),
+    *(ROOT / "ref" / "qwen35").glob("*.py"),  # the Qwen3.5 text binder's ninfer3.text.* rules
+]
 # Property tests log no rules (they never call raises_rule); skipping them halves the re-run.
 SKIP = [
     f"--ignore={ROOT / 'tests' / 'ref' / 'ninfer3' / name}"
     for name in ("test_ninfer3_roundtrip.py", "test_ninfer3_hostile.py")
 ]
+BINDER = ("config", "bind", "hf")  # the Qwen3.5 binder tests that raise ninfer3.text.* rules
 RULE_LITERAL = re.compile(r'"(ninfer3\.[a-z0-9_]+\.[a-z0-9_]+)"')
 
 
@@ -49,6 +54,7 @@ def test_every_rule_is_raised_by_some_test(tmp_path: Path) -> None:
     log = tmp_path / "rules.log"
     env = {**os.environ, RULE_LOG: str(log)}
     targets = [str(ROOT / "tests" / "ref" / "ninfer3"), str(ROOT / "tests" / "spec" / "ninfer3")]
+    targets += [str(ROOT / "tests" / "ref" / "qwen35" / f"test_qwen35_{t}.py") for t in BINDER]
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets, *SKIP],
         cwd=ROOT,

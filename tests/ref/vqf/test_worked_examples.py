@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from strategies.vqf_worked_examples import VL_2B_TABLE
 
 from weightfile.cli import main
 from weightfile.ref.vqf.read import open_vqf
@@ -44,28 +45,6 @@ QWEN3_VL_8B = {
     "vis_ds_idx": [8, 16, 24, 0],
 }  # fmt: skip
 
-#: §7.6 table: (name, offset, bytes) of the 2B q4 + vision file.
-VL_2B_TABLE = [
-    ("token_embed", 4096, 622_329_856),
-    ("final_norm", 622_333_952, 8_192),
-    ("attn_norm", 622_342_144, 229_376),
-    ("ffn_norm", 622_571_520, 229_376),
-    ("q_norm", 622_800_896, 14_336),
-    ("k_norm", 622_815_232, 14_336),
-    ("q4_q", 622_829_568, 66_060_288),
-    ("q4_k", 688_889_856, 33_030_144),
-    ("q4_v", 721_920_000, 33_030_144),
-    ("q4_o", 754_950_144, 66_060_288),
-    ("q4_gate", 821_010_432, 198_180_864),
-    ("q4_up", 1_019_191_296, 198_180_864),
-    ("q4_down", 1_217_372_160, 198_180_864),
-    ("q4_lm", 1_415_553_024, 175_030_272),
-    ("v_q8_qkv", 1_590_583_296, 80_216_064),
-    ("v_q8_proj", 1_670_799_360, 26_738_688),
-    ("v_q8_fc1", 1_697_538_048, 106_954_752),
-    ("v_q8_fc2", 1_804_492_800, 106_954_752),
-    ("v_patch_embed", 1_911_447_552, None),
-]
 VL_2B_BYTES = {"v_merger_f1w": 67_108_864, "v_ds_f1w": 201_326_592, "v_ds_f2w": 100_663_296}
 
 

@@ -1,0 +1,938 @@
+/* A conformance adapter for the two containers, written from conformance/README.md, vqf.md and
+ * ninfer-v3.md alone (no Python was read to write the checks).
+ *
+ *   cc -O2 -ffp-contract=off -std=c11 -o conform conform.c
+ *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"]}
+ *   conform vqf-container PATH         -> description on stdout, exit 0
+ *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
+ *
+ * VQF, level "vqf-container:loader": the engine's load chain of vqf.md §9 (steps 1-5, 8 with the
+ * trailer compared whenever it is non-zero, 12 and 13), so the runner gives it every valid case
+ * and the invalid cases whose origin is "loader". The strict checks of §9.1 are not made.
+ *
+ * .ninfer: the whole open-time validation of ninfer-v3.md §2.9, then every object's deferred
+ * checks, then every continuation volume (§1.3 step 6), with a small strict JSON parser.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER_BYTES 448u
+#define ENTRY_BYTES 64u
+#define DIR_OFFSET 448u
+#define MAGIC 0x57465146u
+#define FLAG_ENC (1u << 7)
+#define FLAG_SIGNED (1u << 8)
+#define FLAG_MOE (1u << 9)
+
+static const unsigned char *file;
+static uint64_t file_size;
+
+static uint32_t u32(uint64_t at) {
+    const unsigned char *p = file + at;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t u64(uint64_t at) { return (uint64_t)u32(at) | (uint64_t)u32(at + 4) << 32; }
+
+static int reject(const char *cls, const char *rule, const char *text) {
+    fprintf(stderr, "%s: %s: %s\n", cls, rule, text);
+    return 1;
+}
+
+/* ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------ */
+
+static const uint32_t K256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha256_block(uint32_t h[8], const unsigned char *b) {
+    uint32_t w[64], v[8];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 |
+               (uint32_t)b[4 * i + 2] << 8 | b[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    memcpy(v, h, sizeof v);
+    for (int i = 0; i < 64; i++) {
+        uint32_t s1 = ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25);
+        uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+        uint32_t t1 = v[7] + s1 + ch + K256[i] + w[i];
+        uint32_t s0 = ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22);
+        uint32_t mj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+        memmove(v + 1, v, 7 * sizeof v[0]);
+        v[4] += t1;
+        v[0] = t1 + s0 + mj;
+    }
+    for (int i = 0; i < 8; i++) h[i] += v[i];
+}
+
+static void sha256_hex(const unsigned char *data, uint64_t len, char out[65]) {
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    unsigned char tail[128] = {0};
+    uint64_t whole = len / 64 * 64, rest = len - whole;
+    for (uint64_t i = 0; i < whole; i += 64) sha256_block(h, data + i);
+    memcpy(tail, data + whole, rest);
+    tail[rest] = 0x80;
+    uint64_t tail_len = rest < 56 ? 64 : 128, bits = len * 8;
+    for (int i = 0; i < 8; i++) tail[tail_len - 1 - i] = (unsigned char)(bits >> (8 * i));
+    sha256_block(h, tail);
+    if (tail_len == 128) sha256_block(h, tail + 64);
+    for (int i = 0; i < 8; i++) sprintf(out + 8 * i, "%08x", h[i]);
+}
+
+/* ---- FNV-1a-64 (vqf.md §3.5) --------------------------------------------------------- */
+
+static uint64_t fnv1a64(uint64_t h, const unsigned char *p, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
+/* ---- the header (vqf.md §2.2, §2.4) -------------------------------------------------- */
+
+/* Arch fields in header order (§2.2): 'u' u32, 'f' f32 bits, 'a' int32[4]. */
+static const struct { const char *name; char type; } ARCH[] = {
+    {"dim", 'u'}, {"n_layers", 'u'}, {"n_heads", 'u'}, {"n_kv_heads", 'u'}, {"head_dim", 'u'},
+    {"ffn_dim", 'u'}, {"vocab_size", 'u'}, {"max_seq_len", 'u'}, {"rope_theta", 'f'},
+    {"norm_eps", 'f'}, {"bos_id", 'u'}, {"eos_id", 'u'}, {"has_q_norm", 'u'},
+    {"has_mrope", 'u'}, {"head_dim_full", 'u'}, {"kv_lora_rank", 'u'}, {"has_vision", 'u'},
+    {"vis_depth", 'u'}, {"vis_hidden", 'u'}, {"vis_heads", 'u'}, {"vis_ffn", 'u'},
+    {"vis_patch", 'u'}, {"vis_temporal", 'u'}, {"vis_merge", 'u'}, {"vis_out_dim", 'u'},
+    {"vis_in_chan", 'u'}, {"vis_max_pos", 'u'}, {"vis_ds_count", 'u'}, {"mrope_n_sec", 'u'},
+    {"vis_ds_idx", 'a'}, {"mrope_sections", 'a'}, {"vision_start_id", 'u'},
+    {"vision_end_id", 'u'}, {"image_token_id", 'u'}, {"video_token_id", 'u'},
+    {"n_experts", 'u'}, {"moe_ffn", 'u'}, {"top_k", 'u'}, {"shared_experts", 'u'},
+};
+#define N_ARCH (sizeof ARCH / sizeof ARCH[0])
+#define MOE_TAIL_WORD 41 /* the four MoE words start at arch word 41 (absent in legacy) */
+
+static int arch_word_of(size_t field) { /* word index of field `field` (arrays take 4) */
+    int w = 0;
+    for (size_t i = 0; i < field; i++) w += ARCH[i].type == 'a' ? 4 : 1;
+    return w;
+}
+
+/* §2.4 step 3: is (d, f) a valid (data_offset, file_len) pair for this file? */
+static int candidate_ok(uint64_t d, uint64_t f, uint64_t dir_end, uint64_t tag_len) {
+    return d != 0 && f != 0 && d % 64 == 0 && d >= dir_end && d < file_size &&
+           f <= UINT64_MAX - tag_len && f + tag_len == file_size && f > d;
+}
+
+/* A directory name is the bytes of the 32-byte field before its first NUL (§3.1). */
+static size_t name_len(const unsigned char *field) {
+    size_t len = 0;
+    while (len < 32 && field[len]) len++;
+    return len;
+}
+
+static int has_tensor(uint32_t n, const char *name) {
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *field = file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * i;
+        if (name_len(field) == strlen(name) && memcmp(field, name, strlen(name)) == 0) return 1;
+    }
+    return 0;
+}
+
+static void print_name(const unsigned char *field) {
+    putchar('"');
+    for (int i = 0; i < 32 && field[i]; i++) {
+        unsigned char c = field[i];
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20 || c > 0x7e) printf("\\\\x%02x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static int check_vqf(void) {
+    /* §9 step 1: a header plus one directory entry. */
+    if (file_size < HEADER_BYTES + ENTRY_BYTES)
+        return reject("MalformedError", "vqf.file.too_small", "file shorter than 512 bytes");
+    if (u32(0) != MAGIC) return reject("MalformedError", "vqf.header.magic", "bad magic");
+    uint32_t version = u32(4), flags = u32(8), n = u32(12);
+    if (version != 2 && version != 3)
+        return reject("UnsupportedError", "vqf.header.version", "version not 2 or 3");
+    static const int gated[] = {0, 1, 2, 4, 5, 6}; /* dim n_layers n_heads head_dim ffn vocab */
+    for (int i = 0; i < 6; i++)
+        if (u32(16 + 4 * gated[i]) == 0)
+            return reject("InvalidError", "vqf.header.arch_geometry", "a gated arch field is 0");
+    uint64_t dir_end = DIR_OFFSET + (uint64_t)ENTRY_BYTES * n;
+    if (dir_end > file_size)
+        return reject("MalformedError", "vqf.directory.bounds", "directory past the end");
+    uint64_t tag_len = (flags & FLAG_ENC) ? 32 : 8;
+    int cur_ok = candidate_ok(u64(200), u64(208), dir_end, tag_len);
+    int old_ok = version == 2 && candidate_ok(u64(184), u64(192), dir_end, tag_len);
+    if (cur_ok == old_ok)
+        return reject("MalformedError", "vqf.header.layout", "layout undetermined");
+    if (old_ok && (flags & (FLAG_ENC | FLAG_SIGNED)))
+        return reject("UnsupportedError", "vqf.header.legacy_protected", "legacy ENC/SIGNED");
+    int legacy = old_ok;
+    uint64_t data_offset = legacy ? u64(184) : u64(200), file_len = legacy ? u64(192) : u64(208);
+    /* §9 step 12: every tensor inside [0, file_len), computed without wrap-around. */
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
+        if (off > file_len || len > file_len - off)
+            return reject("InvalidError", "vqf.directory.tensor_range", "tensor out of range");
+    }
+    /* §9 step 13: the core tensors. */
+    int moe = (flags & FLAG_MOE) || version == 3;
+    uint32_t n_experts = legacy ? 0 : u32(16 + 4 * MOE_TAIL_WORD);
+    if (!has_tensor(n, "token_embed") || !(has_tensor(n, "q8_q") || has_tensor(n, "q4_q")) ||
+        (moe && (!has_tensor(n, "moe_router") ||
+                 !(has_tensor(n, "q4_gate") || has_tensor(n, "q8_gate")) || n_experts == 0)))
+        return reject("InvalidError", "vqf.directory.missing_core", "core tensor missing");
+    /* §9 step 8 / §3.5: the trailer, unless it is 0 (the engine then skips the check). */
+    uint64_t stored = 0;
+    if (!(flags & FLAG_ENC)) {
+        stored = u64(file_len);
+        uint64_t h = fnv1a64(0xCBF29CE484222325ull, file + DIR_OFFSET, dir_end - DIR_OFFSET);
+        h = fnv1a64(h, file + data_offset, file_len - data_offset);
+        if (stored != 0 && stored != h)
+            return reject("ChecksumError", "vqf.trailer.fnv", "FNV-1a-64 mismatch");
+    }
+    /* The description (README, "want.json"). */
+    printf("{\"format\": \"vqf\", \"header\": {\"layout\": \"%s\", \"version\": \"%u\", "
+           "\"flags\": \"%u\", \"n_tensors\": \"%u\", \"data_offset\": \"%llu\", "
+           "\"file_len\": \"%llu\", \"fnv1a64\": \"%016llx\"}, \"arch\": {",
+           legacy ? "legacy" : "current", version, flags, n, (unsigned long long)data_offset,
+           (unsigned long long)file_len, (unsigned long long)stored);
+    for (size_t i = 0; i < N_ARCH; i++) {
+        int w = arch_word_of(i);
+        uint64_t at = 16 + 4 * (uint64_t)w;
+        int absent = legacy && w >= MOE_TAIL_WORD;
+        printf("%s\"%s\": ", i ? ", " : "", ARCH[i].name);
+        if (ARCH[i].type == 'a')
+            printf("[\"%d\", \"%d\", \"%d\", \"%d\"]", (int32_t)u32(at), (int32_t)u32(at + 4),
+                   (int32_t)u32(at + 8), (int32_t)u32(at + 12));
+        else if (ARCH[i].type == 'f') printf("\"%08x\"", u32(at));
+        else printf("\"%u\"", absent ? 0u : u32(at));
+    }
+    printf("}, \"tensors\": [");
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
+        char digest[65];
+        sha256_hex(file + off, len, digest);
+        printf("%s{\"name\": ", i ? ", " : "");
+        print_name(file + e);
+        printf(", \"qtype\": \"%u\", \"rows\": \"%u\", \"cols\": \"%u\", \"offset\": \"%llu\", "
+               "\"bytes\": \"%llu\", \"sha256\": \"%s\"}",
+               u32(e + 32), u32(e + 36), u32(e + 40), (unsigned long long)off,
+               (unsigned long long)len, digest);
+    }
+    printf("]}\n");
+    return 0;
+}
+
+/* ==== .ninfer v3 (ninfer-v3.md) ======================================================== */
+
+static _Noreturn void fail(const char *cls, const char *rule, const char *text) {
+    fprintf(stderr, "%s: %s: %s\n", cls, rule, text);
+    exit(1);
+}
+#define BAD(rule, text) fail("InvalidError", rule, text)
+#define U64_MAX_ UINT64_MAX
+
+/* Read a whole file; NULL when it cannot be opened. */
+static unsigned char *slurp(const char *path, uint64_t *size) {
+    FILE *fh = fopen(path, "rb");
+    if (!fh) return NULL;
+    fseek(fh, 0, SEEK_END);
+    long n = ftell(fh);
+    fseek(fh, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (!buf || (n > 0 && fread(buf, 1, (size_t)n, fh) != (size_t)n)) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(fh);
+    *size = (uint64_t)n;
+    return buf;
+}
+
+/* ---- a strict JSON parser (§2.1): UTF-8, no duplicates, no NaN/Infinity ---------------- */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+typedef struct jnode {
+    enum jtype t;
+    int u64_ok;           /* J_NUM: an integer literal in [0, 2^64 - 1] */
+    uint64_t u;
+    char *s;              /* J_STR: the decoded UTF-8 bytes */
+    size_t slen;
+    int id_ok;            /* J_STR: no lone surrogate and no U+0000 (an ID if non-empty) */
+    size_t n;             /* J_ARR / J_OBJ */
+    struct jnode **items;
+    struct jnode **keys;  /* J_OBJ: member names as J_STR nodes */
+} jnode;
+
+static const unsigned char *jt;
+static size_t jlen, jpos;
+
+static _Noreturn void jfail(const char *rule) { fail("MalformedError", rule, "JSON text"); }
+
+static void ws(void) {
+    while (jpos < jlen && (jt[jpos] == ' ' || jt[jpos] == '\t' || jt[jpos] == '\n' ||
+                           jt[jpos] == '\r'))
+        jpos++;
+}
+
+static int utf8_valid(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i], len, cp;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+        else return 0;
+        if (i + len > n) return 0;
+        for (unsigned k = 1; k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (p[i + k] & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static jnode *node(enum jtype t) {
+    jnode *n = calloc(1, sizeof *n);
+    if (!n) exit(2);
+    n->t = t;
+    return n;
+}
+
+static void push(jnode *parent, jnode *item, jnode *key) {
+    parent->items = realloc(parent->items, (parent->n + 1) * sizeof *parent->items);
+    parent->keys = realloc(parent->keys, (parent->n + 1) * sizeof *parent->keys);
+    if (!parent->items || !parent->keys) exit(2);
+    parent->items[parent->n] = item;
+    parent->keys[parent->n++] = key;
+}
+
+static void put_utf8(jnode *s, unsigned cp) {
+    char b[4];
+    size_t n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (n == 1) b[0] = (char)cp;
+    else if (n == 2) b[0] = (char)(0xC0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3F));
+    else if (n == 3)
+        b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
+        b[2] = (char)(0x80 | (cp & 0x3F));
+    else
+        b[0] = (char)(0xF0 | cp >> 18), b[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
+        b[2] = (char)(0x80 | (cp >> 6 & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F));
+    s->s = realloc(s->s, s->slen + n + 1);
+    if (!s->s) exit(2);
+    memcpy(s->s + s->slen, b, n);
+    s->slen += n;
+    s->s[s->slen] = 0;
+}
+
+static int hex4(unsigned *out) {
+    unsigned v = 0;
+    if (jpos + 4 > jlen) return 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = jt[jpos++];
+        v = v << 4 | (unsigned)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99);
+        if (v > 0xFFFF) return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static jnode *jstring(void) {
+    jnode *s = node(J_STR);
+    s->s = calloc(1, 1);
+    s->id_ok = 1;
+    jpos++; /* the opening quote */
+    for (;;) {
+        if (jpos >= jlen) jfail("ninfer3.json.syntax");
+        unsigned char c = jt[jpos++];
+        if (c == '"') break;
+        if (c < 0x20) jfail("ninfer3.json.syntax");
+        if (c != '\\') { /* raw UTF-8 was validated up front: copy the byte */
+            s->s = realloc(s->s, s->slen + 2);
+            s->s[s->slen++] = (char)c;
+            s->s[s->slen] = 0;
+            continue;
+        }
+        if (jpos >= jlen) jfail("ninfer3.json.syntax");
+        c = jt[jpos++];
+        const char *simple = strchr("\"\\/bfnrt", c);
+        if (simple && c) {
+            put_utf8(s, (unsigned)("\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"]));
+            continue;
+        }
+        unsigned cp;
+        if (c != 'u' || !hex4(&cp)) jfail("ninfer3.json.syntax");
+        if (cp >= 0xD800 && cp <= 0xDBFF && jpos + 6 <= jlen && jt[jpos] == '\\' &&
+            jt[jpos + 1] == 'u') {
+            size_t back = jpos;
+            unsigned lo;
+            jpos += 2;
+            if (hex4(&lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+                put_utf8(s, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+                continue;
+            }
+            jpos = back;
+        }
+        if (cp >= 0xD800 && cp <= 0xDFFF) s->id_ok = 0; /* a lone surrogate */
+        if (cp == 0) s->id_ok = 0;
+        put_utf8(s, cp);
+    }
+    if (memchr(s->s, 0, s->slen)) s->id_ok = 0;
+    return s;
+}
+
+static jnode *jvalue(int depth);
+
+static jnode *jnumber(void) {
+    jnode *n = node(J_NUM);
+    int neg = jt[jpos] == '-', integer = 1, overflow = 0;
+    if (neg) jpos++;
+    if (jpos < jlen && jt[jpos] == 'I') jfail("ninfer3.json.non_finite");
+    if (jpos >= jlen || jt[jpos] < '0' || jt[jpos] > '9') jfail("ninfer3.json.syntax");
+    if (jt[jpos] == '0') jpos++;
+    else
+        while (jpos < jlen && jt[jpos] >= '0' && jt[jpos] <= '9') {
+            unsigned d = jt[jpos++] - '0';
+            if (n->u > (UINT64_MAX - d) / 10) overflow = 1;
+            n->u = n->u * 10 + d;
+        }
+    if (jpos < jlen && jt[jpos] == '.') {
+        integer = 0, jpos++;
+        if (jpos >= jlen || jt[jpos] < '0' || jt[jpos] > '9') jfail("ninfer3.json.syntax");
+        while (jpos < jlen && jt[jpos] >= '0' && jt[jpos] <= '9') jpos++;
+    }
+    if (jpos < jlen && (jt[jpos] == 'e' || jt[jpos] == 'E')) {
+        integer = 0, jpos++;
+        if (jpos < jlen && (jt[jpos] == '+' || jt[jpos] == '-')) jpos++;
+        if (jpos >= jlen || jt[jpos] < '0' || jt[jpos] > '9') jfail("ninfer3.json.syntax");
+        while (jpos < jlen && jt[jpos] >= '0' && jt[jpos] <= '9') jpos++;
+    }
+    n->u64_ok = integer && !overflow && !neg; /* a negative integer (even -0) is no U64 */
+    return n;
+}
+
+static int literal(const char *word) {
+    size_t k = strlen(word);
+    if (jpos + k <= jlen && memcmp(jt + jpos, word, k) == 0) return jpos += k, 1;
+    return 0;
+}
+
+static jnode *jvalue(int depth) {
+    if (depth > 512) jfail("ninfer3.json.syntax");
+    ws();
+    if (jpos >= jlen) jfail("ninfer3.json.syntax");
+    unsigned char c = jt[jpos];
+    if (c == '"') return jstring();
+    if (c == '-' || (c >= '0' && c <= '9')) return jnumber();
+    if (literal("null")) return node(J_NULL);
+    if (literal("true") || literal("false")) return node(J_BOOL);
+    if (literal("NaN") || literal("Infinity")) jfail("ninfer3.json.non_finite");
+    if (c == '[' || c == '{') {
+        jnode *n = node(c == '[' ? J_ARR : J_OBJ);
+        char close = c == '[' ? ']' : '}';
+        jpos++;
+        ws();
+        if (jpos < jlen && jt[jpos] == close) return jpos++, n;
+        for (;;) {
+            jnode *key = NULL;
+            if (n->t == J_OBJ) {
+                ws();
+                if (jpos >= jlen || jt[jpos] != '"') jfail("ninfer3.json.syntax");
+                key = jstring();
+                ws();
+                if (jpos >= jlen || jt[jpos++] != ':') jfail("ninfer3.json.syntax");
+                for (size_t i = 0; i < n->n; i++)
+                    if (n->keys[i]->slen == key->slen && !memcmp(n->keys[i]->s, key->s, key->slen))
+                        jfail("ninfer3.json.duplicate_member");
+            }
+            push(n, jvalue(depth + 1), key);
+            ws();
+            if (jpos < jlen && jt[jpos] == ',') { jpos++; continue; }
+            if (jpos < jlen && jt[jpos] == close) return jpos++, n;
+            jfail("ninfer3.json.syntax");
+        }
+    }
+    jfail("ninfer3.json.syntax");
+}
+
+/* ---- directory values (§2.1) ---------------------------------------------------------- */
+
+static jnode *member(const jnode *obj, const char *name) {
+    for (size_t i = 0; obj && obj->t == J_OBJ && i < obj->n; i++)
+        if (obj->keys[i]->slen == strlen(name) && !memcmp(obj->keys[i]->s, name, strlen(name)))
+            return obj->items[i];
+    return NULL;
+}
+
+static int is_id(const jnode *v) { return v && v->t == J_STR && v->slen > 0 && v->id_ok; }
+static int str_is(const jnode *v, const char *s) {
+    return v && v->t == J_STR && v->slen == strlen(s) && !memcmp(v->s, s, v->slen);
+}
+static const char *need_id(const jnode *v) {
+    if (!is_id(v)) BAD("ninfer3.value.id", "not an ID");
+    return v->s;
+}
+static uint64_t need_u64(const jnode *v) {
+    if (!v || v->t != J_NUM || !v->u64_ok) BAD("ninfer3.value.u64", "not a U64");
+    return v->u;
+}
+static uint64_t need_positive(const jnode *v) {
+    if (!v || v->t != J_NUM || !v->u64_ok || v->u == 0)
+        BAD("ninfer3.value.positive_u64", "not a PositiveU64");
+    return v->u;
+}
+
+/* A closed record: an object whose members are all in `all` and include every `required`. */
+static void closed(const jnode *v, const char *const *required, const char *const *optional) {
+    if (!v || v->t != J_OBJ) BAD("ninfer3.record.type", "not an object");
+    for (const char *const *r = required; *r; r++)
+        if (!member(v, *r)) BAD("ninfer3.record.members", "a required member is missing");
+    for (size_t i = 0; i < v->n; i++) {
+        int known = 0;
+        for (const char *const *r = required; *r; r++) known |= str_is(v->keys[i], *r);
+        for (const char *const *r = optional; *r; r++) known |= str_is(v->keys[i], *r);
+        if (!known) BAD("ninfer3.record.members", "an unlisted member");
+    }
+}
+#define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NONE ((const char *const[]){NULL})
+
+/* Shape: 0..16 PositiveU64 dims whose product fits in u64 (§2.1). */
+static uint64_t shape_elements(const jnode *v) {
+    if (!v || v->t != J_ARR || v->n > 16) BAD("ninfer3.value.shape", "not a Shape");
+    uint64_t e = 1;
+    for (size_t i = 0; i < v->n; i++) {
+        const jnode *d = v->items[i];
+        if (d->t != J_NUM || !d->u64_ok || d->u == 0 || e > UINT64_MAX / d->u)
+            BAD("ninfer3.value.shape", "not a Shape");
+        e *= d->u;
+    }
+    return e;
+}
+
+/* ---- the directory (§2.2-§2.9) --------------------------------------------------------- */
+
+typedef struct {
+    const jnode *node;
+    const char *id;
+    int tensor;
+    uint64_t offset, bytes, elements;
+} object;
+static object *objs;
+static size_t n_objs;
+
+static const object *find_object(const char *id) {
+    for (size_t i = 0; i < n_objs; i++)
+        if (!strcmp(objs[i].id, id)) return &objs[i];
+    return NULL;
+}
+
+/* A Binding (§2.5): exactly {object} or {parts: [Part, ...]}, referring to tensors. */
+static void check_binding(const jnode *b) {
+    if (!b || b->t != J_OBJ) BAD("ninfer3.record.type", "a binding is not an object");
+    const jnode *whole = member(b, "object"), *parts = member(b, "parts");
+    if (b->n != 1 || (!whole && !parts)) BAD("ninfer3.bindings.form", "not {object} or {parts}");
+    if (whole) {
+        const object *o = find_object(need_id(whole));
+        if (!o) BAD("ninfer3.bindings.object_ref", "no such object");
+        if (!o->tensor) BAD("ninfer3.bindings.object_kind", "a resource");
+        return;
+    }
+    if (parts->t != J_ARR) BAD("ninfer3.record.type", "parts is not an array");
+    if (parts->n == 0) BAD("ninfer3.bindings.parts_empty", "parts is empty");
+    uint64_t total = 0;
+    for (size_t i = 0; i < parts->n; i++) {
+        const jnode *p = parts->items[i];
+        closed(p, LIST("object", "range"), NONE);
+        const object *o = find_object(need_id(member(p, "object")));
+        if (!o) BAD("ninfer3.bindings.object_ref", "no such object");
+        if (!o->tensor) BAD("ninfer3.bindings.object_kind", "a resource");
+        const jnode *r = member(p, "range");
+        if (r->t != J_ARR || r->n != 2 || r->items[0]->t != J_NUM || !r->items[0]->u64_ok ||
+            r->items[1]->t != J_NUM || !r->items[1]->u64_ok)
+            BAD("ninfer3.bindings.range_form", "range is not [U64, U64]");
+        uint64_t begin = r->items[0]->u, end = r->items[1]->u;
+        if (!(begin < end && end <= o->elements)) BAD("ninfer3.bindings.range", "bad range");
+        if (end - begin > UINT64_MAX - total) BAD("ninfer3.bindings.total", "total > 2^64-1");
+        total += end - begin;
+    }
+}
+
+static const char *FORMATS[] = {"bf16", "fp32", "int32", "q4_g64_fp16", "q5_g64_fp16",
+                                "q6_g64_fp16", "q8_g32_fp16", "t2_g128_fp16", "nvfp4",
+                                "fp8_e4m3fn_row_bf16", NULL};
+static const char *LAYOUT_OF[] = {"contiguous_le_v1", "contiguous_le_v1", "contiguous_le_v1",
+                                  "row_split_k128_v1", "row_split_k128_v1", "row_split_k128_v1",
+                                  "row_split_k128_v1", "row_split_k128_v1",
+                                  "block_scale_k16_m128x4_v1", "row_scale_v1"};
+static const char *LAYOUTS[] = {"contiguous_le_v1", "row_split_k128_v1",
+                                "block_scale_k16_m128x4_v1", "row_scale_v1", NULL};
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/* The deferred checks of one tensor (§2.9, §4.1-§4.5). */
+static void check_tensor(const object *o) {
+    const jnode *t = o->node;
+    int f = -1, l = -1;
+    for (int i = 0; FORMATS[i]; i++) if (str_is(member(t, "format"), FORMATS[i])) f = i;
+    if (f < 0) BAD("ninfer3.object.format", "format not registered");
+    for (int i = 0; LAYOUTS[i]; i++) if (str_is(member(t, "layout"), LAYOUTS[i])) l = i;
+    if (l < 0) BAD("ninfer3.object.layout", "layout not registered");
+    if (strcmp(LAYOUTS[l], LAYOUT_OF[f])) BAD("ninfer3.object.layout_accepts", "wrong pair");
+    const jnode *shape = member(t, "shape");
+    uint64_t n = shape->n == 2 ? shape->items[0]->u : 0, k = shape->n == 2 ? shape->items[1]->u : 0;
+    if (l > 0 && shape->n != 2) BAD("ninfer3.object.shape", "rank is not 2");
+    if (l == 2 && (n % 128 || k % 64)) BAD("ninfer3.object.shape", "N % 128 or K % 64");
+    unsigned __int128 size;
+    if (l == 0) {
+        size = (unsigned __int128)o->elements * (f == 0 ? 2 : 4);
+    } else if (l == 1) { /* §4.3: b, G, B, H per format */
+        static const unsigned G[] = {64, 64, 64, 32, 128}, H[] = {0, 8, 16, 0, 0};
+        unsigned g = G[f - 3], h = H[f - 3];
+        unsigned __int128 gpr = align_up(k, 128) / g, base = n * gpr * 32, high = n * gpr * h;
+        size = align_up((uint64_t)base, 256) + align_up((uint64_t)high, 256) + n * gpr * 2;
+    } else if (l == 2) {
+        size = align_up(n * k / 2, 256) + n * k / 16 + 4;
+    } else {
+        size = align_up((uint64_t)((unsigned __int128)n * k), 256) + 2 * (unsigned __int128)n;
+    }
+    if (size != o->bytes) BAD("ninfer3.object.bytes", "bytes != encoded_size");
+    if (o->offset % 256) BAD("ninfer3.object.offset_alignment", "offset not a multiple of 256");
+}
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_binding(const jnode *b) {
+    const jnode *whole = member(b, "object"), *parts = member(b, "parts");
+    if (whole) { printf("\"object\": "); json_str(whole->s); return; }
+    printf("\"parts\": [");
+    for (size_t i = 0; i < parts->n; i++) {
+        const jnode *p = parts->items[i], *r = member(p, "range");
+        printf("%s{\"object\": ", i ? ", " : "");
+        json_str(member(p, "object")->s);
+        printf(", \"range\": [\"%llu\", \"%llu\"]}", (unsigned long long)r->items[0]->u,
+               (unsigned long long)r->items[1]->u);
+    }
+    printf("]");
+}
+
+static int check_ninfer3(const char *entry_path) {
+    uint64_t size;
+    unsigned char *entry = slurp(entry_path, &size);
+    if (!entry) fail("MalformedError", "ninfer3.header.truncated", "cannot open the entry");
+    file = entry; /* u32/u64 read from `file` */
+    /* §1.3 steps 1-3 */
+    if (size < 32) fail("MalformedError", "ninfer3.header.truncated", "entry < 32 bytes");
+    if (memcmp(entry, "NINFER\0\3", 8)) fail("MalformedError", "ninfer3.header.magic", "magic");
+    uint64_t json_bytes = u64(8);
+    if (json_bytes < 1 || json_bytes > size - 32)
+        fail("MalformedError", "ninfer3.header.json_bytes", "json_bytes out of range");
+    /* §2.1: the JSON text */
+    jt = entry + 32, jlen = (size_t)json_bytes, jpos = 0;
+    if (jlen >= 3 && !memcmp(jt, "\xEF\xBB\xBF", 3)) jfail("ninfer3.json.bom");
+    if (!utf8_valid(jt, jlen)) jfail("ninfer3.json.utf8");
+    const jnode *root = jvalue(0);
+    ws();
+    if (jpos != jlen) jfail("ninfer3.json.syntax");
+    /* §2.2 root */
+    closed(root, LIST("components", "objects", "bindings", "uses", "files"),
+           LIST("metadata", "provenance"));
+    /* §1.4 files */
+    const jnode *files = member(root, "files");
+    if (files->t != J_ARR) BAD("ninfer3.record.type", "files is not an array");
+    if (files->n == 0) BAD("ninfer3.files.empty", "files is empty");
+    const char *slash = strrchr(entry_path, '/');
+    const char *entry_name = slash ? slash + 1 : entry_path;
+    uint64_t payload = 0;
+    for (size_t i = 0; i < files->n; i++) {
+        const jnode *f = files->items[i];
+        closed(f, LIST("path", "payload_bytes"), NONE);
+        const jnode *path = member(f, "path");
+        if (i == 0 && path->t != J_NULL) BAD("ninfer3.files.entry_path", "files[0].path");
+        if (i > 0) {
+            const char *p = need_id(path);
+            if (strchr(p, '/') || strchr(p, '\\') || !strcmp(p, ".") || !strcmp(p, ".."))
+                BAD("ninfer3.files.path", "not a plain file name");
+            for (size_t j = 1; j < i; j++)
+                if (!strcmp(member(files->items[j], "path")->s, p))
+                    BAD("ninfer3.files.path_unique", "path repeats");
+            if (!strcmp(p, entry_name)) BAD("ninfer3.files.path_entry", "the entry's name");
+        }
+        uint64_t pb = need_positive(member(f, "payload_bytes"));
+        if (pb > UINT64_MAX - payload) BAD("ninfer3.files.total", "total > 2^64-1");
+        payload += pb;
+    }
+    /* §2.4 objects */
+    const jnode *objects = member(root, "objects");
+    if (objects->t != J_ARR) BAD("ninfer3.record.type", "objects is not an array");
+    if (objects->n == 0) BAD("ninfer3.objects.empty", "objects is empty");
+    objs = calloc(objects->n, sizeof *objs);
+    uint64_t prev_end = 0;
+    for (size_t i = 0; i < objects->n; i++) {
+        const jnode *o = objects->items[i];
+        if (o->t != J_OBJ) BAD("ninfer3.record.type", "an object is not an object");
+        const jnode *kind = member(o, "kind");
+        int tensor = str_is(kind, "tensor");
+        if (!tensor && !str_is(kind, "resource")) BAD("ninfer3.objects.kind", "bad kind");
+        if (tensor)
+            closed(o, LIST("id", "kind", "shape", "format", "layout", "offset", "bytes"), NONE);
+        else closed(o, LIST("id", "kind", "encoding", "offset", "bytes"), NONE);
+        object *d = &objs[n_objs];
+        /* §2.9 step 4: id, offset and bytes, then the kind's own members */
+        d->node = o, d->tensor = tensor, d->id = need_id(member(o, "id"));
+        d->offset = need_u64(member(o, "offset"));
+        d->bytes = need_positive(member(o, "bytes"));
+        if (tensor) {
+            d->elements = shape_elements(member(o, "shape"));
+            need_id(member(o, "format"));
+            need_id(member(o, "layout"));
+        } else need_id(member(o, "encoding"));
+        if (d->bytes > UINT64_MAX - d->offset) BAD("ninfer3.objects.end_overflow", "end > 2^64-1");
+        if (d->offset < prev_end) BAD("ninfer3.objects.order", "below the previous end");
+        if (d->offset + d->bytes > payload) BAD("ninfer3.objects.bounds", "past the payload");
+        if (find_object(d->id)) BAD("ninfer3.objects.id_unique", "id repeats");
+        prev_end = d->offset + d->bytes;
+        n_objs++;
+    }
+    /* §2.3 components */
+    const jnode *comps = member(root, "components");
+    if (comps->t != J_OBJ) BAD("ninfer3.record.type", "components is not an object");
+    for (size_t i = 0; i < comps->n; i++) need_id(comps->keys[i]);
+    if (!member(comps, "text")) BAD("ninfer3.components.text", "no text component");
+    for (size_t i = 0; i < comps->n; i++) {
+        const jnode *c = comps->items[i];
+        closed(c, LIST("config"), LIST("target", "resources", "proposal"));
+        if (member(c, "config")->t != J_OBJ) BAD("ninfer3.record.type", "config");
+        const jnode *target = member(c, "target"), *res = member(c, "resources");
+        if (target && !member(comps, need_id(target)))
+            BAD("ninfer3.components.target", "no such component");
+        if (res) {
+            if (res->t != J_OBJ) BAD("ninfer3.record.type", "resources is not an object");
+            for (size_t j = 0; j < res->n; j++) {
+                need_id(res->keys[j]);
+                const object *o = find_object(need_id(res->items[j]));
+                if (!o || o->tensor) BAD("ninfer3.components.resource_ref", "not a resource");
+            }
+        }
+        const jnode *prop = member(c, "proposal");
+        if (prop) {
+            if (!str_is(comps->keys[i], "text"))
+                BAD("ninfer3.components.proposal_component", "proposal off text");
+            closed(prop, LIST("domain"), LIST("rows"));
+            const jnode *dom = member(prop, "domain"), *rows = member(prop, "rows");
+            if (str_is(dom, "full") && !rows) continue;
+            if (!str_is(dom, "indexed") || !rows)
+                BAD("ninfer3.components.proposal_domain", "domain / rows");
+            need_positive(rows);
+        }
+    }
+    /* §2.5 bindings */
+    const jnode *bindings = member(root, "bindings");
+    if (bindings->t != J_OBJ) BAD("ninfer3.record.type", "bindings is not an object");
+    for (size_t i = 0; i < bindings->n; i++) {
+        need_id(bindings->keys[i]);
+        check_binding(bindings->items[i]);
+    }
+    /* §2.6 uses */
+    const jnode *uses = member(root, "uses");
+    if (uses->t != J_ARR) BAD("ninfer3.record.type", "uses is not an array");
+    for (size_t i = 0; i < uses->n; i++) {
+        const jnode *u = uses->items[i];
+        closed(u, LIST("parameter", "input"), LIST("activation_policy", "auxiliaries"));
+        const char *param = need_id(member(u, "parameter")), *input = need_id(member(u, "input"));
+        if (!member(bindings, param)) BAD("ninfer3.uses.parameter", "parameter not bound");
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(member(uses->items[j], "parameter")->s, param) &&
+                !strcmp(member(uses->items[j], "input")->s, input))
+                BAD("ninfer3.uses.unique", "(parameter, input) repeats");
+        const jnode *pol = member(u, "activation_policy"), *aux = member(u, "auxiliaries");
+        if (pol && !str_is(pol, "A16Only") && !str_is(pol, "AllowA8") && !str_is(pol, "AllowA4"))
+            BAD("ninfer3.uses.policy", "not a registered policy");
+        if (aux) {
+            if (aux->t != J_OBJ) BAD("ninfer3.record.type", "auxiliaries is not an object");
+            for (size_t j = 0; j < aux->n; j++) need_id(aux->keys[j]), check_binding(aux->items[j]);
+        }
+    }
+    /* §2.7 metadata and provenance */
+    const jnode *meta = member(root, "metadata"), *prov = member(root, "provenance");
+    if ((meta && meta->t != J_OBJ) || (prov && prov->t != J_OBJ))
+        BAD("ninfer3.record.type", "metadata / provenance is not an object");
+    if (member(meta, "name")) need_id(member(meta, "name"));
+    /* §1.3 step 5 */
+    uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0], "payload_bytes")->u;
+    if (size != start + first) fail("MalformedError", "ninfer3.entry.length", "entry length");
+    /* §2.9 deferred object checks, in directory order */
+    for (size_t i = 0; i < n_objs; i++) {
+        if (objs[i].tensor) check_tensor(&objs[i]);
+        else if (!str_is(member(objs[i].node, "encoding"), "raw_bytes_v1"))
+            BAD("ninfer3.object.encoding", "encoding is not raw_bytes_v1");
+    }
+    /* §1.3 step 6: every continuation volume; the logical payload assembled on the way */
+    unsigned char *logical = malloc(payload ? (size_t)payload : 1);
+    if (!logical) exit(2);
+    memcpy(logical, entry + start, (size_t)first);
+    uint64_t at = first;
+    size_t dir_len = (size_t)(entry_name - entry_path);
+    for (size_t i = 1; i < files->n; i++) {
+        const jnode *f = files->items[i];
+        const char *name = member(f, "path")->s;
+        char *path = malloc(dir_len + strlen(name) + 1);
+        memcpy(path, entry_path, dir_len);
+        strcpy(path + dir_len, name);
+        uint64_t vsize, pb = member(f, "payload_bytes")->u;
+        unsigned char *vol = slurp(path, &vsize);
+        if (!vol) fail("MalformedError", "ninfer3.part.missing", "continuation volume absent");
+        if (vsize < 32) fail("MalformedError", "ninfer3.part.truncated", "volume < 32 bytes");
+        if (memcmp(vol, "NINPRT\0\3", 8)) fail("MalformedError", "ninfer3.part.magic", "magic");
+        file = vol;
+        if (u64(8) != i) BAD("ninfer3.part.index", "part_index differs");
+        if (memcmp(vol + 16, entry + 16, 16)) BAD("ninfer3.part.artifact_id", "artifact_id");
+        if (vsize != 4096 + pb) fail("MalformedError", "ninfer3.part.length", "volume size");
+        memcpy(logical + at, vol + 4096, (size_t)pb);
+        at += pb;
+        free(vol);
+        free(path);
+    }
+    /* The description (README, "The .ninfer description") */
+    printf("{\"format\": \"ninfer3\", \"header\": {\"json_bytes\": \"%llu\", \"artifact_id\": \"",
+           (unsigned long long)json_bytes);
+    for (int i = 16; i < 32; i++) printf("%02x", entry[i]);
+    printf("\", \"entry_payload_start\": \"%llu\"}, \"payload_bytes\": \"%llu\", \"files\": [",
+           (unsigned long long)start, (unsigned long long)payload);
+    for (size_t i = 0; i < files->n; i++) {
+        const jnode *p = member(files->items[i], "path");
+        printf("%s{\"index\": \"%zu\", \"path\": ", i ? ", " : "", i);
+        json_str(p->t == J_STR ? p->s : "");
+        printf(", \"payload_bytes\": \"%llu\"}",
+               (unsigned long long)member(files->items[i], "payload_bytes")->u);
+    }
+    printf("], \"components\": [");
+    for (size_t i = 0; i < comps->n; i++) {
+        const jnode *c = comps->items[i], *target = member(c, "target"), *res = member(c, "resources");
+        printf("%s{\"id\": ", i ? ", " : "");
+        json_str(comps->keys[i]->s);
+        printf(", \"target\": ");
+        json_str(target ? target->s : "");
+        printf(", \"resources\": {");
+        for (size_t j = 0; res && j < res->n; j++) {
+            printf("%s", j ? ", " : "");
+            json_str(res->keys[j]->s);
+            printf(": ");
+            json_str(res->items[j]->s);
+        }
+        printf("}}");
+    }
+    printf("], \"objects\": [");
+    for (size_t i = 0; i < n_objs; i++) {
+        const object *o = &objs[i];
+        char digest[65];
+        sha256_hex(logical + o->offset, o->bytes, digest);
+        printf("%s{\"id\": ", i ? ", " : "");
+        json_str(o->id);
+        if (o->tensor) {
+            const jnode *shape = member(o->node, "shape");
+            printf(", \"kind\": \"tensor\", \"format\": ");
+            json_str(member(o->node, "format")->s);
+            printf(", \"layout\": ");
+            json_str(member(o->node, "layout")->s);
+            printf(", \"shape\": [");
+            for (size_t j = 0; j < shape->n; j++)
+                printf("%s\"%llu\"", j ? ", " : "", (unsigned long long)shape->items[j]->u);
+            printf("]");
+        } else {
+            printf(", \"kind\": \"resource\", \"encoding\": ");
+            json_str(member(o->node, "encoding")->s);
+        }
+        printf(", \"offset\": \"%llu\", \"bytes\": \"%llu\", \"sha256\": \"%s\"}",
+               (unsigned long long)o->offset, (unsigned long long)o->bytes, digest);
+    }
+    printf("], \"bindings\": [");
+    for (size_t i = 0; i < bindings->n; i++) {
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_str(bindings->keys[i]->s);
+        printf(", ");
+        print_binding(bindings->items[i]);
+        printf("}");
+    }
+    printf("], \"uses\": [");
+    for (size_t i = 0; i < uses->n; i++) {
+        const jnode *u = uses->items[i], *pol = member(u, "activation_policy");
+        const jnode *aux = member(u, "auxiliaries");
+        printf("%s{\"parameter\": ", i ? ", " : "");
+        json_str(member(u, "parameter")->s);
+        printf(", \"input\": ");
+        json_str(member(u, "input")->s);
+        printf(", \"activation_policy\": ");
+        json_str(pol ? pol->s : "");
+        printf(", \"auxiliaries\": {");
+        for (size_t j = 0; aux && j < aux->n; j++) {
+            printf("%s", j ? ", " : "");
+            json_str(aux->keys[j]->s);
+            printf(": {");
+            print_binding(aux->items[j]);
+            printf("}");
+        }
+        printf("}}");
+    }
+    printf("]}\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "kinds") == 0) {
+        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\"]}\n");
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "ninfer3-container") == 0) return check_ninfer3(argv[2]);
+    if (argc != 3 || strcmp(argv[1], "vqf-container") != 0) {
+        fprintf(stderr, "usage: %s kinds | vqf-container PATH | ninfer3-container PATH\n",
+                argv[0]);
+        return 2;
+    }
+    FILE *fh = fopen(argv[2], "rb");
+    if (!fh) return reject("MalformedError", "vqf.file.too_small", "cannot open the file");
+    fseek(fh, 0, SEEK_END);
+    long size = ftell(fh);
+    fseek(fh, 0, SEEK_SET);
+    unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
+    if (!buf || (size > 0 && fread(buf, 1, (size_t)size, fh) != (size_t)size)) {
+        fclose(fh);
+        fprintf(stderr, "cannot read %s\n", argv[2]);
+        return 2;
+    }
+    fclose(fh);
+    file = buf;
+    file_size = (uint64_t)size;
+    int status = check_vqf();
+    free(buf);
+    return status;
+}

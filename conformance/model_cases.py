@@ -1,0 +1,154 @@
+"""Model cases: tiny VQF Qwen3 files + prompt token ids -> greedy tokens, logits and per-layer
+activation digests under the canonical numerics contract (spec/numerics.md, README "Model
+cases"). The expected answer comes from the reference forward pass (ref/model); `answer` is also
+what the built-in adapters print, with the ref or the fast model.
+
+The `.ninfer` Qwen3.5 forward pass is not in weightfile yet: its cases will be `ninfer3-model`
+under ninfer3/v1/model/ with the same answer schema (README, "Slots").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from weightfile.ref.model.bind_vqf import bind_vqf
+from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
+from weightfile.ref.model.sampling import greedy
+from weightfile.ref.model.trace import TraceRecorder, trace_names
+from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
+from weightfile.ref.vqf.read import VQFFile, open_vqf
+from weightfile.ref.vqf.write import write_vqf
+from weightfile.spec.vqf.qtypes import QType
+
+from .case_types import Case
+
+#: The tiny Qwen3 every model case uses (a transformers-style config).
+TINY_HF: dict[str, Any] = dict(
+    vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+    num_attention_heads=2, num_key_value_heads=1, head_dim=16, rope_theta=10000.0,
+    rms_norm_eps=1e-6, bos_token_id=0, eos_token_id=1, tie_word_embeddings=True,
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCase:
+    name: str
+    meaning: str
+    qtype: QType
+    layout: str  # "legacy" (untiled) or "tiled" (§2.5 tiling flags)
+    seed: int
+    prompt: tuple[int, ...]
+    new_tokens: int
+
+
+CASES = (
+    ModelCase("q8-untiled", "wmode q8, F16 embedding, untiled", QType.Q8_0, "legacy", 1,
+              (2, 17, 33, 5), 4),
+    ModelCase("q4-tiled", "wmode q4, Q8_8X8|Q4_4X4 tiling", QType.Q4_0, "tiled", 2,
+              (7, 7, 40, 63, 0, 12), 3),
+    ModelCase("f32-one-token", "F32 weights, a one-token prompt", QType.F32, "legacy", 3,
+              (9,), 5),
+)  # fmt: skip
+
+
+def state_dict(seed: int) -> dict[str, np.ndarray]:
+    """Seeded weights in transformers names: norms near 1, projections ~ N(0, 0.3^2)."""
+    c = config_from_hf(TINY_HF)
+    rng = np.random.default_rng(seed)
+    d, ffn, q, kv = c.hidden_size, c.intermediate_size, c.q_dim, c.kv_dim
+    shapes = {"attn_norm": (d,), "ffn_norm": (d,), "q_norm": (c.head_dim,),
+              "k_norm": (c.head_dim,), "q_proj": (q, d), "k_proj": (kv, d), "v_proj": (kv, d),
+              "o_proj": (d, q), "gate_proj": (ffn, d), "up_proj": (ffn, d),
+              "down_proj": (d, ffn)}  # fmt: skip
+    sd = {EMBED: rng.standard_normal((c.vocab_size, d)).astype(np.float32)}
+    sd[FINAL_NORM] = (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)
+    for i in range(c.num_hidden_layers):
+        for f in LAYER_TENSORS:
+            norm = f.endswith("norm")
+            noise = rng.standard_normal(shapes[f]) * (0.1 if norm else 0.3)
+            sd[layer_tensor(i, f)] = ((1.0 if norm else 0.0) + noise).astype(np.float32)
+    return sd
+
+
+def write_model(path: Path, case: ModelCase) -> Path:
+    c = config_from_hf(TINY_HF)
+    flags = file_flags(case.qtype, case.layout)
+    tensors = build_tensors(state_dict(case.seed), c, case.qtype, flags)
+    return write_vqf(path, arch=arch_from_config(TINY_HF, c), tensors=tensors, flags=flags)
+
+
+def digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a, dtype="<f4").tobytes()).hexdigest()
+
+
+def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
+    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer."""
+    cache = model.new_cache()
+    trace = TraceRecorder()
+    logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)
+    rows = [logits]
+    tokens: list[int] = []
+    for step in range(new_tokens):
+        nxt = greedy(list(rows[-1][-1]))
+        tokens.append(nxt)
+        if step + 1 < new_tokens:
+            rows.append(np.asarray(model.forward([nxt], cache), dtype=np.float32))
+    arrays = trace.arrays()
+    names = trace_names(model.config.num_hidden_layers)
+    every = np.concatenate(rows)
+    return {
+        "tokens": [str(t) for t in tokens],
+        "logits": {
+            "dtype": "float32",
+            "shape": [str(n) for n in every.shape],
+            "hex": np.ascontiguousarray(every, dtype="<f4").tobytes().hex(),
+        },
+        "activations": {name: digest(arrays[name]) for name in names},
+    }
+
+
+def ref_model(vqf: VQFFile) -> Any:
+    config, weights = bind_vqf(vqf)
+    return Qwen3Model(config, weights)
+
+
+def fast_opener() -> Callable[[VQFFile], Any] | None:
+    """`weightfile.fast.model.open_model(vqf, threads=1)` when that module exists, else None."""
+    try:
+        module = importlib.import_module("weightfile.fast.model")
+    except ImportError:
+        return None
+    open_model = getattr(module, "open_model", None)
+    if open_model is None:
+        return None
+    return lambda vqf: open_model(vqf, threads=1)
+
+
+def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+    """Run a model case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
+    opener = ref_model if engine == "ref" else fast_opener()
+    if opener is None:
+        raise RuntimeError("no fast forward pass")
+    with open_vqf(folder / case["model"]) as vqf:
+        model = opener(vqf)
+        return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
+
+
+def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """(case id, case.json fields, files, want.json) of every VQF model case."""
+    for case in CASES:
+        path = write_model(scratch / f"{case.name}.vqf", case)
+        fields = {"expect": "accept", "model": "model.vqf",
+                  "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
+                  "numerics": "canonical", "description": case.meaning}  # fmt: skip
+        with open_vqf(path) as vqf:
+            want = run(ref_model(vqf), list(case.prompt), case.new_tokens)
+        yield f"{prefix}/model/qwen3/{case.name}", fields, {"model.vqf": path.read_bytes()}, want

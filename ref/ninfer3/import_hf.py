@@ -1,0 +1,162 @@
+"""A Hugging Face Qwen3.5 checkpoint folder -> a `.ninfer` v3 file set (ninfer-v3.md §1.7, §5, §6).
+
+The steps, in order:
+
+1. `components.text.config` from config.json, closed as §6.1 requires (`import_config`);
+2. the parents, bindings and uses of the canonical §6.2 parameters (`import_plan`);
+3. the four text resources of §6.2, unmodified `raw_bytes_v1` objects placed first, as in the
+   examples (§5), under the roles `tokenizer.json`, `tokenizer_config.json`,
+   `chat_template.jinja` and `generation_config.json`;
+4. the parents, each read from the checkpoint (`import_safetensors`, `import_names`), encoded by
+   its (format, layout) codec and streamed to the writer one object at a time (§1.7), so only
+   one parent is ever in memory.
+
+The writer publishes atomically: a failure at any step leaves nothing at the destination. The
+codecs come from `weightfile.ref.codecs.ninfer3` by default; the CLI passes the fast ones, which
+produce the same bytes (tests/differential/test_ninfer3_*_fast_eq_ref.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from weightfile.ref.ninfer3.import_config import text_config
+from weightfile.ref.ninfer3.import_names import (
+    LM_HEAD,
+    parameter_values,
+    source,
+    text_model_prefix,
+)
+from weightfile.ref.ninfer3.import_plan import Parent, bindings, plan_parents, uses
+from weightfile.ref.ninfer3.import_safetensors import Checkpoint, read_json
+from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
+from weightfile.ref.ninfer3.write import ArtifactWriter
+from weightfile.ref.vqf.import_hf import chat_template
+from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
+from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
+from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
+
+REF_CODECS = "weightfile.ref.codecs.ninfer3.codec"
+FAST_CODECS = "weightfile.fast.codecs.ninfer3.codec"
+CHAT_TEMPLATE = "chat_template.jinja"
+
+
+def resource_id(role: str) -> str:
+    """`tokenizer_config.json` -> `r.tokenizer_config`, the examples' ids (§5)."""
+    return "r." + role.split(".", 1)[0]
+
+
+def read_resources(folder: Path) -> dict[str, bytes]:
+    """role -> bytes of the four text resources (§6.2); a template only inside
+    tokenizer_config.json is written out as chat_template.jinja."""
+    out: dict[str, bytes] = {}
+    for role in TEXT_RESOURCE_ROLES:
+        path = folder / role
+        if path.is_file():
+            data = path.read_bytes()
+        elif role == CHAT_TEMPLATE and (template := chat_template(folder)) is not None:
+            data = template.encode("utf-8")
+        else:
+            raise NotFoundError(
+                "qwen35.import.missing_file", f"{path} is missing (a §6.2 resource)", path=role
+            )
+        if not data:
+            raise InvalidError("qwen35.import.resource", f"{role} is empty", path=role)
+        out[role] = data
+    return out
+
+
+def unexpected_tensors(names: list[str], expected: set[str], prefix: str) -> tuple[list[str], int]:
+    """Text-model tensors nothing consumes (an error), and how many others (vision, MTP) are
+    left out of a text-only file."""
+    text = [n for n in names if n.startswith(prefix) or n == LM_HEAD]
+    return sorted(set(text) - expected), len(names) - len(text)
+
+
+def parent_values(
+    parent: Parent, config: Mapping[str, Any], prefix: str, tensor: Callable[[str], np.ndarray]
+) -> np.ndarray:
+    """The members' float32 values stacked by rows, in the parent's shape."""
+    cache: dict[str, np.ndarray] = {}  # q_proj and in_proj_qkv feed several members
+
+    def cached(name: str) -> np.ndarray:
+        if name not in cache:
+            cache[name] = tensor(name)
+        return cache[name]
+
+    parts = [parameter_values(m, source(config, prefix, m.name), cached) for m in parent.members]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+
+def encode_parent(parent: Parent, values: np.ndarray, codecs: str) -> bytes:
+    """The object bytes of one parent; a codec failure names the parent."""
+    codec = import_module(codecs).get_codec(parent.format, parent.layout)
+    try:
+        return codec.encode(values, parent.shape)
+    except WeightfileError as exc:
+        raise type(exc)(
+            exc.rule, f"{parent.id}: {exc.detail}", offset=exc.offset, path=f"{parent.id}"
+        ) from None
+
+
+def import_checkpoint(
+    folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    fmt: str = "bf16",
+    codecs: str = REF_CODECS,
+    limit: int = DEFAULT_LIMIT,
+) -> list[Path]:
+    """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written."""
+    src = Path(folder)
+    hf_config = read_json(src, "config.json")
+    config = text_config(hf_config)
+    prefix = text_model_prefix(hf_config)
+    parents = plan_parents(config, fmt)
+    resources = read_resources(src)
+    objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
+    objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
+    with Checkpoint(src) as checkpoint:
+        expected = {source(config, prefix, m.name).hf_name for p in parents for m in p.members}
+        if config["tie_word_embeddings"]:
+            expected.add(LM_HEAD)  # a tied checkpoint may still store the head; it is not read
+        unexpected, ignored = unexpected_tensors(checkpoint.names, expected, prefix)
+        if unexpected:
+            raise InvalidError(
+                "qwen35.import.unexpected_tensor",
+                f"{len(unexpected)} tensor(s) the text model does not use: {unexpected[:5]}",
+                path=unexpected[0],
+            )
+        with ArtifactWriter(
+            out,
+            objects=objects,
+            components={
+                "text": {
+                    "config": config,
+                    "resources": {r: resource_id(r) for r in resources},
+                }
+            },
+            bindings=bindings(parents, config["tie_word_embeddings"]),
+            uses=uses(config),
+            metadata={"name": src.resolve().name or "model"},
+            provenance={
+                "converter": "weightfile import",
+                "source": {"architectures": hf_config.get("architectures")},
+                "format": fmt,
+                "encoder": "grouped_absmax" if fmt != "bf16" else "bf16 round to nearest even",
+                "ignored_tensors": ignored,
+            },
+            limit=limit,
+        ) as writer:
+            for role, data in resources.items():
+                writer.write(resource_id(role), data)
+            for parent in parents:
+                values = parent_values(parent, config, prefix, checkpoint.tensor)
+                writer.write(parent.id, encode_parent(parent, values, codecs))
+            return writer.finish()

@@ -1,0 +1,129 @@
+"""The tensor objects of an imported Qwen3.5 file, its bindings and uses (§2.5, §2.6, §6.2).
+
+Every canonical parameter of `text_parameters(config)` goes into exactly one *parent* object:
+
+* a matrix that belongs to one of the default converter groupings (`fusion_groups`, §6.2: attention
+  {Q, K, gate, V}, GDN {q, k, v, z} and {a, b}, dense {gate, up}) shares a parent with the rest
+  of its group, stacked by rows in group order, and is bound as one Part: whole rows
+  `[r0·K, r1·K)` of the parent (§2.5), as in the spec's examples;
+* every other parameter is a parent of its own, bound whole (`{"object": id}`);
+* with `tie_word_embeddings` the output head is bound to the embedding's object.
+
+Matrices (parameters with Use inputs) take the chosen format: bf16 `contiguous_le_v1`, or a
+grouped format in `row_split_k128_v1`, which quantises rows independently, so a part of a parent
+decodes exactly as the parameter quantised alone. Direct parameters keep their §6.2 format
+(bf16, fp32 for `a_log` and `dt_bias`). Every Use is `A16Only`: the reference computes in float32
+and this importer makes no claim that quantised activations would be accurate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.ninfer3.text_names import (
+    TEXT_PREFIX,
+    TextParameter,
+    fusion_groups,
+    text_parameters,
+)
+
+BF16 = "bf16"
+CONTIGUOUS = "contiguous_le_v1"
+ROW_SPLIT = "row_split_k128_v1"
+#: --format -> the layout of its matrices (§4.1)
+MATRIX_FORMATS = {
+    "bf16": CONTIGUOUS,
+    "q4_g64_fp16": ROW_SPLIT,
+    "q5_g64_fp16": ROW_SPLIT,
+    "q6_g64_fp16": ROW_SPLIT,
+    "q8_g32_fp16": ROW_SPLIT,
+}
+ACTIVATION_POLICY = "A16Only"
+EMBEDDING = TEXT_PREFIX + "token_embedding"
+OUTPUT_HEAD = TEXT_PREFIX + "output_head"
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """One tensor object: its members stacked by rows (a single member: the member itself)."""
+
+    id: str
+    members: tuple[TextParameter, ...]
+    format: str
+    layout: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if len(self.members) == 1:
+            return self.members[0].shape
+        return (sum(m.shape[0] for m in self.members), self.members[0].shape[1])
+
+
+def object_id(names: tuple[str, ...]) -> str:
+    """`w.layers/0/mlp/gate+up` style ids: readable in `inspect`, opaque to readers (Q4)."""
+    first = names[0].removeprefix(TEXT_PREFIX)
+    rest = [n.rsplit("/", 1)[1] for n in names[1:]]
+    return "w." + "+".join([first, *rest])
+
+
+def chosen_groups(config: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """parameter name -> its group, taking each layer's groupings greedily, largest first."""
+    member_of: dict[str, tuple[str, ...]] = {}
+    for layer in range(config["num_hidden_layers"]):
+        for group in fusion_groups(config, layer):
+            if not any(name in member_of for name in group):
+                member_of |= dict.fromkeys(group, group)
+    return member_of
+
+
+def plan_parents(config: Mapping[str, Any], fmt: str) -> list[Parent]:
+    """The parents in model order (the order of `text_parameters`)."""
+    if fmt not in MATRIX_FORMATS:
+        raise UnsupportedError("qwen35.import.format", f"format {fmt!r}", path="format")
+    params = {p.name: p for p in text_parameters(config)}
+    member_of = chosen_groups(config)
+    tied = bool(config["tie_word_embeddings"])
+    parents: list[Parent] = []
+    placed: set[str] = set()
+    for p in params.values():
+        if p.name in placed or (tied and p.name == OUTPUT_HEAD):
+            continue
+        names = member_of.get(p.name, (p.name,))
+        members = tuple(params[n] for n in names)
+        if p.is_direct:
+            layout, pfmt = CONTIGUOUS, p.direct_format or BF16
+        else:
+            layout, pfmt = MATRIX_FORMATS[fmt], fmt
+        parents.append(Parent(object_id(names), members, pfmt, layout))
+        placed.update(names)
+    return parents
+
+
+def bindings(parents: list[Parent], tied: bool) -> dict[str, dict[str, Any]]:
+    """Whole bindings for single parents, one row-range Part per member of a fused one (§2.5)."""
+    out: dict[str, dict[str, Any]] = {}
+    for parent in parents:
+        if len(parent.members) == 1:
+            out[parent.members[0].name] = {"object": parent.id}
+            continue
+        row = 0
+        k = parent.shape[1]
+        for m in parent.members:
+            rows = m.shape[0]
+            out[m.name] = {"parts": [{"object": parent.id, "range": [row * k, (row + rows) * k]}]}
+            row += rows
+    if tied:
+        out[OUTPUT_HEAD] = dict(out[EMBEDDING])
+    return out
+
+
+def uses(config: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One `A16Only` Use per (parameter, input) the architecture consumes (§2.6, §6.2)."""
+    return [
+        {"parameter": p.name, "input": i, "activation_policy": ACTIVATION_POLICY}
+        for p in text_parameters(config)
+        for i in p.inputs
+    ]

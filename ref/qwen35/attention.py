@@ -1,0 +1,61 @@
+"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §18.2).
+
+h = x + output(gate(attn(rope(norm(query)), rope(norm(key)), value), sigmoid(gate_proj))),
+all of it on n = zero-centred RMSNorm(x). The K/V cache stores K after k_norm and RoPE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from weightfile.ref.model.decoder import causal_attention, per_token, split_heads
+from weightfile.ref.numerics.kernels import Site
+
+from .cache import Qwen35Cache
+from .ops import Ops, Vec
+from .weights import AttentionWeights
+
+
+def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
+    """Causal GQA attention of one token: query head h reads kv head h // group (§9)."""
+    c = ops.config
+    out: Vec = []
+    for h, qh in enumerate(split_heads(q, c.head_dim)):
+        g = h // c.group_size
+        out += ops.kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values], site)
+    return out
+
+
+def attention_block(
+    ops: Ops,
+    i: int,
+    w: AttentionWeights,
+    input_norm,
+    x: list[Vec],
+    pos: Sequence[Sequence[int]],
+    caches: list[Qwen35Cache],
+    hook,
+) -> list[Vec]:
+    """One full-attention mixer plus its residual, for every token of the call."""
+    k, hd = ops.kernels, ops.config.head_dim
+    each = per_token(i, len(x))
+    n = each("attn_norm", lambda v, s: ops.norm(v, input_norm, s), x)
+    q = each("q_proj", lambda v, s: k.matvec(w.query, v, s), n)
+    gt = each("attn_gate", lambda v, s: k.matvec(w.gate, v, s), n)
+    kk = each("k_proj", lambda v, s: k.matvec(w.key, v, s), n)
+    vv = each("v_proj", lambda v, s: k.matvec(w.value, v, s), n)
+    qn = each("q_norm", lambda v, s: ops.head_norm(v, w.query_norm, hd, s), q)
+    kn = each("k_norm", lambda v, s: ops.head_norm(v, w.key_norm, hd, s), kk)
+    qr = [ops.partial_rope(v, p) for v, p in zip(qn, pos, strict=True)]
+    kr = [ops.partial_rope(v, p) for v, p in zip(kn, pos, strict=True)]
+    att = causal_attention(i, qr, kr, vv, caches, hd, lambda *a: attend(ops, *a))
+    gated = [ops.gate(a, g) for a, g in zip(att, gt, strict=True)]
+    o = each("o_proj", lambda v, s: k.matvec(w.output, v, s), gated)
+    h = each("attn_residual", k.add, x, o)
+    for op, rows in (
+        ("attn_norm", n), ("q_proj", q), ("attn_gate", gt), ("k_proj", kk), ("v_proj", vv),
+        ("q_norm", qn), ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att),
+        ("gated_attn", gated), ("o_proj", o), ("attn_residual", h),
+    ):  # fmt: skip
+        hook(f"layers.{i}.{op}", rows)
+    return h

@@ -1,0 +1,188 @@
+"""The Qwen3.5 text binder: an opened `.ninfer` file to (config, weights) (ninfer-v3.md §2.9, §6).
+
+The binder's checks, in this order, each one function:
+1. the text component exists and its config is the closed §6.1 set (`validate_text_config`);
+2. the four text resource roles are present (§6.2 resource roles);
+3. every canonical §6.2 parameter resolves through its binding -- whole object with the exact
+   shape, or ordered parts covering exactly its elements (§2.5) -- and a direct parameter's
+   objects have its exact format in `contiguous_le_v1` (bf16, fp32 for a_log / dt_bias);
+4. no `text/` binding is left over that no layer declares;
+5. every declared (parameter, input) has a Use with an activation policy, no Use of a text
+   parameter names an undeclared input, and every Use's auxiliaries are valid (§2.6).
+Then every parameter is decoded with its objects' codecs, its element ranges concatenated in
+order, and the weights arranged (`weights_from_parameters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from weightfile.ref.codecs.ninfer3.codec import get_codec
+from weightfile.ref.ninfer3.bindings import ElementRange
+from weightfile.ref.ninfer3.read import Artifact
+from weightfile.ref.ninfer3.records import Use
+from weightfile.ref.ninfer3.require import require
+from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
+from weightfile.spec.ninfer3.domains import elements
+from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, TextParameter, text_parameters
+
+from .config import Qwen35Config, validate_text_config
+from .weights import Qwen35Weights, weights_from_parameters
+
+#: The text resources the runtime requires (ninfer-v3.md §6.2 "Resource roles").
+TEXT_RESOURCE_ROLES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "generation_config.json",
+)
+DIRECT_LAYOUT = "contiguous_le_v1"
+OUTPUT_HEAD = TEXT_PREFIX + "output_head"
+FINAL_HIDDEN = "/final_hidden"
+
+
+def bind_config(nf: Artifact) -> Qwen35Config:
+    """Step 1: the text component and its closed config."""
+    return validate_text_config(nf.component(TEXT_COMPONENT).config)
+
+
+def check_resources(nf: Artifact) -> None:
+    """Step 2: every required text resource role names a resource object (§6.2)."""
+    resources = nf.component(TEXT_COMPONENT).resources
+    for role in TEXT_RESOURCE_ROLES:
+        require(
+            role in resources,
+            "ninfer3.binder.resource",
+            f"text has no resource {role!r}",
+            f"components.{TEXT_COMPONENT}.resources",
+        )
+        nf.object(resources[role])  # its deferred checks: encoding raw_bytes_v1 (§2.9)
+
+
+def resolve(nf: Artifact, p: TextParameter) -> list[ElementRange]:
+    """Step 3: the parameter's element ranges; a direct one's objects have its exact format."""
+    ranges = nf.bind(p.name, p.shape)
+    if p.direct_format is not None:
+        for r in ranges:
+            o = nf.object(r.object_id)
+            require(
+                o.format == p.direct_format and o.layout == DIRECT_LAYOUT,
+                "ninfer3.text.direct_format",
+                f"{p.name} reads {o.id} as {o.format}/{o.layout}, needs {p.direct_format}/"
+                f"{DIRECT_LAYOUT}",
+                nf.directory.bindings[p.name].path,
+            )
+    return ranges
+
+
+def check_unexpected(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
+    """Step 4: every `text/` binding is a parameter of this config (§6.2)."""
+    for name, binding in nf.directory.bindings.items():
+        require(
+            not name.startswith(TEXT_PREFIX) or name in params,
+            "ninfer3.text.unexpected_parameter",
+            f"binding {name!r} is no parameter of this text config",
+            binding.path,
+        )
+
+
+def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
+    """The inputs a Use of `p` may name: its declared ones, and for the output head also
+    `<component>/final_hidden` of any other component in the file (§6.2)."""
+    allowed = set(p.inputs)
+    if p.name == OUTPUT_HEAD:
+        allowed |= {c + FINAL_HIDDEN for c in nf.directory.components if c != TEXT_COMPONENT}
+    return allowed
+
+
+def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> None:
+    """Auxiliaries (§2.6): accepted roles, a valid divisor, valid Hadamard signs. The reference
+    keeps activations in float32 (numerics.md §18.4), so a divisor changes nothing; Hadamard
+    signs change the weights' meaning and are not implemented."""
+    nf.activation_divisor(use)
+    if nf.hadamard_signs(use, shape) is not None:
+        raise UnsupportedError(
+            "ninfer3.text.hadamard",
+            f"{use.parameter} at {use.input} uses hadamard_signs, which the reference lacks",
+            path=f"uses[{use.index}].auxiliaries",
+        )
+
+
+def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
+    """Step 5: each declared input has a Use with a policy; no undeclared input is used."""
+    for use in nf.directory.uses:
+        p = params.get(use.parameter)
+        if p is None:
+            continue  # another component's parameter: not the text binder's to check
+        require(
+            use.input in allowed_inputs(nf, p),
+            "ninfer3.text.use_unexpected",
+            f"{use.parameter} is not consumed at {use.input!r}",
+            f"uses[{use.index}].input",
+        )
+        require(
+            use.activation_policy is not None,
+            "ninfer3.text.use_policy",
+            f"{use.parameter} at {use.input} has no activation_policy",
+            f"uses[{use.index}]",
+        )
+        check_use(nf, use, p.shape)
+    declared = {(u.parameter, u.input) for u in nf.directory.uses}
+    for p in params.values():
+        for consumed in p.inputs:
+            require(
+                (p.name, consumed) in declared,
+                "ninfer3.text.use_missing",
+                f"{p.name} has no Use at {consumed}",
+                "uses",
+            )
+
+
+class ObjectDecoder:
+    """Decodes each object once with its (format, layout) codec, as float32 (§3, §4).
+
+    `codec_for` defaults to the reference codecs; `weightfile.fast.codecs.ninfer3.codec.
+    get_codec` decodes the same values bit for bit (tests/differential), only faster.
+    """
+
+    def __init__(self, nf: Artifact, codec_for: Callable[[str, str], Any] = get_codec) -> None:
+        self.nf = nf
+        self.codec_for = codec_for
+        self.decoded: dict[str, np.ndarray] = {}
+
+    def flat(self, object_id: str) -> np.ndarray:
+        if object_id not in self.decoded:
+            o = self.nf.object(object_id)
+            assert o.shape is not None and o.format is not None and o.layout is not None
+            codec = self.codec_for(o.format, o.layout)
+            values = codec.decode(bytes(self.nf.object_bytes(object_id)), o.shape)
+            self.decoded[object_id] = np.asarray(values, dtype=np.float32).reshape(-1)
+        return self.decoded[object_id]
+
+    def parameter(self, ranges: list[ElementRange], shape: tuple[int, ...]) -> np.ndarray:
+        """The ranges' elements concatenated in order, as the parameter's C-order array (§2.5)."""
+        values = np.concatenate([self.flat(r.object_id)[r.begin : r.end] for r in ranges])
+        assert values.size == elements(shape)
+        return values.reshape(shape)
+
+
+def bind_ninfer(
+    nf: Artifact, codec_for: Callable[[str, str], Any] = get_codec
+) -> tuple[Qwen35Config, Qwen35Weights]:
+    """Bind the text component of an opened `.ninfer` file (`weightfile.ref.ninfer3.read`).
+
+    `codec_for(format, layout)` picks the decoder (reference codecs unless told otherwise).
+    """
+    config = bind_config(nf)
+    check_resources(nf)
+    params = {p.name: p for p in text_parameters(config.json)}
+    ranges = {name: resolve(nf, p) for name, p in params.items()}
+    check_unexpected(nf, params)
+    check_uses(nf, params)
+    decoder = ObjectDecoder(nf, codec_for)
+    values = {name: decoder.parameter(ranges[name], p.shape) for name, p in params.items()}
+    return config, weights_from_parameters(config, values)

@@ -1,0 +1,46 @@
+"""The per-sequence state of a Qwen3.5 text model (qwen-math §1.4).
+
+Full-attention layers keep K (after k_norm and RoPE) and V per position; Gated DeltaNet layers
+keep the last kernel−1 inputs of the causal convolution (zeros before the sequence: the conv's
+left padding) and one float32 state [dk, dv] per value head (zeros at the start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from weightfile.spec.ninfer3.text_config import FULL_ATTENTION
+
+from .config import Qwen35Config
+
+Vec = list[np.float32]
+
+
+@dataclass
+class Qwen35Cache:
+    keys: list[list[list[Vec]]] = field(default_factory=list)  # [layer][pos][kv_head][head_dim]
+    values: list[list[list[Vec]]] = field(default_factory=list)
+    conv: list[list[Vec]] = field(default_factory=list)  # [layer][kernel-1][channels], oldest first
+    recurrent: list[list[np.ndarray]] = field(default_factory=list)  # [layer][v_head] [dk, dv]
+    length: int = 0  # tokens seen so far
+
+    @classmethod
+    def empty(cls, config: Qwen35Config) -> Qwen35Cache:
+        cache = cls()
+        for kind in config.layer_types:
+            cache.keys.append([])
+            cache.values.append([])
+            if kind == FULL_ATTENTION:
+                cache.conv.append([])
+                cache.recurrent.append([])
+                continue
+            channels = 2 * config.gdn_key_dim + config.gdn_value_dim
+            zero = [np.float32(0.0)] * channels
+            cache.conv.append([list(zero) for _ in range(config.linear_conv_kernel_dim - 1)])
+            dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
+            cache.recurrent.append(
+                [np.zeros((dk, dv), np.float32) for _ in range(config.linear_num_value_heads)]
+            )
+        return cache

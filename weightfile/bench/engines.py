@@ -1,0 +1,123 @@
+"""The two forward engines the bench compares, and the honest stand-ins when one is missing.
+
+fast: `weightfile.fast.model.open_model(vqf, threads=n)` and, for the matrix-vector rows,
+`weightfile.fast.model.matrix.matrix_from_entry(vqf, name, rows, cols)`. Both are imported
+lazily: on a tree without the fast engine the bench reports its rows as unavailable and never
+substitutes the reference under the fast label.
+
+ref: `Qwen3Model(*bind_vqf(vqf))`, the oracle. On real-size models one reference token takes
+minutes, so above `REF_MEASURE_LIMIT` multiply-adds per token the reference per-token time is
+*estimated*: its matrix-vector kernel is timed on the first rows of every matrix at the real
+column count and scaled to all rows (norms, RoPE and attention at short context are < 1% of
+the work and not counted). Reports label such numbers "estimated".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+import numpy as np
+
+from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
+from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.vqf.read import VQFFile
+from weightfile.spec.numerics.profile import CANONICAL
+from weightfile.spec.vqf.inventory import Geometry, inventory
+from weightfile.spec.vqf.qtypes import tensor_bytes
+
+#: Above this many multiply-adds per token the reference forward is estimated, not run.
+REF_MEASURE_LIMIT = 2_000_000
+#: Rows of each matrix the estimate times: whole row groups of every tiled layout (§7.5), and
+#: enough that the per-call overhead is amortised (at 8 rows a 1024×1024 estimate ran 1.4× the
+#: measured full product; at 32 rows within a few percent, on the bench's development machine).
+ESTIMATE_ROWS = 32
+
+
+def optional_module(name: str) -> Any:
+    """`name` imported, or None when that module (not one it imports) does not exist."""
+    try:
+        return import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            return None
+        raise
+
+
+def fast_attribute(module: str, name: str) -> Callable[..., Any] | None:
+    """`module.name`, or None while the fast engine (or that part of it) has not landed."""
+    found = optional_module(module)
+    return getattr(found, name, None) if found is not None else None
+
+
+def fast_open_model() -> Callable[..., Any] | None:
+    return fast_attribute("weightfile.fast.model", "open_model")
+
+
+def fast_matrix_from_entry() -> Callable[..., Any] | None:
+    return fast_attribute("weightfile.fast.model.matrix", "matrix_from_entry")
+
+
+def open_fast(vqf: VQFFile, threads: int) -> Any | None:
+    """The fast engine's model, or None on a tree without it."""
+    open_model = fast_open_model()
+    return None if open_model is None else open_model(vqf, threads=threads)
+
+
+def open_ref(vqf: VQFFile) -> Qwen3Model:
+    return Qwen3Model(*bind_vqf(vqf))
+
+
+def family_of(vqf: VQFFile) -> str:
+    """The projection family the decoder binds: q4 when present, else q8 (bind_vqf)."""
+    return choose_family(vqf, None)
+
+
+def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
+    """Entry name -> (physical rows, cols, how many per token) of every quantized matrix (§7.1)."""
+    arch = vqf.header.arch
+    g = Geometry.from_arch(arch)
+    shapes = {}
+    for kind in inventory(arch, family_of(vqf)):
+        if kind.family in FAMILIES:
+            count, out, inp = kind.physical(g)
+            shapes[kind.name] = (out, inp, count)
+    return shapes
+
+
+def macs_per_token(shapes: dict[str, tuple[int, int, int]]) -> int:
+    """Multiply-adds of the matrix-vector products of one decoded token."""
+    return sum(rows * cols * count for rows, cols, count in shapes.values())
+
+
+def leading_rows(vqf: VQFFile, name: str, rows: int, cols: int) -> QuantMatrix:
+    """The first ESTIMATE_ROWS rows of layer 0, decoded by the reference codec.
+
+    Row groups are stored one after another in every layout (§5.6–§5.7), so the first k rows
+    (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row matrix.
+    """
+    e = vqf.entry(name)
+    k = min(ESTIMATE_ROWS, rows)
+    head = bytes(vqf.payload(e)[: tensor_bytes(e.qtype, k * cols)])
+    codes, scales = codec_matrix_words(name, e.qtype, vqf.header.flags, head, k, cols)
+    return QuantMatrix(np.asarray(codes, np.int8), np.asarray(scales, np.uint16))
+
+
+def estimate_ref_token_seconds(vqf: VQFFile) -> float:
+    """Σ over matrices of (time of the ref matvec on k rows) · rows / k · count per token."""
+    kernels = kernels_for(CANONICAL)
+    total = 0.0
+    for name, (rows, cols, count) in matrix_shapes(vqf).items():
+        m = leading_rows(vqf, name, rows, cols)
+        x = [np.float32(v) for v in np.linspace(-1, 1, cols, dtype=np.float32)]
+        best = float("inf")
+        for _ in range(3):  # best of three: the first call also pays for warming caches
+            start = time.perf_counter()
+            kernels.matvec(m, x)
+            best = min(best, time.perf_counter() - start)
+        total += best * rows / m.shape[0] * count
+    return total

@@ -1,0 +1,234 @@
+"""Synthetic VQF models of real geometry, generated on demand into a cache folder (issue 6).
+
+A benchmark needs the shapes and byte counts of a real model, not its values: each synthetic
+model has a real model's geometry (vqf.md §7.1 inventory, §7.6 worked example) and seeded random
+weights. The file is the one the engine's converter writes in its wmode (q4 or q8, §7.2): tiled
+(Q8_8X8 | Q4_4X4), F16 token embedding (EMB_F16, truncating, §5.2) and the lm_head written from
+the tied float32 embedding (§7.1 table). Quantization uses the fast codecs, whose bytes equal
+the reference's (tests/differential).
+
+Generation streams: every payload is a generator of per-layer (or per-ROW_CHUNK-row) chunks, each
+drawn from its own seeded generator, so RAM stays at one chunk however big the model is, and
+the lm_head chunks regenerate exactly the embedding rows they are tied to. Files are cached as
+`<cache>/<name>-g<GENERATOR_VERSION>-<hash>.vqf`, reused when present; building one removes
+the same model's files of other generator versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from importlib import import_module
+from pathlib import Path
+
+import numpy as np
+
+from weightfile.demo import cache_root
+from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.vqf.import_hf import encode, file_flags
+from weightfile.ref.vqf.write import Payload, TensorSource, plan
+from weightfile.spec.errors import DestinationExistsError, NotFoundError
+from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inventory
+from weightfile.spec.vqf.placement import file_size_for
+from weightfile.spec.vqf.qtypes import QType
+
+GENERATOR_VERSION = 3  # bump when the bytes a spec produces change
+FAST_CODECS = "weightfile.fast.codecs.vqf"
+#: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling
+#: equals whole-matrix tiling (§7.5); small enough that a chunk and the encoder's temporaries
+#: stay about one layer's largest matrix (the generator's peak RAM is one chunk's worth).
+ROW_CHUNK = 4096
+EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F16 rounding
+PROJ_STD = 0.02
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """The geometry (vqf.md §7.1 symbols in comments) and quantization of one synthetic model."""
+
+    name: str
+    qtype: str  # "q4_0" (wmode q4) or "q8_0" (wmode q8)
+    vocab: int  # V
+    hidden: int  # d
+    intermediate: int  # ff
+    layers: int  # nl
+    heads: int
+    kv_heads: int
+    head_dim: int  # hd
+    rope_theta: float = 1_000_000.0
+    norm_eps: float = 1e-6
+    max_seq_len: int = 8192
+    seed: int = 2026
+
+    @property
+    def config(self) -> Qwen3Config:
+        return Qwen3Config(
+            vocab_size=self.vocab,
+            hidden_size=self.hidden,
+            intermediate_size=self.intermediate,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            rope_theta=self.rope_theta,
+            rms_norm_eps=self.norm_eps,
+        )
+
+    @property
+    def qtype_code(self) -> QType:
+        return {"q4_0": QType.Q4_0, "q8_0": QType.Q8_0}[self.qtype]
+
+    @property
+    def flags(self) -> int:
+        return file_flags(self.qtype_code, "tiled")
+
+
+def _family(base: str, geometry: dict[str, int | float]) -> dict[str, SyntheticSpec]:
+    return {
+        f"{base}-{q}": SyntheticSpec(name=f"{base}-{q}", qtype=q, **geometry)  # type: ignore[arg-type]
+        for q in ("q4_0", "q8_0")
+    }
+
+
+#: Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (vqf.md §7.6; theta from its
+#: public config). `tiny-*` is for tests: every dimension a multiple of the tiling groups.
+SPECS: dict[str, SyntheticSpec] = {
+    **_family("qwen3-0.6b", dict(vocab=151_936, hidden=1024, intermediate=3072, layers=28,
+                                 heads=16, kv_heads=8, head_dim=128)),
+    **_family("qwen3-vl-2b-text", dict(vocab=151_936, hidden=2048, intermediate=6144, layers=28,
+                                       heads=16, kv_heads=8, head_dim=128, rope_theta=5e6)),
+    **_family("tiny", dict(vocab=256, hidden=64, intermediate=128, layers=2, heads=4,
+                           kv_heads=2, head_dim=16, max_seq_len=512)),
+}  # fmt: skip
+
+
+def spec_named(name: str) -> SyntheticSpec:
+    """The spec called `name`, or NotFoundError listing the known names."""
+    if name not in SPECS:
+        known = ", ".join(SPECS)
+        raise NotFoundError("bench.synthetic.name", f"no synthetic model {name!r} ({known})")
+    return SPECS[name]
+
+
+def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
+    """The §8 text-core arch fields (plain RoPE: text tokens see MRoPE as RoPE, qwen-math §1.2)."""
+    return {
+        "dim": s.hidden, "n_layers": s.layers, "n_heads": s.heads, "n_kv_heads": s.kv_heads,
+        "head_dim": s.head_dim, "ffn_dim": s.intermediate, "vocab_size": s.vocab,
+        "max_seq_len": s.max_seq_len, "rope_theta": s.rope_theta, "norm_eps": s.norm_eps,
+        "bos_id": 0, "eos_id": 1, "has_q_norm": 1, "head_dim_full": s.head_dim,
+    }  # fmt: skip
+
+
+def _rng(s: SyntheticSpec, *key: int) -> np.random.Generator:
+    return np.random.default_rng([s.seed, *key])
+
+
+def _normal(s: SyntheticSpec, shape: tuple[int, int], std: float, *key: int) -> np.ndarray:
+    return (_rng(s, *key).standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(
+        np.float32
+    )
+
+
+def _embed_chunk(s: SyntheticSpec, start: int) -> np.ndarray:
+    """Rows [start, start + ROW_CHUNK) of the float32 embedding (also the tied lm_head)."""
+    rows = min(ROW_CHUNK, s.vocab - start)
+    return _normal(s, (rows, s.hidden), EMBED_STD, 0, start)
+
+
+def _embed_payload(s: SyntheticSpec) -> Iterator[bytes]:
+    f16 = import_module(f"{FAST_CODECS}.f16")
+    for start in range(0, s.vocab, ROW_CHUNK):
+        chunk = _embed_chunk(s, start)
+        yield f16.encode(chunk, chunk.shape[0], s.hidden, mode="trunc_ftz")
+
+
+def _lm_payload(s: SyntheticSpec, name: str) -> Iterator[bytes]:
+    for start in range(0, s.vocab, ROW_CHUNK):
+        yield encode(s.qtype_code, s.flags, name, _embed_chunk(s, start), FAST_CODECS)
+
+
+def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) -> Iterator[bytes]:
+    index = ORDER_INDEX[kind.name]  # each matrix its own seed stream
+    for layer in range(s.layers):
+        m = _normal(s, (out, inp), PROJ_STD, 1, index, layer)
+        yield encode(s.qtype_code, s.flags, kind.name, m, FAST_CODECS)
+
+
+def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
+    """Ones for norms, the seeded embedding (and its tied lm_head), seeded projections."""
+    count, out, inp = kind.physical(g)
+    if kind.family == "norm":
+        return np.ones(count * out * inp, np.float32).tobytes()
+    if kind.family == "embed":
+        return _embed_payload(s)
+    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (§7.1)
+        return _lm_payload(s, kind.name)
+    return _projection_payload(s, kind, out, inp)
+
+
+def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
+    """The §7.1 inventory of wmode q4 / q8 in §3.4 order; payloads are lazy (nothing drawn yet)."""
+    arch = arch_of(s)
+    g = Geometry.from_arch(arch)
+    out = []
+    for kind in inventory(arch, s.qtype[:2]):
+        qtype = kind.qtypes[0]  # F16 embedding (EMB_F16), F32 norms, the family's quant type
+        rows, cols = kind.directory_shape(g)
+        out.append(TensorSource(kind.name, qtype, rows, cols, _payload(s, kind, g)))
+    return out
+
+
+def planned_layout(s: SyntheticSpec) -> tuple[list[tuple[str, int, int]], int]:
+    """(name, offset, bytes) of every tensor and the file size, without drawing a weight (§3.3)."""
+    sources = tensor_sources(s)
+    _, offsets, _, file_len = plan(sources)
+    rows = [(t.name, off, t.size) for t, off in zip(sources, offsets, strict=True)]
+    return rows, file_size_for(file_len, encrypted=False)
+
+
+def cache_key(s: SyntheticSpec) -> str:
+    blob = json.dumps({"spec": asdict(s), "generator": GENERATOR_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def default_cache_dir() -> Path:
+    """$WEIGHTFILE_CACHE/synthetic, else $XDG_CACHE_HOME/weightfile/synthetic (~/.cache/…)."""
+    return cache_root() / "synthetic"
+
+
+def synthetic_path(s: SyntheticSpec, cache_dir: Path) -> Path:
+    return cache_dir / f"{s.name}-g{GENERATOR_VERSION}-{cache_key(s)}.vqf"
+
+
+def synthetic_model(
+    name: str, cache_dir: str | os.PathLike[str] | None = None
+) -> tuple[Path, bool]:
+    """The cached synthetic model `name` (written on first use) and whether this call wrote it."""
+    from weightfile.fast.vqf.write import write_vqf  # the C FNV: a GB file hashes in seconds
+
+    s = spec_named(name)
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = synthetic_path(s, folder)
+    if path.is_file():
+        return path, False
+    folder.mkdir(parents=True, exist_ok=True)
+    try:  # write_vqf publishes atomically: a failed or interrupted run leaves nothing here
+        write_vqf(path, arch=arch_of(s), tensors=tensor_sources(s), flags=s.flags)
+    except DestinationExistsError:  # a concurrent run published it first: same bytes
+        return path, False
+    remove_stale(s, folder, keep=path)
+    return path, True
+
+
+def remove_stale(s: SyntheticSpec, folder: Path, keep: Path) -> None:
+    """Delete this model's files from other generator versions: a board's disk is small.
+
+    A process still mapping one keeps its pages (unlink only drops the name).
+    """
+    for old in folder.glob(f"{s.name}-g*-*.vqf"):
+        if old != keep:
+            old.unlink(missing_ok=True)
