@@ -182,11 +182,52 @@ AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, c
     _mm_storeu_ps(y + r, acc);
 }
 
+/* One token (decode) on a Q4_0 4x4 payload (§5.7), rows r..r+3 = one row group (r % 4 == 0):
+ * group block b is 4 scales then 4 chunks of 16 bytes, chunk c holding bytes 4c..4c+3 of rows
+ * 0..3; a 4x4 transpose of 32-bit pieces gives each row's 16 legacy bytes (XOR 0x88 undone). */
+AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                               const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    const __m128i mask = _mm_set1_epi8((char)0x88), low = _mm_set1_epi8(0x0F);
+    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += 72) {
+        _mm_prefetch((const char *)(g + nb * 72), _MM_HINT_T0); /* the next row group */
+        _mm_prefetch((const char *)(g + nb * 72 + 64), _MM_HINT_T0);
+        const __m128i c0 = _mm_loadu_si128((const __m128i *)(g + 8));
+        const __m128i c1 = _mm_loadu_si128((const __m128i *)(g + 24));
+        const __m128i c2 = _mm_loadu_si128((const __m128i *)(g + 40));
+        const __m128i c3 = _mm_loadu_si128((const __m128i *)(g + 56));
+        const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpackhi_epi32(c0, c1);
+        const __m128i t2 = _mm_unpacklo_epi32(c2, c3), t3 = _mm_unpackhi_epi32(c2, c3);
+        const __m128i rows[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
+                                 _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
+        __m256i w[4];
+        for (int i = 0; i < 4; i++) {
+            const __m128i q = _mm_xor_si128(rows[i], mask);
+            w[i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+        }
+        const __m128 dw = _mm_set_ps(f16[g[6] | (g[7] << 8)], f16[g[4] | (g[5] << 8)],
+                                     f16[g[2] | (g[3] << 8)], f16[g[0] | (g[1] << 8)]);
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, 1, xsum8[b]);
+        const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
 /* One token (decode): the accumulator stays in a register. */
 AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                  const int32_t *xsum8, float *y) {
     if (m->group_rows <= 1) {
         rows4_one_token_untiled(m, r, xq, xd, xsum8, y);
+        return;
+    }
+    if (m->kind == WF_W_Q4 && m->group_rows == 4 && m->chunk_bytes == 4 && m->xor_mask == 0x88 &&
+        r % 4 == 0) {
+        rows4_one_token_q4_4x4(m, r, xq, xd, xsum8, y);
         return;
     }
     const int64_t nb = m->cols / WF_QK;
