@@ -4,7 +4,9 @@ The library is compiled on first use with the system C compiler and cached by a 
 sources, the flags, the compiler and the machine, so an edited kernel is rebuilt and a stale one
 is never loaded. Every build uses `-ffp-contract=off`: a fused multiply-add rounds once where the
 reference rounds twice, which changes results (for example Q4_0 codes at exact .5 boundaries).
-On aarch64 the NEON/dotprod code paths are enabled by `-march`; elsewhere the portable C is used.
+On aarch64 the NEON/dotprod code paths are enabled by `-march`; on x86-64 the forward-pass
+products pick their AVX2 functions at run time (target attributes, CPU check); elsewhere the
+portable C is used.
 When no compiler is available, `library()` returns None after one clear warning, and callers fall
 back to NumPy or to the reference.
 """
@@ -137,3 +139,55 @@ def _declare(lib: ctypes.CDLL) -> None:
     for name in ("vqf_q8_0_dequantize", "vqf_q4_0_dequantize"):
         getattr(lib, name).argtypes = (u8p, i64, f32p)
         getattr(lib, name).restype = None
+    _declare_forward(lib, i64, i32)
+
+
+class WfMatrix(ctypes.Structure):
+    """`wf_matrix` of fast/csrc/wf_kernels.h: a weight matrix in its file encoding."""
+
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("kind", ctypes.c_int32),
+        ("group_rows", ctypes.c_int32),
+        ("chunk_bytes", ctypes.c_int32),
+        ("xor_mask", ctypes.c_int32),
+    )
+
+
+def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
+    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
+    as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
+    ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of the
+    dtype in each comment, which they allocate themselves."""
+    p, f32 = ctypes.c_void_p, ctypes.c_float
+    lib.wf_simd_path.argtypes = ()
+    lib.wf_simd_path.restype = i32
+    lib.wf_quantize_activation.argtypes = (p, i64, p, p)  # x f32, n, codes i8, scales f32
+    lib.wf_quantize_activation.restype = None
+    # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads
+    lib.wf_matmat_q8_activation.argtypes = (p, p, p, i64, p, i32)
+    lib.wf_matmat_q8_activation.restype = None
+    lib.wf_matmat_f32.argtypes = (p, p, i64, p, i32)  # matrix, x f32 [T, cols], T, y, threads
+    lib.wf_matmat_f32.restype = None
+    lib.wf_stream_read.argtypes = (p, i64)  # benchmarks' read-bandwidth probe
+    lib.wf_stream_read.restype = ctypes.c_uint64
+    lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)
+    lib.wf_rmsnorm_rows.restype = None
+    lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
+    lib.wf_swiglu.restype = None
+    lib.wf_exp.argtypes = (f32,)
+    lib.wf_exp.restype = f32
+    # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
+    lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend.restype = None
+
+
+def address(a: np.ndarray) -> int:
+    """The data address of a C-contiguous array, for the forward kernels' pointer arguments
+    (through the buffer protocol when writable: a few times cheaper than `a.ctypes.data`)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data

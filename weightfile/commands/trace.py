@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .run import add_prompt_arguments
+from .run import add_prompt_arguments, threads
 
 
 def register(sub: Any) -> None:
@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
         "trace",
         help="dump every operation's output of one forward pass to .npz",
         description=(
-            "Run the prompt through the reference decoder and save every traced operation per "
+            "Run the prompt through the decoder (--engine) and save every traced operation per "
             "layer, plus input_ids and logits ([tokens, vocab] float32), to an .npz file."
         ),
     )
@@ -46,12 +46,14 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from weightfile.frontend.session import FAST_FALLBACK_NOTE, load_session, prompt_ids
+    from weightfile.frontend.session import load_session, prompt_ids
     from weightfile.ref.model.trace import TraceRecorder
 
-    if args.engine == "fast":
-        print(FAST_FALLBACK_NOTE, file=sys.stderr)
-    s = load_session(args.model, args.tokenizer, need_tokenizer=args.prompt is not None)
+    s = load_session(
+        args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)
+    )
+    if s.note:
+        print(s.note, file=sys.stderr)
     ids = list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
     recorder = TraceRecorder()
     s.model.forward(ids, s.model.new_cache(), trace=recorder)

@@ -1,8 +1,10 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
-There is no fast forward pass yet, so engine "fast" runs the reference decoder (the callers
-print a one-line note); the VQF is bound with the engine's codecs either way. A `.ninfer` file
-(found by its magic) is bound by `ninfer_session.load_ninfer_session` instead.
+Engine "ref" binds the VQF into the reference decoder (weights decoded, file closed); engine
+"fast" binds `weightfile.fast.model` (weights left in the mapped file, which the session keeps
+open), bit for bit the same results. A `.ninfer` file (found by its magic) is bound by
+`ninfer_session.load_ninfer_session` instead; it has no fast forward pass yet, so engine "fast"
+runs its reference decoder and the session carries a one-line note for the callers to print.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from weightfile.fast.model import FastQwen3Model, open_model
 from weightfile.formats import sniff
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.vqf.read import open_vqf
+from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.spec.errors import InvalidError, NotFoundError
 
 from .chat import CHATML, chat_template_path, render_chat
@@ -26,32 +29,51 @@ from .tokenizer import find_tokenizer, load_tokenizer
 
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
-FAST_FALLBACK_NOTE = "note: no fast forward pass yet; engine fast runs the reference decoder"
+NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
 
 
 @dataclass
 class Session:
-    model: Qwen3Model | Any  # Any: weightfile.ref.qwen35.Qwen35Model for a .ninfer file
+    #: Qwen3Model / FastQwen3Model for a VQF; weightfile.ref.qwen35.Qwen35Model for a .ninfer file
+    model: Qwen3Model | FastQwen3Model | Any
     arch: dict[str, Any]
     path: Path
     tokenizer: Tokenizer | None = None
     stop_ids: set[int] = field(default_factory=set)
     #: The file's own template (.ninfer resources); None: the VQF sidecar, else ChatML.
     chat_template: str | None = None
+    source: VQFFile | None = None  # the open file a fast model reads its weights from
+    note: str | None = None  # a one-line note for stderr (engine fast on a .ninfer file)
 
 
 def load_session(
-    path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need_tokenizer: bool
+    path: str | os.PathLike[str],
+    tokenizer: str | os.PathLike[str] | None,
+    need_tokenizer: bool,
+    engine: str = "ref",
+    threads: int = 1,
 ) -> Session:
     """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
-        return load_ninfer_session(path, tokenizer, need_tokenizer)
-    with open_vqf(path) as vqf:
-        config, weights = bind_vqf(vqf)
+        s = load_ninfer_session(path, tokenizer, need_tokenizer)
+        s.note = NINFER_FAST_NOTE if engine == "fast" else None
+        return s
+    if engine == "fast":
+        vqf = open_vqf(path)
+        try:
+            model: Qwen3Model | FastQwen3Model = open_model(vqf, threads=threads)
+        except BaseException:
+            vqf.close()
+            raise
         arch = dict(vqf.header.arch)
-    s = Session(Qwen3Model(config, weights), arch, Path(path), stop_ids={int(arch["eos_id"])})
+    else:
+        with open_vqf(path) as vqf:
+            model = Qwen3Model(*bind_vqf(vqf))
+            arch = dict(vqf.header.arch)
+    s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])})
+    s.source = vqf if engine == "fast" else None
     try:
         s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))
     except NotFoundError:

@@ -1,0 +1,110 @@
+/* The forward pass's vector operations in the canonical order (spec/numerics.md §3, §5-§7, §9).
+ *
+ * Each function mirrors one function of ref/numerics: RMSNorm (§5.1), the binary32 exp (§6),
+ * SiLU (§7), softmax (§5.2) and one token's causal GQA attention (§9). They live in C because
+ * the §3 lane order of their sums, and the per-position loop of attention, cost a Python call per
+ * element or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum (§3); every other
+ * operation is one IEEE binary32 operation, never fused (-ffp-contract=off).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+static float f32_of(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* §3 the canonical sum of n float32 terms. */
+static float lanes_sum(const float *v, int64_t n) {
+    float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + v[i];
+    return wf_combine_lanes(l);
+}
+
+/* §5.1 for nrows vectors of length n: r = 1 / sqrt(ss / n + eps); out_i = (x_i * r) * w_i.
+ * ss is the canonical sum of x_i * x_i, which is the §3.3 dot of x with itself. */
+void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
+                     float *out) {
+    for (int64_t row = 0; row < nrows; row++) {
+        const float *v = x + row * n;
+        float ss = wf_dot_f32(v, v, n);
+        float r = 1.0f / sqrtf(ss / (float)n + eps);
+        for (int64_t i = 0; i < n; i++) out[row * n + i] = (v[i] * r) * w[i];
+    }
+}
+
+/* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
+static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
+
+/* §6 Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two powers of two; the
+ * constants are the bit patterns of spec/numerics/constants.py. */
+float wf_exp(float x) {
+    const float log2e = f32_of(0x3FB8AA3Bu), ln2_hi = f32_of(0x3F317200u),
+                ln2_lo = f32_of(0x35BFBE8Eu), x_max = f32_of(0x42B17217u),
+                x_min = f32_of(0xC2CFF1B4u);
+    static const uint32_t poly[6] = {0x39500D01u, 0x3AB60B61u, 0x3C088889u,
+                                     0x3D2AAAABu, 0x3E2AAAABu, 0x3F000000u};
+    if (x != x) return x + x; /* NaN in, the same NaN (quieted) out, as NumPy's maximum gives */
+    if (x > x_max) return INFINITY;
+    if (x < x_min) return 0.0f;
+    float k = rintf(x * log2e);
+    float hi = x - k * ln2_hi, lo = k * ln2_lo;
+    float r = hi - lo;
+    float c = (hi - r) - lo;
+    float q = f32_of(poly[0]);
+    for (int i = 1; i < 6; i++) q = q * r + f32_of(poly[i]);
+    float y = 1.0f + (r + (c + (r * r) * q));
+    float a = k > 127.0f ? 127.0f : (k < -126.0f ? k + 64.0f : k);
+    float b = k > 127.0f ? k - 127.0f : (k < -126.0f ? -64.0f : 0.0f);
+    return (y * pow2(a)) * pow2(b);
+}
+
+/* §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
+void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
+}
+
+/* §5.2 maximum: the first NaN if any, else the first largest value. */
+static float max_f32(const float *v, int64_t n) {
+    float best = v[0];
+    if (best != best) return best;
+    for (int64_t i = 1; i < n; i++) {
+        if (v[i] != v[i]) return v[i];
+        if (v[i] > best) best = v[i];
+    }
+    return best;
+}
+
+/* §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
+static void softmax(float *s, int64_t n) {
+    float m = max_f32(s, n);
+    for (int64_t i = 0; i < n; i++) s[i] = wf_exp(s[i] - m);
+    float total = lanes_sum(s, n);
+    for (int64_t i = 0; i < n; i++) s[i] = s[i] / total;
+}
+
+/* §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at cached
+ * positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
+ * softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
+void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
+               int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
+               float *out) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    const int64_t group = heads / kv_heads;
+    for (int64_t h = 0; h < heads; h++) {
+        const float *qh = q + h * head_dim;
+        const int64_t kv = (h / group) * head_dim;
+        for (int64_t j = 0; j < npos; j++)
+            scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
+        softmax(scores, npos);
+        float *o = out + h * head_dim;
+        for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
+        for (int64_t j = 0; j < npos; j++) {
+            const float *v = values + j * stride + kv;
+            for (int64_t i = 0; i < head_dim; i++) o[i] = o[i] + scores[j] * v[i];
+        }
+    }
+}

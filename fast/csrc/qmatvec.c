@@ -1,0 +1,242 @@
+/* Quantized and dense matrix products on weights in their VQF file encoding
+ * (spec/numerics.md §3.3, §4.1, §4.2; vqf.md §5.3-§5.8).
+ *
+ * y[t, r] = sum over the columns of W[r, :] and X[t, :], for every row r and token t. The order
+ * inside one (t, r) product is the contract's, so rows can be split across threads freely.
+ *   §4.1 q8_activation: X is quantized per 32-block once (wf_quantize_activation); each block
+ *        dot is an exact int32; acc = acc + (float)D * (d_w * d_x) over blocks in ascending order.
+ *   §4.2 f32_weights: the row is rebuilt as code * d_w (exact) and dotted with X in §3 order.
+ * Dense F32 / F16 rows use the §3.3 dot directly.
+ *
+ * Weights are read from the mapped payload: one row's block at a time is fetched into a small
+ * int8[32] (Q4 nibbles n become n - 8; tiled layouts gather row m's bytes from its group block).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
+enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64 };
+
+static int payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK / 2; }
+
+/* §4.1 steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127), all 0 unless
+ * 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
+void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
+    for (int64_t start = 0; start < n; start += WF_QK) {
+        float amax = 0.0f;
+        for (int i = 0; i < WF_QK; i++) {
+            float a = fabsf(x[start + i]);
+            if (a > amax || a != a) amax = a;
+        }
+        float d = amax / 127.0f;
+        scales[start / WF_QK] = d;
+        int usable = d > 0.0f && d <= 3.402823466e38f;
+        for (int i = 0; i < WF_QK; i++) {
+            float q = usable ? rintf(x[start + i] / d) : 0.0f;
+            q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
+            codes[start + i] = (int8_t)q;
+        }
+    }
+}
+
+/* Row r, block column b: the f16 scale bits and the 32 signed codes. An untiled Q8 block is
+ * returned in place; everything else is unpacked into `tmp`. */
+const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
+                             uint16_t *d) {
+    const int64_t nb = m->cols / WF_QK;
+    const int p = payload_bytes(m->kind);
+    const uint8_t *scale, *src;
+    uint8_t gathered[WF_QK];
+    if (m->group_rows <= 1) {
+        const uint8_t *block = m->data + (r * nb + b) * (2 + p);
+        scale = block;
+        src = block + 2;
+    } else { /* §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
+        const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
+        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        scale = group + 2 * mm;
+        const uint8_t *row = group + 2 * g + k * mm;
+        if (k == 4) /* chunk c: k bytes at 2G + c·kG + km (fixed sizes, so memcpy is inlined) */
+            for (int c = 0; c < p / 4; c++) memcpy(gathered + 4 * c, row + c * 4 * g, 4);
+        else
+            for (int c = 0; c < p / k; c++) memcpy(gathered + c * k, row + c * k * g, (size_t)k);
+        const uint8_t mask = (uint8_t)m->xor_mask;
+        for (int j = 0; j < WF_QK; j++) gathered[j] ^= mask;
+        src = gathered;
+    }
+    *d = (uint16_t)(scale[0] | (scale[1] << 8));
+    if (m->kind == WF_W_Q8) {
+        if (src != gathered) return (const int8_t *)src;
+        memcpy(tmp, gathered, WF_QK);
+        return tmp;
+    }
+    for (int j = 0; j < WF_QK / 2; j++) { /* byte j: element j low nibble, j + 16 high (§5.7) */
+        tmp[j] = (int8_t)((src[j] & 0x0F) - 8);
+        tmp[j + WF_QK / 2] = (int8_t)((src[j] >> 4) - 8);
+    }
+    return tmp;
+}
+
+/* §4.1 step 3: the exact integer dot of one block. */
+static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    int32x4_t acc = vdotq_s32(vdupq_n_s32(0), vld1q_s8(w), vld1q_s8(x));
+    acc = vdotq_s32(acc, vld1q_s8(w + 16), vld1q_s8(x + 16));
+    return vaddvq_s32(acc);
+#elif defined(__ARM_NEON)
+    int16x8_t p0 = vmull_s8(vld1_s8(w), vld1_s8(x));
+    p0 = vmlal_s8(p0, vld1_s8(w + 8), vld1_s8(x + 8)); /* |2 * 127 * 128| fits int16 */
+    int16x8_t p1 = vmull_s8(vld1_s8(w + 16), vld1_s8(x + 16));
+    p1 = vmlal_s8(p1, vld1_s8(w + 24), vld1_s8(x + 24));
+    return vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)));
+#else
+    int32_t s = 0;
+    for (int i = 0; i < WF_QK; i++) s += (int32_t)w[i] * (int32_t)x[i];
+    return s;
+#endif
+}
+
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+/* §4.1 for rows r..r+3 with the dotprod instructions: lane i of every vector is row r+i, so
+ * each lane performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, like the C loop. */
+static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                       int64_t tokens, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        int8_t tmp[4][WF_QK];
+        int8x16_t lo[4], hi[4];
+        float dw[4];
+        for (int i = 0; i < 4; i++) {
+            uint16_t d;
+            if (m->group_rows <= 1) /* the same block of the next four rows, as on x86 */
+                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 + payload_bytes(m->kind)));
+            const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
+            dw[i] = f16[d];
+            lo[i] = vld1q_s8(w);
+            hi[i] = vld1q_s8(w + 16);
+        }
+        const float32x4_t scales = vld1q_f32(dw);
+        for (int64_t t = 0; t < tokens; t++) {
+            const int8_t *x = xq + t * m->cols + b * WF_QK;
+            const int8x16_t xl = vld1q_s8(x), xh = vld1q_s8(x + 16);
+            int32x4_t part[4];
+            for (int i = 0; i < 4; i++)
+                part[i] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo[i], xl), hi[i], xh);
+            const int32x4_t dots =
+                vpaddq_s32(vpaddq_s32(part[0], part[1]), vpaddq_s32(part[2], part[3]));
+            const float32x4_t s = vmulq_f32(scales, vdupq_n_f32(xd[t * nb + b]));
+            acc[t] = vaddq_f32(acc[t], vmulq_f32(vcvtq_f32_s32(dots), s));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) vst1q_f32(y + t * m->rows + r, acc[t]);
+    if (acc != stack_acc) free(acc);
+}
+#endif
+
+typedef struct {
+    const wf_matrix *m;
+    const int8_t *xq;  /* [T, cols] activation codes (§4.1) */
+    const float *xd;   /* [T, cols / 32] activation scales */
+    const float *x;    /* [T, cols] float activations (§4.2 and dense) */
+    int64_t tokens;
+    float *y;          /* [T, rows] */
+} product;
+
+static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
+    const product *p = arg;
+    const wf_matrix *m = p->m;
+    const int64_t nb = m->cols / WF_QK, T = p->tokens;
+    const float *f16 = wf_f16_table();
+    float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
+    int8_t tmp[WF_QK];
+    if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
+    int32_t *xsum8 = wf_x86_avx2() ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
+    if (xsum8 != NULL) { /* four rows at a time; the remaining rows below take the C loop */
+        for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
+            int32_t s = 0;
+            for (int j = 0; j < WF_QK; j++) s += p->xq[i * WF_QK + j];
+            xsum8[i] = 8 * s;
+        }
+        r0 = wf_q8_activation_rows_avx2(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
+        free(xsum8);
+    }
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    for (; r0 + 4 <= r1; r0 += 4) rows4_neon(m, r0, p->xq, p->xd, T, p->y);
+#endif
+    for (int64_t r = r0; r < r1; r++) {
+        for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            uint16_t dbits;
+            const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
+            const float dw = f16[dbits];
+            for (int64_t t = 0; t < T; t++) {
+                const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK);
+                acc[t] = acc[t] + (float)dot * (dw * p->xd[t * nb + b]);
+            }
+        }
+        for (int64_t t = 0; t < T; t++) p->y[t * m->rows + r] = acc[t];
+    }
+    if (acc != stack_acc) free(acc);
+}
+
+/* One row as float32: §4.2 code * d (exact), or the dense F32 / widened F16 words. */
+static void row_values(const wf_matrix *m, int64_t r, float *out) {
+    const float *f16 = wf_f16_table();
+    if (m->kind == WF_W_F32) {
+        memcpy(out, m->data + r * m->cols * 4, (size_t)m->cols * 4);
+        return;
+    }
+    if (m->kind == WF_W_F16) {
+        const uint8_t *src = m->data + r * m->cols * 2;
+        for (int64_t c = 0; c < m->cols; c++) out[c] = f16[src[2 * c] | (src[2 * c + 1] << 8)];
+        return;
+    }
+    int8_t tmp[WF_QK];
+    for (int64_t b = 0; b < m->cols / WF_QK; b++) {
+        uint16_t dbits;
+        const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
+        for (int j = 0; j < WF_QK; j++) out[b * WF_QK + j] = (float)w[j] * f16[dbits];
+    }
+}
+
+static void float_rows(void *arg, int64_t r0, int64_t r1) {
+    const product *p = arg;
+    const wf_matrix *m = p->m;
+    float *row = malloc(sizeof(float) * (size_t)(m->cols ? m->cols : 1));
+    if (row == NULL) return;
+    for (int64_t r = r0; r < r1; r++) {
+        row_values(m, r, row);
+        for (int64_t t = 0; t < p->tokens; t++)
+            p->y[t * m->rows + r] = wf_dot_f32(row, p->x + t * m->cols, m->cols);
+    }
+    free(row);
+}
+
+static void fill_nan(float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = NAN;
+}
+
+/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only). */
+void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
+                             float *y, int32_t threads) {
+    product p = {m, xq, xd, NULL, tokens, y};
+    fill_nan(y, tokens * m->rows);
+    wf_parallel_for(m->rows, threads, q8_activation_rows, &p);
+}
+
+/* y[T, rows] = X W^T with float32 weights: §4.2 for quantized, §3.3 for F32 / F16. */
+void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
+    product p = {m, NULL, NULL, x, tokens, y};
+    fill_nan(y, tokens * m->rows);
+    wf_parallel_for(m->rows, threads, float_rows, &p);
+}

@@ -1,0 +1,299 @@
+/* The §4.1 q8_activation product with AVX2 on x86-64, chosen at run time (spec/numerics.md §4.1).
+ *
+ * The library is built for the baseline x86-64 ISA, so this file compiles its functions with
+ * target("avx2") and qmatvec.c calls them only when the CPU reports AVX2. Four rows are done at
+ * once: each block's integer dot is exact (maddubs of |w| and x·sign(w), at most 2·128·127 per
+ * int16 pair, so never saturating), and lane i of the float32 accumulator is row r+i, which
+ * performs exactly the scalar sequence acc = acc + (float)D * (d_w * d_x) in ascending blocks.
+ */
+#include "wf_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <stdlib.h>
+
+int wf_x86_avx2(void) {
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return have;
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
+ * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) - 8sum(x)). */
+/* Tiled layouts: where 4-byte piece i (bytes 4i..4i+3) of a row's block payload sits, in ints
+ * from the row's first chunk: chunk 4i/k, so (4i/k)·kG + 4i%k bytes (§5.6-§5.8). */
+AVX2 static __m256i tile_index(const wf_matrix *m) {
+    int idx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int k = m->chunk_bytes, g = m->group_rows;
+    if (m->group_rows > 1 && (k == 4 || k == 8))
+        for (int i = 0; i < 8; i++) idx[i] = (((4 * i) / k) * k * g + (4 * i) % k) / 4;
+    return _mm256_loadu_si256((const __m256i *)idx);
+}
+
+AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, uint16_t *d,
+                                      __m256i gidx) {
+    const int64_t nb = m->cols / WF_QK;
+    if (m->group_rows <= 1 && m->kind == WF_W_Q8) {
+        const uint8_t *p = m->data + (r * nb + b) * 34;
+        *d = (uint16_t)(p[0] | (p[1] << 8));
+        return _mm256_loadu_si256((const __m256i *)(p + 2));
+    }
+    if (m->group_rows <= 1) { /* byte j: element j in the low nibble, j + 16 in the high one */
+        const uint8_t *p = m->data + (r * nb + b) * 18;
+        *d = (uint16_t)(p[0] | (p[1] << 8));
+        const __m128i q = _mm_loadu_si128((const __m128i *)(p + 2)), low = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+        return _mm256_set_m128i(hi, lo);
+    }
+    if (m->chunk_bytes == 4 || m->chunk_bytes == 8) { /* tiled: gather row m's 4-byte pieces */
+        const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
+        const int p = m->kind == WF_W_Q8 ? WF_QK : WF_QK / 2;
+        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        *d = (uint16_t)(group[2 * mm] | (group[2 * mm + 1] << 8));
+        const int *row = (const int *)(group + 2 * g + k * mm);
+        const __m256i xor_mask = _mm256_set1_epi8((char)m->xor_mask);
+        if (m->kind == WF_W_Q8)
+            return _mm256_xor_si256(_mm256_i32gather_epi32(row, gidx, 4), xor_mask);
+        const __m128i q = _mm_xor_si128(_mm_i32gather_epi32(row, _mm256_castsi256_si128(gidx), 4),
+                                        _mm256_castsi256_si128(xor_mask));
+        const __m128i low = _mm_set1_epi8(0x0F);
+        const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+        return _mm256_set_m128i(hi, lo);
+    }
+    int8_t tmp[WF_QK];
+    const __m256i codes = _mm256_loadu_si256((const __m256i *)wf_fetch_block(m, r, b, tmp, d));
+    return m->kind == WF_W_Q8 ? codes : _mm256_add_epi8(codes, _mm256_set1_epi8(8));
+}
+
+/* Eight int32 partial sums of the block dot w·x; Q4 nibbles are unsigned already (at most
+ * 2·15·127 per int16 pair), Q8 codes go through |w| and x·sign(w). */
+AVX2 static inline __m256i partial_dot(__m256i w, __m256i x, int q4) {
+    const __m256i pairs = q4 ? _mm256_maddubs_epi16(w, x)
+                             : _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+/* D for rows r..r+3 of block b against activation codes x: four exact int32 dots. For Q4,
+ * xsum8 = 8·sum(x) of the block. */
+AVX2 static inline __m128i block_dots4(const __m256i w[4], __m256i x, int q4, int32_t xsum8) {
+    const __m256i h = _mm256_hadd_epi32(
+        _mm256_hadd_epi32(partial_dot(w[0], x, q4), partial_dot(w[1], x, q4)),
+        _mm256_hadd_epi32(partial_dot(w[2], x, q4), partial_dot(w[3], x, q4)));
+    const __m128i d = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    return q4 ? _mm_sub_epi32(d, _mm_set1_epi32(xsum8)) : d;
+}
+
+
+/* Rows r..r+3, block b: codes into w[4], f16 scales widened into a float32x4. */
+AVX2 static inline __m128 load_rows4(const wf_matrix *m, int64_t r, int64_t b, __m256i w[4],
+                                     const float *f16, __m256i gidx) {
+    uint16_t d[4];
+    for (int i = 0; i < 4; i++) w[i] = load_codes(m, r + i, b, &d[i], gidx);
+    return _mm_set_ps(f16[d[3]], f16[d[2]], f16[d[1]], f16[d[0]]);
+}
+
+/* Untiled Q4 / Q8 rows: the 32 codes at p (Q4: nibbles n at p[j] low, p[j] high for j + 16). */
+AVX2 static inline __m256i untiled_codes(const uint8_t *p, int q4) {
+    if (!q4) return _mm256_loadu_si256((const __m256i *)p);
+    const __m128i q = _mm_loadu_si128((const __m128i *)p), low = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+}
+
+/* One token (decode) on an untiled Q4 payload, rows r..r+3, two blocks per step: one 256-bit
+ * register holds the 16 payload bytes of blocks b and b+1, so its low nibbles are elements 0-15
+ * of both blocks and its high nibbles elements 16-31; one hadd tree then yields the eight
+ * D (4 rows x 2 blocks). Lane i of the float32 accumulator is row r+i and adds block b's
+ * product before block b+1's, the contract's ascending order. Returns the blocks it did. */
+AVX2 static inline int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                   const float *xd, const int32_t *xsum8, __m128 *acc_out) {
+    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const float *f16 = wf_f16_table();
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const uint8_t *p = m->data + r * row_bytes;
+    __m128 acc = *acc_out;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, p += 36) {
+        const int8_t *x0 = xq + b * WF_QK, *x1 = x0 + WF_QK;
+        const __m256i xlo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x1),
+                                             _mm_loadu_si128((const __m128i *)x0));
+        const __m256i xhi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(x1 + 16)),
+                                             _mm_loadu_si128((const __m128i *)(x0 + 16)));
+        __m256i part[4];
+        float dw[8];
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *blk = p + i * row_bytes;
+            /* The hardware prefetcher loses track of four interleaved row streams: fetch the
+             * same blocks of the next four rows (about 2x on a memory-bound matvec here). */
+            _mm_prefetch((const char *)(blk + 4 * row_bytes), _MM_HINT_T0);
+            dw[i] = f16[blk[0] | (blk[1] << 8)];
+            dw[4 + i] = f16[blk[18] | (blk[19] << 8)];
+            const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + 20)),
+                                               _mm_loadu_si128((const __m128i *)(blk + 2)));
+            const __m256i lo = _mm256_and_si256(q, low);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+            const __m256i pairs =  /* at most 2·(2·15·127) in magnitude: no int16 overflow */
+                _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
+            part[i] = _mm256_madd_epi16(pairs, ones);
+        }
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(part[0], part[1]),
+                                            _mm256_hadd_epi32(part[2], part[3]));
+        const __m256i dots = _mm256_sub_epi32(
+            h, _mm256_set_m128i(_mm_set1_epi32(xsum8[b + 1]), _mm_set1_epi32(xsum8[b])));
+        const __m256 dx = _mm256_set_m128(_mm_set1_ps(xd[b + 1]), _mm_set1_ps(xd[b]));
+        const __m256 prod = _mm256_mul_ps(_mm256_cvtepi32_ps(dots),
+                                          _mm256_mul_ps(_mm256_loadu_ps(dw), dx));
+        acc = _mm_add_ps(acc, _mm256_castps256_ps128(prod));
+        acc = _mm_add_ps(acc, _mm256_extractf128_ps(prod, 1));
+    }
+    *acc_out = acc;
+    return b;
+}
+
+/* One token (decode) on an untiled payload, rows r..r+3: row pointers advance block by block
+ * and the accumulator stays in a register. */
+AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                         const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const int q4 = m->kind == WF_W_Q4;
+    const int64_t bytes = q4 ? 18 : 34;
+    const float *f16 = wf_f16_table();
+    __m128 acc = _mm_setzero_ps();
+    const int64_t start = q4 ? rows4_q4_pairs(m, r, xq, xd, xsum8, &acc) : 0;
+    const uint8_t *p = m->data + r * nb * bytes + start * bytes;
+    for (int64_t b = start; b < nb; b++, p += bytes) {
+        __m256i w[4];
+        float dw[4];
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *blk = p + i * nb * bytes;
+            _mm_prefetch((const char *)(blk + 4 * nb * bytes), _MM_HINT_T0); /* next 4 rows */
+            dw[i] = f16[blk[0] | (blk[1] << 8)];
+            w[i] = untiled_codes(blk + 2, q4);
+        }
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[b] : 0);
+        const __m128 s = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
+/* One token (decode) on a Q4_0 4x4 payload (§5.7), rows r..r+3 = one row group (r % 4 == 0):
+ * group block b is 4 scales then 4 chunks of 16 bytes, chunk c holding bytes 4c..4c+3 of rows
+ * 0..3; a 4x4 transpose of 32-bit pieces gives each row's 16 legacy bytes (XOR 0x88 undone). */
+AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                               const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    const __m128i mask = _mm_set1_epi8((char)0x88), low = _mm_set1_epi8(0x0F);
+    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += 72) {
+        _mm_prefetch((const char *)(g + nb * 72), _MM_HINT_T0); /* the next row group */
+        _mm_prefetch((const char *)(g + nb * 72 + 64), _MM_HINT_T0);
+        const __m128i c0 = _mm_loadu_si128((const __m128i *)(g + 8));
+        const __m128i c1 = _mm_loadu_si128((const __m128i *)(g + 24));
+        const __m128i c2 = _mm_loadu_si128((const __m128i *)(g + 40));
+        const __m128i c3 = _mm_loadu_si128((const __m128i *)(g + 56));
+        const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpackhi_epi32(c0, c1);
+        const __m128i t2 = _mm_unpacklo_epi32(c2, c3), t3 = _mm_unpackhi_epi32(c2, c3);
+        const __m128i rows[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
+                                 _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
+        __m256i w[4];
+        for (int i = 0; i < 4; i++) {
+            const __m128i q = _mm_xor_si128(rows[i], mask);
+            w[i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
+        }
+        const __m128 dw = _mm_set_ps(f16[g[6] | (g[7] << 8)], f16[g[4] | (g[5] << 8)],
+                                     f16[g[2] | (g[3] << 8)], f16[g[0] | (g[1] << 8)]);
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, 1, xsum8[b]);
+        const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
+/* One token (decode): the accumulator stays in a register. */
+AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                                 const int32_t *xsum8, float *y) {
+    if (m->group_rows <= 1) {
+        rows4_one_token_untiled(m, r, xq, xd, xsum8, y);
+        return;
+    }
+    if (m->kind == WF_W_Q4 && m->group_rows == 4 && m->chunk_bytes == 4 && m->xor_mask == 0x88 &&
+        r % 4 == 0) {
+        rows4_one_token_q4_4x4(m, r, xq, xd, xsum8, y);
+        return;
+    }
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    const int q4 = m->kind == WF_W_Q4;
+    const __m256i gidx = tile_index(m);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i w[4];
+        const __m128 dw = load_rows4(m, r, b, w, f16, gidx);
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
+        const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[b] : 0);
+        const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
+        acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+    }
+    _mm_storeu_ps(y + r, acc);
+}
+
+AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                       const int32_t *xsum8, int64_t tokens, float *y) {
+    if (tokens == 1) {
+        rows4_one_token(m, r, xq, xd, xsum8, y);
+        return;
+    }
+    const int64_t nb = m->cols / WF_QK;
+    const int q4 = m->kind == WF_W_Q4;
+    const __m256i gidx = tile_index(m);
+    const float *f16 = wf_f16_table();
+    __m128 stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(__m128) * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i w[4];
+        const __m128 dw = load_rows4(m, r, b, w, f16, gidx);
+        for (int64_t t = 0; t < tokens; t++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + t * m->cols + b * WF_QK));
+            const __m128i dots = block_dots4(w, x, q4, q4 ? xsum8[t * nb + b] : 0);
+            const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[t * nb + b]));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) {
+        float out[4];
+        _mm_storeu_ps(out, acc[t]);
+        for (int i = 0; i < 4; i++) y[t * m->rows + r + i] = out[i];
+    }
+    if (acc != stack_acc) free(acc);
+}
+
+/* Rows r0.. in whole groups of four (as many as fit before r1); returns the first row left. */
+AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1,
+                                        const int8_t *xq, const float *xd, const int32_t *xsum8,
+                                        int64_t tokens, float *y) {
+    for (; r0 + 4 <= r1; r0 += 4) rows4(m, r0, xq, xd, xsum8, tokens, y);
+    return r0;
+}
+
+#else
+
+int wf_x86_avx2(void) { return 0; }
+
+int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
+                                   const float *xd, const int32_t *xsum8, int64_t tokens,
+                                   float *y) {
+    (void)m, (void)r1, (void)xq, (void)xd, (void)xsum8, (void)tokens, (void)y;
+    return r0;
+}
+
+#endif

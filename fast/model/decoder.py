@@ -1,0 +1,230 @@
+"""The Qwen3 dense decoder on file-encoded weights (qwen-math §1.1; spec/numerics.md §3-§10).
+
+The same layer-major pass as `weightfile.ref.model.decoder.Qwen3Model`, one NumPy array
+[T, width] per operation instead of a list of per-token vectors: products, norms, attention and
+SwiGLU run in the C kernels in the contract's order; RoPE and the residual adds are element-wise
+NumPy float32 operations (one rounding each, as in the reference); the RoPE tables are the same
+correctly rounded values (fast/model/rope.py). The trace hook receives the same names and bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from weightfile.fast._native import address
+from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.model.decoder import PositionIds, text_position_ids
+from weightfile.ref.model.trace import TraceHook
+from weightfile.ref.model.weights import widen_f16
+from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
+
+from .bind import FastLayer, FastWeights
+from .matrix import FastMatrix, kernels, quantize_activation
+from .rope import FastRopeTables
+
+
+class FastKVCache:
+    """Per layer: K (after k_norm and RoPE) and V rows [capacity, kv_heads*head_dim], grown by
+    doubling; positions [0, length) are filled."""
+
+    def __init__(self, layers: int, width: int, capacity: int = 64) -> None:
+        self.keys = np.zeros((layers, capacity, width), dtype=np.float32)
+        self.values = np.zeros((layers, capacity, width), dtype=np.float32)
+        self.length = 0
+
+    def reserve(self, positions: int) -> None:
+        """Room for `positions` rows per layer."""
+        cap = self.keys.shape[1]
+        if positions <= cap:
+            return
+        while cap < positions:
+            cap *= 2
+        grow = ((0, 0), (0, cap - self.keys.shape[1]), (0, 0))
+        self.keys = np.pad(self.keys, grow)
+        self.values = np.pad(self.values, grow)
+
+
+def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
+    """§5.1 over the last axis of x; weight float32 [n]."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n = weight.shape[0]
+    out = np.empty_like(x)
+    kernels().wf_rmsnorm_rows(address(x), x.size // n, n, address(weight), eps, address(out))
+    return out
+
+
+def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """§7 silu(g) * u, element-wise."""
+    gate = np.ascontiguousarray(gate, dtype=np.float32)
+    up = np.ascontiguousarray(up, dtype=np.float32)
+    out = np.empty_like(gate)
+    kernels().wf_swiglu(address(gate), address(up), gate.size, address(out))
+    return out
+
+
+def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
+    """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
+    (the reference quantizes it per product, deterministically, so the codes are the same)."""
+    shared = None
+    out = []
+    for m in mats:
+        if m.quantized and m.mode.value == "q8_activation":
+            shared = shared or quantize_activation(x)
+            out.append(m.matmat_codes(*shared, threads=threads))
+        else:
+            out.append(m.matmat(x, threads=threads))
+    return out
+
+
+class FastQwen3Model:
+    """A Qwen3 dense decoder whose weights stay in their file encoding."""
+
+    def __init__(
+        self,
+        config: Qwen3Config,
+        weights: FastWeights,
+        profile: NumericsProfile = CANONICAL,
+        threads: int = 1,
+    ) -> None:
+        if profile.with_quantized_matmul(CANONICAL.quantized_matmul) != CANONICAL:
+            raise NotImplementedError(
+                f"the fast path implements the canonical rules, not {profile}"
+            )
+        self.config = config
+        self.weights = weights
+        self.threads = threads
+        self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
+        self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
+
+    def new_cache(self) -> FastKVCache:
+        return FastKVCache(self.config.num_hidden_layers, self.config.kv_dim)
+
+    def embed(self, token_ids: Sequence[int]) -> np.ndarray:
+        """Token embedding rows [T, hidden], F16 widened exactly."""
+        vocab, d = self.config.vocab_size, self.config.hidden_size
+        for t in token_ids:
+            if not 0 <= t < vocab:
+                raise ValueError(f"token id {t} outside the vocabulary of {vocab}")
+        e = self.weights.embed
+        if e.codec == "f16":
+            words = e.data.view("<u2").reshape(vocab, d)
+            return widen_f16(words[list(token_ids)])
+        return e.data.view("<f4").reshape(vocab, d)[list(token_ids)].astype(np.float32)
+
+    def cos_sin(self, pos: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """§8 cos / sin [T, 1, head_dim/2] for every token's MRoPE triple."""
+        rows = [self.rope.cos_sin(p, self.config.mrope_section) for p in pos]
+        return (np.stack([c for c, _ in rows])[:, None, :], np.stack([s for _, s in rows])[:, None])
+
+    def rotate(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+        """§8.4 rotate_half per head: x'_j = x_j c - x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
+        t = x.shape[0]
+        heads = x.reshape(t, -1, self.config.head_dim)
+        h = self.config.head_dim // 2
+        lo, hi = heads[..., :h], heads[..., h:]
+        out = np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin], axis=-1)
+        return out.reshape(t, -1)
+
+    def attention_block(self, i, lw: FastLayer, x, cos, sin, slots, caches, hook) -> np.ndarray:
+        """h = x + o_proj(attn(input_layernorm(x))); slots[t] is token t's row in its cache."""
+        c, eps, th = self.config, self.config.eps_f32, self.threads
+        n = rmsnorm(x, lw.attn_norm, eps)
+        q, k, v = project((lw.q_proj, lw.k_proj, lw.v_proj), n, th)
+        qn = rmsnorm(q, lw.q_norm, eps)
+        kn = rmsnorm(k, lw.k_norm, eps)
+        qr = np.ascontiguousarray(self.rotate(qn, cos, sin))
+        kr = self.rotate(kn, cos, sin)
+        for t, cache in enumerate(caches):
+            cache.keys[i, slots[t]] = kr[t]
+            cache.values[i, slots[t]] = v[t]
+        att = np.empty_like(qr)
+        scores = np.empty(max(slots) + 1, dtype=np.float32)
+        lib = kernels()
+        for t, cache in enumerate(caches):  # rows of C-contiguous float32 arrays
+            lib.wf_attend(
+                address(qr[t]), address(cache.keys[i]), address(cache.values[i]), slots[t] + 1,
+                c.kv_dim, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                address(scores), address(att[t]),
+            )  # fmt: skip
+        (o,) = project((lw.o_proj,), att, th)
+        h = x + o
+        for op, rows in (
+            ("attn_norm", n), ("q_proj", q), ("k_proj", k), ("v_proj", v), ("q_norm", qn),
+            ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
+            ("attn_residual", h),
+        ):  # fmt: skip
+            hook(f"layers.{i}.{op}", rows)
+        return h
+
+    def mlp_block(self, i: int, lw: FastLayer, h: np.ndarray, hook) -> np.ndarray:
+        """out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)."""
+        n = rmsnorm(h, lw.ffn_norm, self.config.eps_f32)
+        g, u = project((lw.gate_proj, lw.up_proj), n, self.threads)
+        sw = swiglu(g, u)
+        (d,) = project((lw.down_proj,), sw, self.threads)
+        out = h + d
+        for op, rows in (
+            ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
+            ("ffn_residual", out),
+        ):  # fmt: skip
+            hook(f"layers.{i}.{op}", rows)
+        return out
+
+    def forward(
+        self,
+        token_ids: Sequence[int],
+        cache: FastKVCache,
+        position_ids: PositionIds | None = None,
+        trace: TraceHook | None = None,
+    ) -> np.ndarray:
+        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
+        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+
+    def forward_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], FastKVCache, PositionIds | None]],
+        trace: TraceHook | None = None,
+    ) -> list[np.ndarray]:
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        if len({id(c) for _, c, _ in requests}) != len(requests):
+            raise ValueError("each request of a batch needs its own cache")
+        tokens: list[int] = []
+        pos: list[Sequence[int]] = []
+        caches: list[FastKVCache] = []
+        slots: list[int] = []
+        for token_ids, cache, position_ids in requests:
+            if not token_ids:
+                raise ValueError("forward needs at least one token")
+            p = position_ids or text_position_ids(cache.length, len(token_ids))
+            if len(p) != len(token_ids):
+                raise ValueError("position_ids must have one (t, h, w) triple per token")
+            tokens += token_ids
+            pos += p
+            caches += [cache] * len(token_ids)
+            slots += range(cache.length, cache.length + len(token_ids))
+
+        def hook(name: str, rows: np.ndarray) -> None:
+            if trace is not None:
+                trace(name, np.array(rows, dtype=np.float32).reshape(len(tokens), -1))
+
+        x = self.embed(tokens)
+        hook("embed", x)
+        for token_ids, cache, _ in requests:
+            cache.reserve(cache.length + len(token_ids))
+        cos, sin = self.cos_sin(pos)
+        for i, lw in enumerate(self.weights.layers):
+            x = self.attention_block(i, lw, x, cos, sin, slots, caches, hook)
+            x = self.mlp_block(i, lw, x, hook)
+        n = rmsnorm(x, self.weights.final_norm, self.config.eps_f32)
+        hook("final_norm", n)
+        (logits,) = project((self.weights.lm_head,), n, self.threads)
+        hook("logits", logits)
+        out, at = [], 0
+        for token_ids, cache, _ in requests:
+            out.append(logits[at : at + len(token_ids)])
+            at += len(token_ids)
+            cache.length += len(token_ids)
+        return out

@@ -1,0 +1,166 @@
+"""Weight matrices read in their VQF file encoding by the C kernels (spec/numerics.md §3.3, §4).
+
+A `FastMatrix` is a [rows (out), cols (in)] matrix whose bytes stay in the memory-mapped payload
+(vqf.md §5.3-§5.8: Q8_0, G256 and Q4I8 share the 34-byte block, Q4_0 the 18-byte one, tiled
+layouts interleave G rows). Products follow the same rules as `weightfile.ref.numerics.kernels`:
+quantized weights in the profile's §4.1 or §4.2 mode, dense F32 / F16 weights with the §3.3 dot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from weightfile.fast._native import NativeUnavailable, WfMatrix, address, library
+from weightfile.ref.codecs.vqf.common import length_error, require_shape
+from weightfile.ref.vqf.read import Entry, VQFFile
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
+from weightfile.spec.numerics.constants import QBLOCK
+from weightfile.spec.numerics.profile import QuantizedMatmul
+from weightfile.spec.vqf.qtypes import tensor_bytes
+
+#: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk (§5.4, §5.5).
+KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
+QUANTIZED = (0, 1)
+#: Below this many weight elements x tokens a product runs on one thread: starting threads would
+#: cost more than they save. Any count gives the same bits, so this is only about speed.
+MIN_ELEMENTS_PER_THREAD = 1 << 17
+
+
+def kernels() -> ctypes.CDLL:
+    """The C kernel library; the fast forward path has no NumPy fallback for its products."""
+    lib = library()
+    if lib is None:
+        raise NativeUnavailable("the fast forward path needs the C kernels (see the warning)")
+    return lib
+
+
+def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """§4.1 steps 1-2 for every row of X [T, n]: codes int8 [T, n], scales float32 [T, n/32]."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.shape[-1] % QBLOCK:
+        raise ValueError(f"activation length {x.shape[-1]} is not a multiple of {QBLOCK}")
+    codes = np.empty(x.shape, dtype=np.int8)
+    scales = np.empty((*x.shape[:-1], x.shape[-1] // QBLOCK), dtype=np.float32)
+    kernels().wf_quantize_activation(address(x), x.size, address(codes), address(scales))
+    return codes, scales
+
+
+@dataclass
+class FastMatrix:
+    """One matrix of a payload, read in place; `codec` is its registry layout name."""
+
+    codec: str
+    data: np.ndarray  # uint8 view of exactly this matrix's payload bytes (no copy)
+    rows: int
+    cols: int
+    mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION
+    _struct: WfMatrix = field(init=False, repr=False)
+    _address: int = field(init=False, repr=False)
+    quantized: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        c = CODECS[self.codec]
+        kind = KINDS[c.base]
+        if kind in QUANTIZED and self.cols % QBLOCK:
+            raise ValueError(f"a quantized matrix needs cols % {QBLOCK} == 0, got {self.cols}")
+        require_shape(self.codec, self.rows, self.cols)
+        want = payload_size(self.codec, self.rows, self.cols)
+        if (
+            self.data.dtype != np.uint8
+            or not self.data.flags.c_contiguous
+            or self.data.size != want
+        ):
+            raise ValueError(
+                f"{self.codec} [{self.rows}, {self.cols}] needs {want} contiguous bytes"
+            )
+        t = c.tiling
+        self._struct = WfMatrix(
+            self.data.ctypes.data,
+            self.rows,
+            self.cols,
+            kind,
+            t.group_rows if t else 1,
+            t.chunk_bytes if t else 0,
+            t.xor if t else 0,
+        )
+        self._address = ctypes.addressof(self._struct)
+        self.quantized = kind in QUANTIZED
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of file encoding one product reads (the whole payload of this matrix)."""
+        return int(self.data.nbytes)
+
+    def matvec(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        """y = W x, float32 [rows], x float32 [cols]."""
+        return self.matmat(np.asarray(x, dtype=np.float32).reshape(1, -1), threads)[0]
+
+    def matmat(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        """Y = X W^T, float32 [T, rows], one row-product per token exactly as matvec gives it."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        self._check(x.shape)
+        if self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION:
+            return self.matmat_codes(*quantize_activation(x), threads=threads)
+        y = np.empty((x.shape[0], self.rows), dtype=np.float32)
+        threads = self._threads(threads, x.shape[0])
+        kernels().wf_matmat_f32(self._address, address(x), x.shape[0], address(y), threads)
+        return y
+
+    def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
+        """§4.1 with activations already quantized by `quantize_activation` (shared by q/k/v)."""
+        if not (self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION):
+            raise ValueError(f"{self.codec} in mode {self.mode.value} takes float activations")
+        self._check(codes.shape)
+        codes = np.ascontiguousarray(codes, dtype=np.int8)
+        scales = np.ascontiguousarray(scales, dtype=np.float32)
+        if scales.shape != (codes.shape[0], self.cols // QBLOCK):
+            raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
+        y = np.empty((codes.shape[0], self.rows), dtype=np.float32)
+        threads = self._threads(threads, codes.shape[0])
+        kernels().wf_matmat_q8_activation(
+            self._address, address(codes), address(scales), codes.shape[0], address(y), threads
+        )
+        return y
+
+    def _threads(self, asked: int, tokens: int) -> int:
+        """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of work."""
+        work = self.rows * self.cols * tokens
+        return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
+
+    def _check(self, shape: tuple[int, ...]) -> None:
+        if len(shape) != 2 or shape[1] != self.cols:
+            raise ValueError(f"product of a {self.shape} matrix with activations {shape}")
+
+
+def matrix_from_entry(
+    vqf: VQFFile,
+    entry_or_name: Entry | str,
+    rows: int,
+    cols: int,
+    *,
+    layer: int = 0,
+    mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION,
+) -> FastMatrix:
+    """Layer `layer` of a stacked [rows, cols] matrix entry: bytes [l·B, (l+1)·B) (vqf.md §7.1).
+
+    The layout is the one `codec_for` derives from the qtype, the header flags, the name and the
+    shape (§3.2); shape and length are checked with the codec's own rules before any byte is read.
+    """
+    if layer < 0:
+        raise ValueError(f"layer must be >= 0, got {layer}")
+    e = vqf.entry(entry_or_name) if isinstance(entry_or_name, str) else entry_or_name
+    codec = codec_for(e.qtype, vqf.header.flags, e.name, shape=(rows, cols))
+    require_shape(codec, rows, cols)
+    step = tensor_bytes(e.qtype, rows * cols)
+    payload = vqf.payload(e)[layer * step : (layer + 1) * step]
+    err = length_error(codec, payload, rows, cols)
+    if err is not None:
+        raise err
+    return FastMatrix(codec, np.frombuffer(payload, dtype=np.uint8), rows, cols, mode)

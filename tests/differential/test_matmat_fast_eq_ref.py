@@ -1,0 +1,93 @@
+"""fast.model.matrix products equal the reference kernels bit for bit (spec/numerics.md §3.3, §4).
+
+Every layout the forward pass reads, both quantized modes (§4.1 q8_activation, §4.2
+f32_weights), one and several tokens, one and three threads; compared as uint32 views.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fixture)
+    DENSE_LAYOUTS,
+    QUANT_LAYOUTS,
+    activations,
+    quant_payload,
+    quant_words,
+    quantized_cases,
+    threads_on_tiny_matrices,
+)
+
+from weightfile.fast.model.matrix import FastMatrix
+from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
+
+MODES = list(QuantizedMatmul)
+
+
+def ref_product(m, x: np.ndarray, mode: QuantizedMatmul) -> np.ndarray:
+    k = kernels_for(CANONICAL.with_quantized_matmul(mode))
+    return np.array([k.matvec(m, list(row)) for row in x], dtype=np.float32).reshape(
+        len(x), m.shape[0]
+    )
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layout", sorted(QUANT_LAYOUTS))
+@settings(max_examples=6)
+@given(data=st.data())
+def test_quantized_product_equals_ref(layout: str, mode, data) -> None:
+    words, raw, x = data.draw(quantized_cases(layout))
+    rows, cols = words.shape
+    payload = np.frombuffer(raw, dtype=np.uint8)
+    fast = FastMatrix(layout, payload, rows, cols, mode)
+    want = ref_product(words, x, mode)
+    for threads in (1, 3):
+        assert_same_bits(fast.matmat(x, threads=threads), want)
+    assert_same_bits(fast.matvec(x[0]), want[:1].reshape(rows))
+
+
+@pytest.mark.parametrize("layout", DENSE_LAYOUTS)
+@settings(max_examples=15)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 9),
+    cols=st.integers(1, 70),
+    tokens=st.integers(1, 3),
+)
+def test_dense_product_equals_ref(layout: str, seed: int, rows: int, cols: int, tokens: int):
+    rng = np.random.default_rng(seed)
+    if layout == "f16":
+        bits = rng.integers(0, 0x7C00, size=(rows, cols), dtype=np.uint16)
+        bits |= rng.integers(0, 2, size=(rows, cols), dtype=np.uint16) << 15
+        values = bits.view(np.float16).astype(np.float32)
+        raw = bits.astype("<u2").tobytes()
+    else:
+        values = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+        raw = values.astype("<f4").tobytes()
+    x = activations(rng, tokens, cols)
+    fast = FastMatrix(layout, np.frombuffer(raw, dtype=np.uint8), rows, cols)
+    want = ref_product(DenseMatrix(values), x, QuantizedMatmul.Q8_ACTIVATION)
+    for threads in (1, 3):
+        assert_same_bits(fast.matmat(x, threads=threads), want)
+
+
+def test_a_changed_code_changes_the_product() -> None:
+    """The comparison can fail: one code off gives different bits."""
+    rng = np.random.default_rng(7)
+    words = quant_words(rng, "q8_0", 8, 64)
+    words.scale_bits[:] = np.float16(0.01).view(np.uint16)
+    payload = bytearray(quant_payload("q8_0", words))
+    x = np.linspace(1.0, 2.0, 64, dtype=np.float32)
+    before = FastMatrix("q8_0", np.frombuffer(bytes(payload), np.uint8), 8, 64).matvec(x)
+    payload[2] ^= 0x01  # row 0, block 0, code 0
+    after = FastMatrix("q8_0", np.frombuffer(bytes(payload), np.uint8), 8, 64).matvec(x)
+    assert before[0] != after[0] and (before[1:] == after[1:]).all()
