@@ -111,3 +111,19 @@ def test_bad_token_ids_are_rule_errors(model_path, tmp_path, capsys, ids):
     assert main(["trace", str(model_path), "--token-ids", ids, "--out", str(out)]) == 1
     assert "frontend.token_ids" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_fast_without_the_c_kernels_runs_the_reference_with_a_note(model_path, capsys, monkeypatch):
+    """No compiler: the README promises a note and the reference's tokens, not a traceback."""
+    import weightfile.frontend.session as session
+
+    monkeypatch.setattr(session, "library", lambda: None)
+    prompt = [3, 1, 4]
+    want = generate(reference(model_path), prompt, 4, eos_id=0)
+    args = ["run", str(model_path), "--token-ids", "3,1,4", "--max-tokens", "4", "--engine", "fast",
+            "--tokenizer", str(sidecar_path(model_path))]  # fmt: skip
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == session.NO_KERNELS_NOTE
+    tok = load_tokenizer(sidecar_path(model_path))
+    assert captured.out == tok.decode(want) + "\n"

@@ -5,6 +5,7 @@ Engine "ref" binds the VQF into the reference decoder (weights decoded, file clo
 open), bit for bit the same results. A `.ninfer` file (found by its magic) is bound by
 `ninfer_session.load_ninfer_session` instead; it has no fast forward pass yet, so engine "fast"
 runs its reference decoder and the session carries a one-line note for the callers to print.
+Without the C kernels (no compiler), engine "fast" on a VQF does the same: the reference, a note.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from weightfile.fast._native import library
 from weightfile.fast.model import FastQwen3Model, open_model
 from weightfile.formats import sniff
 from weightfile.ref.model.bind_vqf import bind_vqf
@@ -29,6 +31,7 @@ from .tokenizer import find_tokenizer, load_tokenizer
 
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
+NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
 NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
 
 
@@ -43,7 +46,7 @@ class Session:
     #: The file's own template (.ninfer resources); None: the VQF sidecar, else ChatML.
     chat_template: str | None = None
     source: VQFFile | None = None  # the open file a fast model reads its weights from
-    note: str | None = None  # a one-line note for stderr (engine fast on a .ninfer file)
+    note: str | None = None  # one line for stderr: engine fast ran the reference
 
 
 def load_session(
@@ -60,6 +63,9 @@ def load_session(
         s = load_ninfer_session(path, tokenizer, need_tokenizer)
         s.note = NINFER_FAST_NOTE if engine == "fast" else None
         return s
+    note = None
+    if engine == "fast" and library() is None:  # no compiler: say so, then run the reference
+        engine, note = "ref", NO_KERNELS_NOTE
     if engine == "fast":
         vqf = open_vqf(path)
         try:
@@ -72,7 +78,7 @@ def load_session(
         with open_vqf(path) as vqf:
             model = Qwen3Model(*bind_vqf(vqf))
             arch = dict(vqf.header.arch)
-    s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])})
+    s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
     s.source = vqf if engine == "fast" else None
     try:
         s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))
