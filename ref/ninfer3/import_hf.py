@@ -117,7 +117,7 @@ def import_checkpoint(
     src = Path(folder)
     hf_config = read_json(src, "config.json")
     config = text_config(hf_config)
-    prefix = text_model_prefix(hf_config)
+    prefix = text_model_prefix(multimodal="text_config" in hf_config)
     parents = plan_parents(config, fmt)
     resources = read_resources(src)
     objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]

@@ -10,7 +10,8 @@
     logits = model.forward([1, 2, 3], model.new_cache())   # float32 [3, vocab]
 
 `weights_from_hf(state_dict, hf_config)` builds the same pair from a transformers checkpoint;
-`text_config_from_hf` and `canonical_from_hf` are its two halves, for importers.
+`text_config_from_hf` and `canonical_from_hf` are its two halves, and `hf_names.source` maps
+one parameter at a time, for importers that stream tensors.
 """
 
 from .bind import bind_ninfer

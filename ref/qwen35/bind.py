@@ -26,20 +26,13 @@ from weightfile.ref.ninfer3.read import Artifact
 from weightfile.ref.ninfer3.records import Use
 from weightfile.ref.ninfer3.require import require
 from weightfile.spec.errors import UnsupportedError
-from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
+from weightfile.spec.ninfer3.directory import TEXT_COMPONENT, TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.domains import elements
 from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, TextParameter, text_parameters
 
 from .config import Qwen35Config, validate_text_config
 from .weights import Qwen35Weights, weights_from_parameters
 
-#: The text resources the runtime requires (ninfer-v3.md §6.2 "Resource roles").
-TEXT_RESOURCE_ROLES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "chat_template.jinja",
-    "generation_config.json",
-)
 DIRECT_LAYOUT = "contiguous_le_v1"
 OUTPUT_HEAD = TEXT_PREFIX + "output_head"
 FINAL_HIDDEN = "/final_hidden"

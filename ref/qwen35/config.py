@@ -11,7 +11,7 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 
@@ -37,16 +37,64 @@ from weightfile.spec.ninfer3.text_config import (
 CONFIG_PATH = "components.text.config"
 
 
+T = TypeVar("T")
+
+
+class ConfigKey(Generic[T]):
+    """A §6.1 key read as a typed attribute: `config.head_dim` is `config.json.get("head_dim")`.
+
+    A key of a conditional group is None when the config does not have the group (head_dim
+    without full-attention layers); its type says so."""
+
+    key: str
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    @overload
+    def __get__(self, config: None, owner: type) -> ConfigKey[T]: ...
+    @overload
+    def __get__(self, config: Qwen35Config, owner: type) -> T: ...
+    def __get__(self, config: Qwen35Config | None, owner: type) -> T | ConfigKey[T]:
+        if config is None:
+            return self
+        return cast(T, config.json.get(self.key))
+
+
 @dataclass(frozen=True)
 class Qwen35Config:
-    """A validated Qwen3.5 text config; `json` is the closed config object itself."""
+    """A validated Qwen3.5 text config; `json` is the closed config object itself, and every
+    §6.1 key (spec/ninfer3/text_config.CONFIG_KEYS) is also a typed attribute."""
 
     json: Mapping[str, Any]
 
-    def __getattr__(self, key: str) -> Any:  # config keys read as attributes: c.hidden_size
-        if key in CONFIG_KEYS:
-            return self.json.get(key)
-        raise AttributeError(key)
+    # Group.REQUIRED
+    architectures = ConfigKey[list[str]]()
+    model_type = ConfigKey[str]()
+    hidden_size = ConfigKey[int]()
+    vocab_size = ConfigKey[int]()
+    num_hidden_layers = ConfigKey[int]()
+    max_position_embeddings = ConfigKey[int]()
+    tie_word_embeddings = ConfigKey[bool]()
+    rms_norm_eps = ConfigKey[float]()
+    layer_types = ConfigKey[list[str]]()
+    # Group.ATTENTION: present when a layer is full_attention
+    num_attention_heads = ConfigKey[int | None]()
+    num_key_value_heads = ConfigKey[int | None]()
+    head_dim = ConfigKey[int | None]()
+    rope_parameters = ConfigKey[dict[str, Any] | None]()
+    # Group.GDN: present when a layer is linear_attention
+    linear_num_key_heads = ConfigKey[int | None]()
+    linear_key_head_dim = ConfigKey[int | None]()
+    linear_num_value_heads = ConfigKey[int | None]()
+    linear_value_head_dim = ConfigKey[int | None]()
+    linear_conv_kernel_dim = ConfigKey[int | None]()
+    # Group.DENSE or Group.MOE, by architecture
+    intermediate_size = ConfigKey[int | None]()
+    num_experts = ConfigKey[int | None]()
+    num_experts_per_tok = ConfigKey[int | None]()
+    moe_intermediate_size = ConfigKey[int | None]()
+    shared_expert_intermediate_size = ConfigKey[int | None]()
 
     @property
     def is_moe(self) -> bool:

@@ -1,7 +1,8 @@
 """The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (qwen-math §1.4).
 
-Same shape of API as `weightfile.ref.model.decoder.Qwen3Model`: layer-major like a prefill,
-every arithmetic step through the profile's kernels or the canonical operations of
+Same public surface as `weightfile.ref.model.decoder.Qwen3Model` (`config`, `kernels`,
+`new_cache`, `forward`, `forward_batch`), so generation and sampling take either. Layer-major
+like a prefill, every arithmetic step through the profile's kernels or the canonical operations of
 spec/numerics.md §16-§18, vectors as lists of float32 scalars. Per layer:
 h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm₀ the zero-centred norm (1 + w).
 """
@@ -15,7 +16,7 @@ import numpy as np
 
 from weightfile.ref.model.decoder import gather_requests, per_token, split_per_request
 from weightfile.ref.model.trace import TraceHook, as_rows
-from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.ref.numerics.kernels import Kernels, kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .attention import attention_block
@@ -41,10 +42,13 @@ class Qwen35Model:
             )
         self.config = config
         self.weights = weights
-        kernels = kernels_for(profile)
+        # The profile's kernels, public as on Qwen3Model: the sampler draws with them.
+        self.kernels: Kernels = kernels_for(profile)
         has_attention = any(isinstance(lw.mixer, AttentionWeights) for lw in weights.layers)
-        rope = kernels.rope_tables(config.theta_f32, config.rotary_dim) if has_attention else None
-        self.ops = Ops(kernels, config, rope)
+        rope = (
+            self.kernels.rope_tables(config.theta_f32, config.rotary_dim) if has_attention else None
+        )
+        self.ops = Ops(self.kernels, config, rope)
         # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§18.1).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
@@ -101,7 +105,7 @@ class Qwen35Model:
             x = ffn_block(self.ops, i, lw.ffn, self.post_norms[i], x, hook)
         for _, cache, _ in requests:
             cache.length += sum(1 for c in caches if c is cache)
-        k, each = self.ops.kernels, per_token(None, len(x))
+        k, each = self.kernels, per_token(None, len(x))
         n = each("final_norm", lambda v, s: self.ops.norm(v, self.final_norm, s), x)
         hook("final_norm", n)
         logits = each("lm_head", lambda v, s: k.matvec(self.weights.output_head, v, s), n)

@@ -31,13 +31,8 @@ def load_ninfer_session(
         config, weights = bind_ninfer(artifact, codec_for=get_codec)
         res = load_text_resources(artifact, need_tokenizer=need_tokenizer and tokenizer is None)
         arch = dict(artifact.component(TEXT_COMPONENT).config)
-    model = Qwen35Model(config, weights)
-    # generate.Forward wants the sampler's kernels as `model.kernels`, as Qwen3Model has them;
-    # Qwen35Model keeps them in `ops` (raised with the qwen35 owner; remove once it has them).
-    if not hasattr(model, "kernels"):
-        model.kernels = model.ops.kernels  # type: ignore[attr-defined]
     s = Session(
-        model,
+        Qwen35Model(config, weights),
         arch,
         Path(path),
         tokenizer=res.tokenizer,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from weightfile.ref.ninfer3.import_config import derived_mrope_section, text_config
 from weightfile.ref.ninfer3.import_names import parameter_values, source
 from weightfile.ref.ninfer3.import_plan import bindings, plan_parents, uses
-from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import interleaved_counts
 from weightfile.spec.ninfer3.text_names import text_parameters
 
@@ -160,3 +160,18 @@ def test_a_fused_source_of_the_wrong_size_is_refused():
                 got = parameter_values(params[name], src, lambda _, t=qkv: t)
                 begin = {"query": 0, "key": 32, "value": 64}[short]
                 assert got[0, 0] == begin * h  # its first row is row `begin` of the source
+
+
+def test_a_tensor_that_cannot_be_read_keeps_its_own_error():
+    """NotFoundError is a ValueError: it must not come out as a shape error of the tensor."""
+    config = text_config(HF)
+    name = "text/layers/0/gdn/query"
+    param = next(p for p in text_parameters(config) if p.name == name)
+    src = source(config, "model.", name)
+
+    def missing(hf_name: str) -> np.ndarray:
+        raise NotFoundError("qwen35.import.missing_tensor", f"{hf_name} is missing", path=hf_name)
+
+    with pytest.raises(NotFoundError) as info:
+        parameter_values(param, src, missing)
+    assert info.value.rule == "qwen35.import.missing_tensor" and info.value.path == src.hf_name

@@ -10,8 +10,9 @@ import pytest
 from strategies.ninfer3 import EXAMPLE_SHARDED, EXAMPLE_TEXT, raises_rule
 from strategies.qwen35 import tiny_config_json
 
-from weightfile.ref.qwen35.config import validate_text_config
+from weightfile.ref.qwen35.config import ConfigKey, Qwen35Config, validate_text_config
 from weightfile.spec.errors import InvalidError
+from weightfile.spec.ninfer3.text_config import CONFIG_KEYS
 
 P = "components.text.config."
 Edit = Callable[[dict[str, Any]], None]
@@ -196,3 +197,15 @@ def test_the_published_example_configs_are_valid(example) -> None:
     config = json.loads(example.read_text(encoding="utf-8"))["components"]["text"]["config"]
     c = validate_text_config(config)
     assert (c.rotary_dim, c.mrope_section, c.is_moe) == (32, (6, 5, 5), False)
+
+
+@pytest.mark.parametrize("moe", [False, True], ids=["dense", "moe"])
+def test_every_closed_set_key_is_a_declared_attribute(moe: bool) -> None:
+    """Declared (visible to type checkers), not found dynamically; absent keys read None."""
+    config = validate_text_config(tiny_config_json(moe))
+    for key in CONFIG_KEYS:
+        assert isinstance(getattr(Qwen35Config, key), ConfigKey), key
+        assert getattr(config, key) == config.json.get(key), key
+    assert config.intermediate_size is None if moe else config.num_experts is None
+    with pytest.raises(AttributeError):
+        _ = config.not_a_key  # type: ignore[attr-defined]

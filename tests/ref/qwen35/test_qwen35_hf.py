@@ -12,6 +12,7 @@ import pytest
 from strategies.ninfer3 import raises_rule
 from strategies.qwen35 import tiny_config, tiny_config_json
 
+from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.ref.qwen35.hf import canonical_from_hf, text_config_from_hf, weights_from_hf
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 
@@ -147,3 +148,72 @@ def test_scaled_rope_is_unsupported() -> None:
     raw["rope_parameters"]["rope_type"] = "yarn"
     with raises_rule(UnsupportedError, "ninfer3.text.hf_rope"):
         text_config_from_hf(raw)
+
+
+E, MI, SI = 4, 16, 24  # strategies.qwen35.MOE_KEYS: experts, expert and shared widths
+
+
+def moe_state_dict(fused: bool) -> dict[str, np.ndarray]:
+    """The dense dict with each mlp replaced by a MoE block: hub per-expert tensors, or the
+    transformers 5.x in-memory fusion (gate_up [E, 2I, H] = gate rows then up; down [E, H, I])."""
+    sd = {k: v for k, v in hf_state_dict().items() if ".mlp." not in k}
+    for i in range(len(CFG["layer_types"])):
+        m = f"model.layers.{i}.mlp."
+        sd[m + "gate.weight"] = counting(E, H)
+        sd[m + "shared_expert_gate.weight"] = counting(1, H)
+        sd |= {f"{m}shared_expert.{r}_proj.weight": counting(SI, H) for r in ("gate", "up")}
+        sd[m + "shared_expert.down_proj.weight"] = counting(H, SI)
+        gates = [counting(MI, H) + 1000 * e for e in range(E)]
+        ups = [counting(MI, H) - 1000 * e for e in range(E)]
+        downs = [counting(H, MI) + 0.5 * e for e in range(E)]
+        if fused:
+            sd[m + "experts.gate_up_proj"] = np.stack(
+                [np.concatenate([g, u]) for g, u in zip(gates, ups, strict=True)]
+            )
+            sd[m + "experts.down_proj"] = np.stack(downs)
+        else:
+            for e in range(E):
+                sd[f"{m}experts.{e}.gate_proj.weight"] = gates[e]
+                sd[f"{m}experts.{e}.up_proj.weight"] = ups[e]
+                sd[f"{m}experts.{e}.down_proj.weight"] = downs[e]
+    return sd
+
+
+def test_moe_hub_and_fused_experts_give_the_same_parameters() -> None:
+    config = tiny_config(moe=True)
+    hub = moe_state_dict(fused=False)
+    from_hub = canonical_from_hf(hub, config)
+    from_fused = canonical_from_hf(moe_state_dict(fused=True), config)
+    assert from_hub.keys() == from_fused.keys()
+    for name, values in from_hub.items():
+        assert values.tobytes() == from_fused[name].tobytes(), name
+    for e, role in ((0, "gate"), (3, "up"), (2, "down")):
+        hf = hub[f"model.layers.1.mlp.experts.{e}.{role}_proj.weight"]
+        assert (from_fused[f"text/layers/1/moe/experts/{e}/{role}"] == hf).all()
+    assert (from_hub["text/layers/0/moe/router"] == hub["model.layers.0.mlp.gate.weight"]).all()
+
+
+def test_fused_experts_of_another_count_are_refused() -> None:
+    sd = moe_state_dict(fused=True)
+    name = "model.layers.2.mlp.experts.gate_up_proj"
+    sd[name] = np.concatenate([sd[name], sd[name][:1]])  # one expert too many
+    with raises_rule(InvalidError, "ninfer3.text.hf_shape") as info:
+        canonical_from_hf(sd, tiny_config(moe=True))
+    assert info.value.path == name
+
+
+def test_a_conv1d_that_is_not_depthwise_is_refused() -> None:
+    sd = hf_state_dict()
+    name = "model.layers.0.linear_attn.conv1d.weight"
+    sd[name] = counting(2 * KG + VG, 2, K)  # [C, 2, K]: channel 0 alone would fit [K, C]
+    with raises_rule(InvalidError, "ninfer3.text.hf_shape") as info:
+        canonical_from_hf(sd, tiny_config())
+    assert info.value.path == name
+
+
+def test_a_stored_head_is_not_read_when_tied() -> None:
+    sd = hf_state_dict()
+    sd["lm_head.weight"] = counting(1)  # would be mis-shaped if it were read
+    config = tiny_config_json() | {"tie_word_embeddings": True}
+    out = canonical_from_hf(sd, validate_text_config(config))
+    assert (out["text/output_head"] == sd["model.embed_tokens.weight"]).all()
