@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokenizers import Tokenizer
 
@@ -29,6 +29,9 @@ from weightfile.spec.errors import InvalidError, NotFoundError
 from .chat import CHATML, chat_template_path, render_chat
 from .tokenizer import find_tokenizer, load_tokenizer
 
+if TYPE_CHECKING:  # imported lazily at run time: the .ninfer path loads only when used
+    from weightfile.ref.qwen35.model import Qwen35Model
+
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
 NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
@@ -38,7 +41,7 @@ NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs
 @dataclass
 class Session:
     #: Qwen3Model / FastQwen3Model for a VQF; weightfile.ref.qwen35.Qwen35Model for a .ninfer file
-    model: Qwen3Model | FastQwen3Model | Any
+    model: Qwen3Model | FastQwen3Model | Qwen35Model
     arch: dict[str, Any]
     path: Path
     tokenizer: Tokenizer | None = None
