@@ -89,8 +89,11 @@ def digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f4").tobytes()).hexdigest()
 
 
-def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
-    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer."""
+def run(
+    model: Any, prompt: list[int], new_tokens: int, names: list[str] | None = None
+) -> dict[str, Any]:
+    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer.
+    `names` are the trace names to digest (default: the Qwen3 names of numerics.md §10)."""
     cache = model.new_cache()
     trace = TraceRecorder()
     logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)
@@ -102,7 +105,8 @@ def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
         if step + 1 < new_tokens:
             rows.append(np.asarray(model.forward([nxt], cache), dtype=np.float32))
     arrays = trace.arrays()
-    names = trace_names(model.config.num_hidden_layers)
+    if names is None:
+        names = trace_names(model.config.num_hidden_layers)
     every = np.concatenate(rows)
     return {
         "tokens": [str(t) for t in tokens],
