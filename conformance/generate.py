@@ -20,7 +20,7 @@ from . import codec_cases, model_cases, ninfer3_cases, qwen35_cases, spec_number
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 CORPUS_VERSION = "v1"  # the VQF corpus
 NINFER3_VERSION = "v1"
 CORPUS_DIR = Path(__file__).with_name("corpus")

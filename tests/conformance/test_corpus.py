@@ -236,3 +236,12 @@ def test_a_command_that_does_not_declare_its_kinds_is_not_run(tmp_path, capsys):
     status = main(["conformance", "run", "--impl", f"{sys.executable} {script}"])
     out = capsys.readouterr().out
     assert status == 2 and "did not answer `kinds`" in out
+
+
+def test_the_generator_draws_values_only_from_the_bit_exact_source():
+    """NEP 19: numpy's random streams may change between releases; the corpus must not."""
+    sources = [p for p in (CORPUS_DIR.parent).glob("*.py") if p.name != "seeded.py"]
+    assert len(sources) > 10
+    for path in sources:
+        text = path.read_text()
+        assert "np.random" not in text and "default_rng" not in text, path.name
