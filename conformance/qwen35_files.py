@@ -26,65 +26,61 @@ from weightfile.spec.ninfer3.text_names import TextParameter, fusion_groups, tex
 
 from . import seeded
 
-#: Two layers, one of each mixer: Gated DeltaNet then gated full attention (§6.1 closed set).
-DENSE: dict[str, Any] = {
-    "architectures": ["Qwen3_5ForCausalLM"],
-    "model_type": "qwen3_5_text",
-    "hidden_size": 32,
-    "vocab_size": 64,
-    "num_hidden_layers": 2,
-    "max_position_embeddings": 256,
-    "tie_word_embeddings": False,
-    "rms_norm_eps": 1e-6,
-    "layer_types": ["linear_attention", "full_attention"],
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "rope_parameters": {
-        "rope_theta": 10000000,
-        "partial_rotary_factor": 0.5,
-        "mrope_section": [2, 1, 1],
-    },
-    "linear_num_key_heads": 2,
-    "linear_key_head_dim": 8,
-    "linear_num_value_heads": 4,
-    "linear_value_head_dim": 8,
-    "linear_conv_kernel_dim": 4,
-    "intermediate_size": 48,
-}
+GDN = "linear_attention"
+ATTENTION = "full_attention"
 
-#: The MoE variant: `intermediate_size` replaced by the expert keys.
-MOE_KEYS: dict[str, Any] = {
-    "architectures": ["Qwen3_5MoeForCausalLM"],
-    "model_type": "qwen3_5_moe_text",
-    "num_experts": 4,
-    "num_experts_per_tok": 2,
-    "moe_intermediate_size": 16,
-    "shared_expert_intermediate_size": 24,
-}
 
+def text_config(
+    hidden: int,
+    vocab: int,
+    layer_types: list[str],
+    ffn: dict[str, Any],
+    *,
+    attention: tuple[int, int, int] = (4, 2, 16),
+    mrope: tuple[int, int, int] = (2, 1, 1),
+    gdn: tuple[int, int, int, int] = (2, 8, 4, 8),
+    tied: bool = False,
+) -> dict[str, Any]:
+    """A §6.1 closed text config: `attention` is (heads, KV heads, head_dim) with partial rotary
+    0.5 and MRoPE `mrope`; `gdn` is (key heads, key dim, value heads, value dim) with conv
+    kernel 4; `ffn` the dense or MoE members (an MoE one carries its architecture)."""
+    doc: dict[str, Any] = {
+        "architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
+        "hidden_size": hidden, "vocab_size": vocab, "num_hidden_layers": len(layer_types),
+        "max_position_embeddings": 256, "tie_word_embeddings": tied, "rms_norm_eps": 1e-6,
+        "layer_types": list(layer_types),
+    }  # fmt: skip
+    if ATTENTION in layer_types:
+        heads, kv, head_dim = attention
+        doc |= {"num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": head_dim,
+                "rope_parameters": {"rope_theta": 10000000, "partial_rotary_factor": 0.5,
+                                    "mrope_section": list(mrope)}}  # fmt: skip
+    if GDN in layer_types:
+        kh, kd, vh, vd = gdn
+        doc |= {"linear_num_key_heads": kh, "linear_key_head_dim": kd,
+                "linear_num_value_heads": vh, "linear_value_head_dim": vd,
+                "linear_conv_kernel_dim": 4}  # fmt: skip
+    return doc | copy.deepcopy(ffn)
+
+
+def moe_ffn(experts: int, top: int, width: int, shared: int) -> dict[str, Any]:
+    """The MoE members (and the MoE architecture / model_type) of a text config."""
+    return {
+        "architectures": ["Qwen3_5MoeForCausalLM"], "model_type": "qwen3_5_moe_text",
+        "num_experts": experts, "num_experts_per_tok": top, "moe_intermediate_size": width,
+        "shared_expert_intermediate_size": shared,
+    }  # fmt: skip
+
+
+#: The model cases: two layers, one of each mixer (Gated DeltaNet, then gated attention).
+MIXERS = [GDN, ATTENTION]
+DENSE = text_config(32, 64, MIXERS, {"intermediate_size": 48})
+MOE = text_config(32, 64, MIXERS, moe_ffn(4, 2, 16, 24))
 #: A one-layer model 1024 wide: the smallest text config whose matrices can carry §2.6
 #: hadamard_signs (K a multiple of 1024).
-WIDE: dict[str, Any] = {
-    "architectures": ["Qwen3_5ForCausalLM"],
-    "model_type": "qwen3_5_text",
-    "hidden_size": 1024,
-    "vocab_size": 4,
-    "num_hidden_layers": 1,
-    "max_position_embeddings": 64,
-    "tie_word_embeddings": True,
-    "rms_norm_eps": 1e-6,
-    "layer_types": ["full_attention"],
-    "num_attention_heads": 1,
-    "num_key_value_heads": 1,
-    "head_dim": 4,
-    "intermediate_size": 2,
-    "rope_parameters": {
-        "rope_theta": 10000,
-        "partial_rotary_factor": 0.5,
-        "mrope_section": [1, 0, 0],
-    },
-}
+WIDE = text_config(
+    1024, 4, [ATTENTION], {"intermediate_size": 2}, attention=(1, 1, 4), mrope=(1, 0, 0), tied=True
+)
 
 RESOURCES: dict[str, bytes] = {
     "tokenizer.json": b'{"model": {"type": "WordLevel", "vocab": {}}}',
@@ -97,11 +93,7 @@ CONTIGUOUS = "contiguous_le_v1"
 
 
 def config_json(moe: bool = False) -> dict[str, Any]:
-    doc = copy.deepcopy(DENSE)
-    if moe:
-        del doc["intermediate_size"]
-        doc |= MOE_KEYS
-    return doc
+    return copy.deepcopy(MOE if moe else DENSE)
 
 
 def seeded_value(p: TextParameter, seed: int) -> np.ndarray:
@@ -139,35 +131,40 @@ def layout_of(fmt: str) -> str:
 
 @dataclass
 class TextDirectory:
-    """The directory pieces of one text model file; invalid cases edit them before `write`."""
+    """The directory pieces of one text model file; invalid cases edit them before `write`.
+    `objects` maps an object id to its plan and its encoded bytes, in directory order."""
 
     config: dict[str, Any]
-    objects: list[Any] = field(default_factory=list)
-    data: dict[str, bytes] = field(default_factory=dict)
+    objects: dict[str, tuple[TensorSpec | ResourceSpec, bytes]] = field(default_factory=dict)
     bindings: dict[str, Any] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     resources: dict[str, str] = field(default_factory=dict)
 
     def tensor(self, object_id: str, values: np.ndarray, fmt: str) -> None:
-        """Encode `values` with the canonical encoder of (fmt, its layout) as a new object."""
+        """Encode `values` with the canonical encoder of (fmt, its layout) as the object
+        `object_id` (replacing one of that id, in place)."""
         shape = tuple(int(n) for n in values.shape)
-        self.objects.append(TensorSpec(object_id, shape, fmt, layout_of(fmt)))
-        self.data[object_id] = get_codec(fmt, layout_of(fmt)).encode(values, shape)
+        blob = get_codec(fmt, layout_of(fmt)).encode(values, shape)
+        self.objects[object_id] = (TensorSpec(object_id, shape, fmt, layout_of(fmt)), blob)
 
     def resource(self, role: str, blob: bytes) -> None:
         self.resources[role] = f"r.{role}"
-        self.objects.append(ResourceSpec(f"r.{role}", len(blob)))
-        self.data[f"r.{role}"] = blob
+        self.objects[f"r.{role}"] = (ResourceSpec(f"r.{role}", len(blob)), blob)
 
     def write(self, path: Path, label: str | None = None) -> Path:
         """Write the file; its artifact_id is the first 16 bytes of SHA-256(label or the file
         name), so regenerating gives the same bytes."""
         artifact_id = hashlib.sha256((label or path.name).encode()).digest()[:16]
-        components = {TEXT_COMPONENT: {"config": self.config, "resources": self.resources}}
-        (entry,) = write_artifact(
-            path, self.data, objects=self.objects, components=components,
-            bindings=self.bindings, uses=self.uses, artifact_id=artifact_id,
-        )  # fmt: skip
+        entry, *more = write_artifact(
+            path,
+            {oid: blob for oid, (_, blob) in self.objects.items()},
+            objects=[spec for spec, _ in self.objects.values()],
+            components={TEXT_COMPONENT: {"config": self.config, "resources": self.resources}},
+            bindings=self.bindings,
+            uses=self.uses,
+            artifact_id=artifact_id,
+        )
+        assert not more, "no volume limit is given, so one file"
         return entry
 
 

@@ -10,34 +10,38 @@ container must have, ninfer3.components.text, and which targets nothing).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from .qwen35_files import WIDE, Layout, TextDirectory, config_json, parameters, text_directory
+from .qwen35_files import (
+    MIXERS,
+    WIDE,
+    Layout,
+    TextDirectory,
+    moe_ffn,
+    parameters,
+    text_config,
+    text_directory,
+)
 
 Edit = Callable[[TextDirectory], None]
 L0, L1 = "text/layers/0/", "text/layers/1/"  # layer 0 Gated DeltaNet, layer 1 full attention
 
 
-#: Narrower than the model cases' configs, to keep the rejected files small (~30 KB each).
-SMALL: dict[str, Any] = {"vocab_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
-                         "linear_num_value_heads": 2}  # fmt: skip
-SMALL_DENSE: dict[str, Any] = {"intermediate_size": 8}
-SMALL_MOE: dict[str, Any] = {
-    "num_experts": 2,
-    "num_experts_per_tok": 1,
-    "moe_intermediate_size": 8,
-    "shared_expert_intermediate_size": 8,
-}
+#: The rejected files' models: narrower than the model cases' (~30 KB a file).
+SMALL = {"dense": text_config(32, 8, MIXERS, {"intermediate_size": 8}, attention=(2, 1, 16),
+                              gdn=(2, 8, 2, 8)),
+         "moe": text_config(32, 8, MIXERS, moe_ffn(2, 1, 8, 8), attention=(2, 1, 16),
+                            gdn=(2, 8, 2, 8)),
+         "wide": WIDE}  # fmt: skip
 
 
 def base_config(base: str) -> dict[str, Any]:
-    if base == "wide":
-        return dict(WIDE)
-    return config_json(moe=base == "moe") | SMALL | (SMALL_MOE if base == "moe" else SMALL_DENSE)
+    return copy.deepcopy(SMALL[base])
 
 
 @cache
@@ -64,12 +68,17 @@ def set_config(*path: str, value: object) -> Edit:
         doc = d.config
         for k in outer:
             doc = doc[k]
-        if value is None:
-            del doc[key]
-        else:
-            doc[key] = value
+        put(doc, key, value)
 
     return edit
+
+
+def put(doc: dict[str, Any], key: str, value: object) -> None:
+    """doc[key] = value, or delete doc[key] when value is None."""
+    if value is None:
+        del doc[key]
+    else:
+        doc[key] = value
 
 
 def add_binding(d: TextDirectory) -> None:
@@ -78,8 +87,7 @@ def add_binding(d: TextDirectory) -> None:
 
 def a_log_as_bf16(d: TextDirectory) -> None:
     name = L0 + "gdn/a_log"
-    d.objects[:] = [o for o in d.objects if o.id != f"w.{name}"]
-    d.tensor(f"w.{name}", _params("dense")[name], "bf16")
+    d.tensor(f"w.{name}", _params("dense")[name], "bf16")  # replaces the fp32 object
 
 
 def edit_use(parameter: str, **changes: object) -> Edit:
@@ -88,10 +96,7 @@ def edit_use(parameter: str, **changes: object) -> Edit:
     def edit(d: TextDirectory) -> None:
         use = next(u for u in d.uses if u["parameter"] == parameter)
         for key, value in changes.items():
-            if value is None:
-                del use[key]
-            else:
-                use[key] = value
+            put(use, key, value)
 
     return edit
 
