@@ -139,3 +139,12 @@ def test_fast_says_it_uses_the_reference_forward_pass(capsys, monkeypatch):
     doc = json.loads(capsys.readouterr().out)
     assert "ninfer3-model" in doc["kinds"]
     assert "reference" in doc["notes"]["ninfer3-model"]
+
+
+def test_the_run_command_prints_the_fast_note_on_stderr_only(capsys):
+    from weightfile.cli import main
+
+    assert main(["conformance", "run", "--builtin", "fast", "--run", "*/qwen35/dense-bf16"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("note: ninfer3-model: fast codecs bind the weights")
+    assert out.splitlines()[0].startswith("PASS ninfer3/v1/model/qwen35/dense-bf16")
