@@ -148,3 +148,12 @@ def test_the_run_command_prints_the_fast_note_on_stderr_only(capsys):
     out, err = capsys.readouterr()
     assert err.startswith("note: ninfer3-model: fast codecs bind the weights")
     assert out.splitlines()[0].startswith("PASS ninfer3/v1/model/qwen35/dense-bf16")
+
+
+def test_the_readme_lists_every_rejected_model_rule():
+    from weightfile.conformance.qwen35_mutations import MUTATIONS
+    from weightfile.spec.ninfer3.rules import RULES
+
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    for rule in MUTATIONS:
+        assert f"| `{rule}` | {RULES[rule].error_class} |" in readme, rule
