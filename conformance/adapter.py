@@ -29,11 +29,20 @@ from .codec_cases import answer as codec_answer
 from .model_cases import answer as model_answer
 from .model_cases import fast_opener
 from .ninfer3_describe import describe_ninfer3
+from .qwen35_cases import answer as qwen35_answer
 from .vqf_describe import describe_vqf
 
 ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
-KINDS = ("vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model")
+KINDS = (
+    "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
+    "ninfer3-model",
+)  # fmt: skip
+#: Why `fast` answers `ninfer3-model` although weightfile has no fast Qwen3.5 forward pass.
+FAST_NINFER3_MODEL = (
+    "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
+    "pass is the reference one (weightfile has no fast Qwen3.5 forward pass)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +74,8 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         case = json.loads((folder / "case.json").read_text())
         result = model_answer(engine, folder, case)
         return Answer(0, json.dumps(result, indent=2) + "\n", "")
+    if kind == "ninfer3-model":
+        return ninfer3_model(Path(path), engine)
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -75,6 +86,16 @@ def ninfer3_container(path: str) -> Answer:
         return Answer(1, "", rejection(found[0]))
     with open_artifact(path) as artifact:
         return Answer(0, json.dumps(describe_ninfer3(artifact), indent=2) + "\n", "")
+
+
+def ninfer3_model(folder: Path, engine: str) -> Answer:
+    """Open and bind the Qwen3.5 file (a rejected file: the first rule broken), then run it."""
+    case = json.loads((folder / "case.json").read_text())
+    try:
+        result = qwen35_answer(engine, folder, case)
+    except WeightfileError as exc:
+        return Answer(1, "", rejection(exc.violation))
+    return Answer(0, json.dumps(result, indent=2) + "\n", "")
 
 
 def codec_case(folder: Path, engine: str) -> Answer:
@@ -104,6 +125,12 @@ def vqf_container(path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
 
 
+def notes(engine: str) -> dict[str, str]:
+    """How `engine` answers kinds it answers in a way worth saying (the `kinds` reply's
+    `notes`): `fast` runs ninfer3-model cases with the reference forward pass."""
+    return {"ninfer3-model": FAST_NINFER3_MODEL} if engine == "fast" else {}
+
+
 def unsupported(engine: str) -> dict[str, str]:
     """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
     if engine == "fast" and fast_opener() is None:
@@ -127,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         doc: dict[str, object] = {"kinds": list(supported_kinds(args.engine))}
         if unsupported(args.engine):
             doc["unsupported"] = unsupported(args.engine)
+        if notes(args.engine):
+            doc["notes"] = notes(args.engine)
         print(json.dumps(doc))
         return 0
     if args.path is None:

@@ -3,7 +3,7 @@
 Each vector is named for what it exercises. `special_floats` is for the float codecs (f32, f16,
 bf16, fp32): signed zeros, subnormals, the binary16 and bfloat16 rounding ties and overflow
 edges, infinities and NaNs with payloads. `special_blocks` is for the quantisers, 8 blocks of 32
-lanes: seeded normals, exact ties at scale 1 (Q8 max 127, Q4 max −8), an all-zero block with
+lanes: seeded uniform values, exact ties at scale 1 (Q8 max 127, Q4 max −8), an all-zero block with
 −0, a tiny block (scale rescue), a block at the binary16-scale extreme, and the worked vectors
 of ninfer-v3.md §3.6. All bit patterns are spelled out; nothing depends on the platform.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .seeded import uniform
+
 
 def f32(*bits: int) -> list[float]:
     """float32 values from their bit patterns (NaN payloads survive as float32 arrays)."""
@@ -19,8 +21,8 @@ def f32(*bits: int) -> list[float]:
 
 
 def seeded(seed: int, count: int, scale: float = 1.0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal(count) * scale).astype(np.float32)
+    """`count` float32 values in [−2·scale, 2·scale) from the bit-exact source (seeded.py)."""
+    return uniform(seed, count, 2.0 * scale)
 
 
 def special_floats() -> np.ndarray:

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import codec_cases, model_cases, ninfer3_cases, spec_numbers, vqf_cases
+from . import codec_cases, model_cases, ninfer3_cases, qwen35_cases, spec_numbers, vqf_cases
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 CORPUS_VERSION = "v1"  # the VQF corpus
 NINFER3_VERSION = "v1"
 CORPUS_DIR = Path(__file__).with_name("corpus")
@@ -40,6 +40,8 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("ninfer3", NINFER3_VERSION, "codec",
      lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
     ("vqf", CORPUS_VERSION, "model", model_cases.corpus_cases),
+    ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.valid_cases),
+    ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.invalid_cases),
 )  # fmt: skip
 
 

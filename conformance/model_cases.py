@@ -3,8 +3,8 @@ activation digests under the canonical numerics contract (spec/numerics.md, READ
 cases"). The expected answer comes from the reference forward pass (ref/model); `answer` is also
 what the built-in adapters print, with the ref or the fast model.
 
-The `.ninfer` Qwen3.5 forward pass is not in weightfile yet: its cases will be `ninfer3-model`
-under ninfer3/v1/model/ with the same answer schema (README, "Slots").
+The `.ninfer` Qwen3.5 cases (`ninfer3-model`, qwen35_cases.py) reuse `run` with their own trace
+names.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType
 
 from .case_types import Case
+from .seeded import uniform
 
 #: The tiny Qwen3 every model case uses (a transformers-style config).
 TINY_HF: dict[str, Any] = dict(
@@ -60,21 +61,24 @@ CASES = (
 
 
 def state_dict(seed: int) -> dict[str, np.ndarray]:
-    """Seeded weights in transformers names: norms near 1, projections ~ N(0, 0.3^2)."""
+    """Seeded weights in transformers names (seeded.py, one SplitMix64 seed per tensor):
+    norms in 1 ± 0.15, projections in ±0.5, the embedding in ±1.75."""
     c = config_from_hf(TINY_HF)
-    rng = np.random.default_rng(seed)
     d, ffn, q, kv = c.hidden_size, c.intermediate_size, c.q_dim, c.kv_dim
     shapes = {"attn_norm": (d,), "ffn_norm": (d,), "q_norm": (c.head_dim,),
               "k_norm": (c.head_dim,), "q_proj": (q, d), "k_proj": (kv, d), "v_proj": (kv, d),
               "o_proj": (d, q), "gate_proj": (ffn, d), "up_proj": (ffn, d),
               "down_proj": (d, ffn)}  # fmt: skip
-    sd = {EMBED: rng.standard_normal((c.vocab_size, d)).astype(np.float32)}
-    sd[FINAL_NORM] = (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)
+    base = seed * 1000
+    sd = {EMBED: uniform(base, (c.vocab_size, d), 1.75)}
+    sd[FINAL_NORM] = uniform(base + 1, d, 0.15) + np.float32(1.0)
     for i in range(c.num_hidden_layers):
-        for f in LAYER_TENSORS:
-            norm = f.endswith("norm")
-            noise = rng.standard_normal(shapes[f]) * (0.1 if norm else 0.3)
-            sd[layer_tensor(i, f)] = ((1.0 if norm else 0.0) + noise).astype(np.float32)
+        for j, f in enumerate(LAYER_TENSORS):
+            at = base + 2 + i * len(LAYER_TENSORS) + j
+            if f.endswith("norm"):
+                sd[layer_tensor(i, f)] = uniform(at, shapes[f], 0.15) + np.float32(1.0)
+            else:
+                sd[layer_tensor(i, f)] = uniform(at, shapes[f], 0.5)
     return sd
 
 
@@ -89,8 +93,11 @@ def digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f4").tobytes()).hexdigest()
 
 
-def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
-    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer."""
+def run(
+    model: Any, prompt: list[int], new_tokens: int, names: list[str] | None = None
+) -> dict[str, Any]:
+    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer.
+    `names` are the trace names to digest (default: the Qwen3 names of numerics.md §10)."""
     cache = model.new_cache()
     trace = TraceRecorder()
     logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)
@@ -102,7 +109,8 @@ def run(model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
         if step + 1 < new_tokens:
             rows.append(np.asarray(model.forward([nxt], cache), dtype=np.float32))
     arrays = trace.arrays()
-    names = trace_names(model.config.num_hidden_layers)
+    if names is None:
+        names = trace_names(model.config.num_hidden_layers)
     every = np.concatenate(rows)
     return {
         "tokens": [str(t) for t in tokens],

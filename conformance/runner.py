@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .adapter import Answer, answer, supported_kinds, unsupported
+from .adapter import Answer, answer, notes, supported_kinds, unsupported
 from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
@@ -35,6 +35,7 @@ class Implementation:
     ask: Callable[[str, Path], Answer]
     kinds: frozenset[str]
     reasons: dict[str, str] = field(default_factory=dict)  # why an undeclared kind is skipped
+    notes: dict[str, str] = field(default_factory=dict)  # how a declared kind is answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,10 @@ def command_implementation(command: str) -> Implementation:
             return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    kinds, reasons = declared_kinds(run("kinds"))
-    return Implementation(lambda kind, path: run(kind, str(path)), kinds, reasons)
+    reply = run("kinds")
+    kinds, reasons = declared_kinds(reply)
+    ask = lambda kind, path: run(kind, str(path))  # noqa: E731
+    return Implementation(ask, kinds, reasons, declared_notes(reply))
 
 
 def declared_kinds(reply: Answer) -> tuple[frozenset[str], dict[str, str]]:
@@ -87,11 +90,18 @@ def declared_kinds(reply: Answer) -> tuple[frozenset[str], dict[str, str]]:
     return frozenset(str(k) for k in doc["kinds"]), reasons
 
 
+def declared_notes(reply: Answer) -> dict[str, str]:
+    """The optional `"notes": {kind: text}` of a `kinds` reply already accepted by
+    `declared_kinds` (informational: how a declared kind is answered)."""
+    notes = json.loads(reply.stdout).get("notes")
+    return {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else {}
+
+
 def builtin_implementation(engine: str) -> Implementation:
     """The ref or fast engine answered in-process (the same code the adapter command runs)."""
     kinds = frozenset(supported_kinds(engine))
     ask = lambda kind, path: answer(kind, str(path), engine)  # noqa: E731
-    return Implementation(ask, kinds, unsupported(engine))
+    return Implementation(ask, kinds, unsupported(engine), notes(engine))
 
 
 def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:

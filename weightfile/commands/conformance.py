@@ -4,7 +4,8 @@
     weightfile conformance generate [--check]
 
 `run` prints one PASS/FAIL/SKIP line per case and a summary `N passed, M failed, K skipped`
-(a case of a kind the implementation does not declare is skipped); exit 0 only when no case
+(a case of a kind the implementation does not declare is skipped) after the implementation's
+`notes` on stderr; exit 0 only when no case
 fails and at least one passes. `generate` rewrites the committed corpus; with --check it only
 compares a fresh generation with it and exits 1 on any drift (conformance/README.md).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 
@@ -50,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
+    for kind, note in sorted(impl.notes.items()):
+        print(f"note: {kind}: {note}", file=sys.stderr)  # stdout stays one line per case
     results = runner.run_corpus(impl, pattern=args.pattern)
     passed = sum(r.passed for r in results)
     skipped = sum(r.skipped for r in results)

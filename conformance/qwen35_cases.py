@@ -1,0 +1,132 @@
+"""`ninfer3-model` cases: tiny Qwen3.5 text `.ninfer` files + a prompt -> greedy tokens, logits
+and per-trace-name activation digests (conformance/README.md, "Model cases"), and one rejected
+file per `ninfer3.text.*` / `ninfer3.binder.*` rule a file can break.
+
+Expected answers come from the reference binder (ref/qwen35/bind.py) and forward pass
+(ref/qwen35/model.py) under the canonical numerics; the trace names are spec/numerics.md §19's.
+Weightfile has no fast Qwen3.5 forward pass: the `fast` engine binds with the fast codecs
+(`bind_ninfer(nf, codec_for=fast get_codec)`, as weightfile/frontend/ninfer_session.py does)
+and runs the reference forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from weightfile.ref.ninfer3.describe import verify
+from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.qwen35.bind import bind_ninfer
+from weightfile.ref.qwen35.model import Qwen35Model
+from weightfile.ref.qwen35.trace import trace_names
+from weightfile.spec.errors import WeightfileError
+from weightfile.spec.ninfer3.rules import RULES
+
+from .case_types import Case
+from .model_cases import run
+from .qwen35_files import Layout, config_json, parameters, text_directory
+from .qwen35_mutations import BASES, MUTATIONS
+
+MODEL_NAME = "model.ninfer"
+
+
+@dataclass(frozen=True, slots=True)
+class Qwen35Case:
+    name: str
+    meaning: str
+    moe: bool
+    layout: Layout
+    seed: int
+    prompt: tuple[int, ...]
+    new_tokens: int
+
+
+CASES = (
+    Qwen35Case("dense-bf16", "dense FFN, every matrix a whole bf16 object", False,
+               Layout("bf16"), 1, (3, 14, 15, 9, 2), 3),
+    Qwen35Case("dense-q4-q8-fused", "dense FFN, §6.2 fusion-group parents in q4_g64_fp16 bound "
+               "by parts, the other matrices q8_g32_fp16", False,
+               Layout("q8_g32_fp16", fused="q4_g64_fp16"), 2, (60, 0, 33, 7), 3),
+    Qwen35Case("moe-q8-fused", "MoE FFN (4 experts, top 2, shared expert), parents and "
+               "matrices q8_g32_fp16", True, Layout("q8_g32_fp16", fused="q8_g32_fp16"), 3,
+               (5, 41, 5), 2),
+)  # fmt: skip
+
+
+def engine_codecs(engine: str) -> Callable[[str, str], Any]:
+    """The `get_codec` the engine decodes objects with."""
+    if engine == "ref":
+        from weightfile.ref.codecs.ninfer3.codec import get_codec
+    else:
+        from weightfile.fast.codecs.ninfer3.codec import get_codec
+    return get_codec
+
+
+def open_model(entry: Path, engine: str) -> Qwen35Model:
+    """Container checks (open + every deferred check), then bind, as one load."""
+    with open_artifact(entry) as nf:
+        config, weights = bind_ninfer(nf, codec_for=engine_codecs(engine))
+    return Qwen35Model(config, weights)
+
+
+def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+    """The model answer; a file the binder rejects raises its typed error (the adapter turns
+    it into the protocol's rejection)."""
+    model = open_model(folder / case["model"], engine)
+    names = trace_names(list(model.config.layer_types), model.config.is_moe)
+    return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
+
+
+def valid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """(case id, case.json fields, files, want.json) of every accepted Qwen3.5 model case."""
+    for case in CASES:
+        config = config_json(case.moe)
+        directory = text_directory(config, parameters(config, case.seed), case.layout)
+        entry = directory.write(scratch / f"{case.name}.ninfer")
+        found = verify(entry)
+        if found:
+            raise RuntimeError(f"model case {case.name} is invalid: {[str(v) for v in found]}")
+        fields = {"expect": "accept", "model": MODEL_NAME,
+                  "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
+                  "numerics": "canonical", "description": case.meaning}  # fmt: skip
+        want = answer("ref", scratch, {**fields, "model": entry.name})
+        yield f"{prefix}/model/qwen35/{case.name}", fields, {MODEL_NAME: entry.read_bytes()}, want
+
+
+def rejection_of(entry: Path) -> tuple[str, str] | None:
+    """(error class, rule) the reference binder rejects `entry` with, or None if it binds."""
+    try:
+        open_model(entry, "ref")
+    except WeightfileError as exc:
+        return exc.violation.error_class, exc.rule
+    return None
+
+
+def invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """One rejected model file per binder rule, each checked to be a valid container that the
+    binder rejects with exactly its rule; the unedited files it starts from are checked to bind."""
+    for base, directory in BASES.items():
+        if rejection_of(directory().write(scratch / f"base-{base}.ninfer")) is not None:
+            raise RuntimeError(f"the unedited {base} file does not bind")
+    for rule_id, (meaning, base, edit) in sorted(MUTATIONS.items()):
+        edited = BASES[base]()
+        edit(edited)
+        folder = scratch / rule_id
+        folder.mkdir()
+        entry = edited.write(folder / MODEL_NAME, label=rule_id)
+        found_container = verify(entry)
+        if found_container:
+            raise RuntimeError(f"{rule_id}: the container is invalid: {found_container}")
+        rule = RULES[rule_id]
+        found = rejection_of(entry)
+        if found != (rule.error_class, rule_id):
+            raise RuntimeError(f"{rule_id}: the binder gives {found}")
+        _, topic, name = rule_id.split(".")
+        fields = {"expect": "reject", "model": MODEL_NAME, "prompt": ["0"], "new_tokens": "1",
+                  "numerics": "canonical", "rule": rule_id, "error_class": rule.error_class,
+                  "accepted": [{"rule": rule_id, "error_class": rule.error_class}],
+                  "section": rule.section, "description": f"{rule.meaning}: {meaning}"}  # fmt: skip
+        files = {MODEL_NAME: entry.read_bytes()}
+        yield f"{prefix}/model/qwen35/reject-{topic}-{name}", fields, files, None
