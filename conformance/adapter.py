@@ -134,7 +134,7 @@ def notes(engine: str) -> dict[str, str]:
 def unsupported(engine: str) -> dict[str, str]:
     """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
     if engine == "fast" and fast_opener() is None:
-        return {"vqf-model": "no fast forward pass"}
+        return {"vqf-model": "no C kernels (the fast forward pass needs them)"}
     return {}
 
 

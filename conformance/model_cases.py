@@ -10,7 +10,6 @@ names.
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.fast._native import library
+from weightfile.fast.model import open_model
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
@@ -129,13 +130,9 @@ def ref_model(vqf: VQFFile) -> Any:
 
 
 def fast_opener() -> Callable[[VQFFile], Any] | None:
-    """`weightfile.fast.model.open_model(vqf, threads=1)` when that module exists, else None."""
-    try:
-        module = importlib.import_module("weightfile.fast.model")
-    except ImportError:
-        return None
-    open_model = getattr(module, "open_model", None)
-    if open_model is None:
+    """`weightfile.fast.model.open_model(vqf, threads=1)`, or None without the C kernels (the
+    fast forward pass has no NumPy fallback, and answering with the reference would hide it)."""
+    if library() is None:
         return None
     return lambda vqf: open_model(vqf, threads=1)
 
@@ -144,7 +141,7 @@ def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """Run a model case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
     opener = ref_model if engine == "ref" else fast_opener()
     if opener is None:
-        raise RuntimeError("no fast forward pass")
+        raise RuntimeError("no C kernels")
     with open_vqf(folder / case["model"]) as vqf:
         model = opener(vqf)
         return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))

@@ -119,9 +119,9 @@ def test_builtin_engines_pass_the_whole_corpus_in_process(engine):
     skipped = [r for r in results if r.skipped]
     if engine == "ref" or fast_opener() is not None:
         assert skipped == []
-    else:  # until weightfile.fast.model lands, never silently the reference
+    else:  # no C kernels on this machine: skipped, never silently the reference
         assert {r.case.split("/")[2] for r in skipped} == {"model"}
-        assert all(r.reason == "skipped: no fast forward pass" for r in skipped)
+        assert all(r.reason.startswith("skipped: no C kernels") for r in skipped)
 
 
 @pytest.mark.parametrize("engine", ["ref", "fast"])
@@ -141,7 +141,7 @@ def test_builtin_engines_pass_a_sample_through_the_subprocess_protocol(engine, c
     results = [r for pattern in sample for r in run_corpus(impl, pattern=pattern)]
     assert len(results) == len(sample)
     if engine == "fast" and fast_opener() is None:
-        assert results[-1].skipped and "no fast forward pass" in results[-1].reason
+        assert results[-1].skipped and "no C kernels" in results[-1].reason
         results = results[:-1]
     assert all(r.passed for r in results), results
 

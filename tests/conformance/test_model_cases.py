@@ -62,11 +62,9 @@ def test_greedy_tokens_are_the_argmax_of_the_logits_rows(cid):
 
 
 def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypatch):
-    """The hook the lead wires at merge: a stand-in weightfile.fast.model is called with the open
-    file and threads=, and a model that is off by one ulp anywhere fails."""
-    import sys
-    import types
-
+    """The fast engine answers model cases through weightfile.fast.model.open_model (called with
+    the open file and threads=), and a model that is off by one ulp anywhere fails."""
+    from weightfile.conformance import model_cases
     from weightfile.conformance.model_cases import ref_model
     from weightfile.conformance.runner import builtin_implementation, run_corpus
 
@@ -88,12 +86,21 @@ def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypa
         calls.append(threads)
         return ref_model(vqf)
 
-    fake = types.ModuleType("weightfile.fast.model")
-    fake.open_model = open_model
-    monkeypatch.setitem(sys.modules, "weightfile.fast.model", fake)
+    monkeypatch.setattr(model_cases, "library", lambda: object())  # kernels "present"
+    monkeypatch.setattr(model_cases, "open_model", open_model)
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert len(results) == len(MODEL_CASES) and all(r.passed for r in results), results
     assert calls == [1] * len(MODEL_CASES)
-    fake.open_model = lambda vqf, threads: OffByOneUlp(ref_model(vqf))
+    monkeypatch.setattr(model_cases, "open_model", lambda vqf, threads: OffByOneUlp(ref_model(vqf)))
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert results and not any(r.passed for r in results)
+
+
+def test_without_c_kernels_fast_skips_vqf_model_cases_instead_of_answering_with_ref(monkeypatch):
+    from weightfile.conformance import model_cases
+    from weightfile.conformance.runner import builtin_implementation, run_corpus
+
+    monkeypatch.setattr(model_cases, "library", lambda: None)
+    results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
+    assert len(results) == len(MODEL_CASES)
+    assert all(r.skipped and "no C kernels" in r.reason for r in results), results
