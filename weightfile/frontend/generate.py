@@ -55,8 +55,6 @@ def stream_tokens(
     rng = SplitMix64(seed)
     logits = model.forward(list(prompt), cache)[-1]
     for step in range(max_new_tokens):
-        if step:  # the previous token's logits; none are computed past the last token
-            logits = model.forward([nxt], cache)[0]
         if temperature <= 0:
             nxt = greedy_row(logits)
         else:  # the §11 sampler is the reference's, on a list of float32 scalars
@@ -64,3 +62,5 @@ def stream_tokens(
         if nxt in stop_ids:
             return
         yield nxt
+        if step + 1 < max_new_tokens:  # no logits are computed past the last token
+            logits = model.forward([nxt], cache)[0]
