@@ -128,7 +128,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     # fnv1a64.c
     lib.wf_fnv1a64.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64)
     lib.wf_fnv1a64.restype = ctypes.c_uint64
-    # membw.c: sum of n uint64 words (the bench's read-bandwidth probe)
+    # membw.c: sum of n uint64 words (the read-bandwidth probe of the bench and benchmarks/)
     lib.wf_membw_read.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     lib.wf_membw_read.restype = ctypes.c_uint64
     # vqf_codecs.c; the quantizers return 1 when the input held NaN/Inf
@@ -171,8 +171,6 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_matmat_q8_activation.restype = None
     lib.wf_matmat_f32.argtypes = (p, p, i64, p, i32)  # matrix, x f32 [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
-    lib.wf_stream_read.argtypes = (p, i64)  # benchmarks' read-bandwidth probe
-    lib.wf_stream_read.restype = ctypes.c_uint64
     lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)
     lib.wf_rmsnorm_rows.restype = None
     lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
