@@ -169,6 +169,9 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads
     lib.wf_matmat_q8_activation.argtypes = (p, p, p, i64, p, i32)
     lib.wf_matmat_q8_activation.restype = None
+    # matrices (wf_matrix *[count]), count, codes, scales, T, ys (float *[count]), threads
+    lib.wf_matmat_q8_activation_set.argtypes = (p, i32, p, p, i64, p, i32)
+    lib.wf_matmat_q8_activation_set.restype = None
     lib.wf_matmat_f32.argtypes = (p, p, i64, p, i32)  # matrix, x f32 [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
     lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)

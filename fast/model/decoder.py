@@ -19,10 +19,10 @@ from weightfile.ref.model.decoder import PositionIds, text_position_ids
 from weightfile.ref.model.trace import TraceHook
 from weightfile.ref.model.weights import widen_f16
 from weightfile.ref.numerics.kernels import kernels_for
-from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
+from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile, QuantizedMatmul
 
 from .bind import FastLayer, FastWeights
-from .matrix import FastMatrix, kernels, quantize_activation
+from .matrix import FastMatrix, kernels, matmat_codes_set, quantize_activation
 from .rope import FastRopeTables
 
 
@@ -67,16 +67,11 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 
 def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
     """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
-    (the reference quantizes it per product, deterministically, so the codes are the same)."""
-    shared = None
-    out = []
-    for m in mats:
-        if m.quantized and m.mode.value == "q8_activation":
-            shared = shared or quantize_activation(x)
-            out.append(m.matmat_codes(*shared, threads=threads))
-        else:
-            out.append(m.matmat(x, threads=threads))
-    return out
+    (the reference quantizes it per product, deterministically, so the codes are the same), and
+    their products run as one C call."""
+    if all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats):
+        return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
+    return [m.matmat(x, threads=threads) for m in mats]
 
 
 class FastQwen3Model:
