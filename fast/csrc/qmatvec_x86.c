@@ -12,6 +12,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <stdlib.h>
+#include <string.h>
 
 int wf_x86_avx2(void) {
     static int have = -1;
@@ -230,6 +231,44 @@ AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, co
     _mm_storeu_ps(y + r, acc);
 }
 
+/* One token (decode) on a Q8_0 8x8 payload (§5.6), rows r..r+7 = one row group (r % 8 == 0):
+ * group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
+ * 4c..4c+3 of rows 0..7 (no XOR). Against the activation piece 4c..4c+3 broadcast to every
+ * lane, 32-bit lane i of a chunk's products is row i's partial dot: maddubs of |w| and
+ * x·sign(w) (at most 2·128·127 per int16 pair), widened to int32 at once and summed over the
+ * chunks, so D is exact. Lane i of the float32 accumulator is row r+i:
+ * acc = acc + (float)D * (d_w * d_x) over ascending blocks, the contract's order. */
+AVX2 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                        const float *xd, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *g = m->data + (r / 8) * nb * step;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        for (int i = 0; i < 5; i++) /* the next row group's block: 272 bytes, 5 lines */
+            _mm_prefetch((const char *)(g + nb * step + 64 * i), _MM_HINT_T0);
+        const int8_t *x = xq + b * WF_QK;
+        __m256i dots = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            int32_t piece;
+            memcpy(&piece, x + 4 * c, 4);
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * c));
+            const __m256i xb = _mm256_set1_epi32(piece);
+            const __m256i pairs =
+                _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xb, w));
+            dots = _mm256_add_epi32(dots, _mm256_madd_epi16(pairs, ones));
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)g));
+        const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), s));
+    }
+    _mm256_storeu_ps(y + r, acc);
+}
+
+static int is_q8_8x8(const wf_matrix *m) {
+    return m->kind == WF_W_Q8 && m->group_rows == 8 && m->chunk_bytes == 4 && m->xor_mask == 0;
+}
+
 /* One token (decode): the accumulator stays in a register. */
 AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                  const int32_t *xsum8, float *y) {
@@ -293,7 +332,16 @@ AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
 AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1,
                                         const int8_t *xq, const float *xd, const int32_t *xsum8,
                                         int64_t tokens, float *y) {
-    for (; r0 + 4 <= r1; r0 += 4) rows4(m, r0, xq, xd, xsum8, tokens, y);
+    const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
+    while (r0 + 4 <= r1) {
+        if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
+            rows8_one_token_q8_8x8(m, r0, xq, xd, y);
+            r0 += 8;
+        } else {
+            rows4(m, r0, xq, xd, xsum8, tokens, y);
+            r0 += 4;
+        }
+    }
     return r0;
 }
 

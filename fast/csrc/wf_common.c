@@ -69,9 +69,10 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
 /* A persistent pool of row workers: a decode step makes hundreds of products, and starting
  * threads for each cost more than the products themselves. One call runs at a time (`busy`).
  * Rows are independent (the contract fixes the order inside a row), so any split gives the
- * same bits, and the split is dynamic: the caller and the workers claim chunks of CHUNK_ALIGN-
- * aligned rows from a shared counter until none are left. A worker that is descheduled (a
- * shared machine, or a little core of a big.LITTLE board) then delays a call by one chunk, not
+ * same bits, and the split is dynamic: the caller and the workers claim chunks of rows,
+ * CHUNK_ALIGN-aligned (whole row groups of every tiling), from a shared counter until none are
+ * left. A worker that is descheduled (a shared machine, or a little core of a big.LITTLE board)
+ * then delays a call by one chunk, not
  * by half of it. The counter carries the call's generation in its top bits, so a worker that
  * wakes after its call ended cannot claim rows of the next one with the old call's arguments.
  *
@@ -80,7 +81,7 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
  * the generation before it sleeps on the condition variable, and the caller spins on the count
  * of finished rows before it sleeps. (No PAUSE in the spin: on this VM it traps to the
  * hypervisor, which made two threads 4x slower.) */
-enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 15, CHUNK_ALIGN = 4, CHUNKS_PER_THREAD = 8 };
+enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 15, CHUNK_ALIGN = 8, CHUNKS_PER_THREAD = 8 };
 #define ROW_BITS 40 /* rows of one call < 2^40; the generation tag takes the other 24 bits */
 #define ROW_MASK ((1ULL << ROW_BITS) - 1)
 
