@@ -72,16 +72,16 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
  * same bits, and the split is dynamic: the caller and the workers claim chunks of rows,
  * CHUNK_ALIGN-aligned (whole row groups of every tiling), from a shared counter until none are
  * left. A worker that is descheduled (a shared machine, or a little core of a big.LITTLE board)
- * then delays a call by one chunk, not
- * by half of it. The counter carries the call's generation in its top bits, so a worker that
+ * then delays a call by one chunk, not by half of it. The counter carries the call's generation in its top bits, so a worker that
  * wakes after its call ended cannot claim rows of the next one with the old call's arguments.
  *
  * Waking a sleeping thread costs tens of microseconds, about as much as a small product, and a
- * decode step's products come a few tens of microseconds apart. So a worker spins a while on
+ * decode step's products come a few tens of microseconds apart. So a worker spins (2^18 loads, a
+ * few hundred microseconds: 2^15 was too short to bridge the Python between products) on
  * the generation before it sleeps on the condition variable, and the caller spins on the count
  * of finished rows before it sleeps. (No PAUSE in the spin: on this VM it traps to the
  * hypervisor, which made two threads 4x slower.) */
-enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 15, CHUNK_ALIGN = 8, CHUNKS_PER_THREAD = 8 };
+enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 18, CHUNK_ALIGN = 8, CHUNKS_PER_THREAD = 8 };
 #define ROW_BITS 40 /* rows of one call < 2^40; the generation tag takes the other 24 bits */
 #define ROW_MASK ((1ULL << ROW_BITS) - 1)
 
