@@ -226,14 +226,6 @@ static void fill_nan(float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only). */
-void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
-                             float *y, int32_t threads) {
-    product p = {m, xq, xd, NULL, tokens, y};
-    fill_nan(y, tokens * m->rows);
-    wf_parallel_for(m->rows, threads, q8_activation_rows, &p);
-}
-
 /* y[T, rows] = X W^T with float32 weights: §4.2 for quantized, §3.3 for F32 / F16. */
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
     product p = {m, NULL, NULL, x, tokens, y};
@@ -276,4 +268,10 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
     }
     product_set s = {ms, count, xq, xd, tokens, ys};
     wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
+}
+
+/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only): a set of one. */
+void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
+                             float *y, int32_t threads) {
+    wf_matmat_q8_activation_set(&m, 1, xq, xd, tokens, &y, threads);
 }

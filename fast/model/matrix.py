@@ -38,6 +38,11 @@ def kernels() -> ctypes.CDLL:
     return lib
 
 
+def threads_for(asked: int, work: int) -> int:
+    """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of `work` (elements)."""
+    return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
+
+
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """§4.1 steps 1-2 for every row of X [T, n]: codes int8 [T, n], scales float32 [T, n/32]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -116,24 +121,10 @@ class FastMatrix:
 
     def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
         """§4.1 with activations already quantized by `quantize_activation` (shared by q/k/v)."""
-        if not (self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION):
-            raise ValueError(f"{self.codec} in mode {self.mode.value} takes float activations")
-        self._check(codes.shape)
-        codes = np.ascontiguousarray(codes, dtype=np.int8)
-        scales = np.ascontiguousarray(scales, dtype=np.float32)
-        if scales.shape != (codes.shape[0], self.cols // QBLOCK):
-            raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
-        y = np.empty((codes.shape[0], self.rows), dtype=np.float32)
-        threads = self._threads(threads, codes.shape[0])
-        kernels().wf_matmat_q8_activation(
-            self._address, address(codes), address(scales), codes.shape[0], address(y), threads
-        )
-        return y
+        return matmat_codes_set((self,), codes, scales, threads)[0]
 
     def _threads(self, asked: int, tokens: int) -> int:
-        """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of work."""
-        work = self.rows * self.cols * tokens
-        return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
+        return threads_for(asked, self.rows * self.cols * tokens)
 
     def _check(self, shape: tuple[int, ...]) -> None:
         if len(shape) != 2 or shape[1] != self.cols:
@@ -156,8 +147,7 @@ def matmat_codes_set(
     if scales.shape != (tokens, codes.shape[1] // QBLOCK):
         raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
     ys = [np.empty((tokens, m.rows), dtype=np.float32) for m in mats]
-    work = sum(m.rows for m in mats) * codes.shape[1] * tokens
-    threads = max(1, min(int(threads), work // MIN_ELEMENTS_PER_THREAD))
+    threads = threads_for(threads, sum(m.rows for m in mats) * codes.shape[1] * tokens)
     n = len(mats)  # the pointer arrays are named so that they live through the call
     mat_ptrs = (ctypes.c_void_p * n)(*(m._address for m in mats))
     y_ptrs = (ctypes.c_void_p * n)(*(address(y) for y in ys))
