@@ -176,6 +176,9 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_matmat_f32.restype = None
     lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)
     lib.wf_rmsnorm_rows.restype = None
+    # x, tokens, heads, head_dim, w, eps, cos, sin [T, head_dim/2], normed, rotated (all f32)
+    lib.wf_norm_rope.argtypes = (p, i64, i64, i64, p, f32, p, p, p, p)
+    lib.wf_norm_rope.restype = None
     lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
     lib.wf_swiglu.restype = None
     lib.wf_exp.argtypes = (f32,)
