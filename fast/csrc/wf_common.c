@@ -79,8 +79,8 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
  * decode step's products come a few tens of microseconds apart. So a worker spins (2^18 loads, a
  * few hundred microseconds: 2^15 was too short to bridge the Python between products) on
  * the generation before it sleeps on the condition variable, and the caller spins on the count
- * of finished rows before it sleeps. (No PAUSE in the spin: on this VM it traps to the
- * hypervisor, which made two threads 4x slower.) */
+ * of finished rows before it sleeps. (No PAUSE in the spin: on this VM it made two threads 4x
+ * slower, most likely through the hypervisor's pause-loop exits; not verified further.) */
 enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 18, CHUNK_ALIGN = 8, CHUNKS_PER_THREAD = 8 };
 #define ROW_BITS 40 /* rows of one call < 2^40; the generation tag takes the other 24 bits */
 #define ROW_MASK ((1ULL << ROW_BITS) - 1)
