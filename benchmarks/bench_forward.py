@@ -19,6 +19,7 @@ import time
 import numpy as np
 from machine import describe_machine
 
+from weightfile.bench.bandwidth import DEFAULT_BUFFER, reader, touched_buffer
 from weightfile.demo import demo_model
 from weightfile.fast._native import library
 from weightfile.fast.model import open_model
@@ -33,18 +34,19 @@ LLC_MULTIPLE_BYTES = 128 * 2**20  # more than any last-level cache this runs on
 
 
 class ReadProbe:
-    """Bytes/s of one core streaming a 256 MiB buffer once (wf_stream_read, fast/csrc)."""
+    """Bytes/s of one core reading a 256 MiB buffer once: the probe `weightfile bench` uses
+    (weightfile.bench.bandwidth, fast/csrc/membw.c), so both report the same denominator."""
 
     def __init__(self) -> None:
-        self.buf = np.ones(256 * 2**20, dtype=np.uint8)
-        self.lib = library()
-        assert self.lib is not None, "the C kernels are needed"
+        self.read, method = reader()
+        assert method == "c", "the C kernels are needed"
+        self.words = touched_buffer(DEFAULT_BUFFER)
         self.best = 0.0
 
     def measure(self) -> float:
         t0 = time.perf_counter()
-        self.lib.wf_stream_read(self.buf.ctypes.data, self.buf.nbytes)
-        self.best = max(self.best, self.buf.nbytes / (time.perf_counter() - t0))
+        self.read(self.words)
+        self.best = max(self.best, self.words.nbytes / (time.perf_counter() - t0))
         return self.best
 
 

@@ -128,7 +128,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     # fnv1a64.c
     lib.wf_fnv1a64.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64)
     lib.wf_fnv1a64.restype = ctypes.c_uint64
-    # membw.c: sum of n uint64 words (the bench's read-bandwidth probe)
+    # membw.c: sum of n uint64 words (the read-bandwidth probe of the bench and benchmarks/)
     lib.wf_membw_read.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     lib.wf_membw_read.restype = ctypes.c_uint64
     # vqf_codecs.c; the quantizers return 1 when the input held NaN/Inf
@@ -169,12 +169,16 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads
     lib.wf_matmat_q8_activation.argtypes = (p, p, p, i64, p, i32)
     lib.wf_matmat_q8_activation.restype = None
+    # matrices (wf_matrix *[count]), count, codes, scales, T, ys (float *[count]), threads
+    lib.wf_matmat_q8_activation_set.argtypes = (p, i32, p, p, i64, p, i32)
+    lib.wf_matmat_q8_activation_set.restype = None
     lib.wf_matmat_f32.argtypes = (p, p, i64, p, i32)  # matrix, x f32 [T, cols], T, y, threads
     lib.wf_matmat_f32.restype = None
-    lib.wf_stream_read.argtypes = (p, i64)  # benchmarks' read-bandwidth probe
-    lib.wf_stream_read.restype = ctypes.c_uint64
     lib.wf_rmsnorm_rows.argtypes = (p, i64, i64, p, f32, p)  # x, rows, n, w, eps, out (f32)
     lib.wf_rmsnorm_rows.restype = None
+    # x, tokens, heads, head_dim, w, eps, cos, sin [T, head_dim/2], normed, rotated (all f32)
+    lib.wf_norm_rope.argtypes = (p, i64, i64, i64, p, f32, p, p, p, p)
+    lib.wf_norm_rope.restype = None
     lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
     lib.wf_swiglu.restype = None
     lib.wf_exp.argtypes = (f32,)

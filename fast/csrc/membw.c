@@ -1,5 +1,6 @@
 /* Memory read bandwidth probe for `weightfile bench` (the decode roofline's denominator).
  *
+ * The one probe: `weightfile bench` and benchmarks/bench_forward.py both call it.
  * Reads n 64-bit words once and returns their sum, so the compiler cannot drop the loads.
  * Eight independent accumulators keep several cache lines in flight and let GCC vectorise
  * the adds: the loop is bound by memory, not by the add chain. Threads are the caller's: each

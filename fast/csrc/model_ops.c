@@ -36,6 +36,27 @@ void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, f
     }
 }
 
+/* §5.1 then §8.4 for the q or k heads of T tokens: each head_dim vector is RMS-normed with w
+ * (into `normed`) and rotated with its token's cos / sin rows [T, head_dim/2] (into `rotated`):
+ * x'_j = x_j c_j - x_{j+h} s_j, x'_{j+h} = x_{j+h} c_j + x_j s_j, each product and sum rounded
+ * once, as the element-wise NumPy the reference follows. */
+void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
+                  float eps, const float *cos, const float *sin, float *normed, float *rotated) {
+    const int64_t h = head_dim / 2;
+    wf_rmsnorm_rows(x, tokens * heads, head_dim, w, eps, normed);
+    for (int64_t t = 0; t < tokens; t++) {
+        const float *c = cos + t * h, *s = sin + t * h;
+        for (int64_t k = 0; k < heads; k++) {
+            const float *v = normed + (t * heads + k) * head_dim;
+            float *o = rotated + (t * heads + k) * head_dim;
+            for (int64_t j = 0; j < h; j++) {
+                o[j] = v[j] * c[j] - v[j + h] * s[j];
+                o[j + h] = v[j + h] * c[j] + v[j] * s[j];
+            }
+        }
+    }
+}
+
 /* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
 static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
 

@@ -226,17 +226,52 @@ static void fill_nan(float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only). */
-void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
-                             float *y, int32_t threads) {
-    product p = {m, xq, xd, NULL, tokens, y};
-    fill_nan(y, tokens * m->rows);
-    wf_parallel_for(m->rows, threads, q8_activation_rows, &p);
-}
-
 /* y[T, rows] = X W^T with float32 weights: §4.2 for quantized, §3.3 for F32 / F16. */
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
     product p = {m, NULL, NULL, x, tokens, y};
     fill_nan(y, tokens * m->rows);
     wf_parallel_for(m->rows, threads, float_rows, &p);
+}
+
+/* Several matrices with the same columns applied to the same activation codes (q, k, v; gate,
+ * up) as one pool call: their rows are numbered one after another, so the pool splits the union
+ * and a decode step wakes the workers once per group instead of once per matrix. */
+typedef struct {
+    const wf_matrix *const *ms;
+    int32_t count;
+    const int8_t *xq;
+    const float *xd;
+    int64_t tokens;
+    float *const *ys;
+} product_set;
+
+static void q8_activation_set_rows(void *arg, int64_t r0, int64_t r1) {
+    const product_set *s = arg;
+    int64_t first = 0; /* row number of matrix i's row 0 in the union */
+    for (int32_t i = 0; i < s->count && first < r1; first += s->ms[i]->rows, i++) {
+        const int64_t lo = r0 > first ? r0 : first;
+        const int64_t hi = r1 < first + s->ms[i]->rows ? r1 : first + s->ms[i]->rows;
+        if (lo >= hi) continue;
+        product p = {s->ms[i], s->xq, s->xd, NULL, s->tokens, s->ys[i]};
+        q8_activation_rows(&p, lo - first, hi - first);
+    }
+}
+
+/* ys[i][T, rows_i] = X W_i^T with §4.1 activation codes, for quantized matrices of equal cols. */
+void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
+                                 const float *xd, int64_t tokens, float *const *ys,
+                                 int32_t threads) {
+    int64_t rows = 0;
+    for (int32_t i = 0; i < count; i++) {
+        fill_nan(ys[i], tokens * ms[i]->rows);
+        rows += ms[i]->rows;
+    }
+    product_set s = {ms, count, xq, xd, tokens, ys};
+    wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
+}
+
+/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only): a set of one. */
+void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
+                             float *y, int32_t threads) {
+    wf_matmat_q8_activation_set(&m, 1, xq, xd, tokens, &y, threads);
 }

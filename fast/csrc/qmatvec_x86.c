@@ -1,7 +1,8 @@
 /* The §4.1 q8_activation product with AVX2 on x86-64, chosen at run time (spec/numerics.md §4.1).
  *
  * The library is built for the baseline x86-64 ISA, so this file compiles its functions with
- * target("avx2") and qmatvec.c calls them only when the CPU reports AVX2. Four rows are done at
+ * target("avx2,f16c") and qmatvec.c calls them only when the CPU reports both (every AVX2 CPU has
+ * F16C, whose binary16 widening is exact like the table). Four rows are done at
  * once: each block's integer dot is exact (maddubs of |w| and x·sign(w), at most 2·128·127 per
  * int16 pair, so never saturating), and lane i of the float32 accumulator is row r+i, which
  * performs exactly the scalar sequence acc = acc + (float)D * (d_w * d_x) in ascending blocks.
@@ -11,17 +12,18 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <stdlib.h>
+#include <string.h>
 
 int wf_x86_avx2(void) {
     static int have = -1;
     if (have < 0) {
         __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx2") ? 1 : 0;
+        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1 : 0;
     }
     return have;
 }
 
-#define AVX2 __attribute__((target("avx2")))
+#define AVX2 __attribute__((target("avx2,f16c")))
 
 /* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
  * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) - 8sum(x)). */
@@ -183,39 +185,88 @@ AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, c
 }
 
 /* One token (decode) on a Q4_0 4x4 payload (§5.7), rows r..r+3 = one row group (r % 4 == 0):
- * group block b is 4 scales then 4 chunks of 16 bytes, chunk c holding bytes 4c..4c+3 of rows
- * 0..3; a 4x4 transpose of 32-bit pieces gives each row's 16 legacy bytes (XOR 0x88 undone). */
+ * group block b is 4 f16 scales then 4 chunks of 16 bytes, chunk c holding payload bytes
+ * 4c..4c+3 of rows 0..3 (XOR 0x88). Byte 4c+k of a row carries element 4c+k in its low nibble
+ * and 16+4c+k in its high one, so against activation codes broadcast per 4-byte piece
+ * (permutes of x), each 32-bit lane of a chunk's byte products is one row's partial dot: no
+ * transpose and no horizontal adds. The int16 sums stay below 4·2·15·127 = 15240, and every
+ * integer step is exact, so D is the same int32 as the scalar loop's. The scales are widened by
+ * F16C (exact for every binary16, as the table is). Lane i of the float32 accumulator is row
+ * r+i: acc = acc + (float)D * (d_w * d_x) over ascending blocks, the contract's order. */
 AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq,
                                                const float *xd, const int32_t *xsum8, float *y) {
     const int64_t nb = m->cols / WF_QK;
-    const float *f16 = wf_f16_table();
-    const __m128i mask = _mm_set1_epi8((char)0x88), low = _mm_set1_epi8(0x0F);
+    const __m256i mask = _mm256_set1_epi8((char)0x88), low = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i lo01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i lo23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+    const __m256i hi01 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
+    const __m256i hi23 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
     const uint8_t *g = m->data + (r / 4) * nb * 72;
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += 72) {
         _mm_prefetch((const char *)(g + nb * 72), _MM_HINT_T0); /* the next row group */
         _mm_prefetch((const char *)(g + nb * 72 + 64), _MM_HINT_T0);
-        const __m128i c0 = _mm_loadu_si128((const __m128i *)(g + 8));
-        const __m128i c1 = _mm_loadu_si128((const __m128i *)(g + 24));
-        const __m128i c2 = _mm_loadu_si128((const __m128i *)(g + 40));
-        const __m128i c3 = _mm_loadu_si128((const __m128i *)(g + 56));
-        const __m128i t0 = _mm_unpacklo_epi32(c0, c1), t1 = _mm_unpackhi_epi32(c0, c1);
-        const __m128i t2 = _mm_unpacklo_epi32(c2, c3), t3 = _mm_unpackhi_epi32(c2, c3);
-        const __m128i rows[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
-                                 _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
-        __m256i w[4];
-        for (int i = 0; i < 4; i++) {
-            const __m128i q = _mm_xor_si128(rows[i], mask);
-            w[i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low), _mm_and_si128(q, low));
-        }
-        const __m128 dw = _mm_set_ps(f16[g[6] | (g[7] << 8)], f16[g[4] | (g[5] << 8)],
-                                     f16[g[2] | (g[3] << 8)], f16[g[0] | (g[1] << 8)]);
         const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
-        const __m128i dots = block_dots4(w, x, 1, xsum8[b]);
+        const __m256i w01 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 8)), mask);
+        const __m256i w23 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 40)), mask);
+        __m256i pairs = _mm256_maddubs_epi16(_mm256_and_si256(w01, low),
+                                             _mm256_permutevar8x32_epi32(x, lo01));
+        pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(_mm256_and_si256(w23, low),
+                                                             _mm256_permutevar8x32_epi32(x, lo23)));
+        pairs = _mm256_add_epi16(
+            pairs, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w01, 4), low),
+                                        _mm256_permutevar8x32_epi32(x, hi01)));
+        pairs = _mm256_add_epi16(
+            pairs, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w23, 4), low),
+                                        _mm256_permutevar8x32_epi32(x, hi23)));
+        const __m256i sums = _mm256_madd_epi16(pairs, ones);
+        const __m128i dots = _mm_sub_epi32(
+            _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1)),
+            _mm_set1_epi32(xsum8[b]));
+        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)g));
         const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(xd[b]));
         acc = _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(dots), s));
     }
     _mm_storeu_ps(y + r, acc);
+}
+
+/* One token (decode) on a Q8_0 8x8 payload (§5.6), rows r..r+7 = one row group (r % 8 == 0):
+ * group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
+ * 4c..4c+3 of rows 0..7 (no XOR). Against the activation piece 4c..4c+3 broadcast to every
+ * lane, 32-bit lane i of a chunk's products is row i's partial dot: maddubs of |w| and
+ * x·sign(w) (at most 2·128·127 per int16 pair), widened to int32 at once and summed over the
+ * chunks, so D is exact. Lane i of the float32 accumulator is row r+i:
+ * acc = acc + (float)D * (d_w * d_x) over ascending blocks, the contract's order. */
+AVX2 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                        const float *xd, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *g = m->data + (r / 8) * nb * step;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        for (int i = 0; i < 5; i++) /* the next row group's block: 272 bytes, 5 lines */
+            _mm_prefetch((const char *)(g + nb * step + 64 * i), _MM_HINT_T0);
+        const int8_t *x = xq + b * WF_QK;
+        __m256i dots = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            int32_t piece;
+            memcpy(&piece, x + 4 * c, 4);
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * c));
+            const __m256i xb = _mm256_set1_epi32(piece);
+            const __m256i pairs =
+                _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xb, w));
+            dots = _mm256_add_epi32(dots, _mm256_madd_epi16(pairs, ones));
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)g));
+        const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), s));
+    }
+    _mm256_storeu_ps(y + r, acc);
+}
+
+static int is_q8_8x8(const wf_matrix *m) {
+    return m->kind == WF_W_Q8 && m->group_rows == 8 && m->chunk_bytes == 4 && m->xor_mask == 0;
 }
 
 /* One token (decode): the accumulator stays in a register. */
@@ -281,7 +332,16 @@ AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
 AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1,
                                         const int8_t *xq, const float *xd, const int32_t *xsum8,
                                         int64_t tokens, float *y) {
-    for (; r0 + 4 <= r1; r0 += 4) rows4(m, r0, xq, xd, xsum8, tokens, y);
+    const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
+    while (r0 + 4 <= r1) {
+        if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
+            rows8_one_token_q8_8x8(m, r0, xq, xd, y);
+            r0 += 8;
+        } else {
+            rows4(m, r0, xq, xd, xsum8, tokens, y);
+            r0 += 4;
+        }
+    }
     return r0;
 }
 

@@ -6,6 +6,7 @@
  * level; the portable loop is written lane-wise so that GCC turns it into the same 8-wide adds.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,26 +67,59 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
 }
 
 /* A persistent pool of row workers: a decode step makes hundreds of products, and starting
- * threads for each cost more than the products themselves. One call runs at a time (`busy`);
- * worker i runs part i + 1 of each call, the caller part 0. Rows are independent (the contract
- * fixes the order inside a row), so any split gives the same bits. */
-enum { MAX_THREADS = 64 };
+ * threads for each cost more than the products themselves. One call runs at a time (`busy`).
+ * Rows are independent (the contract fixes the order inside a row), so any split gives the
+ * same bits, and the split is dynamic: the caller and the workers claim chunks of rows,
+ * CHUNK_ALIGN-aligned (whole row groups of every tiling), from a shared counter until none are
+ * left. A worker that is descheduled (a shared machine, or a little core of a big.LITTLE board)
+ * then delays a call by one chunk, not by half of it. The counter carries the call's generation in its top bits, so a worker that
+ * wakes after its call ended cannot claim rows of the next one with the old call's arguments.
+ *
+ * Waking a sleeping thread costs tens of microseconds, about as much as a small product, and a
+ * decode step's products come a few tens of microseconds apart. So a worker spins (2^18 loads, a
+ * few hundred microseconds: 2^15 was too short to bridge the Python between products) on
+ * the generation before it sleeps on the condition variable, and the caller spins on the count
+ * of finished rows before it sleeps. (No PAUSE in the spin: on this VM it made two threads 4x
+ * slower, most likely through the hypervisor's pause-loop exits; not verified further.) */
+enum { MAX_THREADS = 64, SPIN_ROUNDS = 1 << 18, CHUNK_ALIGN = 8, CHUNKS_PER_THREAD = 8 };
+#define ROW_BITS 40 /* rows of one call < 2^40; the generation tag takes the other 24 bits */
+#define ROW_MASK ((1ULL << ROW_BITS) - 1)
 
 static struct {
     pthread_mutex_t busy, mu;
     pthread_cond_t go, done;
-    int workers;           /* threads started so far */
-    unsigned long long generation;
-    int pending;           /* parts of the current call not finished */
+    int workers; /* threads started so far */
+    _Atomic unsigned long long generation;
+    _Atomic unsigned long long next; /* generation << ROW_BITS | first unclaimed row */
+    _Atomic int64_t finished;        /* rows of the current call done */
     wf_range_fn fn;
     void *ctx;
-    int64_t n;
+    int64_t n, chunk;
     int32_t parts;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, 0, 0};
+          PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
 
-static void run_part(wf_range_fn fn, void *ctx, int64_t n, int32_t parts, int32_t i) {
-    fn(ctx, n * i / parts, n * (i + 1) / parts);
+static inline void compiler_barrier(void) { __asm__ __volatile__("" ::: "memory"); }
+
+/* Claim and run chunks of call `gen` until none are left; returns the rows this thread ran. */
+static void run_chunks(unsigned long long gen, wf_range_fn fn, void *ctx, int64_t n,
+                       int64_t chunk, int signal_last) {
+    const unsigned long long tag = (gen << ROW_BITS) & ~ROW_MASK;
+    unsigned long long v = atomic_load(&pool.next);
+    for (;;) {
+        if ((v & ~ROW_MASK) != tag || (int64_t)(v & ROW_MASK) >= n) return;
+        if (!atomic_compare_exchange_weak(&pool.next, &v, v + (unsigned long long)chunk)) continue;
+        const int64_t begin = (int64_t)(v & ROW_MASK);
+        const int64_t end = begin + chunk < n ? begin + chunk : n;
+        fn(ctx, begin, end);
+        const int64_t done = atomic_fetch_add(&pool.finished, end - begin) + (end - begin);
+        if (done == n && signal_last) { /* the last rows of the call: wake the caller */
+            pthread_mutex_lock(&pool.mu);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.mu);
+        }
+        v = atomic_load(&pool.next);
+    }
 }
 
 static void *worker(void *arg) {
@@ -93,19 +127,18 @@ static void *worker(void *arg) {
     /* A worker is started by the call that first needs it, before that call's generation is
      * published (generations count from 1), so "nothing seen yet" makes it join that call. */
     unsigned long long seen = 0;
-    pthread_mutex_lock(&pool.mu);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.go, &pool.mu);
-        seen = pool.generation;
-        if (part >= pool.parts) continue; /* this call needs fewer workers */
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.generation) == seen; i++)
+            compiler_barrier();
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.go, &pool.mu);
+        seen = atomic_load(&pool.generation);
+        const int32_t parts = pool.parts;
         wf_range_fn fn = pool.fn;
         void *ctx = pool.ctx;
-        const int64_t n = pool.n;
-        const int32_t parts = pool.parts;
+        const int64_t n = pool.n, chunk = pool.chunk;
         pthread_mutex_unlock(&pool.mu);
-        run_part(fn, ctx, n, parts, part);
-        pthread_mutex_lock(&pool.mu);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (part < parts) run_chunks(seen, fn, ctx, n, chunk, 1);
     }
     return NULL;
 }
@@ -117,7 +150,6 @@ static void pool_after_fork(void) {
     pthread_cond_init(&pool.go, NULL);
     pthread_cond_init(&pool.done, NULL);
     pool.workers = 0;
-    pool.pending = 0;
 }
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -138,23 +170,30 @@ static int ensure_workers(int want) {
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((int64_t)threads > n) threads = (int32_t)n;
-    if (threads <= 1) {
+    if (threads <= 1 || n > (int64_t)ROW_MASK) {
         fn(ctx, 0, n);
         return;
     }
+    int64_t chunk = n / ((int64_t)threads * CHUNKS_PER_THREAD) / CHUNK_ALIGN * CHUNK_ALIGN;
+    if (chunk < CHUNK_ALIGN) chunk = CHUNK_ALIGN;
     pthread_mutex_lock(&pool.busy);
     pthread_mutex_lock(&pool.mu);
     const int workers = ensure_workers(threads - 1);
-    const int32_t parts = workers + 1 < threads ? workers + 1 : threads;
-    pool.fn = fn, pool.ctx = ctx, pool.n = n, pool.parts = parts;
-    pool.pending = parts - 1;
-    pool.generation++;
+    pool.fn = fn, pool.ctx = ctx, pool.n = n, pool.chunk = chunk;
+    pool.parts = workers + 1 < threads ? workers + 1 : threads;
+    const unsigned long long gen = atomic_load(&pool.generation) + 1;
+    atomic_store(&pool.finished, 0);
+    atomic_store(&pool.next, (gen << ROW_BITS) & ~ROW_MASK);
+    atomic_store(&pool.generation, gen);
     pthread_cond_broadcast(&pool.go);
     pthread_mutex_unlock(&pool.mu);
-    run_part(fn, ctx, n, parts, 0);
-    pthread_mutex_lock(&pool.mu);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
-    pthread_mutex_unlock(&pool.mu);
+    run_chunks(gen, fn, ctx, n, chunk, 0);
+    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&pool.finished) < n; i++) compiler_barrier();
+    if (atomic_load(&pool.finished) < n) {
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.finished) < n) pthread_cond_wait(&pool.done, &pool.mu);
+        pthread_mutex_unlock(&pool.mu);
+    }
     pthread_mutex_unlock(&pool.busy);
 }
 

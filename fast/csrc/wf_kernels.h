@@ -45,7 +45,7 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* x86-64: 1 when the CPU has AVX2 (qmatvec_x86.c), and its §4.1 kernel for the whole groups of
+/* x86-64: 1 when the CPU has AVX2 and F16C (qmatvec_x86.c), and its §4.1 kernel for the whole groups of
  * four rows in [r0, r1); returns the first row it left to the caller. */
 int wf_x86_avx2(void);
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,

@@ -1,10 +1,11 @@
 """The Qwen3 dense decoder on file-encoded weights (qwen-math §1.1; spec/numerics.md §3-§10).
 
 The same layer-major pass as `weightfile.ref.model.decoder.Qwen3Model`, one NumPy array
-[T, width] per operation instead of a list of per-token vectors: products, norms, attention and
-SwiGLU run in the C kernels in the contract's order; RoPE and the residual adds are element-wise
-NumPy float32 operations (one rounding each, as in the reference); the RoPE tables are the same
-correctly rounded values (fast/model/rope.py). The trace hook receives the same names and bits.
+[T, width] per operation instead of a list of per-token vectors: products, norms, RoPE,
+attention and SwiGLU run in the C kernels in the contract's order (q/k norm and RoPE as one call);
+the residual adds are element-wise NumPy float32 operations (one rounding each, as in the
+reference); the RoPE tables are the same correctly rounded values (fast/model/rope.py). The trace
+hook receives the same names and bits.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from weightfile.ref.model.decoder import PositionIds, text_position_ids
 from weightfile.ref.model.trace import TraceHook
 from weightfile.ref.model.weights import widen_f16
 from weightfile.ref.numerics.kernels import kernels_for
-from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
+from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile, QuantizedMatmul
 
 from .bind import FastLayer, FastWeights
-from .matrix import FastMatrix, kernels, quantize_activation
+from .matrix import FastMatrix, kernels, matmat_codes_set, quantize_activation
 from .rope import FastRopeTables
 
 
@@ -67,16 +68,11 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 
 def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
     """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
-    (the reference quantizes it per product, deterministically, so the codes are the same)."""
-    shared = None
-    out = []
-    for m in mats:
-        if m.quantized and m.mode.value == "q8_activation":
-            shared = shared or quantize_activation(x)
-            out.append(m.matmat_codes(*shared, threads=threads))
-        else:
-            out.append(m.matmat(x, threads=threads))
-    return out
+    (the reference quantizes it per product, deterministically, so the codes are the same), and
+    their products run as one C call."""
+    if all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats):
+        return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
+    return [m.matmat(x, threads=threads) for m in mats]
 
 
 class FastQwen3Model:
@@ -119,24 +115,25 @@ class FastQwen3Model:
         rows = [self.rope.cos_sin(p, self.config.mrope_section) for p in pos]
         return (np.stack([c for c, _ in rows])[:, None, :], np.stack([s for _, s in rows])[:, None])
 
-    def rotate(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-        """§8.4 rotate_half per head: x'_j = x_j c - x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
-        t = x.shape[0]
-        heads = x.reshape(t, -1, self.config.head_dim)
-        h = self.config.head_dim // 2
-        lo, hi = heads[..., :h], heads[..., h:]
-        out = np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin], axis=-1)
-        return out.reshape(t, -1)
+    def norm_rope(self, x, weight, cos, sin) -> tuple[np.ndarray, np.ndarray]:
+        """§5.1 per head, then §8.4 rotate_half per head (x'_j = x_j c - x_{j+h} s,
+        x'_{j+h} = x_{j+h} c + x_j s) in one C call: (normed, rotated) [T, heads*head_dim]."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        hd = self.config.head_dim
+        normed, rotated = np.empty_like(x), np.empty_like(x)
+        kernels().wf_norm_rope(
+            address(x), x.shape[0], x.shape[1] // hd, hd, address(weight), self.config.eps_f32,
+            address(cos), address(sin), address(normed), address(rotated),
+        )  # fmt: skip
+        return normed, rotated
 
     def attention_block(self, i, lw: FastLayer, x, cos, sin, slots, caches, hook) -> np.ndarray:
         """h = x + o_proj(attn(input_layernorm(x))); slots[t] is token t's row in its cache."""
         c, eps, th = self.config, self.config.eps_f32, self.threads
         n = rmsnorm(x, lw.attn_norm, eps)
         q, k, v = project((lw.q_proj, lw.k_proj, lw.v_proj), n, th)
-        qn = rmsnorm(q, lw.q_norm, eps)
-        kn = rmsnorm(k, lw.k_norm, eps)
-        qr = np.ascontiguousarray(self.rotate(qn, cos, sin))
-        kr = self.rotate(kn, cos, sin)
+        qn, qr = self.norm_rope(q, lw.q_norm, cos, sin)
+        kn, kr = self.norm_rope(k, lw.k_norm, cos, sin)
         for t, cache in enumerate(caches):
             cache.keys[i, slots[t]] = kr[t]
             cache.values[i, slots[t]] = v[t]

@@ -9,6 +9,7 @@ quantized weights in the profile's §4.1 or §4.2 mode, dense F32 / F16 weights 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,11 @@ def kernels() -> ctypes.CDLL:
     if lib is None:
         raise NativeUnavailable("the fast forward path needs the C kernels (see the warning)")
     return lib
+
+
+def threads_for(asked: int, work: int) -> int:
+    """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of `work` (elements)."""
+    return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
 
 
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,28 +121,41 @@ class FastMatrix:
 
     def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
         """§4.1 with activations already quantized by `quantize_activation` (shared by q/k/v)."""
-        if not (self.quantized and self.mode is QuantizedMatmul.Q8_ACTIVATION):
-            raise ValueError(f"{self.codec} in mode {self.mode.value} takes float activations")
-        self._check(codes.shape)
-        codes = np.ascontiguousarray(codes, dtype=np.int8)
-        scales = np.ascontiguousarray(scales, dtype=np.float32)
-        if scales.shape != (codes.shape[0], self.cols // QBLOCK):
-            raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
-        y = np.empty((codes.shape[0], self.rows), dtype=np.float32)
-        threads = self._threads(threads, codes.shape[0])
-        kernels().wf_matmat_q8_activation(
-            self._address, address(codes), address(scales), codes.shape[0], address(y), threads
-        )
-        return y
+        return matmat_codes_set((self,), codes, scales, threads)[0]
 
     def _threads(self, asked: int, tokens: int) -> int:
-        """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of work."""
-        work = self.rows * self.cols * tokens
-        return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
+        return threads_for(asked, self.rows * self.cols * tokens)
 
     def _check(self, shape: tuple[int, ...]) -> None:
         if len(shape) != 2 or shape[1] != self.cols:
             raise ValueError(f"product of a {self.shape} matrix with activations {shape}")
+
+
+def matmat_codes_set(
+    mats: Sequence[FastMatrix], codes: np.ndarray, scales: np.ndarray, threads: int = 1
+) -> list[np.ndarray]:
+    """`[m.matmat_codes(codes, scales, threads) for m in mats]` as one C call: the pool splits
+    the rows of all of them at once (q, k, v or gate, up share their activations), so a decode
+    step starts the workers once per group. Each row is the same product, so the same bits."""
+    for m in mats:
+        if not (m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION):
+            raise ValueError(f"{m.codec} in mode {m.mode.value} takes float activations")
+        m._check(codes.shape)
+    codes = np.ascontiguousarray(codes, dtype=np.int8)
+    scales = np.ascontiguousarray(scales, dtype=np.float32)
+    tokens = codes.shape[0]
+    if scales.shape != (tokens, codes.shape[1] // QBLOCK):
+        raise ValueError(f"scales {scales.shape} do not fit codes {codes.shape}")
+    ys = [np.empty((tokens, m.rows), dtype=np.float32) for m in mats]
+    threads = threads_for(threads, sum(m.rows for m in mats) * codes.shape[1] * tokens)
+    n = len(mats)  # the pointer arrays are named so that they live through the call
+    mat_ptrs = (ctypes.c_void_p * n)(*(m._address for m in mats))
+    y_ptrs = (ctypes.c_void_p * n)(*(address(y) for y in ys))
+    kernels().wf_matmat_q8_activation_set(
+        ctypes.addressof(mat_ptrs), n, address(codes), address(scales), tokens,
+        ctypes.addressof(y_ptrs), threads,
+    )  # fmt: skip
+    return ys
 
 
 def matrix_from_entry(

@@ -114,9 +114,10 @@ def test_model_path_and_errors(tmp_path, capsys):
 
 
 class StandInMatrix:
-    """Plays the fast engine's matrix: the fast codec's float32 decode, a NumPy product."""
+    """Plays the fast engine's matrix: the fast codec's float32 decode, a NumPy product (layer
+    0's values stand in for every layer's)."""
 
-    def __init__(self, vqf, name, rows, cols):
+    def __init__(self, vqf, name, rows, cols, layer=0):
         from weightfile.bench.measure import dequantize_layer0
 
         self.values = dequantize_layer0(vqf, name, rows, cols)

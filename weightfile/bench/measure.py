@@ -100,7 +100,8 @@ def dequantize_rate(vqf: VQFFile, name: str, rows: int, cols: int) -> float:
 
 @dataclass(frozen=True)
 class MatvecRate:
-    """One matrix at its real shape: weight bytes read per second by the fast matvec."""
+    """One matrix name at its real shape: weight bytes read per second by the fast matvec, swept
+    over every layer's matrix of that name (weight_bytes is one of them)."""
 
     name: str
     rows: int
@@ -112,19 +113,27 @@ class MatvecRate:
 def matvec_rates(
     vqf: VQFFile, shapes: dict[str, tuple[int, int, int]], threads: Sequence[int]
 ) -> list[MatvecRate] | None:
-    """GB/s of weights read by `matrix_from_entry(...).matvec` per shape; None without fast."""
+    """GB/s of weights read by `matrix_from_entry(...).matvec` per shape; None without fast.
+
+    Each rate is one sweep over every layer's matrix of that name, as a decoded token reads
+    them: a single 1-3 MB layer matrix timed over and over would be read from the last-level
+    cache (32 MB on the development VM) and report more than the memory can deliver.
+    """
     matrix_from_entry = engines.fast_matrix_from_entry()
     if matrix_from_entry is None:
         return None
     out = []
-    for name, (rows, cols, _) in shapes.items():
-        m = matrix_from_entry(vqf, name, rows, cols)
+    for name, (rows, cols, count) in shapes.items():
+        mats = [matrix_from_entry(vqf, name, rows, cols, layer=i) for i in range(count)]
         x = np.linspace(-1, 1, cols, dtype=np.float32)
-        rates = {
-            n: m.nbytes / best_seconds(lambda m=m, n=n, x=x: m.matvec(x, threads=n))
-            for n in threads
-        }
-        out.append(MatvecRate(name, rows, cols, int(m.nbytes), rates))
+
+        def sweep(n: int, mats: list[Any] = mats, x: np.ndarray = x) -> None:
+            for m in mats:
+                m.matvec(x, threads=n)
+
+        swept = sum(m.nbytes for m in mats)
+        rates = {n: swept / best_seconds(lambda n=n, sweep=sweep: sweep(n)) for n in threads}
+        out.append(MatvecRate(name, rows, cols, int(mats[0].nbytes), rates))
     return out
 
 
