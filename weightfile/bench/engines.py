@@ -1,9 +1,9 @@
 """The two forward engines the bench compares, and the honest stand-ins when one is missing.
 
 fast: `weightfile.fast.model.open_model(vqf, threads=n)` and, for the matrix-vector rows,
-`weightfile.fast.model.matrix.matrix_from_entry(vqf, name, rows, cols)`. Both are imported
-lazily: on a tree without the fast engine the bench reports its rows as unavailable and never
-substitutes the reference under the fast label.
+`weightfile.fast.model.matrix.matrix_from_entry(vqf, name, rows, cols)`. On a machine without
+the C kernels (no compiler) the bench reports their rows as unavailable and never substitutes
+the reference under the fast label.
 
 ref: `Qwen3Model(*bind_vqf(vqf))`, the oracle. On real-size models one reference token takes
 minutes, so above `REF_MEASURE_LIMIT` multiply-adds per token the reference per-token time is
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from importlib import import_module
 from typing import Any
 
 import numpy as np
 
+from weightfile.fast._native import library
+from weightfile.fast.model import open_model
+from weightfile.fast.model.matrix import matrix_from_entry
 from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.numerics.kernels import kernels_for
@@ -38,32 +40,19 @@ REF_MEASURE_LIMIT = 2_000_000
 ESTIMATE_ROWS = 32
 
 
-def optional_module(name: str) -> Any:
-    """`name` imported, or None when that module (not one it imports) does not exist."""
-    try:
-        return import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            return None
-        raise
-
-
-def fast_attribute(module: str, name: str) -> Callable[..., Any] | None:
-    """`module.name`, or None while the fast engine (or that part of it) has not landed."""
-    found = optional_module(module)
-    return getattr(found, name, None) if found is not None else None
-
-
 def fast_open_model() -> Callable[..., Any] | None:
-    return fast_attribute("weightfile.fast.model", "open_model")
+    """`weightfile.fast.model.open_model`, or None without the C kernels (no compiler): the
+    fast forward pass has no NumPy fallback, and the reference never stands in for it."""
+    return open_model if library() is not None else None
 
 
 def fast_matrix_from_entry() -> Callable[..., Any] | None:
-    return fast_attribute("weightfile.fast.model.matrix", "matrix_from_entry")
+    """`weightfile.fast.model.matrix.matrix_from_entry`, or None without the C kernels."""
+    return matrix_from_entry if library() is not None else None
 
 
 def open_fast(vqf: VQFFile, threads: int) -> Any | None:
-    """The fast engine's model, or None on a tree without it."""
+    """The fast engine's model, or None without the C kernels."""
     open_model = fast_open_model()
     return None if open_model is None else open_model(vqf, threads=threads)
 

@@ -50,10 +50,8 @@ from .roofline import roofline_tokens_per_s, weight_bytes_per_token
 from .targets import check_targets
 
 SCHEMA = "weightfile.bench/1"
-NO_FAST = (
-    "fast forward rows: n/a (no fast engine in this tree: no weightfile.fast.model.open_model)"
-)
-NO_FAST_MATRIX = "matvec rows: n/a (no weightfile.fast.model.matrix.matrix_from_entry in this tree)"
+NO_FAST = "fast forward rows: n/a (no fast engine: the C kernels are unavailable, see the warning)"
+NO_FAST_MATRIX = "matvec rows: n/a (no fast engine: the C kernels are unavailable)"
 ESTIMATED = (
     "ref estimated: one reference token at this size takes minutes, so its matvec was timed on "
     f"the first {engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and "
