@@ -4,7 +4,8 @@ Not a test: run `python benchmarks/bench_forward.py [--ref-tokens 3] [--fast-tok
 measures, side by side on this machine (issue 6 targets):
 * single-core read bandwidth: one pass over a 256 MiB buffer, best of the passes run just
   before each matvec sweep (so both see the same load of a shared machine);
-* Q4_0 / Q8_0 matvec at 2048 x 6144 (the §4.1 canonical mode) as GB/s of weights read, on
+* Q4_0 / Q8_0 matvec at 2048 x 6144, untiled and in the engine's tiled layouts (the §4.1
+  canonical mode) as GB/s of weights read, on
   1 and 2 threads, over enough distinct matrices that they cannot stay in the last-level cache;
   its share of the single-core bandwidth (target: Q4_0 >= 50%);
 * decode tokens/s of `weightfile demo`'s model, ref and fast, after the same 8-token prefill,
@@ -22,6 +23,7 @@ from machine import describe_machine
 from weightfile.bench.bandwidth import DEFAULT_BUFFER, reader, touched_buffer
 from weightfile.demo import demo_model
 from weightfile.fast._native import library
+from weightfile.fast.codecs.vqf.tiling import tile
 from weightfile.fast.model import open_model
 from weightfile.fast.model.matrix import FastMatrix
 from weightfile.ref.model.bind_vqf import bind_vqf
@@ -30,6 +32,8 @@ from weightfile.ref.vqf.read import open_vqf
 
 ROWS, COLS = 2048, 6144
 BLOCK_BYTES = {"q4_0": 18, "q8_0": 34}
+#: The layouts measured: the legacy untiled rows and the engine's tiled layouts (§5.6-§5.8).
+CODECS = ("q4_0", "q4_0_4x4", "q8_0", "q8_0_8x8")
 LLC_MULTIPLE_BYTES = 128 * 2**20  # more than any last-level cache this runs on
 
 
@@ -51,11 +55,14 @@ class ReadProbe:
 
 
 def random_matrix(codec: str, rng: np.random.Generator) -> FastMatrix:
-    """A [2048, 6144] payload of random codes with scale 0.01 in every block."""
+    """A [2048, 6144] payload of random codes with scale 0.01 in every block (tiled layouts:
+    the same untiled blocks rearranged by the fast tiling)."""
+    base = codec.split("_")[0] + "_0"
     blocks = ROWS * COLS // 32
-    raw = rng.integers(0, 256, size=(blocks, BLOCK_BYTES[codec]), dtype=np.uint8)
+    raw = rng.integers(0, 256, size=(blocks, BLOCK_BYTES[base]), dtype=np.uint8)
     raw[:, :2] = np.full(blocks, 0.01, dtype="<f2").view(np.uint8).reshape(blocks, 2)
-    return FastMatrix(codec, raw.reshape(-1), ROWS, COLS)
+    payload = raw.tobytes() if codec == base else tile(codec, raw.tobytes(), ROWS, COLS)
+    return FastMatrix(codec, np.frombuffer(payload, dtype=np.uint8), ROWS, COLS)
 
 
 def matvec_bandwidth(codec: str, threads: int, repeat: int, probe: ReadProbe) -> float:
@@ -106,7 +113,7 @@ def main() -> None:
     probe = ReadProbe()
     rates = {
         (codec, threads): matvec_bandwidth(codec, threads, args.repeat, probe)
-        for codec in ("q4_0", "q8_0")
+        for codec in CODECS
         for threads in (1, 2)
     }
     bw = probe.best
