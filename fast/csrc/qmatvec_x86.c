@@ -156,6 +156,90 @@ AVX2 static inline int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const i
     return b;
 }
 
+/* The f16 scale bits that begin a block (little-endian). */
+static inline short scale_bits(const uint8_t *blk) {
+    uint16_t d;
+    memcpy(&d, blk, 2);
+    return (short)d;
+}
+
+/* The scales of the blocks at s + i·row_bytes, i = 0..7, widened by F16C (exact for every
+ * binary16, as the table is): lane i is row i's d_w. */
+AVX2 static inline __m256 scales8(const uint8_t *s, int64_t row_bytes) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(
+        scale_bits(s), scale_bits(s + row_bytes), scale_bits(s + 2 * row_bytes),
+        scale_bits(s + 3 * row_bytes), scale_bits(s + 4 * row_bytes),
+        scale_bits(s + 5 * row_bytes), scale_bits(s + 6 * row_bytes),
+        scale_bits(s + 7 * row_bytes)));
+}
+
+/* Row i's 8 int32 partial dots of one 256-bit register of Q4 payload bytes q (low half block
+ * b, high half block b+1: low nibbles elements 0-15, high nibbles 16-31) against the matching
+ * activation halves. At most 2·(2·15·127) per int16 pair: no overflow, every step exact. */
+AVX2 static inline __m256i q4_parts(__m256i q, __m256i xlo, __m256i xhi) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i pairs =
+        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(q, low), xlo),
+                         _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), low), xhi));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+/* Eight rows' partial vectors p[0..7] (low half block b, high half b+1) into the eight D of
+ * block b (*db) and of block b+1 (*db1), lane i = row i: two hadd levels leave rows 0-3 and
+ * 4-7 of both blocks complete, one cross-lane permute per block regroups them. */
+AVX2 static inline void transpose_dots8(const __m256i p[8], __m256i *db, __m256i *db1) {
+    const __m256i h03 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]),
+                                          _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i h47 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]),
+                                          _mm256_hadd_epi32(p[6], p[7]));
+    *db = _mm256_permute2x128_si256(h03, h47, 0x20);
+    *db1 = _mm256_permute2x128_si256(h03, h47, 0x31);
+}
+
+/* One token (decode) on an untiled Q4 payload (§5.7 legacy 18-byte blocks), rows r..r+7 with
+ * row i in lane i of one float32x8 accumulator: per pair of blocks, each row's payload bytes of
+ * both blocks share one register, the eight rows' partial vectors are reduced together, and
+ * the accumulator adds block b's (float)D · (d_w · d_x) before block b+1's, the contract's
+ * ascending order (§4.1). An odd last block goes through the same steps with its bytes in both
+ * halves, using only block b. */
+AVX2 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                            const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const uint8_t *p = m->data + r * row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2, p += 36) {
+        const int pair = b + 2 <= nb;
+        const int64_t b1 = pair ? b + 1 : b, off1 = pair ? 18 : 0;
+        const int8_t *x0 = xq + b * WF_QK, *x1 = xq + b1 * WF_QK;
+        const __m256i xlo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x1),
+                                             _mm_loadu_si128((const __m128i *)x0));
+        const __m256i xhi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(x1 + 16)),
+                                             _mm_loadu_si128((const __m128i *)(x0 + 16)));
+        __m256i part[8];
+        for (int i = 0; i < 8; i++) {
+            const uint8_t *blk = p + i * row_bytes;
+            /* The hardware prefetcher loses track of eight interleaved row streams: fetch the
+             * same bytes of the next eight rows (steps of 36 < 64 bytes reach every line). */
+            _mm_prefetch((const char *)(blk + 8 * row_bytes), _MM_HINT_T0);
+            const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + off1 + 2)),
+                                               _mm_loadu_si128((const __m128i *)(blk + 2)));
+            part[i] = q4_parts(q, xlo, xhi);
+        }
+        const __m256 dw = scales8(p, row_bytes);
+        __m256i db, db1;
+        transpose_dots8(part, &db, &db1);
+        db = _mm256_sub_epi32(db, _mm256_set1_epi32(xsum8[b]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(db),
+                                               _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]))));
+        if (!pair) break;
+        const __m256 dw1 = scales8(p + 18, row_bytes);
+        db1 = _mm256_sub_epi32(db1, _mm256_set1_epi32(xsum8[b1]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(db1),
+                                               _mm256_mul_ps(dw1, _mm256_set1_ps(xd[b1]))));
+    }
+    _mm256_storeu_ps(y + r, acc);
+}
+
 /* One token (decode) on an untiled payload, rows r..r+3: row pointers advance block by block
  * and the accumulator stays in a register. */
 AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
@@ -333,9 +417,13 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
                                         const int8_t *xq, const float *xd, const int32_t *xsum8,
                                         int64_t tokens, float *y) {
     const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
+    const int q4_rows8 = tokens == 1 && m->kind == WF_W_Q4 && m->group_rows <= 1;
     while (r0 + 4 <= r1) {
         if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
             rows8_one_token_q8_8x8(m, r0, xq, xd, y);
+            r0 += 8;
+        } else if (q4_rows8 && r0 + 8 <= r1) {
+            rows8_one_token_q4_untiled(m, r0, xq, xd, xsum8, y);
             r0 += 8;
         } else {
             rows4(m, r0, xq, xd, xsum8, tokens, y);
