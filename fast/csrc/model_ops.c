@@ -57,6 +57,15 @@ void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_di
     }
 }
 
+/* §5.1 then §4.1 steps 1-2 on the normed rows: the products that read them (q/k/v, gate/up)
+ * get their quantized activations from the same call; `out` keeps the normed rows for the trace.
+ * n is a multiple of WF_QK (the caller checks). */
+void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
+                         float *out, int8_t *codes, float *scales) {
+    wf_rmsnorm_rows(x, nrows, n, w, eps, out);
+    wf_quantize_activation(out, nrows * n, codes, scales);
+}
+
 /* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
 static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
 
@@ -86,6 +95,14 @@ float wf_exp(float x) {
 /* §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     for (int64_t i = 0; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
+}
+
+/* §7 then §4.1 steps 1-2: down_proj's quantized activations from the same call as swiglu; `out`
+ * keeps the swiglu rows for the trace. n is a multiple of WF_QK (the caller checks). */
+void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
+                        float *scales) {
+    wf_swiglu(g, u, n, out);
+    wf_quantize_activation(out, n, codes, scales);
 }
 
 /* §5.2 maximum: the first NaN if any, else the first largest value. */
