@@ -186,6 +186,8 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_rmsnorm_quantize.restype = None
     lib.wf_swiglu_quantize.argtypes = (p, p, i64, p, p, p)
     lib.wf_swiglu_quantize.restype = None
+    lib.wf_exp_array.argtypes = (p, i64, p)  # x, n, out (f32)
+    lib.wf_exp_array.restype = None
     lib.wf_exp.argtypes = (f32,)
     lib.wf_exp.restype = f32
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)

@@ -11,6 +11,10 @@
 
 #include "wf_kernels.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 static float f32_of(uint32_t b) {
     float f;
     memcpy(&f, &b, 4);
@@ -92,9 +96,80 @@ float wf_exp(float x) {
     return (y * pow2(a)) * pow2(b);
 }
 
+#if defined(__SSE2__)
+/* §6 on four lanes: wf_exp's binary32 operations in its order, on the §6 step 1 clamped input
+ * (as ref/numerics/exp.py), the out-of-range and NaN lanes replaced at the end. rintf becomes
+ * (t + 1.5·2^23) - 1.5·2^23, which rounds to the nearest integer, ties to even, exactly as rintf
+ * for |t| < 2^22 (here |t| <= 151); only the sign of a zero k can differ, and a zero k gives
+ * y = 1 + (±0) = 1 and the factors 2^0 either way. SSE2 has no rounding instruction, hence the
+ * shift; without this the exps of swiglu run one by one. */
+static inline __m128 exp4(__m128 x) {
+    const __m128 log2e = _mm_castsi128_ps(_mm_set1_epi32(0x3FB8AA3B)),
+                 ln2_hi = _mm_castsi128_ps(_mm_set1_epi32(0x3F317200)),
+                 ln2_lo = _mm_castsi128_ps(_mm_set1_epi32(0x35BFBE8E)),
+                 x_max = _mm_castsi128_ps(_mm_set1_epi32(0x42B17217)),
+                 x_min = _mm_castsi128_ps(_mm_set1_epi32((int32_t)0xC2CFF1B4u)),
+                 shift = _mm_set1_ps(12582912.0f), one = _mm_set1_ps(1.0f);
+    static const uint32_t poly[6] = {0x39500D01u, 0x3AB60B61u, 0x3C088889u,
+                                     0x3D2AAAABu, 0x3E2AAAABu, 0x3F000000u};
+    __m128 xc = _mm_min_ps(x_max, _mm_max_ps(x_min, x)); /* a NaN x passes through */
+    __m128 k = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(xc, log2e), shift), shift);
+    __m128 hi = _mm_sub_ps(xc, _mm_mul_ps(k, ln2_hi)), lo = _mm_mul_ps(k, ln2_lo);
+    __m128 r = _mm_sub_ps(hi, lo);
+    __m128 c = _mm_sub_ps(_mm_sub_ps(hi, r), lo);
+    __m128 q = _mm_castsi128_ps(_mm_set1_epi32((int32_t)poly[0]));
+    for (int i = 1; i < 6; i++)
+        q = _mm_add_ps(_mm_mul_ps(q, r), _mm_castsi128_ps(_mm_set1_epi32((int32_t)poly[i])));
+    __m128 y = _mm_add_ps(one, _mm_add_ps(r, _mm_add_ps(c, _mm_mul_ps(_mm_mul_ps(r, r), q))));
+    /* a = k > 127 ? 127 : (k < -126 ? k + 64 : k); b = k > 127 ? k - 127 : (k < -126 ? -64 : 0) */
+    const __m128 c127 = _mm_set1_ps(127.0f), cm126 = _mm_set1_ps(-126.0f);
+    __m128 big = _mm_cmpgt_ps(k, c127), small = _mm_cmplt_ps(k, cm126);
+    __m128 a = _mm_or_ps(_mm_and_ps(small, _mm_add_ps(k, _mm_set1_ps(64.0f))),
+                         _mm_andnot_ps(small, k));
+    a = _mm_or_ps(_mm_and_ps(big, c127), _mm_andnot_ps(big, a));
+    __m128 b = _mm_and_ps(small, _mm_set1_ps(-64.0f));
+    b = _mm_or_ps(_mm_and_ps(big, _mm_sub_ps(k, c127)), _mm_andnot_ps(big, b));
+    const __m128i bias = _mm_set1_epi32(127);
+    __m128 pa = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(a), bias), 23));
+    __m128 pb = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(b), bias), 23));
+    y = _mm_mul_ps(_mm_mul_ps(y, pa), pb);
+    __m128 over = _mm_cmpgt_ps(x, x_max), under = _mm_cmplt_ps(x, x_min);
+    y = _mm_or_ps(_mm_and_ps(over, _mm_set1_ps(INFINITY)), _mm_andnot_ps(over, y));
+    y = _mm_andnot_ps(under, y);
+    __m128 nan = _mm_cmpunord_ps(x, x);
+    return _mm_or_ps(_mm_and_ps(nan, _mm_add_ps(x, x)), _mm_andnot_ps(nan, y));
+}
+#endif
+
+/* §6 element-wise over n floats, four lanes at a time where SSE2 is: the lanes swiglu uses, open
+ * to a direct test against the reference's exp (swiglu's 1 + exp hides exp's low bits). */
+void wf_exp_array(const float *x, int64_t n, float *out) {
+    int64_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, exp4(_mm_loadu_ps(x + i)));
+#endif
+    for (; i < n; i++) out[i] = wf_exp(x[i]);
+}
+
 /* §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
+    int64_t i = 0;
+#if defined(__SSE2__)
+    const __m128 sign = _mm_set1_ps(-0.0f), one = _mm_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) { /* two independent chains: exp4 is latency-bound */
+        __m128 g0 = _mm_loadu_ps(g + i), g1 = _mm_loadu_ps(g + i + 4);
+        __m128 e0 = exp4(_mm_xor_ps(g0, sign)), e1 = exp4(_mm_xor_ps(g1, sign));
+        _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(g0, _mm_add_ps(one, e0)), _mm_loadu_ps(u + i)));
+        _mm_storeu_ps(out + i + 4,
+                      _mm_mul_ps(_mm_div_ps(g1, _mm_add_ps(one, e1)), _mm_loadu_ps(u + i + 4)));
+    }
+    for (; i + 4 <= n; i += 4) {
+        __m128 gi = _mm_loadu_ps(g + i);
+        __m128 e = exp4(_mm_xor_ps(gi, sign)); /* -g: a sign flip, as C's unary minus */
+        _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(gi, _mm_add_ps(one, e)), _mm_loadu_ps(u + i)));
+    }
+#endif
+    for (; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
 }
 
 /* §7 then §4.1 steps 1-2: down_proj's quantized activations from the same call as swiglu; `out`
