@@ -194,10 +194,69 @@ static float max_f32(const float *v, int64_t n) {
 /* §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
 static void softmax(float *s, int64_t n) {
     float m = max_f32(s, n);
-    for (int64_t i = 0; i < n; i++) s[i] = wf_exp(s[i] - m);
+    for (int64_t i = 0; i < n; i++) s[i] = s[i] - m;
+    wf_exp_array(s, n, s);
     float total = lanes_sum(s, n);
     for (int64_t i = 0; i < n; i++) s[i] = s[i] / total;
 }
+
+#if defined(__SSE2__)
+/* §3.3 dot for n % 8 == 0: lanes 0-3 and 4-7 of the canonical eight in two registers (element i
+ * to lane i mod 8, ascending i, from +0.0), combined by the §3.2 tree as wf_dot_f32 does. */
+static inline float dot8(const float *a, const float *b, int64_t n) {
+    __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+        lo = _mm_add_ps(lo, _mm_mul_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+        hi = _mm_add_ps(hi, _mm_mul_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4)));
+    }
+    float l[WF_LANES];
+    _mm_storeu_ps(l, lo);
+    _mm_storeu_ps(l + 4, hi);
+    return wf_combine_lanes(l);
+}
+
+/* Four §3.3 dots of q with the rows k0..k3 at once (independent chains hide the add latency);
+ * each is exactly dot8(q, k_r, n). */
+static void dot8x4(const float *q, const float *k0, const float *k1, const float *k2,
+                   const float *k3, int64_t n, float *out) {
+    __m128 lo0 = _mm_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0, lo2 = lo0, hi2 = lo0,
+           lo3 = lo0, hi3 = lo0;
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m128 a = _mm_loadu_ps(q + i), b = _mm_loadu_ps(q + i + 4);
+        lo0 = _mm_add_ps(lo0, _mm_mul_ps(a, _mm_loadu_ps(k0 + i)));
+        hi0 = _mm_add_ps(hi0, _mm_mul_ps(b, _mm_loadu_ps(k0 + i + 4)));
+        lo1 = _mm_add_ps(lo1, _mm_mul_ps(a, _mm_loadu_ps(k1 + i)));
+        hi1 = _mm_add_ps(hi1, _mm_mul_ps(b, _mm_loadu_ps(k1 + i + 4)));
+        lo2 = _mm_add_ps(lo2, _mm_mul_ps(a, _mm_loadu_ps(k2 + i)));
+        hi2 = _mm_add_ps(hi2, _mm_mul_ps(b, _mm_loadu_ps(k2 + i + 4)));
+        lo3 = _mm_add_ps(lo3, _mm_mul_ps(a, _mm_loadu_ps(k3 + i)));
+        hi3 = _mm_add_ps(hi3, _mm_mul_ps(b, _mm_loadu_ps(k3 + i + 4)));
+    }
+    float l[4][WF_LANES];
+    _mm_storeu_ps(l[0], lo0), _mm_storeu_ps(l[0] + 4, hi0);
+    _mm_storeu_ps(l[1], lo1), _mm_storeu_ps(l[1] + 4, hi1);
+    _mm_storeu_ps(l[2], lo2), _mm_storeu_ps(l[2] + 4, hi2);
+    _mm_storeu_ps(l[3], lo3), _mm_storeu_ps(l[3] + 4, hi3);
+    for (int r = 0; r < 4; r++) out[r] = wf_combine_lanes(l[r]);
+}
+
+/* o_i = o_i + p_j * v_j,i over j = 0..npos-1 in order, from o = +0, for head_dim % 32 == 0: 32
+ * outputs stay in registers across the positions (each element's additions keep their order). */
+static void weigh_values(const float *p, const float *values, int64_t npos, int64_t stride,
+                         int64_t head_dim, float *o) {
+    for (int64_t i = 0; i < head_dim; i += 32) {
+        __m128 acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm_setzero_ps();
+        for (int64_t j = 0; j < npos; j++) {
+            const float *v = values + j * stride + i;
+            const __m128 pj = _mm_set1_ps(p[j]);
+            for (int r = 0; r < 8; r++)
+                acc[r] = _mm_add_ps(acc[r], _mm_mul_ps(pj, _mm_loadu_ps(v + 4 * r)));
+        }
+        for (int r = 0; r < 8; r++) _mm_storeu_ps(o + i + 4 * r, acc[r]);
+    }
+}
+#endif
 
 /* §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at cached
  * positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
@@ -210,10 +269,25 @@ void wf_attend(const float *q, const float *keys, const float *values, int64_t n
     for (int64_t h = 0; h < heads; h++) {
         const float *qh = q + h * head_dim;
         const int64_t kv = (h / group) * head_dim;
+        float *o = out + h * head_dim;
+#if defined(__SSE2__)
+        if (head_dim % 32 == 0) { /* Qwen3's 128 */
+            const float *k = keys + kv;
+            int64_t j = 0;
+            for (; j + 4 <= npos; j += 4) {
+                dot8x4(qh, k + j * stride, k + (j + 1) * stride, k + (j + 2) * stride,
+                       k + (j + 3) * stride, head_dim, scores + j);
+                for (int r = 0; r < 4; r++) scores[j + r] = scores[j + r] * scale;
+            }
+            for (; j < npos; j++) scores[j] = dot8(qh, k + j * stride, head_dim) * scale;
+            softmax(scores, npos);
+            weigh_values(scores, values + kv, npos, stride, head_dim, o);
+            continue;
+        }
+#endif
         for (int64_t j = 0; j < npos; j++)
             scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
         softmax(scores, npos);
-        float *o = out + h * head_dim;
         for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
         for (int64_t j = 0; j < npos; j++) {
             const float *v = values + j * stride + kv;
