@@ -144,6 +144,7 @@ class FastQwen3Model:
         self.config = config
         self.weights = weights
         self.threads = threads
+        self.eps = config.eps_f32  # a property that builds a float32 on every read
         self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
         self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
 
@@ -174,14 +175,14 @@ class FastQwen3Model:
         hd = self.config.head_dim
         normed, rotated = np.empty_like(x), np.empty_like(x)
         kernels().wf_norm_rope(
-            address(x), x.shape[0], x.shape[1] // hd, hd, address(weight), self.config.eps_f32,
+            address(x), x.shape[0], x.shape[1] // hd, hd, address(weight), self.eps,
             address(cos), address(sin), address(normed), address(rotated),
         )  # fmt: skip
         return normed, rotated
 
     def attention_block(self, i, lw: FastLayer, x, cos, sin, slots, caches, hook) -> np.ndarray:
         """h = x + o_proj(attn(input_layernorm(x))); slots[t] is token t's row in its cache."""
-        c, eps, th = self.config, self.config.eps_f32, self.threads
+        c, eps, th = self.config, self.eps, self.threads
         n, (q, k, v) = norm_project(x, lw.attn_norm, eps, (lw.q_proj, lw.k_proj, lw.v_proj), th)
         qn, qr = self.norm_rope(q, lw.q_norm, cos, sin)
         kn, kr = self.norm_rope(k, lw.k_norm, cos, sin)
@@ -199,6 +200,8 @@ class FastQwen3Model:
             )  # fmt: skip
         (o,) = project((lw.o_proj,), att, th)
         h = x + o
+        if hook is None:  # untraced: no names to format
+            return h
         for op, rows in (
             ("attn_norm", n), ("q_proj", q), ("k_proj", k), ("v_proj", v), ("q_norm", qn),
             ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
@@ -210,11 +213,11 @@ class FastQwen3Model:
     def mlp_block(self, i: int, lw: FastLayer, h: np.ndarray, hook) -> np.ndarray:
         """out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)."""
         th = self.threads
-        n, (g, u) = norm_project(
-            h, lw.ffn_norm, self.config.eps_f32, (lw.gate_proj, lw.up_proj), th
-        )
+        n, (g, u) = norm_project(h, lw.ffn_norm, self.eps, (lw.gate_proj, lw.up_proj), th)
         sw, d = swiglu_project(g, u, lw.down_proj, th)
         out = h + d
+        if hook is None:
+            return out
         for op, rows in (
             ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
             ("ffn_residual", out),
@@ -259,16 +262,17 @@ class FastQwen3Model:
             if trace is not None:
                 trace(name, np.array(rows, dtype=np.float32).reshape(len(tokens), -1))
 
+        layer_hook = None if trace is None else hook
         x = self.embed(tokens)
         hook("embed", x)
         for token_ids, cache, _ in requests:
             cache.reserve(cache.length + len(token_ids))
         cos, sin = self.cos_sin(pos)
         for i, lw in enumerate(self.weights.layers):
-            x = self.attention_block(i, lw, x, cos, sin, slots, caches, hook)
-            x = self.mlp_block(i, lw, x, hook)
+            x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
+            x = self.mlp_block(i, lw, x, layer_hook)
         n, (logits,) = norm_project(
-            x, self.weights.final_norm, self.config.eps_f32, (self.weights.lm_head,), self.threads
+            x, self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads
         )
         hook("final_norm", n)
         hook("logits", logits)
