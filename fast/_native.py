@@ -181,6 +181,13 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_norm_rope.restype = None
     lib.wf_swiglu.argtypes = (p, p, i64, p)  # gate, up, n, out (f32)
     lib.wf_swiglu.restype = None
+    # x, rows, n, w, eps, out f32, codes i8, scales f32 / gate, up, n, out f32, codes, scales
+    lib.wf_rmsnorm_quantize.argtypes = (p, i64, i64, p, f32, p, p, p)
+    lib.wf_rmsnorm_quantize.restype = None
+    lib.wf_swiglu_quantize.argtypes = (p, p, i64, p, p, p)
+    lib.wf_swiglu_quantize.restype = None
+    lib.wf_exp_array.argtypes = (p, i64, p)  # x, n, out (f32)
+    lib.wf_exp_array.restype = None
     lib.wf_exp.argtypes = (f32,)
     lib.wf_exp.restype = f32
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)

@@ -36,6 +36,7 @@ static inline float wf_combine_lanes(const float l[WF_LANES]) {
 
 /* §3.3 canonical dot of two float32 vectors. */
 float wf_dot_f32(const float *a, const float *b, int64_t n);
+void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 
 /* Run fn(ctx, begin, end) over [0, n) split into `threads` contiguous parts (pthreads). */
 typedef void (*wf_range_fn)(void *ctx, int64_t begin, int64_t end);

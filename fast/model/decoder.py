@@ -20,6 +20,7 @@ from weightfile.ref.model.decoder import PositionIds, text_position_ids
 from weightfile.ref.model.trace import TraceHook
 from weightfile.ref.model.weights import widen_f16
 from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.spec.numerics.constants import QBLOCK
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile, QuantizedMatmul
 
 from .bind import FastLayer, FastWeights
@@ -66,13 +67,64 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     return out
 
 
+def takes_codes(mats: Sequence[FastMatrix]) -> bool:
+    """True when every matrix reads §4.1 quantized activations (so they can be made once)."""
+    return all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats)
+
+
 def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
     """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
     (the reference quantizes it per product, deterministically, so the codes are the same), and
     their products run as one C call."""
-    if all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats):
+    if takes_codes(mats):
         return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
     return [m.matmat(x, threads=threads) for m in mats]
+
+
+def activation_buffers(x: np.ndarray, mats: Sequence[FastMatrix]) -> tuple[np.ndarray, ...]:
+    """(out float32, codes int8, scales float32) for a fused C call whose output x-shaped rows
+    feed `mats`; their shapes are checked first, so the call never writes past a buffer."""
+    for m in mats:
+        m._check(x.shape)  # quantized cols are a multiple of the §4.1 block
+    codes = np.empty(x.shape, dtype=np.int8)
+    scales = np.empty((x.shape[0], x.shape[1] // QBLOCK), dtype=np.float32)
+    return np.empty_like(x), codes, scales
+
+
+def norm_project(
+    x: np.ndarray, weight: np.ndarray, eps: np.float32, mats: Sequence[FastMatrix], threads: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the §4.1 activation
+    quantization in one C call when the products take codes: the same operations in order."""
+    if not takes_codes(mats):
+        n = rmsnorm(x, weight, eps)
+        return n, project(mats, n, threads)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n, codes, scales = activation_buffers(x, mats)
+    kernels().wf_rmsnorm_quantize(
+        address(x), x.shape[0], x.shape[1], address(weight), eps,
+        address(n), address(codes), address(scales),
+    )  # fmt: skip
+    return n, matmat_codes_set(mats, codes, scales, threads)
+
+
+def swiglu_project(
+    gate: np.ndarray, up: np.ndarray, mat: FastMatrix, threads: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(swiglu(gate, up), mat applied to it), swiglu and the §4.1 quantization in one C call
+    when `mat` takes codes."""
+    if not takes_codes((mat,)):
+        sw = swiglu(gate, up)
+        return sw, mat.matmat(sw, threads=threads)
+    gate = np.ascontiguousarray(gate, dtype=np.float32)
+    up = np.ascontiguousarray(up, dtype=np.float32)
+    if up.shape != gate.shape:
+        raise ValueError(f"gate {gate.shape} and up {up.shape} differ")
+    sw, codes, scales = activation_buffers(gate, (mat,))
+    kernels().wf_swiglu_quantize(
+        address(gate), address(up), gate.size, address(sw), address(codes), address(scales)
+    )
+    return sw, matmat_codes_set((mat,), codes, scales, threads)[0]
 
 
 class FastQwen3Model:
@@ -92,6 +144,7 @@ class FastQwen3Model:
         self.config = config
         self.weights = weights
         self.threads = threads
+        self.eps = config.eps_f32  # a property that builds a float32 on every read
         self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
         self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
 
@@ -122,16 +175,15 @@ class FastQwen3Model:
         hd = self.config.head_dim
         normed, rotated = np.empty_like(x), np.empty_like(x)
         kernels().wf_norm_rope(
-            address(x), x.shape[0], x.shape[1] // hd, hd, address(weight), self.config.eps_f32,
+            address(x), x.shape[0], x.shape[1] // hd, hd, address(weight), self.eps,
             address(cos), address(sin), address(normed), address(rotated),
         )  # fmt: skip
         return normed, rotated
 
     def attention_block(self, i, lw: FastLayer, x, cos, sin, slots, caches, hook) -> np.ndarray:
         """h = x + o_proj(attn(input_layernorm(x))); slots[t] is token t's row in its cache."""
-        c, eps, th = self.config, self.config.eps_f32, self.threads
-        n = rmsnorm(x, lw.attn_norm, eps)
-        q, k, v = project((lw.q_proj, lw.k_proj, lw.v_proj), n, th)
+        c, eps, th = self.config, self.eps, self.threads
+        n, (q, k, v) = norm_project(x, lw.attn_norm, eps, (lw.q_proj, lw.k_proj, lw.v_proj), th)
         qn, qr = self.norm_rope(q, lw.q_norm, cos, sin)
         kn, kr = self.norm_rope(k, lw.k_norm, cos, sin)
         for t, cache in enumerate(caches):
@@ -148,6 +200,8 @@ class FastQwen3Model:
             )  # fmt: skip
         (o,) = project((lw.o_proj,), att, th)
         h = x + o
+        if hook is None:  # untraced: no names to format
+            return h
         for op, rows in (
             ("attn_norm", n), ("q_proj", q), ("k_proj", k), ("v_proj", v), ("q_norm", qn),
             ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
@@ -158,11 +212,12 @@ class FastQwen3Model:
 
     def mlp_block(self, i: int, lw: FastLayer, h: np.ndarray, hook) -> np.ndarray:
         """out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)."""
-        n = rmsnorm(h, lw.ffn_norm, self.config.eps_f32)
-        g, u = project((lw.gate_proj, lw.up_proj), n, self.threads)
-        sw = swiglu(g, u)
-        (d,) = project((lw.down_proj,), sw, self.threads)
+        th = self.threads
+        n, (g, u) = norm_project(h, lw.ffn_norm, self.eps, (lw.gate_proj, lw.up_proj), th)
+        sw, d = swiglu_project(g, u, lw.down_proj, th)
         out = h + d
+        if hook is None:
+            return out
         for op, rows in (
             ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
             ("ffn_residual", out),
@@ -207,17 +262,19 @@ class FastQwen3Model:
             if trace is not None:
                 trace(name, np.array(rows, dtype=np.float32).reshape(len(tokens), -1))
 
+        layer_hook = None if trace is None else hook
         x = self.embed(tokens)
         hook("embed", x)
         for token_ids, cache, _ in requests:
             cache.reserve(cache.length + len(token_ids))
         cos, sin = self.cos_sin(pos)
         for i, lw in enumerate(self.weights.layers):
-            x = self.attention_block(i, lw, x, cos, sin, slots, caches, hook)
-            x = self.mlp_block(i, lw, x, hook)
-        n = rmsnorm(x, self.weights.final_norm, self.config.eps_f32)
+            x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
+            x = self.mlp_block(i, lw, x, layer_hook)
+        n, (logits,) = norm_project(
+            x, self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads
+        )
         hook("final_norm", n)
-        (logits,) = project((self.weights.lm_head,), n, self.threads)
         hook("logits", logits)
         out, at = [], 0
         for token_ids, cache, _ in requests:
