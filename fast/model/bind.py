@@ -12,16 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from weightfile.ref.model.bind_vqf import (
-    FAMILIES,
-    choose_family,
-    config_from_arch,
+    dense_plan,
     read_norm,
     require_entry,
     require_layout,
 )
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.vqf.read import VQFFile
-from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import QType
 
@@ -71,21 +68,10 @@ def stacked(
 
 def bind(vqf: VQFFile, mode: QuantizedMatmul, family: str | None = None):
     """(config, FastWeights) of a dense Qwen3 / Qwen3-VL-text VQF; errors as bind_vqf's."""
-    arch = vqf.header.arch
-    if vqf.header.is_moe or arch.get("n_experts"):
-        raise UnsupportedError("vqf.bind.unsupported", "MoE files are not bound yet", path="flags")
-    if not arch.get("has_q_norm"):
-        raise UnsupportedError("vqf.bind.unsupported", "Qwen3 needs q/k norms", path="arch")
-    fam = choose_family(vqf, family)
-    names = {e.name for e in vqf.entries}
-    lm_name = next((f"{f}_lm" for f in (fam, *FAMILIES) if f"{f}_lm" in names), None)
-    c: Qwen3Config = config_from_arch(arch, tied=lm_name is None)
+    p = dense_plan(vqf, family)
+    c: Qwen3Config = p.config
+    fam, lm_name, shapes = p.family, p.lm_name, p.shapes
     nl, d, hd = c.num_hidden_layers, c.hidden_size, c.head_dim
-    shapes = {
-        "q": (c.q_dim, d), "k": (c.kv_dim, d), "v": (c.kv_dim, d), "o": (d, c.q_dim),
-        "gate": (c.intermediate_size, d), "up": (c.intermediate_size, d),
-        "down": (d, c.intermediate_size),
-    }  # fmt: skip
     m = {k: stacked(vqf, f"{fam}_{k}", nl, *oi, mode) for k, oi in shapes.items()}
     norms = {n: read_norm(vqf, n, nl, d) for n in ("attn_norm", "ffn_norm")}
     norms |= {n: read_norm(vqf, n, nl, hd) for n in ("q_norm", "k_norm")}

@@ -12,6 +12,7 @@ Rule ids raised here: the `vqf.bind.*` rows of spec/vqf/rules.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import import_module
 
 import numpy as np
@@ -155,10 +156,22 @@ def codec_matrix_words(
     return codes.astype(np.int8), words["scales"]
 
 
-def bind_vqf(
-    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
-) -> tuple[Qwen3Config, ModelWeights]:
-    """The decoder config and weights of a dense Qwen3 (or Qwen3-VL text tower) VQF file."""
+@dataclass(frozen=True)
+class DensePlan:
+    """What a dense Qwen3 VQF binds (§7.1): its config, projection family, lm_head tensor name
+    (None: tied to token_embed) and the physical [out, in] shape of each per-layer matrix."""
+
+    config: Qwen3Config
+    family: str
+    lm_name: str | None
+    shapes: dict[str, tuple[int, int]]
+
+
+def dense_plan(vqf: VQFFile, family: str | None = None) -> DensePlan:
+    """Refuse what the Qwen3 decoder cannot bind (MoE, no q/k norms), then plan the binding.
+
+    Shared by every binder (the reference's and the fast path's), so both refuse and pick the
+    same way."""
     arch = vqf.header.arch
     if vqf.header.is_moe or arch.get("n_experts"):
         raise UnsupportedError("vqf.bind.unsupported", "MoE files are not bound yet", path="flags")
@@ -168,12 +181,22 @@ def bind_vqf(
     names = {e.name for e in vqf.entries}
     lm_name = next((f"{f}_lm" for f in (fam, *FAMILIES) if f"{f}_lm" in names), None)
     c = config_from_arch(arch, tied=lm_name is None)
-    nl, d, hd = c.num_hidden_layers, c.hidden_size, c.head_dim
+    d = c.hidden_size
     shapes = {  # physical [out, in] per layer (§7.1)
         "q": (c.q_dim, d), "k": (c.kv_dim, d), "v": (c.kv_dim, d), "o": (d, c.q_dim),
         "gate": (c.intermediate_size, d), "up": (c.intermediate_size, d),
         "down": (d, c.intermediate_size),
     }  # fmt: skip
+    return DensePlan(c, fam, lm_name, shapes)
+
+
+def bind_vqf(
+    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
+) -> tuple[Qwen3Config, ModelWeights]:
+    """The decoder config and weights of a dense Qwen3 (or Qwen3-VL text tower) VQF file."""
+    p = dense_plan(vqf, family)
+    c, fam, lm_name, shapes = p.config, p.family, p.lm_name, p.shapes
+    nl, d, hd = c.num_hidden_layers, c.hidden_size, c.head_dim
     m = {k: read_matrices(vqf, f"{fam}_{k}", nl, *oi, matrix_words) for k, oi in shapes.items()}
     norms = {n: read_norm(vqf, n, nl, d) for n in ("attn_norm", "ffn_norm")}
     norms |= {n: read_norm(vqf, n, nl, hd) for n in ("q_norm", "k_norm")}
