@@ -16,7 +16,7 @@ import numpy as np
 
 from weightfile.fast._native import address
 from weightfile.ref.model.config import Qwen3Config
-from weightfile.ref.model.decoder import PositionIds, text_position_ids
+from weightfile.ref.model.decoder import PositionIds, gather_requests
 from weightfile.ref.model.trace import TraceHook
 from weightfile.ref.model.weights import widen_f16
 from weightfile.ref.numerics.kernels import kernels_for
@@ -241,22 +241,10 @@ class FastQwen3Model:
         trace: TraceHook | None = None,
     ) -> list[np.ndarray]:
         """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
-        if len({id(c) for _, c, _ in requests}) != len(requests):
-            raise ValueError("each request of a batch needs its own cache")
-        tokens: list[int] = []
-        pos: list[Sequence[int]] = []
-        caches: list[FastKVCache] = []
-        slots: list[int] = []
-        for token_ids, cache, position_ids in requests:
-            if not token_ids:
-                raise ValueError("forward needs at least one token")
-            p = position_ids or text_position_ids(cache.length, len(token_ids))
-            if len(p) != len(token_ids):
-                raise ValueError("position_ids must have one (t, h, w) triple per token")
-            tokens += token_ids
-            pos += p
-            caches += [cache] * len(token_ids)
-            slots += range(cache.length, cache.length + len(token_ids))
+        tokens, pos, caches = gather_requests(requests)  # the reference's checks and defaults
+        slots = [  # each token's row in its own cache
+            at for ids, c, _ in requests for at in range(c.length, c.length + len(ids))
+        ]
 
         def hook(name: str, rows: np.ndarray) -> None:
             if trace is not None:
