@@ -7,8 +7,9 @@ operation, so every multiply, divide and add rounds separately, as the engine's 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TypeVar
 
 import numpy as np
 
@@ -140,3 +141,31 @@ def validate_length(name: str, payload: bytes, rows: int, cols: int) -> list[Vio
         return [v]
     err = length_error(name, bytes(payload), rows, cols)
     return [err.violation] if err is not None else []
+
+
+Block = TypeVar("Block")
+
+
+def split_blocks(payload: bytes, size: int, unpack: Callable[[bytes], Block]) -> list[Block]:
+    """Every `size`-byte block of a length-checked payload, unpacked, in storage order."""
+    return [unpack(payload[o : o + size]) for o in range(0, len(payload), size)]
+
+
+def quantize_blocks(
+    name: str,
+    values: object,
+    rows: int,
+    cols: int,
+    mode: str,
+    quantizers: Mapping[str, Callable[[list[np.float32]], tuple]],
+    pack: Callable[..., bytes],
+    block: int,
+) -> bytes:
+    """Block-quantise row-major float32 values with the mode's quantiser (§5.3, §5.7): the mode
+    and the values are checked first, then each `block` of a row is quantised and packed."""
+    require_mode(name, mode)
+    bits = input_bits(name, values, rows, cols)
+    require_finite(name, bits, cols)
+    quantize = quantizers[mode]
+    xs = [f32_of_bits(b) for b in bits]
+    return b"".join(pack(*quantize(b)) for b in blocks_of(xs, block))

@@ -14,15 +14,13 @@ import numpy as np
 from weightfile.ref.codecs.vqf.common import (
     F32,
     bits_of_f32,
-    blocks_of,
     f32_of_bits,
     ieee,
-    input_bits,
-    require_finite,
-    require_mode,
+    quantize_blocks,
     require_payload,
     saturating_trunc,
     scales_shape,
+    split_blocks,
     validate_length,
     values_from_bits,
 )
@@ -115,17 +113,12 @@ def unpack_block(raw: bytes) -> tuple[int, list[int]]:
 
 def read_blocks(payload: bytes) -> list[tuple[int, list[int]]]:
     """Every block of a length-checked payload, in storage order."""
-    return [unpack_block(payload[o : o + BLOCK_BYTES]) for o in range(0, len(payload), BLOCK_BYTES)]
+    return split_blocks(payload, BLOCK_BYTES, unpack_block)
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
     """Quantise row-major float32 values block by block with the chosen quantiser."""
-    require_mode(NAME, mode)
-    bits = input_bits(NAME, values, rows, cols)
-    require_finite(NAME, bits, cols)
-    quantize = QUANTIZERS[mode]
-    xs = [f32_of_bits(b) for b in bits]
-    return b"".join(pack_block(*quantize(block)) for block in blocks_of(xs, QK))
+    return quantize_blocks(NAME, values, rows, cols, mode, QUANTIZERS, pack_block, QK)
 
 
 def words_of_blocks(
