@@ -24,10 +24,10 @@ from weightfile.bench.bandwidth import DEFAULT_BUFFER, reader, touched_buffer
 from weightfile.demo import demo_model
 from weightfile.fast._native import library
 from weightfile.fast.codecs.vqf.tiling import tile
-from weightfile.fast.model import open_model
-from weightfile.fast.model.matrix import FastMatrix
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.fast.numerics.matrix import FastMatrix
+from weightfile.fast.qwen3 import open_model
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import open_vqf
 
 ROWS, COLS = 2048, 6144

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from weightfile.fast._native import library
-from weightfile.fast.model import open_model
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.fast.qwen3 import open_model
+from weightfile.ref.layers.sampling import greedy
+from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.ref.model.sampling import greedy
-from weightfile.ref.model.trace import TraceRecorder, trace_names
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.qwen3.trace import trace_names
 from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
@@ -130,7 +131,7 @@ def ref_model(vqf: VQFFile) -> Any:
 
 
 def fast_opener() -> Callable[[VQFFile], Any] | None:
-    """`weightfile.fast.model.open_model(vqf, threads=1)`, or None without the C kernels (the
+    """`weightfile.fast.qwen3.open_model(vqf, threads=1)`, or None without the C kernels (the
     fast forward pass has no NumPy fallback, and answering with the reference would hide it)."""
     if library() is None:
         return None

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from weightfile.ref.numerics.matrix import DenseMatrix
-
-from .config import Qwen3Config
-from .weights import LayerWeights, ModelWeights
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.weights import LayerWeights, ModelWeights
 
 EMBED = "model.embed_tokens.weight"
 FINAL_NORM = "model.norm.weight"

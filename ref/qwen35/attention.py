@@ -8,22 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from weightfile.ref.model.decoder import causal_attention, per_token, split_heads
+from weightfile.ref.layers import attention
+from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.trace import emit
 from weightfile.ref.numerics.kernels import Site
 
 from .cache import Qwen35Cache
 from .ops import Ops, Vec
+from .trace import ATTENTION_OPS
 from .weights import AttentionWeights
 
 
 def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
     """Causal GQA attention of one token: query head h reads kv head h // group (§9)."""
     c = ops.config
-    out: Vec = []
-    for h, qh in enumerate(split_heads(q, c.head_dim)):
-        g = h // c.group_size
-        out += ops.kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values], site)
-    return out
+    return attention.attend(ops.kernels, q, keys, values, c.head_dim, c.group_size, site)
 
 
 def attention_block(
@@ -48,14 +47,24 @@ def attention_block(
     kn = each("k_norm", lambda v, s: ops.head_norm(v, w.key_norm, hd, s), kk)
     qr = [ops.partial_rope(v, p) for v, p in zip(qn, pos, strict=True)]
     kr = [ops.partial_rope(v, p) for v, p in zip(kn, pos, strict=True)]
-    att = causal_attention(i, qr, kr, vv, caches, hd, lambda *a: attend(ops, *a))
+    att = attention.causal_attention(i, qr, kr, vv, caches, hd, lambda *a: attend(ops, *a))
     gated = [ops.gate(a, g) for a, g in zip(att, gt, strict=True)]
     o = each("o_proj", lambda v, s: k.matvec(w.output, v, s), gated)
     h = each("attn_residual", k.add, x, o)
-    for op, rows in (
-        ("attn_norm", n), ("q_proj", q), ("attn_gate", gt), ("k_proj", kk), ("v_proj", vv),
-        ("q_norm", qn), ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att),
-        ("gated_attn", gated), ("o_proj", o), ("attn_residual", h),
-    ):  # fmt: skip
-        hook(f"layers.{i}.{op}", rows)
+    rows = dict(
+        attn_norm=n,
+        q_proj=q,
+        attn_gate=gt,
+        k_proj=kk,
+        v_proj=vv,
+        q_norm=qn,
+        k_norm=kn,
+        q_rope=qr,
+        k_rope=kr,
+        attn=att,
+        gated_attn=gated,
+        o_proj=o,
+        attn_residual=h,
+    )
+    emit(hook, i, ATTENTION_OPS, rows)
     return h

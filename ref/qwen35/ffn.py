@@ -8,42 +8,24 @@ transformers' index_add does), plus sigmoid(shared_score · n) times the shared 
 
 from __future__ import annotations
 
-import numpy as np
-
-from weightfile.ref.model.decoder import per_token
-from weightfile.ref.numerics.f32 import ZERO
+from weightfile.ref.layers.moe import combine, route
+from weightfile.ref.layers.swiglu import swiglu_ffn
+from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.trace import emit
 from weightfile.ref.numerics.kernels import Site
 
 from .ops import Ops, Vec
+from .trace import DENSE_OPS, MOE_OPS
 from .weights import FfnWeights, MoeWeights
-
-
-def swiglu_ffn(ops: Ops, w: FfnWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec]:
-    """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (§7)."""
-    k = ops.kernels
-    g, u = k.matvec(w.gate, n, site), k.matvec(w.up, n, site)
-    sw = k.swiglu(g, u, site)
-    return g, u, sw, k.matvec(w.down, sw, site)
-
-
-def route(ops: Ops, logits: Vec) -> list[tuple[int, np.float32]]:
-    """(expert, weight) of the top-k experts, ascending expert index (§18.3)."""
-    probs = ops.kernels.softmax(logits)
-    ranked = sorted(range(len(probs)), key=lambda e: (-probs[e], e))
-    chosen = sorted(ranked[: ops.config.num_experts_per_tok])
-    total = ops.kernels.sum([probs[e] for e in chosen])
-    return [(e, probs[e] / total) for e in chosen]
 
 
 def moe_token(ops: Ops, w: MoeWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec, Vec]:
     """(router logits, routed sum, shared expert, [shared gate], output) for one token."""
     k = ops.kernels
     logits = k.matvec(w.router, n, site)
-    routed: Vec = [ZERO] * len(n)
-    for e, weight in route(ops, logits):
-        y = swiglu_ffn(ops, w.experts[e], n, site)[3]
-        routed = [acc + weight * v for acc, v in zip(routed, y, strict=True)]
-    shared = swiglu_ffn(ops, w.shared, n, site)[3]
+    routes = route(k, logits, ops.config.num_experts_per_tok)
+    routed = combine(routes, lambda e: swiglu_ffn(k, w.experts[e], n, site)[3], len(n))
+    shared = swiglu_ffn(k, w.shared, n, site)[3]
     score = ops.sigmoid(k.matvec(w.shared_score, n, site)[0])
     out = [r + score * s for r, s in zip(routed, shared, strict=True)]
     return logits, routed, shared, [score], out
@@ -58,14 +40,13 @@ def ffn_block(
     n = each("ffn_norm", lambda v, s: ops.norm(v, post_norm, s), h)
     if isinstance(w, MoeWeights):
         parts = each("moe", lambda v, s: moe_token(ops, w, v, s), n)
-        names = ("router_logits", "moe_routed", "shared_expert", "shared_gate", "moe_out")
+        table = MOE_OPS
     else:
-        parts = each("mlp", lambda v, s: swiglu_ffn(ops, w, v, s), n)
-        names = ("gate_proj", "up_proj", "swiglu", "down_proj")
-    columns = {name: [p[j] for p in parts] for j, name in enumerate(names)}
-    out = each("ffn_residual", k.add, h, columns[names[-1]])
-    hook(f"layers.{i}.ffn_norm", n)
-    for name, rows in columns.items():
-        hook(f"layers.{i}.{name}", rows)
-    hook(f"layers.{i}.ffn_residual", out)
+        parts = each("mlp", lambda v, s: swiglu_ffn(k, w, v, s), n)
+        table = DENSE_OPS
+    # The table's middle entries (between ffn_norm and ffn_residual) name the parts, in order.
+    middle = table[1:-1]
+    columns = {name: [p[j] for p in parts] for j, name in enumerate(middle)}
+    out = each("ffn_residual", k.add, h, columns[middle[-1]])
+    emit(hook, i, table, {"ffn_norm": n, **columns, "ffn_residual": out})
     return out

@@ -11,23 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from weightfile.ref.model.decoder import per_token, split_heads
-from weightfile.ref.numerics.deltanet import (
-    causal_conv,
-    delta_rule_step,
-    gated_rmsnorm,
-    l2normalize,
-)
+from weightfile.ref.layers.heads import join_heads, split_heads
+from weightfile.ref.layers.norm import gated_rmsnorm
+from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.trace import emit
+from weightfile.ref.numerics.deltanet import causal_conv, delta_rule_step, l2normalize
 from weightfile.ref.numerics.f32 import F32
 
 from .cache import Qwen35Cache
 from .ops import Ops, Vec
+from .trace import GDN_OPS, GDN_TOKEN_OPS
 from .weights import GdnWeights
-
-
-def flat(heads: list[Vec]) -> Vec:
-    """[heads][dim] -> [heads*dim] (no arithmetic)."""
-    return [x for head in heads for x in head]
 
 
 def gates(ops: Ops, w: GdnWeights, a: Vec, b: Vec) -> tuple[Vec, Vec]:
@@ -81,8 +75,7 @@ def gdn_block(
     z = each("gdn_z", lambda v, s: k.matvec(w.z, v, s), n)
     a = each("gdn_a", lambda v, s: k.matvec(w.a_projection, v, s), n)
     b = each("gdn_b", lambda v, s: k.matvec(w.b_projection, v, s), n)
-    per_token_ops = ("gdn_conv", "gdn_q", "gdn_k", "gdn_beta", "gdn_g", "gdn_core", "gdn_norm")
-    rows: dict[str, list[Vec]] = {op: [] for op in per_token_ops}
+    rows: dict[str, list[Vec]] = {op: [] for op in GDN_TOKEN_OPS}
     for t, cache in enumerate(caches):  # tokens of one sequence arrive in order
         window = [*cache.conv[i], qkv[t]]
         cache.conv[i] = window[1:]
@@ -92,18 +85,21 @@ def gdn_block(
         core = recurrence(ops, cache.recurrent[i], q, kh, split_heads(conv[2 * kg :], dv), beta, g)
         zs = split_heads(z[t], dv)
         normed = [
-            gated_rmsnorm(o, w.norm, zh, c.eps_f32, k.silu) for o, zh in zip(core, zs, strict=True)
+            gated_rmsnorm(k, o, w.norm, zh, c.eps_f32) for o, zh in zip(core, zs, strict=True)
         ]
-        for op, row in (
-            ("gdn_conv", conv), ("gdn_q", flat(q)), ("gdn_k", flat(kh)), ("gdn_beta", beta),
-            ("gdn_g", g), ("gdn_core", flat(core)), ("gdn_norm", flat(normed)),
-        ):  # fmt: skip
-            rows[op].append(row)
+        token = dict(
+            gdn_conv=conv,
+            gdn_q=join_heads(q),
+            gdn_k=join_heads(kh),
+            gdn_beta=beta,
+            gdn_g=g,
+            gdn_core=join_heads(core),
+            gdn_norm=join_heads(normed),
+        )
+        for op in GDN_TOKEN_OPS:
+            rows[op].append(token[op])
     o = each("gdn_out", lambda v, s: k.matvec(w.output, v, s), rows["gdn_norm"])
     h = each("attn_residual", k.add, x, o)
-    for op, r in (
-        ("attn_norm", n), ("gdn_qkv", qkv), ("gdn_z", z), ("gdn_a", a), ("gdn_b", b),
-        *rows.items(), ("gdn_out", o), ("attn_residual", h),
-    ):  # fmt: skip
-        hook(f"layers.{i}.{op}", r)
+    rows |= dict(attn_norm=n, gdn_qkv=qkv, gdn_z=z, gdn_a=a, gdn_b=b, gdn_out=o, attn_residual=h)
+    emit(hook, i, GDN_OPS, rows)
     return h

@@ -1,6 +1,6 @@
 """The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (qwen-math §1.4).
 
-Same public surface as `weightfile.ref.model.decoder.Qwen3Model` (`config`, `kernels`,
+Same public surface as `weightfile.ref.qwen3.decoder.Qwen3Model` (`config`, `kernels`,
 `new_cache`, `forward`, `forward_batch`), so generation and sampling take either. Layer-major
 like a prefill, every arithmetic step through the profile's kernels or the canonical operations of
 spec/numerics.md §16-§18, vectors as lists of float32 scalars. Per layer:
@@ -14,8 +14,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from weightfile.ref.model.decoder import gather_requests, per_token, split_per_request
-from weightfile.ref.model.trace import TraceHook, as_rows
+from weightfile.ref.layers.batch import gather_requests, split_per_request
+from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows
 from weightfile.ref.numerics.kernels import Kernels, kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
@@ -95,7 +96,7 @@ class Qwen35Model:
                 trace(name, as_rows(rows))
 
         x = self.embed(tokens)
-        hook("embed", x)
+        hook(EMBED, x)
         for i, lw in enumerate(self.weights.layers):
             mixer = self.mixers[i]
             if isinstance(mixer, AttentionWeights):
@@ -107,9 +108,9 @@ class Qwen35Model:
             cache.length += sum(1 for c in caches if c is cache)
         k, each = self.kernels, per_token(None, len(x))
         n = each("final_norm", lambda v, s: self.ops.norm(v, self.final_norm, s), x)
-        hook("final_norm", n)
+        hook(FINAL_NORM, n)
         logits = each("lm_head", lambda v, s: k.matvec(self.weights.output_head, v, s), n)
-        hook("logits", logits)
+        hook(LOGITS, logits)
         return split_per_request(logits, requests)
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from weightfile.ref.model.decoder import split_heads
+from weightfile.ref.layers.heads import split_heads
+from weightfile.ref.layers.norm import head_rmsnorm, rmsnorm, zero_centred
+from weightfile.ref.layers.tokens import Vec
 from weightfile.ref.numerics.f32 import F32, ONE
 from weightfile.ref.numerics.kernels import Kernels, Site
 from weightfile.ref.numerics.log import softplus
@@ -20,12 +22,7 @@ from weightfile.ref.numerics.rope import RopeTables, apply_rope
 
 from .config import Qwen35Config
 
-Vec = list[np.float32]
-
-
-def zero_centred(weight: np.ndarray) -> np.ndarray:
-    """§18.1 The effective weight of a zero-centred RMSNorm: 1 + w, one rounding per element."""
-    return (ONE + np.asarray(weight, dtype=np.float32)).astype(np.float32)
+__all__ = ["Ops", "Vec", "zero_centred"]
 
 
 @dataclass
@@ -44,14 +41,11 @@ class Ops:
 
     def norm(self, x: Sequence[np.float32], effective_weight: np.ndarray, site: Site) -> Vec:
         """§5.1 RMSNorm with the config's eps; zero-centred callers pass 1 + w."""
-        return self.kernels.rmsnorm(x, effective_weight, self.config.eps_f32, site)
+        return rmsnorm(self.kernels, x, effective_weight, self.config.eps_f32, site)
 
     def head_norm(self, v: Vec, effective_weight: np.ndarray, head_dim: int, site: Site) -> Vec:
         """q_norm / k_norm: RMSNorm over head_dim per head (zero-centred weight, shared)."""
-        out: Vec = []
-        for head in split_heads(v, head_dim):
-            out += self.norm(head, effective_weight, site)
-        return out
+        return head_rmsnorm(self.kernels, v, effective_weight, head_dim, self.config.eps_f32, site)
 
     def partial_rope(self, v: Vec, position_ids: Sequence[int]) -> Vec:
         """§8 rotate_half RoPE on the first rotary_dim dims of every head, interleaved MRoPE

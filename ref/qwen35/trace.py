@@ -1,4 +1,4 @@
-"""Trace names of the Qwen3.5 text forward pass (spec/numerics.md §19; style of ref/model/trace).
+"""Trace names of the Qwen3.5 text forward pass (spec/numerics.md §19).
 
 Names (T = tokens of the call; L = layer index; Q = heads·D, Kw = kv_heads·D, Kg / Vg the
 GDN key / value widths, I the FFN width):
@@ -23,15 +23,19 @@ GDN key / value widths, I the FFN width):
 
 from __future__ import annotations
 
+from weightfile.ref.layers.trace import model_names
 from weightfile.spec.ninfer3.text_config import FULL_ATTENTION
+
+from .config import Qwen35Config
 
 ATTENTION_OPS = (
     "attn_norm", "q_proj", "attn_gate", "k_proj", "v_proj", "q_norm", "k_norm", "q_rope",
     "k_rope", "attn", "gated_attn", "o_proj", "attn_residual",
 )  # fmt: skip
+#: Gated DeltaNet: the projections of the call, then the per-token recurrence, then the output.
+GDN_TOKEN_OPS = ("gdn_conv", "gdn_q", "gdn_k", "gdn_beta", "gdn_g", "gdn_core", "gdn_norm")
 GDN_OPS = (
-    "attn_norm", "gdn_qkv", "gdn_z", "gdn_a", "gdn_b", "gdn_conv", "gdn_q", "gdn_k", "gdn_beta",
-    "gdn_g", "gdn_core", "gdn_norm", "gdn_out", "attn_residual",
+    "attn_norm", "gdn_qkv", "gdn_z", "gdn_a", "gdn_b", *GDN_TOKEN_OPS, "gdn_out", "attn_residual",
 )  # fmt: skip
 DENSE_OPS = ("ffn_norm", "gate_proj", "up_proj", "swiglu", "down_proj", "ffn_residual")
 MOE_OPS = (
@@ -42,8 +46,12 @@ MOE_OPS = (
 
 def trace_names(layer_types: list[str], moe: bool) -> list[str]:
     """Every name a forward pass records, in the order it records them."""
-    names = ["embed"]
-    for i, kind in enumerate(layer_types):
-        mixer = ATTENTION_OPS if kind == FULL_ATTENTION else GDN_OPS
-        names += [f"layers.{i}.{op}" for op in (*mixer, *(MOE_OPS if moe else DENSE_OPS))]
-    return [*names, "final_norm", "logits"]
+    ffn = MOE_OPS if moe else DENSE_OPS
+    return model_names(
+        [(*(ATTENTION_OPS if kind == FULL_ATTENTION else GDN_OPS), *ffn) for kind in layer_types]
+    )
+
+
+def names_for(config: Qwen35Config) -> list[str]:
+    """The trace names of a model with this config (the family registry's entry point)."""
+    return trace_names(list(config.layer_types), config.is_moe)

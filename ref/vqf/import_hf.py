@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.hf_names import (
     EMBED,
     FINAL_NORM,
@@ -38,6 +37,7 @@ from weightfile.ref.model.hf_names import (
     config_from_hf,
     layer_tensor,
 )
+from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.hf_checkpoint import read_config, read_state_dict
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for

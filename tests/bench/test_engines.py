@@ -5,7 +5,7 @@ import pytest
 
 from weightfile.bench import engines
 from weightfile.bench.synthetic import synthetic_model
-from weightfile.ref.model.bind_vqf import codec_matrix_words
+from weightfile.ref.qwen3.bind_vqf import codec_matrix_words
 from weightfile.ref.vqf.read import open_vqf
 
 

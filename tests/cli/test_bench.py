@@ -130,7 +130,7 @@ class StandInMatrix:
 
 def test_fast_rows_are_reported_when_an_engine_exists(tmp_path, capsys, monkeypatch):
     # a stand-in engine (the reference model, a NumPy matvec) exercises the report's fast
-    # plumbing on a tree without weightfile.fast.model; the real engine replaces it when merged
+    # plumbing on a tree without weightfile.fast.qwen3; the real engine replaces it when merged
     from weightfile.bench import engines
 
     open_model = lambda vqf, threads=1: engines.open_ref(vqf)  # noqa: E731

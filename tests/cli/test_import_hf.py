@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.hf_checkpoint import read_safetensors
 from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
 from weightfile.ref.vqf.read import open_vqf

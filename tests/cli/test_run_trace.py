@@ -9,10 +9,10 @@ from strategies.tiny_vqf import write_tiny_model
 from weightfile.cli import main
 from weightfile.frontend.generate import stream_tokens
 from weightfile.frontend.tokenizer import load_tokenizer, sidecar_path
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.sampling import generate
-from weightfile.ref.model.trace import trace_names
+from weightfile.ref.layers.sampling import generate
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.qwen3.trace import trace_names
 from weightfile.ref.vqf.read import open_vqf
 
 

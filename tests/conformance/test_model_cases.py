@@ -62,7 +62,7 @@ def test_greedy_tokens_are_the_argmax_of_the_logits_rows(cid):
 
 
 def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypatch):
-    """The fast engine answers model cases through weightfile.fast.model.open_model (called with
+    """The fast engine answers model cases through weightfile.fast.qwen3.open_model (called with
     the open file and threads=), and a model that is off by one ulp anywhere fails."""
     from weightfile.conformance import model_cases
     from weightfile.conformance.model_cases import ref_model

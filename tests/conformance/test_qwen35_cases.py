@@ -20,7 +20,7 @@ from weightfile.conformance import seeded
 from weightfile.conformance.adapter import main as adapter_main
 from weightfile.conformance.generate import CORPUS_DIR
 from weightfile.conformance.runner import builtin_implementation, case_ids, run_corpus
-from weightfile.ref.model.sampling import SplitMix64
+from weightfile.ref.layers.sampling import SplitMix64
 from weightfile.ref.ninfer3.read import open_artifact
 
 VALID = [c for c in case_ids(pattern="ninfer3/*/model/qwen35/*") if "/reject-" not in c]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weightfile.fast._native import address
-from weightfile.fast.model.matrix import kernels
+from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from strategies.tiny_vqf import ModelSpec, model_specs, write_model_file
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
-from weightfile.fast.model import open_model
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.trace import TraceRecorder
+from weightfile.fast.qwen3 import open_model
+from weightfile.ref.layers.trace import TraceRecorder
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import WeightfileError
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
@@ -124,7 +124,7 @@ def truncated(source):
 def test_bind_errors_equal_ref(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from strategies import tiny_vqf
 
-    from weightfile.ref.model.config import Qwen3Config
+    from weightfile.ref.qwen3.config import Qwen3Config
 
     config = Qwen3Config(40, 32, 64, 1, 2, 1, 16, 10000.0, 1e-6, False)
     spec = ModelSpec(config, "q8_0", True, 3)

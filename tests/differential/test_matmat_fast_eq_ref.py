@@ -1,4 +1,4 @@
-"""fast.model.matrix products equal the reference kernels bit for bit (spec/numerics.md §3.3, §4).
+"""fast.numerics.matrix products equal the reference kernels' bits (spec/numerics.md §3.3, §4).
 
 Every layout the forward pass reads, both quantized modes (§4.1 q8_activation, §4.2
 f32_weights), one and several tokens, one and three threads; compared as uint32 views.
@@ -20,7 +20,7 @@ from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fi
     threads_on_tiny_matrices,
 )
 
-from weightfile.fast.model.matrix import FastMatrix, matmat_codes_set, quantize_activation
+from weightfile.fast.numerics.matrix import FastMatrix, matmat_codes_set, quantize_activation
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
 from weightfile.spec.codecs.vqf.registry import CODECS

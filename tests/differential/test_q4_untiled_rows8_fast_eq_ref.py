@@ -18,7 +18,7 @@ from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fi
     threads_on_tiny_matrices,
 )
 
-from weightfile.fast.model.matrix import FastMatrix
+from weightfile.fast.numerics.matrix import FastMatrix
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from weightfile.fast._native import address
-from weightfile.fast.model.decoder import swiglu
-from weightfile.fast.model.matrix import kernels, quantize_activation
+from weightfile.fast.layers.swiglu import swiglu
+from weightfile.fast.numerics.matrix import kernels, quantize_activation
 from weightfile.ref.numerics.exp import exp, silu
 
 #: exp's overflow / underflow thresholds and their neighbours, ±0, ±inf, a NaN with payload.

@@ -1,4 +1,4 @@
-"""fast.model.rope gives the reference's correctly rounded RoPE rows (spec/numerics.md §8)."""
+"""fast.numerics.rope gives the reference's correctly rounded RoPE rows (spec/numerics.md §8)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weightfile.fast.model.rope import FastRopeTables
+from weightfile.fast.numerics.rope import FastRopeTables
 from weightfile.ref.numerics.rope import RopeTables
 
 
@@ -34,7 +34,7 @@ def test_rows_equal_the_reference(tables, position: int) -> None:
 
 def test_an_unsure_value_goes_to_the_exact_evaluation(monkeypatch) -> None:
     """With a margin so wide every value is unsure, every value takes the mpmath path."""
-    from weightfile.fast.model import rope
+    from weightfile.fast.numerics import rope
 
     calls = []
     real = rope.correctly_rounded

@@ -12,8 +12,8 @@ SCRIPT = textwrap.dedent(
     """
     import os, threading
     import numpy as np
-    from weightfile.fast.model import matrix
-    from weightfile.fast.model.matrix import FastMatrix
+    from weightfile.fast.numerics import matrix
+    from weightfile.fast.numerics.matrix import FastMatrix
 
     matrix.MIN_ELEMENTS_PER_THREAD = 1  # let tiny products use every thread asked for
     rng = np.random.default_rng(1)

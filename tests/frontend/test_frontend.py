@@ -17,8 +17,8 @@ from weightfile.frontend.tokenizer import (
     sidecar_path,
     stream_text,
 )
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.sampling import generate
+from weightfile.ref.layers.sampling import generate
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.spec.errors import InvalidError, NotFoundError
 
 TEXT = ["naïve café ☕ costs 3 €", "the quick brown fox jumps over the lazy dog"] * 4

@@ -1,4 +1,4 @@
-"""generate.greedy_row picks exactly the token ref.model.sampling.greedy picks (first index of the
+"""generate.greedy_row picks exactly the token ref.layers.sampling.greedy picks (first index of the
 largest logit; NaN only wins at index 0), on float32 rows with ties, signed zeros, infinities and
 NaNs, at lengths that reach NumPy's vectorised argmax."""
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from weightfile.frontend.generate import greedy_row, stream_tokens
-from weightfile.ref.model.sampling import greedy
+from weightfile.ref.layers.sampling import greedy
 
 #: A small pool makes ties likely; the specials are the cases a plain argmax gets wrong.
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.5, float("inf"), float("-inf"), float("nan")]

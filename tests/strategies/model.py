@@ -7,9 +7,9 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from weightfile.ref.model.config import Qwen3Config
-from weightfile.ref.model.weights import LayerWeights, ModelWeights
 from weightfile.ref.numerics.matrix import DenseMatrix, Matrix, QuantMatrix
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.weights import LayerWeights, ModelWeights
 
 MatrixMaker = Callable[[np.random.Generator, int, int], Matrix]
 

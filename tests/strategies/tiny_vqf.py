@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from weightfile.frontend.tokenizer import sidecar_path
-from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.hf_names import (
     EMBED,
     FINAL_NORM,
@@ -18,6 +17,7 @@ from weightfile.ref.model.hf_names import (
     VQF_NORMS,
     layer_tensor,
 )
+from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.import_hf import (
     arch_from_config,
     build_tensors,

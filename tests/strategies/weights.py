@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from strategies.model import legacy_block_bytes
 from weightfile.fast.codecs.vqf.tiling import tile
-from weightfile.fast.model import matrix
+from weightfile.fast.numerics import matrix
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.spec.codecs.vqf.registry import CODECS
 

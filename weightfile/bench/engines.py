@@ -1,7 +1,7 @@
 """The two forward engines the bench compares, and the honest stand-ins when one is missing.
 
-fast: `weightfile.fast.model.open_model(vqf, threads=n)` and, for the matrix-vector rows,
-`weightfile.fast.model.matrix.matrix_from_entry(vqf, name, rows, cols)`. On a machine without
+fast: `weightfile.fast.qwen3.open_model(vqf, threads=n)` and, for the matrix-vector rows,
+`weightfile.fast.numerics.matrix.matrix_from_entry(vqf, name, rows, cols)`. On a machine without
 the C kernels (no compiler) the bench reports their rows as unavailable and never substitutes
 the reference under the fast label.
 
@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from weightfile.fast._native import library
-from weightfile.fast.model import open_model
-from weightfile.fast.model.matrix import matrix_from_entry
-from weightfile.ref.model.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
-from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.fast.numerics.matrix import matrix_from_entry
+from weightfile.fast.qwen3 import open_model
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.qwen3.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
 from weightfile.spec.vqf.inventory import Geometry, inventory
@@ -41,13 +41,13 @@ ESTIMATE_ROWS = 32
 
 
 def fast_open_model() -> Callable[..., Any] | None:
-    """`weightfile.fast.model.open_model`, or None without the C kernels (no compiler): the
+    """`weightfile.fast.qwen3.open_model`, or None without the C kernels (no compiler): the
     fast forward pass has no NumPy fallback, and the reference never stands in for it."""
     return open_model if library() is not None else None
 
 
 def fast_matrix_from_entry() -> Callable[..., Any] | None:
-    """`weightfile.fast.model.matrix.matrix_from_entry`, or None without the C kernels."""
+    """`weightfile.fast.numerics.matrix.matrix_from_entry`, or None without the C kernels."""
     return matrix_from_entry if library() is not None else None
 
 

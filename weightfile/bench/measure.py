@@ -184,7 +184,7 @@ def forward_rate(
 
 def ref_rate(vqf: VQFFile, tokens: int) -> ForwardRate:
     """The reference: measured on small models, estimated per token above the limit."""
-    from weightfile.ref.model.bind_vqf import config_from_arch
+    from weightfile.ref.qwen3.bind_vqf import config_from_arch
 
     c = config_from_arch(vqf.header.arch, tied=False)
     if engines.macs_per_token(engines.matrix_shapes(vqf)) <= engines.REF_MEASURE_LIMIT:

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.qwen3.config import Qwen3Config
 
 #: "A small multiple of the largest layer's activations."
 ACTIVATION_MULTIPLE = 4

@@ -8,8 +8,8 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
                        shared machine every rate below is only as good as this}
     model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
-    fast_engine       true when weightfile.fast.model.open_model exists (the matvec rows need only
-                       weightfile.fast.model.matrix.matrix_from_entry)
+    fast_engine       true when weightfile.fast.qwen3.open_model exists (the matvec rows need only
+                       weightfile.fast.numerics.matrix.matrix_from_entry)
     open_seconds      open_vqf: map, header, directory
     checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (§3.5)
     checksum_bytes_hashed     all covered bytes; 1 MiB when there is no C compiler (pure Python)
@@ -39,7 +39,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from weightfile.ref.model.bind_vqf import config_from_arch
+from weightfile.ref.qwen3.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
 
 from . import engines, measure

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from weightfile.demo import cache_root
-from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.import_hf import encode, file_flags
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError

@@ -47,7 +47,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.session import load_session, prompt_ids
-    from weightfile.ref.model.trace import TraceRecorder
+    from weightfile.ref.layers.trace import TraceRecorder
 
     s = load_session(
         args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)

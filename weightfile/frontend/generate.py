@@ -1,6 +1,6 @@
 """Streamed generation: prefill, then one token at a time until a stop id or the limit.
 
-The same choice rule as `weightfile.ref.model.sampling.generate` (greedy, or the seeded §11
+The same choice rule as `weightfile.ref.layers.sampling.generate` (greedy, or the seeded §11
 sampler of spec/numerics.md), but yielding each token as it is chosen and stopping at any of
 several ids (a chat model stops at <|im_end|> as well as the file's eos). The greedy choice runs
 in NumPy on the float32 row: turning 151,936 logits into a Python list cost milliseconds a token.
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from weightfile.ref.model.sampling import SplitMix64, sample
+from weightfile.ref.layers.sampling import SplitMix64, sample
 
 
 class Forward(Protocol):
@@ -27,7 +27,7 @@ class Forward(Protocol):
 
 
 def greedy_row(logits: Sequence[float] | np.ndarray) -> int:
-    """`ref.model.sampling.greedy` on a float32 row: the first index of the largest logit.
+    """`ref.layers.sampling.greedy` on a float32 row: the first index of the largest logit.
 
     The reference keeps index `best` unless a later v has v > logits[best]. A NaN is never
     greater, so NaNs are skipped, except at index 0: nothing is greater than a NaN there, so 0

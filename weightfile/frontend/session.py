@@ -1,7 +1,7 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
 Engine "ref" binds the VQF into the reference decoder (weights decoded, file closed); engine
-"fast" binds `weightfile.fast.model` (weights left in the mapped file, which the session keeps
+"fast" binds `weightfile.fast.qwen3` (weights left in the mapped file, which the session keeps
 open), bit for bit the same results. A `.ninfer` file (found by its magic) is bound by
 `ninfer_session.load_ninfer_session` instead; it has no fast forward pass yet, so engine "fast"
 runs its reference decoder and the session carries a one-line note for the callers to print.
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from tokenizers import Tokenizer
 
 from weightfile.fast._native import library
-from weightfile.fast.model import FastQwen3Model, open_model
+from weightfile.fast.qwen3 import FastQwen3Model, open_model
 from weightfile.formats import sniff
-from weightfile.ref.model.bind_vqf import bind_vqf
-from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.spec.errors import InvalidError, NotFoundError
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from strategies.weights import QUANT_LAYOUTS, quantized_cases
 
 import weightfile.fast
-from weightfile.fast.model.matrix import KINDS
+from weightfile.fast.numerics.matrix import KINDS
 from weightfile.ref.numerics import attention, norm, reduce, softmax
 from weightfile.ref.numerics import exp as exp_mod
 from weightfile.ref.numerics.kernels import kernels_for

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.qwen35 import random_parameters, tiny_config
 
-from weightfile.ref.model.trace import TraceRecorder
+from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen35.model import Qwen35Model
 from weightfile.ref.qwen35.trace import trace_names
 from weightfile.ref.qwen35.weights import weights_from_parameters

@@ -8,9 +8,9 @@ import numpy as np
 from strategies.qwen35 import random_parameters, tiny_config
 
 from weightfile.frontend.generate import stream_tokens
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.sampling import SplitMix64, sample
+from weightfile.ref.layers.sampling import SplitMix64, sample
 from weightfile.ref.numerics.kernels import kernels_for
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.qwen35.model import Qwen35Model
 from weightfile.ref.qwen35.weights import weights_from_parameters
 from weightfile.spec.numerics.profile import CANONICAL

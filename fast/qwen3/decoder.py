@@ -1,10 +1,10 @@
 """The Qwen3 dense decoder on file-encoded weights (qwen-math §1.1; spec/numerics.md §3-§10).
 
-The same layer-major pass as `weightfile.ref.model.decoder.Qwen3Model`, one NumPy array
+The same layer-major pass as `weightfile.ref.qwen3.decoder.Qwen3Model`, one NumPy array
 [T, width] per operation instead of a list of per-token vectors: products, norms, RoPE,
 attention and SwiGLU run in the C kernels in the contract's order (q/k norm and RoPE as one call);
 the residual adds are element-wise NumPy float32 operations (one rounding each, as in the
-reference); the RoPE tables are the same correctly rounded values (fast/model/rope.py). The trace
+reference); the RoPE tables are the same correctly rounded values (fast/numerics/rope.py). The trace
 hook receives the same names and bits.
 """
 
@@ -15,17 +15,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from weightfile.fast._native import address
-from weightfile.ref.model.config import Qwen3Config
-from weightfile.ref.model.decoder import PositionIds, gather_requests
-from weightfile.ref.model.trace import TraceHook
-from weightfile.ref.model.weights import widen_f16
+from weightfile.fast.layers.norm import norm_project
+from weightfile.fast.layers.swiglu import swiglu_project
+from weightfile.fast.numerics.matrix import kernels, project
+from weightfile.fast.numerics.rope import FastRopeTables
+from weightfile.ref.layers.batch import PositionIds, gather_requests
+from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, emit
 from weightfile.ref.numerics.kernels import kernels_for
-from weightfile.spec.numerics.constants import QBLOCK
-from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile, QuantizedMatmul
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.trace import ATTENTION_OPS, MLP_OPS
+from weightfile.ref.qwen3.weights import widen_f16
+from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .bind import FastLayer, FastWeights
-from .matrix import FastMatrix, kernels, matmat_codes_set, quantize_activation
-from .rope import FastRopeTables
 
 
 class FastKVCache:
@@ -47,84 +49,6 @@ class FastKVCache:
         grow = ((0, 0), (0, cap - self.keys.shape[1]), (0, 0))
         self.keys = np.pad(self.keys, grow)
         self.values = np.pad(self.values, grow)
-
-
-def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
-    """§5.1 over the last axis of x; weight float32 [n]."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    n = weight.shape[0]
-    out = np.empty_like(x)
-    kernels().wf_rmsnorm_rows(address(x), x.size // n, n, address(weight), eps, address(out))
-    return out
-
-
-def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """§7 silu(g) * u, element-wise."""
-    gate = np.ascontiguousarray(gate, dtype=np.float32)
-    up = np.ascontiguousarray(up, dtype=np.float32)
-    out = np.empty_like(gate)
-    kernels().wf_swiglu(address(gate), address(up), gate.size, address(out))
-    return out
-
-
-def takes_codes(mats: Sequence[FastMatrix]) -> bool:
-    """True when every matrix reads §4.1 quantized activations (so they can be made once)."""
-    return all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats)
-
-
-def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
-    """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
-    (the reference quantizes it per product, deterministically, so the codes are the same), and
-    their products run as one C call."""
-    if takes_codes(mats):
-        return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
-    return [m.matmat(x, threads=threads) for m in mats]
-
-
-def activation_buffers(x: np.ndarray, mats: Sequence[FastMatrix]) -> tuple[np.ndarray, ...]:
-    """(out float32, codes int8, scales float32) for a fused C call whose output x-shaped rows
-    feed `mats`; their shapes are checked first, so the call never writes past a buffer."""
-    for m in mats:
-        m._check(x.shape)  # quantized cols are a multiple of the §4.1 block
-    codes = np.empty(x.shape, dtype=np.int8)
-    scales = np.empty((x.shape[0], x.shape[1] // QBLOCK), dtype=np.float32)
-    return np.empty_like(x), codes, scales
-
-
-def norm_project(
-    x: np.ndarray, weight: np.ndarray, eps: np.float32, mats: Sequence[FastMatrix], threads: int
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the §4.1 activation
-    quantization in one C call when the products take codes: the same operations in order."""
-    if not takes_codes(mats):
-        n = rmsnorm(x, weight, eps)
-        return n, project(mats, n, threads)
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    n, codes, scales = activation_buffers(x, mats)
-    kernels().wf_rmsnorm_quantize(
-        address(x), x.shape[0], x.shape[1], address(weight), eps,
-        address(n), address(codes), address(scales),
-    )  # fmt: skip
-    return n, matmat_codes_set(mats, codes, scales, threads)
-
-
-def swiglu_project(
-    gate: np.ndarray, up: np.ndarray, mat: FastMatrix, threads: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(swiglu(gate, up), mat applied to it), swiglu and the §4.1 quantization in one C call
-    when `mat` takes codes."""
-    if not takes_codes((mat,)):
-        sw = swiglu(gate, up)
-        return sw, mat.matmat(sw, threads=threads)
-    gate = np.ascontiguousarray(gate, dtype=np.float32)
-    up = np.ascontiguousarray(up, dtype=np.float32)
-    if up.shape != gate.shape:
-        raise ValueError(f"gate {gate.shape} and up {up.shape} differ")
-    sw, codes, scales = activation_buffers(gate, (mat,))
-    kernels().wf_swiglu_quantize(
-        address(gate), address(up), gate.size, address(sw), address(codes), address(scales)
-    )
-    return sw, matmat_codes_set((mat,), codes, scales, threads)[0]
 
 
 class FastQwen3Model:
@@ -202,12 +126,11 @@ class FastQwen3Model:
         h = x + o
         if hook is None:  # untraced: no names to format
             return h
-        for op, rows in (
-            ("attn_norm", n), ("q_proj", q), ("k_proj", k), ("v_proj", v), ("q_norm", qn),
-            ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
-            ("attn_residual", h),
-        ):  # fmt: skip
-            hook(f"layers.{i}.{op}", rows)
+        rows = dict(
+            attn_norm=n, q_proj=q, k_proj=k, v_proj=v, q_norm=qn, k_norm=kn, q_rope=qr, k_rope=kr,
+            attn=att, o_proj=o, attn_residual=h,
+        )  # fmt: skip
+        emit(hook, i, ATTENTION_OPS, rows)
         return h
 
     def mlp_block(self, i: int, lw: FastLayer, h: np.ndarray, hook) -> np.ndarray:
@@ -218,11 +141,8 @@ class FastQwen3Model:
         out = h + d
         if hook is None:
             return out
-        for op, rows in (
-            ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
-            ("ffn_residual", out),
-        ):  # fmt: skip
-            hook(f"layers.{i}.{op}", rows)
+        rows = dict(ffn_norm=n, gate_proj=g, up_proj=u, swiglu=sw, down_proj=d, ffn_residual=out)
+        emit(hook, i, MLP_OPS, rows)
         return out
 
     def forward(
@@ -252,7 +172,7 @@ class FastQwen3Model:
 
         layer_hook = None if trace is None else hook
         x = self.embed(tokens)
-        hook("embed", x)
+        hook(EMBED, x)
         for token_ids, cache, _ in requests:
             cache.reserve(cache.length + len(token_ids))
         cos, sin = self.cos_sin(pos)
@@ -262,8 +182,8 @@ class FastQwen3Model:
         n, (logits,) = norm_project(
             x, self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads
         )
-        hook("final_norm", n)
-        hook("logits", logits)
+        hook(FINAL_NORM, n)
+        hook(LOGITS, logits)
         out, at = [], 0
         for token_ids, cache, _ in requests:
             out.append(logits[at : at + len(token_ids)])

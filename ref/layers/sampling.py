@@ -8,12 +8,11 @@ distribution is the profile's softmax of logits / temperature.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from weightfile.ref.numerics.kernels import Kernels
-
-from .decoder import Qwen3Model
 
 MASK64 = (1 << 64) - 1
 
@@ -63,8 +62,18 @@ def sample(
     return last  # rounding left the total below u: the last token with p > 0
 
 
+class Decoder(Protocol):
+    """What generation needs of a model, whatever its family: a cache, a forward pass and the
+    profile's kernels (the sampler's softmax)."""
+
+    kernels: Kernels
+
+    def new_cache(self) -> Any: ...
+    def forward(self, token_ids: Sequence[int], cache: Any) -> np.ndarray: ...
+
+
 def generate(
-    model: Qwen3Model,
+    model: Decoder,
     prompt: Sequence[int],
     max_new_tokens: int,
     eos_id: int | None = None,

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.model import dense, quantized, random_weights, tiny_config, token_ids
 
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.trace import TraceRecorder
+from weightfile.ref.layers.trace import TraceRecorder
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 CONFIG = tiny_config()

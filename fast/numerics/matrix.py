@@ -183,3 +183,27 @@ def matrix_from_entry(
     if err is not None:
         raise err
     return FastMatrix(codec, np.frombuffer(payload, dtype=np.uint8), rows, cols, mode)
+
+
+def takes_codes(mats: Sequence[FastMatrix]) -> bool:
+    """True when every matrix reads §4.1 quantized activations (so they can be made once)."""
+    return all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats)
+
+
+def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
+    """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
+    (the reference quantizes it per product, deterministically, so the codes are the same), and
+    their products run as one C call."""
+    if takes_codes(mats):
+        return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
+    return [m.matmat(x, threads=threads) for m in mats]
+
+
+def activation_buffers(x: np.ndarray, mats: Sequence[FastMatrix]) -> tuple[np.ndarray, ...]:
+    """(out float32, codes int8, scales float32) for a fused C call whose output x-shaped rows
+    feed `mats`; their shapes are checked first, so the call never writes past a buffer."""
+    for m in mats:
+        m._check(x.shape)  # quantized cols are a multiple of the §4.1 block
+    codes = np.empty(x.shape, dtype=np.int8)
+    scales = np.empty((x.shape[0], x.shape[1] // QBLOCK), dtype=np.float32)
+    return np.empty_like(x), codes, scales

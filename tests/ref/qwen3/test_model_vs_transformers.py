@@ -11,11 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from weightfile.ref.model.config import Qwen3Config
-from weightfile.ref.model.decoder import Qwen3Model
+from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.model.hf_names import weights_from_state_dict
-from weightfile.ref.model.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 torch = pytest.importorskip("torch", reason="external check needs the 'external' extra (torch)")

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from strategies.model import quantized, random_weights, tiny_config
 
-from weightfile.ref.model.decoder import Qwen3Model, text_position_ids
-from weightfile.ref.model.sampling import SplitMix64, generate, greedy, sample
-from weightfile.ref.model.trace import TraceRecorder, trace_names
-from weightfile.ref.model.weights import widen_f16
+from weightfile.ref.layers.batch import text_position_ids
+from weightfile.ref.layers.sampling import SplitMix64, generate, greedy, sample
+from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.numerics.kernels import Site
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.qwen3.trace import trace_names
+from weightfile.ref.qwen3.weights import widen_f16
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 F = np.float32

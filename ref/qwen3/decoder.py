@@ -7,22 +7,25 @@ numerics profile. Vectors are lists of float32 scalars; `[T][...]` comments give
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from weightfile.ref.layers import attention
+from weightfile.ref.layers.batch import PositionIds, gather_requests, split_per_request
+from weightfile.ref.layers.heads import split_heads
+from weightfile.ref.layers.norm import head_rmsnorm
+from weightfile.ref.layers.swiglu import swiglu_rows
+from weightfile.ref.layers.tokens import Vec, per_token
+from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows, emit
 from weightfile.ref.numerics.kernels import Kernels, Site, kernels_for
 from weightfile.ref.numerics.rope import apply_rope
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .config import Qwen3Config
-from .trace import TraceHook, as_rows
+from .trace import ATTENTION_OPS, MLP_OPS
 from .weights import LayerWeights, ModelWeights, check_shapes
-
-Vec = list[np.float32]
-PositionIds = Sequence[Sequence[int]]  # [T][3]: MRoPE (t, h, w) ids; text tokens have t = h = w
 
 
 @dataclass
@@ -35,86 +38,6 @@ class KVCache:
     @property
     def length(self) -> int:
         return len(self.keys[0]) if self.keys else 0
-
-
-def split_heads(v: Vec, head_dim: int) -> list[Vec]:
-    """[heads*head_dim] -> [heads][head_dim]."""
-    return [v[h * head_dim : (h + 1) * head_dim] for h in range(len(v) // head_dim)]
-
-
-def per_token(layer: int | None, tokens: int) -> Callable[..., list[Vec]]:
-    """each(op, fn, rows_a, rows_b, ...): fn(a_t, b_t, ..., Site) for every token t, in order."""
-
-    def each(op: str, fn: Callable[..., Vec], *rows: list[Vec]) -> list[Vec]:
-        return [fn(*vs, Site(op, layer, t, tokens)) for t, vs in enumerate(zip(*rows, strict=True))]
-
-    return each
-
-
-def causal_attention(
-    layer: int,
-    q: list[Vec],
-    k: list[Vec],
-    v: list[Vec],
-    caches: list[Any],
-    head_dim: int,
-    attend: Callable[[Vec, list[list[Vec]], list[list[Vec]], Site], Vec],
-) -> list[Vec]:
-    """Append each token's K/V heads to its own cache, then attend each token over positions
-    0 .. its own of that cache (causal); caches[t] is token t's, a sequence's tokens in order."""
-    ends = []  # token t attends to positions 0 .. ends[t]-1 of its own cache
-    for t, cache in enumerate(caches):
-        cache.keys[layer].append(split_heads(k[t], head_dim))
-        cache.values[layer].append(split_heads(v[t], head_dim))
-        ends.append(len(cache.keys[layer]))
-    return [
-        attend(
-            q[t],
-            c.keys[layer][: ends[t]],
-            c.values[layer][: ends[t]],
-            Site("attn", layer, t, len(q)),
-        )
-        for t, c in enumerate(caches)
-    ]
-
-
-def text_position_ids(start: int, count: int) -> list[tuple[int, int, int]]:
-    """qwen-math §1.2: a text token at position p has MRoPE ids (p, p, p)."""
-    return [(p, p, p) for p in range(start, start + count)]
-
-
-def gather_requests(
-    requests: Sequence[tuple[Sequence[int], Any, PositionIds | None]],
-) -> tuple[list[int], list[Sequence[int]], list[Any]]:
-    """A batch flattened to (token ids, position ids, each token's cache), requests in order.
-
-    Each request needs its own cache (anything with a `length`); position_ids default to text
-    positions continuing that cache (MRoPE ids p, p, p).
-    """
-    if len({id(c) for _, c, _ in requests}) != len(requests):
-        raise ValueError("each request of a batch needs its own cache")
-    tokens: list[int] = []
-    pos: list[Sequence[int]] = []
-    caches: list[Any] = []
-    for token_ids, cache, position_ids in requests:
-        if not token_ids:
-            raise ValueError("forward needs at least one token")
-        p = position_ids or text_position_ids(cache.length, len(token_ids))
-        if len(p) != len(token_ids):
-            raise ValueError("position_ids must have one (t, h, w) triple per token")
-        tokens += token_ids
-        pos += p
-        caches += [cache] * len(token_ids)
-    return tokens, pos, caches
-
-
-def split_per_request(rows: list[Vec], requests: Sequence[tuple[Sequence[int], Any, Any]]) -> list:
-    """The flattened rows split back per request, each a float32 [T_r, width] array."""
-    out, at = [], 0
-    for token_ids, _, _ in requests:
-        out.append(as_rows(rows[at : at + len(token_ids)]))
-        at += len(token_ids)
-    return out
 
 
 class Qwen3Model:
@@ -145,10 +68,8 @@ class Qwen3Model:
 
     def head_norm(self, vectors: Vec, weight: np.ndarray, site: Site) -> Vec:
         """q_norm / k_norm: RMSNorm over head_dim per head, before RoPE."""
-        out: Vec = []
-        for head in split_heads(vectors, self.config.head_dim):
-            out += self.kernels.rmsnorm(head, weight, self.config.eps_f32, site)
-        return out
+        c = self.config
+        return head_rmsnorm(self.kernels, vectors, weight, c.head_dim, c.eps_f32, site)
 
     def rope_heads(self, vectors: Vec, position_ids: Sequence[int]) -> Vec:
         """RoPE with rotate_half on every head of one token."""
@@ -161,11 +82,7 @@ class Qwen3Model:
     def attend(self, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
         """Causal GQA attention of one token over cached positions 0..p. [heads*head_dim]"""
         c = self.config
-        out: Vec = []
-        for h, qh in enumerate(split_heads(q, c.head_dim)):
-            g = h // c.group_size  # query head h reads kv head h // (heads / kv_heads)
-            out += self.kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values], site)
-        return out
+        return attention.attend(self.kernels, q, keys, values, c.head_dim, c.group_size, site)
 
     # --- the layer and the model -----------------------------------------------------------
 
@@ -186,15 +103,23 @@ class Qwen3Model:
         kn = each("k_norm", lambda v, s: self.head_norm(v, lw.k_norm, s), kk)
         qr = [self.rope_heads(v, p) for v, p in zip(qn, pos, strict=True)]
         kr = [self.rope_heads(v, p) for v, p in zip(kn, pos, strict=True)]
-        att = causal_attention(i, qr, kr, vv, caches, hd, self.attend)
+        att = attention.causal_attention(i, qr, kr, vv, caches, hd, self.attend)
         o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
         h = each("attn_residual", k.add, x, o)
-        for op, rows in (
-            ("attn_norm", n), ("q_proj", q), ("k_proj", kk), ("v_proj", vv), ("q_norm", qn),
-            ("k_norm", kn), ("q_rope", qr), ("k_rope", kr), ("attn", att), ("o_proj", o),
-            ("attn_residual", h),
-        ):  # fmt: skip
-            hook(f"layers.{i}.{op}", rows)
+        rows = dict(
+            attn_norm=n,
+            q_proj=q,
+            k_proj=kk,
+            v_proj=vv,
+            q_norm=qn,
+            k_norm=kn,
+            q_rope=qr,
+            k_rope=kr,
+            attn=att,
+            o_proj=o,
+            attn_residual=h,
+        )
+        emit(hook, i, ATTENTION_OPS, rows)
         return h
 
     def mlp_block(self, i: int, lw: LayerWeights, h: list[Vec], hook) -> list[Vec]:
@@ -202,16 +127,10 @@ class Qwen3Model:
         k, eps = self.kernels, self.config.eps_f32
         each = per_token(i, len(h))
         n = each("ffn_norm", lambda v, s: k.rmsnorm(v, lw.ffn_norm, eps, s), h)
-        g = each("gate_proj", lambda v, s: k.matvec(lw.gate_proj, v, s), n)
-        u = each("up_proj", lambda v, s: k.matvec(lw.up_proj, v, s), n)
-        sw = each("swiglu", k.swiglu, g, u)
-        d = each("down_proj", lambda v, s: k.matvec(lw.down_proj, v, s), sw)
+        g, u, sw, d = swiglu_rows(k, i, lw.gate_proj, lw.up_proj, lw.down_proj, n)
         out = each("ffn_residual", k.add, h, d)
-        for op, rows in (
-            ("ffn_norm", n), ("gate_proj", g), ("up_proj", u), ("swiglu", sw), ("down_proj", d),
-            ("ffn_residual", out),
-        ):  # fmt: skip
-            hook(f"layers.{i}.{op}", rows)
+        rows = dict(ffn_norm=n, gate_proj=g, up_proj=u, swiglu=sw, down_proj=d, ffn_residual=out)
+        emit(hook, i, MLP_OPS, rows)
         return out
 
     def forward(
@@ -243,15 +162,15 @@ class Qwen3Model:
                 trace(name, as_rows(rows))
 
         x = self.embed(tokens)
-        hook("embed", x)
+        hook(EMBED, x)
         for i, lw in enumerate(self.weights.layers):
             x = self.attention_block(i, lw, x, pos, caches, hook)
             x = self.mlp_block(i, lw, x, hook)
         k, each = self.kernels, per_token(None, len(x))
         eps, final_norm = self.config.eps_f32, self.weights.final_norm
         n = each("final_norm", lambda v, s: k.rmsnorm(v, final_norm, eps, s), x)
-        hook("final_norm", n)
+        hook(FINAL_NORM, n)
         head = self.weights.output_matrix()
         logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
-        hook("logits", logits)
+        hook(LOGITS, logits)
         return split_per_request(logits, requests)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from strategies.model import legacy_block_bytes, legacy_words, q4_matrix, quantized, random_weights
 
-from weightfile.ref.model.bind_vqf import bind_vqf, codec_matrix_words
-from weightfile.ref.model.config import Qwen3Config
-from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.weights import ModelWeights
+from weightfile.ref.qwen3.bind_vqf import bind_vqf, codec_matrix_words
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.qwen3.weights import ModelWeights
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError

@@ -1,6 +1,6 @@
 """Bind a VQF file to the fast decoder without decoding its weights (vqf.md §7, §8).
 
-The same checks as `weightfile.ref.model.bind_vqf`, in the same order and with the same errors
+The same checks as `weightfile.ref.qwen3.bind_vqf`, in the same order and with the same errors
 (its helpers are reused), but every projection stays a `FastMatrix` view of the mapped payload
 and the embedding stays F16 / F32 words; only the small norm vectors are decoded.
 """
@@ -11,18 +11,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from weightfile.ref.model.bind_vqf import (
+from weightfile.fast.numerics.matrix import FastMatrix, matrix_from_entry
+from weightfile.ref.qwen3.bind_vqf import (
     dense_plan,
     read_norm,
     require_entry,
     require_layout,
 )
-from weightfile.ref.model.config import Qwen3Config
+from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import QType
-
-from .matrix import FastMatrix, matrix_from_entry
 
 #: LayerWeights field -> (VQF stacked name suffix, shape key), in bind_vqf's binding order.
 PROJECTIONS = {
