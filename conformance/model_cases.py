@@ -1,6 +1,7 @@
 """Model cases: tiny VQF Qwen3 files + prompt token ids -> greedy tokens, logits and per-layer
 activation digests under the canonical numerics contract (spec/numerics.md, README "Model
-cases"). The expected answer comes from the reference forward pass (ref/model); `answer` is also
+cases"). The file's family, its models and trace names come from the family registry
+(weightfile.families); the expected answer is its reference forward pass, and `answer` is also
 what the built-in adapters print, with the ref or the fast model.
 
 The `.ninfer` Qwen3.5 cases (`ninfer3-model`, qwen35_cases.py) reuse `run` with their own trace
@@ -17,14 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families import vqf_family
 from weightfile.fast._native import library
-from weightfile.fast.qwen3 import open_model
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.ref.qwen3.bind_vqf import bind_vqf
-from weightfile.ref.qwen3.decoder import Qwen3Model
-from weightfile.ref.qwen3.trace import trace_names
 from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
@@ -95,11 +93,9 @@ def digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f4").tobytes()).hexdigest()
 
 
-def run(
-    model: Any, prompt: list[int], new_tokens: int, names: list[str] | None = None
-) -> dict[str, Any]:
+def run(model: Any, prompt: list[int], new_tokens: int, names: list[str]) -> dict[str, Any]:
     """Prefill (traced), then greedy decoding one token at a time; the protocol's answer.
-    `names` are the trace names to digest (default: the Qwen3 names of numerics.md §10)."""
+    `names` are the trace names to digest (the family's table, e.g. numerics.md §10)."""
     cache = model.new_cache()
     trace = TraceRecorder()
     logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)
@@ -111,8 +107,6 @@ def run(
         if step + 1 < new_tokens:
             rows.append(np.asarray(model.forward([nxt], cache), dtype=np.float32))
     arrays = trace.arrays()
-    if names is None:
-        names = trace_names(model.config.num_hidden_layers)
     every = np.concatenate(rows)
     return {
         "tokens": [str(t) for t in tokens],
@@ -126,16 +120,22 @@ def run(
 
 
 def ref_model(vqf: VQFFile) -> Any:
-    config, weights = bind_vqf(vqf)
-    return Qwen3Model(config, weights)
+    """The reference model of the file's family."""
+    return vqf_family(vqf).reference_model(vqf)
 
 
 def fast_opener() -> Callable[[VQFFile], Any] | None:
-    """`weightfile.fast.qwen3.open_model(vqf, threads=1)`, or None without the C kernels (the
-    fast forward pass has no NumPy fallback, and answering with the reference would hide it)."""
+    """The family's fast model at one thread, or None without the C kernels (the fast forward
+    pass has no NumPy fallback, and answering with the reference would hide it)."""
     if library() is None:
         return None
-    return lambda vqf: open_model(vqf, threads=1)
+    return lambda vqf: vqf_family(vqf).fast_model(vqf, threads=1)
+
+
+def answer_model(vqf: VQFFile, model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
+    """`run` with the trace names of the file's family."""
+    names = vqf_family(vqf).trace_names(model.config)
+    return run(model, prompt, new_tokens, names)
 
 
 def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("no C kernels")
     with open_vqf(folder / case["model"]) as vqf:
         model = opener(vqf)
-        return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
+        return answer_model(vqf, model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
@@ -156,5 +156,5 @@ def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
                   "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
         with open_vqf(path) as vqf:
-            want = run(ref_model(vqf), list(case.prompt), case.new_tokens)
+            want = answer_model(vqf, ref_model(vqf), list(case.prompt), case.new_tokens)
         yield f"{prefix}/model/qwen3/{case.name}", fields, {"model.vqf": path.read_bytes()}, want

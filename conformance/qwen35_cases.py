@@ -2,11 +2,11 @@
 and per-trace-name activation digests (conformance/README.md, "Model cases"), and one rejected
 file per `ninfer3.text.*` / `ninfer3.binder.*` rule a file can break.
 
-Expected answers come from the reference binder (ref/qwen35/bind.py) and forward pass
-(ref/qwen35/model.py) under the canonical numerics; the trace names are spec/numerics.md §19's.
-Weightfile has no fast Qwen3.5 forward pass: the `fast` engine binds with the fast codecs
-(`bind_ninfer(nf, codec_for=fast get_codec)`, as weightfile/frontend/ninfer_session.py does)
-and runs the reference forward pass.
+The file's family comes from the family registry (weightfile.families.ninfer_family). Expected
+answers come from its reference binder (ref/qwen35/bind.py) and forward pass (ref/qwen35/model.py)
+under the canonical numerics; the trace names are its table's (spec/numerics.md §19). The family
+has no fast forward pass: the `fast` engine binds with the fast codecs (`codec_for=fast
+get_codec`, as weightfile/frontend/ninfer_session.py does) and runs the reference forward pass.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from weightfile.families import Family, ninfer_family
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
-from weightfile.ref.qwen35.bind import bind_ninfer
-from weightfile.ref.qwen35.model import Qwen35Model
-from weightfile.ref.qwen35.trace import trace_names
 from weightfile.spec.errors import WeightfileError
 from weightfile.spec.ninfer3.rules import RULES
 
@@ -64,18 +62,19 @@ def engine_codecs(engine: str) -> Callable[[str, str], Any]:
     return get_codec
 
 
-def open_model(entry: Path, engine: str) -> Qwen35Model:
-    """Container checks (open + every deferred check), then bind, as one load."""
+def open_model(entry: Path, engine: str) -> tuple[Family, Any]:
+    """Container checks (open + every deferred check), then the family's bind, as one load:
+    (the family, its reference model)."""
     with open_artifact(entry) as nf:
-        config, weights = bind_ninfer(nf, codec_for=engine_codecs(engine))
-    return Qwen35Model(config, weights)
+        family = ninfer_family(nf)
+        return family, family.reference_model(nf, codec_for=engine_codecs(engine))
 
 
 def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """The model answer; a file the binder rejects raises its typed error (the adapter turns
     it into the protocol's rejection)."""
-    model = open_model(folder / case["model"], engine)
-    names = trace_names(list(model.config.layer_types), model.config.is_moe)
+    family, model = open_model(folder / case["model"], engine)
+    names = family.trace_names(model.config)
     return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
 
 

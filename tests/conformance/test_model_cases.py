@@ -61,12 +61,14 @@ def test_greedy_tokens_are_the_argmax_of_the_logits_rows(cid):
     assert len(want["activations"]) == 1 + 17 * 2 + 2
 
 
-def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypatch):
-    """The fast engine answers model cases through weightfile.fast.qwen3.open_model (called with
-    the open file and threads=), and a model that is off by one ulp anywhere fails."""
+def test_the_fast_engine_runs_model_cases_through_the_familys_fast_model(monkeypatch):
+    """The fast engine answers model cases through the registry row's fast model,
+    weightfile.fast.qwen3.open_model (called with the open file and threads=), and a model that
+    is off by one ulp anywhere fails."""
     from weightfile.conformance import model_cases
     from weightfile.conformance.model_cases import ref_model
     from weightfile.conformance.runner import builtin_implementation, run_corpus
+    from weightfile.fast import qwen3 as fast_qwen3
 
     calls = []
 
@@ -87,11 +89,11 @@ def test_the_fast_engine_runs_model_cases_through_fast_model_open_model(monkeypa
         return ref_model(vqf)
 
     monkeypatch.setattr(model_cases, "library", lambda: object())  # kernels "present"
-    monkeypatch.setattr(model_cases, "open_model", open_model)
+    monkeypatch.setattr(fast_qwen3, "open_model", open_model)
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert len(results) == len(MODEL_CASES) and all(r.passed for r in results), results
     assert calls == [1] * len(MODEL_CASES)
-    monkeypatch.setattr(model_cases, "open_model", lambda vqf, threads: OffByOneUlp(ref_model(vqf)))
+    monkeypatch.setattr(fast_qwen3, "open_model", lambda vqf, threads: OffByOneUlp(ref_model(vqf)))
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert results and not any(r.passed for r in results)
 

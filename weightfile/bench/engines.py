@@ -1,15 +1,17 @@
 """The two forward engines the bench compares, and the honest stand-ins when one is missing.
 
-fast: `weightfile.fast.qwen3.open_model(vqf, threads=n)` and, for the matrix-vector rows,
-`weightfile.fast.numerics.matrix.matrix_from_entry(vqf, name, rows, cols)`. On a machine without
-the C kernels (no compiler) the bench reports their rows as unavailable and never substitutes
-the reference under the fast label.
+Both come from the file's row of the family registry (`weightfile.families.vqf_family`).
 
-ref: `Qwen3Model(*bind_vqf(vqf))`, the oracle. On real-size models one reference token takes
-minutes, so above `REF_MEASURE_LIMIT` multiply-adds per token the reference per-token time is
-*estimated*: its matrix-vector kernel is timed on the first rows of every matrix at the real
-column count and scaled to all rows (norms, RoPE and attention at short context are < 1% of
-the work and not counted). Reports label such numbers "estimated".
+fast: the family's fast model (`Family.fast_model(vqf, threads=n)`) and, for the matrix-vector
+rows, `weightfile.fast.numerics.matrix.matrix_from_entry(vqf, name, rows, cols)`. On a machine
+without the C kernels (no compiler) the bench reports their rows as unavailable and never
+substitutes the reference under the fast label.
+
+ref: the family's reference model (`Family.reference_model(vqf)`), the oracle. On real-size
+models one reference token takes minutes, so above `REF_MEASURE_LIMIT` multiply-adds per token
+the reference per-token time is *estimated*: its matrix-vector kernel is timed on the first rows
+of every matrix at the real column count and scaled to all rows (norms, RoPE and attention at
+short context are < 1% of the work and not counted). Reports label such numbers "estimated".
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families import vqf_family
 from weightfile.fast._native import library
 from weightfile.fast.numerics.matrix import matrix_from_entry
-from weightfile.fast.qwen3 import open_model
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import QuantMatrix
-from weightfile.ref.qwen3.bind_vqf import FAMILIES, bind_vqf, choose_family, codec_matrix_words
-from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.qwen3.bind_vqf import FAMILIES, choose_family, codec_matrix_words
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
 from weightfile.spec.vqf.inventory import Geometry, inventory
@@ -40,9 +41,16 @@ REF_MEASURE_LIMIT = 2_000_000
 ESTIMATE_ROWS = 32
 
 
+def open_model(vqf: VQFFile, threads: int = 1) -> Any | None:
+    """The fast model of the file's family, or None when the family has no fast forward pass."""
+    family = vqf_family(vqf)
+    family.require_supported()
+    return family.fast_model(vqf, threads=threads) if family.has_fast else None
+
+
 def fast_open_model() -> Callable[..., Any] | None:
-    """`weightfile.fast.qwen3.open_model`, or None without the C kernels (no compiler): the
-    fast forward pass has no NumPy fallback, and the reference never stands in for it."""
+    """`open_model` (vqf, threads=n) -> fast model, or None without the C kernels (no compiler):
+    the fast forward pass has no NumPy fallback, and the reference never stands in for it."""
     return open_model if library() is not None else None
 
 
@@ -57,8 +65,9 @@ def open_fast(vqf: VQFFile, threads: int) -> Any | None:
     return None if open_model is None else open_model(vqf, threads=threads)
 
 
-def open_ref(vqf: VQFFile) -> Qwen3Model:
-    return Qwen3Model(*bind_vqf(vqf))
+def open_ref(vqf: VQFFile) -> Any:
+    """The reference model of the file's family (weights decoded)."""
+    return vqf_family(vqf).reference_model(vqf)
 
 
 def family_of(vqf: VQFFile) -> str:

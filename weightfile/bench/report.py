@@ -8,7 +8,7 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
                        shared machine every rate below is only as good as this}
     model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
-    fast_engine       true when weightfile.fast.qwen3.open_model exists (the matvec rows need only
+    fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
     open_seconds      open_vqf: map, header, directory
     checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (§3.5)

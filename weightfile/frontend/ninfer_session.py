@@ -1,21 +1,26 @@
-"""A `weightfile run` / `trace` session on a `.ninfer` file: the Qwen3.5 reference model bound
-from the file, and the frontend from the file's own resources (ninfer-v3.md §6.2)."""
+"""A `weightfile run` / `trace` session on a `.ninfer` file: the reference model of the file's
+family (weightfile.families), and the frontend from the file's own resources (ninfer-v3.md
+§6.2)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from weightfile.families import ninfer_family
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 
 from .resources import load_text_resources
-from .session import Session
+from .session import Session, engine_for
 from .tokenizer import load_tokenizer
 
 
 def load_ninfer_session(
-    path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need_tokenizer: bool
+    path: str | os.PathLike[str],
+    tokenizer: str | os.PathLike[str] | None,
+    need_tokenizer: bool,
+    engine: str = "ref",
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
     resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one.
@@ -24,20 +29,24 @@ def load_ninfer_session(
     (tests/differential), so only the forward pass is the slow, readable one.
     """
     from weightfile.fast.codecs.ninfer3.codec import get_codec
-    from weightfile.ref.qwen35.bind import bind_ninfer
-    from weightfile.ref.qwen35.model import Qwen35Model
 
     with open_artifact(path) as artifact:
-        config, weights = bind_ninfer(artifact, codec_for=get_codec)
+        family = ninfer_family(artifact)
+        engine, note = engine_for(family, engine)
+        # A fast .ninfer model would read the open artifact; none exists, and the session
+        # closes the file, so a row with one must be wired here first.
+        assert engine != "fast", f"{family.name}: a fast model needs the artifact kept open"
+        model = family.reference_model(artifact, codec_for=get_codec)
         res = load_text_resources(artifact, need_tokenizer=need_tokenizer and tokenizer is None)
         arch = dict(artifact.component(TEXT_COMPONENT).config)
     s = Session(
-        Qwen35Model(config, weights),
+        model,
         arch,
         Path(path),
         tokenizer=res.tokenizer,
         stop_ids=res.eos_ids,
         chat_template=res.chat_template,
+        note=note,
     )
     if tokenizer is not None:
         s.tokenizer = load_tokenizer(tokenizer)

@@ -1,11 +1,13 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
-Engine "ref" binds the VQF into the reference decoder (weights decoded, file closed); engine
-"fast" binds `weightfile.fast.qwen3` (weights left in the mapped file, which the session keeps
-open), bit for bit the same results. A `.ninfer` file (found by its magic) is bound by
-`ninfer_session.load_ninfer_session` instead; it has no fast forward pass yet, so engine "fast"
-runs its reference decoder and the session carries a one-line note for the callers to print.
-Without the C kernels (no compiler), engine "fast" on a VQF does the same: the reference, a note.
+The file's family comes from the registry (`weightfile.families`). Engine "ref" binds the VQF
+into the family's reference model (weights decoded, file closed); engine "fast" opens the
+family's fast model (weights left in the mapped file, which the session keeps open), bit for bit
+the same results. A `.ninfer` file (found by its magic) is loaded by
+`ninfer_session.load_ninfer_session` instead, its frontend from the file's own resources. A
+family without a fast forward pass runs its reference model under engine "fast", and the session
+carries a one-line note for the callers to print; without the C kernels (no compiler), engine
+"fast" does the same.
 """
 
 from __future__ import annotations
@@ -14,34 +16,43 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tokenizers import Tokenizer
 
+from weightfile.families import Family, Model, vqf_family
 from weightfile.fast._native import library
-from weightfile.fast.qwen3 import FastQwen3Model, open_model
 from weightfile.formats import sniff
-from weightfile.ref.qwen3.bind_vqf import bind_vqf
-from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.spec.errors import InvalidError, NotFoundError
 
 from .chat import CHATML, chat_template_path, render_chat
 from .tokenizer import find_tokenizer, load_tokenizer
 
-if TYPE_CHECKING:  # imported lazily at run time: the .ninfer path loads only when used
-    from weightfile.ref.qwen35.model import Qwen35Model
-
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
 NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
+#: A family without a fast forward pass (today the .ninfer Qwen3.5 family).
 NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
+
+
+def engine_for(family: Family, engine: str) -> tuple[str, str | None]:
+    """(the engine that runs, the note saying why it is not the one asked for, or None); a
+    family the registry refuses raises its typed error here."""
+    family.require_supported()
+    if engine != "fast":
+        return engine, None
+    if not family.has_fast:
+        return "ref", NINFER_FAST_NOTE
+    if library() is None:  # no compiler: say so, then run the reference
+        return "ref", NO_KERNELS_NOTE
+    return "fast", None
 
 
 @dataclass
 class Session:
-    #: Qwen3Model / FastQwen3Model for a VQF; weightfile.ref.qwen35.Qwen35Model for a .ninfer file
-    model: Qwen3Model | FastQwen3Model | Qwen35Model
+    #: the family's reference or fast model (weightfile.families)
+    model: Model
     arch: dict[str, Any]
     path: Path
     tokenizer: Tokenizer | None = None
@@ -63,24 +74,21 @@ def load_session(
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
-        s = load_ninfer_session(path, tokenizer, need_tokenizer)
-        s.note = NINFER_FAST_NOTE if engine == "fast" else None
-        return s
-    note = None
-    if engine == "fast" and library() is None:  # no compiler: say so, then run the reference
-        engine, note = "ref", NO_KERNELS_NOTE
-    if engine == "fast":
-        vqf = open_vqf(path)
-        try:
-            model: Qwen3Model | FastQwen3Model = open_model(vqf, threads=threads)
-        except BaseException:
-            vqf.close()
-            raise
+        return load_ninfer_session(path, tokenizer, need_tokenizer, engine)
+    vqf = open_vqf(path)
+    try:
+        family = vqf_family(vqf)
+        engine, note = engine_for(family, engine)
+        if engine == "fast":
+            model = family.fast_model(vqf, threads=threads)
+        else:
+            model = family.reference_model(vqf)
         arch = dict(vqf.header.arch)
-    else:
-        with open_vqf(path) as vqf:
-            model = Qwen3Model(*bind_vqf(vqf))
-            arch = dict(vqf.header.arch)
+    except BaseException:
+        vqf.close()
+        raise
+    if engine != "fast":  # the reference decoded its weights: the file is not needed any more
+        vqf.close()
     s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
     s.source = vqf if engine == "fast" else None
     try:

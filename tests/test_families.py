@@ -1,0 +1,166 @@
+"""The family registry (weightfile/families.py): every row resolves, each container's
+architecture picks the right row, an unknown architecture is a typed error, and the callers that
+load models ask the registry instead of importing a family themselves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from weightfile import families
+from weightfile.families import NINFER, QWEN3, QWEN3_MOE, ROWS, VQF, lookup, vqf_architecture
+from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.vqf.read import open_vqf
+from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MODEL_TYPES, MOE_ARCHITECTURE
+from weightfile.spec.vqf.flags import VQFFlag
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "conformance" / "corpus"
+VQF_MODELS = sorted((CORPUS / "vqf" / "v1" / "model" / "qwen3").glob("*/model.vqf"))
+NINFER_MODELS = [
+    CORPUS / "ninfer3" / "v1" / "model" / "qwen35" / name / "model.ninfer"
+    for name in ("dense-bf16", "dense-q4-q8-fused", "moe-q8-fused")
+]
+CODE_FIELDS = ("binder", "reference", "fast", "trace")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_row_resolves_to_code_or_refuses(row):
+    """An implemented row names an importable binder, reference model and trace table (a fast
+    model when it has one); a refused row names no code and raises an UnsupportedError."""
+    assert row.container in (VQF, NINFER) and row.architectures
+    if row.refusal is not None:
+        assert all(getattr(row, f) is None for f in CODE_FIELDS) and not row.has_fast
+        with pytest.raises(UnsupportedError) as exc:
+            row.require_supported()
+        assert exc.value.rule == row.refusal.rule
+        return
+    for field in CODE_FIELDS:
+        if field == "fast" and row.fast is None:
+            continue
+        assert callable(row.code(field)), f"{row.name}.{field} = {getattr(row, field)}"
+
+
+def test_each_architecture_is_claimed_by_exactly_one_row():
+    keys = [(r.container, a) for r in ROWS for a in r.architectures]
+    assert len(keys) == len(set(keys))
+    for row in ROWS:
+        for arch in row.architectures:
+            assert lookup(row.container, arch) is row
+
+
+@pytest.mark.parametrize(
+    ("version", "flags", "want"),
+    [
+        (2, 0, QWEN3),
+        (2, int(VQFFlag.VISION), QWEN3),  # a Qwen3-VL file: its text tower is the dense decoder
+        (2, 0x23, QWEN3),
+        (2, int(VQFFlag.MOE), QWEN3_MOE),
+        (3, 0, QWEN3_MOE),
+        (3, 0x223, QWEN3_MOE),
+    ],
+)
+def test_vqf_version_and_flags_pick_the_architecture(version, flags, want):
+    assert vqf_architecture(version, flags) == want
+    assert lookup(VQF, want).name == {QWEN3: "qwen3", QWEN3_MOE: "qwen3_moe"}[want]
+
+
+def test_qwen3_moe_is_refused_with_the_binders_own_error():
+    row = lookup(VQF, QWEN3_MOE)
+    with pytest.raises(UnsupportedError) as exc:
+        row.bind(object())
+    assert (exc.value.rule, exc.value.path) == ("vqf.bind.unsupported", "flags")
+    with pytest.raises(UnsupportedError):
+        row.fast_model(object())
+
+
+@pytest.mark.parametrize("path", VQF_MODELS, ids=lambda p: p.parent.name)
+def test_a_dense_vqf_file_is_the_qwen3_family(path):
+    with open_vqf(path) as vqf:
+        family = families.vqf_family(vqf)
+        assert family.name == "qwen3" and family.has_fast
+        model = family.reference_model(vqf)
+    assert type(model).__name__ == "Qwen3Model"
+
+
+def test_every_closed_set_ninfer_architecture_has_a_row():
+    """spec/ninfer3.md §6.1 closes the architecture set: each one is served."""
+    assert set(MODEL_TYPES) == {DENSE_ARCHITECTURE, MOE_ARCHITECTURE}
+    for arch in MODEL_TYPES:
+        assert lookup(NINFER, arch).name == "qwen35"
+
+
+@pytest.mark.parametrize("path", NINFER_MODELS, ids=lambda p: p.parent.name)
+def test_a_ninfer_text_config_picks_qwen35(path):
+    with open_artifact(path) as nf:
+        family = families.ninfer_family(nf)
+        assert family.name == "qwen35" and not family.has_fast
+        model = family.reference_model(nf)
+    names = family.trace_names(model.config)
+    assert names[0] == "embed" and names[-2:] == ["final_norm", "logits"]
+
+
+def test_an_unknown_architecture_is_a_typed_error_for_each_container():
+    with pytest.raises(UnsupportedError) as exc:
+        lookup(VQF, "llama")
+    assert exc.value.rule == "vqf.bind.unsupported"
+    with pytest.raises(InvalidError) as exc:
+        lookup(NINFER, "LlamaForCausalLM")
+    assert exc.value.rule == "ninfer3.text.architecture"
+    with pytest.raises(ValueError, match="unknown container"):
+        lookup("gguf", "llama")
+
+
+def test_an_unknown_ninfer_architecture_reports_what_the_binder_would():
+    """The corpus file naming LlamaForCausalLM: the registry rejects it with the rule the case
+    expects, before any binding."""
+    path = CORPUS / "ninfer3" / "v1" / "model" / "qwen35" / "reject-text-architecture"
+    with open_artifact(path / "model.ninfer") as nf, pytest.raises(InvalidError) as exc:
+        families.ninfer_family(nf)
+    assert exc.value.rule == "ninfer3.text.architecture"
+    assert exc.value.path == "components.text.config.architectures"
+
+
+@pytest.mark.parametrize("config", [None, [], {}, {"architectures": "Qwen3_5ForCausalLM"}])
+def test_a_config_without_a_readable_architecture_is_validated_not_guessed(config):
+    nf = SimpleNamespace(component=lambda _: SimpleNamespace(config=config))
+    with pytest.raises(InvalidError) as exc:
+        families.ninfer_family(nf)
+    assert exc.value.rule.startswith("ninfer3.text.")
+
+
+#: Modules that load models: they must get them from the registry, never import a family.
+CALLERS = (
+    "weightfile/frontend/session.py",
+    "weightfile/frontend/ninfer_session.py",
+    "weightfile/bench/engines.py",
+    "conformance/model_cases.py",
+    "conformance/qwen35_cases.py",
+    "conformance/adapter.py",
+)
+#: Where a family's models and binders live.
+FAMILY_CODE = (
+    "weightfile.ref.qwen3.decoder",
+    "weightfile.ref.qwen35.model",
+    "weightfile.ref.qwen35.bind",
+    "weightfile.fast.qwen3",
+)
+
+
+@pytest.mark.parametrize("path", CALLERS)
+def test_model_loaders_ask_the_registry(path):
+    tree = ast.parse((ROOT / path).read_text())
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module
+            names = {a.name for a in node.names}
+            if module in FAMILY_CODE or module.startswith("weightfile.fast.qwen3."):
+                bad.append(module)
+            elif module == "weightfile.ref.qwen3.bind_vqf" and "bind_vqf" in names:
+                bad.append(f"{module}.bind_vqf")
+    assert not bad, f"{path} imports {bad}; use weightfile.families"
