@@ -22,12 +22,10 @@ from machine import describe_machine
 
 from weightfile.bench.bandwidth import DEFAULT_BUFFER, reader, touched_buffer
 from weightfile.demo import demo_model
+from weightfile.families import vqf_family
 from weightfile.fast._native import library
 from weightfile.fast.codecs.vqf.tiling import tile
 from weightfile.fast.numerics.matrix import FastMatrix
-from weightfile.fast.qwen3 import open_model
-from weightfile.ref.qwen3.bind_vqf import bind_vqf
-from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import open_vqf
 
 ROWS, COLS = 2048, 6144
@@ -126,8 +124,9 @@ def main() -> None:
     path, _ = demo_model()
     prompt = [5, 17, 3, 9, 40, 2, 11, 8]
     with open_vqf(path) as vqf:
-        ref = Qwen3Model(*bind_vqf(vqf))
-        fast = open_model(vqf)
+        family = vqf_family(vqf)
+        ref = family.reference_model(vqf)
+        fast = family.fast_model(vqf)
         ref_rate, ref_logits = decode_rate(ref, prompt, args.ref_tokens)
         fast_rate, fast_logits = decode_rate(fast, prompt, args.fast_tokens)
     same = all(

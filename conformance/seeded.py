@@ -4,7 +4,7 @@
 NumPy's `default_rng` streams and its normal / integer samplers are not promised to stay the
 same across releases (NEP 19), so the corpus does not use them. Instead:
 
-* `words(seed, n)` is the SplitMix64 stream of ref/model/sampling.py: for i = 1..n the state is
+* `words(seed, n)` is the SplitMix64 stream of ref/layers/sampling.py: for i = 1..n the state is
   seed + i·0x9E3779B97F4A7C15 (mod 2^64), then mixed by two xor-shift-multiply rounds and a
   final xor-shift. Computed on whole uint64 arrays (numpy's uint64 arithmetic wraps mod 2^64).
 * `uniform(seed, shape, scale)` maps word w to ((w >> 40) − 2^23) · 2^−23, an exact float32 in

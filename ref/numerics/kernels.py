@@ -1,7 +1,7 @@
 """A profile turned into functions: the only numerics the forward pass calls (spec/numerics.md §1).
 
 `kernels_for(profile)` looks each rule name of the profile up in the tables below. A new profile
-adds its rules to these tables; the forward pass in `ref/model` does not change. Every vector
+adds its rules to these tables; the forward pass in `ref/qwen3` does not change. Every vector
 operation receives a `Site` -- which operation of which layer, for which token of how many in
 the call -- because an engine profile may pick its rule by site (the board uses other kernels for
 the lm_head than for projections, and for prefill tokens than for decode); the canonical profile

@@ -3,7 +3,7 @@
 Expected answers are checked against what can be derived without the forward pass: the embed
 digest from ml_dtypes' bfloat16 decode of the token embedding's bytes, the greedy tokens from
 the logits rows, the trace-name count from spec/numerics.md §19 counted by hand. The value
-source is checked against SplitMix64's published first output and ref/model/sampling.py.
+source is checked against SplitMix64's published first output and ref/layers/sampling.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`weightfile trace MODEL (--prompt TEXT | --token-ids 1,2,3) --out trace.npz`.
 
-One prefill over the prompt with every operation recorded (names of ref/model/trace.py:
+One prefill over the prompt with every operation recorded (names of ref/qwen3/trace.py:
 embed, layers.L.<op>, final_norm, logits, each float32 [tokens, width]) plus `input_ids`
 (int64 [tokens]), so an engine team can diff its own dumps name by name.
 """
