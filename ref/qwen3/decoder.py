@@ -107,18 +107,9 @@ class Qwen3Model:
         o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
         h = each("attn_residual", k.add, x, o)
         rows = dict(
-            attn_norm=n,
-            q_proj=q,
-            k_proj=kk,
-            v_proj=vv,
-            q_norm=qn,
-            k_norm=kn,
-            q_rope=qr,
-            k_rope=kr,
-            attn=att,
-            o_proj=o,
-            attn_residual=h,
-        )
+            attn_norm=n, q_proj=q, k_proj=kk, v_proj=vv, q_norm=qn, k_norm=kn, q_rope=qr,
+            k_rope=kr, attn=att, o_proj=o, attn_residual=h,
+        )  # fmt: skip
         emit(hook, i, ATTENTION_OPS, rows)
         return h
 

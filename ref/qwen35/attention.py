@@ -52,19 +52,8 @@ def attention_block(
     o = each("o_proj", lambda v, s: k.matvec(w.output, v, s), gated)
     h = each("attn_residual", k.add, x, o)
     rows = dict(
-        attn_norm=n,
-        q_proj=q,
-        attn_gate=gt,
-        k_proj=kk,
-        v_proj=vv,
-        q_norm=qn,
-        k_norm=kn,
-        q_rope=qr,
-        k_rope=kr,
-        attn=att,
-        gated_attn=gated,
-        o_proj=o,
-        attn_residual=h,
-    )
+        attn_norm=n, q_proj=q, attn_gate=gt, k_proj=kk, v_proj=vv, q_norm=qn, k_norm=kn, q_rope=qr,
+        k_rope=kr, attn=att, gated_attn=gated, o_proj=o, attn_residual=h,
+    )  # fmt: skip
     emit(hook, i, ATTENTION_OPS, rows)
     return h

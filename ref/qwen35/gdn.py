@@ -88,14 +88,9 @@ def gdn_block(
             gated_rmsnorm(k, o, w.norm, zh, c.eps_f32) for o, zh in zip(core, zs, strict=True)
         ]
         token = dict(
-            gdn_conv=conv,
-            gdn_q=join_heads(q),
-            gdn_k=join_heads(kh),
-            gdn_beta=beta,
-            gdn_g=g,
-            gdn_core=join_heads(core),
-            gdn_norm=join_heads(normed),
-        )
+            gdn_conv=conv, gdn_q=join_heads(q), gdn_k=join_heads(kh), gdn_beta=beta, gdn_g=g,
+            gdn_core=join_heads(core), gdn_norm=join_heads(normed),
+        )  # fmt: skip
         for op in GDN_TOKEN_OPS:
             rows[op].append(token[op])
     o = each("gdn_out", lambda v, s: k.matvec(w.output, v, s), rows["gdn_norm"])
