@@ -127,3 +127,24 @@ def test_vqf_doc_codec_table_matches_the_codec_registry():
             assert CODECS[modes.split()[1]].modes == c.modes, name
         else:
             assert tuple(modes.strip().split(", ")) == c.modes, name
+
+
+def test_every_rule_id_the_vqf_doc_names_is_a_rule():
+    from weightfile.spec.codecs.vqf.registry import CODECS
+
+    named = set(re.findall(r"`(vqf\.[a-z0-9_]+\.[a-z0-9_.]+)`", vqf_doc_without_spliced_tables()))
+    codec = {r for r in named if r.startswith("vqf.codec.")}
+    assert named - codec - set(RULES) == set()
+    # vqf.codec.<name>.<rule> needs a registered layout; vqf.codec.<what> are codec_for's own.
+    for r in codec:
+        parts = r.split(".")
+        assert len(parts) == 3 or parts[2] in CODECS, r
+    # §5's payload-rule table lists exactly the rules the codecs raise, rule(<codec>, "<rule>").
+    documented = re.findall(
+        r"^\| `([a-z_]+)` \| (?:Malformed|Invalid|Unsupported) \|", vqf_section_body("5"), re.M
+    )
+    # Wherever the codecs live, they take `rule` from the VQF codec registry.
+    users = [p for p in (ROOT / "ref").rglob("*.py") if "spec.codecs.vqf.registry" in p.read_text()]
+    source = "\n".join(p.read_text() for p in [*users, ROOT / "spec/codecs/vqf/registry.py"])
+    raised = set(re.findall(r'rule\([A-Za-z_.]+, "([a-z_]+)"\)', source))
+    assert sorted(documented) == sorted(raised)
