@@ -13,18 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from weightfile.ref.codecs.vqf import (
-    g256,
-    g256_4x4,
-    g256_8x8,
-    q4_0,
-    q4_0_4x4,
-    q4_0_8x8l,
-    q8_0,
-    q8_0_4x4,
-    q8_0_8x8,
-    tiling,
-)
+from weightfile.ref.codecs.vqf import codec, g256, q4_0, q8_0, tiling
+
+# The tiled layouts are rows of spec/codecs/vqf/layouts.TILED, reached through codec().
+q8_0_8x8, q8_0_4x4 = codec("q8_0_8x8"), codec("q8_0_4x4")
+q4_0_4x4, q4_0_8x8l = codec("q4_0_4x4"), codec("q4_0_8x8l")
+g256_8x8, g256_4x4 = codec("g256_8x8"), codec("g256_4x4")
 
 ROWS, COLS = 16, 96  # 2 groups of 8 (4 of 4) rows, nb = 3 blocks per row
 NB = COLS // 32
