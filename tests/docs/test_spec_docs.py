@@ -104,7 +104,6 @@ def test_vqf_doc_qtype_table_matches_the_registry():
 
 def test_vqf_doc_codec_table_matches_the_codec_registry():
     from weightfile.spec.codecs.vqf.registry import CODECS
-    from weightfile.spec.vqf.qtypes import QType
 
     rows = re.findall(
         r"^\| `(\w+)` \| (0x0\d) \| (\d+) B / [^|]*\| (\S+) \| (\S+) \| ([^|]+) \|",
@@ -115,11 +114,7 @@ def test_vqf_doc_codec_table_matches_the_codec_registry():
     for name, qtype, size, rows_mod, cols_mod, modes in rows:
         c = CODECS[name]
         tiled = c.tiling is not None
-        # The registry's _tiled() copies the base's qtype, so q4_0_8x8l says 0x03 where its
-        # directory entries carry 0x04 (§3.2; the field is unused). Until the registry is fixed,
-        # the document states the directory's code.
-        want = QType.Q4_8X8L if name == "q4_0_8x8l" else c.qtype
-        assert int(qtype, 16) == want, name
+        assert int(qtype, 16) == c.qtype, name
         assert int(size) == (c.tiling.group_block_bytes if tiled else c.block_bytes), name
         divisors = (str(c.row_group), str(c.cols_multiple)) if tiled else ("–", "–")
         assert (rows_mod, cols_mod) == divisors, name
