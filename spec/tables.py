@@ -6,7 +6,7 @@ The prose documents never retype a field table: `tools/splice_tables.py` writes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from construct import (
     Array,
@@ -58,10 +58,27 @@ def field_table(schema: Struct, *, base: int = 0) -> str:
 
 
 def rule_table(rules: Iterable[object]) -> str:
-    """| rule id | error class | origin | section | meaning |."""
-    rows = ["| rule id | error class | origin | section | meaning |", "|---|---|---|---|---|"]
+    """| rule id | error class | origin | section | meaning |.
+
+    The origin column is left out when the rules carry none (the `.ninfer` table has no
+    loader/strict split), so one renderer serves every format's rule table.
+    """
+    rules = list(rules)
+    with_origin = all(hasattr(r, "origin") for r in rules)
+    head = ["rule id", "error class", *(["origin"] if with_origin else []), "section", "meaning"]
+    rows = []
     for r in rules:
-        rows.append(
-            f"| `{r.id}` | {r.error_class} | {r.origin} | {r.section} | {r.meaning} |"  # type: ignore[attr-defined]
-        )
-    return "\n".join(rows)
+        origin = [r.origin] if with_origin else []  # type: ignore[attr-defined]
+        rows.append([f"`{r.id}`", r.error_class, *origin, r.section, r.meaning])  # type: ignore[attr-defined]
+    return markdown_table(head, rows)
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A plain Markdown table: left-aligned columns, one row per item, `|` in a cell escaped."""
+
+    def cell(value: object) -> str:
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -89,7 +89,7 @@ class VQFModelFile:
         e = self.file.entry(name)
         count, out, inner = self._matrices(e)
         package = f"weightfile.{_engine(engine)}.codecs.vqf"
-        module = importlib.import_module(f"{package}.{self.codec(name)}")
+        module = importlib.import_module(package).codec(self.codec(name))
         return e, module, count * out, inner
 
     def close(self) -> None:

@@ -22,7 +22,8 @@ from weightfile.spec.numerics.constants import QBLOCK
 from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import tensor_bytes
 
-#: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk (§5.4, §5.5).
+#: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk (§5.4, §5.5);
+#: tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
 KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
 QUANTIZED = (0, 1)
 #: Below this many weight elements x tokens a product runs on one thread: starting threads would

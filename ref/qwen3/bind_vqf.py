@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
 
 import numpy as np
 
+from weightfile.ref.codecs.vqf import codec as vqf_codec
 from weightfile.ref.numerics.matrix import DenseMatrix, Matrix, QuantMatrix
 from weightfile.ref.vqf.read import Entry, VQFFile
 from weightfile.spec.codecs.vqf.registry import codec_for
@@ -149,7 +149,7 @@ def codec_matrix_words(
     n become the signed code n − 8 the value formula uses ((n − 8)·d, §5.7).
     """
     codec = codec_for(qtype, flags, name, shape=(rows, cols))
-    words = import_module(f"weightfile.ref.codecs.vqf.{codec}").decode_words(payload, rows, cols)
+    words = vqf_codec(codec).decode_words(payload, rows, cols)
     codes = words["codes"]
     if codes.dtype == np.uint8:  # Q4 nibbles
         codes = (codes.astype(np.int16) - 8).astype(np.int8)

@@ -106,7 +106,7 @@ def encode(qtype: QType, flags: int, name: str, m: np.ndarray, codecs: str = REF
         codec = "f16"
     else:
         codec = codec_for(qtype, flags, name, shape=(rows, cols))
-    return import_module(f"{codecs}.{codec}").encode(m, rows, cols)
+    return import_module(codecs).codec(codec).encode(m, rows, cols)
 
 
 def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:

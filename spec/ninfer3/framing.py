@@ -20,16 +20,17 @@ PART_PAYLOAD_START = 4096  # a continuation volume's payload always starts here
 ARTIFACT_ID_BYTES = 16
 DEFAULT_LIMIT = 32_000_000_000  # writer policy only, never stored (§1.7)
 
+# The docs strings are the "meaning" column of the tables spliced into spec/ninfer3.md §1.1-§1.2.
 EntryHeader = Struct(
-    "magic" / Const(ENTRY_MAGIC),  # exactly 4E 49 4E 46 45 52 00 03
-    "json_bytes" / Int64ul,  # >= 1 and <= entry size - 32; the JSON text length
-    "artifact_id" / Bytes(ARTIFACT_ID_BYTES),  # random per file set; printed as 32 hex digits
+    "magic" / Const(ENTRY_MAGIC) * "exactly 4E 49 4E 46 45 52 00 03 (`NINFER`, 0x00, 3)",
+    "json_bytes" / Int64ul * ">= 1 and <= entry size - 32; the JSON text length",
+    "artifact_id" / Bytes(ARTIFACT_ID_BYTES) * "random per file set; printed as 32 hex digits",
 )
 
 ContinuationHeader = Struct(
-    "magic" / Const(CONTINUATION_MAGIC),  # exactly 4E 49 4E 50 52 54 00 03
-    "part_index" / Int64ul,  # >= 1; equals this volume's index in `files`
-    "artifact_id" / Bytes(ARTIFACT_ID_BYTES),  # byte-identical to the entry's
+    "magic" / Const(CONTINUATION_MAGIC) * "exactly 4E 49 4E 50 52 54 00 03 (`NINPRT`, 0x00, 3)",
+    "part_index" / Int64ul * ">= 1; equals this volume's index in `files`",
+    "artifact_id" / Bytes(ARTIFACT_ID_BYTES) * "byte-identical to the entry's",
 )
 
 

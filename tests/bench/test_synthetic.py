@@ -102,7 +102,7 @@ def test_chunked_embedding_and_tied_lm_head_equal_whole_matrix_encodings(tmp_pat
     import numpy as np
 
     import weightfile.bench.synthetic as synthetic
-    from weightfile.ref.codecs.vqf import f16, q4_0_4x4
+    from weightfile.ref.codecs.vqf import codec, f16
 
     monkeypatch.setattr(synthetic, "ROW_CHUNK", 64)
     s = SPECS["tiny-q4_0"]
@@ -110,4 +110,4 @@ def test_chunked_embedding_and_tied_lm_head_equal_whole_matrix_encodings(tmp_pat
     embed = np.concatenate([synthetic._embed_chunk(s, start) for start in range(0, 256, 64)])
     with open_vqf(path) as vqf:
         assert bytes(vqf.payload("token_embed")) == f16.encode(embed, 256, 64, mode="trunc_ftz")
-        assert bytes(vqf.payload("q4_lm")) == q4_0_4x4.encode(embed, 256, 64)
+        assert bytes(vqf.payload("q4_lm")) == codec("q4_0_4x4").encode(embed, 256, 64)

@@ -8,7 +8,7 @@ from strategies.ninfer3 import TINY_PAYLOAD, build_file_set, tiny_doc
 
 from weightfile.cli import main
 from weightfile.examples import TINY_ARCH, TINY_FLAGS, tiny_tensors
-from weightfile.fast.codecs.vqf import q4_0_4x4
+from weightfile.fast.codecs.vqf import codec
 from weightfile.model_file import open_model_file
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.errors import NotFoundError
@@ -27,7 +27,7 @@ def exact_q4_values(rng: np.random.Generator, rows: int, cols: int) -> np.ndarra
 def vqf_with_known_q4_q(tmp_path):
     """q4_q holds two layers of [qo, d] known values, written 4x4-interleaved (flag Q4_4X4)."""
     values = exact_q4_values(np.random.default_rng(7), NL * QO, D)
-    payload = q4_0_4x4.encode(values, NL * QO, D)
+    payload = codec("q4_0_4x4").encode(values, NL * QO, D)
     tensors = [
         TensorSource(t.name, t.qtype, t.rows, t.cols, payload if t.name == "q4_q" else t.data)
         for t in tiny_tensors(TINY_ARCH)

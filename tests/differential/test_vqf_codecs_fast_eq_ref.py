@@ -1,4 +1,4 @@
-"""Every fast/codecs/vqf/<name>.py equals ref/codecs/vqf/<name>.py bit for bit.
+"""Every fast VQF codec equals the ref codec of the same registry name bit for bit.
 
 One parametrised module for the twelve registry names (their properties are identical): encode
 in every mode on any finite float32 input (NaN/Inf are refused identically), decode and
@@ -7,26 +7,24 @@ error (class, rule, offset, path) for bad shapes and lengths."""
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies.codecs_vqf import flipped, matrices, payloads, same_outcome, shapes
 
+from weightfile.fast.codecs.vqf import codec as fast_codec
+from weightfile.ref.codecs.vqf import codec as ref_codec
 from weightfile.spec.codecs.vqf.registry import CODECS
 
 NAMES = sorted(CODECS)
 
 
 def pair(name: str):
-    """(fast module, ref module, block bytes for mismatch reports) of a registry name."""
+    """(fast codec, ref codec, block bytes for mismatch reports) of a registry name."""
     codec = CODECS[name]
     block = codec.tiling.group_block_bytes if codec.tiling else codec.block_bytes
-    fast = importlib.import_module(f"weightfile.fast.codecs.vqf.{name}")
-    ref = importlib.import_module(f"weightfile.ref.codecs.vqf.{name}")
-    return fast, ref, block
+    return fast_codec(name), ref_codec(name), block
 
 
 parametrize = pytest.mark.parametrize("name", NAMES)

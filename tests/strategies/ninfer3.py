@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-PEER = Path("/work/shared/peer-data/ninfer-v3")
-EXAMPLE_TEXT = PEER / "artifact-v3-text.json"
-EXAMPLE_SHARDED = PEER / "artifact-v3-mixed-sharded.json"
+#: The two published example directories (spec/ninfer3.md §5), byte for byte, kept in the tree.
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "ninfer3-examples"
+EXAMPLE_TEXT = EXAMPLES / "artifact-v3-text.json"
+EXAMPLE_SHARDED = EXAMPLES / "artifact-v3-mixed-sharded.json"
 
 ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", §1.1
 PART_MAGIC = bytes.fromhex("4e494e5052540003")  # "NINPRT\0\3", §1.2

@@ -12,12 +12,12 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any
 
 import numpy as np
 
 from weightfile.fast._native import library
+from weightfile.fast.codecs.vqf import codec as vqf_codec
 from weightfile.fast.vqf.fnv1a64 import file_checksum, fnv1a64
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
@@ -82,7 +82,7 @@ def layer0_decoder(vqf: VQFFile, name: str, rows: int, cols: int) -> Callable[[b
     """The fast codec's float32 decode of one [rows, cols] layer of `name` (§5, §7.1)."""
     e = vqf.entry(name)
     codec = codec_for(e.qtype, vqf.header.flags, name, shape=(rows, cols))
-    decode = import_module(f"weightfile.fast.codecs.vqf.{codec}").decode
+    decode = vqf_codec(codec).decode
     return lambda payload: decode(payload, rows, cols)
 
 

@@ -1,7 +1,8 @@
-"""Vectorised VQF codecs: the same modules and functions as ref/codecs/vqf, bit for bit.
+"""Vectorised VQF codecs: the same codecs and functions as ref/codecs/vqf, bit for bit.
 
-Every codec module (named as in spec/codecs/vqf/registry.CODECS: f32, f16, q8_0, q4_0, q4i8, g256,
-q8_0_8x8, q8_0_4x4, q4_0_4x4, q4_0_8x8l, g256_8x8, g256_4x4) defines
+`codec(name)` gives the codec of a registry name (spec/codecs/vqf/registry.CODECS): a module of
+this package for the untiled ones (f32, f16, q8_0, q4_0, q4i8, g256), a `tiling.TiledCodec` for
+the tiled layouts (the rows of spec/codecs/vqf/layouts.TILED). Every codec defines
 
 * `encode(values, rows, cols, *, mode=...) -> bytes` -- float32 values in logical row-major order;
   `mode` is one of `CODECS[name].modes` (the default first: "kestrel" for the quantisers, "rne"
@@ -23,13 +24,18 @@ whose length is not registry.payload_size (rule ….length, offset = where the d
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from functools import cache
 
+from weightfile.fast.codecs.vqf.tiling import TiledCodec
+from weightfile.ref.codecs.vqf.tiling import CodecModule
 from weightfile.spec.codecs.vqf.registry import CODECS
 
 
-def codec(name: str) -> ModuleType:
-    """The codec module for a registry name (KeyError for a name that is not registered)."""
+@cache
+def codec(name: str) -> CodecModule:
+    """The codec for a registry name (KeyError for a name that is not registered)."""
     if name not in CODECS:
         raise KeyError(name)
+    if CODECS[name].tiling is not None:
+        return TiledCodec(name)
     return importlib.import_module(f"{__name__}.{name}")

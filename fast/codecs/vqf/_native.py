@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 from weightfile.fast._native import library
 
+#: Encoder mode codes of vqf_codecs.c (MODE_<NAME>); tests/fast/test_c_mirrors.py checks them.
 MODES = {"kestrel": 0, "kestrel_legacy": 1, "ggml": 2}
 
 _disabled = 0

@@ -1,22 +1,18 @@
-"""Vectorised row-group interleave (§5.6-§5.8); must equal ref/codecs/vqf/tiling.py byte for byte.
+"""Vectorised row-group interleave (spec/vqf.md §5.6-§5.8); must equal ref/codecs/vqf/tiling.py.
 
 The legacy payload viewed as [R/G, G, nb, 2 + P] (group, row in group, block, byte) is transposed
 into [R/G, nb, G, 2] scales followed by [R/G, nb, P/k, G, k] chunks: the address formula of §5.6
-written as an axis permutation.
+written as an axis permutation. `TiledCodec` is ref's, with the fast base codecs and this
+permutation, so every tiled layout (spec/codecs/vqf/layouts.TILED) is one object here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Protocol
-
 import numpy as np
 
 from weightfile.fast.codecs.vqf.common import require_payload
-from weightfile.ref.codecs.vqf.common import require_mode, require_shape, validate_length
-from weightfile.ref.codecs.vqf.tiling import geometry, tiled_offset
-from weightfile.spec.codecs.vqf.registry import rule
-from weightfile.spec.errors import Violation
+from weightfile.ref.codecs.vqf import tiling as ref
+from weightfile.ref.codecs.vqf.tiling import geometry
 
 
 def _axes(name: str, rows: int, cols: int) -> tuple[int, int, int, int, int]:
@@ -46,38 +42,19 @@ def untile(name: str, tiled: bytes, rows: int, cols: int) -> bytes:
     return out.tobytes()
 
 
-class Base(Protocol):
-    """The untiled fast codec module a tiled layout rearranges."""
+class TiledCodec(ref.TiledCodec):
+    """ref's tiled codec (same checks, errors and rule renaming) on the fast base codecs."""
 
-    NAME: str
+    PACKAGE = "weightfile.fast.codecs.vqf"
 
-    def encode(self, values: object, rows: int, cols: int, *, mode: str = ...) -> bytes: ...
-    def validate(self, payload: bytes, rows: int, cols: int) -> list[Violation]: ...
+    def tile(self, legacy: bytes, rows: int, cols: int) -> bytes:
+        """The vectorised `tile` (ref: ref.tile)."""
+        return tile(self.NAME, legacy, rows, cols)
 
+    def untile(self, tiled: bytes, rows: int, cols: int) -> bytes:
+        """The vectorised `untile` (ref: ref.untile)."""
+        return untile(self.NAME, tiled, rows, cols)
 
-def encode(name: str, base: Base, values: object, rows: int, cols: int, mode: str) -> bytes:
-    """Quantise with the base codec, then tile (ref: tiling.encode)."""
-    require_shape(name, rows, cols)
-    require_mode(name, mode)
-    return tile(name, base.encode(values, rows, cols, mode=mode), rows, cols)
-
-
-def legacy_payload(name: str, payload: bytes, rows: int, cols: int) -> bytes:
-    """The untiled payload of a shape- and length-checked tiled payload."""
-    return untile(name, require_payload(name, payload, rows, cols), rows, cols)
-
-
-def validate(name: str, base: Base, payload: bytes, rows: int, cols: int) -> list[Violation]:
-    """The base rules on the untiled payload, renamed, offsets tiled (ref: tiling.validate)."""
-    found = validate_length(name, payload, rows, cols)
-    if found:
-        return found
-    prefix = rule(base.NAME, "")
-    return [
-        replace(
-            v,
-            rule=rule(name, v.rule.removeprefix(prefix)),
-            offset=None if v.offset is None else tiled_offset(name, cols, v.offset),
-        )
-        for v in base.validate(untile(name, bytes(payload), rows, cols), rows, cols)
-    ]
+    def legacy_payload(self, payload: bytes, rows: int, cols: int) -> bytes:
+        """The untiled payload, checked without copying a large mapped payload first."""
+        return self.untile(require_payload(self.NAME, payload, rows, cols), rows, cols)  # type: ignore[arg-type]

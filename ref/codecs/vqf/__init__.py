@@ -1,7 +1,9 @@
-"""Readable VQF codecs (vqf.md §5-§6), one module per registry name; the oracle for fast/.
+"""Readable VQF codecs (vqf.md §5-§6), one per registry name; the oracle for fast/.
 
-Every codec module (named as in spec/codecs/vqf/registry.CODECS: f32, f16, q8_0, q4_0, q4i8, g256,
-q8_0_8x8, q8_0_4x4, q4_0_4x4, q4_0_8x8l, g256_8x8, g256_4x4) defines
+`codec(name)` gives the codec of a registry name (spec/codecs/vqf/registry.CODECS). The untiled
+ones (f32, f16, q8_0, q4_0, q4i8, g256) are modules of this package; the tiled layouts (q8_0_8x8,
+q8_0_4x4, q4_0_4x4, q4_0_8x8l, g256_8x8, g256_4x4: the rows of spec/codecs/vqf/layouts.TILED) are
+`tiling.TiledCodec` objects that run their base module on the untiled bytes. Every codec defines
 
 * `encode(values, rows, cols, *, mode=...) -> bytes` -- float32 values in logical row-major order;
   `mode` is one of `CODECS[name].modes` (the default first: "kestrel" for the quantisers, "rne"
@@ -23,13 +25,17 @@ whose length is not registry.payload_size (rule ….length, offset = where the d
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from functools import cache
 
+from weightfile.ref.codecs.vqf.tiling import CodecModule, TiledCodec
 from weightfile.spec.codecs.vqf.registry import CODECS
 
 
-def codec(name: str) -> ModuleType:
-    """The codec module for a registry name (KeyError for a name that is not registered)."""
+@cache
+def codec(name: str) -> CodecModule:
+    """The codec for a registry name (KeyError for a name that is not registered)."""
     if name not in CODECS:
         raise KeyError(name)
+    if CODECS[name].tiling is not None:
+        return TiledCodec(name)
     return importlib.import_module(f"{__name__}.{name}")

@@ -1,15 +1,19 @@
-"""The row-group interleave that turns legacy blocks into the tiled layouts (vqf.md §5.6-§5.8).
+"""Every tiled VQF layout as one codec: a base codec seen through the row-group interleave.
 
-A [R x C] legacy payload is R rows of nb = C/32 blocks. Tiling regroups G consecutive rows: group
-blocks are stored group by group, block column b in order inside a group, and each group block holds
-the G row scales (row m at 2m) followed by the G rows' payload bytes, row m's byte j at
+The layouts are the rows of spec/codecs/vqf/layouts.TILED (spec/vqf.md §5.5-§5.8). A [R x C]
+legacy payload is R rows of nb = C/32 blocks. Tiling regroups G consecutive rows: group blocks are
+stored group by group, block column b in order inside a group, and each group block holds the G row
+scales (row m at 2m) followed by the G rows' payload bytes, row m's byte j at
 `TileGeometry.payload_position(m, j)` and XORed with the layout's mask (0x88 for Q4, none for Q8).
-The total size never changes (§5.9). These functions move one byte at a time by that formula.
+The total size never changes (spec/vqf.md §5.9). `tile` and `untile` move one byte at a time by
+that formula; `TiledCodec` gives a layout the four functions of a codec module (encode, decode,
+decode_words, validate) by running its base codec on the untiled bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from importlib import import_module
 from typing import Protocol
 
 import numpy as np
@@ -67,8 +71,8 @@ def untile(name: str, tiled: bytes, rows: int, cols: int) -> bytes:
     return bytes(out)
 
 
-class Base(Protocol):
-    """The untiled codec module a tiled layout rearranges."""
+class CodecModule(Protocol):
+    """What every codec offers: a codec module of this package, or a `TiledCodec`."""
 
     NAME: str
 
@@ -78,29 +82,56 @@ class Base(Protocol):
     def validate(self, payload: bytes, rows: int, cols: int) -> list[Violation]: ...
 
 
-def encode(name: str, base: Base, values: object, rows: int, cols: int, mode: str) -> bytes:
-    """Quantise with the base codec, then tile (how the writer repacks, §5.5-§5.8)."""
-    require_shape(name, rows, cols)
-    require_mode(name, mode)
-    return tile(name, base.encode(values, rows, cols, mode=mode), rows, cols)
+class TiledCodec:
+    """A tiled layout with a codec module's functions: its base codec on the untiled bytes."""
 
+    #: The package whose untiled codec modules a layout's `base` names.
+    PACKAGE = "weightfile.ref.codecs.vqf"
 
-def legacy_payload(name: str, payload: bytes, rows: int, cols: int) -> bytes:
-    """The untiled payload of a shape- and length-checked tiled payload."""
-    return untile(name, require_payload(name, payload, rows, cols), rows, cols)
+    def __init__(self, name: str) -> None:
+        self.NAME = name
+        self.base: CodecModule = import_module(f"{self.PACKAGE}.{CODECS[name].base}")
 
+    def tile(self, legacy: bytes, rows: int, cols: int) -> bytes:
+        """The base payload rearranged into this layout (the permutation of this module)."""
+        return tile(self.NAME, legacy, rows, cols)
 
-def validate(name: str, base: Base, payload: bytes, rows: int, cols: int) -> list[Violation]:
-    """The base codec's rules on the untiled payload, renamed to this layout, offsets tiled."""
-    found = validate_length(name, payload, rows, cols)
-    if found:
-        return found
-    prefix = rule(base.NAME, "")
-    return [
-        replace(
-            v,
-            rule=rule(name, v.rule.removeprefix(prefix)),
-            offset=None if v.offset is None else tiled_offset(name, cols, v.offset),
-        )
-        for v in base.validate(untile(name, bytes(payload), rows, cols), rows, cols)
-    ]
+    def untile(self, tiled: bytes, rows: int, cols: int) -> bytes:
+        """Undo `tile`."""
+        return untile(self.NAME, tiled, rows, cols)
+
+    def legacy_payload(self, payload: bytes, rows: int, cols: int) -> bytes:
+        """The untiled payload of a shape- and length-checked tiled payload."""
+        return self.untile(require_payload(self.NAME, payload, rows, cols), rows, cols)
+
+    def encode(self, values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
+        """Quantise with the base codec in `mode`, then tile: how the writer repacks (§5.5-§5.8)."""
+        require_shape(self.NAME, rows, cols)
+        require_mode(self.NAME, mode)
+        return self.tile(self.base.encode(values, rows, cols, mode=mode), rows, cols)
+
+    def decode_words(self, payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
+        """The logical (untiled) words, as the base codec's decode_words gives them."""
+        return self.base.decode_words(self.legacy_payload(payload, rows, cols), rows, cols)
+
+    def decode(self, payload: bytes, rows: int, cols: int) -> np.ndarray:
+        """Float32 [rows, cols] in plain row-major order."""
+        return self.base.decode(self.legacy_payload(payload, rows, cols), rows, cols)
+
+    def validate(self, payload: bytes, rows: int, cols: int) -> list[Violation]:
+        """The base codec's rules on the untiled payload, renamed to this layout, offsets tiled."""
+        found = validate_length(self.NAME, payload, rows, cols)
+        if found:
+            return found
+        prefix = rule(self.base.NAME, "")
+        return [
+            replace(
+                v,
+                rule=rule(self.NAME, v.rule.removeprefix(prefix)),
+                offset=None if v.offset is None else tiled_offset(self.NAME, cols, v.offset),
+            )
+            for v in self.base.validate(self.untile(bytes(payload), rows, cols), rows, cols)
+        ]
+
+    def __repr__(self) -> str:
+        return f"<tiled codec {self.NAME!r} of {self.base.NAME!r} from {self.PACKAGE}>"

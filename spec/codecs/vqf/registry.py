@@ -3,7 +3,8 @@
 Every payload layout a VQF directory entry can carry has one registry name. The qtype alone never
 names the layout (§3.2): `codec_for` derives it from the qtype, the header flags and the tensor name
 (§2.5, §5, §7). Tiled layouts are a tiling (`TileGeometry`) applied to an untiled base codec, which
-is how the writer produces them and why tiling never changes the size (§5.9).
+is how the writer produces them and why tiling never changes the size (§5.9); each is one row of
+`layouts.TILED`, from which this registry derives its entry and `codec_for` its selection.
 
 Rule ids are `vqf.codec.<name>.<rule>` (see `rule`).
 """
@@ -15,15 +16,8 @@ from typing import Literal
 
 from construct import Construct
 
-from weightfile.spec.codecs.vqf.blocks import (
-    QK,
-    block_q4_0,
-    block_q4_0x4,
-    block_q4_0x8,
-    block_q8_0,
-    block_q8_0x4,
-    block_q8_0x8,
-)
+from weightfile.spec.codecs.vqf.blocks import QK, block_q4_0, block_q8_0
+from weightfile.spec.codecs.vqf.layouts import TILED, TiledLayout, TileGeometry, tiled_layout
 from weightfile.spec.errors import InvalidError, UnsupportedError, Violation
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
@@ -31,30 +25,6 @@ from weightfile.spec.vqf.qtypes import QType
 #: Encoder modes: the current Kestrel quantisers (§6.1-6.3), the older engine build (§6.4),
 #: ggml's reference quantisers (§6.5); for F16 the converter itself (RNE §6.4, truncating §5.2).
 Mode = Literal["kestrel", "kestrel_legacy", "ggml", "rne", "trunc_ftz"]
-
-
-@dataclass(frozen=True)
-class TileGeometry:
-    """Row-group interleave of §5.6-§5.8: G rows per group, payload bytes moved in k-byte chunks."""
-
-    group_rows: int  # G: rows per group
-    chunk_bytes: int  # k: interleave width (4 for 4x4 / 8x8 Q8, 8 for Q4_8X8L)
-    block_payload_bytes: int  # bytes after the f16 scale in one legacy block (32 Q8, 16 Q4)
-    xor: int  # XOR applied to every moved payload byte (0x88 for Q4 tiles, 0 for Q8)
-
-    @property
-    def group_block_bytes(self) -> int:
-        """Bytes of one group block: G scales then G payloads (§5.6: G·34; §5.7: 72; §5.8: 144)."""
-        return self.group_rows * (2 + self.block_payload_bytes)
-
-    def scale_position(self, m: int) -> int:
-        """Offset of row m's f16 scale inside a group block (row order, §5.6)."""
-        return 2 * m
-
-    def payload_position(self, m: int, j: int) -> int:
-        """Offset of row m's legacy payload byte j inside a group block (§5.6-§5.8 formulas)."""
-        g, k = self.group_rows, self.chunk_bytes
-        return 2 * g + (j // k) * (k * g) + k * m + (j % k)
 
 
 @dataclass(frozen=True)
@@ -87,29 +57,25 @@ _Q8_MODES = ("kestrel", "kestrel_legacy", "ggml")
 _Q4_MODES = ("kestrel", "kestrel_legacy", "ggml")
 _KESTREL_ONLY = ("kestrel", "kestrel_legacy")
 
-Q8_8X8 = TileGeometry(group_rows=8, chunk_bytes=4, block_payload_bytes=QK, xor=0)
-Q8_4X4 = TileGeometry(group_rows=4, chunk_bytes=4, block_payload_bytes=QK, xor=0)
-Q4_4X4 = TileGeometry(group_rows=4, chunk_bytes=4, block_payload_bytes=QK // 2, xor=0x88)
-Q4_8X8L = TileGeometry(group_rows=8, chunk_bytes=8, block_payload_bytes=QK // 2, xor=0x88)
-
 
 def _untiled(name: str, qtype: int, block: Construct, modes: tuple[str, ...]) -> Codec:
     return Codec(name, qtype, QK, block, 0, 1, 1, name, None, modes)
 
 
-def _tiled(name: str, base: Codec, tiling: TileGeometry, record: Construct) -> Codec:
+def _tiled(t: TiledLayout, base: Codec) -> Codec:
+    """The registry entry of a layouts.TILED row: the base's blocks, the row's group geometry."""
     return Codec(
-        name,
-        base.qtype,
+        t.name,
+        t.qtype,
         QK,
         base.block,
         0,
-        tiling.group_rows,
+        t.tiling.group_rows,
         QK,
         base.name,
-        tiling,
+        t.tiling,
         base.modes,
-        record,
+        t.group_record,
     )
 
 
@@ -121,23 +87,10 @@ _Q4I8 = _untiled("q4i8", QType.Q8_0, block_q8_0, _KESTREL_ONLY)
 _G256 = _untiled("g256", QType.Q8_0, block_q8_0, _KESTREL_ONLY)
 
 #: Every VQF layout by registry name.
-CODECS: dict[str, Codec] = {
-    c.name: c
-    for c in (
-        _F32,
-        _F16,
-        _Q8_0,
-        _Q4_0,
-        _Q4I8,
-        _G256,
-        _tiled("q8_0_8x8", _Q8_0, Q8_8X8, block_q8_0x8),
-        _tiled("q8_0_4x4", _Q8_0, Q8_4X4, block_q8_0x4),
-        _tiled("q4_0_4x4", _Q4_0, Q4_4X4, block_q4_0x4),
-        _tiled("q4_0_8x8l", _Q4_0, Q4_8X8L, block_q4_0x8),
-        _tiled("g256_8x8", _G256, Q8_8X8, block_q8_0x8),
-        _tiled("g256_4x4", _G256, Q8_4X4, block_q8_0x4),
-    )
-}
+_UNTILED = {c.name: c for c in (_F32, _F16, _Q8_0, _Q4_0, _Q4I8, _G256)}
+
+#: Every VQF layout by registry name: the untiled codecs, then one per layouts.TILED row.
+CODECS: dict[str, Codec] = _UNTILED | {t.name: _tiled(t, _UNTILED[t.base]) for t in TILED.values()}
 
 #: Elements that share one G256 scale (§5.5).
 G256_GROUP = 256
@@ -216,31 +169,24 @@ def _layout(qtype: int, flags: int, name: str, q8_tiling: str | None) -> str:
         raise InvalidError("vqf.codec.q8_tiling", "q8_tiling must be 'legacy' or '4x4'")
     if q8_tiling == "4x4" and flags & VQFFlag.Q8_8X8:
         raise InvalidError("vqf.codec.q8_tiling", "q8_tiling='4x4' contradicts flag Q8_8X8")
+    if qtype == QType.Q8_0 and name.startswith("v_"):
+        return "q8_0"  # vision matrices are always legacy (spec/vqf.md §7.4)
+    return tiled_layout(_base(qtype, flags), qtype, flags, name, q8_tiling)
+
+
+def _base(qtype: int, flags: int) -> str:
+    """The untiled codec whose blocks an entry of this qtype holds (spec/vqf.md §5.1-§5.5, §5.8)."""
     if qtype == QType.F32:
         return "f32"
     if qtype == QType.F16:
         return "f16"
-    if qtype == QType.Q4_8X8L:  # x8_* copies (§5.8); X8 is the flag that announces them
-        return "q4_0_8x8l"
-    if qtype == QType.Q4_0:
-        return "q4_0_4x4" if flags & VQFFlag.Q4_4X4 and name.startswith("q4_") else "q4_0"
+    if qtype in (QType.Q4_0, QType.Q4_8X8L):  # x8_* copies are regrouped Q4_0 blocks (§5.8)
+        return "q4_0"
     if qtype == QType.Q8_0:
-        return _q8_codec(flags, name, q8_tiling)
+        if flags & VQFFlag.Q8BUF_Q4:
+            return "q4i8"  # Q4I8 payloads are never tiled (§5.4): no layouts.TILED row has it
+        return "g256" if flags & VQFFlag.G256 else "q8_0"
     raise UnsupportedError("vqf.codec.qtype", f"qtype {qtype:#x} names no VQF encoding")
-
-
-def _q8_codec(flags: int, name: str, q8_tiling: str | None) -> str:
-    """Layout of a qtype 0x02 entry: v_q8_* always legacy (§7.4), Q4I8 untiled (§5.4)."""
-    if name.startswith("v_"):
-        return "q8_0"
-    if flags & VQFFlag.Q8BUF_Q4:
-        return "q4i8"
-    base = "g256" if flags & VQFFlag.G256 else "q8_0"
-    if flags & VQFFlag.Q8_8X8:
-        return base + "_8x8"
-    if q8_tiling == "4x4":
-        return base + "_4x4"
-    return base
 
 
 __all__ = [
@@ -249,6 +195,7 @@ __all__ = [
     "Codec",
     "Mode",
     "TileGeometry",
+    "TiledLayout",
     "codec_for",
     "n_blocks",
     "payload_size",

@@ -5,8 +5,6 @@ tiled layouts byte for byte."""
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies.codecs_vqf import any_f32_bits, payloads, shapes
 
-from weightfile.fast.codecs.vqf import f16, f32
+from weightfile.fast.codecs.vqf import codec, f16, f32
 from weightfile.spec.codecs.vqf.registry import CODECS
 
 QUANTISED = ["q8_0", "q4_0", "q4i8", "g256", "q8_0_8x8", "q8_0_4x4", "q4_0_4x4", "q4_0_8x8l",
@@ -22,7 +20,7 @@ QUANTISED = ["q8_0", "q4_0", "q4i8", "g256", "q8_0_8x8", "q8_0_4x4", "q4_0_4x4",
 
 
 def _codec(name: str):  # type: ignore[no-untyped-def]
-    return importlib.import_module(f"weightfile.fast.codecs.vqf.{name}")
+    return codec(name)
 
 
 @pytest.mark.parametrize("name", QUANTISED)
@@ -94,8 +92,6 @@ def test_f16_decode_then_rne_encode_is_the_identity_except_nan_payloads(words: l
 
 
 def test_decoders_accept_any_contiguous_buffer_without_changing_the_result() -> None:
-    from weightfile.fast.codecs.vqf import codec
-
     x = np.random.default_rng(2).standard_normal((8, 64)).astype(np.float32)
     for name in ["f32", "f16", *QUANTISED]:
         c = codec(name)

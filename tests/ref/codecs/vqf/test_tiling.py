@@ -7,24 +7,20 @@ and checks every element's address computed here from the spec's own formula.
 from __future__ import annotations
 
 import struct
+from types import ModuleType
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from weightfile.ref.codecs.vqf import (
-    g256,
-    g256_4x4,
-    g256_8x8,
-    q4_0,
-    q4_0_4x4,
-    q4_0_8x8l,
-    q8_0,
-    q8_0_4x4,
-    q8_0_8x8,
-    tiling,
-)
+from weightfile.ref.codecs.vqf import codec, g256, q4_0, q8_0, tiling
+from weightfile.spec.codecs.vqf.registry import CODECS
+
+# The tiled layouts are rows of spec/codecs/vqf/layouts.TILED, reached through codec().
+q8_0_8x8, q8_0_4x4 = codec("q8_0_8x8"), codec("q8_0_4x4")
+q4_0_4x4, q4_0_8x8l = codec("q4_0_4x4"), codec("q4_0_8x8l")
+g256_8x8, g256_4x4 = codec("g256_8x8"), codec("g256_4x4")
 
 ROWS, COLS = 16, 96  # 2 groups of 8 (4 of 4) rows, nb = 3 blocks per row
 NB = COLS // 32
@@ -127,3 +123,18 @@ def test_untile_inverts_tile_on_any_bytes(raw: bytes) -> None:
     assert (
         tiling.tile("q4_0_8x8l", tiling.untile("q4_0_8x8l", raw[:288], 16, 32), 16, 32) == raw[:288]
     )
+
+
+def test_codec_gives_every_registry_name_the_four_functions() -> None:
+    """codec(name): a module for an untiled codec, a TiledCodec over its base for a table row."""
+    for name, c in CODECS.items():
+        found = codec(name)
+        assert name == found.NAME
+        for function in ("encode", "decode", "decode_words", "validate"):
+            assert callable(getattr(found, function)), (name, function)
+        if c.tiling is None:
+            assert isinstance(found, ModuleType)
+        else:
+            assert isinstance(found, tiling.TiledCodec) and c.base == found.base.NAME
+    with pytest.raises(KeyError):
+        codec("q8_0_16x16")

@@ -6,21 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from weightfile.ref.codecs.vqf import (
-    f16,
-    f32,
-    g256,
-    g256_8x8,
-    q4_0,
-    q4_0_4x4,
-    q4_0_8x8l,
-    q4i8,
-    q8_0,
-    q8_0_4x4,
-    q8_0_8x8,
-)
+from weightfile.ref.codecs.vqf import codec, f16, f32, g256, q4_0, q4i8, q8_0
 from weightfile.spec.errors import MalformedError
 
+# The tiled layouts are rows of spec/codecs/vqf/layouts.TILED, reached through codec().
+q8_0_8x8, q8_0_4x4 = codec("q8_0_8x8"), codec("q8_0_4x4")
+q4_0_4x4, q4_0_8x8l, g256_8x8 = codec("q4_0_4x4"), codec("q4_0_8x8l"), codec("g256_8x8")
 ALL = [f32, f16, q8_0, q4_0, q4i8, g256, q8_0_8x8, q8_0_4x4, q4_0_4x4, q4_0_8x8l, g256_8x8]
 X = np.random.default_rng(11).standard_normal((8, 256)).astype(np.float32)
 

@@ -1,0 +1,59 @@
+"""spec/ninfer3.md has the fact sheet's section numbers, and every § it or the rules cite resolves.
+
+The code cites `spec/ninfer3.md §N.M`; those citations only help a reader if the heading exists.
+The document keeps the numbering of the `.ninfer` v3 fact sheet it restates (§1-§6 and §8, no
+§7), with §0 (open questions and our decisions) and §9 (this tree) added.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from weightfile.spec.ninfer3.rules import RULES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "spec" / "ninfer3.md"
+HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", re.M)
+CROSS = re.compile(r"spec/(\w+)\.md §(\d+(?:\.\d+)?)")
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+BARE = re.compile(r"(?<![\w/.`])§(\d+(?:\.\d+)?)")
+
+# section -> number of subsections, as in the fact sheet (plus our §0 and §9)
+SECTIONS = {0: 9, 1: 9, 2: 9, 3: 8, 4: 7, 5: 0, 6: 2, 8: 0, 9: 0}
+
+
+def headings(path: Path) -> set[str]:
+    return set(HEADING.findall(path.read_text(encoding="utf-8")))
+
+
+def test_the_document_keeps_the_fact_sheet_numbering() -> None:
+    want = {str(n) for n in SECTIONS}
+    want |= {f"{n}.{m}" for n, count in SECTIONS.items() for m in range(1, count + 1)}
+    assert headings(DOC) == want
+
+
+def test_every_ninfer3_rule_section_is_a_heading() -> None:
+    have = headings(DOC)
+    # a section may read "2.9", "§2.9" or a range "§3.6-§3.7"; every number names a heading
+    missing = {
+        r.id: r.section
+        for r in RULES.values()
+        if not set(NUMBER.findall(r.section)) <= have or not NUMBER.search(r.section)
+    }
+    assert missing == {}
+
+
+def test_every_section_the_document_cites_resolves() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    have = headings(DOC)
+    unresolved = []
+    for doc, section in CROSS.findall(text):
+        other = ROOT / "spec" / f"{doc}.md"
+        if not other.exists() or section not in headings(other):
+            unresolved.append(f"spec/{doc}.md §{section}")
+    # bare § inside this document mean this document (cross references were matched above)
+    for section in BARE.findall(CROSS.sub("", text)):
+        if section not in have:
+            unresolved.append(f"§{section}")
+    assert unresolved == []
