@@ -16,7 +16,7 @@ import pytest
 
 from weightfile.fast._native import CSRC, WfMatrix
 from weightfile.fast.codecs.vqf._native import MODES
-from weightfile.fast.model.matrix import KINDS, QUANTIZED
+from weightfile.fast.numerics.matrix import KINDS, QUANTIZED
 from weightfile.spec.codecs.vqf.blocks import QK, block_q4_0, block_q8_0
 from weightfile.spec.codecs.vqf.registry import CODECS
 from weightfile.spec.numerics.constants import QBLOCK, SUM_LANES
@@ -66,7 +66,7 @@ def expected_kind(base: str) -> str:
 
 
 def test_matrix_kinds_are_the_c_weight_kind_enum() -> None:
-    """fast/model/matrix.KINDS gives every untiled codec the WF_W_* value of its block record."""
+    """fast/numerics/matrix.KINDS gives every untiled codec the WF_W_* value of its block record."""
     c = with_prefix(c_enums("wf_kernels.h"), "WF_W_")
     bases = {codec.base for codec in CODECS.values()}
     assert set(KINDS) == bases  # every base codec a matrix can carry has a kind
