@@ -1,4 +1,4 @@
-"""The family registry: which code serves a model file (issue 12; spec/vqf.md §2.3, §9;
+"""The family registry: which code serves a model file (issue 12; spec/vqf.md §2.5, §9;
 spec/ninfer3.md §6.1).
 
 One row per model family maps (container, architecture) to its reference binder, reference
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 VQF = "vqf"
 NINFER = "ninfer"
 
-#: The architectures a VQF header can say (spec/vqf.md §2.3: version 2 dense, 3 MoE; flag 0x200).
+#: The architectures a VQF header can say (spec/vqf.md §2.2, §2.5: version 2 or 3, flag MOE).
 QWEN3 = "qwen3"
 QWEN3_MOE = "qwen3_moe"
 
@@ -178,7 +178,7 @@ def index() -> dict[tuple[str, str], Family]:
 
 def unknown(container: str, architecture: str) -> WeightfileError:
     """The typed error for an architecture no row claims: VQF reports it as unsupported; for
-    `.ninfer` the §6.1 architecture set is closed, so an unknown one is invalid."""
+    `.ninfer` the architecture set is closed (spec/ninfer3.md §6.1): an unknown one is invalid."""
     if container == VQF:
         return UnsupportedError(
             "vqf.bind.unsupported", f"no model family for {architecture!r}", path="header"
@@ -201,7 +201,7 @@ def lookup(container: str, architecture: str) -> Family:
 
 
 def vqf_architecture(version: int, flags: int) -> str:
-    """spec/vqf.md §2.3 / §9: is_moe = version 3 or the MOE flag; otherwise the dense decoder."""
+    """is_moe = version 3 or the MOE flag (spec/vqf.md §2.5, §9 step 11); else the dense decoder."""
     return QWEN3_MOE if version == 3 or flags & VQFFlag.MOE else QWEN3
 
 
@@ -223,14 +223,15 @@ def ninfer_family(nf: Artifact) -> Family:
     """The row of an open `.ninfer` file, from its text component's config.
 
     The component lookup raises the binder's own error when the file has no text component. A
-    config naming no architecture a row claims is checked by the §6.1 validation first, so the
-    file is rejected with the same rule (and path) the binder's first step would report."""
+    config naming no architecture a row claims goes through the text-config validation
+    (spec/ninfer3.md §6.1) first, so the file is rejected with the same rule (and path) the
+    binder's first step would report."""
     config = nf.component(TEXT_COMPONENT).config
     arch = text_architecture(config)
     if arch is None or (NINFER, arch) not in index():
-        from weightfile.ref.qwen35.config import validate_text_config  # the §6.1 rules
+        from weightfile.ref.qwen35.config import validate_text_config
 
         validate_text_config(config)
         if arch is None:  # validation accepts only a known one-element list: our bug
-            raise RuntimeError("a §6.1-valid text config without an architecture")
+            raise RuntimeError("a valid text config without an architecture")
     return lookup(NINFER, arch)

@@ -1,9 +1,9 @@
 """Mixture-of-experts routing and the expert combine (spec/numerics.md §18.3).
 
 Routing: the profile's softmax over every expert's router logit; the top-k probabilities (ties:
-the lower expert index first), renormalised by their canonical sum (§3). Combine: the chosen
-experts' outputs, each times its weight (one rounding), added in ascending expert index onto
-zeros, as transformers' index_add does.
+the lower expert index first), renormalised by their sum in the canonical order
+(spec/numerics.md §3). Combine: the chosen experts' outputs, each times its weight (one
+rounding), added in ascending expert index onto zeros, as transformers' index_add does.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def top_k(probs: Vec, k: int) -> list[int]:
 
 def route(kernels: Kernels, logits: Vec, k: int) -> list[tuple[int, np.float32]]:
     """(expert, weight) of the top-k experts, ascending expert index: softmax, top-k, each
-    probability divided by the canonical sum of the chosen ones (§18.3)."""
+    probability divided by the canonical sum of the chosen ones (spec/numerics.md §18.3)."""
     probs = kernels.softmax(logits)
     chosen = top_k(probs, k)
     total = kernels.sum([probs[e] for e in chosen])
@@ -35,7 +35,7 @@ def route(kernels: Kernels, logits: Vec, k: int) -> list[tuple[int, np.float32]]
 
 def combine(routes: list[tuple[int, np.float32]], expert: Callable[[int], Vec], width: int) -> Vec:
     """Σ weight_e · expert(e) over the routes in their order, from zeros: each product rounded,
-    then each add (§18.3)."""
+    then each add (spec/numerics.md §18.3)."""
     out: Vec = [ZERO] * width
     for e, weight in routes:
         y = expert(e)

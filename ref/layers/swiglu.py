@@ -27,7 +27,7 @@ class SwigluWeights(Protocol):
 
 
 def swiglu_ffn(kernels: Kernels, w: SwigluWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec]:
-    """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (§7)."""
+    """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (spec/numerics.md §7)."""
     g, u = kernels.matvec(w.gate, n, site), kernels.matvec(w.up, n, site)
     sw = kernels.swiglu(g, u, site)
     return g, u, sw, kernels.matvec(w.down, sw, site)
@@ -37,7 +37,7 @@ def swiglu_rows(
     kernels: Kernels, layer: int, gate: Matrix, up: Matrix, down: Matrix, n: list[Vec]
 ) -> tuple[list[Vec], list[Vec], list[Vec], list[Vec]]:
     """(gate, up, swiglu, down) rows of every token, each operation under its own site named
-    gate_proj, up_proj, swiglu, down_proj (§7)."""
+    gate_proj, up_proj, swiglu, down_proj (spec/numerics.md §7)."""
     each = per_token(layer, len(n))
     g = each("gate_proj", lambda v, s: kernels.matvec(gate, v, s), n)
     u = each("up_proj", lambda v, s: kernels.matvec(up, v, s), n)

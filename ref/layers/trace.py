@@ -15,7 +15,7 @@ import numpy as np
 #: A trace hook receives (name, float32 array [T, width]) once per operation per forward call.
 TraceHook = Callable[[str, np.ndarray], None]
 
-#: The names outside the layers, shared by every family (§10, §19).
+#: The names outside the layers, shared by every family (spec/numerics.md §10, §19).
 EMBED = "embed"
 FINAL_NORM = "final_norm"
 LOGITS = "logits"
