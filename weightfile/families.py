@@ -99,6 +99,12 @@ class Family:
             raise RuntimeError(f"family {self.name} has no {field}")
         return resolve(ref)
 
+    def preload(self) -> None:
+        """Import every module the row names (code, not model data)."""
+        for field in ("binder", "reference", "fast", "trace"):
+            if getattr(self, field) is not None:
+                self.code(field)
+
     def require_supported(self) -> None:
         """Raise the row's refusal (an UnsupportedError) if the family is not implemented."""
         if self.refusal is not None:

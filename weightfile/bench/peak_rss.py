@@ -83,9 +83,8 @@ def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | 
     from . import engines
     from .measure import time_forward, token_ids
 
-    library()  # code, not model data: load the kernels and the engine before the baseline
-    if engine == "fast":
-        engines.fast_open_model()
+    library()  # code, not model data: load the kernels and the engines before the baseline
+    engines.preload()
     baseline = status_bytes("VmRSS") or peak_bytes()
     with open_vqf(path) as vqf:
         model = engines.open_fast(vqf, threads) if engine == "fast" else engines.open_ref(vqf)
