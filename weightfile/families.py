@@ -18,7 +18,13 @@ never imports the `.ninfer` families and the other way round; tests/test_familie
 every row. A family that is recognised but not implemented has a `refusal` instead: using it
 raises that typed error.
 
-Adding a family: a package under ref/ (and, optionally, fast/) and one row in `ROWS`.
+Adding a family is one package plus one row:
+* `ref/<family>/`: config, weights, binder (source -> (config, weights)), model (built from the
+  family-neutral `weightfile.ref.layers`) and `trace.py`, the trace-name table its blocks record
+  through `layers.trace.emit`, with `names_for(config)`;
+* optionally `fast/<family>/` with `open_model(source, *, threads)`, bit for bit the reference;
+* one `Family` row in `ROWS` below naming them (for Qwen3-MoE: replace the row's refusal).
+tests/test_families.py then checks the row resolves and its architectures look it up.
 """
 
 from __future__ import annotations
