@@ -19,6 +19,8 @@ from construct import (
     Struct,
 )
 
+from weightfile.spec.rules import Rule
+
 _FORMATS = {
     "<I": "u32",
     "<L": "u32",
@@ -57,11 +59,10 @@ def field_table(schema: Struct, *, base: int = 0) -> str:
     return "\n".join(rows)
 
 
-def rule_table(rules: Iterable[object]) -> str:
-    """| rule id | error class | origin | section | meaning |."""
+def rule_table(rules: Iterable[Rule]) -> str:
+    """| rule id | error class | origin | section | meaning |; a step shows as "§9 step 12"."""
     rows = ["| rule id | error class | origin | section | meaning |", "|---|---|---|---|---|"]
     for r in rules:
-        rows.append(
-            f"| `{r.id}` | {r.error_class} | {r.origin} | {r.section} | {r.meaning} |"  # type: ignore[attr-defined]
-        )
+        where = r.section if r.step is None else f"{r.section} step {r.step}"
+        rows.append(f"| `{r.id}` | {r.error_class} | {r.origin} | {where} | {r.meaning} |")
     return "\n".join(rows)

@@ -12,10 +12,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from weightfile.spec.rules import RULES
 from weightfile.spec.tables import field_table, rule_table
 from weightfile.spec.vqf.arch import VQFArch
 from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy
-from weightfile.spec.vqf.rules import RULES
 from weightfile.spec.vqf.sig import VQFSig
 from weightfile.spec.vqf.tensor import VQFTensor
 from weightfile.spec.vqf.trailer import VQFTrailerFNV, VQFTrailerTag
@@ -30,7 +30,7 @@ TABLES: dict[str, dict[str, Callable[[], str]]] = {
         "vqf-sig": lambda: field_table(VQFSig),
         "vqf-tensor": lambda: field_table(VQFTensor),
         "vqf-trailer": lambda: field_table(VQFTrailerFNV) + "\n\n" + field_table(VQFTrailerTag),
-        "vqf-rules": lambda: rule_table(RULES.values()),
+        "vqf-rules": lambda: rule_table(r for r in RULES.values() if r.id.startswith("vqf.")),
     },
 }
 
