@@ -1,4 +1,4 @@
-"""One `Rule` type and one registry of every rule id the project raises (spec/README.md, "Rules").
+"""One `Rule` type and one registry of every rule id the project raises (spec/README.md).
 
 A rule row says which error class a rule raises, which layer raises it (`origin`), where the
 specification states it (`doc` and `section`, a heading of `spec/<doc>.md`, plus `step` when the

@@ -2,7 +2,9 @@
 
 The table is declarative: the reader, the writer and the validator raise these ids, the tests
 break each one, and the conformance corpus names them. `loader` rules are the engine's own chain
-(§9); `strict` rules are the extra checks of §9.1 that the engine does not make.
+(spec/vqf.md §9, each row naming its step, or the §2.4 detection step it belongs to); `strict`
+rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are of
+the one `Rule` type (spec/rules.py), which merges this table with the others.
 """
 
 from __future__ import annotations
