@@ -1,12 +1,16 @@
 """The rows of the rule table no other test raised (spec/rules.py), each broken once through a
-public entry point: the API, the codec registry or the command line.
+public entry point: the API, the codec registry or the command line (the importers only through
+`weightfile import`, since their modules are moving to weightfile/convert/).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from strategies.vqf import patch_bytes, patch_header
 from tokenizers import Tokenizer, models
@@ -16,6 +20,7 @@ from weightfile.cli import main
 from weightfile.examples import EXAMPLE_PATH
 from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.spec.rules import RULES
 from weightfile.spec.vqf.header import field_offset
 from weightfile.spec.vqf.qtypes import QType
 from weightfile.spec.vqf.tensor import VQFTensor
@@ -69,3 +74,73 @@ def test_a_prompt_that_encodes_to_no_tokens_is_refused(example: Path, tmp_path: 
     assert main(run(example, "--prompt", "", "--tokenizer", str(tokenizer))) == 1
     err = capsys.readouterr().err
     assert "InvalidError" in err and "frontend.prompt" in err and "no tokens" in err
+
+
+# -- the importers, through `weightfile import` (the command stays where the code moves) -------
+
+QWEN3_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 64,
+    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0, "max_position_embeddings": 128, "tie_word_embeddings": True,
+}  # fmt: skip
+EMBED = "model.embed_tokens.weight"
+
+
+def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
+    """A safetensors file of zero-filled float32-sized tensors: name -> (dtype, shape)."""
+    header, offset = {}, 0
+    for name, (dtype, shape) in tensors.items():
+        size = 4 * int(np.prod(shape))
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(offset))
+
+
+def checkpoint(folder: Path, config: object, shards: dict[str, dict]) -> Path:
+    folder.mkdir()
+    text = config if isinstance(config, str) else json.dumps(config)
+    (folder / "config.json").write_text(text)
+    for name, tensors in shards.items():
+        write_safetensors(folder / name, tensors)
+    return folder
+
+
+IMPORT_FAULTS = {
+    "vqf.import.config": ("{not json", {}),
+    "vqf.import.dtype": (QWEN3_CONFIG, {"a.safetensors": {EMBED: ("I32", [64, 32])}}),
+    "vqf.import.duplicate": (
+        QWEN3_CONFIG,
+        {"a.safetensors": {EMBED: ("F32", [64, 32])}, "b.safetensors": {EMBED: ("F32", [64, 32])}},
+    ),
+    "vqf.import.missing_tensor": (QWEN3_CONFIG, {"a.safetensors": {EMBED: ("F32", [64, 32])}}),
+    "vqf.import.shape": (QWEN3_CONFIG, {"a.safetensors": {EMBED: ("F32", [32, 64])}}),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(IMPORT_FAULTS))
+def test_a_broken_qwen3_checkpoint_names_its_rule(tmp_path: Path, capsys, rule: str) -> None:
+    config, shards = IMPORT_FAULTS[rule]
+    folder = checkpoint(tmp_path / "hf", config, shards)
+    out = tmp_path / "o.vqf"
+    assert main(["import", str(folder), str(out), "--qtype", "q8_0"]) == 1
+    assert f"{RULES[rule].error_class}: [{rule}]" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("rule", "config"),
+    [
+        ("qwen35.import.config", "{not json"),
+        ("qwen35.import.unsupported", {"model_type": "qwen3_5_text", "num_experts": 4}),
+    ],
+)
+def test_a_qwen35_config_the_importer_cannot_convert_names_its_rule(
+    tmp_path: Path, capsys, rule: str, config: object
+) -> None:
+    folder = checkpoint(tmp_path / "hf", config, {})
+    out = tmp_path / "o.ninfer"
+    assert main(["import", str(folder), str(out), "--format", "bf16"]) == 1
+    assert f"{RULES[rule].error_class}: [{rule}]" in capsys.readouterr().err
+    assert not out.exists()
