@@ -92,6 +92,12 @@ def test_reads_are_lazy_and_a_mapping(tmp_path):
         with pytest.raises(UnsupportedError) as info:
             ckpt["i"]
         assert info.value.rule == "vqf.import.dtype" and info.value.path == "i"
+        with pytest.raises(UnsupportedError) as info:  # the VQF importer's up-front refusal
+            ckpt.require_float_dtypes()
+        assert info.value.rule == "vqf.import.dtype" and info.value.path == "i"
+    save_file({"f": np.ones(3, np.float32)}, str(tmp_path / "a.safetensors"))
+    with Checkpoint(tmp_path, VQF) as ckpt:
+        ckpt.require_float_dtypes()  # the guard: every tensor is a float
 
 
 def test_errors_are_typed(tmp_path):

@@ -146,7 +146,7 @@ class Checkpoint(Mapping[str, np.ndarray]):
             # unbuffered: every read goes to the file, one tensor's bytes straight into its array
             stream = self._stack.enter_context(path.open("rb", buffering=0))
         except (SafetensorError, OSError, ValueError) as exc:
-            raise self._malformed(str(exc), path.name) from None
+            raise self._malformed(str(exc), path.name) from None  # the library's own words
         self._files[path.name] = stream
         start, ranges = self._byte_ranges(stream, path.name)
         size = path.stat().st_size
@@ -199,12 +199,22 @@ class Checkpoint(Mapping[str, np.ndarray]):
         """The stored shape of `name` (from the header, no data touched)."""
         return self._entry(name).shape
 
-    def tensor(self, name: str) -> np.ndarray:
-        """`name` as float32 of its stored shape; the only read of tensor bytes."""
-        entry = self._entry(name)
+    def require_float_dtypes(self) -> None:
+        """Refuse the checkpoint if any tensor, read or not, is not F32, F16 or BF16 (rules.dtype):
+        for an importer that refuses such a checkpoint outright (the VQF one always has)."""
+        for name, entry in self._entries.items():
+            self._word(name, entry)
+
+    def _word(self, name: str, entry: Entry) -> np.dtype[Any]:
         word = WORDS.get(entry.dtype)
         if word is None:
             raise UnsupportedError(self.rules.dtype, f"{name}: dtype {entry.dtype}", path=name)
+        return word
+
+    def tensor(self, name: str) -> np.ndarray:
+        """`name` as float32 of its stored shape; the only read of tensor bytes."""
+        entry = self._entry(name)
+        word = self._word(name, entry)
         words = np.empty((entry.end - entry.begin) // word.itemsize, dtype=word)
         if not read_exactly(self._files[entry.file], entry.begin, words.view(np.uint8)):
             raise self._malformed(f"{name}: the file ends early", entry.file, offset=entry.begin)

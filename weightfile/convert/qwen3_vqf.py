@@ -199,6 +199,7 @@ def import_checkpoint(
     require_tileable(c, q, layout)
     flags = file_flags(q, layout)
     with Checkpoint(src, RULES) as checkpoint:
+        checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
         tensors = build_tensors(checkpoint, c, q, flags, codecs)
     path = write_vqf(out, arch=arch_from_config(cfg, c), tensors=tensors, flags=flags,
                      overwrite=overwrite)  # fmt: skip
