@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
+from weightfile.convert.checkpoint import Checkpoint
 from weightfile.convert.hf_names_qwen3 import (
     EMBED,
     FINAL_NORM,
@@ -20,7 +21,8 @@ from weightfile.convert.hf_names_qwen3 import (
     LM_HEAD,
     layer_tensor,
 )
-from weightfile.convert.qwen3_vqf import import_checkpoint, tokenizer_sidecar
+from weightfile.convert.qwen3_hf import config_from_hf, weights_from_state_dict
+from weightfile.convert.qwen3_vqf import RULES, import_checkpoint, tokenizer_sidecar
 from weightfile.ref.model.bind_vqf import bind_vqf
 from weightfile.ref.model.decoder import Qwen3Model
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
@@ -130,6 +132,17 @@ def test_cli_import(checkpoint, tmp_path, capsys):
     assert main(["import", str(tmp_path / "nowhere"), str(tmp_path / "d.vqf")]) == 1
     assert "vqf.import.missing_file" in capsys.readouterr().err
     assert not (tmp_path / "d.vqf").exists()
+
+
+def test_the_checkpoint_reader_is_a_state_dict(checkpoint, tmp_path):
+    """weights_from_state_dict over the lazy reader gives the f32 file's logits, bit for bit."""
+    folder, _ = checkpoint
+    config = config_from_hf(json.loads((folder / "config.json").read_text()))
+    with Checkpoint(folder, RULES) as sd:
+        model = Qwen3Model(config, weights_from_state_dict(sd, config.num_hidden_layers))
+    got = model.forward(TOKENS, model.new_cache())
+    want = reference_logits(import_checkpoint(folder, tmp_path / "m.vqf", qtype="f32"))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_no_checkpoint_is_a_typed_error(tmp_path):
