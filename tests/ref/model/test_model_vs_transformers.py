@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from weightfile.convert.qwen3_hf import weights_from_state_dict
 from weightfile.ref.model.config import Qwen3Config
 from weightfile.ref.model.decoder import Qwen3Model
-from weightfile.ref.model.hf_names import weights_from_state_dict
 from weightfile.ref.model.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
