@@ -155,6 +155,18 @@ def test_no_checkpoint_is_a_typed_error(tmp_path):
     assert e.value.rule == "vqf.import.missing_file" and e.value.path == "."
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "rule"),
+    [("qtype", "q5_k", "vqf.import.qtype"), ("layout", "8x8", "vqf.import.layout")],
+)
+def test_an_unknown_qtype_or_layout_is_refused_before_reading(tmp_path, option, value, rule):
+    """The API refuses what the CLI's choices cannot express, before it looks for a checkpoint."""
+    with pytest.raises(UnsupportedError) as e:
+        import_checkpoint(tmp_path, tmp_path / "o.vqf", **{option: value})
+    assert (e.value.rule, e.value.path) == (rule, option)
+    assert not (tmp_path / "o.vqf").exists()
+
+
 def test_reference_precision_files_are_outside_the_engine_inventory(checkpoint, tmp_path, capsys):
     folder, _ = checkpoint
     out = import_checkpoint(folder, tmp_path / "f.vqf", qtype="f32")
