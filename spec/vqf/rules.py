@@ -99,7 +99,7 @@ _RULES = (
          "the arch cannot describe a Qwen3 decoder"),
     Rule("vqf.bind.unsupported", "UnsupportedError", "binder", "§8",
          "MoE, no q/k norm, or an unknown family was asked for"),
-    # --- importing a Hugging Face checkpoint (weightfile/import_hf.py) ---
+    # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
     Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
          "config.json or the *.safetensors files are absent"),
     Rule("vqf.import.config", "InvalidError", "importer", "§8",
