@@ -18,12 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
+from weightfile.convert.qwen3_hf import config_from_hf
+from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
 from weightfile.families import vqf_family
 from weightfile.fast._native import library
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
-from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
+from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType

@@ -29,6 +29,7 @@ from .codec_cases import grouped_extremes, nvfp4_words
 from .ninfer3_describe import describe_ninfer3
 from .ninfer3_files import ENTRY_NAME, FIXED_ID, sharded_set, tiny_set, write_set
 from .ninfer3_mutations import CASES
+from .sections import published_section
 
 #: One small tensor per registered (format, layout) pair (nvfp4 needs N % 128 == 0, K % 64 == 0).
 PAIR_SHAPES: dict[str, tuple[int, ...]] = {
@@ -145,5 +146,6 @@ def invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
         meta = {"expect": "reject", "input": ENTRY_NAME, "rule": rule_id,
                 "error_class": rule.error_class,
                 "accepted": [{"rule": rule_id, "error_class": rule.error_class}],
-                "section": rule.section, "description": f"{rule.meaning}: {meaning}"}  # fmt: skip
+                "section": published_section(rule),
+                "description": f"{rule.meaning}: {meaning}"}  # fmt: skip
         yield f"{prefix}/invalid/{topic}/{name}", meta, folder_parts(folder), None

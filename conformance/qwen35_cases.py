@@ -26,6 +26,7 @@ from .case_types import Case
 from .model_cases import run
 from .qwen35_files import Layout, config_json, parameters, text_directory
 from .qwen35_mutations import BASES, MUTATIONS
+from .sections import published_section
 
 MODEL_NAME = "model.ninfer"
 
@@ -126,6 +127,7 @@ def invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
         fields = {"expect": "reject", "model": MODEL_NAME, "prompt": ["0"], "new_tokens": "1",
                   "numerics": "canonical", "rule": rule_id, "error_class": rule.error_class,
                   "accepted": [{"rule": rule_id, "error_class": rule.error_class}],
-                  "section": rule.section, "description": f"{rule.meaning}: {meaning}"}  # fmt: skip
+                  "section": published_section(rule),
+                  "description": f"{rule.meaning}: {meaning}"}  # fmt: skip
         files = {MODEL_NAME: entry.read_bytes()}
         yield f"{prefix}/model/qwen35/reject-{topic}-{name}", fields, files, None

@@ -20,6 +20,7 @@ from weightfile.spec.vqf.qtypes import QType
 from weightfile.spec.vqf.rules import RULES
 
 from .case_types import Case, ValidCase
+from .sections import published_section
 from .vqf_describe import describe_vqf
 from .vqf_mutations import CASES, RULE_ARCH, write_base
 
@@ -86,5 +87,5 @@ def invalid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
         accepted = [{"rule": r, "error_class": RULES[r].error_class} for r in sorted(expected)]
         meta = {"expect": "reject", "input": "input.vqf", "rule": rule_id,
                 "error_class": rule.error_class, "accepted": accepted, "origin": rule.origin,
-                "section": rule.section, "description": rule.meaning}  # fmt: skip
+                "section": published_section(rule), "description": rule.meaning}  # fmt: skip
         yield f"{prefix}/invalid/{topic}/{name}", meta, {"input.vqf": path.read_bytes()}, None

@@ -19,6 +19,8 @@ from construct import (
     Struct,
 )
 
+from weightfile.spec.rules import Rule
+
 _FORMATS = {
     "<I": "u32",
     "<L": "u32",
@@ -57,20 +59,13 @@ def field_table(schema: Struct, *, base: int = 0) -> str:
     return "\n".join(rows)
 
 
-def rule_table(rules: Iterable[object]) -> str:
-    """| rule id | error class | origin | section | meaning |.
-
-    The origin column is left out when the rules carry none (the `.ninfer` table has no
-    loader/strict split), so one renderer serves every format's rule table.
-    """
-    rules = list(rules)
-    with_origin = all(hasattr(r, "origin") for r in rules)
-    head = ["rule id", "error class", *(["origin"] if with_origin else []), "section", "meaning"]
+def rule_table(rules: Iterable[Rule]) -> str:
+    """| rule id | error class | origin | section | meaning |; a step shows as "§9 step 12"."""
     rows = []
     for r in rules:
-        origin = [r.origin] if with_origin else []  # type: ignore[attr-defined]
-        rows.append([f"`{r.id}`", r.error_class, *origin, r.section, r.meaning])  # type: ignore[attr-defined]
-    return markdown_table(head, rows)
+        where = r.section if r.step is None else f"{r.section} step {r.step}"
+        rows.append([f"`{r.id}`", r.error_class, r.origin, where, r.meaning])
+    return markdown_table(["rule id", "error class", "origin", "section", "meaning"], rows)
 
 
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

@@ -1,4 +1,6 @@
-"""Imports point one way: ref/ and fast/ import spec/, fast/ may import ref/, never the reverse."""
+"""Imports point one way: ref/ and fast/ import spec/, fast/ may import ref/, never the reverse;
+conversion from Hugging Face checkpoints (weightfile/convert/) is API-side, so neither the oracle
+nor the fast path may import it."""
 
 import ast
 from pathlib import Path
@@ -7,9 +9,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
-    "spec": ("weightfile.ref", "weightfile.fast", "weightfile.conformance", "weightfile.cli"),
-    "ref": ("weightfile.fast", "weightfile.conformance", "weightfile.cli"),
-    "fast": ("weightfile.conformance", "weightfile.cli"),
+    "spec": (
+        "weightfile.ref",
+        "weightfile.fast",
+        "weightfile.conformance",
+        "weightfile.cli",
+        "weightfile.convert",
+    ),
+    "ref": ("weightfile.fast", "weightfile.conformance", "weightfile.cli", "weightfile.convert"),
+    "fast": ("weightfile.conformance", "weightfile.cli", "weightfile.convert"),
 }
 
 

@@ -23,7 +23,6 @@ from weightfile.spec.codecs.ninfer3.formats import (
 from weightfile.spec.codecs.ninfer3.layouts import ROW_SPLIT_GEOMETRY
 from weightfile.spec.codecs.ninfer3.registry import CODECS
 from weightfile.spec.ninfer3 import directory as ninfer3_directory
-from weightfile.spec.ninfer3 import rules as ninfer3_rules
 from weightfile.spec.ninfer3.framing import ContinuationHeader, EntryHeader
 from weightfile.spec.ninfer3.registry import ENCODINGS, LAYOUTS
 from weightfile.spec.ninfer3.text_config import (
@@ -32,10 +31,10 @@ from weightfile.spec.ninfer3.text_config import (
     LINEAR_ATTENTION,
 )
 from weightfile.spec.ninfer3.text_names import moe_ffn_parameters, text_parameters
+from weightfile.spec.rules import RULES
 from weightfile.spec.tables import field_table, markdown_table, rule_table
 from weightfile.spec.vqf.arch import VQFArch
 from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy
-from weightfile.spec.vqf.rules import RULES
 from weightfile.spec.vqf.sig import VQFSig
 from weightfile.spec.vqf.tensor import VQFTensor
 from weightfile.spec.vqf.trailer import VQFTrailerFNV, VQFTrailerTag
@@ -217,12 +216,14 @@ TABLES: dict[str, dict[str, Callable[[], str]]] = {
         "vqf-sig": lambda: field_table(VQFSig),
         "vqf-tensor": lambda: field_table(VQFTensor),
         "vqf-trailer": lambda: field_table(VQFTrailerFNV) + "\n\n" + field_table(VQFTrailerTag),
-        "vqf-rules": lambda: rule_table(RULES.values()),
+        "vqf-rules": lambda: rule_table(r for r in RULES.values() if r.id.startswith("vqf.")),
     },
     "spec/ninfer3.md": {
         "ninfer3-entry-header": lambda: field_table(EntryHeader),
         "ninfer3-continuation-header": lambda: field_table(ContinuationHeader),
-        "ninfer3-rules": lambda: rule_table(ninfer3_rules.RULES.values()),
+        "ninfer3-rules": lambda: rule_table(
+            r for r in RULES.values() if r.id.startswith(("ninfer3.", "qwen35."))
+        ),
         "ninfer3-records": ninfer3_record_table,
         "ninfer3-policies": ninfer3_policy_table,
         "ninfer3-formats": ninfer3_format_table,

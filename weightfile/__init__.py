@@ -5,10 +5,10 @@ with weightfile.open("model.vqf") as f:        # or a .ninfer entry file
     f.names(), f.decode("q4_q"), f.decode_words("q4_q")
 with weightfile.open_vqf("model.vqf") as vqf:  # the container itself: header, directory, views
     vqf.header.arch["dim"], [e.name for e in vqf.entries]
-weightfile.validate_vqf("model.vqf", checksum=True)  # [] when valid
+weightfile.validate("model.vqf", checksum=True)  # every Violation of either format; [] when valid
 """
 
-from weightfile.model_file import NInferModelFile, VQFModelFile
+from weightfile.model_file import NInferModelFile, VQFModelFile, validate
 from weightfile.model_file import open_model_file as open
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
@@ -37,6 +37,7 @@ __all__ = [
     "WeightfileError",
     "open",
     "open_vqf",
+    "validate",
     "validate_vqf",
     "write_vqf",
 ]

@@ -27,9 +27,17 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from weightfile.convert.hf_names_qwen3 import (
+    EMBED,
+    FINAL_NORM,
+    LAYER_TENSORS,
+    LM_HEAD,
+    layer_tensor,
+)
+from weightfile.convert.qwen3_hf import config_from_hf
+from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
 from weightfile.frontend.tokenizer import sidecar_path
-from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
-from weightfile.ref.vqf.import_hf import arch_from_config, build_tensors, config_from_hf, file_flags
+from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.errors import InvalidError

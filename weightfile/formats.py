@@ -1,16 +1,28 @@
-"""Which container a file is, from its first bytes (vqf.md §2.1, ninfer-v3.md §1)."""
+"""Which container a file is, from its first bytes or else its name (spec/vqf.md §2.1,
+spec/ninfer3.md §1.1).
+
+The magic decides. When the first bytes name no format, the extension does: a `.vqf` file is
+read as VQF and a `.ninfer` file as `.ninfer`, so that format's own reader reports what is
+wrong (its magic rule, or a file too short to hold one) — the same rule whether the file is
+given to `weightfile verify`, `weightfile.open` or `weightfile.validate`. A file with neither a
+known magic nor a known extension is `format.magic`.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from weightfile.spec.errors import MalformedError
 from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC
 from weightfile.spec.vqf.constants import MAGIC_BYTES as VQF_MAGIC
 
+#: The format a file name's extension names (lowercase), used only when the magic names none.
+EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer"}
+
 
 def sniff(path: str | os.PathLike[str]) -> str:
-    """'vqf' or 'ninfer'; anything else is a MalformedError naming the bytes found."""
+    """'vqf' or 'ninfer' (module docstring); else a MalformedError naming the bytes found."""
     with open(path, "rb") as fh:
         head = fh.read(8)
     if head[:4] == VQF_MAGIC:
@@ -23,6 +35,9 @@ def sniff(path: str | os.PathLike[str]) -> str:
             "this is a .ninfer continuation volume; open the entry file instead",
             offset=0,
         )
+    by_name = EXTENSIONS.get(Path(path).suffix.lower())
+    if by_name is not None:
+        return by_name
     raise MalformedError(
         "format.magic", f"unknown file format (first bytes {head.hex(' ')})", offset=0
     )

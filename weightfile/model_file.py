@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -22,10 +23,13 @@ import numpy as np
 
 from weightfile.formats import sniff
 from weightfile.ref.ninfer3.bindings import element_ranges
+from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import Artifact, open_artifact
+from weightfile.ref.vqf.fnv1a64 import Progress
 from weightfile.ref.vqf.read import Entry, VQFFile, open_vqf
+from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
-from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.spec.errors import NotFoundError, UnsupportedError, Violation, WeightfileError
 from weightfile.spec.vqf.inventory import KINDS, Geometry
 
 ENGINES = ("ref", "fast")
@@ -182,7 +186,36 @@ def _flat_slice(decoded: Any, begin: int, end: int, words: bool) -> Any:
 
 
 def open_model_file(path: str | os.PathLike[str], **options: Any) -> VQFModelFile | NInferModelFile:
-    """Open a VQF or .ninfer v3 file, chosen by its magic bytes."""
+    """Open a VQF or .ninfer v3 file, chosen by its magic bytes (else its extension)."""
     if sniff(path) == "vqf":
         return VQFModelFile(path, **options)
     return NInferModelFile(path, **options)
+
+
+def validate(
+    path: str | os.PathLike[str],
+    *,
+    checksum: bool = False,
+    hasher: Callable[[memoryview, int], int] | None = None,
+    progress: Progress | None = None,
+) -> list[Violation]:
+    """Every rule violation of a VQF or .ninfer v3 file; [] when it is valid.
+
+    The format is chosen as `open` chooses it (weightfile/formats.py): a file neither its magic
+    nor its extension places is one `format.magic` violation. VQF: the loader chain
+    (spec/vqf.md §9) then every strict check (§9.1), and with `checksum` the FNV-1a-64 trailer
+    (§3.5) through `hasher` (default: the reference one) and `progress`. `.ninfer`: a framing or
+    JSON failure alone, else every directory, binding and use rule (spec/ninfer3.md §2.9) and
+    for a file set that opens, every deferred object check and continuation volume; it has no
+    checksum, so `checksum`, `hasher` and `progress` do not apply.
+    """
+    try:
+        kind = sniff(path)
+    except WeightfileError as exc:
+        return [exc.violation]
+    if kind == "vqf":
+        options: dict[str, Any] = {"checksum": checksum, "progress": progress}
+        if hasher is not None:
+            options["hasher"] = hasher
+        return validate_vqf(path, **options)
+    return verify_ninfer3(path)

@@ -2,8 +2,8 @@
 
 `describe` returns a JSON-serialisable description (header, file set, components, objects with
 the files they span, bindings, uses, metadata); `format_text` renders it as tables; `verify`
-lists every violation: the first open-time failure, or else every object's deferred checks and
-every continuation volume's header and length.
+lists every violation: a framing or JSON failure alone, else every broken directory rule, and
+for a file set that opens, every object's deferred checks and every continuation volume.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import os
 from typing import Any
 
 from weightfile.ref.ninfer3.objects import check_object
-from weightfile.ref.ninfer3.read import Artifact, open_artifact
+from weightfile.ref.ninfer3.read import Artifact, open_artifact, open_for_verify
 from weightfile.ref.ninfer3.records import Binding
-from weightfile.spec.errors import Violation, WeightfileError
+from weightfile.ref.ninfer3.require import attempt
+from weightfile.spec.errors import Violation
 from weightfile.spec.ninfer3.framing import ENTRY_MAGIC, entry_payload_start
 
 
@@ -218,22 +219,19 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def verify(path: str | os.PathLike[str]) -> list[Violation]:
-    """Every violation: the open-time failure, or every deferred object check and every
-    continuation volume's header and length; empty when the file set is valid."""
-    try:
-        artifact = open_artifact(path)
-    except WeightfileError as exc:
-        return [exc.violation]
+    """Every violation, in the reader's order: a framing or JSON failure alone; else every
+    broken directory, binding and use rule and the entry length; and when the open-time
+    checks all hold, every deferred object check and every continuation volume's header and
+    length (they are the checks of a file that opens). Empty when the file set is valid."""
     found: list[Violation] = []
+    artifact = open_for_verify(path, found)
+    if artifact is None:
+        return found
     with artifact:
+        if found:
+            return found
         for entry in artifact.directory.objects:
-            try:
-                check_object(entry)
-            except WeightfileError as exc:
-                found.append(exc.violation)
+            attempt(found, check_object, entry)
         for index in range(1, len(artifact.directory.files)):
-            try:
-                artifact.files.volume(index)
-            except WeightfileError as exc:
-                found.append(exc.violation)
+            attempt(found, artifact.files.volume, index)
     return found

@@ -3,10 +3,18 @@
 `validate_directory` walks root → files → objects → components → bindings → uses →
 metadata/provenance and stops at the first broken rule, naming its JSON path. The entry
 length (step 9) needs the file size and is checked by `read.py`.
+
+With a sink, `walk_directory` makes the same checks in the same order for `verify`, but a
+broken record does not end the walk: its violation is recorded, the record is left out and the
+next one is checked (spec/ninfer3.md §2.9). The walk ends early only where the rest depends
+on what broke: after the root record, the files table (objects are bounded by the payload it
+declares) or the objects table (every later member refers to objects). A use naming a binding
+that broke is not reported again: the binding's own violation already says what is wrong.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from weightfile.ref.ninfer3.records import (
@@ -20,6 +28,8 @@ from weightfile.ref.ninfer3.records import (
 )
 from weightfile.ref.ninfer3.references import check_bindings, check_resources, check_uses
 from weightfile.ref.ninfer3.require import (
+    Sink,
+    attempt,
     fail,
     need_id,
     need_members,
@@ -44,15 +54,34 @@ ROOT_PATH = "(root)"
 
 
 def validate_directory(doc: Any, entry_name: str) -> Directory:
-    """Every open-time directory rule of §2.9 steps 2-8, in order."""
-    root = need_members(doc, ROOT, ROOT_PATH)
-    files = check_files(root["files"], entry_name)
-    objects = check_objects(root["objects"], files[-1].logical_end)
+    """Every open-time directory rule of §2.9 steps 2-8, in order; the first broken one raises."""
+    directory = walk_directory(doc, entry_name, None)
+    assert directory is not None  # without a sink every failure raises
+    return directory
+
+
+def walk_directory(doc: Any, entry_name: str, sink: Sink) -> Directory | None:
+    """The §2.9 walk; with a sink, independent records are checked past a failure, and None
+    is returned when the walk had to stop (module docstring)."""
+    root = attempt(sink, need_members, doc, ROOT, ROOT_PATH)
+    if root is None:
+        return None
+    files = attempt(sink, check_files, root["files"], entry_name)
+    if files is None:
+        return None
+    objects = check_objects(root["objects"], files[-1].logical_end, sink)
+    if objects is None:
+        return None
     by_id = {o.id: o for o in objects}
-    components = check_components(root["components"], by_id)
-    bindings: dict[str, Binding] = check_bindings(root["bindings"], by_id)
-    uses = check_uses(root["uses"], bindings, by_id)
-    metadata, provenance = check_metadata(root.get("metadata", {}), root.get("provenance", {}))
+    components = check_components(root["components"], by_id, sink)
+    bindings: dict[str, Binding] = check_bindings(root["bindings"], by_id, sink)
+    if sink is None or isinstance(root["bindings"], dict):
+        bound: Collection[str] = bindings if sink is None else set(root["bindings"])
+        uses = check_uses(root["uses"], bound, by_id, sink)
+    else:
+        uses = ()  # no parameter name is known, so no use can be checked
+    checked = attempt(sink, check_metadata, root.get("metadata", {}), root.get("provenance", {}))
+    metadata, provenance = checked or ({}, {})
     return Directory(files, objects, by_id, components, bindings, uses, metadata, provenance)
 
 
@@ -100,34 +129,55 @@ def check_file_path(
 # -- §2.4 objects ----------------------------------------------------------------------------
 
 
-def check_objects(value: Any, payload_bytes: int) -> tuple[ObjectEntry, ...]:
-    """Objects in increasing-offset order, inside the payload, with unique ids (§2.4)."""
-    need_type(value, list, "objects")
-    require(len(value) > 0, "ninfer3.objects.empty", "objects is empty", "objects")
+def check_objects(
+    value: Any, payload_bytes: int, sink: Sink = None
+) -> tuple[ObjectEntry, ...] | None:
+    """Objects in increasing-offset order, inside the payload, with unique ids (§2.4).
+
+    With a sink: every record is checked, and None is returned when any broke."""
+    before = len(sink) if sink is not None else 0
+    if attempt(sink, _objects_array, value) is None:
+        return None
     objects: list[ObjectEntry] = []
     ids: set[str] = set()
-    prev_end = 0
     for i, record in enumerate(value):
-        entry = check_object_descriptor(record, i)
-        path = entry.path
-        require(entry.end <= U64_MAX, "ninfer3.objects.end_overflow", "end exceeds 2^64-1", path)
-        require(
-            entry.offset >= prev_end,
-            "ninfer3.objects.order",
-            f"offset {entry.offset} is below the previous end {prev_end}",
-            f"{path}.offset",
-        )
-        require(
-            entry.end <= payload_bytes,
-            "ninfer3.objects.bounds",
-            f"ends at {entry.end}, past the payload's {payload_bytes} bytes",
-            path,
-        )
-        require(entry.id not in ids, "ninfer3.objects.id_unique", f"id {entry.id!r}", path)
-        ids.add(entry.id)
-        objects.append(entry)
-        prev_end = entry.end
+        prev_end = objects[-1].end if objects else 0
+        entry = attempt(sink, check_object_record, record, i, prev_end, payload_bytes, ids)
+        if entry is not None:
+            ids.add(entry.id)
+            objects.append(entry)
+    if sink is not None and len(sink) > before:
+        return None
     return tuple(objects)
+
+
+def _objects_array(value: Any) -> list[Any]:
+    need_type(value, list, "objects")
+    require(len(value) > 0, "ninfer3.objects.empty", "objects is empty", "objects")
+    return value
+
+
+def check_object_record(
+    record: Any, index: int, prev_end: int, payload_bytes: int, ids: set[str]
+) -> ObjectEntry:
+    """One object: its descriptor, then order, bounds and id uniqueness (§2.4)."""
+    entry = check_object_descriptor(record, index)
+    path = entry.path
+    require(entry.end <= U64_MAX, "ninfer3.objects.end_overflow", "end exceeds 2^64-1", path)
+    require(
+        entry.offset >= prev_end,
+        "ninfer3.objects.order",
+        f"offset {entry.offset} is below the previous end {prev_end}",
+        f"{path}.offset",
+    )
+    require(
+        entry.end <= payload_bytes,
+        "ninfer3.objects.bounds",
+        f"ends at {entry.end}, past the payload's {payload_bytes} bytes",
+        path,
+    )
+    require(entry.id not in ids, "ninfer3.objects.id_unique", f"id {entry.id!r}", path)
+    return entry
 
 
 def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
@@ -153,31 +203,48 @@ def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
 # -- §2.3 components -------------------------------------------------------------------------
 
 
-def check_components(value: Any, objects: dict[str, ObjectEntry]) -> dict[str, Component]:
+def check_components(
+    value: Any, objects: dict[str, ObjectEntry], sink: Sink = None
+) -> dict[str, Component]:
     """components: has text; closed records; targets exist; resources; proposal rules (§2.3)."""
-    need_type(value, dict, "components")
-    require(TEXT_COMPONENT in value, "ninfer3.components.text", "no text component", "components")
+    if attempt(sink, _components_object, value) is None:
+        return {}
     out: dict[str, Component] = {}
     for cid, record in value.items():
-        path = member_path("components", cid)
-        need_id(cid, path)
-        need_members(record, COMPONENT, path)
-        config = need_type(record["config"], dict, f"{path}.config")
-        target = None
-        if "target" in record:
-            target = need_id(record["target"], f"{path}.target")
-            require(
-                target in value,
-                "ninfer3.components.target",
-                f"target {target!r} is not a component",
-                f"{path}.target",
-            )
-        resources = check_resources(record.get("resources", {}), objects, f"{path}.resources")
-        proposal = None
-        if "proposal" in record:
-            proposal = check_proposal(record["proposal"], cid, f"{path}.proposal")
-        out[cid] = Component(cid, config, target, resources, proposal)
+        component = attempt(sink, check_component, cid, record, value, objects)
+        if component is not None:
+            out[cid] = component
     return out
+
+
+def _components_object(value: Any) -> dict[str, Any]:
+    need_type(value, dict, "components")
+    require(TEXT_COMPONENT in value, "ninfer3.components.text", "no text component", "components")
+    return value
+
+
+def check_component(
+    cid: Any, record: Any, siblings: dict[str, Any], objects: dict[str, ObjectEntry]
+) -> Component:
+    """One component record: closed members, target, resources and proposal (§2.3)."""
+    path = member_path("components", cid)
+    need_id(cid, path)
+    need_members(record, COMPONENT, path)
+    config = need_type(record["config"], dict, f"{path}.config")
+    target = None
+    if "target" in record:
+        target = need_id(record["target"], f"{path}.target")
+        require(
+            target in siblings,
+            "ninfer3.components.target",
+            f"target {target!r} is not a component",
+            f"{path}.target",
+        )
+    resources = check_resources(record.get("resources", {}), objects, f"{path}.resources")
+    proposal = None
+    if "proposal" in record:
+        proposal = check_proposal(record["proposal"], cid, f"{path}.proposal")
+    return Component(cid, config, target, resources, proposal)
 
 
 def check_proposal(value: Any, component_id: str, path: str) -> Proposal:

@@ -4,6 +4,9 @@
 directory checks of §2.9 in order, then the entry length. Everything after that is lazy:
 continuation volumes open on the first read that needs them, and an object's format, layout,
 size and alignment are checked only when it is requested.
+
+`open_for_verify` makes the same checks for `verify`: a header or JSON failure still ends them,
+but past the JSON every broken directory rule is recorded (directory.walk_directory).
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from weightfile.ref.ninfer3.bindings import (
     divisor_element,
     hadamard_ranges,
 )
-from weightfile.ref.ninfer3.directory import validate_directory
+from weightfile.ref.ninfer3.directory import walk_directory
 from weightfile.ref.ninfer3.jsontext import parse_json
 from weightfile.ref.ninfer3.objects import check_object
 from weightfile.ref.ninfer3.records import Binding, Component, Directory, ObjectEntry, Use
-from weightfile.ref.ninfer3.require import fail, require
+from weightfile.ref.ninfer3.require import Sink, attempt, fail, require
 from weightfile.ref.ninfer3.volumes import FileSet
-from weightfile.spec.errors import MalformedError
+from weightfile.spec.errors import MalformedError, Violation, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.framing import (
     HEADER_BYTES,
@@ -185,16 +188,34 @@ class Artifact:
 
 def open_artifact(path: str | os.PathLike[str]) -> Artifact:
     """Open an entry file and run every open-time check in §2.9 order (§1.3 steps 1-5)."""
-    entry_path = Path(path)
+    artifact = _open(Path(path), None)
+    assert artifact is not None  # without a sink every failure raises
+    return artifact
+
+
+def open_for_verify(path: str | os.PathLike[str], sink: list[Violation]) -> Artifact | None:
+    """The open-time checks, each broken rule appended to `sink`: framing and JSON failures
+    end them, directory failures do not (module docstring); None when nothing can be opened."""
+    try:
+        return _open(Path(path), sink)
+    except WeightfileError as exc:  # header, json_bytes or JSON text: nothing after can be read
+        sink.append(exc.violation)
+        return None
+
+
+def _open(entry_path: Path, sink: Sink) -> Artifact | None:
+    """The open in byte order; with a sink, the directory and entry length are collected."""
     fd = os.open(entry_path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
         header = read_entry_header(fd)
         check_json_bytes(header.json_bytes, size)
         doc = parse_json(os.pread(fd, header.json_bytes, JSON_OFFSET))
-        directory = validate_directory(doc, entry_path.name)
+        directory = walk_directory(doc, entry_path.name, sink)
+        if directory is None:
+            return None
         start = entry_payload_start(header.json_bytes)
-        check_entry_length(size, start, directory)
+        attempt(sink, check_entry_length, size, start, directory)
         entry_map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
     finally:
         os.close(fd)

@@ -5,10 +5,13 @@ ninfer-v3.md §2.3 (resources), §2.5 (Binding, Part), §2.6 (Use) and §2.9 ste
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from weightfile.ref.ninfer3.records import Binding, ObjectEntry, Part, Use, member_path
 from weightfile.ref.ninfer3.require import (
+    Sink,
+    attempt,
     fail,
     need_id,
     need_members,
@@ -36,15 +39,25 @@ def check_resources(value: Any, objects: dict[str, ObjectEntry], path: str) -> d
     return dict(value)
 
 
-def check_bindings(value: Any, objects: dict[str, ObjectEntry]) -> dict[str, Binding]:
-    """bindings: parameter name (ID) → Binding (§2.5)."""
-    need_type(value, dict, "bindings")
+def check_bindings(
+    value: Any, objects: dict[str, ObjectEntry], sink: Sink = None
+) -> dict[str, Binding]:
+    """bindings: parameter name (ID) → Binding (§2.5); with a sink, a broken one is left out."""
+    if attempt(sink, need_type, value, dict, "bindings") is None:
+        return {}
     out: dict[str, Binding] = {}
     for name, record in value.items():
-        path = member_path("bindings", name)
-        need_id(name, path)
-        out[name] = check_binding(record, objects, path)
+        binding = attempt(sink, check_named_binding, name, record, objects)
+        if binding is not None:
+            out[name] = binding
     return out
+
+
+def check_named_binding(name: Any, record: Any, objects: dict[str, ObjectEntry]) -> Binding:
+    """One member of bindings: an ID naming a Binding (§2.5)."""
+    path = member_path("bindings", name)
+    need_id(name, path)
+    return check_binding(record, objects, path)
 
 
 def check_binding(record: Any, objects: dict[str, ObjectEntry], path: str) -> Binding:
@@ -106,36 +119,53 @@ def check_tensor_ref(value: Any, objects: dict[str, ObjectEntry], path: str) -> 
 
 
 def check_uses(
-    value: Any, bindings: dict[str, Binding], objects: dict[str, ObjectEntry]
+    value: Any, bindings: Collection[str], objects: dict[str, ObjectEntry], sink: Sink = None
 ) -> tuple[Use, ...]:
-    """uses: closed records, bound parameters, unique pairs, policy spelling (§2.6)."""
-    need_type(value, list, "uses")
+    """uses: closed records, bound parameters, unique pairs, policy spelling (§2.6).
+
+    `bindings` holds the bound parameter names; with a sink, a broken use is left out."""
+    if attempt(sink, need_type, value, list, "uses") is None:
+        return ()
     out: list[Use] = []
     pairs: set[tuple[str, str]] = set()
     for i, record in enumerate(value):
-        path = f"uses[{i}]"
-        need_members(record, USE, path)
-        parameter = need_id(record["parameter"], f"{path}.parameter")
-        require(
-            parameter in bindings,
-            "ninfer3.uses.parameter",
-            f"no binding {parameter!r}",
-            f"{path}.parameter",
-        )
-        use_input = need_id(record["input"], f"{path}.input")
-        require((parameter, use_input) not in pairs, "ninfer3.uses.unique", "repeats", path)
-        pairs.add((parameter, use_input))
-        policy = record.get("activation_policy")
-        require(
-            "activation_policy" not in record
-            or (type(policy) is str and policy in ACTIVATION_POLICIES),
-            "ninfer3.uses.policy",
-            f"activation_policy {policy!r:.40}",
-            f"{path}.activation_policy",
-        )
-        auxiliaries = check_auxiliaries(record.get("auxiliaries", {}), objects, path)
-        out.append(Use(i, parameter, use_input, policy, auxiliaries))
+        use = attempt(sink, check_use, i, record, bindings, objects, pairs)
+        if use is not None:
+            out.append(use)
     return tuple(out)
+
+
+def check_use(
+    index: int,
+    record: Any,
+    bindings: Collection[str],
+    objects: dict[str, ObjectEntry],
+    pairs: set[tuple[str, str]],
+) -> Use:
+    """One Use: closed members, a bound parameter, a new (parameter, input) pair, a registered
+    activation_policy and valid auxiliaries (§2.6)."""
+    path = f"uses[{index}]"
+    need_members(record, USE, path)
+    parameter = need_id(record["parameter"], f"{path}.parameter")
+    require(
+        parameter in bindings,
+        "ninfer3.uses.parameter",
+        f"no binding {parameter!r}",
+        f"{path}.parameter",
+    )
+    use_input = need_id(record["input"], f"{path}.input")
+    require((parameter, use_input) not in pairs, "ninfer3.uses.unique", "repeats", path)
+    pairs.add((parameter, use_input))  # even if a later member breaks: the pair is taken
+    policy = record.get("activation_policy")
+    require(
+        "activation_policy" not in record
+        or (type(policy) is str and policy in ACTIVATION_POLICIES),
+        "ninfer3.uses.policy",
+        f"activation_policy {policy!r:.40}",
+        f"{path}.activation_policy",
+    )
+    auxiliaries = check_auxiliaries(record.get("auxiliaries", {}), objects, path)
+    return Use(index, parameter, use_input, policy, auxiliaries)
 
 
 def check_auxiliaries(

@@ -1,18 +1,36 @@
 """One-line require helpers for the directory checks (ninfer-v3.md §2.1, §2.8).
 
 Each helper raises `InvalidError` naming the rule id and the JSON path when the value breaks
-the domain, and returns the value (narrowed) when it holds.
+the domain, and returns the value (narrowed) when it holds. `attempt` runs one record's checks
+either way a caller needs: the reader stops at the first error, `verify` records it and goes on.
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
-from weightfile.spec.errors import InvalidError
+from weightfile.spec.errors import InvalidError, Violation, WeightfileError
 from weightfile.spec.ninfer3.directory import Record
 from weightfile.spec.ninfer3.domains import is_id, is_positive_u64, is_shape, is_u64
 
 JSON_TYPES = {dict: "object", list: "array", str: "string"}
+
+T = TypeVar("T")
+
+#: Where `verify` collects violations; None for the reader, which stops at the first.
+Sink = list[Violation] | None
+
+
+def attempt(sink: Sink, check: Callable[..., T], *args: Any) -> T | None:
+    """`check(*args)`; with a sink, its error is appended and None returned instead of raised."""
+    if sink is None:
+        return check(*args)
+    try:
+        return check(*args)
+    except WeightfileError as exc:
+        sink.append(exc.violation)
+        return None
 
 
 def fail(rule: str, detail: str, path: str | None = None) -> NoReturn:

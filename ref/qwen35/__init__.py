@@ -9,14 +9,12 @@
     model = Qwen35Model(config, weights)
     logits = model.forward([1, 2, 3], model.new_cache())   # float32 [3, vocab]
 
-`weights_from_hf(state_dict, hf_config)` builds the same pair from a transformers checkpoint;
-`text_config_from_hf` and `canonical_from_hf` are its two halves, and `hf_names.source` maps
-one parameter at a time, for importers that stream tensors.
+A transformers checkpoint becomes the same pair through `weightfile.convert.qwen35_hf`
+(conversion is not part of the oracle).
 """
 
 from .bind import bind_ninfer
 from .config import Qwen35Config, validate_text_config
-from .hf import canonical_from_hf, text_config_from_hf, weights_from_hf
 from .model import Qwen35Cache, Qwen35Model
 from .weights import Qwen35Weights, weights_from_parameters
 
@@ -26,9 +24,6 @@ __all__ = [
     "Qwen35Model",
     "Qwen35Weights",
     "bind_ninfer",
-    "canonical_from_hf",
-    "text_config_from_hf",
     "validate_text_config",
-    "weights_from_hf",
     "weights_from_parameters",
 ]

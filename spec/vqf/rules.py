@@ -2,41 +2,33 @@
 
 The table is declarative: the reader, the writer and the validator raise these ids, the tests
 break each one, and the conformance corpus names them. `loader` rules are the engine's own chain
-(§9); `strict` rules are the extra checks of §9.1 that the engine does not make.
+(spec/vqf.md §9, each row naming its step, or the §2.4 detection step it belongs to); `strict`
+rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are of
+the one `Rule` type (spec/rules.py), which merges this table with the others.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    id: str
-    error_class: str
-    # "loader" (§9) | "strict" (§9.1) | "writer" | "reader" | "binder" | "importer" | "feature"
-    origin: str
-    section: str
-    meaning: str
-
+from weightfile.spec.rules import Rule, table
 
 _RULES = (
     # --- file framing and header (§9 steps 1-5, §2.4) ---
-    Rule("vqf.file.too_small", "MalformedError", "loader", "§9.1", "file shorter than 448 + 64"),
-    Rule("vqf.header.magic", "MalformedError", "loader", "§9.2", "magic is not 0x57465146"),
-    Rule("vqf.header.version", "UnsupportedError", "loader", "§9.3", "version not 2 or 3"),
-    Rule("vqf.header.arch_geometry", "InvalidError", "loader", "§2.4.2",
-         "dim, n_layers, n_heads, head_dim, ffn_dim or vocab_size is 0"),
-    Rule("vqf.directory.bounds", "MalformedError", "loader", "§2.4.1",
-         "the directory 448 + 64·n runs past the end of the file"),
-    Rule("vqf.header.layout", "MalformedError", "loader", "§2.4.3",
-         "neither or both of the current/legacy (data_offset, file_len) pairs are valid"),
-    Rule("vqf.header.legacy_protected", "UnsupportedError", "loader", "§2.4.4",
-         "legacy 432-byte layout with ENC or SIGNED"),
-    Rule("vqf.directory.tensor_range", "InvalidError", "loader", "§9.12",
-         "offset + bytes > file_len"),
-    Rule("vqf.directory.missing_core", "InvalidError", "loader", "§9.13",
-         "token_embed, q8_q/q4_q (and for MoE moe_router, q4/q8_gate, n_experts) missing"),
+    Rule("vqf.file.too_small", "MalformedError", "loader", "§9", "file shorter than 448 + 64",
+         step=1),
+    Rule("vqf.header.magic", "MalformedError", "loader", "§9", "magic is not 0x57465146", step=2),
+    Rule("vqf.header.version", "UnsupportedError", "loader", "§9", "version not 2 or 3", step=3),
+    Rule("vqf.header.arch_geometry", "InvalidError", "loader", "§2.4",
+         "dim, n_layers, n_heads, head_dim, ffn_dim or vocab_size is 0", step=2),
+    Rule("vqf.directory.bounds", "MalformedError", "loader", "§2.4",
+         "the directory 448 + 64·n runs past the end of the file", step=1),
+    Rule("vqf.header.layout", "MalformedError", "loader", "§2.4",
+         "neither or both of the current/legacy (data_offset, file_len) pairs are valid", step=3),
+    Rule("vqf.header.legacy_protected", "UnsupportedError", "loader", "§2.4",
+         "legacy 432-byte layout with ENC or SIGNED", step=4),
+    Rule("vqf.directory.tensor_range", "InvalidError", "loader", "§9",
+         "offset + bytes > file_len", step=12),
+    Rule("vqf.directory.missing_core", "InvalidError", "loader", "§9",
+         "token_embed, q8_q/q4_q (and for MoE moe_router, q4/q8_gate, n_experts) missing", step=13),
     Rule("vqf.trailer.fnv", "ChecksumError", "loader", "§3.5",
          "stored FNV-1a-64 differs from the directory and data region"),
     # --- strict checks (§9.1) ---
@@ -89,14 +81,14 @@ _RULES = (
     Rule("vqf.arch.reserved", "InvalidError", "strict", "§8",
          "head_dim_full != head_dim or kv_lora_rank != 0"),
     # --- lookups by callers ---
-    Rule("vqf.directory.name", "NotFoundError", "reader", "§9.12", "no tensor of that name"),
+    Rule("vqf.directory.name", "NotFoundError", "reader", "§9", "no tensor of that name", step=12),
     Rule("vqf.file.range", "MalformedError", "reader", "§1", "a byte range outside the file"),
     # --- features not implemented yet ---
     Rule("vqf.enc.not_implemented", "UnsupportedError", "feature", "§4.2",
          "SM4-CTR decryption and the HMAC-SM3 tag are not implemented yet"),
     Rule("vqf.sig.not_implemented", "UnsupportedError", "feature", "§4.3",
          "SM2 signature verification is not implemented yet"),
-    # --- binding a file to the Qwen3 decoder (ref/model/bind_vqf.py) ---
+    # --- binding a file to the Qwen3 decoder (ref/qwen3/bind_vqf.py) ---
     Rule("vqf.bind.missing_tensor", "NotFoundError", "binder", "§7.2",
          "a tensor the decoder needs is absent"),
     Rule("vqf.bind.qtype", "InvalidError", "binder", "§7.1",
@@ -107,7 +99,7 @@ _RULES = (
          "the arch cannot describe a Qwen3 decoder"),
     Rule("vqf.bind.unsupported", "UnsupportedError", "binder", "§8",
          "MoE, no q/k norm, or an unknown family was asked for"),
-    # --- importing a Hugging Face checkpoint (weightfile/import_hf.py) ---
+    # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
     Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
          "config.json or the *.safetensors files are absent"),
     Rule("vqf.import.config", "InvalidError", "importer", "§8",
@@ -140,5 +132,4 @@ _RULES = (
          "the destination exists and overwrite was not asked for"),
 )  # fmt: skip
 
-RULES: dict[str, Rule] = {r.id: r for r in _RULES}
-assert len(RULES) == len(_RULES), "duplicate rule id"
+RULES: dict[str, Rule] = table(_RULES)

@@ -10,6 +10,7 @@ import sys
 import pytest
 from strategies.vqf import patch_bytes, patch_header
 
+import weightfile
 from weightfile.cli import main
 from weightfile.examples import EXAMPLE_PATH
 from weightfile.spec.vqf.flags import VQFFlag
@@ -59,12 +60,62 @@ def test_verify_of_a_signed_file_says_not_implemented(example, capsys):
 
 
 def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):
-    bad = tmp_path / "x.vqf"
+    bad = tmp_path / "x.bin"
     bad.write_bytes(b"GGUF" + bytes(600))
     assert main(["inspect", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "unknown file format" in err and "Traceback" not in err
+    assert "[format.magic]" in err
+    named = tmp_path / "x.vqf"
+    named.write_bytes(b"GGUF" + bytes(600))
+    assert main(["inspect", str(named)]) == 1
+    err = capsys.readouterr().err
+    assert "MalformedError" in err and "[vqf.header.magic]" in err and "Traceback" not in err
     assert main(["verify", str(tmp_path / "missing.vqf")]) == 1
+
+
+# An unknown magic: the extension decides whose magic rule it is; no known extension is
+# format.magic. CLI verify, weightfile.validate and weightfile.open all say the same rule.
+BAD_MAGIC = [
+    ("x.vqf", "vqf.header.magic"),
+    ("x.VQF", "vqf.header.magic"),
+    ("x.ninfer", "ninfer3.header.magic"),
+    ("x.gguf", "format.magic"),
+    ("x", "format.magic"),
+]
+
+
+@pytest.mark.parametrize(("name", "rule"), BAD_MAGIC)
+def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, name, rule):
+    bad = tmp_path / name
+    bad.write_bytes(b"GGUF" + bytes(600))
+    assert main(["verify", str(bad)]) == 1
+    captured = capsys.readouterr()
+    said = {r for _, r in BAD_MAGIC if f"[{r}]" in captured.out + captured.err}
+    assert said == {rule}
+    assert [(v.rule, v.error_class) for v in weightfile.validate(bad)] == [(rule, "MalformedError")]
+    with pytest.raises(weightfile.MalformedError) as info:
+        weightfile.open(bad).close()
+    assert info.value.rule == rule
+
+
+def test_a_short_vqf_with_a_bad_magic_is_too_small_everywhere(tmp_path, capsys):
+    """The VQF loader checks the size (§9 step 1) before the magic (step 2)."""
+    bad = tmp_path / "x.vqf"
+    bad.write_bytes(b"GGUF")
+    assert main(["verify", str(bad)]) == 1
+    assert "[vqf.file.too_small]" in capsys.readouterr().out
+    assert [v.rule for v in weightfile.validate(bad)] == ["vqf.file.too_small"]
+    assert [v.rule for v in weightfile.validate_vqf(bad)] == ["vqf.file.too_small"]
+
+
+def test_validate_is_the_vqf_validator_for_a_vqf_file(example):
+    patch_bytes(example, 4000, b"\x07")  # the zero gap
+    patch_bytes(example, 5000, b"\x99")  # inside token_embed: FNV mismatch
+    found = weightfile.validate(example, checksum=True)
+    assert found == weightfile.validate_vqf(example, checksum=True)
+    assert {v.rule for v in found} == {"vqf.file.gap", "vqf.trailer.fnv"}
+    assert weightfile.validate(EXAMPLE_PATH, checksum=True) == []
 
 
 def test_truncated_vqf_names_the_rule_and_offset(example, capsys):

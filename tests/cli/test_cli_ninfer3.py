@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import json
 
-from strategies.ninfer3 import EXAMPLE_SHARDED, build_file_set, load_example, patch
+from strategies.ninfer3 import (
+    EXAMPLE_SHARDED,
+    TINY_PAYLOAD,
+    build_file_set,
+    load_example,
+    mutated,
+    patch,
+    tiny_doc,
+)
 
+import weightfile
 from weightfile.cli import main
 from weightfile.spec.ninfer3.rules import RULES
 
@@ -42,3 +51,25 @@ def test_a_continuation_volume_is_not_an_entry(tmp_path, capsys):
     assert "continuation volume" in capsys.readouterr().err
     patch(paths[0], 0, b"X")
     assert main(["verify", str(paths[0])]) == 1
+
+
+def test_verify_lists_every_directory_violation_as_the_api_does(tmp_path, capsys):
+    """Three independent faults: three lines with JSON paths, exit 1 (spec/ninfer3.md §2.9)."""
+
+    def faults(d):
+        d["components"]["text"]["target"] = "vision"
+        d["bindings"]["p.split"]["parts"][0]["range"] = [3, 9]
+        d["uses"][0]["activation_policy"] = "A8"
+
+    (entry,) = build_file_set(tmp_path, "t.ninfer", mutated(tiny_doc(), faults), TINY_PAYLOAD)
+    assert main(["verify", str(entry)]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines == [f"{v.error_class}: {v}" for v in weightfile.validate(entry)]
+    assert len(lines) == 3
+    assert 'components["text"].target' in lines[0] and "[ninfer3.components.target]" in lines[0]
+    assert (
+        'bindings["p.split"].parts[0].range' in lines[1] and "[ninfer3.bindings.range]" in lines[1]
+    )
+    assert "uses[0].activation_policy" in lines[2] and "[ninfer3.uses.policy]" in lines[2]
+    assert "3 violation(s)" in captured.err

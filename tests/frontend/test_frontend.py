@@ -124,7 +124,7 @@ def test_streaming_chooses_what_generate_chooses(temperature):
 
 
 def test_import_copies_the_chat_template(tmp_path):
-    from weightfile.ref.vqf.import_hf import chat_template
+    from weightfile.convert.checkpoint import chat_template
 
     assert chat_template(tmp_path) is None
     (tmp_path / "tokenizer_config.json").write_text('{"chat_template": "T"}')

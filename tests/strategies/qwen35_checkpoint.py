@@ -1,7 +1,7 @@
 """A tiny random transformers Qwen3.5 checkpoint folder (both layer types) and its canonical
 §6.2 tensors, cut from the transformers modules the way their forward passes use them.
 
-Shared by the `.ninfer` import tests (tests/cli/test_import_ninfer*.py); needs torch.
+Shared by the `.ninfer` import tests (tests/convert/test_qwen35_ninfer*.py); needs torch.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import numpy as np
 
 from weightfile.demo import cache_root
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.vqf.import_hf import encode, file_flags
+from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
 from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inventory

@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if wants_ninfer(args):
         return run_ninfer(args)
-    from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
+    from weightfile.convert.qwen3_vqf import import_checkpoint, tokenizer_sidecar
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"
     path = import_checkpoint(

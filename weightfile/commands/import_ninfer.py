@@ -18,7 +18,7 @@ def wants_ninfer(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from weightfile.ref.ninfer3.import_hf import FAST_CODECS, REF_CODECS, import_checkpoint
+    from weightfile.convert.qwen35_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
     from weightfile.spec.errors import UnsupportedError
 
     if args.force:  # the .ninfer writer never replaces a file set (ninfer-v3.md §1.7)

@@ -32,12 +32,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = resolve_file("verify", args)
+    # sniff raises format.magic for a file no magic or extension places, as weightfile.open does
     if sniff(path) == "vqf":
         violations = verify_vqf(path, args)
     else:
-        from weightfile.ref.ninfer3.describe import verify
+        from weightfile.model_file import validate
 
-        violations = verify(path)
+        violations = validate(path)
     for v in violations:
         print(f"{v.error_class}: {v}")
     if not violations:
@@ -51,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
+    from weightfile.model_file import validate
     from weightfile.progress import ProgressBar
     from weightfile.ref.vqf.read import open_vqf
-    from weightfile.ref.vqf.validate import validate
 
     if args.engine == "fast":
         from weightfile.fast.vqf.fnv1a64 import fnv1a64 as hasher

@@ -1,8 +1,10 @@
-"""The rule table is complete and every rule in it is raised by some test (spec/ninfer3/rules.py).
+"""The `.ninfer` rule table is complete and every rule in it is raised by some test
+(spec/ninfer3/rules.py), checked at run time with the error class.
 
-The `.ninfer` tests are run once more in a subprocess with `NINFER3_RULE_LOG` set; every
-`raises_rule` / `expect_violations` that passes logs the error class and rule it saw. Each rule
-of the table must appear, with the error class the table names.
+tests/docs/test_rule_table.py scans the whole tree for every table (spec/rules.py); this test
+is stricter for `.ninfer`: the `.ninfer` tests are run once more in a subprocess with
+`NINFER3_RULE_LOG` set; every `raises_rule` / `expect_violations` that passes logs the error
+class and rule it saw. Each rule of the table must appear, with the error class the table names.
 """
 
 from __future__ import annotations

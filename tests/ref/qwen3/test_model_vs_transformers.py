@@ -11,8 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from weightfile.convert.qwen3_hf import weights_from_state_dict
 from weightfile.ref.layers.trace import TraceRecorder
-from weightfile.ref.model.hf_names import weights_from_state_dict
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3.decoder import Qwen3Model

@@ -1,10 +1,12 @@
-"""transformers Qwen3.5 text checkpoints to canonical parameters (qwen-math §1.4, §2; ninfer-v3 §6).
+"""transformers Qwen3.5 text checkpoints to canonical parameters (spec/models.md §1.4, §2;
+spec/ninfer3.md §6).
 
 Three steps, each usable alone:
 `text_config_from_hf` normalises a transformers config into the closed §6.1 object (the
-importer uses it); `canonical_from_hf` maps a whole state dict onto the §6.2 names through the
-per-parameter mapping of `hf_names`, which the importer streams tensor by tensor;
-`weights_from_hf` does both and arranges the weights.
+importer uses it); `canonical_from_hf` maps a whole state dict (a transformers one, or a
+`checkpoint.Checkpoint`) onto the §6.2 names through the per-parameter mapping of
+`hf_names_qwen35`, which the importer streams tensor by tensor; `weights_from_hf` does both and
+arranges the weights for the reference decoder (`weightfile.ref.qwen35`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
+from weightfile.ref.qwen35.weights import Qwen35Weights, weights_from_parameters
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import (
     CONFIG_KEYS,
@@ -28,8 +32,7 @@ from weightfile.spec.ninfer3.text_config import (
 )
 from weightfile.spec.ninfer3.text_names import text_parameters
 
-from .config import Qwen35Config, validate_text_config
-from .hf_names import (
+from .hf_names_qwen35 import (
     TOP_TENSORS,
     VL_TEXT_MODEL_PREFIX,
     fused_experts_name,
@@ -38,7 +41,6 @@ from .hf_names import (
     split_layer,
     text_model_prefix,
 )
-from .weights import Qwen35Weights, weights_from_parameters
 
 #: transformers' defaults where a saved config may omit a key (Qwen3_5TextConfig, 5.x).
 HF_DEFAULT_MROPE_SECTION = [11, 11, 10]
@@ -109,7 +111,7 @@ def canonical_from_hf(
 ) -> dict[str, np.ndarray]:
     """Every §6.2 text parameter as a float32 array, from a transformers state dict.
 
-    Each parameter comes from its tensor as `hf_names.source` says: the VL prefix when the
+    Each parameter comes from its tensor as `hf_names_qwen35.source` says: the VL prefix when the
     state dict has the VL embedding, fused v5 experts in a layer that has them, and with tied
     embeddings `text/output_head` is the embedding itself (no lm_head.weight is read).
     """

@@ -1,13 +1,14 @@
-"""A Hugging Face Qwen3.5 checkpoint folder -> a `.ninfer` v3 file set (ninfer-v3.md §1.7, §5, §6).
+"""A Hugging Face Qwen3.5 checkpoint folder -> a `.ninfer` v3 file set (spec/ninfer3.md §1.7,
+§5, §6).
 
 The steps, in order:
 
-1. `components.text.config` from config.json, closed as §6.1 requires (`import_config`);
-2. the parents, bindings and uses of the canonical §6.2 parameters (`import_plan`);
+1. `components.text.config` from config.json, closed as §6.1 requires (`qwen35_ninfer_config`);
+2. the parents, bindings and uses of the canonical §6.2 parameters (`qwen35_ninfer_plan`);
 3. the four text resources of §6.2, unmodified `raw_bytes_v1` objects placed first, as in the
    examples (§5), under the roles `tokenizer.json`, `tokenizer_config.json`,
    `chat_template.jinja` and `generation_config.json`;
-4. the parents, each read from the checkpoint (`import_safetensors`, `import_names`), encoded by
+4. the parents, each read from the checkpoint (`checkpoint`, `hf_names_qwen35`), encoded by
    its (format, layout) codec and streamed to the writer one object at a time (§1.7), so only
    one parent is ever in memory.
 
@@ -26,22 +27,30 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.ninfer3.import_config import text_config
-from weightfile.ref.ninfer3.import_names import (
-    LM_HEAD,
-    parameter_values,
-    source,
-    text_model_prefix,
-)
-from weightfile.ref.ninfer3.import_plan import Parent, bindings, plan_parents, uses
-from weightfile.ref.ninfer3.import_safetensors import Checkpoint, read_json
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import ArtifactWriter
-from weightfile.ref.vqf.import_hf import chat_template
 from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
 
+from . import hf_names_qwen35
+from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from .hf_names_qwen35 import LM_HEAD, source, text_model_prefix
+from .qwen35_ninfer_config import text_config
+from .qwen35_ninfer_plan import Parent, bindings, plan_parents, uses
+
+#: The rule ids the checkpoint reader raises for this importer (spec/ninfer3/rules.py).
+RULES = CheckpointRules(
+    missing_file="qwen35.import.missing_file",
+    config="qwen35.import.config",
+    safetensors="qwen35.import.safetensors",
+    dtype="qwen35.import.dtype",
+    duplicate="qwen35.import.duplicate",
+    missing_tensor="qwen35.import.missing_tensor",
+)
+#: A checkpoint tensor whose shape does not fit the config (the mapping's own rule is
+#: `ninfer3.text.hf_shape`; the importer reports it under its family).
+SHAPE_RULE = "qwen35.import.shape"
 REF_CODECS = "weightfile.ref.codecs.ninfer3.codec"
 FAST_CODECS = "weightfile.fast.codecs.ninfer3.codec"
 CHAT_TEMPLATE = "chat_template.jinja"
@@ -90,7 +99,10 @@ def parent_values(
             cache[name] = tensor(name)
         return cache[name]
 
-    parts = [parameter_values(m, source(config, prefix, m.name), cached) for m in parent.members]
+    parts = [
+        hf_names_qwen35.parameter_values(m, source(config, prefix, m.name), cached, SHAPE_RULE)
+        for m in parent.members
+    ]
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
 
@@ -115,14 +127,14 @@ def import_checkpoint(
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written."""
     src = Path(folder)
-    hf_config = read_json(src, "config.json")
+    hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
     prefix = text_model_prefix(multimodal="text_config" in hf_config)
     parents = plan_parents(config, fmt)
     resources = read_resources(src)
     objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
     objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
-    with Checkpoint(src) as checkpoint:
+    with Checkpoint(src, RULES) as checkpoint:
         expected = {source(config, prefix, m.name).hf_name for p in parents for m in p.members}
         if config["tie_word_embeddings"]:
             expected.add(LM_HEAD)  # a tied checkpoint may still store the head; it is not read

@@ -1,7 +1,7 @@
-"""`components.text.config` from a Hugging Face Qwen3.5 config.json (ninfer-v3.md §6.1).
+"""`components.text.config` from a Hugging Face Qwen3.5 config.json (spec/ninfer3.md §6.1).
 
-The normalisation into the closed key set is `weightfile.ref.qwen35.hf.text_config_from_hf`
-and the §6.1 rules are `weightfile.ref.qwen35.config.validate_text_config`; an importer adds
+The normalisation into the closed key set is `qwen35_hf.text_config_from_hf` and the §6.1
+rules are `weightfile.ref.qwen35.config.validate_text_config`; the importer adds
 three things around them:
 
 * typed errors: what the normaliser fails on untyped is an InvalidError naming config.json;
@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from weightfile.ref.qwen35.config import validate_text_config
-from weightfile.ref.qwen35.hf import text_config_from_hf
 from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.text_config import rotary_dim
+
+from .qwen35_hf import text_config_from_hf
 
 CONFIG_RULE = "qwen35.import.config"
 UNSUPPORTED_RULE = "qwen35.import.unsupported"

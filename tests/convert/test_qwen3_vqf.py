@@ -8,20 +8,26 @@ and stay close to it.
 from __future__ import annotations
 
 import json
-import struct
 
 import numpy as np
 import pytest
 
 from weightfile.cli import main
-from weightfile.ref.model.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
+from weightfile.convert.checkpoint import Checkpoint
+from weightfile.convert.hf_names_qwen3 import (
+    EMBED,
+    FINAL_NORM,
+    LAYER_TENSORS,
+    LM_HEAD,
+    layer_tensor,
+)
+from weightfile.convert.qwen3_hf import config_from_hf, weights_from_state_dict
+from weightfile.convert.qwen3_vqf import RULES, import_checkpoint, tokenizer_sidecar
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.qwen3.bind_vqf import bind_vqf
 from weightfile.ref.qwen3.decoder import Qwen3Model
-from weightfile.ref.vqf.hf_checkpoint import read_safetensors
-from weightfile.ref.vqf.import_hf import import_checkpoint, tokenizer_sidecar
 from weightfile.ref.vqf.read import open_vqf
-from weightfile.spec.errors import MalformedError, NotFoundError, UnsupportedError
+from weightfile.spec.errors import NotFoundError, UnsupportedError
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 torch = pytest.importorskip("torch", reason="the import check needs the 'external' extra (torch)")
@@ -128,27 +134,37 @@ def test_cli_import(checkpoint, tmp_path, capsys):
     assert not (tmp_path / "d.vqf").exists()
 
 
-def test_broken_safetensors_are_typed_errors(tmp_path):
-    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
-    p = tmp_path / "x.safetensors"
-    p.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)  # 8 of 16 bytes
-    with pytest.raises(MalformedError) as e:
-        read_safetensors(p)
-    assert e.value.rule == "vqf.import.safetensors"
-    p.write_bytes(struct.pack("<Q", 1 << 40) + header)
-    with pytest.raises(MalformedError):
-        read_safetensors(p)
-    with pytest.raises(NotFoundError):
+def test_the_checkpoint_reader_is_a_state_dict(checkpoint, tmp_path):
+    """weights_from_state_dict over the lazy reader gives the f32 file's logits, bit for bit."""
+    folder, _ = checkpoint
+    config = config_from_hf(json.loads((folder / "config.json").read_text()))
+    with Checkpoint(folder, RULES) as sd:
+        model = Qwen3Model(config, weights_from_state_dict(sd, config.num_hidden_layers))
+    got = model.forward(TOKENS, model.new_cache())
+    want = reference_logits(import_checkpoint(folder, tmp_path / "m.vqf", qtype="f32"))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_no_checkpoint_is_a_typed_error(tmp_path):
+    with pytest.raises(NotFoundError) as e:
         import_checkpoint(tmp_path, tmp_path / "o.vqf")
+    assert e.value.rule == "vqf.import.missing_file"
+    (tmp_path / "config.json").write_text(json.dumps(SIZES))
+    with pytest.raises(NotFoundError) as e:  # a config but no *.safetensors
+        import_checkpoint(tmp_path, tmp_path / "o.vqf")
+    assert e.value.rule == "vqf.import.missing_file" and e.value.path == "."
 
 
-def test_bf16_widens_exactly(tmp_path):
-    values = np.array([1.0, -2.5, 3.140625, 0.0], dtype=np.float32)
-    words = (values.view(np.uint32) >> 16).astype("<u2")
-    header = json.dumps({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
-    p = tmp_path / "b.safetensors"
-    p.write_bytes(struct.pack("<Q", len(header)) + header + words.tobytes())
-    np.testing.assert_array_equal(read_safetensors(p)["w"], values.reshape(2, 2))
+@pytest.mark.parametrize(
+    ("option", "value", "rule"),
+    [("qtype", "q5_k", "vqf.import.qtype"), ("layout", "8x8", "vqf.import.layout")],
+)
+def test_an_unknown_qtype_or_layout_is_refused_before_reading(tmp_path, option, value, rule):
+    """The API refuses what the CLI's choices cannot express, before it looks for a checkpoint."""
+    with pytest.raises(UnsupportedError) as e:
+        import_checkpoint(tmp_path, tmp_path / "o.vqf", **{option: value})
+    assert (e.value.rule, e.value.path) == (rule, option)
+    assert not (tmp_path / "o.vqf").exists()
 
 
 def test_reference_precision_files_are_outside_the_engine_inventory(checkpoint, tmp_path, capsys):

@@ -1,24 +1,24 @@
-"""The minimal importer: a Hugging Face Qwen3 checkpoint folder -> a VQF file (vqf.md §7.1, §8).
+"""A Hugging Face Qwen3 checkpoint folder -> a VQF file (spec/vqf.md §7.1, §8).
 
-The minimal importer. The arch comes from config.json (§8); the tensors follow the §7.1
-inventory, every per-layer matrix stacked layer after layer, each layer encoded by the codec
-that the flags and the matrix shape select (spec/codecs/vqf/registry.py), so what the importer
-writes is exactly what the binder reads back.
+The arch comes from config.json (§8); the tensors follow the §7.1 inventory, every per-layer
+matrix stacked layer after layer, each layer encoded by the codec that the flags and the matrix
+shape select (`weightfile.ref.vqf.encode`), so what the importer writes is exactly what the
+binder reads back. Tensors are read from the checkpoint one at a time (`checkpoint.Checkpoint`).
 
 qtype picks the projection family: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and
 f16 are *reference-precision* files for diffing against transformers: the projections are
 stored under the q8_* names with qtype F32 / F16, which the engine does not read and the strict
-validator reports (vqf.directory.qtype); ref/model/bind_vqf.py binds them as float32 matrices.
+validator reports (vqf.directory.qtype); ref/qwen3/bind_vqf.py binds them as float32 matrices.
 The token embedding is F16 (EMB_F16, truncating like the engine writer, §5.2) except at f32.
 lm_head is always written: the checkpoint's lm_head, or the tied embedding (§7.1 table).
 
 The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` and its chat template (if
-any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both.
+any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both
+there (the paths are the frontend's own, so the two cannot disagree).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -28,33 +28,51 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.model.hf_names import (
-    EMBED,
-    FINAL_NORM,
-    LM_HEAD,
-    VQF_NORMS,
-    VQF_PROJECTIONS,
-    config_from_hf,
-    layer_tensor,
-)
+from weightfile.frontend.chat import chat_template_path
+from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.vqf.hf_checkpoint import read_config, read_state_dict
+from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
-from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
+from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from .hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
+from .qwen3_hf import config_from_hf
+
+#: The rule ids the checkpoint reader raises for this importer (spec/vqf/rules.py).
+RULES = CheckpointRules(
+    missing_file="vqf.import.missing_file",
+    config="vqf.import.config",
+    safetensors="vqf.import.safetensors",
+    dtype="vqf.import.dtype",
+    duplicate="vqf.import.duplicate",
+    missing_tensor="vqf.import.missing_tensor",
+)
 QTYPES = {"f32": QType.F32, "f16": QType.F16, "q8_0": QType.Q8_0, "q4_0": QType.Q4_0}
 LAYOUTS = ("legacy", "tiled")
 MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (§8)
-SIDECAR_SUFFIX = ".tokenizer.json"
-CHAT_TEMPLATE_SUFFIX = ".chat_template.jinja"
 
+#: The VQF per-layer stacked name (§7.1) of each LayerWeights projection; family prefix aside.
+VQF_PROJECTIONS: dict[str, str] = {
+    "q_proj": "q",
+    "k_proj": "k",
+    "v_proj": "v",
+    "o_proj": "o",
+    "gate_proj": "gate",
+    "up_proj": "up",
+    "down_proj": "down",
+}
+#: ... and of each per-layer norm vector.
+VQF_NORMS: dict[str, str] = {
+    "attn_norm": "attn_norm",
+    "ffn_norm": "ffn_norm",
+    "q_norm": "q_norm",
+    "k_norm": "k_norm",
+}
 
-def tokenizer_sidecar(model: str | os.PathLike[str]) -> Path:
-    """Where the tokenizer of a VQF file lives: `<model>.tokenizer.json`."""
-    return Path(str(model) + SIDECAR_SUFFIX)
+# `tokenizer_sidecar` is the importer's name for the frontend's sidecar path.
+tokenizer_sidecar = sidecar_path
 
 
 def first_id(value: Any) -> int:
@@ -84,35 +102,10 @@ def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
     }
 
 
-def file_flags(qtype: QType, layout: str) -> int:
-    """EMB_F16 unless f32; the tiling flags of §2.5 with layout tiled."""
-    flags = 0 if qtype == QType.F32 else VQFFlag.EMB_F16
-    if layout == "tiled":
-        flags |= VQFFlag.Q8_8X8 | VQFFlag.Q4_4X4
-    return int(flags)
-
-
-#: Where the encoders come from: the reference codecs, or (the CLI's default) the fast ones,
-#: which produce the same bytes (tests/differential).
-REF_CODECS = "weightfile.ref.codecs.vqf"
-
-
-def encode(qtype: QType, flags: int, name: str, m: np.ndarray, codecs: str = REF_CODECS) -> bytes:
-    """One [out, in] matrix in the layout the flags and its shape select (§5, §7.1)."""
-    rows, cols = m.shape
-    if qtype == QType.F32:
-        codec = "f32"
-    elif qtype == QType.F16:
-        codec = "f16"
-    else:
-        codec = codec_for(qtype, flags, name, shape=(rows, cols))
-    return import_module(codecs).codec(codec).encode(m, rows, cols)
-
-
 def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
     """The tensor `name` with `shape`, or a typed error naming it."""
     if name not in sd:
-        raise NotFoundError("vqf.import.missing_tensor", f"{name} is missing", path=name)
+        raise NotFoundError(RULES.missing_tensor, f"{name} is missing", path=name)
     t = sd[name]
     if tuple(t.shape) != shape:
         raise InvalidError("vqf.import.shape", f"{name}: shape {t.shape}, want {shape}", path=name)
@@ -122,7 +115,8 @@ def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> 
 def build_tensors(
     sd: Mapping[str, np.ndarray], c: Qwen3Config, qtype: QType, flags: int, codecs: str = REF_CODECS
 ) -> list[TensorSource]:
-    """The §7.1 inventory of wmode q8 (or q4) from a transformers state dict."""
+    """The §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict (a dict or a
+    `Checkpoint`, read tensor by tensor)."""
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
     family = "q4" if qtype == QType.Q4_0 else "q8"
     embed = require(sd, EMBED, (c.vocab_size, d))
@@ -146,8 +140,11 @@ def build_tensors(
     for field, short in VQF_PROJECTIONS.items():
         name = f"{family}_{short}"
         rows, cols = shapes[field]
-        mats = [require(sd, layer_tensor(i, field), (rows, cols)) for i in range(nl)]
-        parts = [encode(qtype, flags, name, m, codecs) for m in mats]
+        # one layer's float32 matrix at a time; only the encoded bytes are kept
+        parts = [
+            encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), codecs)
+            for i in range(nl)
+        ]
         # directory shape of §7.1: nl·in × out
         out.append(TensorSource(name, qtype, nl * cols, rows, b"".join(parts)))
     lm = require(sd, LM_HEAD, (c.vocab_size, d)) if LM_HEAD in sd else embed
@@ -187,7 +184,7 @@ def import_checkpoint(
     if layout not in LAYOUTS:
         raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
     src = Path(folder)
-    cfg = read_config(src)
+    cfg = read_json(src, "config.json", RULES)
     try:
         c = config_from_hf(cfg)
     except (KeyError, TypeError, ValueError) as exc:
@@ -200,30 +197,16 @@ def import_checkpoint(
         )
     q = QTYPES[qtype]
     require_tileable(c, q, layout)
-    sd = read_state_dict(src)
     flags = file_flags(q, layout)
-    tensors = build_tensors(sd, c, q, flags, codecs)
+    with Checkpoint(src, RULES) as checkpoint:
+        checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
+        tensors = build_tensors(checkpoint, c, q, flags, codecs)
     path = write_vqf(out, arch=arch_from_config(cfg, c), tensors=tensors, flags=flags,
                      overwrite=overwrite)  # fmt: skip
     tok = src / "tokenizer.json"
     if tok.is_file():
-        shutil.copyfile(tok, tokenizer_sidecar(path))
+        shutil.copyfile(tok, sidecar_path(path))
     template = chat_template(src)
     if template is not None:
-        Path(str(path) + CHAT_TEMPLATE_SUFFIX).write_text(template, encoding="utf-8")
+        chat_template_path(path).write_text(template, encoding="utf-8")
     return path
-
-
-def chat_template(folder: Path) -> str | None:
-    """The checkpoint's chat template: chat_template.jinja, or tokenizer_config.json's string."""
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
-    config = folder / "tokenizer_config.json"
-    if config.is_file():
-        try:
-            value = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-            return None  # the template is optional; a broken config just has none
-        return value if isinstance(value, str) else None
-    return None

@@ -1,8 +1,9 @@
-"""Where each canonical Qwen3.5 text parameter (ninfer-v3.md §6.2) is in a transformers checkpoint.
+"""Where each canonical Qwen3.5 text parameter (spec/ninfer3.md §6.2) is in a transformers
+checkpoint.
 
-The one mapping from transformers names to canonical ones: `canonical_from_hf` (a whole state
-dict) and the `.ninfer` importer (one tensor at a time, read lazily) both ask `source` for a
-parameter's tensor and take its values with `parameter_values`.
+The one mapping from transformers names to canonical ones: `qwen35_hf.canonical_from_hf` (a
+whole state dict) and the `.ninfer` importer (one tensor at a time, read lazily) both ask
+`source` for a parameter's tensor and take its values with `parameter_values`.
 
 Most parameters are one transformers tensor, unchanged. Some are rearranged:
 

@@ -1,4 +1,5 @@
-"""The importer's plan: parents, bindings, uses, the closed text config (ninfer-v3.md §2.5, §6)."""
+"""The importer's plan: parents, bindings, uses, the closed text config (spec/ninfer3.md §2.5,
+§6)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from weightfile.ref.ninfer3.import_config import derived_mrope_section, text_config
-from weightfile.ref.ninfer3.import_names import parameter_values, source
-from weightfile.ref.ninfer3.import_plan import bindings, plan_parents, uses
+from weightfile.convert.hf_names_qwen35 import parameter_values, source
+from weightfile.convert.qwen35_ninfer import SHAPE_RULE
+from weightfile.convert.qwen35_ninfer_config import derived_mrope_section, text_config
+from weightfile.convert.qwen35_ninfer_plan import bindings, plan_parents, uses
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import interleaved_counts
 from weightfile.spec.ninfer3.text_names import text_parameters
@@ -85,7 +87,7 @@ def test_text_config_refusals_are_typed(change, error, path):
 
 
 def test_the_normaliser_and_validator_errors_pass_through_typed():
-    with pytest.raises(InvalidError) as info:  # qwen35.hf.text_config_from_hf's own check
+    with pytest.raises(InvalidError) as info:  # qwen35_hf.text_config_from_hf's own check
         text_config({**HF, "model_type": "qwen3"})
     assert info.value.path == "model_type"
     with pytest.raises(InvalidError) as info:  # the §6.1 validator's
@@ -153,11 +155,11 @@ def test_a_fused_source_of_the_wrong_size_is_refused():
             assert src.hf_name == "model.layers.0.linear_attn.in_proj_qkv.weight"
             if extra and short == "value":
                 with pytest.raises(InvalidError) as info:
-                    parameter_values(params[name], src, lambda _, t=qkv: t)
+                    parameter_values(params[name], src, lambda _, t=qkv: t, SHAPE_RULE)
                 assert info.value.rule == "qwen35.import.shape"
                 assert info.value.path == src.hf_name
             else:
-                got = parameter_values(params[name], src, lambda _, t=qkv: t)
+                got = parameter_values(params[name], src, lambda _, t=qkv: t, SHAPE_RULE)
                 begin = {"query": 0, "key": 32, "value": 64}[short]
                 assert got[0, 0] == begin * h  # its first row is row `begin` of the source
 
@@ -173,5 +175,5 @@ def test_a_tensor_that_cannot_be_read_keeps_its_own_error():
         raise NotFoundError("qwen35.import.missing_tensor", f"{hf_name} is missing", path=hf_name)
 
     with pytest.raises(NotFoundError) as info:
-        parameter_values(param, src, missing)
+        parameter_values(param, src, missing, SHAPE_RULE)
     assert info.value.rule == "qwen35.import.missing_tensor" and info.value.path == src.hf_name

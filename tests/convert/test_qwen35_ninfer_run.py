@@ -9,9 +9,9 @@ from strategies.qwen35_checkpoint import TEMPLATE, write_checkpoint
 from strategies.tiny_vqf import bpe_tokenizer
 
 from weightfile.cli import main
+from weightfile.convert.qwen35_ninfer import FAST_CODECS, import_checkpoint
 from weightfile.frontend.chat import render_chat
 from weightfile.frontend.generate import stream_tokens
-from weightfile.ref.ninfer3.import_hf import FAST_CODECS, import_checkpoint
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen35.bind import bind_ninfer
 from weightfile.ref.qwen35.model import Qwen35Model

@@ -1,7 +1,9 @@
-"""Hugging Face Qwen3ForCausalLM tensor names and config keys (qwen-math §2, vqf.md §7.1, §8).
+"""A transformers Qwen3 checkpoint as the reference decoder's config and weights
+(spec/models.md §2, spec/vqf.md §8).
 
-One table says which transformers tensor feeds which decoder weight; the importer and the tests
-read it, so the names are written down once.
+`config_from_hf` reads config.json's keys into a `Qwen3Config` (the importer uses it);
+`weights_from_state_dict` arranges a whole state dict (a transformers one, or a `Checkpoint`)
+into `ModelWeights`, for checking the reference against transformers without a file in between.
 """
 
 from __future__ import annotations
@@ -14,46 +16,11 @@ from weightfile.ref.numerics.matrix import DenseMatrix
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3.weights import LayerWeights, ModelWeights
 
-EMBED = "model.embed_tokens.weight"
-FINAL_NORM = "model.norm.weight"
-LM_HEAD = "lm_head.weight"
+from .hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
 
-#: LayerWeights field -> the tensor name after "model.layers.L.".
-LAYER_TENSORS: dict[str, str] = {
-    "attn_norm": "input_layernorm.weight",
-    "q_proj": "self_attn.q_proj.weight",
-    "k_proj": "self_attn.k_proj.weight",
-    "v_proj": "self_attn.v_proj.weight",
-    "q_norm": "self_attn.q_norm.weight",
-    "k_norm": "self_attn.k_norm.weight",
-    "o_proj": "self_attn.o_proj.weight",
-    "ffn_norm": "post_attention_layernorm.weight",
-    "gate_proj": "mlp.gate_proj.weight",
-    "up_proj": "mlp.up_proj.weight",
-    "down_proj": "mlp.down_proj.weight",
-}
-
-#: The VQF per-layer stacked name (vqf.md §7.1) of each LayerWeights field; family prefix aside.
-VQF_PROJECTIONS: dict[str, str] = {
-    "q_proj": "q",
-    "k_proj": "k",
-    "v_proj": "v",
-    "o_proj": "o",
-    "gate_proj": "gate",
-    "up_proj": "up",
-    "down_proj": "down",
-}
-VQF_NORMS: dict[str, str] = {
-    "attn_norm": "attn_norm",
-    "ffn_norm": "ffn_norm",
-    "q_norm": "q_norm",
-    "k_norm": "k_norm",
-}
-
-
-def layer_tensor(layer: int, field: str) -> str:
-    """The transformers name of one layer's weight, e.g. model.layers.0.self_attn.q_proj.weight."""
-    return f"model.layers.{layer}.{LAYER_TENSORS[field]}"
+#: The LayerWeights fields that are matrices, and those that are norm vectors.
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+NORMS = ("attn_norm", "ffn_norm", "q_norm", "k_norm")
 
 
 def config_from_hf(cfg: Mapping[str, object]) -> Qwen3Config:
@@ -94,8 +61,8 @@ def weights_from_state_dict(sd: Mapping[str, np.ndarray], num_layers: int) -> Mo
     layers = []
     for i in range(num_layers):
         parts = {k: f(layer_tensor(i, k)) for k in LAYER_TENSORS}
-        mats = {k: DenseMatrix(parts[k]) for k in VQF_PROJECTIONS}
-        norms = {k: parts[k] for k in VQF_NORMS}
+        mats = {k: DenseMatrix(parts[k]) for k in PROJECTIONS}
+        norms = {k: parts[k] for k in NORMS}
         layers.append(LayerWeights(**mats, **norms))
     lm = DenseMatrix(f(LM_HEAD)) if LM_HEAD in sd else None
     return ModelWeights(embed=f(EMBED), layers=tuple(layers), final_norm=f(FINAL_NORM), lm_head=lm)

@@ -17,9 +17,9 @@ import pytest
 from strategies.qwen35_checkpoint import FORMATS, SIZES, canonical, write_checkpoint
 
 from weightfile.cli import main
+from weightfile.convert.qwen35_ninfer import import_checkpoint
 from weightfile.fast.codecs.ninfer3.codec import get_codec
 from weightfile.model_file import NInferModelFile
-from weightfile.ref.ninfer3.import_hf import import_checkpoint
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_names import text_parameters

@@ -1,4 +1,5 @@
-"""The tensor objects of an imported Qwen3.5 file, its bindings and uses (§2.5, §2.6, §6.2).
+"""The tensor objects of an imported Qwen3.5 file, its bindings and uses (spec/ninfer3.md §2.5,
+§2.6, §6.2).
 
 Every canonical parameter of `text_parameters(config)` goes into exactly one *parent* object:
 

@@ -1,0 +1,219 @@
+"""One `Rule` type and one registry of every rule id the project raises (spec/README.md).
+
+A rule row says which error class a rule raises, which layer raises it (`origin`), where the
+specification states it (`doc` and `section`, a heading of `spec/<doc>.md`, plus `step` when the
+rule is one numbered step of a procedure, e.g. spec/vqf.md §9 step 12) and what it means.
+
+The rows live in per-area tables, all of this one type: the VQF container (spec/vqf/rules.py),
+the `.ninfer` v3 container and binders and the Qwen3.5 importer (spec/ninfer3/rules.py), and the
+layers no single container owns (here: the codecs, format sniffing, the frontend, the CLI).
+`RULES` merges them into one mapping and refuses a duplicate id. It is built on first use, so
+the area modules can import `Rule` from here without an import cycle.
+
+Codec rules are families: ``vqf.codec.*.length`` stands for ``vqf.codec.<codec>.length`` for
+every codec of the registry, because each codec raises the same rule under its own name
+(spec/codecs/vqf/registry.py `rule`). `lookup` resolves a concrete id to its row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from weightfile.spec.errors import ERROR_CLASSES
+
+#: Every rule id starts with one of these (the first dotted segment).
+PREFIXES = ("vqf", "ninfer3", "qwen35", "format", "frontend", "bench", "demo")
+
+#: The in-tree documents a section can point into (spec/<doc>.md).
+DOCS = ("vqf", "ninfer3", "numerics", "models")
+
+#: Which layer raises the rule.
+ORIGINS = (
+    "loader",  # the Kestrel loader chain, spec/vqf.md §9
+    "strict",  # the strict checks the engine does not make, spec/vqf.md §9.1
+    "feature",  # a registered feature not implemented yet
+    "container",  # .ninfer framing and directory validation
+    "reader",  # lookups and range reads by callers
+    "deferred",  # .ninfer checks made when an object is used
+    "binder",  # binding a file to a model family
+    "codec",  # tensor payload encode/decode
+    "importer",  # converting a Hugging Face checkpoint
+    "writer",  # writer inputs
+    "frontend",  # tokenizer, prompt and chat template of run/trace
+    "cli",  # command-line usage that raises one of our errors
+)
+
+ID = re.compile(r"[a-z][a-z0-9_]*(\.([a-z0-9_]+|\*))+")
+SECTION = re.compile(r"§\d+(\.\d+)*(-§\d+(\.\d+)*)?")
+# The document a rule's id implies when its row names none.
+_DOC_OF_PREFIX = {"vqf": "vqf", "ninfer3": "ninfer3", "qwen35": "ninfer3"}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule: id, error class, layer, where it is specified and what it means."""
+
+    id: str  # dotted, lowercase; `*` in a codec family row stands for one codec name
+    error_class: str  # a name of spec.errors.ERROR_CLASSES
+    origin: str  # one of ORIGINS
+    section: str  # a heading of spec/<doc>.md: "§9", "§2.4", "§9.1", "§5.6-§5.8"
+    meaning: str
+    step: int | None = None  # the numbered step of the procedure under `section`
+    doc: str = ""  # vqf | ninfer3 | numerics | models; derived from the id prefix when empty
+    untested: str = ""  # why no test can raise this rule; empty when a test does
+
+    def __post_init__(self) -> None:
+        if not self.doc:
+            object.__setattr__(self, "doc", _DOC_OF_PREFIX.get(self.id.split(".")[0], ""))
+        assert ID.fullmatch(self.id) and self.id.split(".")[0] in PREFIXES, self.id
+        assert self.error_class in ERROR_CLASSES, (self.id, self.error_class)
+        assert self.origin in ORIGINS, (self.id, self.origin)
+        assert self.doc in DOCS, (self.id, self.doc)
+        assert SECTION.fullmatch(self.section), (self.id, self.section)
+
+    @property
+    def where(self) -> str:
+        """The citation in the project's one form, e.g. ``spec/vqf.md §9 step 12``."""
+        step = f" step {self.step}" if self.step is not None else ""
+        return f"spec/{self.doc}.md {self.section}{step}"
+
+    def matches(self, rule_id: str) -> bool:
+        """True when `rule_id` is this row's id, or one member of this codec family."""
+        if "*" not in self.id:
+            return rule_id == self.id
+        return re.fullmatch(re.escape(self.id).replace(r"\*", r"[a-z0-9_]+"), rule_id) is not None
+
+
+def table(rows: Iterable[Rule]) -> dict[str, Rule]:
+    """The rows keyed by id; a duplicate id is our own bug."""
+    out: dict[str, Rule] = {}
+    for r in rows:
+        assert r.id not in out, f"duplicate rule id {r.id}"
+        out[r.id] = r
+    return out
+
+
+MAL, INV, UNS = "MalformedError", "InvalidError", "UnsupportedError"
+NOT_FOUND = "NotFoundError"
+
+# -- codecs: one family row per rule each codec raises under its own name ---------------------
+CODEC_RULES = table(
+    (
+        # VQF codecs (spec/vqf.md §5, §6; spec/codecs/vqf/registry.py, ref/codecs/vqf/)
+        Rule("vqf.codec.qtype", UNS, "codec", "§3.2", "a qtype that names no VQF encoding"),
+        Rule("vqf.codec.q8_tiling", INV, "codec", "§5.6",
+             "q8_tiling is not legacy/4x4, or 4x4 contradicts flag Q8_8X8"),
+        Rule("vqf.codec.*.length", MAL, "codec", "§5.9", "payload length != the codec's size"),
+        Rule("vqf.codec.*.shape", MAL, "codec", "§5.9",
+             "rows/cols not integers >= 0, or a value count that differs from rows·cols"),
+        Rule("vqf.codec.*.geometry", MAL, "codec", "§5.6-§5.8",
+             "rows or cols not a multiple of the tiling's row group / 32-column block"),
+        Rule("vqf.codec.*.mode", UNS, "codec", "§6", "an encoder mode the codec does not define"),
+        Rule("vqf.codec.*.finite_input", INV, "codec", "§6", "quantiser input is NaN or Inf"),
+        Rule("vqf.codec.*.scale_finite", INV, "codec", "§5.3", "a block scale is NaN or Inf"),
+        Rule("vqf.codec.*.scale_sign", INV, "codec", "§5.3", "a block scale is negative"),
+        Rule("vqf.codec.*.code_domain", INV, "codec", "§5.3", "a code outside the codec's range"),
+        Rule("vqf.codec.*.padding", INV, "codec", "§5.9", "a padding code or nibble not neutral"),
+        Rule("vqf.codec.*.zero_block", INV, "codec", "§6.2",
+             "an all-zero Q4 block whose scale is not 0x3c00"),
+        Rule("vqf.codec.*.unwritten_tail", INV, "codec", "§5.5",
+             "G256: a block past the last group's written ones is not zero"),
+        Rule("vqf.codec.*.scale_shared", INV, "codec", "§5.5",
+             "G256: the blocks of one 256-element group do not share one scale"),
+        # .ninfer v3 codecs (spec/ninfer3.md §3, §4; spec/codecs/ninfer3/registry.py)
+        Rule("ninfer3.codec.unknown_pair", INV, "codec", "§4.1",
+             "no codec for the (format, layout) pair"),
+        Rule("ninfer3.codec.*.length", MAL, "codec", "§4.1", "payload length != encoded size"),
+        Rule("ninfer3.codec.*.shape", INV, "codec", "§4.1", "the shape does not fit the layout"),
+        Rule("ninfer3.codec.*.code_domain", INV, "codec", "§3.3", "an illegal code word"),
+        Rule("ninfer3.codec.*.scale_invalid", INV, "codec", "§3.3",
+             "a negative, -0, infinite or NaN scale, or an invalid E4M3FN block scale"),
+        Rule("ninfer3.codec.*.zero_scale_nonzero_code", INV, "codec", "§3.5",
+             "a +0 scale with a non-zero code"),
+        Rule("ninfer3.codec.*.padding_nonzero", INV, "codec", "§4.3",
+             "a padding lane (column >= K) with a non-zero code bit"),
+        Rule("ninfer3.codec.*.padding_scale_nonzero", INV, "codec", "§4.3",
+             "a wholly padding group whose scale is not 0x0000"),
+        Rule("ninfer3.codec.*.gap_nonzero", INV, "codec", "§4.3",
+             "a non-zero byte in the zero gap between planes"),
+        Rule("ninfer3.codec.*.divisor_invalid", INV, "codec", "§3.4",
+             "the nvfp4 divisor is not finite and > 0"),
+        Rule("ninfer3.codec.*.words", INV, "codec", "§4.1",
+             "encode_words got words of the wrong shape or outside the code width"),
+        Rule("ninfer3.codec.*.values", INV, "codec", "§4.1",
+             "encode got values of the wrong shape or dtype"),
+        Rule("ninfer3.codec.*.rows", INV, "codec", "§4.1",
+             "a row view selects no row or a row outside [0, N)"),
+        Rule("ninfer3.codec.*.no_encoder", UNS, "codec", "§3.1",
+             "the pair has no value encoder (nvfp4, t2): import words instead"),
+        Rule("ninfer3.codec.*.nonfinite", INV, "codec", "§3.6", "a NaN or Inf reached an encoder"),
+        Rule("ninfer3.codec.*.scale_overflow", INV, "codec", "§3.6",
+             "grouped_absmax: the binary16 scale rounds to infinity"),
+        Rule("ninfer3.codec.*.inverse_overflow", INV, "codec", "§3.7",
+             "fp8_row_maxabs: 1/scale is not finite"),
+    )
+)  # fmt: skip
+
+# -- layers no single container owns ------------------------------------------------------------
+COMMON_RULES = table(
+    (
+        Rule("format.magic", MAL, "reader", "§2.1",
+             "the first bytes are neither the VQF nor the .ninfer magic, and the file name "
+             "has no known extension", doc="vqf"),
+        Rule("frontend.token_ids", INV, "frontend", "§10",
+             "--token-ids is not a comma-separated list of ids inside the vocabulary",
+             doc="numerics"),
+        Rule("frontend.prompt", INV, "frontend", "§10",
+             "the prompt encodes to no tokens or to ids outside the vocabulary", doc="numerics"),
+        Rule("frontend.tokenizer.missing", NOT_FOUND, "frontend", "§2.3",
+             "no tokenizer.json given, beside the model or in the file", doc="ninfer3"),
+        Rule("frontend.tokenizer.invalid", INV, "frontend", "§2.3",
+             "the tokenizer.json cannot be parsed", doc="ninfer3"),
+        Rule("frontend.resource.invalid", INV, "frontend", "§2.3",
+             "a tokenizer, chat template or generation config resource is not usable",
+             doc="ninfer3"),
+        Rule("frontend.chat_template.unsafe", INV, "frontend", "§2.3",
+             "the chat template breaks out of jinja2's sandbox", doc="ninfer3"),
+        Rule("frontend.chat_template.error", INV, "frontend", "§2.3",
+             "the chat template fails to render", doc="ninfer3"),
+        Rule("bench.synthetic.name", NOT_FOUND, "cli", "§6", "no synthetic model of that name",
+             doc="models"),
+        Rule("demo.verify", INV, "cli", "§9.1",
+             "the demo model breaks a rule of the strict validator", doc="vqf",
+             untested="the demo writer produces valid files; only a writer bug could raise it"),
+    )
+)  # fmt: skip
+
+
+def _areas() -> list[Mapping[str, Rule]]:
+    # Imported here, not at the top: the area modules import `Rule` from this module.
+    from weightfile.spec.ninfer3.rules import IMPORT_RULES
+    from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
+    from weightfile.spec.vqf.rules import RULES as VQF_RULES
+
+    return [VQF_RULES, NINFER3_RULES, IMPORT_RULES, CODEC_RULES, COMMON_RULES]
+
+
+@cache
+def all_rules() -> dict[str, Rule]:
+    """Every row of every area table, keyed by id; a duplicate id across areas is refused."""
+    return table(r for area in _areas() for r in area.values())
+
+
+def lookup(rule_id: str) -> Rule | None:
+    """The row of a concrete rule id (a codec id resolves to its family row), or None."""
+    rules = all_rules()
+    if rule_id in rules:
+        return rules[rule_id]
+    return next((r for r in rules.values() if "*" in r.id and r.matches(rule_id)), None)
+
+
+def __getattr__(name: str) -> Any:
+    """`RULES` is the merged table, built when first asked for (module docstring)."""
+    if name == "RULES":
+        return all_rules()
+    raise AttributeError(name)
