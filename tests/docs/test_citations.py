@@ -197,7 +197,10 @@ def rule_sections() -> Iterator[tuple[str, str, str, str | None]]:
     if unified is not None:
         table = unified.RULES.values() if isinstance(unified.RULES, dict) else unified.RULES
         for r in table:
-            doc = getattr(r, "doc", None) or rule_doc(r.id)
+            if not r.section:
+                continue  # a rule no document section states (a CLI usage error, say)
+            named = re.match(r"spec/([a-z0-9]+)\.md\b", str(r.section))
+            doc = named.group(1) if named else getattr(r, "doc", None) or rule_doc(r.id)
             yield r.id, doc, *parse_section(doc, str(r.section))
         return
     from weightfile.spec.ninfer3.rules import RULES as NINFER3
@@ -210,7 +213,10 @@ def rule_sections() -> Iterator[tuple[str, str, str, str | None]]:
 
 
 def rule_doc(rule_id: str) -> str:
-    """The document a rule id's format is specified in (`vqf.*`, `ninfer3.*`, `qwen35.*`)."""
+    """The document a rule id's format is specified in (`vqf.*`, `ninfer3.*`, `qwen35.*`).
+
+    Used when the section field does not name its document.
+    """
     return {"vqf": "vqf", "ninfer3": "ninfer3", "qwen35": "ninfer3"}.get(rule_id.split(".")[0], "")
 
 
