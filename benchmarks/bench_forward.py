@@ -4,10 +4,10 @@ Not a test: run `python benchmarks/bench_forward.py [--ref-tokens 3] [--fast-tok
 measures, side by side on this machine (issue 6 targets):
 * single-core read bandwidth: one pass over a 256 MiB buffer, best of the passes run just
   before each matvec sweep (so both see the same load of a shared machine);
-* Q4_0 / Q8_0 matvec at 2048 x 6144, untiled and in the engine's tiled layouts (the §4.1
-  canonical mode) as GB/s of weights read, on
-  1 and 2 threads, over enough distinct matrices that they cannot stay in the last-level cache;
-  its share of the single-core bandwidth (target: Q4_0 >= 50%);
+* Q4_0 / Q8_0 matvec at 2048 x 6144, untiled and in the engine's tiled layouts (the
+  spec/numerics.md §4.1 canonical mode) as GB/s of weights read, on 1 and 2 threads, over enough
+  distinct matrices that they cannot stay in the last-level cache; its share of the single-core
+  bandwidth (target: Q4_0 >= 50%);
 * decode tokens/s of `weightfile demo`'s model, ref and fast, after the same 8-token prefill,
   and the ratio (target >= 100x); both decoders produce the same logits (checked here too).
 """
@@ -30,7 +30,8 @@ from weightfile.ref.vqf.read import open_vqf
 
 ROWS, COLS = 2048, 6144
 BLOCK_BYTES = {"q4_0": 18, "q8_0": 34}
-#: The layouts measured: the legacy untiled rows and the engine's tiled layouts (§5.6-§5.8).
+#: The layouts measured: the legacy untiled rows and the engine's tiled layouts
+#: (spec/vqf.md §5.6-§5.8).
 CODECS = ("q4_0", "q4_0_4x4", "q8_0", "q8_0_8x8")
 LLC_MULTIPLE_BYTES = 128 * 2**20  # more than any last-level cache this runs on
 

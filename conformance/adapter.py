@@ -5,10 +5,10 @@
 
 A valid file: the description as JSON on stdout, exit 0. A rejected file: one line
 `ErrorClass: rule-id: message` on stderr, exit 1 (conformance/README.md, "Protocol"). For VQF the
-loader chain of vqf.md §9 runs first (open_vqf), then the strict checks of §9.1 with the FNV
-trailer checked; for `.ninfer` the open-time checks of ninfer-v3.md §2.9, then every object's
-deferred checks and every continuation volume (weightfile has one `.ninfer` reader, so `fast`
-answers container cases with it too). The first violation found is the one reported.
+loader chain of spec/vqf.md §9 runs first (open_vqf), then the strict checks of spec/vqf.md §9.1
+with the FNV trailer checked; for `.ninfer` the open-time checks of spec/ninfer3.md §2.9, then every
+object's deferred checks and every continuation volume (weightfile has one `.ninfer` reader, so
+`fast` answers container cases with it too). The first violation found is the one reported.
 """
 
 from __future__ import annotations
@@ -115,11 +115,12 @@ def vqf_container(path: str, engine: str) -> Answer:
     read = importlib.import_module(f"weightfile.{engine}.vqf.read")
     validate = importlib.import_module(f"weightfile.{engine}.vqf.validate")
     try:
-        vqf = read.open_vqf(path)  # the loader chain (§9), tensor ranges included
+        vqf = read.open_vqf(path)  # the loader chain (spec/ninfer3.md §9), tensor ranges included
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     with vqf:
-        found = validate.validate(path, checksum=True)  # §9.1 and the trailer (§3.5)
+        # spec/vqf.md §9.1 and the trailer (spec/vqf.md §3.5)
+        found = validate.validate(path, checksum=True)
         if found:
             return Answer(1, "", rejection(found[0]))
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")

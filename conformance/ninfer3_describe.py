@@ -1,11 +1,12 @@
 """The conformance description of a valid `.ninfer` v3 file set (conformance/README.md).
 
 As for VQF, every value is a JSON string: integers in decimal, the artifact id and digests as
-lowercase hex. Each object's bytes are given as the SHA-256 of its logical payload bytes
-[offset, offset + bytes), read across continuation volumes as ninfer-v3.md §1.6 maps them; the
-directory parts are the ones of §1.4 (files), §2.3 (components), §2.4 (objects), §2.5
-(bindings) and §2.6 (uses). Component configs, metadata and provenance are free JSON and are not
-described (an implementation need not agree with us on how to print a float).
+lowercase hex. Each object's bytes are given as the SHA-256 of its logical payload bytes [offset,
+offset + bytes), read across continuation volumes as spec/ninfer3.md §1.6 maps them; the directory
+parts are the ones of spec/ninfer3.md §1.4 (files), spec/ninfer3.md §2.3 (components),
+spec/ninfer3.md §2.4 (objects), spec/ninfer3.md §2.5 (bindings) and spec/ninfer3.md §2.6 (uses).
+Component configs, metadata and provenance are free JSON and are not described (an implementation
+need not agree with us on how to print a float).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from weightfile.spec.ninfer3.framing import entry_payload_start
 
 
 def binding_value(binding: Binding) -> dict[str, Any]:
-    """A whole binding {object} or a parts binding {parts: [{object, range: [b, e]}]} (§2.5)."""
+    """A whole binding {object} or a parts binding {parts: [{object, range: [b, e]}]}
+    (spec/ninfer3.md §2.5)."""
     if binding.object_id is not None:
         return {"object": binding.object_id}
     assert binding.parts is not None

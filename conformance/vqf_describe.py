@@ -3,7 +3,7 @@
 Every value is a string so that any language can produce it without a float or 64-bit-integer
 question: integers in decimal, float32 arch fields as the 8 lowercase hex digits of their bit
 pattern, byte strings as lowercase hex, and each tensor's payload as the SHA-256 of its raw bytes
-(vqf.md §2.2 header, §3.1 directory, §3.5 trailer).
+(spec/vqf.md §2.2 header, spec/vqf.md §3.1 directory, spec/vqf.md §3.5 trailer).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.vqf.arch import ARCH_FIELD_NAMES
 
-#: The arch fields stored as float32 (§2.2); every other arch field is an integer or array.
+#: The arch fields stored as float32 (spec/vqf.md §2.2); every other arch field is an integer or
+#: array.
 FLOAT_FIELDS = frozenset({"rope_theta", "norm_eps"})
 
 

@@ -60,7 +60,9 @@ class Rule:
     id: str  # dotted, lowercase; `*` in a codec family row stands for one codec name
     error_class: str  # a name of spec.errors.ERROR_CLASSES
     origin: str  # one of ORIGINS
-    section: str  # a heading of spec/<doc>.md: "§9", "§2.4", "§9.1", "§5.6-§5.8"
+    # a heading of spec/<doc>.md: "spec/vqf.md §9", "spec/vqf.md §2.4", "spec/vqf.md §9.1",
+    # "spec/vqf.md §5.6-§5.8"
+    section: str
     meaning: str
     step: int | None = None  # the numbered step of the procedure under `section`
     doc: str = ""  # vqf | ninfer3 | numerics | models; derived from the id prefix when empty

@@ -60,7 +60,8 @@ def field_table(schema: Struct, *, base: int = 0) -> str:
 
 
 def rule_table(rules: Iterable[Rule]) -> str:
-    """| rule id | error class | origin | section | meaning |; a step shows as "§9 step 12"."""
+    """| rule id | error class | origin | section | meaning |; a step shows as "spec/vqf.md §9 step
+    12"."""
     rows = []
     for r in rules:
         where = r.section if r.step is None else f"{r.section} step {r.step}"

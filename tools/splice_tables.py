@@ -44,12 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # --- spec/ninfer3.md: the registries and the Qwen3.5 text tables, rendered from spec/ ----------
 
-#: Bits of the word formats the §3.1 records name by spelling (their definitions, §3.2-§3.5).
+#: Bits of the word formats the spec/ninfer3.md §3.1 records name by spelling (their definitions,
+#: spec/ninfer3.md §3.2-§3.5).
 _WORD_BITS = {"e2m1": 4, "e4m3fn": 8, "binary16": 16, "bf16": 16, "fp32": 32}
 
 
 def _format_cells(f: Format) -> tuple[object, ...]:
-    """kind, code word, group, legal codes, scale and bits per weight of one §3.1 format."""
+    """kind, code word, group, legal codes, scale and bits per weight of one spec/ninfer3.md §3.1
+    format."""
     if isinstance(f, DirectFormat):
         bits = 8 * f.word_bytes
         word = f"{bits}-bit " + ("IEEE bits" if f.kind == "float" else "two's complement")
@@ -71,7 +73,8 @@ def _format_cells(f: Format) -> tuple[object, ...]:
 
 
 def _format_row(f: Format) -> list[object]:
-    """One §3.1 registry row, with the layout and encoder the codec registry pairs it with."""
+    """One spec/ninfer3.md §3.1 registry row, with the layout and encoder the codec registry pairs
+    it with."""
     codecs = [c for c in CODECS.values() if c.format == f.name]
     layout = ", ".join(f"`{c.layout}`" for c in codecs)
     encoder = ", ".join(c.encoder or "none (import only)" for c in codecs)

@@ -135,7 +135,8 @@ def build(folder: Path, corpus: str, s: DemoSizes) -> Path:
     """Write demo.vqf and its tokenizer sidecar into `folder`; returns the model path."""
     lines = [ln for ln in corpus.splitlines() if ln.strip()]
     tok = train_tokenizer(lines, s.vocab)
-    v = -(-tok.get_vocab_size() // 32) * 32  # padded: tiled matrices need whole tiles (§7.5)
+    # padded: tiled matrices need whole tiles (spec/vqf.md §7.5)
+    v = -(-tok.get_vocab_size() // 32) * 32
     hf = dict(
         vocab_size=v, hidden_size=s.hidden, intermediate_size=s.intermediate,
         num_hidden_layers=s.layers, num_attention_heads=s.heads, num_key_value_heads=s.kv_heads,

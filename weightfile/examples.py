@@ -22,7 +22,7 @@ from weightfile.spec.vqf.qtypes import QType
 
 EXAMPLE_PATH = Path(__file__).with_name("data") / "tiny-qwen3-q4.vqf"
 
-#: A Qwen3-shaped arch small enough to commit (every tiling gate of §7.5 passes).
+#: A Qwen3-shaped arch small enough to commit (every tiling gate of spec/vqf.md §7.5 passes).
 TINY_ARCH: dict[str, Any] = {
     "dim": 64,
     "n_layers": 2,
@@ -43,7 +43,7 @@ TINY_FLAGS = VQFFlag.Q8_8X8 | VQFFlag.Q4_4X4 | VQFFlag.EMB_F16
 
 
 def synthetic_payload(qtype: int, elements: int, rng: np.random.Generator) -> bytes:
-    """Deterministic bytes of a plausible payload for `qtype` (§5.1–§5.3, §5.7)."""
+    """Deterministic bytes of a plausible payload for `qtype` (spec/vqf.md §5.1–§5.3, §5.7)."""
     if qtype == QType.F32:
         return (1.0 + 0.1 * rng.standard_normal(elements)).astype("<f4").tobytes()
     if qtype == QType.F16:

@@ -5,10 +5,10 @@
         f.decode("q4_q")               # float32 in the logical shape, plain row-major order
         f.decode_words("q4_q")         # the logical words: {"codes": ..., "scales": ...}
 
-`engine="fast"` (the default) uses the vectorised codecs; `engine="ref"` the readable oracle —
-both give the same bits. Shapes are logical: a VQF per-layer stacked matrix comes out as
-[n_layers, out, in] (vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer object in its
-declared shape; a .ninfer binding of parts as the rows it selects (ninfer-v3.md §2.5).
+`engine="fast"` (the default) uses the vectorised codecs; `engine="ref"` the readable oracle — both
+give the same bits. Shapes are logical: a VQF per-layer stacked matrix comes out as [n_layers, out,
+in] (spec/vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer object in its declared
+shape; a .ninfer binding of parts as the rows it selects (spec/ninfer3.md §2.5).
 """
 
 from __future__ import annotations
@@ -42,13 +42,14 @@ def _engine(engine: str) -> str:
 
 
 class VQFModelFile:
-    """A VQF file whose tensors decode through the codec the flags and name select (§3.2, §5)."""
+    """A VQF file whose tensors decode through the codec the flags and name select
+    (spec/numerics.md §3.2, §5)."""
 
     format = "vqf"
 
     def __init__(self, path: str | os.PathLike[str], *, q8_tiling: str | None = None) -> None:
         self.file: VQFFile = open_vqf(path)
-        self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (vqf.md §0 item 3)
+        self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (spec/vqf.md §0 item 3)
         self.geometry = Geometry.from_arch(self.file.header.arch)
 
     def names(self) -> list[str]:
@@ -83,7 +84,8 @@ class VQFModelFile:
         return {k: v.reshape(*lead, -1) if v.shape[:1] == (rows,) else v for k, v in words.items()}
 
     def _matrices(self, e: Entry) -> tuple[int, int, int]:
-        """(count, out, in) of the physical matrices stacked in `e` (§7.1), or 1 × rows × cols."""
+        """(count, out, in) of the physical matrices stacked in `e` (spec/vqf.md §7.1), or 1 × rows
+        × cols."""
         kind = KINDS.get(e.name)
         if kind is not None and kind.elements(self.geometry) == e.rows * e.cols:
             return kind.physical(self.geometry)
@@ -201,12 +203,12 @@ def validate(
 ) -> list[Violation]:
     """Every rule violation of a VQF or .ninfer v3 file; [] when it is valid.
 
-    The format is chosen as `open` chooses it (weightfile/formats.py): a file neither its magic
-    nor its extension places is one `format.magic` violation. VQF: the loader chain
-    (spec/vqf.md §9) then every strict check (§9.1), and with `checksum` the FNV-1a-64 trailer
-    (§3.5) through `hasher` (default: the reference one) and `progress`. `.ninfer`: a framing or
-    JSON failure alone, else every directory, binding and use rule (spec/ninfer3.md §2.9) and
-    for a file set that opens, every deferred object check and continuation volume; it has no
+    The format is chosen as `open` chooses it (weightfile/formats.py): a file neither its magic nor
+    its extension places is one `format.magic` violation. VQF: the loader chain (spec/vqf.md §9)
+    then every strict check (spec/vqf.md §9.1), and with `checksum` the FNV-1a-64 trailer
+    (spec/vqf.md §3.5) through `hasher` (default: the reference one) and `progress`. `.ninfer`: a
+    framing or JSON failure alone, else every directory, binding and use rule (spec/ninfer3.md §2.9)
+    and for a file set that opens, every deferred object check and continuation volume; it has no
     checksum, so `checksum`, `hasher` and `progress` do not apply.
     """
     try:

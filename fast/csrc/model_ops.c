@@ -1,10 +1,12 @@
 /* The forward pass's vector operations in the canonical order (spec/numerics.md §3, §5-§7, §9).
  *
- * Each function mirrors one function of ref/numerics: RMSNorm (§5.1), the binary32 exp (§6),
- * SiLU (§7), softmax (§5.2) and one token's causal GQA attention (§9). They live in C because
- * the §3 lane order of their sums, and the per-position loop of attention, cost a Python call per
- * element or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum (§3); every other
- * operation is one IEEE binary32 operation, never fused (-ffp-contract=off).
+ * Each function mirrors one function of ref/numerics: RMSNorm (spec/numerics.md §5.1), the binary32
+ * exp (spec/numerics.md §6), SiLU (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one
+ * token's causal GQA attention (spec/numerics.md §9). They live in C because the
+ * spec/numerics.md §3 lane order of their sums, and the per-position loop of attention, cost a
+ * Python call per element or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum
+ * (spec/numerics.md §3); every other operation is one IEEE binary32 operation, never fused
+ * (-ffp-contract=off).
  */
 #include <math.h>
 #include <string.h>
@@ -21,15 +23,16 @@ static float f32_of(uint32_t b) {
     return f;
 }
 
-/* §3 the canonical sum of n float32 terms. */
+/* spec/numerics.md §3 the canonical sum of n float32 terms. */
 static float lanes_sum(const float *v, int64_t n) {
     float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int64_t i = 0; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + v[i];
     return wf_combine_lanes(l);
 }
 
-/* §5.1 for nrows vectors of length n: r = 1 / sqrt(ss / n + eps); out_i = (x_i * r) * w_i.
- * ss is the canonical sum of x_i * x_i, which is the §3.3 dot of x with itself. */
+/* spec/numerics.md §5.1 for nrows vectors of length n: r = 1 / sqrt(ss / n + eps); out_i = (x_i *
+ * r) * w_i. ss is the canonical sum of x_i * x_i, which is the spec/numerics.md §3.3 dot of x with
+ * itself. */
 void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                      float *out) {
     for (int64_t row = 0; row < nrows; row++) {
@@ -40,10 +43,10 @@ void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, f
     }
 }
 
-/* §5.1 then §8.4 for the q or k heads of T tokens: each head_dim vector is RMS-normed with w
- * (into `normed`) and rotated with its token's cos / sin rows [T, head_dim/2] (into `rotated`):
- * x'_j = x_j c_j - x_{j+h} s_j, x'_{j+h} = x_{j+h} c_j + x_j s_j, each product and sum rounded
- * once, as the element-wise NumPy the reference follows. */
+/* spec/numerics.md §5.1 then §8.4 for the q or k heads of T tokens: each head_dim vector is
+ * RMS-normed with w (into `normed`) and rotated with its token's cos / sin rows [T, head_dim/2]
+ * (into `rotated`): x'_j = x_j c_j - x_{j+h} s_j, x'_{j+h} = x_{j+h} c_j + x_j s_j, each product
+ * and sum rounded once, as the element-wise NumPy the reference follows. */
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
                   float eps, const float *cos, const float *sin, float *normed, float *rotated) {
     const int64_t h = head_dim / 2;
@@ -61,9 +64,9 @@ void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_di
     }
 }
 
-/* §5.1 then §4.1 steps 1-2 on the normed rows: the products that read them (q/k/v, gate/up)
- * get their quantized activations from the same call; `out` keeps the normed rows for the trace.
- * n is a multiple of WF_QK (the caller checks). */
+/* spec/numerics.md §5.1 then §4.1 steps 1-2 on the normed rows: the products that read them (q/k/v,
+ * gate/up) get their quantized activations from the same call; `out` keeps the normed rows for the
+ * trace. n is a multiple of WF_QK (the caller checks). */
 void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                          float *out, int8_t *codes, float *scales) {
     wf_rmsnorm_rows(x, nrows, n, w, eps, out);
@@ -73,8 +76,8 @@ void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *
 /* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
 static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
 
-/* §6 Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two powers of two; the
- * constants are the bit patterns of spec/numerics/constants.py. */
+/* spec/numerics.md §6 Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two powers
+ * of two; the constants are the bit patterns of spec/numerics/constants.py. */
 float wf_exp(float x) {
     const float log2e = f32_of(0x3FB8AA3Bu), ln2_hi = f32_of(0x3F317200u),
                 ln2_lo = f32_of(0x35BFBE8Eu), x_max = f32_of(0x42B17217u),
@@ -97,12 +100,12 @@ float wf_exp(float x) {
 }
 
 #if defined(__SSE2__)
-/* §6 on four lanes: wf_exp's binary32 operations in its order, on the §6 step 1 clamped input
- * (as ref/numerics/exp.py), the out-of-range and NaN lanes replaced at the end. rintf becomes
- * (t + 1.5·2^23) - 1.5·2^23, which rounds to the nearest integer, ties to even, exactly as rintf
- * for |t| < 2^22 (here |t| <= 151); only the sign of a zero k can differ, and a zero k gives
- * y = 1 + (±0) = 1 and the factors 2^0 either way. SSE2 has no rounding instruction, hence the
- * shift; without this the exps of swiglu run one by one. */
+/* spec/numerics.md §6 on four lanes: wf_exp's binary32 operations in its order, on the
+ * spec/numerics.md §6 step 1 clamped input (as ref/numerics/exp.py), the out-of-range and NaN lanes
+ * replaced at the end. rintf becomes (t + 1.5·2^23) - 1.5·2^23, which rounds to the nearest
+ * integer, ties to even, exactly as rintf for |t| < 2^22 (here |t| <= 151); only the sign of a zero
+ * k can differ, and a zero k gives y = 1 + (±0) = 1 and the factors 2^0 either way. SSE2 has no
+ * rounding instruction, hence the shift; without this the exps of swiglu run one by one. */
 static inline __m128 exp4(__m128 x) {
     const __m128 log2e = _mm_castsi128_ps(_mm_set1_epi32(0x3FB8AA3B)),
                  ln2_hi = _mm_castsi128_ps(_mm_set1_epi32(0x3F317200)),
@@ -141,8 +144,9 @@ static inline __m128 exp4(__m128 x) {
 }
 #endif
 
-/* §6 element-wise over n floats, four lanes at a time where SSE2 is: the lanes swiglu uses, open
- * to a direct test against the reference's exp (swiglu's 1 + exp hides exp's low bits). */
+/* spec/numerics.md §6 element-wise over n floats, four lanes at a time where SSE2 is: the lanes
+ * swiglu uses, open to a direct test against the reference's exp (swiglu's 1 + exp hides exp's low
+ * bits). */
 void wf_exp_array(const float *x, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
@@ -151,7 +155,7 @@ void wf_exp_array(const float *x, int64_t n, float *out) {
     for (; i < n; i++) out[i] = wf_exp(x[i]);
 }
 
-/* §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
+/* spec/numerics.md §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
@@ -172,15 +176,16 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     for (; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
 }
 
-/* §7 then §4.1 steps 1-2: down_proj's quantized activations from the same call as swiglu; `out`
- * keeps the swiglu rows for the trace. n is a multiple of WF_QK (the caller checks). */
+/* spec/numerics.md §7 then §4.1 steps 1-2: down_proj's quantized activations from the same call as
+ * swiglu; `out` keeps the swiglu rows for the trace. n is a multiple of WF_QK (the caller checks).
+ */
 void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
                         float *scales) {
     wf_swiglu(g, u, n, out);
     wf_quantize_activation(out, n, codes, scales);
 }
 
-/* §5.2 maximum: the first NaN if any, else the first largest value. */
+/* spec/numerics.md §5.2 maximum: the first NaN if any, else the first largest value. */
 static float max_f32(const float *v, int64_t n) {
     float best = v[0];
     if (best != best) return best;
@@ -191,7 +196,7 @@ static float max_f32(const float *v, int64_t n) {
     return best;
 }
 
-/* §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
+/* spec/numerics.md §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
 static void softmax(float *s, int64_t n) {
     float m = max_f32(s, n);
     for (int64_t i = 0; i < n; i++) s[i] = s[i] - m;
@@ -201,8 +206,9 @@ static void softmax(float *s, int64_t n) {
 }
 
 #if defined(__SSE2__)
-/* §3.3 dot for n % 8 == 0: lanes 0-3 and 4-7 of the canonical eight in two registers (element i
- * to lane i mod 8, ascending i, from +0.0), combined by the §3.2 tree as wf_dot_f32 does. */
+/* spec/numerics.md §3.3 dot for n % 8 == 0: lanes 0-3 and 4-7 of the canonical eight in two
+ * registers (element i to lane i mod 8, ascending i, from +0.0), combined by the
+ * spec/numerics.md §3.2 tree as wf_dot_f32 does. */
 static inline float dot8(const float *a, const float *b, int64_t n) {
     __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
     for (int64_t i = 0; i < n; i += 8) {
@@ -215,8 +221,8 @@ static inline float dot8(const float *a, const float *b, int64_t n) {
     return wf_combine_lanes(l);
 }
 
-/* Four §3.3 dots of q with the rows k0..k3 at once (independent chains hide the add latency);
- * each is exactly dot8(q, k_r, n). */
+/* Four spec/numerics.md §3.3 dots of q with the rows k0..k3 at once (independent chains hide the
+ * add latency); each is exactly dot8(q, k_r, n). */
 static void dot8x4(const float *q, const float *k0, const float *k1, const float *k2,
                    const float *k3, int64_t n, float *out) {
     __m128 lo0 = _mm_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0, lo2 = lo0, hi2 = lo0,
@@ -258,8 +264,8 @@ static void weigh_values(const float *p, const float *values, int64_t npos, int6
 }
 #endif
 
-/* §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at cached
- * positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
+/* spec/numerics.md §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at
+ * cached positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
  * softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,

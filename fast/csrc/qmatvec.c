@@ -1,12 +1,13 @@
 /* Quantized and dense matrix products on weights in their VQF file encoding
- * (spec/numerics.md §3.3, §4.1, §4.2; vqf.md §5.3-§5.8).
+ * (spec/numerics.md §3.3, §4.1, §4.2; spec/vqf.md §5.3-§5.8).
  *
  * y[t, r] = sum over the columns of W[r, :] and X[t, :], for every row r and token t. The order
  * inside one (t, r) product is the contract's, so rows can be split across threads freely.
- *   §4.1 q8_activation: X is quantized per 32-block once (wf_quantize_activation); each block
- *        dot is an exact int32; acc = acc + (float)D * (d_w * d_x) over blocks in ascending order.
- *   §4.2 f32_weights: the row is rebuilt as code * d_w (exact) and dotted with X in §3 order.
- * Dense F32 / F16 rows use the §3.3 dot directly.
+ * spec/numerics.md §4.1 q8_activation: X is quantized per 32-block once (wf_quantize_activation);
+ * each block dot is an exact int32; acc = acc + (float)D * (d_w * d_x) over blocks in ascending
+ * order. spec/numerics.md §4.2 f32_weights: the row is rebuilt as code * d_w (exact) and dotted
+ * with X in spec/numerics.md §3 order. Dense F32 / F16 rows use the spec/numerics.md §3.3 dot
+ * directly.
  *
  * Weights are read from the mapped payload: one row's block at a time is fetched into a small
  * int8[32] (Q4 nibbles n become n - 8; tiled layouts gather row m's bytes from its group block).
@@ -25,8 +26,8 @@ enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64 };
 
 static int payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK / 2; }
 
-/* §4.1 steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127), all 0 unless
- * 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
+/* spec/numerics.md §4.1 steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127), all 0
+ * unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t start = 0; start < n; start += WF_QK) {
         float amax = 0.0f;
@@ -57,7 +58,8 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
         const uint8_t *block = m->data + (r * nb + b) * (2 + p);
         scale = block;
         src = block + 2;
-    } else { /* §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
+    } else {
+        /* spec/vqf.md §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
         const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
         const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
         scale = group + 2 * mm;
@@ -76,14 +78,15 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
         memcpy(tmp, gathered, WF_QK);
         return tmp;
     }
-    for (int j = 0; j < WF_QK / 2; j++) { /* byte j: element j low nibble, j + 16 high (§5.7) */
+    for (int j = 0; j < WF_QK / 2; j++) {
+        /* byte j: element j low nibble, j + 16 high (spec/vqf.md §5.7) */
         tmp[j] = (int8_t)((src[j] & 0x0F) - 8);
         tmp[j + WF_QK / 2] = (int8_t)((src[j] >> 4) - 8);
     }
     return tmp;
 }
 
-/* §4.1 step 3: the exact integer dot of one block. */
+/* spec/numerics.md §4.1 step 3: the exact integer dot of one block. */
 static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
     int32x4_t acc = vdotq_s32(vdupq_n_s32(0), vld1q_s8(w), vld1q_s8(x));
@@ -103,8 +106,9 @@ static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
 }
 
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-/* §4.1 for rows r..r+3 with the dotprod instructions: lane i of every vector is row r+i, so
- * each lane performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, like the C loop. */
+/* spec/numerics.md §4.1 for rows r..r+3 with the dotprod instructions: lane i of every vector is
+ * row r+i, so each lane performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, like the
+ * C loop. */
 static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                        int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK;
@@ -145,9 +149,9 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
 
 typedef struct {
     const wf_matrix *m;
-    const int8_t *xq;  /* [T, cols] activation codes (§4.1) */
+    const int8_t *xq;  /* [T, cols] activation codes (spec/numerics.md §4.1) */
     const float *xd;   /* [T, cols / 32] activation scales */
-    const float *x;    /* [T, cols] float activations (§4.2 and dense) */
+    const float *x;    /* [T, cols] float activations (spec/numerics.md §4.2 and dense) */
     int64_t tokens;
     float *y;          /* [T, rows] */
 } product;
@@ -189,7 +193,8 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     if (acc != stack_acc) free(acc);
 }
 
-/* One row as float32: §4.2 code * d (exact), or the dense F32 / widened F16 words. */
+/* One row as float32: spec/numerics.md §4.2 code * d (exact), or the dense F32 / widened F16 words.
+ */
 static void row_values(const wf_matrix *m, int64_t r, float *out) {
     const float *f16 = wf_f16_table();
     if (m->kind == WF_W_F32) {
@@ -226,7 +231,8 @@ static void fill_nan(float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-/* y[T, rows] = X W^T with float32 weights: §4.2 for quantized, §3.3 for F32 / F16. */
+/* y[T, rows] = X W^T with float32 weights: spec/numerics.md §4.2 for quantized,
+ * spec/numerics.md §3.3 for F32 / F16. */
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
     product p = {m, NULL, NULL, x, tokens, y};
     fill_nan(y, tokens * m->rows);
@@ -257,7 +263,8 @@ static void q8_activation_set_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-/* ys[i][T, rows_i] = X W_i^T with §4.1 activation codes, for quantized matrices of equal cols. */
+/* ys[i][T, rows_i] = X W_i^T with spec/numerics.md §4.1 activation codes, for quantized matrices of
+ * equal cols. */
 void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
                                  const float *xd, int64_t tokens, float *const *ys,
                                  int32_t threads) {
@@ -270,7 +277,8 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
     wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
 }
 
-/* y[T, rows] = X W^T with §4.1 activation codes (quantized weights only): a set of one. */
+/* y[T, rows] = X W^T with spec/numerics.md §4.1 activation codes (quantized weights only): a set of
+ * one. */
 void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
                              float *y, int32_t threads) {
     wf_matmat_q8_activation_set(&m, 1, xq, xd, tokens, &y, threads);

@@ -1,4 +1,4 @@
-/* VQF Q8_0 / Q4_0 block kernels (vqf.md §5.3, §5.7, §6.1-§6.5) for weightfile.fast.
+/* VQF Q8_0 / Q4_0 block kernels (spec/vqf.md §5.3, §5.7, §6.1-§6.5) for weightfile.fast.
  *
  * Scalar C that must equal ref/codecs/vqf/q8_0.py and q4_0.py bit for bit. Build with
  * -O2 -ffp-contract=off and without -ffast-math: every multiply, divide and add rounds
@@ -19,7 +19,7 @@ enum { QK = 32, MODE_KESTREL = 0, MODE_KESTREL_LEGACY = 1, MODE_GGML = 2 };
 static uint32_t bits_of(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static float float_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 
-/* f32 -> f16, round to nearest even; NaN -> sign | 0x7E00 (§6.4). */
+/* f32 -> f16, round to nearest even; NaN -> sign | 0x7E00 (spec/vqf.md §6.4). */
 static uint16_t f16_rne(float f) {
     uint32_t b = bits_of(f), sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
@@ -36,7 +36,7 @@ static uint16_t f16_rne(float f) {
     return (uint16_t)(sign | q);
 }
 
-/* f32 -> f16 by truncation with flush to zero (§5.2). */
+/* f32 -> f16 by truncation with flush to zero (spec/vqf.md §5.2). */
 static uint16_t f16_trunc_ftz(float f) {
     uint32_t b = bits_of(f), sign = (b >> 16) & 0x8000u;
     int32_t e = (int32_t)((b >> 23) & 0xFFu) - 112;

@@ -1,9 +1,10 @@
 /* Helpers every forward-pass kernel shares: f16 widening, the canonical dot, row threads.
  *
  * wf_dot_f32 is spec/numerics.md §3.3: products rounded one by one, element i added to lane
- * i mod 8 in ascending i from +0.0, lanes combined by the fixed tree of §3.2. On NEON the eight
- * lanes are two float32x4 registers (lanes 0-3 and 4-7), so vaddq(lo, hi) is the tree's first
- * level; the portable loop is written lane-wise so that GCC turns it into the same 8-wide adds.
+ * i mod 8 in ascending i from +0.0, lanes combined by the fixed tree of spec/numerics.md §3.2. On
+ * NEON the eight lanes are two float32x4 registers (lanes 0-3 and 4-7), so vaddq(lo, hi) is the
+ * tree's first level; the portable loop is written lane-wise so that GCC turns it into the same
+ * 8-wide adds.
  */
 #include <pthread.h>
 #include <stdatomic.h>

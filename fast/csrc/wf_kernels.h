@@ -1,8 +1,9 @@
 /* Shared declarations of the forward-pass kernels (qmatvec.c, model_ops.c, wf_parallel.c).
  *
  * Everything follows spec/numerics.md: sums in the canonical 8-lane order with the fixed
- * halving tree (§3), no fused multiply-add (build with -ffp-contract=off), quantized products in
- * the §4.1 (q8_activation) or §4.2 (f32_weights) mode.
+ * halving tree (spec/numerics.md §3), no fused multiply-add (build with -ffp-contract=off),
+ * quantized products in the spec/numerics.md §4.1 (q8_activation) or spec/numerics.md §4.2
+ * (f32_weights) mode.
  */
 #ifndef WF_KERNELS_H
 #define WF_KERNELS_H
@@ -11,12 +12,13 @@
 
 enum { WF_QK = 32, WF_LANES = 8 };
 
-/* Weight encodings a matrix can have (vqf.md §5). Q8 covers q8_0, g256 and q4i8: all three store
- * 34-byte blocks of an f16 scale and 32 int8 codes. Q4 is the 18-byte nibble block. */
+/* Weight encodings a matrix can have (spec/vqf.md §5). Q8 covers q8_0, g256 and q4i8: all three
+ * store 34-byte blocks of an f16 scale and 32 int8 codes. Q4 is the 18-byte nibble block. */
 enum { WF_W_Q8 = 0, WF_W_Q4 = 1, WF_W_F32 = 2, WF_W_F16 = 3 };
 
 /* A weight matrix [rows, cols] in its file encoding. group_rows = 1 for untiled payloads; else
- * the §5.6-§5.8 tile geometry (G rows per group, k-byte chunks, XOR on payload bytes). */
+ * the spec/vqf.md §5.6-§5.8 tile geometry (G rows per group, k-byte chunks, XOR on payload bytes).
+ */
 typedef struct {
     const uint8_t *data;
     int64_t rows, cols;
@@ -27,14 +29,14 @@ typedef struct {
 float wf_f16_to_f32(uint16_t h);
 const float *wf_f16_table(void);
 
-/* §3 lanes: combine ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+/* spec/numerics.md §3 lanes: combine ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
 static inline float wf_combine_lanes(const float l[WF_LANES]) {
     float a0 = l[0] + l[4], a1 = l[1] + l[5], a2 = l[2] + l[6], a3 = l[3] + l[7];
     float b0 = a0 + a2, b1 = a1 + a3;
     return b0 + b1;
 }
 
-/* §3.3 canonical dot of two float32 vectors. */
+/* spec/numerics.md §3.3 canonical dot of two float32 vectors. */
 float wf_dot_f32(const float *a, const float *b, int64_t n);
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 
@@ -46,8 +48,8 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* x86-64: 1 when the CPU has AVX2 and F16C (qmatvec_x86.c), and its §4.1 kernel for the whole groups of
- * four rows in [r0, r1); returns the first row it left to the caller. */
+/* x86-64: 1 when the CPU has AVX2 and F16C (qmatvec_x86.c), and its spec/numerics.md §4.1 kernel
+ * for the whole groups of four rows in [r0, r1); returns the first row it left to the caller. */
 int wf_x86_avx2(void);
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,

@@ -19,7 +19,7 @@ from weightfile.fast.numerics.matrix import (
 
 
 def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
-    """§5.1 over the last axis of x; weight float32 [n]."""
+    """spec/numerics.md §5.1 over the last axis of x; weight float32 [n]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = weight.shape[0]
     out = np.empty_like(x)
@@ -30,8 +30,9 @@ def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
 def norm_project(
     x: np.ndarray, weight: np.ndarray, eps: np.float32, mats: Sequence[FastMatrix], threads: int
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the §4.1 activation
-    quantization in one C call when the products take codes: the same operations in order."""
+    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the spec/numerics.md §4.1
+    activation quantization in one C call when the products take codes: the same operations in
+    order."""
     if not takes_codes(mats):
         n = rmsnorm(x, weight, eps)
         return n, project(mats, n, threads)

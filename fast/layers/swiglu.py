@@ -16,7 +16,7 @@ from weightfile.fast.numerics.matrix import (
 
 
 def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """§7 silu(g) * u, element-wise."""
+    """spec/numerics.md §7 silu(g) * u, element-wise."""
     gate = np.ascontiguousarray(gate, dtype=np.float32)
     up = np.ascontiguousarray(up, dtype=np.float32)
     out = np.empty_like(gate)
@@ -27,8 +27,8 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 def swiglu_project(
     gate: np.ndarray, up: np.ndarray, mat: FastMatrix, threads: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(swiglu(gate, up), mat applied to it), swiglu and the §4.1 quantization in one C call
-    when `mat` takes codes."""
+    """(swiglu(gate, up), mat applied to it), swiglu and the spec/numerics.md §4.1 quantization in
+    one C call when `mat` takes codes."""
     if not takes_codes((mat,)):
         sw = swiglu(gate, up)
         return sw, mat.matmat(sw, threads=threads)

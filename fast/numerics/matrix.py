@@ -1,9 +1,10 @@
 """Weight matrices read in their VQF file encoding by the C kernels (spec/numerics.md §3.3, §4).
 
 A `FastMatrix` is a [rows (out), cols (in)] matrix whose bytes stay in the memory-mapped payload
-(vqf.md §5.3-§5.8: Q8_0, G256 and Q4I8 share the 34-byte block, Q4_0 the 18-byte one, tiled
+(spec/vqf.md §5.3-§5.8: Q8_0, G256 and Q4I8 share the 34-byte block, Q4_0 the 18-byte one, tiled
 layouts interleave G rows). Products follow the same rules as `weightfile.ref.numerics.kernels`:
-quantized weights in the profile's §4.1 or §4.2 mode, dense F32 / F16 weights with the §3.3 dot.
+quantized weights in the profile's spec/numerics.md §4.1 or §4.2 mode, dense F32 / F16 weights with
+the spec/numerics.md §3.3 dot.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from weightfile.spec.numerics.constants import QBLOCK
 from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import tensor_bytes
 
-#: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk (§5.4, §5.5);
-#: tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
+#: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk
+#: (spec/vqf.md §5.4, §5.5); tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
 KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
 QUANTIZED = (0, 1)
 #: Below this many weight elements x tokens a product runs on one thread: starting threads would
@@ -45,7 +46,8 @@ def threads_for(asked: int, work: int) -> int:
 
 
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """§4.1 steps 1-2 for every row of X [T, n]: codes int8 [T, n], scales float32 [T, n/32]."""
+    """spec/numerics.md §4.1 steps 1-2 for every row of X [T, n]: codes int8 [T, n], scales float32
+    [T, n/32]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     if x.shape[-1] % QBLOCK:
         raise ValueError(f"activation length {x.shape[-1]} is not a multiple of {QBLOCK}")
@@ -121,7 +123,8 @@ class FastMatrix:
         return y
 
     def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
-        """§4.1 with activations already quantized by `quantize_activation` (shared by q/k/v)."""
+        """spec/numerics.md §4.1 with activations already quantized by `quantize_activation` (shared
+        by q/k/v)."""
         return matmat_codes_set((self,), codes, scales, threads)[0]
 
     def _threads(self, asked: int, tokens: int) -> int:
@@ -168,10 +171,12 @@ def matrix_from_entry(
     layer: int = 0,
     mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION,
 ) -> FastMatrix:
-    """Layer `layer` of a stacked [rows, cols] matrix entry: bytes [l·B, (l+1)·B) (vqf.md §7.1).
+    """Layer `layer` of a stacked [rows, cols] matrix entry: bytes [l·B, (l+1)·B)
+    (spec/vqf.md §7.1).
 
     The layout is the one `codec_for` derives from the qtype, the header flags, the name and the
-    shape (§3.2); shape and length are checked with the codec's own rules before any byte is read.
+    shape (spec/vqf.md §3.2); shape and length are checked with the codec's own rules before any
+    byte is read.
     """
     if layer < 0:
         raise ValueError(f"layer must be >= 0, got {layer}")
@@ -187,14 +192,15 @@ def matrix_from_entry(
 
 
 def takes_codes(mats: Sequence[FastMatrix]) -> bool:
-    """True when every matrix reads §4.1 quantized activations (so they can be made once)."""
+    """True when every matrix reads spec/vqf.md §4.1 quantized activations (so they can be made
+    once)."""
     return all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats)
 
 
 def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
-    """Several matrices applied to the same activations; §4.1 quantizes X once for all of them
-    (the reference quantizes it per product, deterministically, so the codes are the same), and
-    their products run as one C call."""
+    """Several matrices applied to the same activations; spec/vqf.md §4.1 quantizes X once for all
+    of them (the reference quantizes it per product, deterministically, so the codes are the same),
+    and their products run as one C call."""
     if takes_codes(mats):
         return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
     return [m.matmat(x, threads=threads) for m in mats]
@@ -204,7 +210,7 @@ def activation_buffers(x: np.ndarray, mats: Sequence[FastMatrix]) -> tuple[np.nd
     """(out float32, codes int8, scales float32) for a fused C call whose output x-shaped rows
     feed `mats`; their shapes are checked first, so the call never writes past a buffer."""
     for m in mats:
-        m._check(x.shape)  # quantized cols are a multiple of the §4.1 block
+        m._check(x.shape)  # quantized cols are a multiple of the spec/vqf.md §4.1 block
     codes = np.empty(x.shape, dtype=np.int8)
     scales = np.empty((x.shape[0], x.shape[1] // QBLOCK), dtype=np.float32)
     return np.empty_like(x), codes, scales

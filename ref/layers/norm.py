@@ -1,4 +1,5 @@
-"""RMSNorm variants, each on the profile's §5.1 RMSNorm (spec/numerics.md §5.1, §17.5, §18.1).
+"""RMSNorm variants, each on the profile's spec/numerics.md §5.1 RMSNorm (spec/numerics.md §5.1,
+§17.5, §18.1).
 
 * plain: RMSNorm(x) · w, the weight used as stored (Qwen3, and Qwen3.5's gated norm);
 * per head: the same over each head_dim slice of a [heads·head_dim] vector (q_norm / k_norm);

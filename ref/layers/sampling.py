@@ -47,7 +47,7 @@ class SplitMix64:
 def sample(
     logits: Sequence[np.float32], temperature: float, rng: SplitMix64, kernels: Kernels
 ) -> int:
-    """§11 Draw u; return the first i whose running float32 sum of p exceeds u."""
+    """spec/numerics.md §11 Draw u; return the first i whose running float32 sum of p exceeds u."""
     t = np.float32(temperature)
     probs = kernels.softmax([v / t for v in logits])
     u = rng.uniform_f32()

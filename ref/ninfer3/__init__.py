@@ -1,1 +1,1 @@
-"""Reference reader, writer and describer of the `.ninfer` v3 container (ninfer-v3.md)."""
+"""Reference reader, writer and describer of the `.ninfer` v3 container (spec/ninfer3.md)."""

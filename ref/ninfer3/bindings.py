@@ -1,4 +1,4 @@
-"""What a binder needs from bindings and uses (ninfer-v3.md §2.5, §2.6, §12.6).
+"""What a binder needs from bindings and uses (spec/ninfer3.md §2.5, §2.6, §2.9).
 
 The generic reader has already checked forms and ranges at open time; these functions resolve
 a Binding to element ranges and apply the checks an architecture binder makes: shape or
@@ -17,13 +17,13 @@ from weightfile.spec.ninfer3.domains import elements
 
 DIVISOR_ROLE = "activation_input_divisor"
 HADAMARD_ROLE = "hadamard_signs"
-HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (§2.6)
+HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (spec/ninfer3.md §2.6)
 SIGN_WORDS = {0x3F80: 1, 0xBF80: -1}  # bf16 +1.0 and −1.0
 
 
 @dataclass(frozen=True, slots=True)
 class ElementRange:
-    """Logical elements [begin, end) of tensor `object_id`, in C order (§2.5)."""
+    """Logical elements [begin, end) of tensor `object_id`, in C order (spec/ninfer3.md §2.5)."""
 
     object_id: str
     begin: int
@@ -35,7 +35,8 @@ class ElementRange:
 
 
 def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[ElementRange]:
-    """The binding as ordered element ranges: the whole object, or the parts in order (§2.5)."""
+    """The binding as ordered element ranges: the whole object, or the parts in order
+    (spec/ninfer3.md §2.5)."""
     if binding.object_id is not None:
         shape = objects[binding.object_id].shape
         assert shape is not None
@@ -47,7 +48,8 @@ def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[El
 def bind_parameter(
     binding: Binding, shape: Sequence[int], objects: dict[str, ObjectEntry]
 ) -> list[ElementRange]:
-    """Whole: object shape == parameter shape; parts: Σ(end−begin) == elements(shape) (§2.5)."""
+    """Whole: object shape == parameter shape; parts: Σ(end−begin) == elements(shape)
+    (spec/ninfer3.md §2.5)."""
     ranges = element_ranges(binding, objects)
     if binding.object_id is not None:
         have = objects[binding.object_id].shape
@@ -69,7 +71,7 @@ def bind_parameter(
 
 
 def check_auxiliary_roles(use: Use) -> None:
-    """Every auxiliary role is one the Qwen binder accepts (§2.6)."""
+    """Every auxiliary role is one the Qwen binder accepts (spec/ninfer3.md §2.6)."""
     for role in use.auxiliaries:
         require(
             role in AUXILIARY_ROLES,
@@ -81,7 +83,7 @@ def check_auxiliary_roles(use: Use) -> None:
 
 def divisor_element(binding: Binding, objects: dict[str, ObjectEntry]) -> ElementRange:
     """The activation divisor is one FP32 element: a shape-[] object or a 1-element Part of an
-    fp32 contiguous vector (§2.6); rule ninfer3.binder.divisor."""
+    fp32 contiguous vector (spec/ninfer3.md §2.6); rule ninfer3.binder.divisor."""
     ranges = element_ranges(binding, objects)
     parent = objects[ranges[0].object_id]
     if binding.object_id is not None:
@@ -97,7 +99,8 @@ def hadamard_ranges(
     binding: Binding, parameter_shape: Sequence[int], objects: dict[str, ObjectEntry]
 ) -> list[ElementRange]:
     """hadamard_signs: a bf16 contiguous vector of K = parameter columns, K % 1024 == 0, for a
-    matrix parameter (§2.6); rule ninfer3.binder.hadamard. The ±1 values are checked on read."""
+    matrix parameter (spec/ninfer3.md §2.6); rule ninfer3.binder.hadamard. The ±1 values are checked
+    on read."""
     ranges = element_ranges(binding, objects)
     parents = [objects[r.object_id] for r in ranges]
     ok = len(parameter_shape) == 2 and parameter_shape[1] % HADAMARD_BLOCK == 0

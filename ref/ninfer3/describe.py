@@ -1,4 +1,4 @@
-"""What `weightfile inspect` and `weightfile verify` show for a `.ninfer` v3 file (ninfer-v3.md).
+"""What `weightfile inspect` and `weightfile verify` show for a `.ninfer` v3 file (spec/ninfer3.md).
 
 `describe` returns a JSON-serialisable description (header, file set, components, objects with
 the files they span, bindings, uses, metadata); `format_text` renders it as tables; `verify`
@@ -87,7 +87,7 @@ def vars_of(record: Any) -> dict[str, Any]:
 
 
 def spanned_files(artifact: Artifact, offset: int, length: int) -> list[int]:
-    """Indices of the files holding logical bytes [offset, offset+length) (§1.6)."""
+    """Indices of the files holding logical bytes [offset, offset+length) (spec/ninfer3.md §1.6)."""
     return [segment[0] for segment in artifact.files.segments(offset, length)]
 
 

@@ -1,4 +1,4 @@
-"""Open-time directory checks, in the order of ninfer-v3.md §2.9 steps 2-8.
+"""Open-time directory checks, in the order of spec/ninfer3.md §2.9 steps 2-8.
 
 `validate_directory` walks root → files → objects → components → bindings → uses →
 metadata/provenance and stops at the first broken rule, naming its JSON path. The entry
@@ -54,15 +54,16 @@ ROOT_PATH = "(root)"
 
 
 def validate_directory(doc: Any, entry_name: str) -> Directory:
-    """Every open-time directory rule of §2.9 steps 2-8, in order; the first broken one raises."""
+    """Every open-time directory rule of spec/ninfer3.md §2.9 steps 2-8, in order; the first broken
+    one raises."""
     directory = walk_directory(doc, entry_name, None)
     assert directory is not None  # without a sink every failure raises
     return directory
 
 
 def walk_directory(doc: Any, entry_name: str, sink: Sink) -> Directory | None:
-    """The §2.9 walk; with a sink, independent records are checked past a failure, and None
-    is returned when the walk had to stop (module docstring)."""
+    """The spec/ninfer3.md §2.9 walk; with a sink, independent records are checked past a failure,
+    and None is returned when the walk had to stop (module docstring)."""
     root = attempt(sink, need_members, doc, ROOT, ROOT_PATH)
     if root is None:
         return None
@@ -85,11 +86,13 @@ def walk_directory(doc: Any, entry_name: str, sink: Sink) -> Directory | None:
     return Directory(files, objects, by_id, components, bindings, uses, metadata, provenance)
 
 
-# -- §1.4 files ------------------------------------------------------------------------------
+# -- spec/ninfer3.md §1.4 files
+# ------------------------------------------------------------------------------
 
 
 def check_files(value: Any, entry_name: str) -> tuple[FileEntry, ...]:
-    """The files table (§1.4): entry first, then continuation volumes with unique safe paths."""
+    """The files table (spec/ninfer3.md §1.4): entry first, then continuation volumes with unique
+    safe paths."""
     need_type(value, list, "files")
     require(len(value) > 0, "ninfer3.files.empty", "files is empty", "files")
     entries: list[FileEntry] = []
@@ -126,13 +129,15 @@ def check_file_path(
     return name
 
 
-# -- §2.4 objects ----------------------------------------------------------------------------
+# -- spec/ninfer3.md §2.4 objects
+# ----------------------------------------------------------------------------
 
 
 def check_objects(
     value: Any, payload_bytes: int, sink: Sink = None
 ) -> tuple[ObjectEntry, ...] | None:
-    """Objects in increasing-offset order, inside the payload, with unique ids (§2.4).
+    """Objects in increasing-offset order, inside the payload, with unique ids
+    (spec/ninfer3.md §2.4).
 
     With a sink: every record is checked, and None is returned when any broke."""
     before = len(sink) if sink is not None else 0
@@ -160,7 +165,7 @@ def _objects_array(value: Any) -> list[Any]:
 def check_object_record(
     record: Any, index: int, prev_end: int, payload_bytes: int, ids: set[str]
 ) -> ObjectEntry:
-    """One object: its descriptor, then order, bounds and id uniqueness (§2.4)."""
+    """One object: its descriptor, then order, bounds and id uniqueness (spec/ninfer3.md §2.4)."""
     entry = check_object_descriptor(record, index)
     path = entry.path
     require(entry.end <= U64_MAX, "ninfer3.objects.end_overflow", "end exceeds 2^64-1", path)
@@ -181,7 +186,8 @@ def check_object_record(
 
 
 def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
-    """One tensor or resource descriptor: kind, closed member set, member domains (§2.4)."""
+    """One tensor or resource descriptor: kind, closed member set, member domains
+    (spec/ninfer3.md §2.4)."""
     path = f"objects[{index}]"
     need_type(record, dict, path)
     kind = record.get("kind")
@@ -200,13 +206,15 @@ def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
     return ObjectEntry(index, object_id, kind, offset, size, shape, fmt, layout)
 
 
-# -- §2.3 components -------------------------------------------------------------------------
+# -- spec/ninfer3.md §2.3 components
+# -------------------------------------------------------------------------
 
 
 def check_components(
     value: Any, objects: dict[str, ObjectEntry], sink: Sink = None
 ) -> dict[str, Component]:
-    """components: has text; closed records; targets exist; resources; proposal rules (§2.3)."""
+    """components: has text; closed records; targets exist; resources; proposal rules
+    (spec/ninfer3.md §2.3)."""
     if attempt(sink, _components_object, value) is None:
         return {}
     out: dict[str, Component] = {}
@@ -226,7 +234,8 @@ def _components_object(value: Any) -> dict[str, Any]:
 def check_component(
     cid: Any, record: Any, siblings: dict[str, Any], objects: dict[str, ObjectEntry]
 ) -> Component:
-    """One component record: closed members, target, resources and proposal (§2.3)."""
+    """One component record: closed members, target, resources and proposal
+    (spec/ninfer3.md §2.3)."""
     path = member_path("components", cid)
     need_id(cid, path)
     need_members(record, COMPONENT, path)
@@ -248,7 +257,8 @@ def check_component(
 
 
 def check_proposal(value: Any, component_id: str, path: str) -> Proposal:
-    """proposal: text only; domain full (no rows) or indexed (PositiveU64 rows) (§2.3)."""
+    """proposal: text only; domain full (no rows) or indexed (PositiveU64 rows)
+    (spec/ninfer3.md §2.3)."""
     require(
         component_id == TEXT_COMPONENT,
         "ninfer3.components.proposal_component",
@@ -271,11 +281,12 @@ def check_proposal(value: Any, component_id: str, path: str) -> Proposal:
     return Proposal(domain, need_positive_u64(value["rows"], f"{path}.rows"))
 
 
-# -- §2.7 metadata and provenance ------------------------------------------------------------
+# -- spec/ninfer3.md §2.7 metadata and provenance
+# ------------------------------------------------------------
 
 
 def check_metadata(metadata: Any, provenance: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Both are objects; metadata.name, when present, is an ID (§2.7)."""
+    """Both are objects; metadata.name, when present, is an ID (spec/ninfer3.md §2.7)."""
     need_type(metadata, dict, "metadata")
     need_type(provenance, dict, "provenance")
     if "name" in metadata:

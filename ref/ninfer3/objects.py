@@ -1,4 +1,4 @@
-"""Deferred object checks, run only when an object is used (ninfer-v3.md §2.9, §4.1).
+"""Deferred object checks, run only when an object is used (spec/ninfer3.md §2.9, §4.1).
 
 Unknown formats and layouts never fail the open; they fail the use of that one object. The
 writer calls `encoded_tensor_bytes` to place tensors, so both sides share these checks, and the
@@ -16,7 +16,8 @@ from weightfile.spec.ninfer3.registry import ENCODINGS, FORMATS, LAYOUTS
 
 
 def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str) -> int:
-    """Format and layout registered and compatible, shape fits; returns encoded_size (§2.9)."""
+    """Format and layout registered and compatible, shape fits; returns encoded_size
+    (spec/ninfer3.md §2.9)."""
     require(fmt in FORMATS, "ninfer3.object.format", f"format {fmt!r} is not registered", path)
     require(
         layout in LAYOUTS, "ninfer3.object.layout", f"layout {layout!r} is not registered", path
@@ -33,7 +34,8 @@ def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str)
 
 
 def check_tensor(entry: ObjectEntry) -> None:
-    """A tensor's deferred rules, in §2.9 order, ending with bytes and offset alignment."""
+    """A tensor's deferred rules, in spec/ninfer3.md §2.9 order, ending with bytes and offset
+    alignment."""
     assert entry.format is not None and entry.layout is not None and entry.shape is not None
     want = encoded_tensor_bytes(entry.format, entry.layout, entry.shape, entry.path)
     require(
@@ -52,7 +54,7 @@ def check_tensor(entry: ObjectEntry) -> None:
 
 
 def check_resource(entry: ObjectEntry) -> None:
-    """A resource's encoding is raw_bytes_v1 (§2.9, §4.6)."""
+    """A resource's encoding is raw_bytes_v1 (spec/ninfer3.md §2.9, §4.6)."""
     require(
         entry.encoding in ENCODINGS,
         "ninfer3.object.encoding",
@@ -62,7 +64,7 @@ def check_resource(entry: ObjectEntry) -> None:
 
 
 def check_object(entry: ObjectEntry) -> None:
-    """Every deferred check of one object (§2.9)."""
+    """Every deferred check of one object (spec/ninfer3.md §2.9)."""
     if entry.kind == "tensor":
         check_tensor(entry)
     else:

@@ -1,9 +1,9 @@
-"""Open a `.ninfer` v3 file set and read from it (ninfer-v3.md §1.3, §1.6, §2.9).
+"""Open a `.ninfer` v3 file set and read from it (spec/ninfer3.md §1.3, §1.6, §2.9).
 
-`open_artifact` follows the entry file's byte order: header, json_bytes, JSON text, the
-directory checks of §2.9 in order, then the entry length. Everything after that is lazy:
-continuation volumes open on the first read that needs them, and an object's format, layout,
-size and alignment are checked only when it is requested.
+`open_artifact` follows the entry file's byte order: header, json_bytes, JSON text, the directory
+checks of spec/ninfer3.md §2.9 in order, then the entry length. Everything after that is lazy:
+continuation volumes open on the first read that needs them, and an object's format, layout, size
+and alignment are checked only when it is requested.
 
 `open_for_verify` makes the same checks for `verify`: a header or JSON failure still ends them,
 but past the JSON every broken directory rule is recorded (directory.walk_directory).
@@ -48,7 +48,7 @@ from weightfile.spec.ninfer3.framing import (
 
 @dataclass(frozen=True, slots=True)
 class EntryHeader:
-    """The decoded 32-byte entry header (§1.1)."""
+    """The decoded 32-byte entry header (spec/ninfer3.md §1.1)."""
 
     json_bytes: int
     artifact_id: bytes
@@ -66,11 +66,11 @@ class Artifact:
     # -- bytes --------------------------------------------------------------------------------
 
     def read_range(self, offset: int, length: int) -> memoryview:
-        """Logical payload bytes [offset, offset+length) (§1.6)."""
+        """Logical payload bytes [offset, offset+length) (spec/ninfer3.md §1.6)."""
         return self.files.read(offset, length)
 
     def object(self, object_id: str) -> ObjectEntry:
-        """The descriptor of `object_id` after its deferred checks (§2.9)."""
+        """The descriptor of `object_id` after its deferred checks (spec/ninfer3.md §2.9)."""
         entry = self.directory.objects_by_id.get(object_id)
         if entry is None:
             fail("ninfer3.object.unknown", f"no object {object_id!r}")
@@ -78,14 +78,15 @@ class Artifact:
         return entry
 
     def object_bytes(self, object_id: str) -> memoryview:
-        """The checked object's encoded bytes, exactly `bytes` long (§2.4)."""
+        """The checked object's encoded bytes, exactly `bytes` long (spec/ninfer3.md §2.4)."""
         entry = self.object(object_id)
         return self.read_range(entry.offset, entry.bytes)
 
     # -- components and resources -------------------------------------------------------------
 
     def component(self, component_id: str) -> Component:
-        """A selected component: present, and targeting text unless it is text (§2.3, §2.9)."""
+        """A selected component: present, and targeting text unless it is text
+        (spec/ninfer3.md §2.3, §2.9)."""
         found = self.directory.components.get(component_id)
         require(
             found is not None,
@@ -103,7 +104,7 @@ class Artifact:
         return found
 
     def resource(self, role: str, component_id: str = TEXT_COMPONENT) -> memoryview:
-        """The bytes of a component's resource role, unmodified (§2.3, §4.6)."""
+        """The bytes of a component's resource role, unmodified (spec/ninfer3.md §2.3, §4.6)."""
         component = self.component(component_id)
         object_id = component.resources.get(role)
         require(
@@ -118,25 +119,28 @@ class Artifact:
     # -- bindings and uses --------------------------------------------------------------------
 
     def binding(self, name: str) -> Binding:
-        """The Binding of a logical parameter; a missing name is a binder error (§2.9)."""
+        """The Binding of a logical parameter; a missing name is a binder error
+        (spec/ninfer3.md §2.9)."""
         found = self.directory.bindings.get(name)
         require(found is not None, "ninfer3.binder.parameter", f"no binding {name!r}", "bindings")
         assert found is not None
         return found
 
     def bind(self, name: str, shape: Sequence[int]) -> list[ElementRange]:
-        """Element ranges of parameter `name` checked against its expected `shape` (§2.5)."""
+        """Element ranges of parameter `name` checked against its expected `shape`
+        (spec/ninfer3.md §2.5)."""
         ranges = bind_parameter(self.binding(name), shape, self.directory.objects_by_id)
         for object_id in dict.fromkeys(r.object_id for r in ranges):
             self.object(object_id)
         return ranges
 
     def uses_of(self, parameter: str) -> list[Use]:
-        """Every Use of `parameter`, in directory order (§2.6)."""
+        """Every Use of `parameter`, in directory order (spec/ninfer3.md §2.6)."""
         return [u for u in self.directory.uses if u.parameter == parameter]
 
     def activation_divisor(self, use: Use) -> float | None:
-        """The Use's activation_input_divisor: one finite, positive FP32 element (§2.6)."""
+        """The Use's activation_input_divisor: one finite, positive FP32 element
+        (spec/ninfer3.md §2.6)."""
         check_auxiliary_roles(use)
         binding = use.auxiliaries.get(DIVISOR_ROLE)
         if binding is None:
@@ -153,7 +157,7 @@ class Artifact:
         return value
 
     def hadamard_signs(self, use: Use, parameter_shape: Sequence[int]) -> list[int] | None:
-        """The Use's hadamard_signs as +1/−1 ints, K of them (§2.6)."""
+        """The Use's hadamard_signs as +1/−1 ints, K of them (spec/ninfer3.md §2.6)."""
         check_auxiliary_roles(use)
         binding = use.auxiliaries.get(HADAMARD_ROLE)
         if binding is None:
@@ -187,7 +191,8 @@ class Artifact:
 
 
 def open_artifact(path: str | os.PathLike[str]) -> Artifact:
-    """Open an entry file and run every open-time check in §2.9 order (§1.3 steps 1-5)."""
+    """Open an entry file and run every open-time check in spec/ninfer3.md §2.9 order
+    (spec/ninfer3.md §1.3 steps 1-5)."""
     artifact = _open(Path(path), None)
     assert artifact is not None  # without a sink every failure raises
     return artifact
@@ -224,13 +229,14 @@ def _open(entry_path: Path, sink: Sink) -> Artifact | None:
 
 
 def read_entry_header(fd: int) -> EntryHeader:
-    """The 32-byte header: long enough, magic NINFER\\0\\3 (§1.3 steps 1-2)."""
+    """The 32-byte header: long enough, magic NINFER\\0\\3 (spec/ninfer3.md §1.3 steps 1-2)."""
     parsed = parse_entry_header(os.pread(fd, HEADER_BYTES, 0))
     return EntryHeader(parsed.json_bytes, parsed.artifact_id)
 
 
 def check_json_bytes(json_bytes: int, entry_size: int) -> None:
-    """1 <= json_bytes <= entry size − 32, checked before reading the text (§1.3 step 3)."""
+    """1 <= json_bytes <= entry size − 32, checked before reading the text (spec/ninfer3.md §1.3
+    step 3)."""
     if not 1 <= json_bytes <= entry_size - HEADER_BYTES:
         raise MalformedError(
             "ninfer3.header.json_bytes",
@@ -241,7 +247,8 @@ def check_json_bytes(json_bytes: int, entry_size: int) -> None:
 
 
 def check_entry_length(size: int, payload_start: int, directory: Directory) -> None:
-    """entry size == align_up(32 + json_bytes, 4096) + files[0].payload_bytes (§1.3 step 5)."""
+    """entry size == align_up(32 + json_bytes, 4096) + files[0].payload_bytes (spec/ninfer3.md §1.3
+    step 5)."""
     want = payload_start + directory.files[0].payload_bytes
     if size != want:
         raise MalformedError(

@@ -1,7 +1,8 @@
-"""The validated directory as plain records (ninfer-v3.md §1.4, §2.2-§2.7).
+"""The validated directory as plain records (spec/ninfer3.md §1.4, §2.2-§2.7).
 
 `ref/ninfer3/directory.py` builds these only after every open-time check holds, so code that
-receives a `Directory` may rely on the §2.9 open-time rules (not on the deferred object checks).
+receives a `Directory` may rely on the spec/ninfer3.md §2.9 open-time rules (not on the deferred
+object checks).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class ObjectEntry:
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """Elements [begin, end) of tensor `object_id`, in the parent's C order (§2.5)."""
+    """Elements [begin, end) of tensor `object_id`, in the parent's C order
+    (spec/ninfer3.md §2.5)."""
 
     object_id: str
     begin: int
@@ -64,7 +66,7 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """A Binding (§2.5): whole (`object_id`) or parts; `path` is its JSON path."""
+    """A Binding (spec/ninfer3.md §2.5): whole (`object_id`) or parts; `path` is its JSON path."""
 
     path: str
     object_id: str | None = None
@@ -73,7 +75,7 @@ class Binding:
 
 @dataclass(frozen=True, slots=True)
 class Use:
-    """uses[index] (§2.6)."""
+    """uses[index] (spec/ninfer3.md §2.6)."""
 
     index: int
     parameter: str
@@ -84,7 +86,7 @@ class Use:
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """components.text.proposal (§2.3)."""
+    """components.text.proposal (spec/ninfer3.md §2.3)."""
 
     domain: str
     rows: int | None
@@ -92,7 +94,7 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class Component:
-    """components[id] (§2.3); `config` is opaque here."""
+    """components[id] (spec/ninfer3.md §2.3); `config` is opaque here."""
 
     id: str
     config: dict[str, Any]
@@ -116,5 +118,5 @@ class Directory:
 
     @property
     def payload_bytes(self) -> int:
-        """Σ files[i].payload_bytes, the logical payload length (§1.5)."""
+        """Σ files[i].payload_bytes, the logical payload length (spec/ninfer3.md §1.5)."""
         return self.files[-1].logical_end

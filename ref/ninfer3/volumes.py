@@ -1,4 +1,4 @@
-"""The file set: the entry and its lazily opened continuation volumes (ninfer-v3.md §1.3-§1.6).
+"""The file set: the entry and its lazily opened continuation volumes (spec/ninfer3.md §1.3-§1.6).
 
 A continuation volume is opened the first time a range read touches it, and its header and
 length are checked then; a missing volume fails only the reads that need it. Each file is
@@ -28,8 +28,8 @@ Segment = tuple[int, int, int, int]  # (file i, source file offset, destination 
 def map_range(
     files: tuple[FileEntry, ...], file_payload_start: list[int], offset: int, length: int
 ) -> list[Segment]:
-    """§1.6: for each file i meeting [off, off+len) at [a, b): (i, start_i + a − P_i, a − off,
-    b − a), starting from the largest i with P_i <= off and walking forward."""
+    """spec/ninfer3.md §1.6: for each file i meeting [off, off+len) at [a, b): (i, start_i + a −
+    P_i, a − off, b − a), starting from the largest i with P_i <= off and walking forward."""
     total = files[-1].logical_end
     if length < 0 or offset < 0 or offset + length > total:
         raise InvalidError(
@@ -49,12 +49,13 @@ def map_range(
 
 
 def payload_starts(entry_payload_start: int, count: int) -> list[int]:
-    """file_payload_start(i): the entry's payload start for i = 0, else 4096 (§1.5)."""
+    """file_payload_start(i): the entry's payload start for i = 0, else 4096
+    (spec/ninfer3.md §1.5)."""
     return [entry_payload_start] + [PART_PAYLOAD_START] * (count - 1)
 
 
 class FileSet:
-    """Logical payload [0, Σ payload_bytes) spread over files (§1.5)."""
+    """Logical payload [0, Σ payload_bytes) spread over files (spec/ninfer3.md §1.5)."""
 
     def __init__(
         self,
@@ -72,16 +73,19 @@ class FileSet:
         self._maps: dict[int, mmap.mmap] = {0: entry_map}
 
     def volume_path(self, index: int) -> Path:
-        """Where files[index] lives: resolved relative to the entry's directory (§1.4)."""
+        """Where files[index] lives: resolved relative to the entry's directory
+        (spec/ninfer3.md §1.4)."""
         name = self.files[index].path
         return self.entry_path if name is None else self.entry_path.parent / name
 
     def file_bytes(self, index: int) -> int:
-        """Declared size of files[index]: payload start + payload_bytes (§1.1, §1.2)."""
+        """Declared size of files[index]: payload start + payload_bytes (spec/ninfer3.md §1.1,
+        §1.2)."""
         return self._payload_start[index] + self.files[index].payload_bytes
 
     def volume(self, index: int) -> mmap.mmap:
-        """The mapped file, opening and checking a continuation volume on first use (§1.3.6)."""
+        """The mapped file, opening and checking a continuation volume on first use
+        (spec/ninfer3.md §1.3 step 6)."""
         if index not in self._maps:
             self._maps[index] = self._open_continuation(index)
         return self._maps[index]
@@ -123,7 +127,7 @@ class FileSet:
             os.close(fd)
 
     def segments(self, offset: int, length: int) -> list[Segment]:
-        """§1.6 mapping of logical [offset, offset+length) onto this file set."""
+        """spec/ninfer3.md §1.6 mapping of logical [offset, offset+length) onto this file set."""
         return map_range(self.files, self._payload_start, offset, length)
 
     def read(self, offset: int, length: int) -> memoryview:

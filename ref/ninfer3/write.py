@@ -1,10 +1,10 @@
-"""The `.ninfer` v3 writer: streaming object writes and atomic publication (ninfer-v3.md §1.7).
+"""The `.ninfer` v3 writer: streaming object writes and atomic publication (spec/ninfer3.md §1.7).
 
 Every file is a hidden temp file in the target directory, `ftruncate`d to its final size (so
-unwritten bytes are zeros, and sparse) with its header (and, for the entry, the JSON) written
-first. Object bytes arrive in chunks, in order, and are mapped through §1.6, so a model never
-has to be in memory at once. `finish` checks coverage and sizes, syncs, and hard-links the temp
-files to their names, continuation volumes first and the entry last; a name that already exists
+unwritten bytes are zeros, and sparse) with its header (and, for the entry, the JSON) written first.
+Object bytes arrive in chunks, in order, and are mapped through spec/ninfer3.md §1.6, so a model
+never has to be in memory at once. `finish` checks coverage and sizes, syncs, and hard-links the
+temp files to their names, continuation volumes first and the entry last; a name that already exists
 is never replaced. `abort` removes every temp file and every file already published.
 """
 
@@ -87,7 +87,8 @@ class ArtifactWriter:
     # -- setup --------------------------------------------------------------------------------
 
     def _refuse_existing(self) -> None:
-        """Fail before writing anything if any destination exists (§1.7 Publication)."""
+        """Fail before writing anything if any destination exists (spec/ninfer3.md §1.7
+        Publication)."""
         for destination in self.destinations:
             if os.path.lexists(destination):
                 raise DestinationExistsError(
@@ -155,7 +156,8 @@ class ArtifactWriter:
     # -- publication --------------------------------------------------------------------------
 
     def finish(self) -> list[Path]:
-        """Check coverage and sizes, sync, publish parts first and the entry last (§1.7)."""
+        """Check coverage and sizes, sync, publish parts first and the entry last
+        (spec/ninfer3.md §1.7)."""
         self._require_open()
         try:
             for object_id, done in self._written.items():
@@ -197,7 +199,7 @@ class ArtifactWriter:
             raise RuntimeError("this writer has already finished or aborted")
 
     def abort(self) -> None:
-        """Remove every temp file and every file already published (§1.7)."""
+        """Remove every temp file and every file already published (spec/ninfer3.md §1.7)."""
         self._close_fds()
         for path in self._temps + self._published:
             with contextlib.suppress(FileNotFoundError):

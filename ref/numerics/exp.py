@@ -31,7 +31,8 @@ INF = F32(np.inf)
 
 
 def reduce_argument(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """§6 step 2: k = rint(x*log2e); r = hi - lo and c, the rounding error of that subtraction."""
+    """spec/numerics.md §6 step 2: k = rint(x*log2e); r = hi - lo and c, the rounding error of that
+    subtraction."""
     k = np.rint(x * LOG2E)
     hi = x - k * LN2_HI  # k*LN2_HI is exact, and so is this subtraction
     lo = k * LN2_LO
@@ -41,7 +42,8 @@ def reduce_argument(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def exp_reduced(r: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """§6 step 3: exp(r + c) = 1 + (r + (c + r*r*q(r))), q by Horner from 1/7! down to 1/2!."""
+    """spec/numerics.md §6 step 3: exp(r + c) = 1 + (r + (c + r*r*q(r))), q by Horner from 1/7! down
+    to 1/2!."""
     q = POLY[0]
     for coef in POLY[1:]:
         q = q * r + coef
@@ -49,32 +51,34 @@ def exp_reduced(r: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def scale_by_pow2(y: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """§6 step 4: y * 2**k as two products, the first exact, so at most one rounding."""
+    """spec/numerics.md §6 step 4: y * 2**k as two products, the first exact, so at most one
+    rounding."""
     a = np.where(k > 127, F32(127), np.where(k < -126, k + F32(64), k))
     b = np.where(k > 127, k - F32(127), np.where(k < -126, F32(-64), F32(0)))
     return (y * pow2(a)) * pow2(b)
 
 
 def exp(x: np.ndarray) -> np.ndarray:
-    """§6 The canonical binary32 exp: Cody-Waite reduction, degree-7 Taylor, exact scaling."""
+    """spec/numerics.md §6 The canonical binary32 exp: Cody-Waite reduction, degree-7 Taylor, exact
+    scaling."""
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(all="ignore"):
         clamped = np.minimum(np.maximum(x, X_MIN), X_MAX)  # keeps k in [-150, 128]; NaN stays
         k, r, c = reduce_argument(clamped)
         y = scale_by_pow2(exp_reduced(r, c), k)
-        y = np.where(x > X_MAX, INF, y)  # §6 step 1: overflow
-        y = np.where(x < X_MIN, F32(0), y)  # §6 step 1: underflow to +0
+        y = np.where(x > X_MAX, INF, y)  # spec/numerics.md §6 step 1: overflow
+        y = np.where(x < X_MIN, F32(0), y)  # spec/numerics.md §6 step 1: underflow to +0
     return y if y.ndim else F32(y)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """§7 sigmoid(x) = 1 / (1 + exp(-x)), three roundings after exp."""
+    """spec/numerics.md §7 sigmoid(x) = 1 / (1 + exp(-x)), three roundings after exp."""
     with np.errstate(all="ignore"):
         return ONE / (ONE + exp(-np.asarray(x, dtype=np.float32)))
 
 
 def silu(x: np.ndarray) -> np.ndarray:
-    """§7 SiLU(x) = x / (1 + exp(-x)): one division instead of x * sigmoid(x)."""
+    """spec/numerics.md §7 SiLU(x) = x / (1 + exp(-x)): one division instead of x * sigmoid(x)."""
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(all="ignore"):
         y = x / (ONE + exp(-x))

@@ -16,7 +16,8 @@ ONE = F32(1.0)
 
 
 def f32_from_bits(bits: int) -> np.float32:
-    """The binary32 value with this bit pattern (constants are stated as bits, §2)."""
+    """The binary32 value with this bit pattern (constants are stated as bits,
+    spec/numerics.md §2)."""
     return np.array([bits], dtype=np.uint32).view(np.float32)[0]
 
 
@@ -27,7 +28,8 @@ def f32_bits(value: np.float32) -> int:
 
 @cache  # 65536 possible inputs; caching only avoids rebuilding the same scalar
 def f16_bits_to_f32(bits: int) -> np.float32:
-    """Widen an IEEE binary16 bit pattern to binary32; exact for every value (§4)."""
+    """Widen an IEEE binary16 bit pattern to binary32; exact for every value
+    (spec/numerics.md §4)."""
     return F32(np.array([bits], dtype=np.uint16).view(np.float16)[0])
 
 

@@ -5,7 +5,7 @@ adds its rules to these tables; the forward pass in `ref/qwen3` does not change.
 operation receives a `Site` -- which operation of which layer, for which token of how many in
 the call -- because an engine profile may pick its rule by site (the board uses other kernels for
 the lm_head than for projections, and for prefill tokens than for decode); the canonical profile
-ignores it, which is exactly what makes it batch invariant (§12).
+ignores it, which is exactly what makes it batch invariant (spec/numerics.md §12).
 """
 
 from __future__ import annotations
@@ -71,15 +71,16 @@ class Kernels:
     def rmsnorm(
         self, x: Vector, weight: Vector, eps: np.float32, site: Site | None = None
     ) -> list[np.float32]:
-        """§5.1 RMSNorm of one vector."""
+        """spec/numerics.md §5.1 RMSNorm of one vector."""
         return self._rmsnorm(x, weight, eps)
 
     def softmax(self, scores: Vector, site: Site | None = None) -> list[np.float32]:
-        """§5.2 Softmax of one score vector, with this profile's exp."""
+        """spec/numerics.md §5.2 Softmax of one score vector, with this profile's exp."""
         return self._softmax(scores, self.exp)
 
     def matvec(self, m: Matrix, x: Vector, site: Site | None = None) -> list[np.float32]:
-        """§3.4 / §4 y = W x for one activation vector; each row a dot in the profile's order."""
+        """spec/numerics.md §3.4 / §4 y = W x for one activation vector; each row a dot in the
+        profile's order."""
         if m.shape[1] != len(x):
             raise ValueError(f"matvec of a {m.shape} matrix with a vector of {len(x)}")
         if isinstance(m, DenseMatrix):
@@ -89,15 +90,15 @@ class Kernels:
     def attend(
         self, q: Vector, keys: Sequence[Vector], values: Sequence[Vector], site: Site | None = None
     ) -> list[np.float32]:
-        """§9 One query head over the cached K/V of its kv head, positions 0..p."""
+        """spec/numerics.md §9 One query head over the cached K/V of its kv head, positions 0..p."""
         return attention.attend_head(q, keys, values, self.dot, self.softmax)
 
     def swiglu(self, gate: Vector, up: Vector, site: Site | None = None) -> list[np.float32]:
-        """§7 silu(g_i) * u_i, element-wise."""
+        """spec/numerics.md §7 silu(g_i) * u_i, element-wise."""
         return [self.silu(g) * u for g, u in zip(gate, up, strict=True)]
 
     def add(self, a: Vector, b: Vector, site: Site | None = None) -> list[np.float32]:
-        """§5.3 Residual add: one rounding per element."""
+        """spec/numerics.md §5.3 Residual add: one rounding per element."""
         return [F32(x + y) for x, y in zip(a, b, strict=True)]
 
 

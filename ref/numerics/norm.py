@@ -11,13 +11,14 @@ from .reduce import sum_f32
 
 
 def rms_inverse(x: Sequence[np.float32], eps: np.float32) -> np.float32:
-    """§5.1 r = 1 / sqrt(ss / n + eps), ss the canonical sum of x_i*x_i; sqrt correctly rounded."""
+    """spec/numerics.md §5.1 r = 1 / sqrt(ss / n + eps), ss the canonical sum of x_i*x_i; sqrt
+    correctly rounded."""
     ss = sum_f32(v * v for v in x)
     mean = ss / F32(len(x))
     return ONE / np.sqrt(mean + eps)
 
 
 def rmsnorm(x: Sequence[np.float32], weight: Sequence[np.float32], eps: np.float32) -> list:
-    """§5.1 out_i = (x_i * r) * w_i, two roundings per element."""
+    """spec/numerics.md §5.1 out_i = (x_i * r) * w_i, two roundings per element."""
     r = rms_inverse(x, eps)
     return [(v * r) * w for v, w in zip(x, weight, strict=True)]

@@ -18,7 +18,8 @@ from .f32 import ZERO
 
 
 def lane_partials(terms: Iterable[np.float32]) -> list[np.float32]:
-    """§3.1 Lane j holds the ascending-order sum of the terms with index = j (mod 8)."""
+    """spec/numerics.md §3.1 Lane j holds the ascending-order sum of the terms with index = j (mod
+    8)."""
     lanes = [ZERO] * SUM_LANES
     for i, term in enumerate(terms):
         lanes[i % SUM_LANES] = lanes[i % SUM_LANES] + term
@@ -26,7 +27,8 @@ def lane_partials(terms: Iterable[np.float32]) -> list[np.float32]:
 
 
 def combine_lanes(lanes: Sequence[np.float32]) -> np.float32:
-    """§3.2 The fixed tree: halve the lane count by adding lane j + width/2 onto lane j."""
+    """spec/numerics.md §3.2 The fixed tree: halve the lane count by adding lane j + width/2 onto
+    lane j."""
     level = list(lanes)
     while len(level) > 1:
         half = len(level) // 2
@@ -35,19 +37,20 @@ def combine_lanes(lanes: Sequence[np.float32]) -> np.float32:
 
 
 def sum_f32(terms: Iterable[np.float32]) -> np.float32:
-    """§3 The canonical sum of float32 terms."""
+    """spec/numerics.md §3 The canonical sum of float32 terms."""
     return combine_lanes(lane_partials(terms))
 
 
 def dot(a: Sequence[np.float32], b: Sequence[np.float32]) -> np.float32:
-    """§3.3 Dot product: products rounded one by one (no FMA), summed in the canonical order."""
+    """spec/numerics.md §3.3 Dot product: products rounded one by one (no FMA), summed in the
+    canonical order."""
     if len(a) != len(b):
         raise ValueError(f"dot of lengths {len(a)} and {len(b)}")
     return sum_f32(x * y for x, y in zip(a, b, strict=True))
 
 
 def max_f32(values: Iterable[np.float32]) -> np.float32:
-    """§5.2 Maximum, NaN if any value is NaN (order does not matter for max)."""
+    """spec/numerics.md §5.2 Maximum, NaN if any value is NaN (order does not matter for max)."""
     best = None
     for v in values:
         if best is None or v > best or v != v:

@@ -35,7 +35,8 @@ def correctly_rounded(fn: Callable[..., mpmath.mpf], *args: np.float32) -> np.fl
 
 
 def inv_freq(theta: np.float32, rotary_dim: int) -> list[np.float32]:
-    """§8.1 inv_freq[i] = 1 / pow(theta, (2i) / d), pow correctly rounded, / rounded, i < d/2."""
+    """spec/numerics.md §8.1 inv_freq[i] = 1 / pow(theta, (2i) / d), pow correctly rounded, /
+    rounded, i < d/2."""
     d = F32(rotary_dim)
     return [
         ONE / correctly_rounded(mpmath.power, theta, F32(2 * i) / d) for i in range(rotary_dim // 2)
@@ -43,8 +44,8 @@ def inv_freq(theta: np.float32, rotary_dim: int) -> list[np.float32]:
 
 
 def mrope_axis(slot: int, sections: Sequence[int] | None) -> int:
-    """§8.3 Interleaved MRoPE: slot i takes H (1) if i%3==1 and i<3*s1, W (2) if i%3==2 and
-    i<3*s2, else T (0). Without sections every slot is T (plain RoPE)."""
+    """spec/numerics.md §8.3 Interleaved MRoPE: slot i takes H (1) if i%3==1 and i<3*s1, W (2) if
+    i%3==2 and i<3*s2, else T (0). Without sections every slot is T (plain RoPE)."""
     if sections:
         if slot % 3 == 1 and slot < 3 * sections[1]:
             return 1
@@ -54,7 +55,7 @@ def mrope_axis(slot: int, sections: Sequence[int] | None) -> int:
 
 
 class RopeTables:
-    """§8.2 cos/sin rows per integer position, computed on first use and kept."""
+    """spec/numerics.md §8.2 cos/sin rows per integer position, computed on first use and kept."""
 
     def __init__(self, theta: np.float32, rotary_dim: int) -> None:
         self.inv_freq = inv_freq(theta, rotary_dim)
@@ -72,7 +73,8 @@ class RopeTables:
     def cos_sin(
         self, position_ids: Sequence[int], sections: Sequence[int] | None
     ) -> tuple[list[np.float32], list[np.float32]]:
-        """§8.3 cos/sin for one token with MRoPE ids (t, h, w); slot i uses its axis' row."""
+        """spec/numerics.md §8.3 cos/sin for one token with MRoPE ids (t, h, w); slot i uses its
+        axis' row."""
         cos, sin = [], []
         for i in range(len(self.inv_freq)):
             c, s = self.row(position_ids[mrope_axis(i, sections)])
@@ -84,7 +86,8 @@ class RopeTables:
 def apply_rope(
     x: Sequence[np.float32], cos: Sequence[np.float32], sin: Sequence[np.float32]
 ) -> list[np.float32]:
-    """§8.4 rotate_half pairs (j, j+h): x'_j = x_j c - x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
+    """spec/numerics.md §8.4 rotate_half pairs (j, j+h): x'_j = x_j c - x_{j+h} s, x'_{j+h} =
+    x_{j+h} c + x_j s."""
     h = len(cos)
     out = list(x)
     for j in range(h):

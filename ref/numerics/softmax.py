@@ -10,7 +10,8 @@ from .reduce import max_f32, sum_f32
 
 
 def softmax(scores: Sequence[np.float32], exp: Callable) -> list[np.float32]:
-    """§5.2 p_i = exp(s_i - m) / S: m the maximum, S the canonical sum, one division each."""
+    """spec/numerics.md §5.2 p_i = exp(s_i - m) / S: m the maximum, S the canonical sum, one
+    division each."""
     m = max_f32(scores)
     e = [exp(s - m) for s in scores]
     total = sum_f32(e)

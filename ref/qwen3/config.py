@@ -1,4 +1,5 @@
-"""Model hyper-parameters of a Qwen3 dense decoder (qwen-math §1.1, Qwen3-VL text §1.2)."""
+"""Model hyper-parameters of a Qwen3 dense decoder (spec/models.md §1.1, Qwen3-VL text
+spec/models.md §1.2)."""
 
 from __future__ import annotations
 

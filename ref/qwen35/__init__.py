@@ -1,5 +1,5 @@
 """Qwen3.5 text (gated attention + Gated DeltaNet) as a textbook, on the canonical numerics
-(qwen-math §1.4, ninfer-v3.md §6, spec/numerics.md §16-§19).
+(spec/models.md §1.4, spec/ninfer3.md §6, spec/numerics.md §16-§19).
 
     from weightfile.ref.ninfer3.read import open_artifact
     from weightfile.ref.qwen35 import Qwen35Model, bind_ninfer

@@ -1,4 +1,4 @@
-"""Gated full attention for all tokens of a call (qwen-math §1.4; numerics.md §9, §18.2).
+"""Gated full attention for all tokens of a call (spec/models.md §1.4; spec/numerics.md §9, §18.2).
 
 h = x + output(gate(attn(rope(norm(query)), rope(norm(key)), value), sigmoid(gate_proj))),
 all of it on n = zero-centred RMSNorm(x). The K/V cache stores K after k_norm and RoPE.
@@ -20,7 +20,8 @@ from .weights import AttentionWeights
 
 
 def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
-    """Causal GQA attention of one token: query head h reads kv head h // group (§9)."""
+    """Causal GQA attention of one token: query head h reads kv head h // group
+    (spec/ninfer3.md §9)."""
     c = ops.config
     return attention.attend(ops.kernels, q, keys, values, c.head_dim, c.group_size, site)
 

@@ -1,4 +1,4 @@
-"""The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (qwen-math §1.4).
+"""The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (spec/models.md §1.4).
 
 Same public surface as `weightfile.ref.qwen3.decoder.Qwen3Model` (`config`, `kernels`,
 `new_cache`, `forward`, `forward_batch`), so generation and sampling take either. Layer-major
@@ -50,7 +50,8 @@ class Qwen35Model:
             self.kernels.rope_tables(config.theta_f32, config.rotary_dim) if has_attention else None
         )
         self.ops = Ops(self.kernels, config, rope)
-        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (§18.1).
+        # Zero-centred norms: the effective weight 1 + w, rounded once, at load
+        # (spec/numerics.md §18.1).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)

@@ -1,4 +1,4 @@
-"""The in-memory weights of a Qwen3.5 text model, keyed by canonical names (ninfer-v3.md §6.2).
+"""The in-memory weights of a Qwen3.5 text model, keyed by canonical names (spec/ninfer3.md §6.2).
 
 Every source -- a `.ninfer` file through its bindings, or a transformers state dict -- first
 becomes one float32 array per canonical parameter name; `weights_from_parameters` checks the
@@ -48,7 +48,7 @@ class GdnWeights:
     a_log: np.ndarray
     dt_bias: np.ndarray
     convolution: np.ndarray
-    norm: np.ndarray  # NOT zero-centred (qwen-math §1.4): used as stored
+    norm: np.ndarray  # NOT zero-centred (spec/models.md §1.4): used as stored
     output: DenseMatrix
 
 
@@ -104,7 +104,7 @@ def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) 
 def weights_from_parameters(
     config: Qwen35Config, params: Mapping[str, np.ndarray]
 ) -> Qwen35Weights:
-    """Arrange canonical float32 parameters into per-layer weights (§6.2)."""
+    """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md §6.2)."""
     check_parameter_set(config, params)
 
     def f32(name: str) -> np.ndarray:

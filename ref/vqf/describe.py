@@ -1,4 +1,5 @@
-"""What `weightfile inspect` shows of a VQF file: header, arch, flags, directory (vqf.md §2-§3)."""
+"""What `weightfile inspect` shows of a VQF file: header, arch, flags, directory
+(spec/vqf.md §2-§3)."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ Two facts every writer of a dense Qwen3 file needs, whatever its source (a check
 demo's closed-form model, a seeded synthetic model, a conformance case):
 
 * `file_flags`: the header flags of an engine-style file: an F16 token embedding (EMB_F16,
-  §2.5) unless every tensor is F32, plus the two tiling flags for a tiled file;
-* `encode`: one [out, in] matrix in the layout that its qtype, the flags and its shape select
-  (the registry's `codec_for`, §5, §7.1), so what is written is what the binder reads back.
+  spec/vqf.md §2.5) unless every tensor is F32, plus the two tiling flags for a tiled file;
+* `encode`: one [out, in] matrix in the layout that its qtype, the flags and its shape select (the
+  registry's `codec_for`, spec/vqf.md §5, §7.1), so what is written is what the binder reads back.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def encode(qtype: QType, flags: int, name: str, m: np.ndarray, codecs: str = REF
 
     F32 and F16 matrices are the reference-precision files' plain encodings; quantized ones take
     the registry's layout for the entry name (tiled, or untiled where the shape is not whole
-    tiles, §5.6)."""
+    tiles, spec/vqf.md §5.6)."""
     rows, cols = m.shape
     if qtype == QType.F32:
         codec = "f32"

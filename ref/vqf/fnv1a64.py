@@ -1,4 +1,4 @@
-"""FNV-1a-64, byte by byte, as vqf.md §3.5 states it (the oracle for fast/vqf/fnv1a64.py)."""
+"""FNV-1a-64, byte by byte, as spec/vqf.md §3.5 states it (the oracle for fast/vqf/fnv1a64.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def file_checksum(
     chunk: int = 1 << 20,
     progress: Progress | None = None,
 ) -> int:
-    """FNV-1a-64 over the directory bytes, then the data region [data_offset, file_len) (§3.5)."""
+    """FNV-1a-64 over the directory bytes, then the data region [data_offset, file_len)
+    (spec/vqf.md §3.5)."""
     h = FNV_OFFSET_BASIS
     for region in (vqf.directory_bytes(), vqf.data_region()):
         for start in range(0, len(region), chunk):

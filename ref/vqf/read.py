@@ -1,9 +1,11 @@
-"""Open a VQF file: map it, read the header and directory, hand out payload views (vqf.md §2, §9).
+"""Open a VQF file: map it, read the header and directory, hand out payload views (spec/vqf.md §2,
+§9).
 
-Opening follows the loader chain of §9 steps 1–5 and the range check of step 12 — the checks a
-reader needs before any view into the file is safe. Everything else the engine or §9.1 demands is
-the validator's job (`validate.py`), which lists every violation instead of stopping at one.
-Opening reads only the header and the directory; tensor payloads are zero-copy views of the map.
+Opening follows the loader chain of spec/vqf.md §9 steps 1–5 and the range check of step 12 — the
+checks a reader needs before any view into the file is safe. Everything else the engine or
+spec/vqf.md §9.1 demands is the validator's job (`validate.py`), which lists every violation instead
+of stopping at one. Opening reads only the header and the directory; tensor payloads are zero-copy
+views of the map.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from weightfile.spec.vqf.trailer import VQFTrailerFNV, VQFTrailerTag
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    """The header of either layout, normalised as §2.4 step 4 describes."""
+    """The header of either layout, normalised as spec/vqf.md §2.4 step 4 describes."""
 
     layout: str  # "current" (448 B) or "legacy" (432 B)
     version: int
@@ -71,7 +73,7 @@ class Header:
 
     @property
     def is_moe(self) -> bool:
-        """is_moe = MOE flag or version == 3 (§9 step 11)."""
+        """is_moe = MOE flag or version == 3 (spec/vqf.md §9 step 11)."""
         return bool(self.flags & VQFFlag.MOE) or self.version == 3
 
     def schema_offset(self, name: str) -> int:
@@ -115,7 +117,8 @@ class VQFFile:
     _map: mmap.mmap | None = field(repr=False, default=None)
     _view: memoryview | None = field(repr=False, default=None)
 
-    # -- regions (§1) ---------------------------------------------------------------------------
+    # -- regions (spec/vqf.md §1)
+    # ---------------------------------------------------------------------------
     def bytes_at(self, start: int, stop: int) -> memoryview:
         """A zero-copy view of [start, stop), bounds-checked against the file."""
         if not 0 <= start <= stop <= self.size:
@@ -133,7 +136,7 @@ class VQFFile:
         return self.bytes_at(self.header.data_offset, self.header.file_len)
 
     def stored_fnv(self) -> int:
-        """The u64 FNV-1a-64 trailer of a plaintext file (§3.5)."""
+        """The u64 FNV-1a-64 trailer of a plaintext file (spec/vqf.md §3.5)."""
         if self.header.encrypted:
             raise UnsupportedError(
                 "vqf.enc.not_implemented",
@@ -148,7 +151,7 @@ class VQFFile:
         ]
 
     def stored_tag(self) -> bytes:
-        """The 32-byte HMAC-SM3 tag of an ENC file (§4.2)."""
+        """The 32-byte HMAC-SM3 tag of an ENC file (spec/vqf.md §4.2)."""
         raw = self.bytes_at(self.header.file_len, self.size)
         return parse_record(VQFTrailerTag, raw, 0, rule="vqf.header.layout", path="trailer")[
             "hmac_sm3"
@@ -156,7 +159,8 @@ class VQFFile:
 
     # -- tensors ----------------------------------------------------------------------------------
     def entry(self, name: str) -> Entry:
-        """The entry named `name`; with duplicates the later one wins, as in the engine (§9.12)."""
+        """The entry named `name`; with duplicates the later one wins, as in the engine
+        (spec/vqf.md §9 step 12)."""
         for candidate in reversed(self.entries):
             if candidate.name == name:
                 return candidate
@@ -193,7 +197,8 @@ class VQFFile:
 
 
 def open_vqf(path: str | os.PathLike[str], *, check_ranges: bool = True) -> VQFFile:
-    """Map `path` and read its header and directory, in the order of §9 steps 1–5 and 12."""
+    """Map `path` and read its header and directory, in the order of spec/vqf.md §9 steps 1–5 and
+    12."""
     path = Path(path)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -214,7 +219,7 @@ def open_vqf(path: str | os.PathLike[str], *, check_ranges: bool = True) -> VQFF
 
 
 def require_min_size(size: int) -> None:
-    """A file smaller than 448 + 64 bytes is rejected (§9 step 1)."""
+    """A file smaller than 448 + 64 bytes is rejected (spec/vqf.md §9 step 1)."""
     if size < MIN_FILE_BYTES:
         raise MalformedError(
             "vqf.file.too_small",
@@ -224,7 +229,7 @@ def require_min_size(size: int) -> None:
 
 
 def read_header(view: memoryview) -> Header:
-    """Magic, version, the arch gate and the layout detection of §2.4, in that order."""
+    """Magic, version, the arch gate and the layout detection of spec/vqf.md §2.4, in that order."""
     current = parse_record(
         VQFHeader, view, 0, rule="vqf.file.too_small", path="header", const_rule="vqf.header.magic"
     )
@@ -238,7 +243,7 @@ def read_header(view: memoryview) -> Header:
 
 
 def require_version(version: int) -> None:
-    """version must be 2 (dense) or 3 (MoE) (§9 step 3)."""
+    """version must be 2 (dense) or 3 (MoE) (spec/vqf.md §9 step 3)."""
     if version not in VERSIONS:
         raise UnsupportedError(
             "vqf.header.version",
@@ -249,7 +254,8 @@ def require_version(version: int) -> None:
 
 
 def require_arch_geometry(arch: Any) -> None:
-    """dim, n_layers, n_heads, head_dim, ffn_dim and vocab_size must be > 0 (§2.4 step 2)."""
+    """dim, n_layers, n_heads, head_dim, ffn_dim and vocab_size must be > 0 (spec/vqf.md §2.4 step
+    2)."""
     zero = [name for name in GATED_FIELD_NAMES if arch[name] == 0]
     if zero:
         raise InvalidError(
@@ -274,7 +280,8 @@ def require_directory_bounds(n_tensors: int, size: int) -> None:
 
 
 def candidate_problems(raw: Any, data_offset: int, file_len: int, size: int) -> list[str]:
-    """Why a (data_offset, file_len) pair is not valid for this file; empty if it is (§2.4.3)."""
+    """Why a (data_offset, file_len) pair is not valid for this file; empty if it is
+    (spec/vqf.md §2.4 step 3)."""
     tag_len = trailer_bytes(bool(raw["flags"] & VQFFlag.ENC))
     dir_end = directory_end(raw["n_tensors"])
     d, f = data_offset, file_len
@@ -290,7 +297,7 @@ def candidate_problems(raw: Any, data_offset: int, file_len: int, size: int) -> 
 
 
 def detect_layout(current: Any, legacy: Any, size: int) -> str:
-    """Tell the 448-byte layout from the legacy 432-byte one (§2.4 steps 3–4)."""
+    """Tell the 448-byte layout from the legacy 432-byte one (spec/vqf.md §2.4 steps 3–4)."""
     new_problems = candidate_problems(current, current["data_offset"], current["file_len"], size)
     if current["version"] != VERSION_DENSE:  # version 3 always uses the current layout
         if new_problems:
@@ -326,7 +333,8 @@ def _layout_error(detail: str) -> NoReturn:
 def _normalise(raw: Any, layout: str, legacy_tail: bytes) -> Header:
     arch = {name: raw["arch"][name] for name in ARCH_FIELD_NAMES if name in raw["arch"]}
     for name in MOE_FIELD_NAMES:
-        arch.setdefault(name, 0)  # §2.4 step 4: zero the four MoE fields of a legacy file
+        # spec/vqf.md §2.4 step 4: zero the four MoE fields of a legacy file
+        arch.setdefault(name, 0)
     for name in ("vis_ds_idx", "mrope_sections"):
         arch[name] = list(arch[name])
     sig = {k: v for k, v in raw["sig"].items() if not k.startswith("_")}
@@ -371,7 +379,8 @@ def read_directory(view: memoryview, n_tensors: int) -> list[Entry]:
 
 
 def require_in_range(e: Entry, file_len: int) -> None:
-    """offset + bytes must not exceed file_len (§9 step 12; computed without u64 wrap)."""
+    """offset + bytes must not exceed file_len (spec/vqf.md §9 step 12; computed without u64
+    wrap)."""
     if e.offset + e.bytes > file_len:
         raise InvalidError(
             "vqf.directory.tensor_range",

@@ -1,4 +1,5 @@
-"""The strict validator: the engine's loader chain (vqf.md §9) plus the extra checks of §9.1.
+"""The strict validator: the engine's loader chain (spec/vqf.md §9) plus the extra checks of
+spec/vqf.md §9.1.
 
 `validate` lists every violation it finds, each with its rule id (spec/vqf/rules.py), the byte
 offset and the field path. A failure of the loader chain's framing steps (magic, version, arch
@@ -34,7 +35,8 @@ def validate(
     hasher: Callable[[memoryview, int], int] = fnv1a64,
     progress: Progress | None = None,
 ) -> list[Violation]:
-    """Every violation of §9 and §9.1 in the file at `path`; an empty list means valid."""
+    """Every violation of spec/vqf.md §9 and §9.1 in the file at `path`; an empty list means
+    valid."""
     try:
         vqf = open_vqf(path, check_ranges=False)
     except WeightfileError as exc:
@@ -42,8 +44,9 @@ def validate(
     with vqf:
         found: list[Violation] = []
         report = Reporter(found)
-        check_directory(vqf, report)  # §9 step 12 and §9.1 names, qtypes, sizes, placement
-        check_required_tensors(vqf, report)  # §9 step 13
+        # spec/vqf.md §9 step 12 and §9.1 names, qtypes, sizes, placement
+        check_directory(vqf, report)
+        check_required_tensors(vqf, report)  # spec/vqf.md §9 step 13
         check_header_fields(vqf.header, report)
         check_placement(vqf, report)
         check_arch(vqf.header, report)
@@ -65,7 +68,8 @@ class Reporter:
         self.sink.append(Violation(rule, detail, offset, path, RULES[rule].error_class))
 
 
-# -- directory (§3.1, §3.2, §5.9, §7, §9 step 12) -------------------------------------------------
+# -- directory (spec/vqf.md §3.1, §3.2, §5.9, §7, §9 step 12)
+# -------------------------------------------------
 _FIELD = {sc.name: VQFTensor.subcons[: i + 1] for i, sc in enumerate(VQFTensor.subcons)}
 
 
@@ -102,7 +106,8 @@ def check_directory(vqf: VQFFile, report: Reporter) -> None:
 
 
 def check_name_field(e: Entry, report: Reporter) -> None:
-    """NUL-terminated within 32 bytes, zero after the NUL, and a name of §7 (§9.1)."""
+    """NUL-terminated within 32 bytes, zero after the NUL, and a name of spec/vqf.md §7
+    (spec/vqf.md §9.1)."""
     where = f"directory[{e.index}].name"
     nul = e.name_field.find(b"\0")
     if nul < 0:
@@ -165,7 +170,8 @@ def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
 
 
 def check_required_tensors(vqf: VQFFile, report: Reporter) -> None:
-    """token_embed and q8_q or q4_q; for MoE also moe_router, a gate and n_experts (§9.13)."""
+    """token_embed and q8_q or q4_q; for MoE also moe_router, a gate and n_experts (spec/vqf.md §9
+    step 13)."""
     names = {e.name for e in vqf.entries}
     missing = []
     if "token_embed" not in names:
@@ -188,7 +194,8 @@ def check_required_tensors(vqf: VQFFile, report: Reporter) -> None:
         )
 
 
-# -- header (§2.2, §2.3, §3.3) --------------------------------------------------------------------
+# -- header (spec/vqf.md §2.2, §2.3, §3.3)
+# --------------------------------------------------------------------
 def check_header_fields(h: Header, report: Reporter) -> None:
     if h.flags & ~KNOWN_MASK:
         report("vqf.header.unknown_flags", f"flags {h.flags:#x} set bits 10-31", 8, "header.flags")
@@ -217,7 +224,8 @@ def first_nonzero(blob: bytes, base: int, rule: str, path: str, report: Reporter
 
 
 def check_placement(vqf: VQFFile, report: Reporter) -> None:
-    """data_offset, the offset chain, order and file_len exactly as §3.3–§3.4 place them."""
+    """data_offset, the offset chain, order and file_len exactly as spec/vqf.md §3.3–§3.4 place
+    them."""
     h = vqf.header
     want = data_offset_for(h.n_tensors)
     if h.data_offset != want:
@@ -256,7 +264,8 @@ def check_placement(vqf: VQFFile, report: Reporter) -> None:
             break
 
 
-# -- arch (§8, §9.1) ------------------------------------------------------------------------------
+# -- arch (spec/vqf.md §8, §9.1)
+# ------------------------------------------------------------------------------
 def check_arch(h: Header, report: Reporter) -> None:
     a = h.arch
 
@@ -310,7 +319,8 @@ def check_arch(h: Header, report: Reporter) -> None:
         )
 
 
-# -- flags (§2.5, §5.6–§5.8, §9.1) ----------------------------------------------------------------
+# -- flags (spec/vqf.md §2.5, §5.6–§5.8, §9.1)
+# ----------------------------------------------------------------
 def check_flags(vqf: VQFFile, report: Reporter) -> None:
     h, names = vqf.header, {e.name: e for e in vqf.entries}
     flag = h.flags
@@ -349,7 +359,8 @@ def check_flags(vqf: VQFFile, report: Reporter) -> None:
     check_tiling(vqf, names, report)
 
 
-#: family -> (flag, rows per group) of the tilings that the flags make certain (§5.6–§5.8).
+#: family -> (flag, rows per group) of the tilings that the flags make certain
+#: (spec/vqf.md §5.6–§5.8).
 _TILINGS: dict[str, tuple[VQFFlag | None, int]] = {
     "q8": (VQFFlag.Q8_8X8, 8),
     "q4": (VQFFlag.Q4_4X4, 4),
@@ -366,7 +377,7 @@ def check_tiling(vqf: VQFFile, names: dict[str, Entry], report: Reporter) -> Non
             continue
         flag, group = _TILINGS[kind.family]
         if kind.family == "q8" and vqf.header.flags & VQFFlag.Q8BUF_Q4:
-            continue  # Q4I8 payloads are never tiled (§5.4)
+            continue  # Q4I8 payloads are never tiled (spec/vqf.md §5.4)
         if flag is not None and not vqf.header.flags & flag:
             continue
         _, out, inner = kind.physical(g)
@@ -379,7 +390,8 @@ def check_tiling(vqf: VQFFile, names: dict[str, Entry], report: Reporter) -> Non
             )
 
 
-# -- zero fill (§3.3) -----------------------------------------------------------------------------
+# -- zero fill (spec/vqf.md §3.3)
+# -----------------------------------------------------------------------------
 def check_zero_fill(vqf: VQFFile, report: Reporter) -> None:
     """The gap before data_offset and each tensor's pad up to the next 64-byte boundary are zero."""
     h = vqf.header
@@ -403,7 +415,7 @@ def check_zero_fill(vqf: VQFFile, report: Reporter) -> None:
 
 
 def check_protection(h: Header, report: Reporter) -> None:
-    """ENC and SIGNED files are recognised; their crypto is not implemented yet (§4)."""
+    """ENC and SIGNED files are recognised; their crypto is not implemented yet (spec/vqf.md §4)."""
     if h.encrypted:
         report(
             "vqf.enc.not_implemented",
@@ -421,7 +433,8 @@ def check_protection(h: Header, report: Reporter) -> None:
 
 
 def check_fnv(vqf: VQFFile, report: Reporter, hasher: Any, progress: Progress | None) -> None:
-    """The stored FNV-1a-64 equals the hash of directory ‖ data region (§3.5, §9 step 8)."""
+    """The stored FNV-1a-64 equals the hash of directory ‖ data region (spec/vqf.md §3.5, §9 step
+    8)."""
     stored = vqf.stored_fnv()
     computed = file_checksum(vqf, hasher=hasher, progress=progress)
     if stored == 0 and computed != 0:

@@ -1,9 +1,9 @@
-"""Write a VQF file (vqf.md §3.3–§3.5), published atomically.
+"""Write a VQF file (spec/vqf.md §3.3–§3.5), published atomically.
 
-The writer places tensors in the directory order of §3.4, zero-fills every gap, computes the
-FNV-1a-64 over exactly the covered bytes while streaming the payloads, and publishes the file by
-renaming a temporary file in the target folder: on any failure nothing is left at the
-destination, and an existing file is never replaced unless `overwrite=True`.
+The writer places tensors in the directory order of spec/vqf.md §3.4, zero-fills every gap, computes
+the FNV-1a-64 over exactly the covered bytes while streaming the payloads, and publishes the file by
+renaming a temporary file in the target folder: on any failure nothing is left at the destination,
+and an existing file is never replaced unless `overwrite=True`.
 
 The header is written once with its final file_len: every size is declared up front, so the
 engine's "header with file_len = 0, then rewrite" sequence would produce the same bytes.
@@ -75,10 +75,10 @@ def write_vqf(
 ) -> Path:
     """Write `tensors` as a VQF file at `path` and return the path.
 
-    version defaults to 3 when the MOE flag is set, else 2. order="spec" sorts the tensors into
-    the §3.4 order (unknown names after the known ones, in the order given); order="given" keeps
-    the caller's order, for building test files. ENC and SIGNED need the crypto of §4, which is
-    not implemented yet.
+    version defaults to 3 when the MOE flag is set, else 2. order="spec" sorts the tensors into the
+    spec/vqf.md §3.4 order (unknown names after the known ones, in the order given); order="given"
+    keeps the caller's order, for building test files. ENC and SIGNED need the crypto of
+    spec/vqf.md §4, which is not implemented yet.
     """
     path = Path(path)
     if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
@@ -123,12 +123,12 @@ def write_vqf(
 
 
 def sort_tensors(tensors: Sequence[TensorSource]) -> list[TensorSource]:
-    """§3.4 order; a stable sort keeps unknown names last, in the order given."""
+    """spec/vqf.md §3.4 order; a stable sort keeps unknown names last, in the order given."""
     return sorted(tensors, key=lambda t: ORDER_INDEX.get(t.name, len(ORDER_INDEX)))
 
 
 def require_name(name: str, index: int) -> None:
-    """Names are 1..31 ASCII bytes without NUL: the writer never truncates (§3.1)."""
+    """Names are 1..31 ASCII bytes without NUL: the writer never truncates (spec/vqf.md §3.1)."""
     raw = name.encode("ascii", errors="replace")
     if not name or not name.isascii() or "\0" in name or len(raw) > NAME_BYTES - 1:
         raise InvalidError(
@@ -139,7 +139,7 @@ def require_name(name: str, index: int) -> None:
 
 
 def plan(tensors: Sequence[TensorSource]) -> tuple[bytes, list[int], int, int]:
-    """The directory bytes and the placement of §3.3."""
+    """The directory bytes and the placement of spec/vqf.md §3.3."""
     sizes = [t.size for t in tensors]
     data_offset = data_offset_for(len(tensors))
     offsets = tensor_offsets(data_offset, sizes)
@@ -168,7 +168,7 @@ def build_header(
     data_offset: int,
     file_len: int,
 ) -> bytes:
-    """The 448 header bytes, in the current or the legacy layout (§2.2, §2.4)."""
+    """The 448 header bytes, in the current or the legacy layout (spec/vqf.md §2.2, §2.4)."""
     full = {**arch_defaults(), **arch}
     fields = {
         "version": version,
@@ -204,7 +204,7 @@ def write_data(
     hasher: Any,
 ) -> int:
     """Gap, then each tensor and its zero pad; returns the FNV continued over the data region."""
-    skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed (§3.5)
+    skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed (spec/vqf.md §3.5)
     for i, (t, offset) in enumerate(zip(tensors, offsets, strict=True)):
         assert out.tell() == offset, "placement and stream disagree"
         if t.data is None:  # an all-zero payload: a hole, hashed as a zero run

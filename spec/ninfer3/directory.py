@@ -1,4 +1,4 @@
-"""The JSON directory schema as declarative data (ninfer-v3.md §2.2-§2.8, §1.8).
+"""The JSON directory schema as declarative data (spec/ninfer3.md §2.2-§2.8, §1.8).
 
 Every closed record is one `Record` with its required and optional member names; open maps
 (components, bindings, resources, auxiliaries) and open objects (metadata, provenance) are
@@ -24,38 +24,39 @@ class Record:
         return frozenset(self.required + self.optional)
 
 
-# §2.2 root; metadata and provenance default to {} when absent.
+# spec/ninfer3.md §2.2 root; metadata and provenance default to {} when absent.
 ROOT = Record(
     "root", ("components", "objects", "bindings", "uses", "files"), ("metadata", "provenance")
 )
-# §2.3 component record; `proposal` is legal on the `text` component only.
+# spec/ninfer3.md §2.3 component record; `proposal` is legal on the `text` component only.
 COMPONENT = Record("component", ("config",), ("target", "resources", "proposal"))
 PROPOSAL = Record("proposal", ("domain",), ("rows",))
-# §2.4 object descriptors, one record per kind.
+# spec/ninfer3.md §2.4 object descriptors, one record per kind.
 TENSOR = Record("tensor", ("id", "kind", "shape", "format", "layout", "offset", "bytes"))
 RESOURCE = Record("resource", ("id", "kind", "encoding", "offset", "bytes"))
 OBJECT_KINDS: dict[str, Record] = {"tensor": TENSOR, "resource": RESOURCE}
-# §1.4 files record.
+# spec/ninfer3.md §1.4 files record.
 FILE = Record("file", ("path", "payload_bytes"))
-# §2.5 the two mutually exclusive Binding forms and the Part record.
+# spec/ninfer3.md §2.5 the two mutually exclusive Binding forms and the Part record.
 WHOLE_BINDING = Record("whole binding", ("object",))
 PARTS_BINDING = Record("parts binding", ("parts",))
 PART = Record("part", ("object", "range"))
-# §2.6 Use.
+# spec/ninfer3.md §2.6 Use.
 USE = Record("use", ("parameter", "input"), ("activation_policy", "auxiliaries"))
 
-TEXT_COMPONENT = "text"  # the mandatory main-model component (§2.3)
+TEXT_COMPONENT = "text"  # the mandatory main-model component (spec/ninfer3.md §2.3)
 KNOWN_COMPONENTS = ("text", "vision", "mtp", "dflash", "dflash2")
 PROPOSAL_DOMAINS = ("full", "indexed")  # `rows` absent for full, required for indexed
-#: Activation policies and the activation precisions each one admits (§2.6), spelling exact.
+#: Activation policies and the activation precisions each one admits (spec/ninfer3.md §2.6),
+#: spelling exact.
 ACTIVATION_POLICIES: dict[str, tuple[str, ...]] = {
     "A16Only": ("A16",),
     "AllowA8": ("A16", "A8"),
     "AllowA4": ("A16", "A8", "A4"),
 }
-#: Auxiliary roles the Qwen binder accepts (§2.6).
+#: Auxiliary roles the Qwen binder accepts (spec/ninfer3.md §2.6).
 AUXILIARY_ROLES = ("activation_input_divisor", "hadamard_signs")
-#: Resource roles the text runtime requires (§6.2).
+#: Resource roles the text runtime requires (spec/ninfer3.md §6.2).
 TEXT_RESOURCE_ROLES = (
     "tokenizer.json",
     "tokenizer_config.json",
@@ -63,7 +64,7 @@ TEXT_RESOURCE_ROLES = (
     "generation_config.json",
 )
 
-# §1.8 member order the reference writer emits (order has no meaning to readers).
+# spec/ninfer3.md §1.8 member order the reference writer emits (order has no meaning to readers).
 ROOT_EMIT_ORDER = ("components", "objects", "bindings", "uses", "metadata", "provenance", "files")
 TENSOR_EMIT_ORDER = ("id", "shape", "format", "layout", "offset", "bytes", "kind")
 RESOURCE_EMIT_ORDER = ("id", "encoding", "offset", "bytes", "kind")

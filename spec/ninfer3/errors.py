@@ -1,4 +1,4 @@
-"""The error names the `.ninfer` v3 spec uses, mapped onto our hierarchy (ninfer-v3.md §2.9).
+"""The error names the `.ninfer` v3 spec uses, mapped onto our hierarchy (spec/ninfer3.md §2.9).
 
 `ArtifactError` is an **alias** of `WeightfileError` (``ArtifactError is WeightfileError``): the
 spec says every contract violation raises `ArtifactError`, a `ValueError` subclass, and every

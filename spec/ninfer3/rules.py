@@ -1,4 +1,5 @@
-"""Every `.ninfer` v3 rule id, its error class and its meaning, in one table (ninfer-v3.md §1-§2).
+"""Every `.ninfer` v3 rule id, its error class and its meaning, in one table
+(spec/ninfer3.md §1-§2).
 
 Rule ids are ``ninfer3.<area>.<rule>``: the area is the header, the JSON text, a directory
 member (files, objects, components, bindings, uses, metadata), a continuation volume (part),
@@ -36,7 +37,8 @@ def _rule(rule_id: str, error_class: str, meaning: str, section: str) -> Rule:
 
 RULES: dict[str, Rule] = table(
     (
-        # -- framing (§1.1, §1.3, §2.9 step 1) ------------------------------------------------
+        # -- framing (spec/ninfer3.md §1.1, §1.3, §2.9 step 1)
+        # ------------------------------------------------
         _rule("ninfer3.header.truncated", MAL, "entry file shorter than the 32-byte header", "1.3"),
         _rule("ninfer3.header.magic", MAL, "entry magic is not NINFER\\0\\3 (v2 named)", "1.3"),
         _rule("ninfer3.header.json_bytes", MAL, "json_bytes outside [1, entry size - 32]", "1.3"),
@@ -45,28 +47,32 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.json.syntax", MAL, "JSON text is not standard JSON", "2.1"),
         _rule("ninfer3.json.duplicate_member", MAL, "a member name repeats in one object", "2.1"),
         _rule("ninfer3.json.non_finite", MAL, "NaN / Infinity / -Infinity literal", "2.1"),
-        # -- generic record and value domains (§2.1, §2.8) -------------------------------------
+        # -- generic record and value domains (spec/ninfer3.md §2.1, §2.8)
+        # -------------------------------------
         _rule("ninfer3.record.type", INV, "a member has the wrong JSON type", "2.1"),
         _rule("ninfer3.record.members", INV, "closed record: missing or unlisted member", "2.8"),
         _rule("ninfer3.value.id", INV, "not an ID (non-empty UTF-8 string without U+0000)", "2.1"),
         _rule("ninfer3.value.u64", INV, "not a JSON integer in [0, 2^64-1]", "2.1"),
         _rule("ninfer3.value.positive_u64", INV, "not a U64 >= 1", "2.1"),
         _rule("ninfer3.value.shape", INV, "not 0..16 PositiveU64 dims, product <= 2^64-1", "2.1"),
-        # -- files (§1.4) ----------------------------------------------------------------------
+        # -- files (spec/ninfer3.md §1.4)
+        # ----------------------------------------------------------------------
         _rule("ninfer3.files.empty", INV, "files is an empty array", "1.4"),
         _rule("ninfer3.files.entry_path", INV, "files[0].path is not null", "1.4"),
         _rule("ninfer3.files.path", INV, "continuation path has / or \\, or is . or ..", "1.4"),
         _rule("ninfer3.files.path_unique", INV, "two continuation paths are equal", "1.4"),
         _rule("ninfer3.files.path_entry", INV, "continuation path equals the entry's name", "1.4"),
         _rule("ninfer3.files.total", INV, "sum of payload_bytes exceeds 2^64-1", "1.4"),
-        # -- objects (§2.4) --------------------------------------------------------------------
+        # -- objects (spec/ninfer3.md §2.4)
+        # --------------------------------------------------------------------
         _rule("ninfer3.objects.empty", INV, "objects is an empty array", "2.2"),
         _rule("ninfer3.objects.kind", INV, "kind is neither tensor nor resource", "2.4"),
         _rule("ninfer3.objects.end_overflow", INV, "offset + bytes exceeds 2^64-1", "2.4"),
         _rule("ninfer3.objects.order", INV, "offset below the previous object's end", "2.4"),
         _rule("ninfer3.objects.bounds", INV, "object ends past the logical payload", "2.4"),
         _rule("ninfer3.objects.id_unique", INV, "the same object id twice", "2.4"),
-        # -- components (§2.3) -----------------------------------------------------------------
+        # -- components (spec/ninfer3.md §2.3)
+        # -----------------------------------------------------------------
         _rule("ninfer3.components.text", INV, "components has no text component", "2.3"),
         _rule("ninfer3.components.target", INV, "target names no existing component", "2.3"),
         _rule("ninfer3.components.resource_ref", INV, "resource role names no resource", "2.3"),
@@ -74,7 +80,8 @@ RULES: dict[str, Rule] = table(
         _rule(
             "ninfer3.components.proposal_domain", INV, "proposal domain/rows inconsistent", "2.3"
         ),
-        # -- bindings (§2.5) -------------------------------------------------------------------
+        # -- bindings (spec/ninfer3.md §2.5)
+        # -------------------------------------------------------------------
         _rule("ninfer3.bindings.form", INV, "binding is not exactly {object} or {parts}", "2.5"),
         _rule("ninfer3.bindings.parts_empty", INV, "parts is an empty array", "2.5"),
         _rule("ninfer3.bindings.object_ref", INV, "binding names no existing object", "2.5"),
@@ -82,22 +89,27 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.bindings.range_form", INV, "range is not an array of two U64s", "2.5"),
         _rule("ninfer3.bindings.range", INV, "range not 0 <= begin < end <= elements", "2.5"),
         _rule("ninfer3.bindings.total", INV, "running part total exceeds 2^64-1", "2.5"),
-        # -- uses (§2.6) -----------------------------------------------------------------------
+        # -- uses (spec/ninfer3.md §2.6)
+        # -----------------------------------------------------------------------
         _rule("ninfer3.uses.parameter", INV, "use names a parameter with no binding", "2.6"),
         _rule("ninfer3.uses.unique", INV, "(parameter, input) repeats across uses", "2.6"),
         _rule("ninfer3.uses.policy", INV, "activation_policy is not a registered spelling", "2.6"),
-        # -- entry length (§1.3 step 5, §2.9 step 9) -------------------------------------------
+        # -- entry length (spec/ninfer3.md §1.3 step 5, §2.9 step 9)
+        # -------------------------------------------
         _rule("ninfer3.entry.length", MAL, "entry size != payload start + files[0] bytes", "1.3"),
-        # -- continuation volumes, checked lazily (§1.3 step 6) --------------------------------
+        # -- continuation volumes, checked lazily (spec/ninfer3.md §1.3 step 6)
+        # --------------------------------
         _rule("ninfer3.part.missing", MAL, "a needed continuation volume is absent", "1.3"),
         _rule("ninfer3.part.truncated", MAL, "continuation shorter than its 32-byte header", "1.3"),
         _rule("ninfer3.part.magic", MAL, "continuation magic is not NINPRT\\0\\3", "1.3"),
         _rule("ninfer3.part.index", INV, "part_index differs from the files index", "1.3"),
         _rule("ninfer3.part.artifact_id", INV, "artifact_id differs from the entry's", "1.3"),
         _rule("ninfer3.part.length", MAL, "volume size != 4096 + payload_bytes", "1.3"),
-        # -- range reads (§1.6) ----------------------------------------------------------------
+        # -- range reads (spec/ninfer3.md §1.6)
+        # ----------------------------------------------------------------
         _rule("ninfer3.range.bounds", INV, "read range ends past the logical payload", "1.6"),
-        # -- deferred object checks, on use (§2.9) ---------------------------------------------
+        # -- deferred object checks, on use (spec/ninfer3.md §2.9)
+        # ---------------------------------------------
         _rule("ninfer3.object.unknown", INV, "no object with the requested id", "2.9"),
         _rule("ninfer3.object.format", INV, "tensor format is not registered", "2.9"),
         _rule("ninfer3.object.layout", INV, "tensor layout is not registered", "2.9"),
@@ -108,7 +120,8 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.object.bytes", INV, "bytes != encoded_size(layout, format, shape)", "2.4"),
         _rule("ninfer3.object.offset_alignment", INV, "offset not a multiple of 256", "4.1"),
         _rule("ninfer3.object.encoding", INV, "resource encoding is not raw_bytes_v1", "2.9"),
-        # -- architecture binder (§2.5, §2.6, §2.9, §12.6) -------------------------------------
+        # -- architecture binder (spec/ninfer3.md §2.5, §2.6, §2.9, §2.9)
+        # -------------------------------------
         _rule("ninfer3.binder.parameter", INV, "a required parameter has no binding", "2.9"),
         _rule("ninfer3.binder.shape", INV, "whole binding shape != parameter shape", "2.5"),
         _rule("ninfer3.binder.coverage", INV, "parts total != parameter element count", "2.5"),
@@ -118,7 +131,8 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.binder.auxiliary_role", INV, "auxiliary role the binder rejects", "2.6"),
         _rule("ninfer3.binder.divisor", INV, "divisor is not one FP32 element", "2.6"),
         _rule("ninfer3.binder.hadamard", INV, "signs not a ±1 bf16 vector of K % 1024 == 0", "2.6"),
-        # -- Qwen3.5 text binder: the closed config (§6.1) ------------------------------------
+        # -- Qwen3.5 text binder: the closed config (spec/ninfer3.md §6.1)
+        # ------------------------------------
         _rule(
             "ninfer3.text.key", INV, "config key outside the closed set or of the other FFN", "6.1"
         ),
@@ -134,7 +148,8 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.text.rope", INV, "rope members, theta, factor or rotary width", "6.1"),
         _rule("ninfer3.text.mrope_section", INV, "not 3 ints fitting the rotary", "6.1"),
         _rule("ninfer3.text.experts", INV, "num_experts_per_tok exceeds num_experts", "6.1"),
-        # -- Qwen3.5 text binder: parameters and uses (§6.2, §2.9) ---------------------------
+        # -- Qwen3.5 text binder: parameters and uses (spec/ninfer3.md §6.2, §2.9)
+        # ---------------------------
         _rule("ninfer3.text.unexpected_parameter", INV, "a text/ binding no layer declares", "6.2"),
         _rule("ninfer3.text.direct_format", INV, "direct parameter of another format", "2.9"),
         _rule("ninfer3.text.use_missing", INV, "a declared input of a parameter has no Use", "2.9"),
@@ -148,7 +163,8 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.text.hf_rope", UNS, "a scaled rope_type (only default is defined)", "6.1"),
         _rule("ninfer3.text.hf_tensor", NOT_FOUND, "a checkpoint tensor is missing", "6.2"),
         _rule("ninfer3.text.hf_shape", INV, "a checkpoint tensor has the wrong shape", "6.2"),
-        # -- writer (§1.7) ---------------------------------------------------------------------
+        # -- writer (spec/ninfer3.md §1.7)
+        # ---------------------------------------------------------------------
         _rule("ninfer3.writer.objects", INV, "empty object list, duplicate id or bad size", "1.7"),
         _rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),
         _rule("ninfer3.writer.coverage", INV, "object bytes written twice or not at all", "1.7"),

@@ -13,12 +13,13 @@ from enum import Enum
 
 
 class QuantizedMatmul(Enum):
-    """How a Q8_0 / Q4_0 weight matrix meets a float32 activation vector (§4)."""
+    """How a Q8_0 / Q4_0 weight matrix meets a float32 activation vector (spec/numerics.md §4)."""
 
-    #: §4.1 Engine style: activation quantized per 32-block to Q8_0 codes, exact integer block
-    #: dots, scaled float32 accumulation over blocks in ascending order.
+    #: spec/numerics.md §4.1 Engine style: activation quantized per 32-block to Q8_0 codes, exact
+    #: integer block dots, scaled float32 accumulation over blocks in ascending order.
     Q8_ACTIVATION = "q8_activation"
-    #: §4.2 Weights reconstructed to float32 (code * scale, exact), then the dense dot of §3.
+    #: spec/numerics.md §4.2 Weights reconstructed to float32 (code * scale, exact), then the dense
+    #: dot of spec/numerics.md §3.
     F32_WEIGHTS = "f32_weights"
 
 
@@ -27,18 +28,18 @@ class NumericsProfile:
     """The rule chosen for every operation; each field value is a rule name in numerics.md."""
 
     name: str
-    dot: str  # §3 summation order of every dot product / matvec / matmul row
-    quantized_matmul: QuantizedMatmul  # §4
-    activation_rounding: str  # §4.1 rounding of x/d to an integer code
-    rmsnorm: str  # §5.1
-    softmax: str  # §5.2
-    exp: str  # §6
-    silu: str  # §7
-    rope_tables: str  # §8
-    fma: bool  # §2: False means every multiply and add is rounded separately
+    dot: str  # spec/numerics.md §3 summation order of every dot product / matvec / matmul row
+    quantized_matmul: QuantizedMatmul  # spec/numerics.md §4
+    activation_rounding: str  # spec/numerics.md §4.1 rounding of x/d to an integer code
+    rmsnorm: str  # spec/numerics.md §5.1
+    softmax: str  # spec/numerics.md §5.2
+    exp: str  # spec/numerics.md §6
+    silu: str  # spec/numerics.md §7
+    rope_tables: str  # spec/numerics.md §8
+    fma: bool  # spec/numerics.md §2: False means every multiply and add is rounded separately
 
     def with_quantized_matmul(self, mode: QuantizedMatmul) -> NumericsProfile:
-        """The same profile with the other quantized-weight mode selected (§4)."""
+        """The same profile with the other quantized-weight mode selected (spec/numerics.md §4)."""
         return replace(self, quantized_matmul=mode)
 
 

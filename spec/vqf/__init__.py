@@ -1,1 +1,1 @@
-"""VQF container: what the bytes are (vqf.md §1–§3, §7, §9). Declarative; no I/O."""
+"""VQF container: what the bytes are (spec/vqf.md §1–§3, §7, §9). Declarative; no I/O."""

@@ -1,10 +1,10 @@
-"""Every VQF rule id, the error class it raises and what it means (vqf.md §2–§4, §9, §9.1).
+"""Every VQF rule id, the error class it raises and what it means (spec/vqf.md §2–§4, §9, §9.1).
 
-The table is declarative: the reader, the writer and the validator raise these ids, the tests
-break each one, and the conformance corpus names them. `loader` rules are the engine's own chain
-(spec/vqf.md §9, each row naming its step, or the §2.4 detection step it belongs to); `strict`
-rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are of
-the one `Rule` type (spec/rules.py), which merges this table with the others.
+The table is declarative: the reader, the writer and the validator raise these ids, the tests break
+each one, and the conformance corpus names them. `loader` rules are the engine's own chain
+(spec/vqf.md §9, each row naming its step, or the spec/vqf.md §2.4 detection step it belongs to);
+`strict` rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are
+of the one `Rule` type (spec/rules.py), which merges this table with the others.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from weightfile.spec.rules import Rule, table
 
 _RULES = (
-    # --- file framing and header (§9 steps 1-5, §2.4) ---
+    # --- file framing and header (spec/vqf.md §9 steps 1-5, spec/vqf.md §2.4) ---
     Rule("vqf.file.too_small", "MalformedError", "loader", "§9", "file shorter than 448 + 64",
          step=1),
     Rule("vqf.header.magic", "MalformedError", "loader", "§9", "magic is not 0x57465146", step=2),
@@ -31,7 +31,7 @@ _RULES = (
          "token_embed, q8_q/q4_q (and for MoE moe_router, q4/q8_gate, n_experts) missing", step=13),
     Rule("vqf.trailer.fnv", "ChecksumError", "loader", "§3.5",
          "stored FNV-1a-64 differs from the directory and data region"),
-    # --- strict checks (§9.1) ---
+    # --- strict checks (spec/vqf.md §9.1) ---
     Rule("vqf.trailer.fnv_missing", "ChecksumError", "strict", "§3.5",
          "stored FNV is 0 (the engine then skips the check) but the bytes hash otherwise"),
     Rule("vqf.header.unknown_flags", "InvalidError", "strict", "§2.5", "flag bits 10-31 set"),

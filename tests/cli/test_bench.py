@@ -51,7 +51,7 @@ def test_json_report_schema(tmp_path, capsys):
         assert r[key] > 0
     assert r["dequantize"]["tensor"] == "q4_gate" and r["dequantize"]["bytes_per_s"] > 0
     assert r["memory_bandwidth"]["threads"] == os.cpu_count()
-    with open_vqf(r["model"]["path"]) as vqf:  # every covered byte (§3.5)
+    with open_vqf(r["model"]["path"]) as vqf:  # every covered byte (spec/vqf.md §3.5)
         covered = len(vqf.directory_bytes()) + len(vqf.data_region())
     assert r["checksum_bytes_hashed"] == (
         covered if library() is not None else min(covered, 1 << 20)

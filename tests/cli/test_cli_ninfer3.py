@@ -1,4 +1,4 @@
-"""`weightfile inspect` and `verify` on the rebuilt sharded .ninfer example (ninfer-v3.md §5)."""
+"""`weightfile inspect` and `verify` on the rebuilt sharded .ninfer example (spec/ninfer3.md §5)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from weightfile.spec.ninfer3.rules import RULES
 
 
 def sharded(tmp_path):
-    """The §5 three-file example with zero payloads, laid out by hand as §1.1–§1.2 say."""
+    """The spec/ninfer3.md §5 three-file example with zero payloads, laid out by hand as
+    spec/ninfer3.md §1.1–§1.2 say."""
     doc = load_example(EXAMPLE_SHARDED)
     return build_file_set(tmp_path, "model.ninfer", doc, json_bytes=65_504)
 

@@ -108,7 +108,7 @@ def test_want_json_holds_only_strings_and_covers_versions_2_and_3():
     blob = (folder / "input.vqf").read_bytes()
     start, size = int(first["offset"]), int(first["bytes"])
     assert hashlib.sha256(blob[start : start + size]).hexdigest() == first["sha256"]
-    assert int.from_bytes(blob[:4], "little") == 0x57465146  # vqf.md §2.2 magic
+    assert int.from_bytes(blob[:4], "little") == 0x57465146  # spec/vqf.md §2.2 magic
 
 
 @pytest.mark.parametrize("engine", ["ref", "fast"])

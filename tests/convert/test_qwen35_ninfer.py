@@ -2,7 +2,7 @@
 
 The checkpoint has both layer types. Its weights are rounded to bf16 values (so a bf16 import is
 exact) except the GDN `A_log` / `dt_bias`, which keep full float32 bits and must arrive as fp32
-words unchanged (ninfer-v3.md §6.2). The expected canonical tensors are cut from the transformers
+words unchanged (spec/ninfer3.md §6.2). The expected canonical tensors are cut from the transformers
 modules the way their forward passes use them, independently of the importer's own mapping.
 """
 
@@ -59,7 +59,8 @@ def test_bf16_import_holds_the_hf_tensors_exactly(checkpoint, imported):
     with NInferModelFile(imported["bf16"]) as f:
         config = f.artifact.component("text").config
         names = [p.name for p in text_parameters(config)]
-        assert sorted(names) == sorted(want)  # every §6.2 parameter of both layer types
+        # every spec/ninfer3.md §6.2 parameter of both layer types
+        assert sorted(names) == sorted(want)
         for name in names:
             got = f.decode(name, engine="ref").reshape(want[name].shape)
             np.testing.assert_array_equal(bits(got), bits(want[name]), err_msg=name)
@@ -108,7 +109,7 @@ def test_fast_and_ref_codecs_write_the_same_file(checkpoint, imported, tmp_path)
     out = tmp_path / "r.ninfer"
     fmt = "q6_g64_fp16"
     assert main(["import", str(folder), str(out), "--format", fmt, "--engine", "ref"]) == 0
-    # the 16-byte artifact_id is random (§1.1): compare everything after the header
+    # the 16-byte artifact_id is random (spec/ninfer3.md §1.1): compare everything after the header
     assert out.read_bytes()[32:] == imported[fmt].read_bytes()[32:]
 
 
@@ -159,7 +160,7 @@ def test_failures_are_typed_and_leave_nothing(checkpoint, tmp_path):
     (b / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 2}))
     with pytest.raises(InvalidError) as e:  # three layer_types for two layers
         import_checkpoint(b, out)
-    assert e.value.rule.startswith("ninfer3.text.")  # the §6.1 validator's own rule
+    assert e.value.rule.startswith("ninfer3.text.")  # the spec/ninfer3.md §6.1 validator's own rule
     assert e.value.path == "components.text.config.layer_types"
     assert list(tmp_path.glob("*.ninfer*")) == [] and list(tmp_path.glob(".o.ninfer*")) == []
 

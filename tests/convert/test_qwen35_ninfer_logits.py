@@ -30,7 +30,8 @@ def checkpoint(tmp_path_factory):
 
 
 def file_parameters(path) -> dict[str, np.ndarray]:
-    """Every §6.2 parameter decoded through its binding (model_file, fast codecs)."""
+    """Every spec/ninfer3.md §6.2 parameter decoded through its binding (model_file, fast
+    codecs)."""
     with NInferModelFile(path) as f:
         config = f.artifact.component("text").config
         return {

@@ -53,12 +53,13 @@ def test_derived_mrope_section_passes_the_interleaved_check(pairs):
 
 
 def test_qwen35_section_is_derived_for_32_pairs():
-    assert derived_mrope_section(32) == [11, 11, 10]  # head_dim 256, factor 0.25 (§5 example)
+    # head_dim 256, factor 0.25 (spec/ninfer3.md §5 example)
+    assert derived_mrope_section(32) == [11, 11, 10]
 
 
 def test_text_config_is_the_closed_set():
     config = text_config(HF)
-    assert "hidden_act" not in config and "use_cache" not in config  # not §6.1 keys
+    assert "hidden_act" not in config and "use_cache" not in config  # not spec/ninfer3.md §6.1 keys
     assert config["rope_parameters"] == {
         "rope_theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]
     }  # fmt: skip
@@ -90,7 +91,7 @@ def test_the_normaliser_and_validator_errors_pass_through_typed():
     with pytest.raises(InvalidError) as info:  # qwen35_hf.text_config_from_hf's own check
         text_config({**HF, "model_type": "qwen3"})
     assert info.value.path == "model_type"
-    with pytest.raises(InvalidError) as info:  # the §6.1 validator's
+    with pytest.raises(InvalidError) as info:  # the spec/ninfer3.md §6.1 validator's
         text_config({**HF, "head_dim": 0})
     assert info.value.rule.startswith("ninfer3.text.") and "head_dim" in (info.value.path or "")
 
@@ -113,7 +114,7 @@ def test_every_parameter_is_bound_once_and_parents_are_covered(fmt, tied):
         else:
             ((part,),) = [binding["parts"]]
             begin, end = part["range"]
-            assert end - begin == math.prod(params[name].shape)  # coverage (§2.5)
+            assert end - begin == math.prod(params[name].shape)  # coverage (spec/ninfer3.md §2.5)
             assert begin % params[name].shape[1] == 0  # whole rows
             covered[part["object"]].append((begin, end))
     for parent in parents:  # the parts of each parent tile it exactly, in order

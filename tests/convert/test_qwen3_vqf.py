@@ -187,7 +187,7 @@ def test_tiled_import_needs_whole_tiles(checkpoint, tmp_path, monkeypatch):
 
 
 def dense(m) -> np.ndarray:
-    """A bound matrix's float32 values: Q words reconstructed exactly (numerics.md §4.2)."""
+    """A bound matrix's float32 values: Q words reconstructed exactly (spec/numerics.md §4.2)."""
     if isinstance(m, QuantMatrix):
         scale = m.scale_bits.view(np.float16).astype(np.float32).repeat(32, axis=1)
         return m.codes.astype(np.float32) * scale
@@ -221,7 +221,7 @@ def test_quantized_imports_match_transformers_on_their_dequantized_weights(
     got = f32w.forward(TOKENS, f32w.new_cache())
     assert np.abs(got - want).max() <= 1e-5  # same weights: only float rounding differs
     assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
-    # engine style adds the activation rounding of numerics.md §4.1 (each input moves by at
+    # engine style adds the activation rounding of spec/numerics.md §4.1 (each input moves by at
     # most amax/254 of its block, 0.4 %), so the logits move by about that fraction of their size
     eng = Qwen3Model(config, weights)
     act = eng.forward(TOKENS, eng.new_cache())

@@ -1,4 +1,5 @@
-"""wf_attend (fast/csrc/model_ops.c) against the reference's §9 attention, bit for bit.
+"""wf_attend (fast/csrc/model_ops.c) against the reference's spec/numerics.md §9 attention, bit for
+bit.
 
 The forward-pass property runs tiny models (head_dim 8, the generic loop); here head_dim is a
 multiple of 32, the SSE2 path of Qwen3's 128: four positions' dots at once, 32 outputs held in

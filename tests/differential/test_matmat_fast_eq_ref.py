@@ -1,7 +1,8 @@
 """fast.numerics.matrix products equal the reference kernels' bits (spec/numerics.md §3.3, §4).
 
-Every layout the forward pass reads, both quantized modes (§4.1 q8_activation, §4.2
-f32_weights), one and several tokens, one and three threads; compared as uint32 views.
+Every layout the forward pass reads, both quantized modes (spec/numerics.md §4.1 q8_activation,
+spec/numerics.md §4.2 f32_weights), one and several tokens, one and three threads; compared as
+uint32 views.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """spec/ninfer3.md has the fact sheet's section numbers, and every § it or the rules cite resolves.
 
-The code cites `spec/ninfer3.md §N.M`; those citations only help a reader if the heading exists.
-The document keeps the numbering of the `.ninfer` v3 fact sheet it restates (§1-§6 and §8, no
-§7), with §0 (open questions and our decisions) and §9 (this tree) added.
+The code cites `spec/ninfer3.md §N.M`; those citations only help a reader if the heading exists. The
+document keeps the numbering of the `.ninfer` v3 fact sheet it restates (spec/ninfer3.md §1-§6 and
+§8, no spec/numerics.md §7), with spec/ninfer3.md §0 (open questions and our decisions) and
+spec/ninfer3.md §9 (this tree) added.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ CROSS = re.compile(r"spec/(\w+)\.md §(\d+(?:\.\d+)?)")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 BARE = re.compile(r"(?<![\w/.`])§(\d+(?:\.\d+)?)")
 
-# section -> number of subsections, as in the fact sheet (plus our §0 and §9)
+# section -> number of subsections, as in the fact sheet (plus our spec/ninfer3.md §0 and §9)
 SECTIONS = {0: 9, 1: 9, 2: 9, 3: 8, 4: 7, 5: 0, 6: 2, 8: 0, 9: 0}
 
 
@@ -35,7 +36,8 @@ def test_the_document_keeps_the_fact_sheet_numbering() -> None:
 
 def test_every_ninfer3_rule_section_is_a_heading() -> None:
     have = headings(DOC)
-    # a section may read "2.9", "§2.9" or a range "§3.6-§3.7"; every number names a heading
+    # a section may read "2.9", "spec/ninfer3.md §2.9" or a range "spec/ninfer3.md §3.6-§3.7"; every
+    # number names a heading
     missing = {
         r.id: r.section
         for r in RULES.values()

@@ -41,7 +41,8 @@ def test_every_rule_id_the_implementation_raises_is_in_the_table():
 
 VQF_DOC = ROOT / "spec" / "vqf.md"
 
-#: Subsections per section, as the VQF fact sheet numbers them: §2 has §2.1-§2.5, and so on.
+#: Subsections per section, as the VQF fact sheet numbers them: spec/ninfer3.md §2 has
+#: spec/vqf.md §2.1-§2.5, and so on.
 _SUBSECTIONS = {0: 0, 1: 0, 2: 5, 3: 5, 4: 3, 5: 9, 6: 6, 7: 6, 8: 0, 9: 1, 10: 0}
 #: Every section the code may cite, in document order.
 VQF_SECTIONS = [
@@ -76,7 +77,8 @@ def test_vqf_doc_has_every_fact_sheet_section_as_a_heading():
 
 
 def test_vqf_doc_numbers_the_steps_the_rule_table_cites():
-    # Rules cite (§2.4, step N) and (§9, step N): the lists must keep these numbers.
+    # Rules cite (spec/vqf.md §2.4, step N) and (spec/vqf.md §9, step N): the lists must keep these
+    # numbers.
     def steps(number: str) -> list[int]:
         return [int(n) for n in re.findall(r"^(\d+)\. ", vqf_section_body(number), flags=re.M)]
 
@@ -140,7 +142,8 @@ def test_every_rule_id_the_vqf_doc_names_is_a_rule():
     for r in codec:
         parts = r.split(".")
         assert len(parts) == 3 or parts[2] in CODECS, r
-    # §5's payload-rule table lists exactly the rules the codecs raise, rule(<codec>, "<rule>").
+    # spec/vqf.md §5's payload-rule table lists exactly the rules the codecs raise, rule(<codec>,
+    # "<rule>").
     documented = re.findall(
         r"^\| `([a-z_]+)` \| (?:Malformed|Invalid|Unsupported) \|", vqf_section_body("5"), re.M
     )

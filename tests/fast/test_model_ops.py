@@ -30,7 +30,8 @@ def bits_arrays(min_size: int = 0) -> st.SearchStrategy[np.ndarray]:
 
 
 def bits(a: np.ndarray) -> list[int]:
-    """uint32 views with every NaN as one pattern: §2.4 leaves NaN sign and payload open."""
+    """uint32 views with every NaN as one pattern: spec/numerics.md §2.4 leaves NaN sign and payload
+    open."""
     return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32)).tolist()
 
 

@@ -1,4 +1,4 @@
-"""The frontend of a `.ninfer` file from its own resources (ninfer-v3.md §6.2 resource roles)."""
+"""The frontend of a `.ninfer` file from its own resources (spec/ninfer3.md §6.2 resource roles)."""
 
 from __future__ import annotations
 

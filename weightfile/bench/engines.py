@@ -35,9 +35,10 @@ from weightfile.spec.vqf.qtypes import tensor_bytes
 
 #: Above this many multiply-adds per token the reference forward is estimated, not run.
 REF_MEASURE_LIMIT = 2_000_000
-#: Rows of each matrix the estimate times: whole row groups of every tiled layout (§7.5), and
-#: enough that the per-call overhead is amortised (at 8 rows a 1024×1024 estimate ran 1.4× the
-#: measured full product; at 32 rows within a few percent, on the bench's development machine).
+#: Rows of each matrix the estimate times: whole row groups of every tiled layout
+#: (spec/vqf.md §7.5), and enough that the per-call overhead is amortised (at 8 rows a 1024×1024
+#: estimate ran 1.4× the measured full product; at 32 rows within a few percent, on the bench's
+#: development machine).
 ESTIMATE_ROWS = 32
 
 
@@ -84,7 +85,8 @@ def family_of(vqf: VQFFile) -> str:
 
 
 def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
-    """Entry name -> (physical rows, cols, how many per token) of every quantized matrix (§7.1)."""
+    """Entry name -> (physical rows, cols, how many per token) of every quantized matrix
+    (spec/vqf.md §7.1)."""
     arch = vqf.header.arch
     g = Geometry.from_arch(arch)
     shapes = {}
@@ -103,8 +105,8 @@ def macs_per_token(shapes: dict[str, tuple[int, int, int]]) -> int:
 def leading_rows(vqf: VQFFile, name: str, rows: int, cols: int) -> QuantMatrix:
     """The first ESTIMATE_ROWS rows of layer 0, decoded by the reference codec.
 
-    Row groups are stored one after another in every layout (§5.6–§5.7), so the first k rows
-    (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row matrix.
+    Row groups are stored one after another in every layout (spec/vqf.md §5.6–§5.7), so the first k
+    rows (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row matrix.
     """
     e = vqf.entry(name)
     k = min(ESTIMATE_ROWS, rows)

@@ -42,7 +42,7 @@ def best_seconds(fn: Callable[[], object], repeats: int | None = None) -> float:
 
 
 def open_seconds(path: str | os.PathLike[str]) -> float:
-    """open_vqf: map the file, read and check header and directory (vqf.md §9)."""
+    """open_vqf: map the file, read and check header and directory (spec/vqf.md §9)."""
 
     def once() -> None:
         with open_vqf(path):
@@ -56,7 +56,8 @@ PYTHON_CHECKSUM_BYTES = 1 << 20
 
 
 def checksum_rate(vqf: VQFFile) -> tuple[float, int]:
-    """(bytes per second, bytes hashed) of the fast FNV-1a-64 over the covered bytes (§3.5).
+    """(bytes per second, bytes hashed) of the fast FNV-1a-64 over the covered bytes
+    (spec/vqf.md §3.5).
 
     One pass over the whole directory and data region; without a C compiler the fallback is
     the reference loop, timed on the first PYTHON_CHECKSUM_BYTES of the data region only.
@@ -73,13 +74,14 @@ def checksum_rate(vqf: VQFFile) -> tuple[float, int]:
 
 
 def layer0_payload(vqf: VQFFile, name: str, rows: int, cols: int) -> memoryview:
-    """Layer 0 of a stacked matrix: its first B(rows·cols) bytes (§7.1)."""
+    """Layer 0 of a stacked matrix: its first B(rows·cols) bytes (spec/vqf.md §7.1)."""
     e = vqf.entry(name)
     return vqf.payload(e)[: tensor_bytes(e.qtype, rows * cols)]
 
 
 def layer0_decoder(vqf: VQFFile, name: str, rows: int, cols: int) -> Callable[[bytes], Any]:
-    """The fast codec's float32 decode of one [rows, cols] layer of `name` (§5, §7.1)."""
+    """The fast codec's float32 decode of one [rows, cols] layer of `name` (spec/vqf.md §5,
+    §7.1)."""
     e = vqf.entry(name)
     codec = codec_for(e.qtype, vqf.header.flags, name, shape=(rows, cols))
     decode = vqf_codec(codec).decode

@@ -11,7 +11,7 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
     fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
     open_seconds      open_vqf: map, header, directory
-    checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (§3.5)
+    checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (spec/vqf.md §3.5)
     checksum_bytes_hashed     all covered bytes; 1 MiB when there is no C compiler (pure Python)
     dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
     memory_bandwidth  {single_core_bytes_per_s, all_core_bytes_per_s, threads, method, buffer_bytes}

@@ -1,11 +1,11 @@
 """Synthetic VQF models of real geometry, generated on demand into a cache folder (issue 6).
 
-A benchmark needs the shapes and byte counts of a real model, not its values: each synthetic
-model has a real model's geometry (vqf.md §7.1 inventory, §7.6 worked example) and seeded random
-weights. The file is the one the engine's converter writes in its wmode (q4 or q8, §7.2): tiled
-(Q8_8X8 | Q4_4X4), F16 token embedding (EMB_F16, truncating, §5.2) and the lm_head written from
-the tied float32 embedding (§7.1 table). Quantization uses the fast codecs, whose bytes equal
-the reference's (tests/differential).
+A benchmark needs the shapes and byte counts of a real model, not its values: each synthetic model
+has a real model's geometry (spec/vqf.md §7.1 inventory, spec/vqf.md §7.6 worked example) and seeded
+random weights. The file is the one the engine's converter writes in its wmode (q4 or q8,
+spec/vqf.md §7.2): tiled (Q8_8X8 | Q4_4X4), F16 token embedding (EMB_F16, truncating,
+spec/vqf.md §5.2) and the lm_head written from the tied float32 embedding (spec/vqf.md §7.1 table).
+Quantization uses the fast codecs, whose bytes equal the reference's (tests/differential).
 
 Generation streams: every payload is a generator of per-layer (or per-ROW_CHUNK-row) chunks, each
 drawn from its own seeded generator, so RAM stays at one chunk however big the model is, and
@@ -37,8 +37,8 @@ from weightfile.spec.vqf.qtypes import QType
 
 GENERATOR_VERSION = 3  # bump when the bytes a spec produces change
 FAST_CODECS = "weightfile.fast.codecs.vqf"
-#: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling
-#: equals whole-matrix tiling (§7.5); small enough that a chunk and the encoder's temporaries
+#: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling equals
+#: whole-matrix tiling (spec/vqf.md §7.5); small enough that a chunk and the encoder's temporaries
 #: stay about one layer's largest matrix (the generator's peak RAM is one chunk's worth).
 ROW_CHUNK = 4096
 EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F16 rounding
@@ -47,7 +47,8 @@ PROJ_STD = 0.02
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """The geometry (vqf.md §7.1 symbols in comments) and quantization of one synthetic model."""
+    """The geometry (spec/vqf.md §7.1 symbols in comments) and quantization of one synthetic
+    model."""
 
     name: str
     qtype: str  # "q4_0" (wmode q4) or "q8_0" (wmode q8)
@@ -93,7 +94,7 @@ def _family(base: str, geometry: dict[str, int | float]) -> dict[str, SyntheticS
     }
 
 
-#: Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (vqf.md §7.6; theta from its
+#: Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (spec/vqf.md §7.6; theta from its
 #: public config). `tiny-*` is for tests: every dimension a multiple of the tiling groups.
 SPECS: dict[str, SyntheticSpec] = {
     **_family("qwen3-0.6b", dict(vocab=151_936, hidden=1024, intermediate=3072, layers=28,
@@ -114,7 +115,8 @@ def spec_named(name: str) -> SyntheticSpec:
 
 
 def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
-    """The §8 text-core arch fields (plain RoPE: text tokens see MRoPE as RoPE, qwen-math §1.2)."""
+    """The spec/vqf.md §8 text-core arch fields (plain RoPE: text tokens see MRoPE as RoPE,
+    spec/models.md §1.2)."""
     return {
         "dim": s.hidden, "n_layers": s.layers, "n_heads": s.heads, "n_kv_heads": s.kv_heads,
         "head_dim": s.head_dim, "ffn_dim": s.intermediate, "vocab_size": s.vocab,
@@ -165,13 +167,14 @@ def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
         return np.ones(count * out * inp, np.float32).tobytes()
     if kind.family == "embed":
         return _embed_payload(s)
-    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (§7.1)
+    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (spec/vqf.md §7.1)
         return _lm_payload(s, kind.name)
     return _projection_payload(s, kind, out, inp)
 
 
 def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
-    """The §7.1 inventory of wmode q4 / q8 in §3.4 order; payloads are lazy (nothing drawn yet)."""
+    """The spec/vqf.md §7.1 inventory of wmode q4 / q8 in spec/vqf.md §3.4 order; payloads are lazy
+    (nothing drawn yet)."""
     arch = arch_of(s)
     g = Geometry.from_arch(arch)
     out = []
@@ -183,7 +186,8 @@ def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
 
 
 def planned_layout(s: SyntheticSpec) -> tuple[list[tuple[str, int, int]], int]:
-    """(name, offset, bytes) of every tensor and the file size, without drawing a weight (§3.3)."""
+    """(name, offset, bytes) of every tensor and the file size, without drawing a weight
+    (spec/vqf.md §3.3)."""
     sources = tensor_sources(s)
     _, offsets, _, file_len = plan(sources)
     rows = [(t.name, off, t.size) for t, off in zip(sources, offsets, strict=True)]

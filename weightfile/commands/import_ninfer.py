@@ -1,6 +1,6 @@
 """`weightfile import HF_DIR OUT.ninfer --format FORMAT`: a Qwen3.5 checkpoint to `.ninfer` v3.
 
-`weightfile import` dispatches here when OUT ends in `.ninfer` (ninfer-v3.md §6); the VQF path
+`weightfile import` dispatches here when OUT ends in `.ninfer` (spec/ninfer3.md §6); the VQF path
 of the same command is unchanged.
 """
 
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.convert.qwen35_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
     from weightfile.spec.errors import UnsupportedError
 
-    if args.force:  # the .ninfer writer never replaces a file set (ninfer-v3.md §1.7)
+    if args.force:  # the .ninfer writer never replaces a file set (spec/ninfer3.md §1.7)
         raise UnsupportedError(
             "qwen35.import.force", "--force is VQF only; remove the .ninfer file set first"
         )

@@ -3,14 +3,16 @@
 
 The steps, in order:
 
-1. `components.text.config` from config.json, closed as §6.1 requires (`qwen35_ninfer_config`);
-2. the parents, bindings and uses of the canonical §6.2 parameters (`qwen35_ninfer_plan`);
-3. the four text resources of §6.2, unmodified `raw_bytes_v1` objects placed first, as in the
-   examples (§5), under the roles `tokenizer.json`, `tokenizer_config.json`,
-   `chat_template.jinja` and `generation_config.json`;
-4. the parents, each read from the checkpoint (`checkpoint`, `hf_names_qwen35`), encoded by
-   its (format, layout) codec and streamed to the writer one object at a time (§1.7), so only
-   one parent is ever in memory.
+1. `components.text.config` from config.json, closed as spec/ninfer3.md §6.1 requires
+   (`qwen35_ninfer_config`);
+2. the parents, bindings and uses of the canonical spec/ninfer3.md §6.2 parameters
+   (`qwen35_ninfer_plan`);
+3. the four text resources of spec/ninfer3.md §6.2, unmodified `raw_bytes_v1` objects placed first,
+   as in the examples (spec/ninfer3.md §5), under the roles `tokenizer.json`,
+   `tokenizer_config.json`, `chat_template.jinja` and `generation_config.json`;
+4. the parents, each read from the checkpoint (`checkpoint`, `hf_names_qwen35`), encoded by its
+   (format, layout) codec and streamed to the writer one object at a time (spec/ninfer3.md §1.7), so
+   only one parent is ever in memory.
 
 The writer publishes atomically: a failure at any step leaves nothing at the destination. The
 codecs come from `weightfile.ref.codecs.ninfer3` by default; the CLI passes the fast ones, which
@@ -57,12 +59,12 @@ CHAT_TEMPLATE = "chat_template.jinja"
 
 
 def resource_id(role: str) -> str:
-    """`tokenizer_config.json` -> `r.tokenizer_config`, the examples' ids (§5)."""
+    """`tokenizer_config.json` -> `r.tokenizer_config`, the examples' ids (spec/ninfer3.md §5)."""
     return "r." + role.split(".", 1)[0]
 
 
 def read_resources(folder: Path) -> dict[str, bytes]:
-    """role -> bytes of the four text resources (§6.2); a template only inside
+    """role -> bytes of the four text resources (spec/ninfer3.md §6.2); a template only inside
     tokenizer_config.json is written out as chat_template.jinja."""
     out: dict[str, bytes] = {}
     for role in TEXT_RESOURCE_ROLES:

@@ -1,16 +1,16 @@
 """A Hugging Face Qwen3 checkpoint folder -> a VQF file (spec/vqf.md §7.1, §8).
 
-The arch comes from config.json (§8); the tensors follow the §7.1 inventory, every per-layer
-matrix stacked layer after layer, each layer encoded by the codec that the flags and the matrix
-shape select (`weightfile.ref.vqf.encode`), so what the importer writes is exactly what the
-binder reads back. Tensors are read from the checkpoint one at a time (`checkpoint.Checkpoint`).
+The arch comes from config.json (spec/vqf.md §8); the tensors follow the spec/vqf.md §7.1 inventory,
+every per-layer matrix stacked layer after layer, each layer encoded by the codec that the flags and
+the matrix shape select (`weightfile.ref.vqf.encode`), so what the importer writes is exactly what
+the binder reads back. Tensors are read from the checkpoint one at a time (`checkpoint.Checkpoint`).
 
-qtype picks the projection family: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and
-f16 are *reference-precision* files for diffing against transformers: the projections are
-stored under the q8_* names with qtype F32 / F16, which the engine does not read and the strict
-validator reports (vqf.directory.qtype); ref/qwen3/bind_vqf.py binds them as float32 matrices.
-The token embedding is F16 (EMB_F16, truncating like the engine writer, §5.2) except at f32.
-lm_head is always written: the checkpoint's lm_head, or the tied embedding (§7.1 table).
+qtype picks the projection family: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and f16 are
+*reference-precision* files for diffing against transformers: the projections are stored under the
+q8_* names with qtype F32 / F16, which the engine does not read and the strict validator reports
+(vqf.directory.qtype); ref/qwen3/bind_vqf.py binds them as float32 matrices. The token embedding is
+F16 (EMB_F16, truncating like the engine writer, spec/vqf.md §5.2) except at f32. lm_head is always
+written: the checkpoint's lm_head, or the tied embedding (spec/vqf.md §7.1 table).
 
 The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` and its chat template (if
 any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both
@@ -51,9 +51,10 @@ RULES = CheckpointRules(
 )
 QTYPES = {"f32": QType.F32, "f16": QType.F16, "q8_0": QType.Q8_0, "q4_0": QType.Q4_0}
 LAYOUTS = ("legacy", "tiled")
-MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (§8)
+MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (spec/vqf.md §8)
 
-#: The VQF per-layer stacked name (§7.1) of each LayerWeights projection; family prefix aside.
+#: The VQF per-layer stacked name (spec/vqf.md §7.1) of each LayerWeights projection; family prefix
+#: aside.
 VQF_PROJECTIONS: dict[str, str] = {
     "q_proj": "q",
     "k_proj": "k",
@@ -83,7 +84,8 @@ def first_id(value: Any) -> int:
 
 
 def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
-    """§8: the text-core arch fields of a dense Qwen3 (has_q_norm = 1, head_dim_full = head_dim)."""
+    """spec/vqf.md §8: the text-core arch fields of a dense Qwen3 (has_q_norm = 1, head_dim_full =
+    head_dim)."""
     return {
         "dim": c.hidden_size,
         "n_layers": c.num_hidden_layers,
@@ -115,8 +117,8 @@ def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> 
 def build_tensors(
     sd: Mapping[str, np.ndarray], c: Qwen3Config, qtype: QType, flags: int, codecs: str = REF_CODECS
 ) -> list[TensorSource]:
-    """The §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict (a dict or a
-    `Checkpoint`, read tensor by tensor)."""
+    """The spec/vqf.md §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict (a
+    dict or a `Checkpoint`, read tensor by tensor)."""
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
     family = "q4" if qtype == QType.Q4_0 else "q8"
     embed = require(sd, EMBED, (c.vocab_size, d))
@@ -145,7 +147,7 @@ def build_tensors(
             encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), codecs)
             for i in range(nl)
         ]
-        # directory shape of §7.1: nl·in × out
+        # directory shape of spec/vqf.md §7.1: nl·in × out
         out.append(TensorSource(name, qtype, nl * cols, rows, b"".join(parts)))
     lm = require(sd, LM_HEAD, (c.vocab_size, d)) if LM_HEAD in sd else embed
     name = f"{family}_lm"
@@ -154,7 +156,8 @@ def build_tensors(
 
 
 def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
-    """Tiled files need every matrix to be whole row groups (8 rows Q8, 4 rows Q4; §7.5)."""
+    """Tiled files need every matrix to be whole row groups (8 rows Q8, 4 rows Q4;
+    spec/vqf.md §7.5)."""
     group = {QType.Q8_0: 8, QType.Q4_0: 4}.get(qtype)
     if layout != "tiled" or group is None:
         return

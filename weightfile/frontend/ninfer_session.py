@@ -1,5 +1,5 @@
 """A `weightfile run` / `trace` session on a `.ninfer` file: the reference model of the file's
-family (weightfile.families), and the frontend from the file's own resources (ninfer-v3.md
+family (weightfile.families), and the frontend from the file's own resources (spec/ninfer3.md
 §6.2)."""
 
 from __future__ import annotations

@@ -1,17 +1,19 @@
 /* A conformance adapter for the two containers, written from conformance/README.md, vqf.md and
- * ninfer-v3.md alone (no Python was read to write the checks).
+ * spec/ninfer3.md alone (no Python was read to write the checks).
  *
  *   cc -O2 -ffp-contract=off -std=c11 -o conform conform.c
  *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"]}
  *   conform vqf-container PATH         -> description on stdout, exit 0
  *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
  *
- * VQF, level "vqf-container:loader": the engine's load chain of vqf.md §9 (steps 1-5, 8 with the
- * trailer compared whenever it is non-zero, 12 and 13), so the runner gives it every valid case
- * and the invalid cases whose origin is "loader". The strict checks of §9.1 are not made.
+ * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §9 (steps 1-5, 8 with
+ * the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it every valid case
+ * and the invalid cases whose origin is "loader". The strict checks of spec/vqf.md §9.1 are not
+ * made.
  *
- * .ninfer: the whole open-time validation of ninfer-v3.md §2.9, then every object's deferred
- * checks, then every continuation volume (§1.3 step 6), with a small strict JSON parser.
+ * .ninfer: the whole open-time validation of spec/ninfer3.md §2.9, then every object's deferred
+ * checks, then every continuation volume (spec/ninfer3.md §1.3 step 6), with a small strict JSON
+ * parser.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -96,16 +98,16 @@ static void sha256_hex(const unsigned char *data, uint64_t len, char out[65]) {
     for (int i = 0; i < 8; i++) sprintf(out + 8 * i, "%08x", h[i]);
 }
 
-/* ---- FNV-1a-64 (vqf.md §3.5) --------------------------------------------------------- */
+/* ---- FNV-1a-64 (spec/vqf.md §3.5) --------------------------------------------------------- */
 
 static uint64_t fnv1a64(uint64_t h, const unsigned char *p, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
     return h;
 }
 
-/* ---- the header (vqf.md §2.2, §2.4) -------------------------------------------------- */
+/* ---- the header (spec/vqf.md §2.2, §2.4) -------------------------------------------------- */
 
-/* Arch fields in header order (§2.2): 'u' u32, 'f' f32 bits, 'a' int32[4]. */
+/* Arch fields in header order (spec/vqf.md §2.2): 'u' u32, 'f' f32 bits, 'a' int32[4]. */
 static const struct { const char *name; char type; } ARCH[] = {
     {"dim", 'u'}, {"n_layers", 'u'}, {"n_heads", 'u'}, {"n_kv_heads", 'u'}, {"head_dim", 'u'},
     {"ffn_dim", 'u'}, {"vocab_size", 'u'}, {"max_seq_len", 'u'}, {"rope_theta", 'f'},
@@ -127,13 +129,13 @@ static int arch_word_of(size_t field) { /* word index of field `field` (arrays t
     return w;
 }
 
-/* §2.4 step 3: is (d, f) a valid (data_offset, file_len) pair for this file? */
+/* spec/vqf.md §2.4 step 3: is (d, f) a valid (data_offset, file_len) pair for this file? */
 static int candidate_ok(uint64_t d, uint64_t f, uint64_t dir_end, uint64_t tag_len) {
     return d != 0 && f != 0 && d % 64 == 0 && d >= dir_end && d < file_size &&
            f <= UINT64_MAX - tag_len && f + tag_len == file_size && f > d;
 }
 
-/* A directory name is the bytes of the 32-byte field before its first NUL (§3.1). */
+/* A directory name is the bytes of the 32-byte field before its first NUL (spec/vqf.md §3.1). */
 static size_t name_len(const unsigned char *field) {
     size_t len = 0;
     while (len < 32 && field[len]) len++;
@@ -160,7 +162,7 @@ static void print_name(const unsigned char *field) {
 }
 
 static int check_vqf(void) {
-    /* §9 step 1: a header plus one directory entry. */
+    /* spec/vqf.md §9 step 1: a header plus one directory entry. */
     if (file_size < HEADER_BYTES + ENTRY_BYTES)
         return reject("MalformedError", "vqf.file.too_small", "file shorter than 512 bytes");
     if (u32(0) != MAGIC) return reject("MalformedError", "vqf.header.magic", "bad magic");
@@ -183,20 +185,21 @@ static int check_vqf(void) {
         return reject("UnsupportedError", "vqf.header.legacy_protected", "legacy ENC/SIGNED");
     int legacy = old_ok;
     uint64_t data_offset = legacy ? u64(184) : u64(200), file_len = legacy ? u64(192) : u64(208);
-    /* §9 step 12: every tensor inside [0, file_len), computed without wrap-around. */
+    /* spec/vqf.md §9 step 12: every tensor inside [0, file_len), computed without wrap-around. */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
         if (off > file_len || len > file_len - off)
             return reject("InvalidError", "vqf.directory.tensor_range", "tensor out of range");
     }
-    /* §9 step 13: the core tensors. */
+    /* spec/vqf.md §9 step 13: the core tensors. */
     int moe = (flags & FLAG_MOE) || version == 3;
     uint32_t n_experts = legacy ? 0 : u32(16 + 4 * MOE_TAIL_WORD);
     if (!has_tensor(n, "token_embed") || !(has_tensor(n, "q8_q") || has_tensor(n, "q4_q")) ||
         (moe && (!has_tensor(n, "moe_router") ||
                  !(has_tensor(n, "q4_gate") || has_tensor(n, "q8_gate")) || n_experts == 0)))
         return reject("InvalidError", "vqf.directory.missing_core", "core tensor missing");
-    /* §9 step 8 / §3.5: the trailer, unless it is 0 (the engine then skips the check). */
+    /* spec/vqf.md §9 step 8 / §3.5: the trailer, unless it is 0 (the engine then skips the check).
+ */
     uint64_t stored = 0;
     if (!(flags & FLAG_ENC)) {
         stored = u64(file_len);
@@ -238,7 +241,7 @@ static int check_vqf(void) {
     return 0;
 }
 
-/* ==== .ninfer v3 (ninfer-v3.md) ======================================================== */
+/* ==== .ninfer v3 (spec/ninfer3.md) ======================================================== */
 
 static _Noreturn void fail(const char *cls, const char *rule, const char *text) {
     fprintf(stderr, "%s: %s: %s\n", cls, rule, text);
@@ -264,7 +267,8 @@ static unsigned char *slurp(const char *path, uint64_t *size) {
     return buf;
 }
 
-/* ---- a strict JSON parser (§2.1): UTF-8, no duplicates, no NaN/Infinity ---------------- */
+/* ---- a strict JSON parser (spec/ninfer3.md §2.1): UTF-8, no duplicates, no NaN/Infinity
+ * ---------------- */
 
 enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
 typedef struct jnode {
@@ -475,7 +479,8 @@ static jnode *jvalue(int depth) {
     jfail("ninfer3.json.syntax");
 }
 
-/* ---- directory values (§2.1) ---------------------------------------------------------- */
+/* ---- directory values (spec/ninfer3.md §2.1)
+ * ---------------------------------------------------------- */
 
 static jnode *member(const jnode *obj, const char *name) {
     for (size_t i = 0; obj && obj->t == J_OBJ && i < obj->n; i++)
@@ -517,7 +522,7 @@ static void closed(const jnode *v, const char *const *required, const char *cons
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NONE ((const char *const[]){NULL})
 
-/* Shape: 0..16 PositiveU64 dims whose product fits in u64 (§2.1). */
+/* Shape: 0..16 PositiveU64 dims whose product fits in u64 (spec/ninfer3.md §2.1). */
 static uint64_t shape_elements(const jnode *v) {
     if (!v || v->t != J_ARR || v->n > 16) BAD("ninfer3.value.shape", "not a Shape");
     uint64_t e = 1;
@@ -530,7 +535,8 @@ static uint64_t shape_elements(const jnode *v) {
     return e;
 }
 
-/* ---- the directory (§2.2-§2.9) --------------------------------------------------------- */
+/* ---- the directory (spec/ninfer3.md §2.2-§2.9)
+ * --------------------------------------------------------- */
 
 typedef struct {
     const jnode *node;
@@ -547,7 +553,8 @@ static const object *find_object(const char *id) {
     return NULL;
 }
 
-/* A Binding (§2.5): exactly {object} or {parts: [Part, ...]}, referring to tensors. */
+/* A Binding (spec/ninfer3.md §2.5): exactly {object} or {parts: [Part, ...]}, referring to tensors.
+ */
 static void check_binding(const jnode *b) {
     if (!b || b->t != J_OBJ) BAD("ninfer3.record.type", "a binding is not an object");
     const jnode *whole = member(b, "object"), *parts = member(b, "parts");
@@ -590,7 +597,7 @@ static const char *LAYOUTS[] = {"contiguous_le_v1", "row_split_k128_v1",
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/* The deferred checks of one tensor (§2.9, §4.1-§4.5). */
+/* The deferred checks of one tensor (spec/ninfer3.md §2.9, §4.1-§4.5). */
 static void check_tensor(const object *o) {
     const jnode *t = o->node;
     int f = -1, l = -1;
@@ -606,7 +613,7 @@ static void check_tensor(const object *o) {
     unsigned __int128 size;
     if (l == 0) {
         size = (unsigned __int128)o->elements * (f == 0 ? 2 : 4);
-    } else if (l == 1) { /* §4.3: b, G, B, H per format */
+    } else if (l == 1) { /* spec/ninfer3.md §4.3: b, G, B, H per format */
         static const unsigned G[] = {64, 64, 64, 32, 128}, H[] = {0, 8, 16, 0, 0};
         unsigned g = G[f - 3], h = H[f - 3];
         unsigned __int128 gpr = align_up(k, 128) / g, base = n * gpr * 32, high = n * gpr * h;
@@ -650,23 +657,23 @@ static int check_ninfer3(const char *entry_path) {
     unsigned char *entry = slurp(entry_path, &size);
     if (!entry) fail("MalformedError", "ninfer3.header.truncated", "cannot open the entry");
     file = entry; /* u32/u64 read from `file` */
-    /* §1.3 steps 1-3 */
+    /* spec/ninfer3.md §1.3 steps 1-3 */
     if (size < 32) fail("MalformedError", "ninfer3.header.truncated", "entry < 32 bytes");
     if (memcmp(entry, "NINFER\0\3", 8)) fail("MalformedError", "ninfer3.header.magic", "magic");
     uint64_t json_bytes = u64(8);
     if (json_bytes < 1 || json_bytes > size - 32)
         fail("MalformedError", "ninfer3.header.json_bytes", "json_bytes out of range");
-    /* §2.1: the JSON text */
+    /* spec/ninfer3.md §2.1: the JSON text */
     jt = entry + 32, jlen = (size_t)json_bytes, jpos = 0;
     if (jlen >= 3 && !memcmp(jt, "\xEF\xBB\xBF", 3)) jfail("ninfer3.json.bom");
     if (!utf8_valid(jt, jlen)) jfail("ninfer3.json.utf8");
     const jnode *root = jvalue(0);
     ws();
     if (jpos != jlen) jfail("ninfer3.json.syntax");
-    /* §2.2 root */
+    /* spec/ninfer3.md §2.2 root */
     closed(root, LIST("components", "objects", "bindings", "uses", "files"),
            LIST("metadata", "provenance"));
-    /* §1.4 files */
+    /* spec/ninfer3.md §1.4 files */
     const jnode *files = member(root, "files");
     if (files->t != J_ARR) BAD("ninfer3.record.type", "files is not an array");
     if (files->n == 0) BAD("ninfer3.files.empty", "files is empty");
@@ -691,7 +698,7 @@ static int check_ninfer3(const char *entry_path) {
         if (pb > UINT64_MAX - payload) BAD("ninfer3.files.total", "total > 2^64-1");
         payload += pb;
     }
-    /* §2.4 objects */
+    /* spec/ninfer3.md §2.4 objects */
     const jnode *objects = member(root, "objects");
     if (objects->t != J_ARR) BAD("ninfer3.record.type", "objects is not an array");
     if (objects->n == 0) BAD("ninfer3.objects.empty", "objects is empty");
@@ -707,7 +714,7 @@ static int check_ninfer3(const char *entry_path) {
             closed(o, LIST("id", "kind", "shape", "format", "layout", "offset", "bytes"), NONE);
         else closed(o, LIST("id", "kind", "encoding", "offset", "bytes"), NONE);
         object *d = &objs[n_objs];
-        /* §2.9 step 4: id, offset and bytes, then the kind's own members */
+        /* spec/ninfer3.md §2.9 step 4: id, offset and bytes, then the kind's own members */
         d->node = o, d->tensor = tensor, d->id = need_id(member(o, "id"));
         d->offset = need_u64(member(o, "offset"));
         d->bytes = need_positive(member(o, "bytes"));
@@ -723,7 +730,7 @@ static int check_ninfer3(const char *entry_path) {
         prev_end = d->offset + d->bytes;
         n_objs++;
     }
-    /* §2.3 components */
+    /* spec/ninfer3.md §2.3 components */
     const jnode *comps = member(root, "components");
     if (comps->t != J_OBJ) BAD("ninfer3.record.type", "components is not an object");
     for (size_t i = 0; i < comps->n; i++) need_id(comps->keys[i]);
@@ -755,14 +762,14 @@ static int check_ninfer3(const char *entry_path) {
             need_positive(rows);
         }
     }
-    /* §2.5 bindings */
+    /* spec/ninfer3.md §2.5 bindings */
     const jnode *bindings = member(root, "bindings");
     if (bindings->t != J_OBJ) BAD("ninfer3.record.type", "bindings is not an object");
     for (size_t i = 0; i < bindings->n; i++) {
         need_id(bindings->keys[i]);
         check_binding(bindings->items[i]);
     }
-    /* §2.6 uses */
+    /* spec/ninfer3.md §2.6 uses */
     const jnode *uses = member(root, "uses");
     if (uses->t != J_ARR) BAD("ninfer3.record.type", "uses is not an array");
     for (size_t i = 0; i < uses->n; i++) {
@@ -782,21 +789,22 @@ static int check_ninfer3(const char *entry_path) {
             for (size_t j = 0; j < aux->n; j++) need_id(aux->keys[j]), check_binding(aux->items[j]);
         }
     }
-    /* §2.7 metadata and provenance */
+    /* spec/ninfer3.md §2.7 metadata and provenance */
     const jnode *meta = member(root, "metadata"), *prov = member(root, "provenance");
     if ((meta && meta->t != J_OBJ) || (prov && prov->t != J_OBJ))
         BAD("ninfer3.record.type", "metadata / provenance is not an object");
     if (member(meta, "name")) need_id(member(meta, "name"));
-    /* §1.3 step 5 */
+    /* spec/ninfer3.md §1.3 step 5 */
     uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0], "payload_bytes")->u;
     if (size != start + first) fail("MalformedError", "ninfer3.entry.length", "entry length");
-    /* §2.9 deferred object checks, in directory order */
+    /* spec/ninfer3.md §2.9 deferred object checks, in directory order */
     for (size_t i = 0; i < n_objs; i++) {
         if (objs[i].tensor) check_tensor(&objs[i]);
         else if (!str_is(member(objs[i].node, "encoding"), "raw_bytes_v1"))
             BAD("ninfer3.object.encoding", "encoding is not raw_bytes_v1");
     }
-    /* §1.3 step 6: every continuation volume; the logical payload assembled on the way */
+    /* spec/ninfer3.md §1.3 step 6: every continuation volume; the logical payload assembled on the
+     * way */
     unsigned char *logical = malloc(payload ? (size_t)payload : 1);
     if (!logical) exit(2);
     memcpy(logical, entry + start, (size_t)first);

@@ -1,8 +1,8 @@
-"""Vectorised `block_scale_k16_m128x4_v1` (ninfer-v3 §4.4); equals
+"""Vectorised `block_scale_k16_m128x4_v1` (spec/ninfer3.md §4.4); equals
 `ref.codecs.ninfer3.block_scale_k16_m128x4_v1`.
 
-The swizzle is the §4.4 permutation: natural `[N, K/16]` viewed as `[N/128, 4, 32, K/64, 4]`,
-axes (0, 3, 2, 1, 4), flattened.
+The swizzle is the spec/ninfer3.md §4.4 permutation: natural `[N, K/16]` viewed as
+`[N/128, 4, 32, K/64, 4]`, axes (0, 3, 2, 1, 4), flattened.
 """
 
 from __future__ import annotations

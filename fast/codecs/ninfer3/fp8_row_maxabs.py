@@ -1,4 +1,5 @@
-"""Vectorised `fp8_row_maxabs` (ninfer-v3 §3.7); must equal `ref.codecs.ninfer3.fp8_row_maxabs`.
+"""Vectorised `fp8_row_maxabs` (spec/ninfer3.md §3.7); must equal
+`ref.codecs.ninfer3.fp8_row_maxabs`.
 
 The E4M3FN rounding of step 7 is done on the binary32 bits instead of ref's midpoint table:
 a normal magnitude keeps 3 mantissa bits by the add-half-ulp-plus-lsb rule (carries walk into the

@@ -1,4 +1,5 @@
-"""Vectorised `grouped_absmax` (ninfer-v3 §3.6); must equal `ref.codecs.ninfer3.grouped_absmax`.
+"""Vectorised `grouped_absmax` (spec/ninfer3.md §3.6); must equal
+`ref.codecs.ninfer3.grouped_absmax`.
 
 NumPy's binary32 divide and multiply are correctly rounded, `astype(float16)` rounds to nearest
 even with subnormals, and `rint` rounds half to even, so each step is the ref step on a whole

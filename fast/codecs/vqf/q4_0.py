@@ -1,4 +1,5 @@
-"""Vectorised Q4_0 (§5.7, §6.2, §6.4, §6.5); must equal ref/codecs/vqf/q4_0.py bit for bit."""
+"""Vectorised Q4_0 (spec/vqf.md §5.7, §6.2, §6.4, §6.5); must equal ref/codecs/vqf/q4_0.py bit for
+bit."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ _HIGH = ((np.arange(256) >> 4) - 8).astype(np.float32)
 
 
 def signed_max(x: np.ndarray) -> np.ndarray:
-    """Per row: the first value with the strictly largest |x|; +0.0 for an all-zero row (§6.2)."""
+    """Per row: the first value with the strictly largest |x|; +0.0 for an all-zero row
+    (spec/vqf.md §6.2)."""
     first = np.abs(x).argmax(axis=1)  # argmax returns the first of equal maxima
     maxv = x[np.arange(x.shape[0]), first]
     return np.where(maxv == 0, F32(0), maxv)  # -0.0 never beats the starting +0.0
@@ -49,21 +51,21 @@ def nibbles(x: np.ndarray, inv: np.ndarray) -> np.ndarray:
 
 
 def quantize_kestrel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """§6.2: d = maxv/-8, 1.0 when zero, id = 1/d, f16_RNE(d)."""
+    """spec/vqf.md §6.2: d = maxv/-8, 1.0 when zero, id = 1/d, f16_RNE(d)."""
     d = signed_max(x) / F32(-8)
     d = np.where(d == 0, F32(1), d)
     return f16_rne(d.view(np.uint32)), nibbles(x, F32(1) / d)
 
 
 def quantize_kestrel_legacy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """§6.4: as §6.2 with the truncating FTZ f16."""
+    """spec/vqf.md §6.4: as spec/vqf.md §6.2 with the truncating FTZ f16."""
     d = signed_max(x) / F32(-8)
     d = np.where(d == 0, F32(1), d)
     return f16_trunc_ftz(d.view(np.uint32)), nibbles(x, F32(1) / d)
 
 
 def quantize_ggml(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ggml quantize_row_q4_0_ref: d = max/-8, id = 0 when d == 0 (§6.5)."""
+    """ggml quantize_row_q4_0_ref: d = max/-8, id = 0 when d == 0 (spec/vqf.md §6.5)."""
     d = signed_max(x) / F32(-8)
     inv = np.where(d != 0, F32(1) / np.where(d != 0, d, F32(1)), F32(0))
     return f16_rne(d.view(np.uint32)), nibbles(x, inv)
@@ -77,7 +79,8 @@ QUANTIZERS = {
 
 
 def store(out: np.ndarray, d: np.ndarray, q: np.ndarray) -> None:
-    """Fill [n, 18] uint8 blocks: d, then byte j = element j | element j+16 << 4 (§5.7)."""
+    """Fill [n, 18] uint8 blocks: d, then byte j = element j | element j+16 << 4
+    (spec/vqf.md §5.7)."""
     out[:, :2] = d.astype("<u2").view(np.uint8).reshape(-1, 2)
     np.left_shift(q[:, 16:], 4, out=out[:, 2:])
     out[:, 2:] |= q[:, :16]
@@ -124,7 +127,8 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
-    """Float32 [rows, cols]: value = (nibble - 8) · d, one f32 multiply per element (§5.7)."""
+    """Float32 [rows, cols]: value = (nibble - 8) · d, one f32 multiply per element
+    (spec/vqf.md §5.7)."""
     payload = require_payload(NAME, payload, rows, cols)
     native = _native.lib()
     if native is not None:

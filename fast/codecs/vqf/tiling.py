@@ -1,9 +1,9 @@
 """Vectorised row-group interleave (spec/vqf.md §5.6-§5.8); must equal ref/codecs/vqf/tiling.py.
 
 The legacy payload viewed as [R/G, G, nb, 2 + P] (group, row in group, block, byte) is transposed
-into [R/G, nb, G, 2] scales followed by [R/G, nb, P/k, G, k] chunks: the address formula of §5.6
-written as an axis permutation. `TiledCodec` is ref's, with the fast base codecs and this
-permutation, so every tiled layout (spec/codecs/vqf/layouts.TILED) is one object here too.
+into [R/G, nb, G, 2] scales followed by [R/G, nb, P/k, G, k] chunks: the address formula of
+spec/vqf.md §5.6 written as an axis permutation. `TiledCodec` is ref's, with the fast base codecs
+and this permutation, so every tiled layout (spec/codecs/vqf/layouts.TILED) is one object here too.
 """
 
 from __future__ import annotations

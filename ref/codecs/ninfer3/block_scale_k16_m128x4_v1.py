@@ -1,8 +1,8 @@
 """`block_scale_k16_m128x4_v1`: nvfp4 E2M1 codes, swizzled E4M3FN block scales and one FP32
-divisor (ninfer-v3 §3.4, §4.4).
+divisor (spec/ninfer3.md §3.4, §4.4).
 
-There is no built-in FP→NVFP4 quantiser (§3.4): `encode` refuses, and `encode_words` imports
-already-encoded codes, natural-order scales and the divisor word verbatim.
+There is no built-in FP→NVFP4 quantiser (spec/ninfer3.md §3.4): `encode` refuses, and `encode_words`
+imports already-encoded codes, natural-order scales and the divisor word verbatim.
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ def code_position(p: BlockScalePlanes, n: int, k: int) -> tuple[int, int]:
 
 
 def scale_position(p: BlockScalePlanes, n: int, g: int) -> int:
-    """Payload offset of natural scale s[n, g] under the §4.4 swizzle."""
+    """Payload offset of natural scale s[n, g] under the spec/ninfer3.md §4.4 swizzle."""
     return p.scale_plane_offset + nvfp4_scale_index(n, g, p.k)
 
 
 def divisor_is_valid(word: int) -> bool:
-    """d_w is one FP32 word, finite and > 0; positive subnormals are allowed (§3.4)."""
+    """d_w is one FP32 word, finite and > 0; positive subnormals are allowed
+    (spec/ninfer3.md §3.4)."""
     return word >> 31 == 0 and (word >> 23) & 0xFF != 0xFF and word != 0
 
 
@@ -90,7 +91,8 @@ def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violat
 def pack(
     codes: list[list[int]], scales: list[list[int]], divisor: int, p: BlockScalePlanes
 ) -> bytes:
-    """Codes two per byte, scales through the swizzle, then the divisor word (§4.4)."""
+    """Codes two per byte, scales through the swizzle, then the divisor word
+    (spec/ninfer3.md §4.4)."""
     buf = bytearray(p.bytes)  # [bytes]; the gap stays zero
     for n in range(p.n):
         for k in range(p.k):
@@ -127,7 +129,8 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:
-    """There is no FP→NVFP4 quantiser (§3.4): import encoded words with `encode_words`."""
+    """There is no FP→NVFP4 quantiser (spec/ninfer3.md §3.4): import encoded words with
+    `encode_words`."""
     raise UnsupportedError(rule(LAYOUT, NO_ENCODER), "nvfp4 has no quantiser; use encode_words")
 
 
@@ -152,7 +155,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
-    """Validate strictly, then `W = f32(f32(e2m1(c) × e4m3fn(s)) / d_w)` (§3.4)."""
+    """Validate strictly, then `W = f32(f32(e2m1(c) × e4m3fn(s)) / d_w)` (spec/ninfer3.md §3.4)."""
     shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)

@@ -1,4 +1,5 @@
-"""`get_codec(format, layout)`: one registered `.ninfer` v3 pair, its functions bound (§3.1, §4.1).
+"""`get_codec(format, layout)`: one registered `.ninfer` v3 pair, its functions bound
+(spec/ninfer3.md §3.1, §4.1).
 
 The same `Codec` record is built by `fast.codecs.ninfer3.codec` from the fast modules, so callers
 switch engines by switching the import.
@@ -63,7 +64,7 @@ def bind(package: str, pair: CodecPair) -> Codec:
 
 
 def lookup(format_name: str | None, layout: str) -> CodecPair:
-    """The registered pair, or InvalidError for an unregistered pair (§4.1)."""
+    """The registered pair, or InvalidError for an unregistered pair (spec/ninfer3.md §4.1)."""
     pair = CODECS.get((format_name, layout))
     if pair is None:
         raise InvalidError(

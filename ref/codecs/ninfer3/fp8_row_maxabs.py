@@ -1,4 +1,4 @@
-"""The reference FP8 producer `fp8_row_maxabs`, step by step as ninfer-v3 §3.7 words it.
+"""The reference FP8 producer `fp8_row_maxabs`, step by step as spec/ninfer3.md §3.7 words it.
 
 Input is binary32 values `[N, K]`; output is E4M3FN code words `[N][K]` and one BF16 scale word
 per row. The scale is a multiplier: `w = e4m3fn(code) × bf16(scale)`.

@@ -1,8 +1,9 @@
-"""Q4_0 legacy (qtype 0x03): 18 B blocks: f16 scale, 16 nibble-pair bytes (vqf.md §5.7, §6.2).
+"""Q4_0 legacy (qtype 0x03): 18 B blocks: f16 scale, 16 nibble-pair bytes (spec/vqf.md §5.7, §6.2).
 
-Encoder modes: "kestrel" (§6.2: the all-zero block is stored with d = 1.0), "kestrel_legacy" (§6.4:
-the same with the truncating FTZ f16), "ggml" (quantize_row_q4_0_ref: d = 0 for all-zero blocks,
-§6.5). A partial last block is quantised as if padded with +0.0 (padding nibbles are 8).
+Encoder modes: "kestrel" (spec/vqf.md §6.2: the all-zero block is stored with d = 1.0),
+"kestrel_legacy" (spec/vqf.md §6.4: the same with the truncating FTZ f16), "ggml"
+(quantize_row_q4_0_ref: d = 0 for all-zero blocks, spec/vqf.md §6.5). A partial last block is
+quantised as if padded with +0.0 (padding nibbles are 8).
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ from weightfile.spec.errors import Violation
 
 NAME = "q4_0"
 BLOCK_BYTES = 2 + QK // 2  # f16 d, then 16 bytes of nibble pairs
-ZERO_BLOCK_D = 0x3C00  # Kestrel stores the all-zero block with d = 1.0 (§6.2 step 2)
+ZERO_BLOCK_D = 0x3C00  # Kestrel stores the all-zero block with d = 1.0 (spec/vqf.md §6.2 step 2)
 
 
 def signed_max(xs: list[np.float32]) -> np.float32:
-    """§6.2 step 1: the first value that attains the strictly largest |x| (its sign kept).
+    """spec/vqf.md §6.2 step 1: the first value that attains the strictly largest |x| (its sign
+    kept).
 
-    An all-zero block keeps the starting +0.0, as ggml's loop does (then d = -0.0, §6.5).
+    An all-zero block keeps the starting +0.0, as ggml's loop does (then d = -0.0,
+    spec/vqf.md §6.5).
     """
     amax, maxv = F32(0), F32(0)
     for x in xs:
@@ -48,12 +51,13 @@ def signed_max(xs: list[np.float32]) -> np.float32:
 
 
 def nibble(x: np.float32, inv: np.float32) -> int:
-    """§6.2 step 4: trunc(x·id + 8.5) clamped to [0, 15] (two separately rounded f32 ops)."""
+    """spec/vqf.md §6.2 step 4: trunc(x·id + 8.5) clamped to [0, 15] (two separately rounded f32
+    ops)."""
     return saturating_trunc(x * inv + F32(8.5), 0, 15)
 
 
 def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.2: d = maxv/-8, d := 1.0 when d == 0 (incl. -0), id = 1/d, f16_RNE(d)."""
+    """spec/vqf.md §6.2: d = maxv/-8, d := 1.0 when d == 0 (incl. -0), id = 1/d, f16_RNE(d)."""
     with ieee():
         d = signed_max(xs) / F32(-8)
         if d == 0:
@@ -63,7 +67,8 @@ def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
 
 
 def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.4 legacy: identical to §6.2 except that d is stored with the truncating FTZ f16."""
+    """spec/vqf.md §6.4 legacy: identical to spec/vqf.md §6.2 except that d is stored with the
+    truncating FTZ f16."""
     with ieee():
         d = signed_max(xs) / F32(-8)
         if d == 0:
@@ -73,7 +78,8 @@ def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]
 
 
 def quantize_block_ggml(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.5 / ggml quantize_row_q4_0_ref: d = max/-8, id = 0 if d == 0, min(15, trunc(x·id+8.5))."""
+    """spec/vqf.md §6.5 / ggml quantize_row_q4_0_ref: d = max/-8, id = 0 if d == 0, min(15,
+    trunc(x·id+8.5))."""
     with ieee():
         d = signed_max(xs) / F32(-8)
         inv = F32(1) / d if d != 0 else F32(0)
@@ -123,7 +129,8 @@ def words_of_blocks(
 
 
 def values_of_blocks(blocks: list[tuple[int, list[int]]], rows: int, cols: int) -> np.ndarray:
-    """Reconstruction of §5.7: value = (nibble - 8) · d, one f32 multiply per element."""
+    """Reconstruction of spec/vqf.md §5.7: value = (nibble - 8) · d, one f32 multiply per
+    element."""
     out: list[int] = []
     with ieee():
         for d, nibbles in blocks:
@@ -145,7 +152,8 @@ def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
 def zero_block_violations(
     name: str, d: int, codes: list[int], zero: int, offset: int
 ) -> list[Violation]:
-    """The zero-scale rule: a block of all-zero codes is stored with d = 1.0, never d = ±0 (§6.2).
+    """The zero-scale rule: a block of all-zero codes is stored with d = 1.0, never d = ±0
+    (spec/vqf.md §6.2).
 
     Kestrel never writes d = 0 with all codes at zero: every non-zero block has a code of -8 at its
     maxv element, and the all-zero block gets d = 1.0. The ggml form (d = 0x0000) is flagged.

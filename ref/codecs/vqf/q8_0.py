@@ -1,8 +1,9 @@
-"""Q8_0 legacy (qtype 0x02): 34 B blocks of an f16 scale and 32 int8 codes (vqf.md §5.3, §6.1).
+"""Q8_0 legacy (qtype 0x02): 34 B blocks of an f16 scale and 32 int8 codes (spec/vqf.md §5.3, §6.1).
 
-Encoder modes: "kestrel" (§6.1, the current converter), "kestrel_legacy" (§6.4, older engine
-builds), "ggml" (ggml's quantize_row_q8_0_ref, §6.5). Blocks run in flat row-major order; a partial
-last block (N % 32 != 0) is quantised as if padded with +0.0, so its unused codes are 0.
+Encoder modes: "kestrel" (spec/vqf.md §6.1, the current converter), "kestrel_legacy"
+(spec/vqf.md §6.4, older engine builds), "ggml" (ggml's quantize_row_q8_0_ref, spec/vqf.md §6.5).
+Blocks run in flat row-major order; a partial last block (N % 32 != 0) is quantised as if padded
+with +0.0, so its unused codes are 0.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ from weightfile.spec.errors import Violation
 
 NAME = "q8_0"
 BLOCK_BYTES = 2 + QK  # f16 d, then 32 int8 codes
-FLOOR = F32(1e-10)  # the 1e-10 floors of §6.1 (an f32 constant)
+FLOOR = F32(1e-10)  # the 1e-10 floors of spec/vqf.md §6.1 (an f32 constant)
 
 
 def kestrel_scale(xs: list[np.float32]) -> np.float32:
-    """§6.1 steps 1-2: amax = max(1e-10, max|x|); scale = amax/127, floored at 1e-10."""
+    """spec/vqf.md §6.1 steps 1-2: amax = max(1e-10, max|x|); scale = amax/127, floored at 1e-10."""
     amax = FLOOR  # start at 1e-10, then the running max of |x|
     for x in xs:
         if abs(x) > amax:
@@ -45,14 +46,15 @@ def kestrel_scale(xs: list[np.float32]) -> np.float32:
 
 
 def kestrel_code(x: np.float32, r: np.float32) -> int:
-    """§6.1 step 5: trunc(x·r + 0.5) if x·r >= 0 else trunc(x·r - 0.5), clamped to ±127."""
+    """spec/vqf.md §6.1 step 5: trunc(x·r + 0.5) if x·r >= 0 else trunc(x·r - 0.5), clamped to
+    ±127."""
     v = x * r
     v = v + F32(0.5) if v >= 0 else v - F32(0.5)
     return saturating_trunc(v, -127, 127)
 
 
 def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.1: d = f16_RNE(scale); r = 1/scale from the unrounded f32 scale."""
+    """spec/vqf.md §6.1: d = f16_RNE(scale); r = 1/scale from the unrounded f32 scale."""
     with ieee():
         scale = kestrel_scale(xs)
         r = F32(1) / scale
@@ -60,10 +62,11 @@ def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
 
 
 def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.4 legacy: truncating FTZ f16 scale; codes trunc(x/scale + 0.5) (biases negatives up).
+    """spec/vqf.md §6.4 legacy: truncating FTZ f16 scale; codes trunc(x/scale + 0.5) (biases
+    negatives up).
 
-    The floors and the ±127 clamp are assumed unchanged from §6.1, which names only these two
-    differences.
+    The floors and the ±127 clamp are assumed unchanged from spec/vqf.md §6.1, which names only
+    these two differences.
     """
     with ieee():
         scale = kestrel_scale(xs)
@@ -81,7 +84,8 @@ def ggml_round(v: np.float32) -> np.float32:
 
 
 def quantize_block_ggml(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """§6.5 / ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d (0 when d = 0), roundf(x·id)."""
+    """spec/vqf.md §6.5 / ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d (0 when d = 0),
+    roundf(x·id)."""
     with ieee():
         amax = F32(0)
         for x in xs:
@@ -101,7 +105,7 @@ QUANTIZERS = {
 
 
 def pack_block(d: int, codes: list[int]) -> bytes:
-    """One 34 B block: d (u16 LE) at +0, code j (int8) at +2+j (§5.3)."""
+    """One 34 B block: d (u16 LE) at +0, code j (int8) at +2+j (spec/vqf.md §5.3)."""
     return struct.pack("<H32b", d, *codes)
 
 
@@ -134,7 +138,7 @@ def words_of_blocks(
 
 
 def values_of_blocks(blocks: list[tuple[int, list[int]]], rows: int, cols: int) -> np.ndarray:
-    """Reconstruction of §5.3: value = code · d, one f32 multiply per element."""
+    """Reconstruction of spec/vqf.md §5.3: value = code · d, one f32 multiply per element."""
     out: list[int] = []
     with ieee():
         for d, codes in blocks:

@@ -53,7 +53,7 @@ def tile(name: str, legacy: bytes, rows: int, cols: int) -> bytes:
     """Rearrange a legacy payload into the tiled layout (XOR applied to every payload byte)."""
     t = geometry(name)
     block_bytes = 2 + t.block_payload_bytes
-    out = bytearray(len(legacy))  # same size (§5.9)
+    out = bytearray(len(legacy))  # same size (spec/vqf.md §5.9)
     for src in range(rows * (cols // 32) * block_bytes):
         mask = t.xor if src % block_bytes >= 2 else 0
         out[tiled_offset(name, cols, src)] = legacy[src] ^ mask
@@ -105,7 +105,8 @@ class TiledCodec:
         return self.untile(require_payload(self.NAME, payload, rows, cols), rows, cols)
 
     def encode(self, values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
-        """Quantise with the base codec in `mode`, then tile: how the writer repacks (§5.5-§5.8)."""
+        """Quantise with the base codec in `mode`, then tile: how the writer repacks
+        (spec/vqf.md §5.5-§5.8)."""
         require_shape(self.NAME, rows, cols)
         require_mode(self.NAME, mode)
         return self.tile(self.base.encode(values, rows, cols, mode=mode), rows, cols)

@@ -1,8 +1,9 @@
-"""Byte geometry of the `.ninfer` v3 storage layouts, as data and size functions (ninfer-v3 §4).
+"""Byte geometry of the `.ninfer` v3 storage layouts, as data and size functions
+(spec/ninfer3.md §4).
 
 Every offset here is relative to the start of the object's payload. The functions take a shape that
-has already passed `shape_problem` and return plain integers; they never look at payload bytes.
-This module is the one home of the §4 geometry: the container's deferred object checks
+has already passed `shape_problem` and return plain integers; they never look at payload bytes. This
+module is the one home of the spec/ninfer3.md §4 geometry: the container's deferred object checks
 (`weightfile.spec.ninfer3.registry`, `weightfile.ref.ninfer3.objects`) use these same functions.
 """
 
@@ -19,7 +20,8 @@ BLOCK_SCALE_K16_M128X4_V1 = "block_scale_k16_m128x4_v1"
 ROW_SCALE_V1 = "row_scale_v1"
 RAW_BYTES_V1 = "raw_bytes_v1"
 
-#: Every layout keeps its object's logical-payload offset aligned to this many bytes (§4.1).
+#: Every layout keeps its object's logical-payload offset aligned to this many bytes
+#: (spec/ninfer3.md §4.1).
 LAYOUT_ALIGNMENT: dict[str, int] = {
     CONTIGUOUS_LE_V1: 256,
     ROW_SPLIT_K128_V1: 256,
@@ -28,10 +30,11 @@ LAYOUT_ALIGNMENT: dict[str, int] = {
     RAW_BYTES_V1: 1,
 }
 
-PLANE_ALIGNMENT = 256  # planes inside one payload start on 256-byte boundaries (§4.3–§4.5)
-ROW_SPLIT_K_ALIGNMENT = 128  # K is padded to a multiple of 128 lanes (§4.3)
-NVFP4_ROW_TILE = 128  # N % 128 == 0 (§4.1)
-NVFP4_K_TILE = 64  # K % 64 == 0: four 16-lane scale groups per tile (§4.4)
+# planes inside one payload start on 256-byte boundaries (spec/ninfer3.md §4.3–§4.5)
+PLANE_ALIGNMENT = 256
+ROW_SPLIT_K_ALIGNMENT = 128  # K is padded to a multiple of 128 lanes (spec/ninfer3.md §4.3)
+NVFP4_ROW_TILE = 128  # N % 128 == 0 (spec/ninfer3.md §4.1)
+NVFP4_K_TILE = 64  # K % 64 == 0: four 16-lane scale groups per tile (spec/ninfer3.md §4.4)
 MAX_CONTIGUOUS_RANK = 16
 
 
@@ -41,7 +44,8 @@ def align_up(value: int, alignment: int) -> int:
 
 
 def shape_problem(layout: str, shape: tuple[int, ...]) -> str | None:
-    """Why `shape` does not fit `layout` (§4.1 shape constraints), or None when it fits."""
+    """Why `shape` does not fit `layout` (spec/ninfer3.md §4.1 shape constraints), or None when it
+    fits."""
     if any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in shape):
         return "every dimension must be a positive integer"
     if layout == CONTIGUOUS_LE_V1:
@@ -60,22 +64,24 @@ def shape_problem(layout: str, shape: tuple[int, ...]) -> str | None:
     return None
 
 
-# --- contiguous_le_v1 (§4.2) -------------------------------------------------------------------
+# --- contiguous_le_v1 (spec/ninfer3.md §4.2)
+# -------------------------------------------------------------------
 
 
 def contiguous_bytes(format_name: str, shape: tuple[int, ...]) -> int:
-    """bytes = elements × word size; rank 0 holds one word (§4.2)."""
+    """bytes = elements × word size; rank 0 holds one word (spec/ninfer3.md §4.2)."""
     fmt = FORMATS[format_name]
     assert isinstance(fmt, DirectFormat)
     return prod(shape) * fmt.word_bytes
 
 
-# --- row_split_k128_v1 (§4.3) ------------------------------------------------------------------
+# --- row_split_k128_v1 (spec/ninfer3.md §4.3)
+# ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class RowSplitPlaneGeometry:
-    """Per-format constants of the §4.3 geometry table."""
+    """Per-format constants of the spec/ninfer3.md §4.3 geometry table."""
 
     code_bits: int  # b
     group_size: int  # G
@@ -83,7 +89,8 @@ class RowSplitPlaneGeometry:
     high_bytes_per_group: int  # H
 
 
-#: The B and H columns of the §4.3 geometry table; b and G are the §3.1 format's own.
+#: The B and H columns of the spec/ninfer3.md §4.3 geometry table; b and G are the
+#: spec/ninfer3.md §3.1 format's own.
 ROW_SPLIT_PLANE_BYTES: dict[str, tuple[int, int]] = {
     "q4_g64_fp16": (32, 0),
     "q5_g64_fp16": (32, 8),
@@ -92,7 +99,7 @@ ROW_SPLIT_PLANE_BYTES: dict[str, tuple[int, int]] = {
     "t2_g128_fp16": (32, 0),
 }
 
-#: The §4.3 geometry table, keyed by format name.
+#: The spec/ninfer3.md §4.3 geometry table, keyed by format name.
 ROW_SPLIT_GEOMETRY: dict[str, RowSplitPlaneGeometry] = {
     name: RowSplitPlaneGeometry(f.code_bits, f.group_size, *ROW_SPLIT_PLANE_BYTES[name])
     for name, f in GROUPED_FORMATS.items()
@@ -101,7 +108,7 @@ ROW_SPLIT_GEOMETRY: dict[str, RowSplitPlaneGeometry] = {
 
 @dataclass(frozen=True, slots=True)
 class RowSplitPlanes:
-    """Where the base, high and scale planes of one `[N, K]` object sit (§4.3)."""
+    """Where the base, high and scale planes of one `[N, K]` object sit (spec/ninfer3.md §4.3)."""
 
     n: int
     k: int
@@ -121,7 +128,7 @@ class RowSplitPlanes:
 
 
 def row_split_planes(format_name: str, shape: tuple[int, ...]) -> RowSplitPlanes:
-    """The §4.3 geometry formulas, in the spec's order."""
+    """The spec/ninfer3.md §4.3 geometry formulas, in the spec's order."""
     geo = ROW_SPLIT_GEOMETRY[format_name]
     n, k = shape
     k_pad = align_up(k, ROW_SPLIT_K_ALIGNMENT)
@@ -162,7 +169,8 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class RowView:
-    """Rows `[start, start + count)` as three spans of the parent; K_pad and gpr are kept (§4.3)."""
+    """Rows `[start, start + count)` as three spans of the parent; K_pad and gpr are kept
+    (spec/ninfer3.md §4.3)."""
 
     start: int
     count: int
@@ -172,7 +180,8 @@ class RowView:
 
 
 def row_split_row_view(format_name: str, shape: tuple[int, ...], start: int, count: int) -> RowView:
-    """Spans at `plane_offset + r·row_stride` for rows `[start, start + count)` (§4.3 Row views)."""
+    """Spans at `plane_offset + r·row_stride` for rows `[start, start + count)`
+    (spec/ninfer3.md §4.3 Row views)."""
     p = row_split_planes(format_name, shape)
     if not (start >= 0 and count > 0 and start + count <= p.n):
         raise ValueError(f"rows [{start}, {start + count}) outside [0, {p.n})")
@@ -185,12 +194,14 @@ def row_split_row_view(format_name: str, shape: tuple[int, ...], start: int, cou
     )
 
 
-# --- block_scale_k16_m128x4_v1 (§4.4) ----------------------------------------------------------
+# --- block_scale_k16_m128x4_v1 (spec/ninfer3.md §4.4)
+# ----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class BlockScalePlanes:
-    """Code plane, swizzled scale plane and divisor word of one nvfp4 `[N, K]` object (§4.4)."""
+    """Code plane, swizzled scale plane and divisor word of one nvfp4 `[N, K]` object
+    (spec/ninfer3.md §4.4)."""
 
     n: int
     k: int
@@ -202,7 +213,7 @@ class BlockScalePlanes:
 
 
 def block_scale_planes(shape: tuple[int, ...]) -> BlockScalePlanes:
-    """The §4.4 geometry formulas."""
+    """The spec/ninfer3.md §4.4 geometry formulas."""
     n, k = shape
     code_plane_bytes = n * k // 2
     scale_plane_offset = align_up(code_plane_bytes, PLANE_ALIGNMENT)
@@ -220,18 +231,20 @@ def block_scale_planes(shape: tuple[int, ...]) -> BlockScalePlanes:
 
 
 def nvfp4_scale_index(n: int, g: int, k: int) -> int:
-    """Scale-plane byte of natural scale s[n, g] under the 128×4 swizzle (§4.4 Swizzle)."""
+    """Scale-plane byte of natural scale s[n, g] under the 128×4 swizzle (spec/ninfer3.md §4.4
+    Swizzle)."""
     k_tiles = k // NVFP4_K_TILE
     m = n % NVFP4_ROW_TILE
     return (n // NVFP4_ROW_TILE * k_tiles + g // 4) * 512 + (m % 32) * 16 + (m // 32) * 4 + g % 4
 
 
-# --- row_scale_v1 (§4.5) -----------------------------------------------------------------------
+# --- row_scale_v1 (spec/ninfer3.md §4.5)
+# -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class RowScalePlanes:
-    """Code plane and BF16 row-scale plane of one fp8 row `[N, K]` object (§4.5)."""
+    """Code plane and BF16 row-scale plane of one fp8 row `[N, K]` object (spec/ninfer3.md §4.5)."""
 
     n: int
     k: int
@@ -241,7 +254,7 @@ class RowScalePlanes:
 
 
 def row_scale_planes(shape: tuple[int, ...]) -> RowScalePlanes:
-    """The §4.5 geometry formulas."""
+    """The spec/ninfer3.md §4.5 geometry formulas."""
     n, k = shape
     scale_plane_offset = align_up(n * k, PLANE_ALIGNMENT)
     return RowScalePlanes(n, k, n * k, scale_plane_offset, scale_plane_offset + 2 * n)

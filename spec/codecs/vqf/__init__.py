@@ -1,1 +1,2 @@
-"""VQF tensor encodings (vqf.md §5): block geometry, the codec registry and the layout rules."""
+"""VQF tensor encodings (spec/vqf.md §5): block geometry, the codec registry and the layout
+rules."""

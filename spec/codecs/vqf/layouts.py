@@ -1,13 +1,13 @@
 """The tiled VQF payload layouts as one table: a row per layout (spec/vqf.md §5.5-§5.8).
 
 A tiled layout never quantises anything itself. The writer quantises with an untiled base codec and
-then regroups the base blocks of G consecutive rows (spec/vqf.md §5.6): a [R x C] matrix of
-nb = C/32 block columns is stored group by group, block column by block column inside a group, and
-each group block holds the G row scales (row m at 2m) followed by the G rows' payload bytes moved in
+then regroups the base blocks of G consecutive rows (spec/vqf.md §5.6): a [R x C] matrix of nb =
+C/32 block columns is stored group by group, block column by block column inside a group, and each
+group block holds the G row scales (row m at 2m) followed by the G rows' payload bytes moved in
 k-byte chunks, row m's byte j at 2G + (j div k)·kG + km + (j mod k), XORed with the row's mask.
-Every layout of §5.6-§5.8 is that one rule with its own (G, k, mask), so a new tiled layout is one
-row here: the registry, both codec packages, the C kernels' geometry and the tests read it from
-this table.
+Every layout of spec/vqf.md §5.6-§5.8 is that one rule with its own (G, k, mask), so a new tiled
+layout is one row here: the registry, both codec packages, the C kernels' geometry and the tests
+read it from this table.
 
 How a reader picks a row (`TiledLayout.selects`): the directory qtype must be the row's, the tensor
 name must start with `names`, and then either the header flag `flag` is set, or (for the 4x4 Q8
@@ -44,7 +44,8 @@ class TileGeometry:
 
     @property
     def group_block_bytes(self) -> int:
-        """Bytes of one group block: G scales then G payloads (§5.6: G·34; §5.7: 72; §5.8: 144)."""
+        """Bytes of one group block: G scales then G payloads (spec/vqf.md §5.6: G·34;
+        spec/vqf.md §5.7: 72; spec/vqf.md §5.8: 144)."""
         return self.group_rows * (2 + self.block_payload_bytes)
 
     def scale_position(self, m: int) -> int:
@@ -108,7 +109,8 @@ TILED: dict[str, TiledLayout] = {
         # G256 is quantised first and then repacked like Q8 (spec/vqf.md §5.5).
         TiledLayout("g256_8x8", "g256", QType.Q8_0, _Q8_8X8, block_q8_0x8,
                     VQFFlag.Q8_8X8, None, "", "spec/vqf.md §5.5"),
-        # §5.5 names only 8x8, but the writer's 4x4 fallback (§7.5) applies to G256 files too.
+        # spec/vqf.md §5.5 names only 8x8, but the writer's 4x4 fallback (spec/vqf.md §7.5) applies
+        # to G256 files too.
         TiledLayout("g256_4x4", "g256", QType.Q8_0, _Q8_4X4, block_q8_0x4,
                     None, "4x4", "", "spec/vqf.md §5.5"),
     )

@@ -32,7 +32,8 @@ def fv(*xs: float) -> list[np.float32]:
     return [F(x) for x in xs]
 
 
-# --- §5.1 RMSNorm ------------------------------------------------------------------------
+# --- spec/numerics.md §5.1 RMSNorm
+# ------------------------------------------------------------------------
 
 
 def test_rmsnorm_hand_case() -> None:
@@ -47,7 +48,8 @@ def test_rmsnorm_eps_enters_under_the_root() -> None:
     assert out == [F(F(3) * F(1 / F(np.sqrt(F(13))))), F(F(4) * F(1 / F(np.sqrt(F(13)))))]
 
 
-# --- §5.2 softmax --------------------------------------------------------------------------
+# --- spec/numerics.md §5.2 softmax
+# --------------------------------------------------------------------------
 
 
 def test_softmax_hand_cases() -> None:
@@ -64,7 +66,8 @@ def test_softmax_sums_to_one(scores: list[float]) -> None:
     assert all(x >= 0 for x in p)
 
 
-# --- §4 quantized matvec --------------------------------------------------------------------
+# --- spec/numerics.md §4 quantized matvec
+# --------------------------------------------------------------------
 
 
 def test_activation_quantization_hand_case() -> None:
@@ -133,7 +136,8 @@ def test_f16_scale_widening_is_exact() -> None:
     assert f16_bits_to_f32(0x3C00) == F(1) and f16_bits_to_f32(0x0001) == F(2.0**-24)
 
 
-# --- §8 RoPE ---------------------------------------------------------------------------------
+# --- spec/numerics.md §8 RoPE
+# ---------------------------------------------------------------------------------
 
 
 def test_inv_freq_hand_case() -> None:
@@ -157,13 +161,14 @@ def test_rotate_half_quarter_turn() -> None:
 
 
 def test_mrope_sections_interleave() -> None:
-    axes = [mrope_axis(i, (24, 20, 20)) for i in range(64)]  # qwen-math §1.2 worked example
+    axes = [mrope_axis(i, (24, 20, 20)) for i in range(64)]  # spec/models.md §1.2 worked example
     assert [i for i, a in enumerate(axes) if a == 1] == list(range(1, 59, 3))
     assert [i for i, a in enumerate(axes) if a == 2] == list(range(2, 60, 3))
     assert axes.count(0) == 24 and all(mrope_axis(i, None) == 0 for i in range(64))
 
 
-# --- §1 profile -> kernels -------------------------------------------------------------------
+# --- spec/numerics.md §1 profile -> kernels
+# -------------------------------------------------------------------
 
 
 def test_kernels_dispatch_on_the_quantized_mode() -> None:

@@ -150,7 +150,7 @@ def test_generate_greedy_continues_the_argmax_chain() -> None:
 
 
 def test_every_operation_reports_its_site() -> None:
-    """A profile may choose a rule by site (numerics.md §1): the decoder names each call."""
+    """A profile may choose a rule by site (spec/numerics.md §1): the decoder names each call."""
     from dataclasses import fields
 
     from weightfile.ref.numerics.kernels import Kernels

@@ -1,4 +1,4 @@
-"""Write -> read -> write is byte-identical and every field reads back (vqf.md §2–§3)."""
+"""Write -> read -> write is byte-identical and every field reads back (spec/vqf.md §2–§3)."""
 
 from hypothesis import given
 from strategies.vqf import vqf_files

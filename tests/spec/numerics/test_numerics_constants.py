@@ -1,4 +1,5 @@
-"""The canonical profile's constants are the values numerics.md says they are (§6, §8)."""
+"""The canonical profile's constants are the values numerics.md says they are (spec/numerics.md §6,
+§8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The vectorised numerics of fast against independent oracles (ml_dtypes) and the §4.4 formula.
+"""The vectorised numerics of fast against independent oracles (ml_dtypes) and the
+spec/ninfer3.md §4.4 formula.
 
 fast rounds E4M3FN on the binary32 bits rather than through ref's midpoint table, so it gets its
 own oracle tests over dense and boundary inputs.

@@ -1,4 +1,5 @@
-"""The Kestrel quantisers of §6.1-§6.4 on hand-derived blocks where the modes differ (§6.5)."""
+"""The Kestrel quantisers of spec/vqf.md §6.1-§6.4 on hand-derived blocks where the modes differ
+(spec/vqf.md §6.5)."""
 
 from __future__ import annotations
 
@@ -36,14 +37,16 @@ def test_q8_rounding_per_mode_with_unit_scale() -> None:
 
 
 def test_q8_tie_just_below_one_half() -> None:
-    # x·r = 0.5 - 2^-25: Kestrel's f32 add rounds up to 1.0 (code 1), ggml's roundf gives 0 (§6.5).
+    # x·r = 0.5 - 2^-25: Kestrel's f32 add rounds up to 1.0 (code 1), ggml's roundf gives 0
+    # (spec/vqf.md §6.5).
     x = _block(127.0, 0.5 - 2.0**-25)
     assert _q8(x, "kestrel")[1][1] == 1
     assert _q8(x, "ggml")[1][1] == 0
 
 
 def test_q8_tiny_block_uses_the_1e_minus_10_floor() -> None:
-    # amax < 1.27e-8: scale floors at 1e-10 (f16 -> 0x0000) and codes are round(x·1e10) (§6.5).
+    # amax < 1.27e-8: scale floors at 1e-10 (f16 -> 0x0000) and codes are round(x·1e10)
+    # (spec/vqf.md §6.5).
     d, codes = _q8(_block(1e-9, -3e-10), "kestrel")
     assert d == 0x0000 and codes[:2] == [10, -3]
     d, codes = _q8(_block(1e-9, -3e-10), "ggml")

@@ -107,7 +107,7 @@ def test_g256_scale_not_shared_and_tail_not_zero() -> None:
 
 def test_tiled_violations_carry_the_tiled_rule_and_offset() -> None:
     payload = q8_0_8x8.encode(X, 8, 256)
-    # row 3's code 5 of block 0 sits at 16 + 32·1 + 4·3 + 1 = 61 (§5.6)
+    # row 3's code 5 of block 0 sits at 16 + 32·1 + 4·3 + 1 = 61 (spec/vqf.md §5.6)
     assert _rules(q8_0_8x8, _poke(payload, 61, 0x80)) == [("vqf.codec.q8_0_8x8.code_domain", 61)]
     # row 5's scale of block 2 sits at 2·272 + 2·5 = 554
     assert _rules(q8_0_8x8, _poke(payload, 554, 0x00, 0x7C)) == [
