@@ -26,13 +26,14 @@ SOURCES = [
     *(ROOT / "ref" / "ninfer3").glob("*.py"),
     *(ROOT / "spec" / "ninfer3").glob("*.py"),
     *(ROOT / "ref" / "qwen35").glob("*.py"),  # the Qwen3.5 text binder's ninfer3.text.* rules
+    *(ROOT / "weightfile" / "convert").glob("qwen35_*.py"),  # the importer's ninfer3.text.hf_*
 ]
 # Property tests log no rules (they never call raises_rule); skipping them halves the re-run.
 SKIP = [
     f"--ignore={ROOT / 'tests' / 'ref' / 'ninfer3' / name}"
     for name in ("test_ninfer3_roundtrip.py", "test_ninfer3_hostile.py")
 ]
-BINDER = ("config", "bind", "hf")  # the Qwen3.5 binder tests that raise ninfer3.text.* rules
+BINDER = ("config", "bind")  # the Qwen3.5 binder tests that raise ninfer3.text.* rules
 RULE_LITERAL = re.compile(r'"(ninfer3\.[a-z0-9_]+\.[a-z0-9_]+)"')
 
 
@@ -57,6 +58,7 @@ def test_every_rule_is_raised_by_some_test(tmp_path: Path) -> None:
     env = {**os.environ, RULE_LOG: str(log)}
     targets = [str(ROOT / "tests" / "ref" / "ninfer3"), str(ROOT / "tests" / "spec" / "ninfer3")]
     targets += [str(ROOT / "tests" / "ref" / "qwen35" / f"test_qwen35_{t}.py") for t in BINDER]
+    targets.append(str(ROOT / "tests" / "convert" / "test_qwen35_hf.py"))  # ninfer3.text.hf_*
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets, *SKIP],
         cwd=ROOT,
