@@ -42,8 +42,15 @@ class VQFModelFile:
 
     format = "vqf"
 
-    def __init__(self, path: str | os.PathLike[str], *, q8_tiling: str | None = None) -> None:
-        self.file: VQFFile = open_vqf(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        q8_tiling: str | None = None,
+        passphrase: bytes | None = None,
+    ) -> None:
+        # an ENC file is authenticated, then decrypted into private memory (spec/vqf.md §4.2)
+        self.file: VQFFile = open_vqf(path, passphrase=passphrase)
         self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (vqf.md §0 item 3)
         self.geometry = Geometry.from_arch(self.file.header.arch)
 
@@ -182,7 +189,11 @@ def _flat_slice(decoded: Any, begin: int, end: int, words: bool) -> Any:
 
 
 def open_model_file(path: str | os.PathLike[str], **options: Any) -> VQFModelFile | NInferModelFile:
-    """Open a VQF or .ninfer v3 file, chosen by its magic bytes."""
+    """Open a VQF or .ninfer v3 file, chosen by its magic bytes.
+
+    `passphrase=` (bytes) opens an encrypted VQF; a .ninfer file has no encryption and ignores it.
+    """
     if sniff(path) == "vqf":
         return VQFModelFile(path, **options)
+    options.pop("passphrase", None)
     return NInferModelFile(path, **options)

@@ -7,13 +7,18 @@ from typing import Any
 from weightfile.spec.vqf.flags import flag_names
 from weightfile.spec.vqf.qtypes import qtype_name
 
+from .protect import describe_protection
 from .read import VQFFile
 
 
-def describe(vqf: VQFFile) -> dict[str, Any]:
-    """A JSON-serialisable description; byte strings are hex, integers stay integers."""
+def describe(vqf: VQFFile, *, passphrase: bytes | None = None) -> dict[str, Any]:
+    """A JSON-serialisable description; byte strings are hex, integers stay integers.
+
+    A protected file gains a "protection" entry (spec/vqf.md §4): the tag (checked when the
+    passphrase is given), the writer kind its pads show (§0 item 7) and the loader's policy.
+    """
     h = vqf.header
-    return {
+    out = {
         "format": "vqf",
         "path": str(vqf.path),
         "file_size": vqf.size,
@@ -47,6 +52,12 @@ def describe(vqf: VQFFile) -> dict[str, Any]:
             for e in vqf.entries
         ],
     }
+    if h.encrypted or h.signed:
+        tag = vqf.stored_tag() if h.encrypted else b""
+        out["protection"] = describe_protection(
+            vqf.bytes_at(0, vqf.size), h, vqf.entries, tag, passphrase
+        )
+    return out
 
 
 def format_text(d: dict[str, Any]) -> str:
@@ -60,10 +71,14 @@ def format_text(d: dict[str, Any]) -> str:
         f"file_len {h['file_len']:,}",
         f"  trailer      {h['trailer']} {h['trailer_value']}",
     ]
+    p = d.get("protection", {})
     if "ENC" in h["flag_names"]:
-        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']} (decryption not implemented yet)")
+        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']}; tag {p['tag']}")
+        lines.append(f"  writer kind  {p['writer_kind']}")
     if h["signed"]:
-        lines.append("  signed       SM2 (signature verification not implemented yet)")
+        lines.append(f"  signed       SM2 by pub {p['signer_pub']}")
+    if p:
+        lines.append(f"  loader       {p['loader_policy']}")
     lines.append("arch")
     items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
     line = ""

@@ -15,6 +15,9 @@ class Rule:
     id: str
     error_class: str
     # "loader" (§9) | "strict" (§9.1) | "writer" | "reader" | "binder" | "importer" | "feature"
+    # | "protected": a check of ENC/SIGNED files that needs a passphrase or a trusted key (§4);
+    # the corpus v1 protocol carries no keys, so these have no v1 case (tests/ref/vqf/
+    # test_protect.py breaks each). Their meaning says which the loader makes (§4.3: all but id).
     origin: str
     section: str
     meaning: str
@@ -91,7 +94,29 @@ _RULES = (
     # --- lookups by callers ---
     Rule("vqf.directory.name", "NotFoundError", "reader", "§9.12", "no tensor of that name"),
     Rule("vqf.file.range", "MalformedError", "reader", "§1", "a byte range outside the file"),
-    # --- features not implemented yet ---
+    # --- protected files (§4): SM4-CTR + HMAC-SM3 (ENC), SM2 (SIGNED) ---
+    Rule("vqf.enc.no_key", "UnsupportedError", "protected", "§4.1",
+         "an ENC file but no passphrase: its tag and contents cannot be verified"),
+    Rule("vqf.enc.tag", "ChecksumError", "protected", "§4.2",
+         "HMAC-SM3 over H' || directory || ciphertext differs from the stored tag"),
+    Rule("vqf.enc.fnv", "UnsupportedError", "reader", "§3.5",
+         "the FNV-1a-64 trailer of an ENC file was asked for; it has a tag instead"),
+    Rule("vqf.sig.no_key", "UnsupportedError", "protected", "§4.3",
+         "a SIGNED file but no trusted public key: its signature cannot be verified"),
+    Rule("vqf.sig.digest", "InvalidError", "protected", "§4.3",
+         "sig.digest differs from SM3(H'' || directory || plaintext)"),
+    Rule("vqf.sig.pub", "InvalidError", "protected", "§4.3",
+         "sig.pub is not the trusted public key"),
+    Rule("vqf.sig.signature", "InvalidError", "protected", "§4.3",
+         "(r, s) is not an SM2 signature of the digest under the trusted key and the fixed ID"),
+    Rule("vqf.sig.id", "InvalidError", "protected", "§2.3",
+         "strict only (the loader ignores it): sig id is not 'vllm-shs-vqf' zero padded, "
+         "id_len is not 12, or rsvd is not 0"),
+    Rule("vqf.sig.key", "InvalidError", "writer", "§4.3",
+         "a private key file does not hold 64 hex characters of a valid SM2 key"),
+    Rule("vqf.writer.protect", "InvalidError", "writer", "§4",
+         "encrypt of an ENC or SIGNED file, or decrypt of a plaintext file"),
+    # --- retired with corpus v1: what a build without crypto reported (§4) ---
     Rule("vqf.enc.not_implemented", "UnsupportedError", "feature", "§4.2",
          "SM4-CTR decryption and the HMAC-SM3 tag are not implemented yet"),
     Rule("vqf.sig.not_implemented", "UnsupportedError", "feature", "§4.3",
@@ -141,4 +166,11 @@ _RULES = (
 )  # fmt: skip
 
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
+
+#: Rules no implementation raises any more, and the rule that reports the same file today. The
+#: corpus keeps their published v1 cases; the generator and the runner accept the successor.
+RETIRED: dict[str, str] = {
+    "vqf.enc.not_implemented": "vqf.enc.no_key",
+    "vqf.sig.not_implemented": "vqf.sig.no_key",
+}
 assert len(RULES) == len(_RULES), "duplicate rule id"

@@ -58,8 +58,12 @@ def load_session(
     need_tokenizer: bool,
     engine: str = "ref",
     threads: int = 1,
+    passphrase: bytes | None = None,
 ) -> Session:
-    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
+    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`).
+
+    `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (vqf.md §4.2).
+    """
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
@@ -70,7 +74,7 @@ def load_session(
     if engine == "fast" and library() is None:  # no compiler: say so, then run the reference
         engine, note = "ref", NO_KERNELS_NOTE
     if engine == "fast":
-        vqf = open_vqf(path)
+        vqf = open_vqf(path, passphrase=passphrase)
         try:
             model: Qwen3Model | FastQwen3Model = open_model(vqf, threads=threads)
         except BaseException:
@@ -78,7 +82,7 @@ def load_session(
             raise
         arch = dict(vqf.header.arch)
     else:
-        with open_vqf(path) as vqf:
+        with open_vqf(path, passphrase=passphrase) as vqf:
             model = Qwen3Model(*bind_vqf(vqf))
             arch = dict(vqf.header.arch)
     s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
