@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from weightfile.spec.vqf.rules import RULES
+from weightfile.spec.vqf.rules import RETIRED, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def test_spliced_tables_match_the_schemas():
 def test_every_vqf_rule_id_is_raised_by_the_implementation():
     source = "\n".join(p.read_text() for p in (ROOT / "ref").rglob("*.py"))
     raised = set(re.findall(r'"(vqf\.[a-z0-9_.]+)"', source))
-    assert set(RULES) - raised == set()
+    assert set(RULES) - raised == set(RETIRED)  # retired ids keep their v1 cases, raised by none
 
 
 def test_every_rule_id_the_implementation_raises_is_in_the_table():
