@@ -14,7 +14,7 @@ import os
 import secrets
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -38,6 +38,8 @@ from .fnv1a64 import fnv1a64
 from .read import Header, VQFFile, open_vqf
 from .write import publish
 
+#: FNV-1a-64 continued from h (ref/vqf/fnv1a64.py, or the C kernel of fast/vqf)
+Hasher = Callable[[bytes, int], int]
 FLAGS_AT = field_offset(VQFHeader, "flags")
 IV_AT = field_offset(VQFHeader, "enc_iv")
 
@@ -105,6 +107,7 @@ def encrypt_vqf(
     *,
     overwrite: bool = False,
     iv: bytes | None = None,
+    hasher: Hasher = fnv1a64,
 ) -> Path:
     """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
 
@@ -141,7 +144,9 @@ def encrypt_vqf(
             mac.update(cipher)
             out.write(cipher)
 
-        done = protect.pass_region(vqf.bytes_at(0, vqf.size), h, vqf.entries, fnv=True, sink=write)
+        done = protect.pass_region(
+            vqf.bytes_at(0, vqf.size), h, vqf.entries, fnv=True, hasher=hasher, sink=write
+        )
         _check_fnv(vqf, done.fnv)
         out.write(mac.finalize())
     return Path(dst)
@@ -153,6 +158,7 @@ def decrypt_vqf(
     passphrase: bytes,
     *,
     overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
 ) -> Path:
     """Write the plaintext file of an ENC file: ENC and the IV cleared, an FNV-1a-64 trailer.
 
@@ -189,11 +195,11 @@ def decrypt_vqf(
             raise protect.tag_error(h)
         kind = protect.stream_kind(protect.detect_kind(keys, h, vqf.entries, done.pads))
         ks = protect.Keystream(keys, h, vqf.entries, kind)
-        f = fnv1a64(rest[: directory_end(h.n_tensors) - HEADER_BYTES], FNV_OFFSET_BASIS)
+        f = hasher(rest[: directory_end(h.n_tensors) - HEADER_BYTES], FNV_OFFSET_BASIS)
         for pos in range(h.data_offset, h.file_len, protect.CHUNK):  # our own staged copy
             out.seek(pos)
             plain = ks.apply(out.read(min(protect.CHUNK, h.file_len - pos)))
-            f = fnv1a64(plain, f)
+            f = hasher(plain, f)
             out.seek(pos)
             out.write(plain)
         out.seek(h.file_len)
@@ -209,6 +215,7 @@ def sign_vqf(
     *,
     passphrase: bytes | None = None,
     overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
 ) -> Path:
     """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
 
@@ -257,6 +264,7 @@ def sign_vqf(
                 h,
                 vqf.entries,
                 fnv=True,
+                hasher=hasher,
                 sink=copy,
                 digest_header=covered,
             )

@@ -63,7 +63,7 @@ def _need_passphrase(command: str, args: argparse.Namespace) -> bytes:
 
 
 def run_encrypt(args: argparse.Namespace) -> int:
-    from weightfile.ref.vqf.protect_write import encrypt_vqf
+    from weightfile.fast.vqf.protect_write import encrypt_vqf
 
     encrypt_vqf(args.input, args.output, _need_passphrase("encrypt", args), overwrite=args.force)
     print(f"{args.output}: encrypted (SM4-CTR, one stream; HMAC-SM3 tag)")
@@ -71,7 +71,7 @@ def run_encrypt(args: argparse.Namespace) -> int:
 
 
 def run_decrypt(args: argparse.Namespace) -> int:
-    from weightfile.ref.vqf.protect_write import decrypt_vqf
+    from weightfile.fast.vqf.protect_write import decrypt_vqf
 
     decrypt_vqf(args.input, args.output, _need_passphrase("decrypt", args), overwrite=args.force)
     print(f"{args.output}: plaintext (tag verified; FNV-1a-64 trailer)")
@@ -79,7 +79,7 @@ def run_decrypt(args: argparse.Namespace) -> int:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    from weightfile.ref.vqf.protect_write import read_private_key, sign_vqf
+    from weightfile.fast.vqf.protect_write import read_private_key, sign_vqf
 
     key = read_private_key(args.sign_key)
     sign_vqf(args.input, args.output, key, passphrase=passphrase(args), overwrite=args.force)
@@ -88,7 +88,7 @@ def run_sign(args: argparse.Namespace) -> int:
 
 
 def run_keygen(args: argparse.Namespace) -> int:
-    from weightfile.ref.vqf.protect_write import write_private_key
+    from weightfile.fast.vqf.protect_write import write_private_key
 
     pub = write_private_key(args.out, overwrite=args.force)
     print(pub.hex())
