@@ -55,7 +55,7 @@ def describe(vqf: VQFFile, *, passphrase: bytes | None = None) -> dict[str, Any]
     if h.encrypted or h.signed:
         tag = vqf.stored_tag() if h.encrypted else b""
         out["protection"] = describe_protection(
-            vqf.bytes_at(0, vqf.size), h, vqf.entries, tag, passphrase
+            vqf.bytes_at(0, vqf.size), h, vqf.entries, tag, passphrase, vqf.release_pages
         )
     return out
 

@@ -215,14 +215,17 @@ def pass_region(
     sink: Callable[[int, bytes], None] | None = None,
     hasher: Callable[[bytes, int], int] = fnv1a64,
     progress: Callable[[int], None] | None = None,
+    release: Callable[[int, int], None] | None = None,
     chunk: int = CHUNK,
 ) -> RegionPass:
     """Stream the data region in `chunk` steps through every requested hash, once.
 
     Each chunk is copied out of the map, and that copy alone is MACed, decrypted, hashed and
-    handed to `sink(offset, stored_bytes)`. `mac_headers` are H′ values to tag the ciphertext
-    under (ENC files; more than one when a writer re-tags). `digest_header` (H″) asks for D: over
-    the stored bytes of a plaintext file, over each candidate kind's plaintext of an ENC file.
+    handed to `sink(offset, stored_bytes)`; `release(start, stop)` then lets the caller drop the
+    mapped pages, so memory stays bounded by the chunk however large the file. `mac_headers` are
+    H′ values to tag the ciphertext under (ENC files; two when a writer re-tags).
+    `digest_header` (H″) asks for D: over the stored bytes of a plaintext file, over each
+    candidate kind's plaintext of an ENC file.
     """
     directory = bytes(view[DIRECTORY_OFFSET : directory_end(h.n_tensors)])
     result = RegionPass()
@@ -267,6 +270,8 @@ def pass_region(
             sink(pos, stored)
         if progress is not None:
             progress(len(stored))
+        if release is not None:  # the copy is all the pass needs: drop the mapped pages
+            release(pos, end)
     result.tags = [m.finalize() for m in macs]
     result.digests = {kind: s.finalize() for kind, s in sm3s.items()}
     result.fnv = f
@@ -289,7 +294,12 @@ def tag_error(h: Header, detail: str = "") -> ChecksumError:
 
 # -- reading a model: authenticate, then decrypt a private copy -----------------------------------
 def decrypt_region(
-    view: memoryview, h: Header, entries: Sequence[Entry], stored_tag: bytes, passphrase: bytes
+    view: memoryview,
+    h: Header,
+    entries: Sequence[Entry],
+    stored_tag: bytes,
+    passphrase: bytes,
+    release: Callable[[int, int], None] | None = None,
 ) -> tuple[mmap.mmap, str | None]:
     """The plaintext of [data_offset, file_len) in an anonymous private map, and the writer kind.
 
@@ -306,7 +316,13 @@ def decrypt_region(
             buf[pos - base : pos - base + len(stored)] = stored
 
         done = pass_region(
-            view, h, entries, keys=keys, mac_headers=[covered_header(view)], sink=copy
+            view,
+            h,
+            entries,
+            keys=keys,
+            mac_headers=[covered_header(view)],
+            sink=copy,
+            release=release,
         )
         if not tags_equal(done.tags[0], stored_tag):
             raise tag_error(h)
@@ -421,6 +437,7 @@ def describe_protection(
     entries: Sequence[Entry],
     stored_tag: bytes,
     passphrase: bytes | None,
+    release: Callable[[int, int], None] | None = None,
 ) -> dict[str, object]:
     """What `inspect` says about an ENC/SIGNED file: tag, writer kind, the loader's policy.
 
@@ -442,7 +459,9 @@ def describe_protection(
         out["writer_kind"] = "unknown (no passphrase)"
         return out
     keys = derive_keys(passphrase)
-    done = pass_region(view, h, entries, keys=keys, mac_headers=[covered_header(view)])
+    done = pass_region(
+        view, h, entries, keys=keys, mac_headers=[covered_header(view)], release=release
+    )
     if not tags_equal(done.tags[0], stored_tag):
         out["tag"] = "MISMATCH (wrong passphrase, or the file was changed)"
         out["writer_kind"] = "unknown (tag mismatch)"

@@ -145,7 +145,13 @@ def encrypt_vqf(
             out.write(cipher)
 
         done = protect.pass_region(
-            vqf.bytes_at(0, vqf.size), h, vqf.entries, fnv=True, hasher=hasher, sink=write
+            vqf.bytes_at(0, vqf.size),
+            h,
+            vqf.entries,
+            fnv=True,
+            hasher=hasher,
+            sink=write,
+            release=vqf.release_pages,
         )
         _check_fnv(vqf, done.fnv)
         out.write(mac.finalize())
@@ -190,6 +196,7 @@ def decrypt_vqf(
             keys=keys,
             mac_headers=[protect.covered_header(stored_header)],
             sink=lambda pos, stored: out.write(stored),
+            release=vqf.release_pages,
         )
         if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
             raise protect.tag_error(h)
@@ -252,6 +259,7 @@ def sign_vqf(
                 sink=copy,
                 digest_header=covered,
                 mac_headers=[protect.covered_header(stored_header), covered],
+                release=vqf.release_pages,
             )
             if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
                 raise protect.tag_error(h)
@@ -266,6 +274,7 @@ def sign_vqf(
                 fnv=True,
                 hasher=hasher,
                 sink=copy,
+                release=vqf.release_pages,
                 digest_header=covered,
             )
             _check_fnv(vqf, done.fnv)

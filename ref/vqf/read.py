@@ -132,6 +132,16 @@ class VQFFile:
         assert self._view is not None, "file is closed"
         return self._view[start:stop]
 
+    def release_pages(self, start: int, stop: int) -> None:
+        """Drop the mapped pages of [start, stop) from this process (a streaming pass is done
+        with them): the file stays in the page cache, but the pass's RSS stays bounded."""
+        if self._map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        lo, hi = -(-start // page) * page, stop // page * page
+        if lo < hi:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def directory_bytes(self) -> memoryview:
         return self.bytes_at(DIRECTORY_OFFSET, directory_end(self.header.n_tensors))
 
@@ -254,7 +264,7 @@ def open_vqf(
 
         try:
             vqf._plain, vqf.stream_kind = decrypt_region(
-                view, header, entries, vqf.stored_tag(), passphrase
+                view, header, entries, vqf.stored_tag(), passphrase, vqf.release_pages
             )
         except BaseException:
             vqf.close()

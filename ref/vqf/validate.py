@@ -460,6 +460,7 @@ def check_protection(
         mac_headers=[covered] if keys else [],
         digest_header=digest_header,
         progress=progress,
+        release=vqf.release_pages,
     )
     kind: str | None = protect.ONE_STREAM
     if keys is not None:
