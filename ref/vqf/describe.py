@@ -75,6 +75,7 @@ def format_text(d: dict[str, Any]) -> str:
     if "ENC" in h["flag_names"]:
         lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']}; tag {p['tag']}")
         lines.append(f"  writer kind  {p['writer_kind']}")
+        lines.append(f"  loader       {p['loader_decrypt']}")
     if h["signed"]:
         lines.append(f"  signed       SM2 by pub {p['signer_pub']}")
     if p:

@@ -453,6 +453,12 @@ def describe_protection(
         out["signer_pub"] = bytes(h.sig["pub"]).hex()  # type: ignore[arg-type]
     if not h.encrypted:
         return out
+    key_set = bool(os.environ.get(ENV_PASSPHRASE))
+    out["loader_decrypt"] = (
+        "the loader decrypts with VLLM_VQF_KEY (set here)"
+        if key_set
+        else "the loader refuses the file: VLLM_VQF_KEY is not set here"
+    )
     out["writer_kinds_differ"] = kinds_differ(h, entries)
     if passphrase is None:
         out["tag"] = "not checked (no passphrase)"
