@@ -36,6 +36,7 @@ ORIGINS = (
     "loader",  # the Kestrel loader chain, spec/vqf.md §9
     "strict",  # the strict checks the engine does not make, spec/vqf.md §9.1
     "feature",  # a registered feature not implemented yet
+    "protected",  # ENC/SIGNED checks that need a passphrase or trusted key (spec/vqf.md §4)
     "container",  # .ninfer framing and directory validation
     "reader",  # lookups and range reads by callers
     "deferred",  # .ninfer checks made when an object is used

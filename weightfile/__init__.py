@@ -6,8 +6,18 @@ with weightfile.open("model.vqf") as f:        # or a .ninfer entry file
 with weightfile.open_vqf("model.vqf") as vqf:  # the container itself: header, directory, views
     vqf.header.arch["dim"], [e.name for e in vqf.entries]
 weightfile.validate("model.vqf", checksum=True)  # every Violation of either format; [] when valid
+weightfile.encrypt_vqf("plain.vqf", "enc.vqf", b"passphrase")  # also decrypt_vqf, sign_vqf
+weightfile.open("enc.vqf", passphrase=b"passphrase")  # authenticated, then decrypted in memory
+weightfile.validate("enc.vqf", passphrase=b"passphrase", trusted_pub=bytes.fromhex(pub_hex))
 """
 
+from weightfile.fast.vqf.protect_write import (
+    decrypt_vqf,
+    encrypt_vqf,
+    read_private_key,
+    sign_vqf,
+    write_private_key,
+)
 from weightfile.model_file import NInferModelFile, VQFModelFile, validate
 from weightfile.model_file import open_model_file as open
 from weightfile.ref.vqf.read import VQFFile, open_vqf
@@ -35,9 +45,14 @@ __all__ = [
     "VQFModelFile",
     "Violation",
     "WeightfileError",
+    "decrypt_vqf",
+    "encrypt_vqf",
     "open",
     "open_vqf",
+    "read_private_key",
+    "sign_vqf",
     "validate",
     "validate_vqf",
+    "write_private_key",
     "write_vqf",
 ]

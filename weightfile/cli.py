@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "weightfile.commands.run",
     "weightfile.commands.trace",
     "weightfile.commands.import_hf",
+    "weightfile.commands.protect",
     "weightfile.commands.conformance",
     "weightfile.commands.bench",
 )

@@ -47,8 +47,15 @@ class VQFModelFile:
 
     format = "vqf"
 
-    def __init__(self, path: str | os.PathLike[str], *, q8_tiling: str | None = None) -> None:
-        self.file: VQFFile = open_vqf(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        q8_tiling: str | None = None,
+        passphrase: bytes | None = None,
+    ) -> None:
+        # an ENC file is authenticated, then decrypted into private memory (spec/vqf.md §4.2)
+        self.file: VQFFile = open_vqf(path, passphrase=passphrase)
         self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (spec/vqf.md §0 item 3)
         self.geometry = Geometry.from_arch(self.file.header.arch)
 
@@ -191,6 +198,7 @@ def open_model_file(path: str | os.PathLike[str], **options: Any) -> VQFModelFil
     """Open a VQF or .ninfer v3 file, chosen by its magic bytes (else its extension)."""
     if sniff(path) == "vqf":
         return VQFModelFile(path, **options)
+    options.pop("passphrase", None)
     return NInferModelFile(path, **options)
 
 
@@ -200,6 +208,8 @@ def validate(
     checksum: bool = False,
     hasher: Callable[[memoryview, int], int] | None = None,
     progress: Progress | None = None,
+    passphrase: bytes | None = None,
+    trusted_pub: bytes | None = None,
 ) -> list[Violation]:
     """Every rule violation of a VQF or .ninfer v3 file; [] when it is valid.
 
@@ -209,14 +219,21 @@ def validate(
     (spec/vqf.md §3.5) through `hasher` (default: the reference one) and `progress`. `.ninfer`: a
     framing or JSON failure alone, else every directory, binding and use rule (spec/ninfer3.md §2.9)
     and for a file set that opens, every deferred object check and continuation volume; it has no
-    checksum, so `checksum`, `hasher` and `progress` do not apply.
+    checksum and no encryption, so `checksum`, `hasher`, `progress`, `passphrase` and
+    `trusted_pub` do not apply. An ENC or SIGNED VQF is checked with `passphrase` /
+    `trusted_pub` as `validate_vqf` does (spec/vqf.md §4).
     """
     try:
         kind = sniff(path)
     except WeightfileError as exc:
         return [exc.violation]
     if kind == "vqf":
-        options: dict[str, Any] = {"checksum": checksum, "progress": progress}
+        options: dict[str, Any] = {
+            "checksum": checksum,
+            "progress": progress,
+            "passphrase": passphrase,
+            "trusted_pub": trusted_pub,
+        }
         if hasher is not None:
             options["hasher"] = hasher
         return validate_vqf(path, **options)

@@ -8,13 +8,19 @@ from typing import Any
 from weightfile.spec.vqf.flags import flag_names
 from weightfile.spec.vqf.qtypes import qtype_name
 
+from .protect import describe_protection
 from .read import VQFFile
 
 
-def describe(vqf: VQFFile) -> dict[str, Any]:
-    """A JSON-serialisable description; byte strings are hex, integers stay integers."""
+def describe(vqf: VQFFile, *, passphrase: bytes | None = None) -> dict[str, Any]:
+    """A JSON-serialisable description; byte strings are hex, integers stay integers.
+
+    A protected file gains a "protection" entry (spec/vqf.md §4): the tag (checked when the
+    passphrase is given), the writer kind its pads show (spec/vqf.md §0 item 7) and the loader's
+    policy.
+    """
     h = vqf.header
-    return {
+    out = {
         "format": "vqf",
         "path": str(vqf.path),
         "file_size": vqf.size,
@@ -48,6 +54,12 @@ def describe(vqf: VQFFile) -> dict[str, Any]:
             for e in vqf.entries
         ],
     }
+    if h.encrypted or h.signed:
+        tag = vqf.stored_tag() if h.encrypted else b""
+        out["protection"] = describe_protection(
+            vqf.bytes_at(0, vqf.size), h, vqf.entries, tag, passphrase, vqf.release_pages
+        )
+    return out
 
 
 def format_text(d: dict[str, Any]) -> str:
@@ -61,10 +73,15 @@ def format_text(d: dict[str, Any]) -> str:
         f"file_len {h['file_len']:,}",
         f"  trailer      {h['trailer']} {h['trailer_value']}",
     ]
+    p = d.get("protection", {})
     if "ENC" in h["flag_names"]:
-        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']} (decryption not implemented yet)")
+        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']}; tag {p['tag']}")
+        lines.append(f"  writer kind  {p['writer_kind']}")
+        lines.append(f"  loader       {p['loader_decrypt']}")
     if h["signed"]:
-        lines.append("  signed       SM2 (signature verification not implemented yet)")
+        lines.append(f"  signed       SM2 by pub {p['signer_pub']}")
+    if p:
+        lines.append(f"  loader       {p['loader_policy']}")
     lines.append("arch")
     items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
     line = ""

@@ -5,7 +5,9 @@ Opening follows the loader chain of spec/vqf.md §9 steps 1–5 and the range ch
 checks a reader needs before any view into the file is safe. Everything else the engine or
 spec/vqf.md §9.1 demands is the validator's job (`validate.py`), which lists every violation instead
 of stopping at one. Opening reads only the header and the directory; tensor payloads are zero-copy
-views of the map.
+views of the map. An ENC file opened with its passphrase is authenticated and decrypted at open time
+into a private anonymous mapping (`protect.decrypt_region`, spec/vqf.md §4.2); its payloads are
+views of that.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ class VQFFile:
     entries: list[Entry]
     _map: mmap.mmap | None = field(repr=False, default=None)
     _view: memoryview | None = field(repr=False, default=None)
+    #: ENC files opened with a passphrase: the authenticated plaintext of the data region
+    _plain: mmap.mmap | None = field(repr=False, default=None)
+    _plain_view: memoryview | None = field(repr=False, default=None)
+    #: which writer kind the pads showed (protect.ONE_STREAM, PER_TENSOR, EITHER), None if unknown
+    stream_kind: str | None = None
 
     # -- regions (spec/vqf.md §1)
     # ---------------------------------------------------------------------------
@@ -128,6 +135,16 @@ class VQFFile:
         assert self._view is not None, "file is closed"
         return self._view[start:stop]
 
+    def release_pages(self, start: int, stop: int) -> None:
+        """Drop the mapped pages of [start, stop) from this process (a streaming pass is done
+        with them): the file stays in the page cache, but the pass's RSS stays bounded."""
+        if self._map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        lo, hi = -(-start // page) * page, stop // page * page
+        if lo < hi:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def directory_bytes(self) -> memoryview:
         return self.bytes_at(DIRECTORY_OFFSET, directory_end(self.header.n_tensors))
 
@@ -139,9 +156,8 @@ class VQFFile:
         """The u64 FNV-1a-64 trailer of a plaintext file (spec/vqf.md §3.5)."""
         if self.header.encrypted:
             raise UnsupportedError(
-                "vqf.enc.not_implemented",
-                "encrypted file: its trailer is an HMAC-SM3 tag, and decryption / tag "
-                "verification is not implemented yet",
+                "vqf.enc.fnv",
+                "encrypted file: its trailer is an HMAC-SM3 tag, not an FNV-1a-64",
                 offset=self.header.file_len,
                 path="trailer",
             )
@@ -170,16 +186,40 @@ class VQFFile:
         """Zero-copy view of a tensor's stored bytes (without its trailing pad)."""
         e = self.entry(entry) if isinstance(entry, str) else entry
         if self.header.encrypted:
-            raise UnsupportedError(
-                "vqf.enc.not_implemented",
-                "encrypted file: SM4-CTR decryption is not implemented yet",
-                offset=e.offset,
-                path=f"directory[{e.index}]",
-            )
+            plain = self.plaintext_region()
+            base = self.header.data_offset
+            if not base <= e.offset <= e.end <= self.header.file_len:
+                raise MalformedError(
+                    "vqf.file.range",
+                    f"range [{e.offset}, {e.end}) outside the data region",
+                    offset=e.offset,
+                )
+            return plain[e.offset - base : e.end - base]
         return self.bytes_at(e.offset, e.end)
+
+    def plaintext_region(self) -> memoryview:
+        """[data_offset, file_len) as plaintext: the map itself, or the authenticated copy (ENC)."""
+        if not self.header.encrypted:
+            return self.data_region()
+        if self._plain_view is None:
+            raise UnsupportedError(
+                "vqf.enc.no_key",
+                "encrypted file: give its passphrase (--passphrase-file or VLLM_VQF_KEY) to "
+                "authenticate and decrypt it",
+                offset=self.header.data_offset,
+                path="data",
+            )
+        return self._plain_view
 
     # -- lifetime --------------------------------------------------------------------------------
     def close(self) -> None:
+        if self._plain_view is not None:
+            self._plain_view.release()
+            self._plain_view = None
+        if self._plain is not None:
+            with contextlib.suppress(BufferError):
+                self._plain.close()
+            self._plain = None
         if self._view is not None:
             self._view.release()
             self._view = None
@@ -196,9 +236,17 @@ class VQFFile:
         self.close()
 
 
-def open_vqf(path: str | os.PathLike[str], *, check_ranges: bool = True) -> VQFFile:
+def open_vqf(
+    path: str | os.PathLike[str], *, check_ranges: bool = True, passphrase: bytes | None = None
+) -> VQFFile:
     """Map `path` and read its header and directory, in the order of spec/vqf.md §9 steps 1–5 and
-    12."""
+    12.
+
+    With `passphrase`, an ENC file is authenticated over its whole protected region and only then
+    decrypted, from a private copy (spec/vqf.md §4.2): a wrong tag raises `vqf.enc.tag` and
+    returns nothing. Without one, its header and directory are readable and a payload raises
+    `vqf.enc.no_key`. The passphrase of a plaintext file is ignored.
+    """
     path = Path(path)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -215,7 +263,19 @@ def open_vqf(path: str | os.PathLike[str], *, check_ranges: bool = True) -> VQFF
         view.release()
         mapped.close()
         raise
-    return VQFFile(path, size, header, entries, mapped, view)
+    vqf = VQFFile(path, size, header, entries, mapped, view)
+    if header.encrypted and passphrase is not None:
+        from .protect import decrypt_region  # protect builds on this module's records
+
+        try:
+            vqf._plain, vqf.stream_kind = decrypt_region(
+                view, header, entries, vqf.stored_tag(), passphrase, vqf.release_pages
+            )
+        except BaseException:
+            vqf.close()
+            raise
+        vqf._plain_view = memoryview(vqf._plain)
+    return vqf
 
 
 def require_min_size(size: int) -> None:

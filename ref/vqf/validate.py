@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weightfile.spec.errors import Violation, WeightfileError
-from weightfile.spec.vqf.constants import ALIGN, NAME_BYTES
+from weightfile.spec.vqf.constants import ALIGN, HEADER_BYTES, NAME_BYTES
 from weightfile.spec.vqf.flags import KNOWN_MASK, VQFFlag
 from weightfile.spec.vqf.header import VQFHeader, arch_field_offset, sig_field_offset
 from weightfile.spec.vqf.inventory import KINDS, ORDER_INDEX, VISION_KINDS, X8_KINDS, Geometry
@@ -24,6 +24,7 @@ from weightfile.spec.vqf.rules import RULES
 from weightfile.spec.vqf.sig import VQFSig
 from weightfile.spec.vqf.tensor import VQFTensor
 
+from . import protect
 from .fnv1a64 import Progress, file_checksum, fnv1a64
 from .read import Entry, Header, VQFFile, open_vqf
 
@@ -34,9 +35,16 @@ def validate(
     checksum: bool = False,
     hasher: Callable[[memoryview, int], int] = fnv1a64,
     progress: Progress | None = None,
+    passphrase: bytes | None = None,
+    trusted_pub: bytes | None = None,
 ) -> list[Violation]:
-    """Every violation of spec/vqf.md §9 and §9.1 in the file at `path`; an empty list means
-    valid."""
+    """Every violation of spec/vqf.md §9 and §9.1 in the file at `path`; an empty list means valid.
+
+    An ENC file is authenticated with `passphrase` whenever it is given (spec/vqf.md §4.2), and a
+    SIGNED file's signature is checked against `trusted_pub` whenever it is given, whatever the
+    engine's policy would do (spec/vqf.md §4.3). Without them the file is reported as unverifiable
+    (`vqf.enc.no_key`, `vqf.sig.no_key`, UnsupportedError), never as valid.
+    """
     try:
         vqf = open_vqf(path, check_ranges=False)
     except WeightfileError as exc:
@@ -52,7 +60,7 @@ def validate(
         check_arch(vqf.header, report)
         check_flags(vqf, report)
         check_zero_fill(vqf, report)
-        check_protection(vqf.header, report)
+        check_protection(vqf, report, passphrase, trusted_pub, progress)
         if checksum and not vqf.header.encrypted:
             check_fnv(vqf, report, hasher, progress)
         return found
@@ -414,22 +422,87 @@ def check_zero_fill(vqf: VQFFile, report: Reporter) -> None:
             )
 
 
-def check_protection(h: Header, report: Reporter) -> None:
-    """ENC and SIGNED files are recognised; their crypto is not implemented yet (spec/vqf.md §4)."""
-    if h.encrypted:
+def check_protection(
+    vqf: VQFFile,
+    report: Reporter,
+    passphrase: bytes | None,
+    trusted: bytes | None,
+    progress: Progress | None,
+) -> None:
+    """The tag of an ENC file, its pads, and the signature of a SIGNED file (spec/vqf.md §4).
+
+    The tag is compared before anything derived from the plaintext is reported: with a wrong
+    tag, the tag rule is the only finding of this step (fail closed).
+    """
+    h = vqf.header
+    if h.signed:
+        for problem in protect.signer_id_problems(h.sig):
+            report(*problem)
+    if not (h.encrypted or h.signed):
+        return
+    if h.encrypted and passphrase is None:
         report(
-            "vqf.enc.not_implemented",
-            "encrypted file: SM4-CTR decryption and HMAC-SM3 tag verification not implemented yet",
+            "vqf.enc.no_key",
+            "encrypted file: no passphrase given (--passphrase-file or "
+            "VLLM_VQF_KEY), so its tag and contents are unverified",
             h.file_len,
             "trailer",
         )
-    if h.signed:
+        return
+    if h.signed and trusted is None:
         report(
-            "vqf.sig.not_implemented",
-            "signed file: SM2 signature verification not implemented yet",
+            "vqf.sig.no_key",
+            "signed file: no trusted public key given (--sign-pub or "
+            "VLLM_VQF_SIGN_PUB), so its signature is unverified",
             sig_field_offset(VQFHeader, "r"),
             "header.sig",
         )
+    covered = protect.covered_header(vqf.bytes_at(0, HEADER_BYTES))
+    view = vqf.bytes_at(0, vqf.size)
+    digest_header = covered if h.signed and trusted is not None else None
+    if not h.encrypted and digest_header is None:
+        return
+    keys = protect.derive_keys(passphrase) if h.encrypted else None  # type: ignore[arg-type]
+    done = protect.pass_region(
+        view,
+        h,
+        vqf.entries,
+        keys=keys,
+        mac_headers=[covered] if keys else [],
+        digest_header=digest_header,
+        progress=progress,
+        release=vqf.release_pages,
+    )
+    kind: str | None = protect.ONE_STREAM
+    if keys is not None:
+        if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
+            report(
+                "vqf.enc.tag",
+                "HMAC-SM3 tag mismatch (wrong passphrase, or the file was changed)",
+                h.file_len,
+                "trailer",
+            )
+            return
+        kind = protect.detect_kind(keys, h, vqf.entries, done.pads)
+        if kind is None:
+            report_encrypted_pads(keys, vqf, done.pads, report)
+    if digest_header is not None:
+        digest = done.digests[protect.stream_kind(kind)]
+        for problem in protect.check_signature(h.sig, digest, trusted):  # type: ignore[arg-type]
+            report(*problem)
+
+
+def report_encrypted_pads(
+    keys: protect.Keys, vqf: VQFFile, pads: list[tuple[int, bytes]], report: Reporter
+) -> None:
+    """Pads that decrypt to zeros under neither writer kind: reported as one-stream plaintext."""
+    for start, stored in pads:
+        plain = protect.keystream_at(
+            keys, vqf.header, vqf.entries, protect.ONE_STREAM, start, stored
+        )
+        if any(plain):
+            index = next(e.index for e in vqf.entries if e.end == start)
+            first_nonzero(plain, start, "vqf.data.padding", f"directory[{index}].pad", report)
 
 
 def check_fnv(vqf: VQFFile, report: Reporter, hasher: Any, progress: Progress | None) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.errors import DestinationExistsError, InvalidError
 from weightfile.spec.records import build_record
 from weightfile.spec.vqf.arch import MOE_FIELD_NAMES, arch_defaults
 from weightfile.spec.vqf.constants import (
@@ -77,14 +77,15 @@ def write_vqf(
 
     version defaults to 3 when the MOE flag is set, else 2. order="spec" sorts the tensors into the
     spec/vqf.md §3.4 order (unknown names after the known ones, in the order given); order="given"
-    keeps the caller's order, for building test files. ENC and SIGNED need the crypto of
-    spec/vqf.md §4, which is not implemented yet.
+    keeps the caller's order, for building test files. ENC and SIGNED files are made from the
+    written plaintext file by `protect_write.encrypt_vqf` and `sign_vqf` (spec/vqf.md §4).
     """
     path = Path(path)
     if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
-        raise UnsupportedError(
-            "vqf.enc.not_implemented" if flags & VQFFlag.ENC else "vqf.sig.not_implemented",
-            "writing encrypted or signed files is not implemented yet",
+        raise InvalidError(
+            "vqf.writer.protect",
+            "ENC and SIGNED are set by protect_write: write the plaintext file, then "
+            "encrypt_vqf / sign_vqf it (spec/vqf.md §4)",
             path="flags",
         )
     if version is None:

@@ -53,10 +53,12 @@ def test_verify_reports_every_violation_and_exits_one(example, capsys, engine):
     assert "byte 4000" in out
 
 
-def test_verify_of_a_signed_file_says_not_implemented(example, capsys):
-    patch_header(example, lambda h: h.update({"flags": h["flags"] | VQFFlag.SIGNED}))
-    assert main(["verify", str(example)]) == 3
-    assert "signature verification not implemented yet" in capsys.readouterr().out
+def test_verify_of_a_signed_file_without_a_trusted_key_is_unverifiable(example, capsys):
+    sig = {"pub": b"\x11" * 64, "r": b"\x22" * 32, "s": b"\x33" * 32, "digest": b"\x44" * 32,
+           "id": b"vllm-shs-vqf".ljust(32, b"\0"), "id_len": 12, "rsvd": 0}  # fmt: skip
+    patch_header(example, lambda h: h.update({"flags": h["flags"] | VQFFlag.SIGNED, "sig": sig}))
+    assert main(["verify", str(example)]) == 3  # never "valid"
+    assert "[vqf.sig.no_key]" in capsys.readouterr().out
 
 
 def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from weightfile.spec.vqf.rules import RULES
+from weightfile.spec.vqf.rules import RETIRED, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where rule ids are raised: the oracle, and the importers (vqf.import.*), which are API-side.
@@ -28,7 +28,7 @@ def test_spliced_tables_match_the_schemas():
 def test_every_vqf_rule_id_is_raised_by_the_implementation():
     source = implementation_source()
     raised = set(re.findall(r'"(vqf\.[a-z0-9_.]+)"', source))
-    assert set(RULES) - raised == set()
+    assert set(RULES) - raised == set(RETIRED)  # retired ids keep their v1 cases, raised by none
 
 
 def test_every_rule_id_the_implementation_raises_is_in_the_table():

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ._common import add_passphrase_argument, passphrase
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("dump", help="write one tensor's values (or words) as .npy / .npz")
@@ -26,13 +28,17 @@ def register(sub: Any) -> None:
         choices=("4x4",),
         help="VQF: the q8 tensors are 4x4-tiled (such files set no flag, vqf.md §0 item 3)",
     )
+    add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from weightfile.model_file import open_model_file
 
-    options = {"q8_tiling": args.q8_tiling} if args.q8_tiling else {}
+    options: dict[str, Any] = {"q8_tiling": args.q8_tiling} if args.q8_tiling else {}
+    key = passphrase(args)
+    if key is not None:
+        options["passphrase"] = key
     with open_model_file(args.file, **options) as f:
         if args.words:
             words = f.decode_words(args.name, engine=args.engine)

@@ -8,13 +8,14 @@ from typing import Any
 
 from weightfile.formats import sniff
 
-from ._common import add_file_argument, resolve_file
+from ._common import add_file_argument, add_passphrase_argument, passphrase, resolve_file
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("inspect", help="show a file's header, architecture and directory")
     add_file_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON for tools")
+    add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         from weightfile.ref.vqf.read import open_vqf
 
         with open_vqf(path) as vqf:
-            description = describe(vqf)
+            description = describe(vqf, passphrase=passphrase(args))
     else:
         from weightfile.ref.ninfer3.describe import describe, format_text
 

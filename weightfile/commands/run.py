@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._common import add_passphrase_argument, passphrase
+
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL, the prompt (text or ids), --chat and --tokenizer; run and trace share them."""
@@ -28,6 +30,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="threads of the fast engine's matrix products"
     )
+    add_passphrase_argument(parser)
 
 
 def threads(args: argparse.Namespace) -> int:
@@ -61,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.tokenizer import TextStream
 
     s = load_session(
-        args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)
+        args.model,
+        args.tokenizer,
+        args.prompt is not None,
+        args.engine,
+        threads(args),
+        passphrase=passphrase(args),
     )
     if s.note:
         print(s.note, file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._common import passphrase
 from .run import add_prompt_arguments, threads
 
 
@@ -50,7 +51,12 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.ref.layers.trace import TraceRecorder
 
     s = load_session(
-        args.model, args.tokenizer, args.prompt is not None, args.engine, threads(args)
+        args.model,
+        args.tokenizer,
+        args.prompt is not None,
+        args.engine,
+        threads(args),
+        passphrase=passphrase(args),
     )
     if s.note:
         print(s.note, file=sys.stderr)

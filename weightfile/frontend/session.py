@@ -69,13 +69,17 @@ def load_session(
     need_tokenizer: bool,
     engine: str = "ref",
     threads: int = 1,
+    passphrase: bytes | None = None,
 ) -> Session:
-    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`)."""
+    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`).
+
+    `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md §4.2).
+    """
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
         return load_ninfer_session(path, tokenizer, need_tokenizer, engine)
-    vqf = open_vqf(path)
+    vqf = open_vqf(path, passphrase=passphrase)
     try:
         family = vqf_family(vqf)
         engine, note = engine_for(family, engine)

@@ -63,11 +63,13 @@ def test_encrypted_files_are_recognised_not_misparsed(tmp_path):
     with open_vqf(path) as vqf:
         assert vqf.header.encrypted
         assert vqf.stored_tag() == BASE[-8:] + bytes(24)
-        with pytest.raises(UnsupportedError, match="decryption is not implemented yet"):
-            vqf.payload("q4_q")
+        with pytest.raises(UnsupportedError, match="give its passphrase") as info:
+            vqf.payload("q4_q")  # no passphrase: nothing is decoded from ciphertext
+        assert info.value.rule == "vqf.enc.no_key"
         with pytest.raises(UnsupportedError):
             vqf.stored_fnv()
-    assert [v.rule for v in validate(path, checksum=True)] == ["vqf.enc.not_implemented"]
+    assert [v.rule for v in validate(path, checksum=True)] == ["vqf.enc.no_key"]
+    assert [v.rule for v in validate(path, passphrase=b"pw")] == ["vqf.enc.tag"]
 
 
 @given(st.integers(0, 4095), st.binary(min_size=1, max_size=16))

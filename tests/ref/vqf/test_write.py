@@ -12,7 +12,7 @@ from weightfile.examples import TINY_ARCH, TINY_FLAGS, tiny_tensors
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.errors import DestinationExistsError, InvalidError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.inventory import DIRECTORY_ORDER
 from weightfile.spec.vqf.qtypes import QType
@@ -113,9 +113,10 @@ def test_invalid_header_requests_are_refused(tmp_path, kw, rule):
 
 
 @pytest.mark.parametrize("flag", [VQFFlag.ENC, VQFFlag.SIGNED])
-def test_crypto_writing_is_reported_as_not_implemented(tmp_path, flag):
-    with pytest.raises(UnsupportedError, match="not implemented yet"):
+def test_protected_flags_are_refused_by_the_plaintext_writer(tmp_path, flag):
+    with pytest.raises(InvalidError, match="encrypt_vqf") as info:
         write_tiny(tmp_path / "m.vqf", flags=TINY_FLAGS | flag)
+    assert info.value.rule == "vqf.writer.protect"
     assert os.listdir(tmp_path) == []
 
 

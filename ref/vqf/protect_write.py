@@ -1,0 +1,335 @@
+"""Writing protected VQF files: encrypt, decrypt, sign, and SM2 key files (spec/vqf.md §4).
+
+Every writer streams the data region once in 1 MiB chunks (`protect.pass_region`), so memory
+stays bounded by the chunk whatever the model's size; stages its output in a temporary file
+beside the destination and publishes it by rename only when every check passed, so a failure
+leaves nothing behind; and refuses an existing destination unless `overwrite=True`. Encryption
+draws its IV from the operating system's CSPRNG and writes the region as one continuous SM4-CTR
+stream (spec/vqf.md §4.2, §0 item 7).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import struct
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from weightfile.ref.crypto import sm2
+from weightfile.ref.crypto.sm import hmac_sm3
+from weightfile.spec.errors import (
+    ChecksumError,
+    DestinationExistsError,
+    InvalidError,
+    UnsupportedError,
+)
+from weightfile.spec.vqf.constants import FNV_OFFSET_BASIS, HEADER_BYTES
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.header import VQFHeader, field_offset
+from weightfile.spec.vqf.placement import directory_end
+from weightfile.spec.vqf.sig import VQFSig
+
+from . import protect
+from .fnv1a64 import fnv1a64
+from .read import Header, VQFFile, open_vqf
+from .write import publish
+
+#: FNV-1a-64 continued from h (ref/vqf/fnv1a64.py, or the C kernel of fast/vqf)
+Hasher = Callable[[bytes, int], int]
+FLAGS_AT = field_offset(VQFHeader, "flags")
+IV_AT = field_offset(VQFHeader, "enc_iv")
+
+
+@contextmanager
+def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
+    """A temporary file beside `path`, published there atomically when the block succeeds."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
+        )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w+b") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        publish(tmp, path, overwrite)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _with_flags(header: bytes, set_: int = 0, clear: int = 0) -> bytearray:
+    h = bytearray(header)
+    (flags,) = struct.unpack_from("<I", h, FLAGS_AT)
+    struct.pack_into("<I", h, FLAGS_AT, (flags | set_) & ~clear)
+    return h
+
+
+def _require_current(vqf: VQFFile, action: str) -> None:
+    if vqf.header.layout != "current":
+        raise InvalidError(
+            "vqf.writer.legacy",
+            f"cannot {action} a legacy 432-byte file: protected files use the 448-byte layout",
+            offset=0,
+            path="header",
+        )
+
+
+def _head(vqf: VQFFile) -> tuple[bytes, bytes]:
+    """The stored header and directory ‖ gap, copied as they are."""
+    h = vqf.header
+    return bytes(vqf.bytes_at(0, HEADER_BYTES)), bytes(vqf.bytes_at(HEADER_BYTES, h.data_offset))
+
+
+def _check_fnv(vqf: VQFFile, computed: int | None) -> None:
+    """A plaintext source's trailer must match before its bytes are protected (spec/vqf.md §3.5)."""
+    stored = vqf.stored_fnv()
+    if stored and stored != computed:
+        raise ChecksumError(
+            "vqf.trailer.fnv",
+            f"source FNV {stored:#018x} != computed {computed:#018x}: refusing to protect it",
+            offset=vqf.header.file_len,
+            path="trailer",
+        )
+
+
+def encrypt_vqf(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    overwrite: bool = False,
+    iv: bytes | None = None,
+    hasher: Hasher = fnv1a64,
+) -> Path:
+    """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
+
+    A signed source is refused: its signature covers the ENC flag and the IV (spec/vqf.md §0 item
+    8), so encrypt first and sign the encrypted file.
+    """
+    keys = protect.derive_keys(passphrase)
+    iv = secrets.token_bytes(16) if iv is None else iv
+    with open_vqf(src) as vqf, staged(dst, overwrite) as out:
+        h = vqf.header
+        _require_current(vqf, "encrypt")
+        if h.encrypted or h.signed:
+            raise InvalidError(
+                "vqf.writer.protect",
+                "the source is already encrypted"
+                if h.encrypted
+                else "the source is signed: encrypt the unsigned file, then sign the encrypted one",
+                offset=FLAGS_AT,
+                path="header.flags",
+            )
+        stored_header, rest = _head(vqf)
+        header = _with_flags(stored_header, set_=VQFFlag.ENC)
+        header[IV_AT : IV_AT + 16] = iv
+        out.write(header)
+        out.write(rest)
+        enc_h = _reparse(header, vqf)
+        mac = hmac_sm3(keys.mac)
+        mac.update(protect.covered_header(bytes(header)))
+        mac.update(rest[: directory_end(h.n_tensors) - HEADER_BYTES])
+        ks = protect.Keystream(keys, enc_h, vqf.entries, protect.ONE_STREAM)
+
+        def write(pos: int, stored: bytes) -> None:
+            cipher = ks.apply(stored)
+            mac.update(cipher)
+            out.write(cipher)
+
+        done = protect.pass_region(
+            vqf.bytes_at(0, vqf.size),
+            h,
+            vqf.entries,
+            fnv=True,
+            hasher=hasher,
+            sink=write,
+            release=vqf.release_pages,
+        )
+        _check_fnv(vqf, done.fnv)
+        out.write(mac.finalize())
+    return Path(dst)
+
+
+def decrypt_vqf(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    passphrase: bytes,
+    *,
+    overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
+) -> Path:
+    """Write the plaintext file of an ENC file: ENC and the IV cleared, an FNV-1a-64 trailer.
+
+    The tag is checked over the ciphertext copied into the staging file; only then is that
+    private copy decrypted in place, by the writer kind its pads show. A signature is dropped
+    (SIGNED and the sig block cleared): it covered the ENC header and cannot hold for the
+    plaintext one (spec/vqf.md §0 item 8).
+    """
+    keys = protect.derive_keys(passphrase)
+    with open_vqf(src) as vqf, staged(dst, overwrite) as out:
+        h = vqf.header
+        if not h.encrypted:
+            raise InvalidError(
+                "vqf.writer.protect",
+                "the source is not encrypted",
+                offset=FLAGS_AT,
+                path="header.flags",
+            )
+        stored_header, rest = _head(vqf)
+        header = _with_flags(stored_header, clear=VQFFlag.ENC | VQFFlag.SIGNED)
+        header[IV_AT : IV_AT + 16] = bytes(16)
+        header[protect.SIG_AT : HEADER_BYTES] = bytes(protect.SIG_BYTES)
+        out.write(header)
+        out.write(rest)
+        done = protect.pass_region(
+            vqf.bytes_at(0, vqf.size),
+            h,
+            vqf.entries,
+            keys=keys,
+            mac_headers=[protect.covered_header(stored_header)],
+            sink=lambda pos, stored: out.write(stored),
+            release=vqf.release_pages,
+        )
+        if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
+            raise protect.tag_error(h)
+        kind = protect.stream_kind(protect.detect_kind(keys, h, vqf.entries, done.pads))
+        ks = protect.Keystream(keys, h, vqf.entries, kind)
+        f = hasher(rest[: directory_end(h.n_tensors) - HEADER_BYTES], FNV_OFFSET_BASIS)
+        for pos in range(h.data_offset, h.file_len, protect.CHUNK):  # our own staged copy
+            out.seek(pos)
+            plain = ks.apply(out.read(min(protect.CHUNK, h.file_len - pos)))
+            f = hasher(plain, f)
+            out.seek(pos)
+            out.write(plain)
+        out.seek(h.file_len)
+        out.write(struct.pack("<Q", f))
+        out.truncate()
+    return Path(dst)
+
+
+def sign_vqf(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    private_key: bytes,
+    *,
+    passphrase: bytes | None = None,
+    overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
+) -> Path:
+    """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
+
+    D = SM3(H″ ‖ directory ‖ plaintext) with SIGNED already in H″'s flags. An ENC file needs its
+    passphrase; its old tag must match before it is signed. Signing a signed file replaces the
+    signature.
+    """
+    with open_vqf(src) as vqf, staged(dst, overwrite) as out:
+        h = vqf.header
+        _require_current(vqf, "sign")
+        stored_header, rest = _head(vqf)
+        header = _with_flags(stored_header, set_=VQFFlag.SIGNED)
+        header[protect.SIG_AT : HEADER_BYTES] = bytes(protect.SIG_BYTES)
+        covered = protect.covered_header(bytes(header))
+        out.write(header)
+        out.write(rest)
+
+        def copy(pos: int, stored: bytes) -> None:
+            out.write(stored)
+
+        if h.encrypted:
+            if passphrase is None:
+                raise UnsupportedError(
+                    "vqf.enc.no_key",
+                    "signing an encrypted file needs its passphrase",
+                    path="flags",
+                )
+            keys = protect.derive_keys(passphrase)
+            done = protect.pass_region(
+                vqf.bytes_at(0, vqf.size),
+                h,
+                vqf.entries,
+                keys=keys,
+                sink=copy,
+                digest_header=covered,
+                mac_headers=[protect.covered_header(stored_header), covered],
+                release=vqf.release_pages,
+            )
+            if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
+                raise protect.tag_error(h)
+            kind = protect.detect_kind(keys, h, vqf.entries, done.pads)
+            digest = done.digests[protect.stream_kind(kind)]
+            trailer = done.tags[1]
+        else:
+            done = protect.pass_region(
+                vqf.bytes_at(0, vqf.size),
+                h,
+                vqf.entries,
+                fnv=True,
+                hasher=hasher,
+                sink=copy,
+                release=vqf.release_pages,
+                digest_header=covered,
+            )
+            _check_fnv(vqf, done.fnv)
+            digest = done.digests[protect.ONE_STREAM]
+            trailer = bytes(vqf.bytes_at(h.file_len, vqf.size))
+        pub, r, s = sm2.sign(private_key, digest)
+        sig = VQFSig.build(
+            {
+                "pub": pub,
+                "r": r,
+                "s": s,
+                "digest": digest,
+                "id": sm2.SIGNER_ID.ljust(32, b"\0"),
+                "id_len": len(sm2.SIGNER_ID),
+                "rsvd": 0,
+            }
+        )
+        out.write(trailer)
+        out.seek(protect.SIG_AT)
+        out.write(sig)
+    return Path(dst)
+
+
+def _reparse(header: bytes | bytearray, vqf: VQFFile) -> Header:
+    """The source's Header with the new flags and IV (the Keystream reads enc_iv from it)."""
+    from dataclasses import replace
+
+    (flags,) = struct.unpack_from("<I", header, FLAGS_AT)
+    return replace(vqf.header, flags=flags, enc_iv=bytes(header[IV_AT : IV_AT + 16]))
+
+
+# -- key files ------------------------------------------------------------------------------------
+def write_private_key(path: str | os.PathLike[str], *, overwrite: bool = False) -> bytes:
+    """A fresh SM2 private key as 64 hex characters (the VLLM_VQF_SIGN_PRIV form), mode 0600.
+
+    Returns the public key x ‖ y. mkstemp creates the staging file with mode 0600, so the key is
+    never readable by others, not even before the rename.
+    """
+    private = sm2.generate_private_key()
+    with staged(path, overwrite) as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(private.hex().encode() + b"\n")
+    return sm2.public_key(private)
+
+
+def read_private_key(path: str | os.PathLike[str]) -> bytes:
+    """The 32-byte private key of a key file (64 hex characters, surrounding blanks ignored)."""
+    text = Path(path).read_text(encoding="ascii", errors="replace").strip()
+    try:
+        private = bytes.fromhex(text)
+        sm2.public_key(private)
+    except ValueError:
+        raise InvalidError(
+            "vqf.sig.key",
+            f"{path}: an SM2 private key file holds 64 hex characters",
+            path=str(path),
+        ) from None
+    return private
