@@ -30,7 +30,12 @@ from weightfile.ref.vqf.protect_write import (
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import ChecksumError, DestinationExistsError, InvalidError
+from weightfile.spec.errors import (
+    ChecksumError,
+    DestinationExistsError,
+    InvalidError,
+    UnsupportedError,
+)
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
@@ -148,6 +153,13 @@ def test_round_trip_is_byte_identical_and_decodes_the_same(tmp_path):
                 want, got = p.decode(name, engine=engine), s.decode(name, engine=engine)
                 assert want.tobytes() == got.tobytes()  # bit for bit, NaN scales included
     assert validate(signed, passphrase=PASS, trusted_pub=sm2.public_key(PRIV)) == []
+
+
+def test_an_encrypted_file_has_no_fnv_trailer(tmp_path):
+    enc = encrypt_vqf(write_plain(tmp_path / "p.vqf"), tmp_path / "e.vqf", PASS)
+    with open_vqf(enc, passphrase=PASS) as vqf, pytest.raises(UnsupportedError) as e:
+        vqf.stored_fnv()
+    assert (e.value.rule, e.value.offset) == ("vqf.enc.fnv", vqf.header.file_len)
 
 
 def test_encryption_uses_a_fresh_iv(tmp_path):
@@ -290,9 +302,11 @@ def test_key_files(tmp_path):
     assert sm2.public_key(read_private_key(tmp_path / "k")) == pub
     with pytest.raises(DestinationExistsError):
         write_private_key(tmp_path / "k")
-    (tmp_path / "bad").write_text("xyz")
-    with pytest.raises(InvalidError, match=r"vqf\.sig\.key"):
-        read_private_key(tmp_path / "bad")
+    for bad in ("xyz", "00" * 32):  # not hex; hex but d = 0 is no SM2 private key
+        (tmp_path / "bad").write_text(bad)
+        with pytest.raises(InvalidError) as e:
+            read_private_key(tmp_path / "bad")
+        assert (e.value.rule, e.value.path) == ("vqf.sig.key", str(tmp_path / "bad"))
 
 
 # -- round trips of random files -----------------------------------------------------------------
