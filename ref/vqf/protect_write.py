@@ -13,17 +13,13 @@ from __future__ import annotations
 import os
 import secrets
 import struct
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
 from weightfile.spec.errors import (
     ChecksumError,
-    DestinationExistsError,
     InvalidError,
     UnsupportedError,
 )
@@ -36,33 +32,12 @@ from weightfile.spec.vqf.sig import VQFSig
 from . import protect
 from .fnv1a64 import fnv1a64
 from .read import Header, VQFFile, open_vqf
-from .write import publish
+from .write import staged
 
 #: FNV-1a-64 continued from h (ref/vqf/fnv1a64.py, or the C kernel of fast/vqf)
 Hasher = Callable[[bytes, int], int]
 FLAGS_AT = field_offset(VQFHeader, "flags")
 IV_AT = field_offset(VQFHeader, "enc_iv")
-
-
-@contextmanager
-def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
-    """A temporary file beside `path`, published there atomically when the block succeeds."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
-        )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w+b") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        publish(tmp, path, overwrite)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _with_flags(header: bytes, set_: int = 0, clear: int = 0) -> bytearray:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -101,25 +102,12 @@ def write_vqf(
             path="tensors",
         )
     header = build_header(arch, flags, version, layout, len(ordered), data_offset, file_len)
-    if path.exists() and not overwrite:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
-        )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(header)
-            out.write(directory)
-            h = hasher(directory, FNV_OFFSET_BASIS)
-            h = write_data(out, ordered, offsets, data_offset, file_len, h, hasher)
-            out.write(VQFTrailerFNV.build({"fnv1a64": h}))
-            out.flush()
-            os.fsync(out.fileno())
-        publish(tmp, path, overwrite)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with staged(path, overwrite) as out:
+        out.write(header)
+        out.write(directory)
+        h = hasher(directory, FNV_OFFSET_BASIS)
+        h = write_data(out, ordered, offsets, data_offset, file_len, h, hasher)
+        out.write(VQFTrailerFNV.build({"fnv1a64": h}))
     return path
 
 
@@ -254,6 +242,27 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
     if count:
         out.seek(count, os.SEEK_CUR)
         out.truncate(out.tell())
+
+
+@contextmanager
+def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
+    """A temporary file beside `path`, published there atomically when the block succeeds."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
+        )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w+b") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        publish(tmp, path, overwrite)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def publish(tmp: str, path: Path, overwrite: bool) -> None:
