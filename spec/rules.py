@@ -68,6 +68,7 @@ class Rule:
     step: int | None = None  # the numbered step of the procedure under `section`
     doc: str = ""  # vqf | ninfer3 | numerics | models; derived from the id prefix when empty
     untested: str = ""  # why no test can raise this rule; empty when a test does
+    retired: str = ""  # the rule that reports the same input now; a retired rule is never raised
 
     def __post_init__(self) -> None:
         if not self.doc:

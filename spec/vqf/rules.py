@@ -108,10 +108,10 @@ _RULES = (
     # --- retired with corpus v1: what a build without crypto reported (spec/vqf.md §4) ---
     Rule("vqf.enc.not_implemented", "UnsupportedError", "feature", "§4.2",
          "SM4-CTR decryption and the HMAC-SM3 tag are not implemented yet",
-         untested="retired: corpus v1 publishes it; vqf.enc.no_key reports the same file now"),
+         retired="vqf.enc.no_key"),
     Rule("vqf.sig.not_implemented", "UnsupportedError", "feature", "§4.3",
          "SM2 signature verification is not implemented yet",
-         untested="retired: corpus v1 publishes it; vqf.sig.no_key reports the same file now"),
+         retired="vqf.sig.no_key"),
     # --- binding a file to the Qwen3 decoder (ref/qwen3/bind_vqf.py) ---
     Rule("vqf.bind.missing_tensor", "NotFoundError", "binder", "§7.2",
          "a tensor the decoder needs is absent"),
@@ -160,7 +160,4 @@ RULES: dict[str, Rule] = table(_RULES)
 
 #: Rules no implementation raises any more, and the rule that reports the same file today. The
 #: corpus keeps their published v1 cases; the generator and the runner accept the successor.
-RETIRED: dict[str, str] = {
-    "vqf.enc.not_implemented": "vqf.enc.no_key",
-    "vqf.sig.not_implemented": "vqf.sig.no_key",
-}
+RETIRED: dict[str, str] = {r.id: r.retired for r in _RULES if r.retired}
