@@ -298,6 +298,40 @@ def sign_vqf(
     return Path(dst)
 
 
+def protect_vqf(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    passphrase: bytes | None = None,
+    private_key: bytes | None = None,
+    overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
+) -> Path:
+    """Publish `src` at `dst` encrypted (with `passphrase`), then signed (with `private_key`).
+
+    The order is the one spec/vqf.md §0 item 8 forces: the signature covers ENC and the IV, so
+    the file is encrypted first and the encrypted file signed. With both, the encrypted middle
+    step is staged in a private (mode 0700) folder beside `dst` and removed whatever happens;
+    only the final file is ever published at `dst`. With neither, nothing is asked for.
+    """
+    if passphrase is None and private_key is None:
+        raise ValueError("protect_vqf needs a passphrase, a private key or both")
+    dst = Path(dst)
+    if dst.exists() and not overwrite:  # before any work; `staged` checks again at publication
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{dst} exists (pass overwrite=True to replace it)"
+        )
+    if private_key is None:
+        return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, hasher=hasher)
+    if passphrase is None:
+        return sign_vqf(src, dst, private_key, overwrite=overwrite, hasher=hasher)
+    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{dst.name}.") as private:
+        middle = encrypt_vqf(src, Path(private) / "enc.vqf", passphrase, hasher=hasher)
+        return sign_vqf(
+            middle, dst, private_key, passphrase=passphrase, overwrite=overwrite, hasher=hasher
+        )
+
+
 def _reparse(header: bytes | bytearray, vqf: VQFFile) -> Header:
     """The source's Header with the new flags and IV (the Keystream reads enc_iv from it)."""
     from dataclasses import replace
