@@ -111,11 +111,16 @@ def encrypt_vqf(
 ) -> Path:
     """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
 
+    `iv` fixes the IV for the conformance generator and tests only; the CLI never passes it, so
+    real files draw theirs from the CSPRNG (an IV reused under one passphrase leaks plaintext).
+
     A signed source is refused: its signature covers the ENC flag and the IV (spec/vqf.md §0 item
     8), so encrypt first and sign the encrypted file.
     """
     keys = protect.derive_keys(passphrase)
-    iv = secrets.token_bytes(16) if iv is None else iv
+    iv = secrets.token_bytes(16) if iv is None else bytes(iv)
+    if len(iv) != 16:
+        raise ValueError("an SM4-CTR IV is 16 bytes")
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
         h = vqf.header
         _require_current(vqf, "encrypt")
@@ -223,12 +228,14 @@ def sign_vqf(
     passphrase: bytes | None = None,
     overwrite: bool = False,
     hasher: Hasher = fnv1a64,
+    nonce: int | None = None,
 ) -> Path:
     """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
 
     D = SM3(H″ ‖ directory ‖ plaintext) with SIGNED already in H″'s flags. An ENC file needs its
     passphrase; its old tag must match before it is signed. Signing a signed file replaces the
-    signature.
+    signature. `nonce` fixes SM2's k for the conformance generator only (`sm2.sign`); the CLI
+    never passes it, so real signatures draw k from the CSPRNG.
     """
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
         h = vqf.header
@@ -280,7 +287,7 @@ def sign_vqf(
             _check_fnv(vqf, done.fnv)
             digest = done.digests[protect.ONE_STREAM]
             trailer = bytes(vqf.bytes_at(h.file_len, vqf.size))
-        pub, r, s = sm2.sign(private_key, digest)
+        pub, r, s = sm2.sign(private_key, digest, k=nonce)
         sig = VQFSig.build(
             {
                 "pub": pub,
