@@ -22,6 +22,7 @@ from weightfile.conformance.qwen35_mutations import MUTATIONS as QWEN35_CASES
 from weightfile.conformance.vqf_mutations import CASES as VQF_CASES
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.rules import PREFIXES, RULES, Rule, lookup
+from weightfile.spec.vqf.rules import RETIRED
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ("spec", "ref", "fast", "conformance", "weightfile", "tools")
@@ -90,8 +91,14 @@ def test_every_row_is_raised_by_some_test() -> None:
 
 
 def test_a_row_marked_untested_is_indeed_not_raised_by_a_test() -> None:
+    """A retired row (spec/vqf/rules.py RETIRED) is named by the mutation table only because
+    corpus v1 keeps its published case; the code raises its successor (checked below)."""
     named, codec_literals = raised_by_tests()
-    stale = [r.id for r in RULES.values() if r.untested and is_raised(r, named, codec_literals)]
+    stale = [
+        r.id
+        for r in RULES.values()
+        if r.untested and r.id not in RETIRED and is_raised(r, named, codec_literals)
+    ]
     assert stale == []
 
 
@@ -125,5 +132,9 @@ def test_every_row_is_named_by_the_code_that_raises_it() -> None:
     tables.add(ROOT / "spec" / "ninfer3" / "rules.py")
     code = [p for p in python_files("spec", "ref", "fast", "weightfile") if p not in tables]
     named = set(rule_ids(string_literals(code)))
-    unnamed = sorted(r.id for r in RULES.values() if "*" not in r.id and r.id not in named)
+    unnamed = sorted(
+        r.id for r in RULES.values() if "*" not in r.id and r.id not in named | set(RETIRED)
+    )
     assert unnamed == []
+    # a retired row is raised by nothing any more, and its successor is
+    assert not set(RETIRED) & named and set(RETIRED.values()) <= named

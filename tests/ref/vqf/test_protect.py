@@ -31,7 +31,12 @@ from weightfile.ref.vqf.protect_write import (
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import ChecksumError, DestinationExistsError, InvalidError
+from weightfile.spec.errors import (
+    ChecksumError,
+    DestinationExistsError,
+    InvalidError,
+    UnsupportedError,
+)
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
@@ -156,6 +161,15 @@ def test_encryption_uses_a_fresh_iv(tmp_path):
     a, b = encrypt_vqf(plain, tmp_path / "a", PASS), encrypt_vqf(plain, tmp_path / "b", PASS)
     with open_vqf(a) as x, open_vqf(b) as y:
         assert x.header.enc_iv != y.header.enc_iv and any(x.header.enc_iv)
+
+
+def test_an_encrypted_file_has_no_fnv_trailer(tmp_path):
+    """The trailer of an ENC file is its tag: asking for its FNV is a typed error."""
+    enc = encrypt_vqf(write_plain(tmp_path / "p.vqf"), tmp_path / "e.vqf", PASS)
+    with open_vqf(enc) as vqf, pytest.raises(UnsupportedError) as err:
+        vqf.stored_fnv()
+    assert err.value.violation.rule == "vqf.enc.fnv"
+    assert err.value.violation.offset == vqf.header.file_len
 
 
 def test_protect_encrypts_then_signs_and_publishes_only_the_result(tmp_path, monkeypatch):
