@@ -145,7 +145,7 @@ def test_builtin_engines_pass_a_sample_through_the_subprocess_protocol(engine, c
     sample = ["ninfer3/v1/valid/sharded/cpp-fixture", "ninfer3/v1/invalid/part/missing",
               "vqf/v1/codec/q4_0_4x4/special", "ninfer3/v1/codec/nvfp4*/words",
               "ninfer3/v1/model/qwen35/dense-bf16", "ninfer3/v1/model/qwen35/reject-text-key",
-              "vqf/v1/model/qwen3/f32-one-token"]  # fmt: skip
+              "vqf/v2/valid/current/enc-signed", "vqf/v1/model/qwen3/f32-one-token"]  # fmt: skip
     results = [r for pattern in sample for r in run_corpus(impl, pattern=pattern)]
     assert len(results) == len(sample)
     if engine == "fast" and fast_opener() is None:
