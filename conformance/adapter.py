@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,8 +37,11 @@ ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
 KINDS = (
     "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-    "ninfer3-model",
+    "ninfer3-model", "vqf-protected",
 )  # fmt: skip
+#: The engine's own variables that carry a protected case's keys (README, "Protected cases").
+PASSPHRASE_VARIABLE = "VLLM_VQF_KEY"
+SIGN_PUB_VARIABLE = "VLLM_VQF_SIGN_PUB"
 #: Why `fast` answers `ninfer3-model` although weightfile has no fast Qwen3.5 forward pass.
 FAST_NINFER3_MODEL = (
     "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
@@ -76,6 +80,8 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(result, indent=2) + "\n", "")
     if kind == "ninfer3-model":
         return ninfer3_model(Path(path), engine)
+    if kind == "vqf-protected":
+        return vqf_protected(path, engine)
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -121,6 +127,36 @@ def vqf_container(path: str, engine: str) -> Answer:
     with vqf:
         # spec/vqf.md §9.1 and the trailer (spec/vqf.md §3.5)
         found = validate.validate(path, checksum=True)
+        if found:
+            return Answer(1, "", rejection(found[0]))
+        return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
+
+
+def case_keys() -> tuple[bytes | None, bytes | None]:
+    """(passphrase, trusted public key) from VLLM_VQF_KEY and VLLM_VQF_SIGN_PUB, as the runner
+    sets them for a protected case; None for a variable that is absent or empty."""
+    from weightfile.ref.vqf.protect import parse_public_key
+
+    passphrase = os.environb.get(PASSPHRASE_VARIABLE.encode()) or None
+    pub = os.environ.get(SIGN_PUB_VARIABLE)
+    return passphrase, parse_public_key(pub) if pub else None
+
+
+def vqf_protected(path: str, engine: str) -> Answer:
+    """A protected container (spec/vqf.md §4) with the case's keys: the loader chain with the
+    tag checked before any plaintext is used, then the strict checks with the signature checked
+    against the trusted key, then the description of the plaintext."""
+    read = importlib.import_module(f"weightfile.{engine}.vqf.read")
+    validate = importlib.import_module(f"weightfile.{engine}.vqf.validate")
+    passphrase, trusted_pub = case_keys()
+    try:
+        vqf = read.open_vqf(path, passphrase=passphrase)
+    except WeightfileError as exc:
+        return Answer(1, "", rejection(exc.violation))
+    with vqf:
+        found = validate.validate(
+            path, checksum=True, passphrase=passphrase, trusted_pub=trusted_pub
+        )
         if found:
             return Answer(1, "", rejection(found[0]))
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")

@@ -16,12 +16,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import codec_cases, model_cases, ninfer3_cases, qwen35_cases, spec_numbers, vqf_cases
+from . import (
+    codec_cases,
+    model_cases,
+    ninfer3_cases,
+    protected_cases,
+    qwen35_cases,
+    spec_numbers,
+    vqf_cases,
+)
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
 GENERATOR_VERSION = "3"
 CORPUS_VERSION = "v1"  # the VQF corpus
+#: The VQF cases that need keys (the `vqf-protected` kind, README "Protected cases"): a corpus
+#: version of their own beside v1, run together with it (CHANGELOG.md).
+PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
@@ -42,6 +53,8 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", CORPUS_VERSION, "model", model_cases.corpus_cases),
     ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.valid_cases),
     ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.invalid_cases),
+    ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
+    ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
 )  # fmt: skip
 
 
@@ -49,12 +62,12 @@ def corpus_files() -> dict[str, bytes]:
     """Every file of the corpus, by path relative to the corpus directory."""
     files: dict[str, bytes] = {}
     manifests: dict[str, list[str]] = {}
-    versions: dict[str, str] = {}
+    versions: dict[str, None] = {}  # "format version" lines, in first-use order
     with tempfile.TemporaryDirectory() as tmp:
         for n, (fmt, version, kind, source) in enumerate(SOURCES):
             scratch = Path(tmp) / str(n)
             scratch.mkdir()
-            versions[fmt] = version
+            versions[f"{fmt} {version}"] = None
             for cid, fields, parts, want in source(scratch, f"{fmt}/{version}"):
                 manifests.setdefault(f"files-{fmt}-{version}", []).append(cid)
                 meta = {"id": cid, "format": fmt, "kind": kind, **fields,
@@ -69,8 +82,7 @@ def corpus_files() -> dict[str, bytes]:
         raise RuntimeError("the corpus disagrees with the spec: " + "; ".join(problems))
     for name, ids in manifests.items():
         files[name] = "".join(f"{cid}\n" for cid in ids).encode()
-    lines = [f"{fmt} {version}" for fmt, version in versions.items()]
-    files["VERSION"] = "\n".join([*lines, f"generator {GENERATOR_VERSION}", ""]).encode()
+    files["VERSION"] = "\n".join([*versions, f"generator {GENERATOR_VERSION}", ""]).encode()
     return files
 
 

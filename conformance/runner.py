@@ -12,17 +12,27 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shlex
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from weightfile.spec.vqf.rules import RETIRED, RULES
 
-from .adapter import Answer, answer, notes, supported_kinds, unsupported
+from .adapter import (
+    PASSPHRASE_VARIABLE,
+    SIGN_PUB_VARIABLE,
+    Answer,
+    answer,
+    notes,
+    supported_kinds,
+    unsupported,
+)
 from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
@@ -178,6 +188,32 @@ def declared(case: dict[str, Any], kinds: frozenset[str]) -> bool:
     )
 
 
+@contextmanager
+def case_environment(case: dict[str, Any]) -> Iterator[None]:
+    """The case's keys as the engine's variables while it runs (README, "Protected cases").
+
+    VLLM_VQF_KEY holds the passphrase and VLLM_VQF_SIGN_PUB the trusted public key when the
+    case gives them; both are removed otherwise, so a key in the caller's environment cannot
+    answer a case that gives none. The caller's values come back afterwards.
+    """
+    keys = case.get("keys", {})
+    wanted = {PASSPHRASE_VARIABLE: keys.get("passphrase"), SIGN_PUB_VARIABLE: keys.get("sign_pub")}
+    saved = {name: os.environ.get(name) for name in wanted}
+    try:
+        for name, value in wanted.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     folder = root / cid
     case = json.loads((folder / "case.json").read_text())
@@ -188,7 +224,9 @@ def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     want_path = folder / "want.json"
     want = json.loads(want_path.read_text()) if want_path.exists() else None
     target = folder / case["input"] if "input" in case else folder
-    passed, reason = judge(case, want, impl.ask(kind, target))
+    with case_environment(case):
+        got = impl.ask(kind, target)
+    passed, reason = judge(case, want, got)
     return Result(cid, passed, reason)
 
 

@@ -14,6 +14,11 @@ from typing import Any
 
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.vqf.arch import ARCH_FIELD_NAMES
+from weightfile.spec.vqf.constants import SIG_BYTES
+from weightfile.spec.vqf.header import VQFHeader, field_offset
+from weightfile.spec.vqf.sig import VQFSig
+
+SIG_AT = field_offset(VQFHeader, "sig")
 
 #: The arch fields stored as float32 (spec/vqf.md §2.2); every other arch field is an integer or
 #: array.
@@ -29,8 +34,28 @@ def arch_value(name: str, value: Any) -> str | list[str]:
     return str(int(value))
 
 
+def trailer(vqf: VQFFile) -> dict[str, str]:
+    """The stored trailer: an FNV-1a-64 (spec/vqf.md §3.5), or an ENC file's HMAC-SM3 tag
+    (spec/vqf.md §4.2) as 64 lowercase hex digits."""
+    if vqf.header.encrypted:
+        return {"hmac_sm3": vqf.stored_tag().hex()}
+    return {"fnv1a64": f"{vqf.stored_fnv():016x}"}
+
+
+def signature(vqf: VQFFile) -> dict[str, dict[str, str]]:
+    """A SIGNED file's sig block fields pub, r, s, digest as lowercase hex (spec/vqf.md §2.3)."""
+    if not vqf.header.signed:
+        return {}
+    sig = VQFSig.parse(bytes(vqf.bytes_at(SIG_AT, SIG_AT + SIG_BYTES)))
+    return {"sig": {name: bytes(sig[name]).hex() for name in ("pub", "r", "s", "digest")}}
+
+
 def describe_vqf(vqf: VQFFile) -> dict[str, Any]:
-    """What an implementation prints for a valid file: header, arch, directory, digests."""
+    """What an implementation prints for a valid file: header, arch, directory, digests.
+
+    An ENC file (opened with its passphrase) is described by its plaintext: the tensors' SHA-256
+    are over the decrypted bytes, and the trailer is its tag.
+    """
     h = vqf.header
     return {
         "format": "vqf",
@@ -41,8 +66,9 @@ def describe_vqf(vqf: VQFFile) -> dict[str, Any]:
             "n_tensors": str(h.n_tensors),
             "data_offset": str(h.data_offset),
             "file_len": str(h.file_len),
-            "fnv1a64": f"{vqf.stored_fnv():016x}",
+            **trailer(vqf),
         },
+        **signature(vqf),
         "arch": {name: arch_value(name, h.arch[name]) for name in ARCH_FIELD_NAMES},
         "tensors": [
             {

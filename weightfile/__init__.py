@@ -7,6 +7,7 @@ with weightfile.open_vqf("model.vqf") as vqf:  # the container itself: header, d
     vqf.header.arch["dim"], [e.name for e in vqf.entries]
 weightfile.validate("model.vqf", checksum=True)  # every Violation of either format; [] when valid
 weightfile.encrypt_vqf("plain.vqf", "enc.vqf", b"passphrase")  # also decrypt_vqf, sign_vqf
+weightfile.protect_vqf("plain.vqf", "out.vqf", passphrase=b"pw", private_key=key)  # enc, then sign
 weightfile.open("enc.vqf", passphrase=b"passphrase")  # authenticated, then decrypted in memory
 weightfile.validate("enc.vqf", passphrase=b"passphrase", trusted_pub=bytes.fromhex(pub_hex))
 """
@@ -14,6 +15,7 @@ weightfile.validate("enc.vqf", passphrase=b"passphrase", trusted_pub=bytes.fromh
 from weightfile.fast.vqf.protect_write import (
     decrypt_vqf,
     encrypt_vqf,
+    protect_vqf,
     read_private_key,
     sign_vqf,
     write_private_key,
@@ -49,6 +51,7 @@ __all__ = [
     "encrypt_vqf",
     "open",
     "open_vqf",
+    "protect_vqf",
     "read_private_key",
     "sign_vqf",
     "validate",

@@ -16,7 +16,15 @@ from .fnv1a64 import fnv1a64
 encrypt_vqf = functools.partial(ref.encrypt_vqf, hasher=fnv1a64)
 decrypt_vqf = functools.partial(ref.decrypt_vqf, hasher=fnv1a64)
 sign_vqf = functools.partial(ref.sign_vqf, hasher=fnv1a64)
+protect_vqf = functools.partial(ref.protect_vqf, hasher=fnv1a64)
 read_private_key = ref.read_private_key
 write_private_key = ref.write_private_key
 
-__all__ = ["decrypt_vqf", "encrypt_vqf", "read_private_key", "sign_vqf", "write_private_key"]
+__all__ = [
+    "decrypt_vqf",
+    "encrypt_vqf",
+    "protect_vqf",
+    "read_private_key",
+    "sign_vqf",
+    "write_private_key",
+]

@@ -59,14 +59,26 @@ def generate_private_key() -> bytes:
     return _be32(1 + secrets.randbelow(N - 2))
 
 
-def sign(private: bytes, digest: bytes) -> tuple[bytes, bytes, bytes]:
-    """(pub, r, s) signing the 32-byte D with ID "vllm-shs-vqf" (spec/vqf.md §4.3 steps 1–5)."""
+def sign(private: bytes, digest: bytes, *, k: int | None = None) -> tuple[bytes, bytes, bytes]:
+    """(pub, r, s) signing the 32-byte D with ID "vllm-shs-vqf" (spec/vqf.md §4.3 steps 1–5).
+
+    The nonce k comes from the CSPRNG. A fixed `k` (1 ≤ k ≤ n−1) exists only so that the
+    conformance corpus regenerates byte for byte; a k used twice with one key reveals the key,
+    so nothing that signs real files passes it.
+    """
     pub = public_key(private)
     e = message_hash(pub, digest)
     ctx = CryptSM2(private_key=private.hex(), public_key=pub.hex())
-    while True:  # gmssl returns None when r = 0, r + k = n or s = 0: draw k again
-        k = 1 + secrets.randbelow(N - 1)
+    if k is not None:
+        if not 1 <= k <= N - 1:
+            raise ValueError("an SM2 nonce lies in [1, n-1]")
         rs = ctx.sign(e, f"{k:064x}")
+        if rs is None:  # r = 0, r + k = n or s = 0: this k cannot sign this digest
+            raise ValueError("this fixed nonce gives a degenerate signature; choose another")
+        return pub, bytes.fromhex(rs[:64]), bytes.fromhex(rs[64:])
+    while True:  # gmssl returns None when r = 0, r + k = n or s = 0: draw k again
+        nonce = 1 + secrets.randbelow(N - 1)
+        rs = ctx.sign(e, f"{nonce:064x}")
         if rs is not None:
             return pub, bytes.fromhex(rs[:64]), bytes.fromhex(rs[64:])
 

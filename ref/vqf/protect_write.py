@@ -86,11 +86,16 @@ def encrypt_vqf(
 ) -> Path:
     """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
 
+    `iv` fixes the IV for the conformance generator and tests only; the CLI never passes it, so
+    real files draw theirs from the CSPRNG (an IV reused under one passphrase leaks plaintext).
+
     A signed source is refused: its signature covers the ENC flag and the IV (spec/vqf.md §0 item
     8), so encrypt first and sign the encrypted file.
     """
     keys = protect.derive_keys(passphrase)
-    iv = secrets.token_bytes(16) if iv is None else iv
+    iv = secrets.token_bytes(16) if iv is None else bytes(iv)
+    if len(iv) != 16:
+        raise ValueError("an SM4-CTR IV is 16 bytes")
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
         h = vqf.header
         _require_current(vqf, "encrypt")
@@ -198,12 +203,14 @@ def sign_vqf(
     passphrase: bytes | None = None,
     overwrite: bool = False,
     hasher: Hasher = fnv1a64,
+    nonce: int | None = None,
 ) -> Path:
     """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
 
     D = SM3(H″ ‖ directory ‖ plaintext) with SIGNED already in H″'s flags. An ENC file needs its
     passphrase; its old tag must match before it is signed. Signing a signed file replaces the
-    signature.
+    signature. `nonce` fixes SM2's k for the conformance generator only (`sm2.sign`); the CLI
+    never passes it, so real signatures draw k from the CSPRNG.
     """
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
         h = vqf.header
@@ -255,7 +262,7 @@ def sign_vqf(
             _check_fnv(vqf, done.fnv)
             digest = done.digests[protect.ONE_STREAM]
             trailer = bytes(vqf.bytes_at(h.file_len, vqf.size))
-        pub, r, s = sm2.sign(private_key, digest)
+        pub, r, s = sm2.sign(private_key, digest, k=nonce)
         sig = VQFSig.build(
             {
                 "pub": pub,
@@ -271,6 +278,40 @@ def sign_vqf(
         out.seek(protect.SIG_AT)
         out.write(sig)
     return Path(dst)
+
+
+def protect_vqf(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    passphrase: bytes | None = None,
+    private_key: bytes | None = None,
+    overwrite: bool = False,
+    hasher: Hasher = fnv1a64,
+) -> Path:
+    """Publish `src` at `dst` encrypted (with `passphrase`), then signed (with `private_key`).
+
+    The order is the one spec/vqf.md §0 item 8 forces: the signature covers ENC and the IV, so
+    the file is encrypted first and the encrypted file signed. With both, the encrypted middle
+    step is staged in a private (mode 0700) folder beside `dst` and removed whatever happens;
+    only the final file is ever published at `dst`. With neither, nothing is asked for.
+    """
+    if passphrase is None and private_key is None:
+        raise ValueError("protect_vqf needs a passphrase, a private key or both")
+    dst = Path(dst)
+    if dst.exists() and not overwrite:  # before any work; `staged` checks again at publication
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{dst} exists (pass overwrite=True to replace it)"
+        )
+    if private_key is None:
+        return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, hasher=hasher)
+    if passphrase is None:
+        return sign_vqf(src, dst, private_key, overwrite=overwrite, hasher=hasher)
+    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{dst.name}.") as private:
+        middle = encrypt_vqf(src, Path(private) / "enc.vqf", passphrase, hasher=hasher)
+        return sign_vqf(
+            middle, dst, private_key, passphrase=passphrase, overwrite=overwrite, hasher=hasher
+        )
 
 
 def _reparse(header: bytes | bytearray, vqf: VQFFile) -> Header:

@@ -113,6 +113,37 @@ def test_model_path_and_errors(tmp_path, capsys):
     assert main(["bench", str(tmp_path / "missing.vqf"), "--no-rss", *QUICK]) == 1
 
 
+def test_an_encrypted_model_is_benched_with_its_passphrase(tmp_path, capsys, monkeypatch):
+    """--passphrase-file (else VLLM_VQF_KEY) opens an ENC model; the child gets the key through
+    its environment; without a key the run stops before measuring (spec/vqf.md §4.2)."""
+    monkeypatch.delenv("VLLM_VQF_KEY", raising=False)
+    cache = tmp_path / "cache"
+    plain_report, _ = bench_json(capsys, cache, "--no-rss")
+    (model,) = cache.iterdir()
+    pw, enc = tmp_path / "pw", tmp_path / "enc.vqf"
+    pw.write_bytes(b"bench secret\n")
+    assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 0
+    capsys.readouterr()
+    assert main(["bench", str(enc), "--json", *QUICK, "--passphrase-file", str(pw)]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["model"]["encrypted"] is True and plain_report["model"]["encrypted"] is False
+    assert r["model"]["geometry"] == plain_report["model"]["geometry"]
+    assert r["dequantize"]["tensor"] == plain_report["dequantize"]["tensor"]
+    assert r["roofline"]["weight_bytes_per_token"] == 52_352
+    assert r["forward"][0]["decode_tokens_per_s"] > 0
+    assert r["peak_rss"]["peak_rss_bytes"] >= r["peak_rss"]["baseline_rss_bytes"] > 0  # the child
+    assert any("encrypted model" in n for n in r["notes"])
+    monkeypatch.setenv("VLLM_VQF_KEY", "bench secret")
+    assert main(["bench", str(enc), "--json", "--no-rss", *QUICK]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["encrypted"] is True
+    monkeypatch.delenv("VLLM_VQF_KEY")
+    assert main(["bench", str(enc), "--no-rss", *QUICK]) == 1
+    assert "vqf.enc.no_key" in capsys.readouterr().err
+    monkeypatch.setenv("VLLM_VQF_KEY", "wrong")
+    assert main(["bench", str(enc), "--no-rss", *QUICK]) == 1
+    assert "vqf.enc.tag" in capsys.readouterr().err
+
+
 class StandInMatrix:
     """Plays the fast engine's matrix: the fast codec's float32 decode, a NumPy product (layer
     0's values stand in for every layer's)."""

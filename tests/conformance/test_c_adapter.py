@@ -41,7 +41,10 @@ def adapter(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_the_c_adapter_declares_its_kinds(adapter: str) -> None:
     out = subprocess.run([adapter, "kinds"], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == {"kinds": KINDS}
+    assert json.loads(out) == {
+        "kinds": KINDS,
+        "unsupported": {"vqf-protected": "no SM4, SM3 or SM2 in this adapter"},
+    }
 
 
 def in_level(case: dict) -> bool:
@@ -60,6 +63,9 @@ def test_the_c_adapter_passes_every_case_it_claims(adapter: str, capsys) -> None
     claimed = sorted(c["id"] for c in cases if in_level(c))
     assert doc["failed"] == 0 and doc["passed"] == len(claimed) >= 78
     assert sorted(r["case"] for r in doc["results"] if r["passed"]) == claimed
+    protected = [r for r in doc["results"] if r["case"].startswith("vqf/v2/")]
+    assert len(protected) == 10 and all(r["skipped"] for r in protected)
+    assert all("no SM4, SM3 or SM2" in r["reason"] for r in protected)
 
 
 #: Values a directory mutation may write anywhere: every JSON type and the domain edges.

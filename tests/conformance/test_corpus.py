@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,13 +27,14 @@ from weightfile.conformance.runner import (
     command_implementation,
     run_corpus,
 )
+from weightfile.ref.crypto import sm2
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
 from weightfile.spec.vqf.rules import RULES
 
 ALL_KINDS = frozenset(
     {"vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-     "ninfer3-model"}
+     "ninfer3-model", "vqf-protected"}
 )  # fmt: skip
 
 ADAPTER = f"{sys.executable} -m weightfile.conformance.adapter"
@@ -51,8 +53,14 @@ def test_regenerating_the_corpus_gives_identical_bytes():
 def test_every_vqf_file_rule_has_one_invalid_case():
     file_rules = {r.id for r in RULES.values() if r.origin in ("loader", "strict", "feature")}
     cases = _cases("vqf/*")
-    rejected = [c["rule"] for c in cases if c["expect"] == "reject"]
+    rejected = [c["rule"] for c in _cases("vqf/v1/*") if c["expect"] == "reject"]
     assert sorted(rejected) == sorted(file_rules)
+    # corpus v2: one keyed case per protected rule (spec/vqf.md §4), and only those
+    protected = [c for c in _cases("vqf/v2/*") if c["expect"] == "reject"]
+    assert all(c["kind"] == "protected" for c in _cases("vqf/v2/*"))
+    assert sorted(c["rule"] for c in protected) == sorted(
+        r.id for r in RULES.values() if r.origin == "protected"
+    )
     for c in cases:
         if c["expect"] == "reject":
             assert c["error_class"] == RULES[c["rule"]].error_class
@@ -137,13 +145,58 @@ def test_builtin_engines_pass_a_sample_through_the_subprocess_protocol(engine, c
     sample = ["ninfer3/v1/valid/sharded/cpp-fixture", "ninfer3/v1/invalid/part/missing",
               "vqf/v1/codec/q4_0_4x4/special", "ninfer3/v1/codec/nvfp4*/words",
               "ninfer3/v1/model/qwen35/dense-bf16", "ninfer3/v1/model/qwen35/reject-text-key",
-              "vqf/v1/model/qwen3/f32-one-token"]  # fmt: skip
+              "vqf/v2/valid/current/enc-signed", "vqf/v1/model/qwen3/f32-one-token"]  # fmt: skip
     results = [r for pattern in sample for r in run_corpus(impl, pattern=pattern)]
     assert len(results) == len(sample)
     if engine == "fast" and fast_opener() is None:
         assert results[-1].skipped and "no C kernels" in results[-1].reason
         results = results[:-1]
     assert all(r.passed for r in results), results
+
+
+def test_protected_cases_pass_through_the_subprocess_protocol_with_their_keys(monkeypatch, capsys):
+    """The runner hands a case's keys to the command as VLLM_VQF_KEY / VLLM_VQF_SIGN_PUB, and a
+    key in the caller's environment does not reach a case that gives none."""
+    monkeypatch.setenv("VLLM_VQF_KEY", "vqf conformance passphrase")  # would "fix" enc/no_key
+    status = main(["conformance", "run", "--impl", f"{ADAPTER} --engine ref",
+                   "--run", "vqf/v2/*"])  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0, out
+    assert out[-1] == "10 passed, 0 failed, 0 skipped"
+    assert "PASS vqf/v2/invalid/enc/no_key  UnsupportedError: vqf.enc.no_key" in out
+    assert os.environ["VLLM_VQF_KEY"] == "vqf conformance passphrase"  # the caller's, restored
+
+
+def test_protected_cases_carry_published_keys_and_need_them():
+    cases = {c["id"]: c for c in _cases("vqf/v2/*")}
+    assert cases["vqf/v2/valid/current/enc-signed"]["keys"] == {
+        "passphrase": "vqf conformance passphrase",
+        "sign_pub": sm2.public_key(bytes.fromhex(cases["vqf/v2/valid/current/enc-signed"]
+                                                 ["signer"]["sign_priv"])).hex(),
+    }  # fmt: skip
+    assert cases["vqf/v2/invalid/enc/no_key"]["keys"] == {}
+
+    def keyless(kind: str, path: Path) -> Answer:  # ignores the keys it is given
+        os.environ.pop("VLLM_VQF_KEY", None)
+        os.environ.pop("VLLM_VQF_SIGN_PUB", None)
+        return answer(kind, str(path), "ref")
+
+    results = {
+        r.case: r for r in run_corpus(Implementation(keyless, ALL_KINDS), pattern="vqf/v2/*")
+    }
+    assert not results["vqf/v2/valid/current/enc"].passed
+    assert "vqf.enc.no_key" in results["vqf/v2/valid/current/enc"].reason
+    assert not results["vqf/v2/invalid/sig/pub"].passed
+    assert results["vqf/v2/invalid/sig/no_key"].passed
+
+
+def test_a_wrong_plaintext_digest_fails_an_encrypted_case():
+    def wrong_digest(kind: str, path: Path) -> Answer:
+        got = answer(kind, str(path), "ref")
+        return Answer(got.status, got.stdout.replace('"sha256": "', '"sha256": "0', 1), got.stderr)
+
+    [r] = run_corpus(Implementation(wrong_digest, ALL_KINDS), pattern="vqf/v2/valid/*/enc")
+    assert not r.passed and ".tensors[0].sha256" in r.reason
 
 
 def test_an_implementation_that_always_accepts_fails_every_invalid_case(tmp_path, capsys):
@@ -206,7 +259,9 @@ def test_a_wrong_word_in_a_codec_answer_is_a_fail():
 
 def test_the_readme_documents_every_file_rule_and_error_class():
     readme = (CORPUS_DIR.parent / "README.md").read_text()
-    file_rules = [r for r in RULES.values() if r.origin in ("loader", "strict", "feature")]
+    file_rules = [
+        r for r in RULES.values() if r.origin in ("loader", "strict", "feature", "protected")
+    ]
     for r in file_rules:
         assert f"| `{r.id}` | {r.error_class} |" in readme, r.id
     for name in ERROR_CLASSES:

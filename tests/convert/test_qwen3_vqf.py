@@ -134,6 +134,57 @@ def test_cli_import(checkpoint, tmp_path, capsys):
     assert not (tmp_path / "d.vqf").exists()
 
 
+def test_cli_import_encrypted_and_signed(checkpoint, tmp_path, capsys, monkeypatch):
+    """import --encrypt --sign-key publishes only the protected file; it decrypts to the plain
+    import byte for byte (spec/vqf.md §4)."""
+    folder, _ = checkpoint
+    monkeypatch.delenv("VLLM_VQF_KEY", raising=False)
+    pw, key = tmp_path / "pw", tmp_path / "key"
+    pw.write_bytes(b"import secret\n")
+    assert main(["keygen", "--out", str(key)]) == 0
+    pub = capsys.readouterr().out.strip()
+    plain = tmp_path / "p.vqf"
+    assert main(["import", str(folder), str(plain), "--qtype", "q8_0"]) == 0
+    dest = tmp_path / "out"
+    dest.mkdir()
+    out = dest / "m.vqf"
+    assert main(["import", str(folder), str(out), "--qtype", "q8_0", "--encrypt",
+                 "--passphrase-file", str(pw), "--sign-key", str(key)]) == 0  # fmt: skip
+    assert "encrypted, signed" in capsys.readouterr().out
+    assert sorted(p.name for p in dest.iterdir()) == ["m.vqf", "m.vqf.tokenizer.json"]
+    with open_vqf(out) as vqf:
+        assert vqf.header.encrypted and vqf.header.signed
+    assert main(["verify", str(out), "--passphrase-file", str(pw), "--sign-pub", pub]) == 0
+    back = tmp_path / "back.vqf"
+    assert main(["decrypt", str(out), str(back), "--passphrase-file", str(pw)]) == 0
+    assert back.read_bytes() == plain.read_bytes()
+    monkeypatch.setenv("VLLM_VQF_KEY", "import secret")  # the engine's variable, as for encrypt
+    env = dest / "env.vqf"
+    assert main(["import", str(folder), str(env), "--qtype", "q8_0", "--encrypt"]) == 0
+    back.unlink()
+    assert main(["decrypt", str(env), str(back)]) == 0
+    assert back.read_bytes() == plain.read_bytes()
+    signed = dest / "s.vqf"
+    assert main(["import", str(folder), str(signed), "--qtype", "q8_0",
+                 "--sign-key", str(key)]) == 0  # fmt: skip
+    with open_vqf(signed) as vqf:
+        assert not vqf.header.encrypted and vqf.header.signed
+    capsys.readouterr()
+    before = sorted(p.name for p in dest.iterdir())
+    monkeypatch.delenv("VLLM_VQF_KEY")
+    with pytest.raises(SystemExit) as no_key:  # no passphrase: refused before converting
+        main(["import", str(folder), str(dest / "n.vqf"), "--encrypt"])
+    assert no_key.value.code == 2 and "VLLM_VQF_KEY" in capsys.readouterr().err
+    (tmp_path / "bad").write_text("not a key\n")
+    assert main(["import", str(folder), str(dest / "n.vqf"), "--sign-key",
+                 str(tmp_path / "bad")]) == 1  # fmt: skip
+    assert "vqf.sig.key" in capsys.readouterr().err
+    assert main(["import", str(folder), str(out), "--encrypt", "--passphrase-file", str(pw)]) == 1
+    assert "vqf.writer.destination" in capsys.readouterr().err
+    assert sorted(p.name for p in dest.iterdir()) == before  # nothing new, nothing staged
+    assert main(["import", str(folder), str(tmp_path / "m.ninfer"), "--encrypt"]) == 2
+
+
 def test_the_checkpoint_reader_is_a_state_dict(checkpoint, tmp_path):
     """weights_from_state_dict over the lazy reader gives the f32 file's logits, bit for bit."""
     folder, _ = checkpoint

@@ -29,3 +29,8 @@ def test_fast_protect_writers_equal_ref(tmp_path_factory, tensors, passphrase, i
     sa = ref.sign_vqf(plain, d / "sa.vqf", PRIV).read_bytes()
     sb = fast.sign_vqf(plain, d / "sb.vqf", PRIV).read_bytes()
     assert sa[:312] == sb[:312] and sa[376:] == sb[376:]  # all but r and s
+    # ... and with the generator's fixed k, every byte, the encrypted-then-signed file too
+    k = 0x1234567
+    ka = ref.sign_vqf(a, d / "ka.vqf", PRIV, passphrase=passphrase, nonce=k).read_bytes()
+    kb = fast.sign_vqf(b, d / "kb.vqf", PRIV, passphrase=passphrase, nonce=k).read_bytes()
+    assert ka == kb

@@ -133,6 +133,7 @@ def test_every_row_is_named_by_the_code_that_raises_it() -> None:
     assert unnamed == []
     raised_retired = sorted(r.id for r in RULES.values() if r.retired and r.id in named)
     assert raised_retired == [], "a retired rule is still raised"
+    assert {r.retired for r in RULES.values() if r.retired} <= named, "its successor is raised"
 
 
 def test_a_retired_rule_names_a_live_successor_of_its_class() -> None:

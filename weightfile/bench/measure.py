@@ -41,11 +41,12 @@ def best_seconds(fn: Callable[[], object], repeats: int | None = None) -> float:
     return best
 
 
-def open_seconds(path: str | os.PathLike[str]) -> float:
-    """open_vqf: map the file, read and check header and directory (spec/vqf.md §9)."""
+def open_seconds(path: str | os.PathLike[str], passphrase: bytes | None = None) -> float:
+    """open_vqf: map the file, read and check header and directory (spec/vqf.md §9); an ENC
+    file with its passphrase is also authenticated and decrypted (spec/vqf.md §4.2)."""
 
     def once() -> None:
-        with open_vqf(path):
+        with open_vqf(path, passphrase=passphrase):
             pass
 
     return best_seconds(once)

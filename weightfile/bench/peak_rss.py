@@ -76,7 +76,11 @@ def peak_bytes() -> int:
 
 
 def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | str]:
-    """Open, prefill `tokens`, decode `tokens`; the RSS before opening and the peak after."""
+    """Open, prefill `tokens`, decode `tokens`; the RSS before opening and the peak after.
+
+    An encrypted model's passphrase comes from VLLM_VQF_KEY, which `measure_peak_rss` sets in
+    the child's environment (never on its command line, where other users could read it).
+    """
     from weightfile.fast._native import library
     from weightfile.ref.vqf.read import open_vqf
 
@@ -86,7 +90,7 @@ def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | 
     library()  # code, not model data: load the kernels and the engines before the baseline
     engines.preload()
     baseline = status_bytes("VmRSS") or peak_bytes()
-    with open_vqf(path) as vqf:
+    with open_vqf(path, passphrase=os.environb.get(b"VLLM_VQF_KEY") or None) as vqf:
         model = engines.open_fast(vqf, threads) if engine == "fast" else engines.open_ref(vqf)
         if model is None:
             raise SystemExit("the fast engine is not available in this tree")
@@ -96,12 +100,20 @@ def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | 
 
 
 def measure_peak_rss(
-    path: str | os.PathLike[str], engine: str, threads: int, tokens: int
+    path: str | os.PathLike[str],
+    engine: str,
+    threads: int,
+    tokens: int,
+    passphrase: bytes | None = None,
 ) -> dict[str, int | str]:
     """Run `child` in a fresh interpreter and return what it printed."""
     cmd = [sys.executable, "-m", "weightfile.bench.peak_rss", os.fspath(path),
            "--engine", engine, "--threads", str(threads), "--tokens", str(tokens)]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = dict(os.environb)
+    env.pop(b"VLLM_VQF_KEY", None)
+    if passphrase is not None:
+        env[b"VLLM_VQF_KEY"] = passphrase
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"peak-RSS child failed ({done.returncode}): {done.stderr.strip()}")
     return json.loads(done.stdout.strip().splitlines()[-1])

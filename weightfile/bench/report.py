@@ -7,10 +7,11 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
     machine           {description, arch, cpus, load_average_1min (null where unknown): on a
                        shared machine every rate below is only as good as this}
     model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
-                       geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim}}
+                       geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
+                       encrypted (ENC: every open authenticates and decrypts, spec/vqf.md §4.2)}
     fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
-    open_seconds      open_vqf: map, header, directory
+    open_seconds      open_vqf: map, header, directory (ENC: also the tag check and decryption)
     checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (spec/vqf.md §3.5)
     checksum_bytes_hashed     all covered bytes; 1 MiB when there is no C compiler (pure Python)
     dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
@@ -57,6 +58,11 @@ ESTIMATED = (
     f"the first {engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and "
     "attention, < 1% of the work, not counted); ref prefill = ref decode (token by token)"
 )
+ENCRYPTED = (
+    "encrypted model: open_seconds includes checking the HMAC-SM3 tag over the whole region and "
+    "decrypting it into private memory (spec/vqf.md §4.2); the checksum row times FNV-1a-64 over "
+    "the stored ciphertext (the file's trailer is the tag); every other row uses the plaintext"
+)
 
 
 def load_average() -> float | None:
@@ -95,6 +101,7 @@ def model_section(path: str | os.PathLike[str], vqf: Any, synthetic: str | None)
         "file_bytes": Path(path).stat().st_size,
         "family": engines.family_of(vqf),
         "geometry": geometry(c),
+        "encrypted": bool(vqf.header.encrypted),
     }
 
 
@@ -156,21 +163,30 @@ def run_bench(
     synthetic: str | None = None,
     rss: bool = True,
     bandwidth_buffer: int = DEFAULT_BUFFER,
+    passphrase: bytes | None = None,
 ) -> dict[str, Any]:
-    """Every measurement of the report, in one process (the peak RSS in a child)."""
+    """Every measurement of the report, in one process (the peak RSS in a child).
+
+    An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
+    open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
+    """
     fast = engines.fast_open_model() is not None
     notes = [] if fast else [NO_FAST]
     if engines.fast_matrix_from_entry() is None:
         notes.append(NO_FAST_MATRIX)
+    with open_vqf(path, passphrase=passphrase) as vqf:
+        vqf.plaintext_region()  # an ENC model without its passphrase fails here, not midway
+        if vqf.header.encrypted:
+            notes.append(ENCRYPTED)
     bw = measure_bandwidth(bandwidth_buffer, threads=os.cpu_count())
-    with open_vqf(path) as vqf:
+    with open_vqf(path, passphrase=passphrase) as vqf:
         shapes = engines.matrix_shapes(vqf)
         report: dict[str, Any] = {
             "schema": SCHEMA,
             "machine": machine_section(),
             "model": model_section(path, vqf, synthetic),
             "fast_engine": fast,
-            "open_seconds": measure.open_seconds(path),
+            "open_seconds": measure.open_seconds(path, passphrase),
             **file_section(vqf, shapes),
             **bandwidth_section(bw, weight_bytes_per_token(vqf)),
             "matvec": matvec_rows(vqf, shapes, threads, bw.single_core),
@@ -186,7 +202,9 @@ def run_bench(
     report["peak_rss"] = None
     if rss:
         file_bytes = report["model"]["file_bytes"]
-        report["peak_rss"] = peak_rss_row(path, c, file_bytes, threads, tokens, fast, forward[0])
+        report["peak_rss"] = peak_rss_row(
+            path, c, file_bytes, threads, tokens, fast, forward[0], passphrase
+        )
         if report["peak_rss"] is None:
             notes.append("peak RSS: n/a (no fast engine, and the reference is too slow here)")
     report["targets"] = check_targets(report)
@@ -223,12 +241,13 @@ def peak_rss_row(
     tokens: int,
     fast: bool,
     ref: measure.ForwardRate,
+    passphrase: bytes | None = None,
 ) -> dict[str, Any] | None:
     """The child-process peak against the issue's bound: fast at the most threads, else ref."""
     if not fast and ref.method != "measured":
         return None
     engine, n = ("fast", max(threads)) if fast else ("ref", 1)
-    got = measure_peak_rss(path, engine, n, tokens)
+    got = measure_peak_rss(path, engine, n, tokens, passphrase)
     bound = rss_bound(file_bytes, c, positions=2 * tokens, prefill=tokens)
     peak, base = int(got["peak_rss_bytes"]), int(got["baseline_rss_bytes"])
     return {

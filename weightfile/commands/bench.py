@@ -9,6 +9,8 @@ import sys
 import time
 from typing import Any
 
+from ._common import add_passphrase_argument, passphrase
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -55,6 +57,7 @@ def register(sub: Any) -> None:
         default=256,
         help="buffer read by the bandwidth probe (default 256 MiB)",
     )
+    add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         synthetic=args.synthetic,
         rss=not args.no_rss,
         bandwidth_buffer=args.bandwidth_mib << 20,
+        passphrase=passphrase(args),
     )
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -1,4 +1,9 @@
-"""`weightfile import HF_DIR OUT.vqf --qtype f32|f16|q8_0|q4_0 [--layout legacy|tiled]`.
+"""`weightfile import HF_DIR OUT.vqf --qtype f32|f16|q8_0|q4_0 [--layout legacy|tiled]
+[--encrypt] [--sign-key KEYFILE]`.
+
+--encrypt takes the passphrase as `weightfile encrypt` does (--passphrase-file, else
+VLLM_VQF_KEY); --sign-key reads a `weightfile keygen` key file. Both are checked before the
+checkpoint is converted, and only the protected file is published (spec/vqf.md §4).
 
 An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint instead (commands/import_ninfer.py).
 """
@@ -6,9 +11,11 @@ An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint instead (commands/import
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from ._common import add_passphrase_argument
 from .import_ninfer import FORMATS as NINFER_FORMATS
 from .import_ninfer import run as run_ninfer
 from .import_ninfer import wants_ninfer
@@ -41,13 +48,36 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
     )
+    parser.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="VQF only: publish the file SM4-CTR encrypted (passphrase as for encrypt)",
+    )
+    add_passphrase_argument(parser)
+    parser.add_argument(
+        "--sign-key",
+        type=Path,
+        metavar="KEYFILE",
+        help="VQF only: publish the file SM2-signed with this key (weightfile keygen)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    protected = args.encrypt or args.sign_key is not None
     if wants_ninfer(args):
+        if protected:
+            print("weightfile import: --encrypt and --sign-key are for VQF files", file=sys.stderr)
+            return 2
         return run_ninfer(args)
     from weightfile.convert.qwen3_vqf import import_checkpoint, tokenizer_sidecar
+    from weightfile.fast.vqf.protect_write import read_private_key
+
+    from .protect import need_passphrase
+
+    # the keys first: a missing passphrase or a bad key file must not cost a conversion
+    key = need_passphrase("import", args) if args.encrypt else None
+    sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"
     path = import_checkpoint(
@@ -57,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
         layout=args.layout,
         overwrite=args.force,
         codecs=codecs,
+        passphrase=key,
+        sign_key=sign_key,
     )
     note = f" (+ {tokenizer_sidecar(path).name})" if tokenizer_sidecar(path).exists() else ""
-    print(f"{args.folder} -> {path} [{args.qtype}, {args.layout}]{note}")
+    kinds = ", encrypted" * args.encrypt + ", signed" * (sign_key is not None)
+    print(f"{args.folder} -> {path} [{args.qtype}, {args.layout}{kinds}]{note}")
     return 0

@@ -50,7 +50,8 @@ def _in_out(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace an existing OUT")
 
 
-def _need_passphrase(command: str, args: argparse.Namespace) -> bytes:
+def need_passphrase(command: str, args: argparse.Namespace) -> bytes:
+    """The passphrase (see `_common.passphrase`), or exit 2 naming where to give it."""
     value = passphrase(args)
     if value is None:
         print(
@@ -65,7 +66,7 @@ def _need_passphrase(command: str, args: argparse.Namespace) -> bytes:
 def run_encrypt(args: argparse.Namespace) -> int:
     from weightfile.fast.vqf.protect_write import encrypt_vqf
 
-    encrypt_vqf(args.input, args.output, _need_passphrase("encrypt", args), overwrite=args.force)
+    encrypt_vqf(args.input, args.output, need_passphrase("encrypt", args), overwrite=args.force)
     print(f"{args.output}: encrypted (SM4-CTR, one stream; HMAC-SM3 tag)")
     return 0
 
@@ -73,7 +74,7 @@ def run_encrypt(args: argparse.Namespace) -> int:
 def run_decrypt(args: argparse.Namespace) -> int:
     from weightfile.fast.vqf.protect_write import decrypt_vqf
 
-    decrypt_vqf(args.input, args.output, _need_passphrase("decrypt", args), overwrite=args.force)
+    decrypt_vqf(args.input, args.output, need_passphrase("decrypt", args), overwrite=args.force)
     print(f"{args.output}: plaintext (tag verified; FNV-1a-64 trailer)")
     return 0
 

@@ -15,12 +15,18 @@ written: the checkpoint's lm_head, or the tied embedding (spec/vqf.md §7.1 tabl
 The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` and its chat template (if
 any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both
 there (the paths are the frontend's own, so the two cannot disagree).
+
+With a passphrase and/or a private key the published file is the protected one
+(spec/vqf.md §4): the plaintext file is written into a private (mode 0700) folder beside
+`out`, encrypted and/or signed from there by `protect_vqf`, and the folder is removed whatever
+happens, so `out` only ever holds the finished protected file and no plaintext copy is left.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from importlib import import_module
 from pathlib import Path
@@ -33,7 +39,12 @@ from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
+from weightfile.spec.errors import (
+    DestinationExistsError,
+    InvalidError,
+    NotFoundError,
+    UnsupportedError,
+)
 from weightfile.spec.vqf.qtypes import QType
 
 from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
@@ -180,12 +191,22 @@ def import_checkpoint(
     layout: str = "legacy",
     overwrite: bool = False,
     codecs: str = REF_CODECS,
+    passphrase: bytes | None = None,
+    sign_key: bytes | None = None,
 ) -> Path:
-    """Write the VQF of the checkpoint in `folder` to `out`; copy its tokenizer.json beside it."""
+    """Write the VQF of the checkpoint in `folder` to `out`; copy its tokenizer.json beside it.
+
+    `passphrase` publishes it encrypted, `sign_key` (a 32-byte SM2 private key) signed, both
+    encrypted then signed (spec/vqf.md §4.2, §4.3); see the module docstring for the staging.
+    """
     if qtype not in QTYPES:
         raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
     if layout not in LAYOUTS:
         raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
+    if Path(out).exists() and not overwrite:  # refuse before converting, not after
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
+        )
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
     try:
@@ -204,8 +225,11 @@ def import_checkpoint(
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
         tensors = build_tensors(checkpoint, c, q, flags, codecs)
-    path = write_vqf(out, arch=arch_from_config(cfg, c), tensors=tensors, flags=flags,
-                     overwrite=overwrite)  # fmt: skip
+    arch = arch_from_config(cfg, c)
+    if passphrase is None and sign_key is None:
+        path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
+    else:
+        path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
     tok = src / "tokenizer.json"
     if tok.is_file():
         shutil.copyfile(tok, sidecar_path(path))
@@ -213,3 +237,27 @@ def import_checkpoint(
     if template is not None:
         chat_template_path(path).write_text(template, encoding="utf-8")
     return path
+
+
+def publish_protected(
+    out: str | os.PathLike[str],
+    arch: dict[str, Any],
+    tensors: list[TensorSource],
+    flags: int,
+    overwrite: bool,
+    passphrase: bytes | None,
+    sign_key: bytes | None,
+) -> Path:
+    """Write the plaintext file privately, publish only its protected form at `out`.
+
+    mkdtemp makes the folder mode 0700, so the plaintext is never readable by other users while
+    it exists; it sits beside `out` so the final rename stays on one filesystem.
+    """
+    from weightfile.fast.vqf.protect_write import protect_vqf
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as private:
+        plain = write_vqf(Path(private) / "plain.vqf", arch=arch, tensors=tensors, flags=flags)
+        return protect_vqf(
+            plain, out, passphrase=passphrase, private_key=sign_key, overwrite=overwrite
+        )

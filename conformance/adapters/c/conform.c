@@ -2,7 +2,8 @@
  * spec/ninfer3.md alone (no Python was read to write the checks).
  *
  *   cc -O2 -ffp-contract=off -std=c11 -o conform conform.c
- *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"]}
+ *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"],
+ *                                          "unsupported": {"vqf-protected": "..."}}
  *   conform vqf-container PATH         -> description on stdout, exit 0
  *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
  *
@@ -917,7 +918,9 @@ static int check_ninfer3(const char *entry_path) {
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "kinds") == 0) {
-        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\"]}\n");
+        /* protected VQF files need SM4, SM3 and SM2, which this one-file adapter leaves out */
+        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\"], "
+               "\"unsupported\": {\"vqf-protected\": \"no SM4, SM3 or SM2 in this adapter\"}}\n");
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "ninfer3-container") == 0) return check_ninfer3(argv[2]);

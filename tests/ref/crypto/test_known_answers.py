@@ -192,3 +192,15 @@ def test_sm2_range_checks_and_key_validation():
     assert not sm2.verify(b"\x01" * 64, bytes(32), r, s)  # not a curve point
     with pytest.raises(ValueError):
         sm2.public_key(bytes(32))
+
+
+def test_sm2_fixed_nonce_is_deterministic_and_checked():
+    """A fixed k (the corpus generator's) gives the same valid signature every time; the
+    default draws a fresh one."""
+    d, digest = bytes.fromhex("11" * 32), bytes(range(32))
+    first = sm2.sign(d, digest, k=0x1234)
+    assert first == sm2.sign(d, digest, k=0x1234) and sm2.verify(first[0], digest, *first[1:])
+    assert sm2.sign(d, digest)[1:] != sm2.sign(d, digest)[1:]
+    for k in (0, sm2.N):
+        with pytest.raises(ValueError):
+            sm2.sign(d, digest, k=k)

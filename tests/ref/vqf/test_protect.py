@@ -23,6 +23,7 @@ from weightfile.ref.vqf import protect
 from weightfile.ref.vqf.protect_write import (
     decrypt_vqf,
     encrypt_vqf,
+    protect_vqf,
     read_private_key,
     sign_vqf,
     write_private_key,
@@ -156,10 +157,13 @@ def test_round_trip_is_byte_identical_and_decodes_the_same(tmp_path):
 
 
 def test_an_encrypted_file_has_no_fnv_trailer(tmp_path):
+    """The trailer of an ENC file is its tag: asking for its FNV is a typed error, with or
+    without the passphrase."""
     enc = encrypt_vqf(write_plain(tmp_path / "p.vqf"), tmp_path / "e.vqf", PASS)
-    with open_vqf(enc, passphrase=PASS) as vqf, pytest.raises(UnsupportedError) as e:
-        vqf.stored_fnv()
-    assert (e.value.rule, e.value.offset) == ("vqf.enc.fnv", vqf.header.file_len)
+    for passphrase in (PASS, None):
+        with open_vqf(enc, passphrase=passphrase) as vqf, pytest.raises(UnsupportedError) as e:
+            vqf.stored_fnv()
+        assert (e.value.rule, e.value.offset) == ("vqf.enc.fnv", vqf.header.file_len)
 
 
 def test_encryption_uses_a_fresh_iv(tmp_path):
@@ -167,6 +171,37 @@ def test_encryption_uses_a_fresh_iv(tmp_path):
     a, b = encrypt_vqf(plain, tmp_path / "a", PASS), encrypt_vqf(plain, tmp_path / "b", PASS)
     with open_vqf(a) as x, open_vqf(b) as y:
         assert x.header.enc_iv != y.header.enc_iv and any(x.header.enc_iv)
+
+
+def test_protect_encrypts_then_signs_and_publishes_only_the_result(tmp_path, monkeypatch):
+    plain = write_plain(tmp_path / "p.vqf")
+    out = tmp_path / "out"
+    out.mkdir()
+    both = protect_vqf(plain, out / "es.vqf", passphrase=PASS, private_key=PRIV)
+    with open_vqf(both) as vqf:
+        assert vqf.header.encrypted and vqf.header.signed
+    assert validate(both, passphrase=PASS, trusted_pub=sm2.public_key(PRIV)) == []
+    assert decrypt_vqf(both, tmp_path / "d.vqf", PASS).read_bytes() == plain.read_bytes()
+    enc = protect_vqf(plain, out / "e.vqf", passphrase=PASS)
+    signed = protect_vqf(plain, out / "s.vqf", private_key=PRIV)
+    with open_vqf(enc) as e, open_vqf(signed) as s:
+        assert (e.header.encrypted, e.header.signed, s.header.encrypted, s.header.signed) == (
+            True,
+            False,
+            False,
+            True,
+        )
+    assert sorted(p.name for p in out.iterdir()) == ["e.vqf", "es.vqf", "s.vqf"]  # no staging
+    with pytest.raises(DestinationExistsError):
+        protect_vqf(plain, both, passphrase=PASS, private_key=PRIV)
+
+    def broken_sign(*args, **kwargs):
+        raise InvalidError("vqf.sig.key", "the signing step failed")
+
+    monkeypatch.setattr("weightfile.ref.vqf.protect_write.sign_vqf", broken_sign)
+    with pytest.raises(InvalidError):
+        protect_vqf(plain, out / "x.vqf", passphrase=PASS, private_key=PRIV)
+    assert sorted(p.name for p in out.iterdir()) == ["e.vqf", "es.vqf", "s.vqf"]  # nothing left
 
 
 # -- fail closed -----------------------------------------------------------------------------------
