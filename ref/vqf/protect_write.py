@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import struct
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
 from weightfile.spec.errors import (
     ChecksumError,
+    DestinationExistsError,
     InvalidError,
     UnsupportedError,
 )
