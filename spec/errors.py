@@ -89,6 +89,11 @@ class DestinationExistsError(WeightfileError, FileExistsError):
     """A writer refused to replace an existing file (pass overwrite=True to allow it)."""
 
 
+class ClosedError(WeightfileError):
+    """A read of a file (or file set) after `close()`; a ValueError, as Python's own reads of a
+    closed file are."""
+
+
 #: The closed set of class names other implementations report (conformance/README.md).
 ERROR_CLASSES: dict[str, type[WeightfileError]] = {
     cls.__name__: cls
@@ -99,5 +104,6 @@ ERROR_CLASSES: dict[str, type[WeightfileError]] = {
         UnsupportedError,
         NotFoundError,
         DestinationExistsError,
+        ClosedError,
     )
 }

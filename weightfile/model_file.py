@@ -14,6 +14,7 @@ shape; a .ninfer binding of parts as the rows it selects (spec/ninfer3.md §2.5)
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from collections.abc import Callable
 from types import ModuleType
@@ -88,7 +89,12 @@ class VQFModelFile:
         words = module.decode_words(self.file.payload(e), rows, cols)
         count, out, _ = self._matrices(e)
         lead = (count, out) if count > 1 and out > 1 else (rows,)
-        return {k: v.reshape(*lead, -1) if v.shape[:1] == (rows,) else v for k, v in words.items()}
+        # the row width is spelled out, not -1: a tensor of 0 rows (spec/vqf.md §5.9 allows it)
+        # has 0 words, and numpy cannot infer a -1 axis from an empty array
+        return {
+            k: v.reshape(*lead, math.prod(v.shape[1:])) if v.shape[:1] == (rows,) else v
+            for k, v in words.items()
+        }
 
     def _matrices(self, e: Entry) -> tuple[int, int, int]:
         """(count, out, in) of the physical matrices stacked in `e` (spec/vqf.md §7.1), or 1 × rows

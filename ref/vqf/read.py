@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from weightfile.spec.errors import (
+    ClosedError,
     InvalidError,
     MalformedError,
     NotFoundError,
@@ -123,6 +124,23 @@ class VQFFile:
     _plain_view: memoryview | None = field(repr=False, default=None)
     #: which writer kind the pads showed (protect.ONE_STREAM, PER_TENSOR, EITHER), None if unknown
     stream_kind: str | None = None
+    #: name -> entry, built once; later duplicates overwrite earlier ones, so the later entry wins
+    #: as in the engine (spec/vqf.md §9 step 12)
+    _by_name: dict[str, Entry] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_name = {e.name: e for e in self.entries}
+
+    @property
+    def closed(self) -> bool:
+        """True once `close` ran: no byte of the file can be read any more."""
+        return self._view is None
+
+    def require_open(self) -> None:
+        """Refuse a read of a closed file with our error, not a failed assertion
+        (spec/vqf.md §1)."""
+        if self.closed:
+            raise ClosedError("vqf.file.closed", f"{self.path.name} is closed", path=str(self.path))
 
     # -- regions (spec/vqf.md §1)
     # ---------------------------------------------------------------------------
@@ -132,7 +150,8 @@ class VQFFile:
             raise MalformedError(
                 "vqf.file.range", f"range [{start}, {stop}) outside the file", offset=start
             )
-        assert self._view is not None, "file is closed"
+        self.require_open()
+        assert self._view is not None
         return self._view[start:stop]
 
     def release_pages(self, start: int, stop: int) -> None:
@@ -177,14 +196,15 @@ class VQFFile:
     def entry(self, name: str) -> Entry:
         """The entry named `name`; with duplicates the later one wins, as in the engine
         (spec/vqf.md §9 step 12)."""
-        for candidate in reversed(self.entries):
-            if candidate.name == name:
-                return candidate
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
         raise NotFoundError("vqf.directory.name", f"no tensor named {name!r}", path=name)
 
     def payload(self, entry: Entry | str) -> memoryview:
         """Zero-copy view of a tensor's stored bytes (without its trailing pad)."""
         e = self.entry(entry) if isinstance(entry, str) else entry
+        self.require_open()  # before the ENC branch, which would report a missing key instead
         if self.header.encrypted:
             plain = self.plaintext_region()
             base = self.header.data_offset

@@ -83,6 +83,7 @@ _RULES = (
     # --- lookups by callers ---
     Rule("vqf.directory.name", "NotFoundError", "reader", "§9", "no tensor of that name", step=12),
     Rule("vqf.file.range", "MalformedError", "reader", "§1", "a byte range outside the file"),
+    Rule("vqf.file.closed", "ClosedError", "reader", "§1", "a read after the file was closed"),
     # --- protected files (spec/vqf.md §4): SM4-CTR + HMAC-SM3 (ENC), SM2 (SIGNED) ---
     Rule("vqf.enc.no_key", "UnsupportedError", "protected", "§4.1",
          "an ENC file but no passphrase: its tag and contents cannot be verified"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import mmap
 
 import pytest
@@ -10,12 +11,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies.vqf import patch_header
 
+import weightfile
 from weightfile.examples import EXAMPLE_PATH, TINY_ARCH, TINY_FLAGS, tiny_tensors
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import MalformedError, NotFoundError, UnsupportedError, WeightfileError
+from weightfile.spec.errors import (
+    ClosedError,
+    MalformedError,
+    NotFoundError,
+    UnsupportedError,
+    WeightfileError,
+)
 from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.qtypes import QType
 
 BASE = EXAMPLE_PATH.read_bytes()
 
@@ -100,3 +109,61 @@ def test_a_file_whose_directory_is_empty_is_reported_not_crashed(tmp_path):
     patch_header(path, lambda h: h.update({"n_tensors": 0}))
     rules = {v.rule for v in validate(path, checksum=True)}
     assert "vqf.directory.missing_core" in rules
+
+
+def test_name_lookup_is_a_dict_built_once_with_the_same_answers_and_errors(tmp_path):
+    """spec/vqf.md §9 step 12: a lookup no longer scans the directory (a 60k-tensor file paid a
+    linear scan per decode); the later duplicate still wins and a missing name is still ours."""
+    tensors = tiny_tensors(TINY_ARCH)
+    tensors.append(TensorSource("final_norm", 1, 64, 1, b"\x01" * 256))
+    path = write_vqf(tmp_path / "dup.vqf", arch=TINY_ARCH, tensors=tensors, flags=TINY_FLAGS)
+    with open_vqf(path) as vqf:
+        later = max((e for e in vqf.entries if e.name == "final_norm"), key=lambda e: e.index)
+
+        class NoScan(list):
+            def __iter__(self):
+                raise AssertionError("entry() scanned the directory")
+
+            __reversed__ = __iter__
+
+        vqf.entries = NoScan(vqf.entries)
+        assert vqf.entry("final_norm") is later
+        assert bytes(vqf.payload("final_norm")) == b"\x01" * 256
+        with pytest.raises(NotFoundError) as info:
+            vqf.entry("nope")
+        assert info.value.rule == "vqf.directory.name" and info.value.path == "nope"
+
+
+def test_a_read_after_close_is_a_closed_error_not_an_assertion():
+    """spec/vqf.md §1: the map is gone after close(); every read says so with our error."""
+    vqf = open_vqf(EXAMPLE_PATH)
+    vqf.close()
+    assert vqf.closed
+    for read in (lambda: vqf.payload("q4_q"), lambda: vqf.bytes_at(0, 4), vqf.directory_bytes):
+        with pytest.raises(ClosedError) as info:
+            read()
+        assert info.value.rule == "vqf.file.closed" and isinstance(info.value, ValueError)
+    with weightfile.open(EXAMPLE_PATH) as f:
+        pass
+    for engine in ("ref", "fast"):
+        with pytest.raises(ClosedError) as info:
+            f.decode("q4_q", engine=engine)
+        assert info.value.rule == "vqf.file.closed"
+
+
+# Q4_8X8L is left out: its codec is chosen by an x8_* name only (spec/vqf.md §5.8)
+@pytest.mark.parametrize("qtype", [q for q in QType if q != QType.Q4_8X8L])
+@pytest.mark.parametrize("engine", ["ref", "fast"])
+def test_a_tensor_of_zero_rows_decodes_to_empty_words(tmp_path, qtype, engine):
+    """spec/vqf.md §5.9: rows = 0 has size 0; its words are empty arrays of the codec's row
+    widths (they raised numpy's ValueError: a -1 axis of an empty array)."""
+    tensors = [*tiny_tensors(TINY_ARCH), TensorSource("extra", int(qtype), 0, 64, b"")]
+    path = write_vqf(tmp_path / "zero.vqf", arch=TINY_ARCH, tensors=tensors, flags=TINY_FLAGS)
+    with weightfile.open(path) as f:
+        assert f.decode("extra", engine=engine).shape == (0, 64)
+        words = f.decode_words("extra", engine=engine)
+        module = importlib.import_module(f"weightfile.{engine}.codecs.vqf").codec(f.codec("extra"))
+        want = module.decode_words(b"", 0, 64)
+    assert words.keys() == want.keys()
+    for k, v in words.items():
+        assert v.shape == want[k].shape and v.shape[0] == 0 and v.dtype == want[k].dtype
