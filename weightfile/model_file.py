@@ -23,14 +23,18 @@ from typing import Any
 import numpy as np
 
 from weightfile.formats import sniff
-from weightfile.ref.ninfer3.bindings import element_ranges
+from weightfile.ref.ninfer3.bindings import (
+    element_ranges,
+    require_common_words,
+    whole_row_width,
+)
 from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import Artifact, open_artifact
 from weightfile.ref.vqf.fnv1a64 import Progress
 from weightfile.ref.vqf.read import Entry, VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
-from weightfile.spec.errors import NotFoundError, UnsupportedError, Violation, WeightfileError
+from weightfile.spec.errors import NotFoundError, Violation, WeightfileError
 from weightfile.spec.vqf.inventory import KINDS, Geometry
 
 ENGINES = ("ref", "fast")
@@ -152,20 +156,30 @@ class NInferModelFile:
         return codec.decode_words(payload, shape) if words else codec.decode(payload, shape)
 
     def _resolve(self, name: str, engine: str, *, words: bool) -> Any:
+        """An object, or a binding's parts joined (spec/ninfer3.md §2.5): the rows they select
+        when every part is whole rows of one row shape, else their elements as one flat run."""
         d = self.artifact.directory
         if name in d.objects_by_id:
             return self._object(name, engine, words)
         if name not in d.bindings:
             raise NotFoundError("ninfer3.binder.parameter", f"no object or binding {name!r}")
+        binding = d.bindings[name]
+        ranges = element_ranges(binding, d.objects_by_id)
+        row = whole_row_width(ranges, d.objects_by_id)
+        if words:
+            require_common_words(binding, ranges, d.objects_by_id)
+        # Each object is decoded once however many parts cut it: decoding per part made a
+        # binding of n parts of one object cost n whole-object decodes.
+        decoded: dict[str, Any] = {}
         pieces = []
-        for r in element_ranges(d.bindings[name], d.objects_by_id):
-            shape = d.objects_by_id[r.object_id].shape or ()
-            row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-            decoded = self._object(r.object_id, engine, words)
-            if r.begin % row or r.end % row:  # not whole rows: a flat run of elements
-                pieces.append(_flat_slice(decoded, r.begin, r.end, words))
-            else:
-                pieces.append(_row_slice(decoded, r.begin // row, r.end // row, words))
+        for r in ranges:
+            if r.object_id not in decoded:
+                decoded[r.object_id] = self._object(r.object_id, engine, words)
+            whole = decoded[r.object_id]
+            if row:
+                pieces.append(_row_slice(whole, r.begin // row, r.end // row, words))
+            else:  # the parts' elements in C order, one run after another (spec/ninfer3.md §2.5)
+                pieces.append(np.asarray(whole).reshape(-1)[r.begin : r.end])
         if words:  # per-row arrays are joined; a per-object scalar (nvfp4's divisor) is listed
             return {
                 k: np.concatenate([p[k] for p in pieces])
@@ -189,15 +203,6 @@ def _row_slice(decoded: Any, start: int, stop: int, words: bool) -> Any:
     if words:
         return {k: v[start:stop] if v.ndim else v for k, v in decoded.items()}
     return decoded[start:stop]
-
-
-def _flat_slice(decoded: Any, begin: int, end: int, words: bool) -> Any:
-    if words:  # scales belong to groups of a row: a cut inside a row has no clean word set
-        raise UnsupportedError(
-            "weightfile.words.split_row",
-            f"binding part [{begin}, {end}) cuts through rows; dump its values, not its words",
-        )
-    return decoded.reshape(-1)[begin:end]
 
 
 def open_model_file(path: str | os.PathLike[str], **options: Any) -> VQFModelFile | NInferModelFile:

@@ -7,11 +7,13 @@ coverage against the parameter's shape, accepted auxiliary roles, the scalar FP3
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from weightfile.ref.ninfer3.records import Binding, ObjectEntry, Use, member_path
 from weightfile.ref.ninfer3.require import require
+from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.ninfer3.directory import AUXILIARY_ROLES
 from weightfile.spec.ninfer3.domains import elements
 
@@ -43,6 +45,39 @@ def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[El
         return [ElementRange(binding.object_id, 0, elements(shape))]
     assert binding.parts is not None
     return [ElementRange(p.object_id, p.begin, p.end) for p in binding.parts]
+
+
+def whole_row_width(ranges: Sequence[ElementRange], objects: dict[str, ObjectEntry]) -> int:
+    """Elements per row when the parts join as rows: every parent has rank >= 1 and one common
+    row shape (the dimensions after the first), and every range is whole rows; else 0, and the
+    parts join only as a flat run of elements (spec/ninfer3.md §2.5).
+
+    Both are valid bindings: spec/ninfer3.md §2.5 lets parts reshape, split and reorder freely,
+    so mixed cuts, row shapes or formats are no container or binder error. Only a caller that
+    wants the rows (or the stored words) of such a binding has to ask which case it is."""
+    row_shapes = {tuple(objects[r.object_id].shape or ())[1:] for r in ranges}
+    ranks = {len(objects[r.object_id].shape or ()) for r in ranges}
+    if len(row_shapes) != 1 or 0 in ranks:
+        return 0
+    width = math.prod(row_shapes.pop())
+    return width if all(r.begin % width == 0 and r.end % width == 0 for r in ranges) else 0
+
+
+def require_common_words(
+    binding: Binding, ranges: Sequence[ElementRange], objects: dict[str, ObjectEntry]
+) -> None:
+    """The stored words of a binding exist only when its parts are whole rows of one row shape
+    and of one (format, layout): scales belong to groups of a row, and each encoding has its own
+    words (spec/ninfer3.md §2.5, §4.1). The values of any valid binding still decode."""
+    kinds = {(objects[r.object_id].format, objects[r.object_id].layout) for r in ranges}
+    if whole_row_width(ranges, objects) and len(kinds) == 1:
+        return
+    raise UnsupportedError(
+        "ninfer3.range.words",
+        "the parts cut through rows or differ in row shape, format or layout: they have no "
+        "common word set; decode their values instead",
+        path=binding.path,
+    )
 
 
 def bind_parameter(

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from weightfile.ref.ninfer3.records import FileEntry
-from weightfile.spec.errors import InvalidError, MalformedError
+from weightfile.spec.errors import ClosedError, InvalidError, MalformedError
 from weightfile.spec.ninfer3.errors import ContinuationMissingError
 from weightfile.spec.ninfer3.framing import (
     HEADER_BYTES,
@@ -71,6 +71,7 @@ class FileSet:
         self.payload_bytes = files[-1].logical_end
         self._payload_start = payload_starts(entry_payload_start, len(files))
         self._maps: dict[int, mmap.mmap] = {0: entry_map}
+        self.closed = False
 
     def volume_path(self, index: int) -> Path:
         """Where files[index] lives: resolved relative to the entry's directory
@@ -86,6 +87,10 @@ class FileSet:
     def volume(self, index: int) -> mmap.mmap:
         """The mapped file, opening and checking a continuation volume on first use
         (spec/ninfer3.md §1.3 step 6)."""
+        if self.closed:  # else the entry itself would be reopened as if it were a continuation
+            raise ClosedError(
+                "ninfer3.range.closed", f"{self.entry_path.name} is closed", path=f"files[{index}]"
+            )
         if index not in self._maps:
             self._maps[index] = self._open_continuation(index)
         return self._maps[index]
@@ -150,3 +155,4 @@ class FileSet:
             with contextlib.suppress(BufferError):  # a caller still holds a zero-copy view
                 m.close()
         self._maps.clear()
+        self.closed = True

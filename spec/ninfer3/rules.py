@@ -108,6 +108,8 @@ RULES: dict[str, Rule] = table(
         # -- range reads (spec/ninfer3.md §1.6)
         # ----------------------------------------------------------------
         _rule("ninfer3.range.bounds", INV, "read range ends past the logical payload", "1.6"),
+        _rule("ninfer3.range.closed", "ClosedError", "a read after the file set was closed", "1.6"),
+        _rule("ninfer3.range.words", UNS, "binding words: parts cut rows or mix encodings", "2.5"),
         # -- deferred object checks, on use (spec/ninfer3.md §2.9)
         # ---------------------------------------------
         _rule("ninfer3.object.unknown", INV, "no object with the requested id", "2.9"),
