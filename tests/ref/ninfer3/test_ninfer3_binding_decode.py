@@ -100,7 +100,7 @@ def test_mixed_parts_decode_to_their_elements_in_order(parts_file: Path, engine:
 @pytest.mark.parametrize("name", ["p.cut", "p.widths", "p.formats", "p.many"])
 def test_words_of_mixed_parts_are_a_typed_error(parts_file: Path, engine: str, name: str) -> None:
     """Scales belong to a row's groups and each encoding has its own words: there is no common
-    word set to return (spec/ninfer3.md §2.5, spec/ninfer3.md §4.1)."""
+    word set to return (spec/ninfer3.md §2.5, §4.1)."""
     words = raises_rule(UnsupportedError, "ninfer3.range.words")
     with weightfile.open(parts_file) as f, words as info:
         f.decode_words(name, engine=engine)
