@@ -285,19 +285,19 @@ def ninfer_5_example_2(_: Files) -> list[str]:
 
 #: (check id, check) in the order the README lists them.
 CHECKS: tuple[tuple[str, Check], ...] = (
-    ("vqf.md §5.2 f16 1e-6", vqf_5_2),
-    ("vqf.md §5.6 8x8 code address", vqf_5_6_address),
-    ("vqf.md §5.6-§5.9 sizes", vqf_5_9),
-    ("vqf.md §6.6 test vectors", vqf_6_6),
-    ("ninfer-v3.md §1.9 tiny file", ninfer_1_9_tiny),
-    ("ninfer-v3.md §1.9 C++ fixture", ninfer_1_9_cpp),
-    ("ninfer-v3.md §1.9 large resource", ninfer_1_9_large),
-    ("ninfer-v3.md §3.6 worked vectors", ninfer_3_6),
-    ("ninfer-v3.md §3.7 worked examples", ninfer_3_7),
-    ("ninfer-v3.md §4.3 known packed bytes", ninfer_4_3),
-    ("ninfer-v3.md §4.5 example", ninfer_4_5),
-    ("ninfer-v3.md §4.4/§4.7 sizes", ninfer_sizes),
-    ("ninfer-v3.md §5 example 2 placement", ninfer_5_example_2),
+    ("spec/vqf.md §5.2 f16 1e-6", vqf_5_2),
+    ("spec/vqf.md §5.6 8x8 code address", vqf_5_6_address),
+    ("spec/vqf.md §5.6-§5.9 sizes", vqf_5_9),
+    ("spec/vqf.md §6.6 test vectors", vqf_6_6),
+    ("spec/ninfer3.md §1.9 tiny file", ninfer_1_9_tiny),
+    ("spec/ninfer3.md §1.9 C++ fixture", ninfer_1_9_cpp),
+    ("spec/ninfer3.md §1.9 large resource", ninfer_1_9_large),
+    ("spec/ninfer3.md §3.6 worked vectors", ninfer_3_6),
+    ("spec/ninfer3.md §3.7 worked examples", ninfer_3_7),
+    ("spec/ninfer3.md §4.3 known packed bytes", ninfer_4_3),
+    ("spec/ninfer3.md §4.5 example", ninfer_4_5),
+    ("spec/ninfer3.md §4.4/§4.7 sizes", ninfer_sizes),
+    ("spec/ninfer3.md §5 example 2 placement", ninfer_5_example_2),
 )
 
 
