@@ -51,7 +51,7 @@ def nonnegative_int(text: str) -> int:
 
 
 def temperature(text: str) -> float:
-    """A finite float of at least 0; 0 is greedy decoding (spec/models.md §11)."""
+    """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §11)."""
     try:
         value = float(text)
     except ValueError:
