@@ -150,3 +150,13 @@ def test_ctrl_c_is_one_line_exit_130(tmp_path, monkeypatch, capsys):
     model = shutil.copy(EXAMPLE_PATH, tmp_path / "m.vqf")
     assert main(["run", str(model), "--token-ids", "1"]) == EXIT_INTERRUPTED
     assert _one_line(capsys) == "weightfile run: interrupted"
+
+
+def test_a_short_ninfer_entry_says_truncated_or_empty(tmp_path, capsys):
+    """spec/ninfer3.md §1.3: the rule ids stay; only the words are ours."""
+    short = tmp_path / "short.ninfer"
+    for data, words in ((b"", "file is empty"), (b"NINFER\0\3" + bytes(22), "truncated, 2 bytes")):
+        short.write_bytes(data)
+        assert main(["inspect", str(short)]) == EXIT_VIOLATIONS
+        line = _one_line(capsys)
+        assert "[ninfer3.header.truncated]" in line and words in line
