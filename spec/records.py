@@ -44,7 +44,7 @@ def build_record(schema: Struct, value: Any, *, rule: str, path: str) -> bytes:
     try:
         return schema.build(value)
     except ConstructError as exc:
-        raise InvalidError(rule, f"cannot encode {path}: {_first_line(exc)}", path=path) from exc
+        raise InvalidError(rule, f"cannot encode {build_message(exc, path)}", path=path) from exc
 
 
 def truncated(needed: int, available: int, what: str) -> str:
@@ -63,8 +63,7 @@ def const_message(exc: ConstError, path: str) -> str:
     construct says ``Error in path (parsing) -> magic`` then ``parsing expected b'X' but parsed
     b'Y'``; users see ``header.magic is b'Y', expected b'X'`` (conventions, "Errors").
     """
-    field = str(getattr(exc, "path", "") or "").rsplit("->", 1)[-1].strip()
-    where = f"{path}.{field}" if field and not field.startswith("(") else path
+    where = _where(exc, path)
     found = _CONST.search(str(exc))
     if found is None:
         return f"{where} does not hold its constant value"
@@ -75,6 +74,30 @@ def const_message(exc: ConstError, path: str) -> str:
 def _show(value: str) -> str:
     """Integers (magic numbers) in hex, as the fact sheets write them; bytes as construct shows."""
     return f"0x{int(value):08X}" if value.isdigit() else value
+
+
+_GIVEN = re.compile(r"given value (?P<value>.+)$", re.S)
+
+
+def build_message(exc: ConstructError, path: str) -> str:
+    """`header.arch.n_layers: -1 does not fit the field` instead of construct's ``Error in path
+    (building) -> ...`` and its struct format codes."""
+    where = _where(exc, path)
+    given = _GIVEN.search(str(exc))
+    if given is not None:
+        return f"{where}: {given['value'].strip()} does not fit the field"
+    lines = str(exc).strip().splitlines()
+    return f"{where}: {lines[-1] if lines else type(exc).__name__}"
+
+
+def _where(exc: ConstructError, path: str) -> str:
+    """`path.field.subfield` from construct's ``(parsing) -> field -> subfield``."""
+    steps = [p.strip() for p in str(getattr(exc, "path", "") or "").split("->")]
+    fields: list[str] = []
+    for step in steps:  # construct names a renamed constant twice (magic -> magic)
+        if step and not step.startswith("(") and (not fields or fields[-1] != step):
+            fields.append(step)
+    return ".".join([path, *fields])
 
 
 def _first_line(exc: Exception) -> str:
