@@ -160,3 +160,24 @@ def test_a_short_ninfer_entry_says_truncated_or_empty(tmp_path, capsys):
         assert main(["inspect", str(short)]) == EXIT_VIOLATIONS
         line = _one_line(capsys)
         assert "[ninfer3.header.truncated]" in line and words in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["encrypt", "{tmp}", "{tmp}/o.vqf", "--passphrase-file", "{pw}"],
+        ["encrypt", "{tmp}/missing.vqf", "{tmp}/o.vqf", "--passphrase-file", "{pw}"],
+        ["encrypt", str(EXAMPLE_PATH), "{tmp}/o.vqf", "--passphrase-file", "{tmp}/no-pw"],
+        ["decrypt", "{tmp}/missing.vqf", "{tmp}/o.vqf", "--passphrase-file", "{pw}"],
+        ["sign", str(EXAMPLE_PATH), "{tmp}/s.vqf", "--sign-key", "{tmp}/no-key"],
+        ["verify", str(EXAMPLE_PATH), "--sign-pub", "@{tmp}/no-pub"],
+        ["conformance", "run", "--impl", "{tmp}/no-such-program"],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[-1:]),
+)
+def test_io_errors_of_the_other_commands_are_one_line_exit_4(argv, tmp_path, capsys):
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    argv = [a.format(tmp=tmp_path, pw=pw) for a in argv]
+    assert main(argv) == EXIT_IO
+    assert str(tmp_path) in _one_line(capsys)
