@@ -6,6 +6,7 @@ rule, the record's path and its byte offset, and never as a raw construct or str
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from construct import ConstError, ConstructError, Struct
@@ -22,7 +23,7 @@ def parse_record(
     if offset < 0 or available < size:
         raise MalformedError(
             rule,
-            f"{path} needs {size} bytes but only {max(available, 0)} remain",
+            truncated(size, max(available, 0), path),
             offset=offset,
             path=path,
         )
@@ -30,7 +31,7 @@ def parse_record(
         return schema.parse(bytes(buffer[offset : offset + size]))
     except ConstError as exc:
         raise MalformedError(
-            const_rule or rule, _first_line(exc), offset=offset, path=path
+            const_rule or rule, const_message(exc, path), offset=offset, path=path
         ) from exc
     except ConstructError as exc:  # pragma: no cover - fixed-size records cannot run short
         raise MalformedError(rule, _first_line(exc), offset=offset, path=path) from exc
@@ -43,7 +44,60 @@ def build_record(schema: Struct, value: Any, *, rule: str, path: str) -> bytes:
     try:
         return schema.build(value)
     except ConstructError as exc:
-        raise InvalidError(rule, f"cannot encode {path}: {_first_line(exc)}", path=path) from exc
+        raise InvalidError(rule, f"cannot encode {build_message(exc, path)}", path=path) from exc
+
+
+def truncated(needed: int, available: int, what: str) -> str:
+    """The one wording of a short input: how many bytes are missing, then what needed them."""
+    return (
+        f"truncated, {needed - available} bytes missing ({what} needs {needed}, {available} remain)"
+    )
+
+
+_CONST = re.compile(r"expected (?P<want>.+?) but parsed (?P<got>.+)$", re.S)
+
+
+def const_message(exc: ConstError, path: str) -> str:
+    """A constant field that holds the wrong bytes, in our words.
+
+    construct says ``Error in path (parsing) -> magic`` then ``parsing expected b'X' but parsed
+    b'Y'``; users see ``header.magic is b'Y', expected b'X'`` (conventions, "Errors").
+    """
+    where = _where(exc, path)
+    found = _CONST.search(str(exc))
+    if found is None:
+        return f"{where} does not hold its constant value"
+    got, want = (_show(found[k].strip()) for k in ("got", "want"))
+    return f"{where} is {got}, expected {want}"
+
+
+def _show(value: str) -> str:
+    """Integers (magic numbers) in hex, as the fact sheets write them; bytes as construct shows."""
+    return f"0x{int(value):08X}" if value.isdigit() else value
+
+
+_GIVEN = re.compile(r"given value (?P<value>.+)$", re.S)
+
+
+def build_message(exc: ConstructError, path: str) -> str:
+    """`header.arch.n_layers: -1 does not fit the field` instead of construct's ``Error in path
+    (building) -> ...`` and its struct format codes."""
+    where = _where(exc, path)
+    given = _GIVEN.search(str(exc))
+    if given is not None:
+        return f"{where}: {given['value'].strip()} does not fit the field"
+    lines = str(exc).strip().splitlines()
+    return f"{where}: {lines[-1] if lines else type(exc).__name__}"
+
+
+def _where(exc: ConstructError, path: str) -> str:
+    """`path.field.subfield` from construct's ``(parsing) -> field -> subfield``."""
+    steps = [p.strip() for p in str(getattr(exc, "path", "") or "").split("->")]
+    fields: list[str] = []
+    for step in steps:  # construct names a renamed constant twice (magic -> magic)
+        if step and not step.startswith("(") and (not fields or fields[-1] != step):
+            fields.append(step)
+    return ".".join([path, *fields])
 
 
 def _first_line(exc: Exception) -> str:

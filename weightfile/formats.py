@@ -38,6 +38,5 @@ def sniff(path: str | os.PathLike[str]) -> str:
     by_name = EXTENSIONS.get(Path(path).suffix.lower())
     if by_name is not None:
         return by_name
-    raise MalformedError(
-        "format.magic", f"unknown file format (first bytes {head.hex(' ')})", offset=0
-    )
+    found = f"first bytes {head.hex(' ')}" if head else "the file is empty"
+    raise MalformedError("format.magic", f"unknown file format ({found})", offset=0)

@@ -44,6 +44,7 @@ from weightfile.spec.ninfer3.framing import (
     entry_payload_start,
     parse_entry_header,
 )
+from weightfile.spec.records import truncated
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +238,17 @@ def read_entry_header(fd: int) -> EntryHeader:
 def check_json_bytes(json_bytes: int, entry_size: int) -> None:
     """1 <= json_bytes <= entry size − 32, checked before reading the text (spec/ninfer3.md §1.3
     step 3)."""
-    if not 1 <= json_bytes <= entry_size - HEADER_BYTES:
+    room = entry_size - HEADER_BYTES
+    if not 1 <= json_bytes <= room:
+        # more JSON promised than the file holds: most often a cut-off copy, so say that
+        detail = (
+            f"json_bytes {json_bytes} outside [1, {room}]"
+            if json_bytes < 1
+            else truncated(json_bytes, room, "the JSON text json_bytes names")
+        )
         raise MalformedError(
             "ninfer3.header.json_bytes",
-            f"json_bytes {json_bytes} outside [1, {entry_size - HEADER_BYTES}]",
+            detail,
             offset=8,
             path="json_bytes",
         )

@@ -26,7 +26,7 @@ from weightfile.spec.errors import (
     NotFoundError,
     UnsupportedError,
 )
-from weightfile.spec.records import parse_record
+from weightfile.spec.records import parse_record, truncated
 from weightfile.spec.vqf.arch import ARCH_FIELD_NAMES, GATED_FIELD_NAMES, MOE_FIELD_NAMES
 from weightfile.spec.vqf.constants import (
     DIRECTORY_OFFSET,
@@ -303,7 +303,9 @@ def require_min_size(size: int) -> None:
     if size < MIN_FILE_BYTES:
         raise MalformedError(
             "vqf.file.too_small",
-            f"file is {size} bytes; a VQF file has at least {MIN_FILE_BYTES}",
+            "file is empty"
+            if size == 0
+            else truncated(MIN_FILE_BYTES, size, "the smallest VQF file"),
             offset=size,
         )
 
@@ -398,13 +400,24 @@ def detect_layout(current: Any, legacy: Any, size: int) -> str:
         return "legacy"
     if new_ok and old_ok:
         _layout_error("both the current and the legacy (data_offset, file_len) pairs are valid")
+    tag_len = trailer_bytes(bool(current["flags"] & VQFFlag.ENC))
+    if _only_short(new_problems) and current["file_len"] + tag_len > size:
+        # the current header is sound but promises more bytes than there are: say so plainly
+        _layout_error(
+            truncated(current["file_len"] + tag_len, size, "header file_len + trailer"), ""
+        )
     _layout_error(f"current: {'; '.join(new_problems)}; legacy: {'; '.join(old_problems)}")
 
 
-def _layout_error(detail: str) -> NoReturn:
+def _only_short(problems: list[str]) -> bool:
+    """Every problem is one a cut-off file causes (the size checks of spec/vqf.md §2.4 step 3)."""
+    return all("file size" in problem for problem in problems)
+
+
+def _layout_error(detail: str, prefix: str = "header layout undetermined: ") -> NoReturn:
     raise MalformedError(
         "vqf.header.layout",
-        f"header layout undetermined: {detail}",
+        prefix + detail,
         offset=field_offset(VQFHeader, "data_offset"),
         path="header.data_offset",
     )

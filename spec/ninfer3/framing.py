@@ -9,6 +9,7 @@ from __future__ import annotations
 from construct import Bytes, Const, ConstError, Container, Int64ul, StreamError, Struct
 
 from weightfile.spec.errors import MalformedError
+from weightfile.spec.records import truncated
 
 ENTRY_MAGIC = b"NINFER\x00\x03"
 CONTINUATION_MAGIC = b"NINPRT\x00\x03"
@@ -44,11 +45,16 @@ def entry_payload_start(json_bytes: int) -> int:
     return align_up(JSON_OFFSET + json_bytes, PAYLOAD_ALIGNMENT)
 
 
+def _short(size: int, what: str) -> str:
+    """An empty file says so; a shorter one says how many header bytes are missing."""
+    return "file is empty" if size == 0 else truncated(HEADER_BYTES, size, what)
+
+
 def parse_entry_header(data: bytes) -> Container:
     """Decode the 32-byte entry header; rules ninfer3.header.truncated / ninfer3.header.magic."""
     if len(data) < HEADER_BYTES:
         raise MalformedError(
-            "ninfer3.header.truncated", f"entry has {len(data)} bytes, header needs 32", offset=0
+            "ninfer3.header.truncated", _short(len(data), "the entry header"), offset=0
         )
     try:
         return EntryHeader.parse(data[:HEADER_BYTES])
@@ -66,7 +72,7 @@ def parse_continuation_header(data: bytes, *, path: str) -> Container:
     if len(data) < HEADER_BYTES:
         raise MalformedError(
             "ninfer3.part.truncated",
-            f"continuation volume has {len(data)} bytes, header needs 32",
+            _short(len(data), "the continuation header"),
             offset=0,
             path=path,
         )

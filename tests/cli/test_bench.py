@@ -109,8 +109,10 @@ def test_model_path_and_errors(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[1].endswith(model.name)  # named by its path
     assert main(["bench", "--synthetic", "nope", "--cache-dir", str(tmp_path)]) == 1
     assert "bench.synthetic.name" in capsys.readouterr().err
-    assert main(["bench", str(model), "--tokens", "0"]) == 2
-    assert main(["bench", str(tmp_path / "missing.vqf"), "--no-rss", *QUICK]) == 1
+    with pytest.raises(SystemExit) as usage:  # a bad number is argparse's one-line error
+        main(["bench", str(model), "--tokens", "0"])
+    assert usage.value.code == 2
+    assert main(["bench", str(tmp_path / "missing.vqf"), "--no-rss", *QUICK]) == 4  # cannot read
 
 
 def test_an_encrypted_model_is_benched_with_its_passphrase(tmp_path, capsys, monkeypatch):
@@ -137,7 +139,7 @@ def test_an_encrypted_model_is_benched_with_its_passphrase(tmp_path, capsys, mon
     assert main(["bench", str(enc), "--json", "--no-rss", *QUICK]) == 0
     assert json.loads(capsys.readouterr().out)["model"]["encrypted"] is True
     monkeypatch.delenv("VLLM_VQF_KEY")
-    assert main(["bench", str(enc), "--no-rss", *QUICK]) == 1
+    assert main(["bench", str(enc), "--no-rss", *QUICK]) == 3  # no key: unverifiable
     assert "vqf.enc.no_key" in capsys.readouterr().err
     monkeypatch.setenv("VLLM_VQF_KEY", "wrong")
     assert main(["bench", str(enc), "--no-rss", *QUICK]) == 1

@@ -73,7 +73,7 @@ def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):
     assert main(["inspect", str(named)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "[vqf.header.magic]" in err and "Traceback" not in err
-    assert main(["verify", str(tmp_path / "missing.vqf")]) == 1
+    assert main(["verify", str(tmp_path / "missing.vqf")]) == 4  # cannot read
 
 
 # An unknown magic: the extension decides whose magic rule it is; no known extension is
@@ -123,7 +123,7 @@ def test_validate_is_the_vqf_validator_for_a_vqf_file(example):
 def test_truncated_vqf_names_the_rule_and_offset(example, capsys):
     example.write_bytes(example.read_bytes()[:100])
     assert main(["verify", str(example)]) == 1
-    assert "[vqf.file.too_small] file is 100 bytes" in capsys.readouterr().out
+    assert "[vqf.file.too_small] truncated, 412 bytes missing" in capsys.readouterr().out
 
 
 def test_the_console_script_runs():

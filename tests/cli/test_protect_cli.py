@@ -73,7 +73,7 @@ def test_run_on_an_encrypted_model_gives_the_plaintext_tokens(model, tmp_path, k
     want = capsys.readouterr().out
     assert main(["run", str(enc), *ids, "--passphrase-file", str(pw)]) == 0
     assert capsys.readouterr().out == want
-    assert main(["run", str(enc), *ids]) == 1  # no passphrase: nothing decoded
+    assert main(["run", str(enc), *ids]) == 3  # no passphrase: unverifiable, nothing decoded
     assert "vqf.enc.no_key" in capsys.readouterr().err
 
 
@@ -82,6 +82,6 @@ def test_dump_needs_the_passphrase(model, tmp_path, keys, capsys):
     enc = tmp_path / "e.vqf"
     assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 0
     out = tmp_path / "t.npy"
-    assert main(["dump", str(enc), "final_norm", "--out", str(out)]) == 1
+    assert main(["dump", str(enc), "final_norm", "--out", str(out)]) == 3
     assert main(["dump", str(enc), "final_norm", "--out", str(out),
                  "--passphrase-file", str(pw)]) == 0  # fmt: skip

@@ -105,11 +105,20 @@ def test_without_a_tokenizer_ids_come_out(model_path, tmp_path, capsys):
     assert "frontend.tokenizer.missing" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("ids", ["1,x", "", "99999", "-1"])
-def test_bad_token_ids_are_rule_errors(model_path, tmp_path, capsys, ids):
+def test_ids_outside_the_vocabulary_are_rule_errors(model_path, tmp_path, capsys):
     out = tmp_path / "bad.npz"
-    assert main(["trace", str(model_path), "--token-ids", ids, "--out", str(out)]) == 1
+    assert main(["trace", str(model_path), "--token-ids", "99999", "--out", str(out)]) == 1
     assert "frontend.token_ids" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("ids", ["1,x", "", "-1"])
+def test_malformed_token_ids_are_usage_errors(model_path, tmp_path, capsys, ids):
+    out = tmp_path / "bad.npz"
+    with pytest.raises(SystemExit) as usage:
+        main(["trace", str(model_path), f"--token-ids={ids}", "--out", str(out)])
+    assert usage.value.code == 2
+    assert "--token-ids" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.iterdir())
 
 

@@ -62,7 +62,7 @@ def test_binding_refuses_a_tensor_of_the_wrong_qtype(example: Path, capsys) -> N
 def test_binding_refuses_a_qwen3_without_qk_norms(example: Path, capsys) -> None:
     """spec/vqf.md §8: the Qwen3 decoder needs has_q_norm."""
     patch_header(example, lambda h: h["arch"].update({"has_q_norm": 0}))
-    assert main(run(example, "--token-ids", "1")) == 1
+    assert main(run(example, "--token-ids", "1")) == 3  # unsupported feature: exit 3
     err = capsys.readouterr().err
     assert "UnsupportedError" in err and "vqf.bind.unsupported" in err
 
@@ -85,6 +85,11 @@ QWEN3_CONFIG = {
     "rope_theta": 10000.0, "max_position_embeddings": 128, "tie_word_embeddings": True,
 }  # fmt: skip
 EMBED = "model.embed_tokens.weight"
+
+
+def exit_code(rule: str) -> int:
+    """The CLI's code for a rule's error: 3 for an unsupported feature, else 1 (README)."""
+    return 3 if RULES[rule].error_class == "UnsupportedError" else 1
 
 
 def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> None:
@@ -124,7 +129,7 @@ def test_a_broken_qwen3_checkpoint_names_its_rule(tmp_path: Path, capsys, rule: 
     config, shards = IMPORT_FAULTS[rule]
     folder = checkpoint(tmp_path / "hf", config, shards)
     out = tmp_path / "o.vqf"
-    assert main(["import", str(folder), str(out), "--qtype", "q8_0"]) == 1
+    assert main(["import", str(folder), str(out), "--qtype", "q8_0"]) == exit_code(rule)
     assert f"{RULES[rule].error_class}: [{rule}]" in capsys.readouterr().err
     assert not out.exists()
 
@@ -141,6 +146,6 @@ def test_a_qwen35_config_the_importer_cannot_convert_names_its_rule(
 ) -> None:
     folder = checkpoint(tmp_path / "hf", config, {})
     out = tmp_path / "o.ninfer"
-    assert main(["import", str(folder), str(out), "--format", "bf16"]) == 1
+    assert main(["import", str(folder), str(out), "--format", "bf16"]) == exit_code(rule)
     assert f"{RULES[rule].error_class}: [{rule}]" in capsys.readouterr().err
     assert not out.exists()

@@ -1,9 +1,81 @@
-"""Arguments several commands share."""
+"""Arguments several commands share, the exit-code table and the option validators.
+
+Exit codes (the same for every command; README, "Command line"):
+0 valid / done, 1 rule violations found, 2 usage error, 3 unverifiable (missing key, unsupported
+feature), 4 cannot read or write (I/O), 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from pathlib import Path
+from typing import NoReturn
+
+EXIT_OK = 0
+EXIT_VIOLATIONS = 1
+EXIT_USAGE = 2
+EXIT_UNVERIFIABLE = 3
+EXIT_IO = 4
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """A bad combination of arguments found after parsing; `main` prints it and exits 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is ONE line on stderr (exit 2), naming where --help is."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+# -- validators for numeric options (argparse `type=`; messages read like argparse's own) ---------
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (--max-tokens, --threads, --tokens)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer of at least 0 (--seed: the sampler's generator takes no negative seed)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def temperature(text: str) -> float:
+    """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §11)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text!r}")
+    return value
+
+
+def token_ids(text: str) -> str:
+    """Comma-separated non-negative ids, at least one; kept as text for `prompt_ids`."""
+    parts = [p for p in text.replace(" ", "").split(",") if p]  # as parse_token_ids reads it
+    if not parts or any(not p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected non-negative ids separated by commas (1,2,3), got {text!r}"
+        )
+    return text
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
 def add_file_argument(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +91,7 @@ def resolve_file(parser_name: str, args: argparse.Namespace) -> Path:
     from weightfile.examples import EXAMPLE_PATH
 
     if args.example == (args.file is not None):
-        raise SystemExit(f"weightfile {parser_name}: give exactly one of FILE or --example")
+        raise UsageError("give exactly one of FILE or --example")
     return EXAMPLE_PATH if args.example else args.file
 
 
@@ -73,4 +145,4 @@ def trusted_pub(command: str, args: argparse.Namespace) -> bytes | None:
     try:
         return parse_public_key(text)
     except ValueError as exc:
-        raise SystemExit(f"weightfile {command}: --sign-pub: {exc}") from None
+        raise UsageError(f"--sign-pub: {exc}") from None

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from ._common import add_passphrase_argument, passphrase
+from ._common import add_passphrase_argument, passphrase, positive_int
 
 
 def register(sub: Any) -> None:
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=None,
         metavar="N",
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--tokens",
-        type=int,
+        type=positive_int,
         default=8,
         help="prefill this many tokens, then decode as many (default 8)",
     )
@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument(
         "--bandwidth-mib",
-        type=int,
+        type=positive_int,
         default=256,
         help="buffer read by the bandwidth probe (default 256 MiB)",
     )

@@ -6,6 +6,8 @@ import argparse
 import time
 from typing import Any
 
+from ._common import positive_int
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -19,7 +21,7 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument("--prompt", default=None, help="default: 'The weight file'")
-    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--max-tokens", type=positive_int, default=16, help="new tokens at most")
     parser.set_defaults(run=run)
 
 

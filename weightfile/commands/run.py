@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import add_passphrase_argument, passphrase
+from ._common import (
+    add_passphrase_argument,
+    nonnegative_int,
+    passphrase,
+    positive_int,
+    temperature,
+    token_ids,
+)
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +22,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", type=Path, help="a .vqf or .ninfer file")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", help="prompt text (needs a tokenizer)")
-    src.add_argument("--token-ids", help="prompt token ids, comma separated: 1,2,3")
+    src.add_argument("--token-ids", type=token_ids, help="prompt token ids, comma separated: 1,2,3")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     parser.add_argument(
         "--tokenizer",
@@ -28,16 +35,16 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "(a .ninfer file runs the reference, with a note)",
     )  # fmt: skip
     parser.add_argument(
-        "--threads", type=int, default=1, help="threads of the fast engine's matrix products"
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="threads of the fast engine's matrix products",
     )
     add_passphrase_argument(parser)
 
 
 def threads(args: argparse.Namespace) -> int:
-    """--threads, at least 1."""
-    if args.threads < 1:
-        print("weightfile: --threads must be at least 1", file=sys.stderr)
-        raise SystemExit(2)
+    """--threads (its parser type already refuses values below 1)."""
     return int(args.threads)
 
 
@@ -52,9 +59,9 @@ def register(sub: Any) -> None:
         ),
     )
     add_prompt_arguments(parser)
-    parser.add_argument("--max-tokens", type=int, default=32, help="new tokens at most")
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 means greedy")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the sampler (§11)")
+    parser.add_argument("--max-tokens", type=positive_int, default=32, help="new tokens at most")
+    parser.add_argument("--temperature", type=temperature, default=0.0, help="0 means greedy")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler (§11)")
     parser.set_defaults(run=run)
 
 

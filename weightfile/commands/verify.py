@@ -15,6 +15,7 @@ from weightfile.formats import sniff
 from weightfile.spec.errors import WeightfileError
 
 from ._common import (
+    EXIT_UNVERIFIABLE,
     add_file_argument,
     add_passphrase_argument,
     add_sign_pub_argument,
@@ -23,7 +24,7 @@ from ._common import (
     trusted_pub,
 )
 
-EXIT_UNSUPPORTED = 3
+EXIT_UNSUPPORTED = EXIT_UNVERIFIABLE  # the name older callers import
 
 
 def register(sub: Any) -> None:
