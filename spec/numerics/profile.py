@@ -57,8 +57,28 @@ CANONICAL = NumericsProfile(
     fma=False,
 )
 
-#: Profiles by name (the CLI's --numerics choice).
-PROFILES: dict[str, NumericsProfile] = {CANONICAL.name: CANONICAL}
+#: The Kestrel RK3588 board engine's numerics (spec/numerics.md §20): not batch invariant, its
+#: rules depend on the phase (prefill or decode), the token's place in its mini-batch and the
+#: weight's qtype. Its operations live in `ref/kestrel_board`, not in `kernels_for`'s tables,
+#: which refuse it (fma=True): the board forward pass is a different sequence of operations.
+KESTREL_BOARD = NumericsProfile(
+    name="kestrel-board",
+    dot="board_kernel_forms",  # §20.4 per phase and qtype; §20.8.2 lanes4 for prefill QK
+    quantized_matmul=QuantizedMatmul.Q8_ACTIVATION,
+    activation_rounding="trunc_plus_half",  # §20.3.1
+    rmsnorm="tree8_or_sequential_div_sqrt",  # §20.5
+    softmax="online_int8_or_exp_neon4_groups",  # §20.8
+    exp="exp_neon4_or_libm_expf",  # §20.6.1, §20.2
+    silu="exp_neon4_frecpe_newton2",  # §20.6.3
+    rope_tables="libm_powf_cosf_sinf_per_call",  # §20.7
+    fma=True,
+)
+
+#: Profiles by name (the CLI's --profile choice).
+PROFILES: dict[str, NumericsProfile] = {
+    CANONICAL.name: CANONICAL,
+    KESTREL_BOARD.name: KESTREL_BOARD,
+}
 
 
 def profile_named(name: str) -> NumericsProfile:
