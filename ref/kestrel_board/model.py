@@ -230,7 +230,8 @@ def generate(
 ) -> dict[str, np.ndarray]:
     """spec/numerics.md §20.9.3 a prompt path and greedy decode steps, as the board's dumps
     name them; ops adds the first decode step's (and the prefill's last token's)
-    intermediates. Generation stops early at a token in stop_ids."""
+    intermediates. Step k consumes token k (so steps tokens, steps logits); a greedy pick in
+    stop_ids ends the run and is not kept."""
     if path not in ("prefill", "tokenwise"):
         raise ValueError(f"prompt path {path!r}: prefill or tokenwise")
     out: dict[str, np.ndarray] = {}
@@ -249,14 +250,15 @@ def generate(
         rows = [model.decode_step(t, cache) for t in prompt]
         out["prompt.decode_path.logits"] = np.stack(rows)
         logits = rows[-1]
-    tokens = [greedy(logits)]
+    tokens: list[int] = []
+    nxt = greedy(logits)
     for k in range(steps):
-        rec = keep(f"{tag}.step0.") if k == 0 else _ignore
-        logits = model.decode_step(tokens[k], cache, rec)
-        out[f"{tag}.step{k}.logits"] = logits
-        if k + 1 == steps or tokens[k] in stop_ids:
+        if nxt in stop_ids:  # a stop id ends the run and is not kept
             break
-        tokens.append(greedy(logits))
+        tokens.append(nxt)
+        logits = model.decode_step(nxt, cache, keep(f"{tag}.step0.") if k == 0 else _ignore)
+        out[f"{tag}.step{k}.logits"] = logits
+        nxt = greedy(logits)
     out[f"{tag}.tokens"] = np.array(tokens, dtype=np.int32)
     return out
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import (
+    UsageError,
     add_passphrase_argument,
     nonnegative_int,
     passphrase,
@@ -40,6 +41,16 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="threads of the fast engine's matrix products",
     )
+    parser.add_argument(
+        "--profile", choices=("canonical", "kestrel-board"), default="canonical",
+        help="numerics: canonical (spec/numerics.md §1), or kestrel-board, the RK3588 engine's "
+        "own arithmetic bit for bit (spec/numerics.md §20; reference engine, VQF only)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--prompt-path", choices=("prefill", "tokenwise"), default="prefill",
+        help="kestrel-board: the engine's batched prefill, or each prompt token through the "
+        "decode step (spec/numerics.md §20.9.3)",
+    )  # fmt: skip
     add_passphrase_argument(parser)
 
 
@@ -62,6 +73,16 @@ def register(sub: Any) -> None:
     parser.add_argument("--max-tokens", type=positive_int, default=32, help="new tokens at most")
     parser.add_argument("--temperature", type=temperature, default=0.0, help="0 means greedy")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler (§11)")
+    parser.add_argument(
+        "--save-logits", type=Path, metavar="OUT.npz",
+        help="also write the logits and tokens under the board dumps' names (prefill.logits, "
+        "decode.tokens, decode.step{k}.logits; tokenwise: prompt.decode_path.logits, ...)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--save-ops", action="store_true",
+        help="with --save-logits and --profile kestrel-board: also the per-op intermediates "
+        "(decode.step0.layer{l}.*, prefill.last.*)",
+    )  # fmt: skip
     parser.set_defaults(run=run)
 
 
@@ -70,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.session import load_session, prompt_ids
     from weightfile.frontend.tokenizer import TextStream
 
+    board_options(args)
     s = load_session(
         args.model,
         args.tokenizer,
@@ -77,10 +99,13 @@ def run(args: argparse.Namespace) -> int:
         args.engine,
         threads(args),
         passphrase=passphrase(args),
+        profile=args.profile,
     )
     if s.note:
         print(s.note, file=sys.stderr)
     ids = prompt_ids(s, args.prompt, args.token_ids, args.chat)
+    if args.profile != "canonical" or args.save_logits is not None:
+        return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
     if s.tokenizer is None:  # ids in, ids out
         for t in tokens:
@@ -91,4 +116,37 @@ def run(args: argparse.Namespace) -> int:
             print(stream.push(t), end="", flush=True)
         print(stream.flush(), end="")
     print()
+    return 0
+
+
+def board_options(args: argparse.Namespace) -> None:
+    """The combinations --profile, --prompt-path, --save-logits and --save-ops refuse."""
+    if args.save_ops and args.save_logits is None:
+        raise UsageError("--save-ops needs --save-logits OUT.npz")
+    if args.save_ops and args.profile != "kestrel-board":
+        raise UsageError("--save-ops needs --profile kestrel-board (canonical ops: trace)")
+    greedy_only = args.profile != "canonical" or args.save_logits is not None
+    if greedy_only and args.temperature > 0:
+        raise UsageError("kestrel-board and --save-logits decode greedily: no --temperature")
+
+
+def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:
+    """Generate greedily under the profile, print the text, and write the board-named arrays
+    (spec/numerics.md §20.9.3) when --save-logits is given."""
+    from weightfile.frontend.board_session import pack_arrays
+    from weightfile.frontend.tokenizer import TextStream
+
+    from .trace import save_npz
+
+    arrays = pack_arrays(s, args.profile, ids, args.max_tokens, args.prompt_path, args.save_ops)
+    tag = "decode" if args.prompt_path == "prefill" else "decode_path"
+    tokens = arrays[f"{tag}.tokens"].tolist()
+    if s.tokenizer is None:
+        print(" ".join(str(t) for t in tokens))
+    else:
+        stream = TextStream(s.tokenizer)
+        print("".join(stream.push(t) for t in tokens) + stream.flush())
+    if args.save_logits is not None:
+        save_npz(args.save_logits, arrays)
+        print(f"{len(arrays)} arrays -> {args.save_logits}", file=sys.stderr)
     return 0

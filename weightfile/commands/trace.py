@@ -2,7 +2,9 @@
 
 One prefill over the prompt with every operation recorded (names of ref/qwen3/trace.py:
 embed, layers.L.<op>, final_norm, logits, each float32 [tokens, width]) plus `input_ids`
-(int64 [tokens]), so an engine team can diff its own dumps name by name.
+(int64 [tokens]), so an engine team can diff its own dumps name by name. With `--profile
+kestrel-board`: the prompt path and one decode step in the board dumps' names
+(spec/numerics.md §20.9.3).
 """
 
 from __future__ import annotations
@@ -57,13 +59,28 @@ def run(args: argparse.Namespace) -> int:
         args.engine,
         threads(args),
         passphrase=passphrase(args),
+        profile=args.profile,
     )
     if s.note:
         print(s.note, file=sys.stderr)
     ids = list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
+    if args.profile != "canonical":
+        return board_trace(args, s, ids)
     recorder = TraceRecorder()
     s.model.forward(ids, s.model.new_cache(), trace=recorder)
     arrays = {"input_ids": np.array(ids, dtype=np.int64), **recorder.arrays()}
+    save_npz(args.out, arrays)
+    print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
+    return 0
+
+
+def board_trace(args: argparse.Namespace, s: Any, ids: list[int]) -> int:
+    """--profile kestrel-board: the prompt path and the first decode step, with every per-op
+    intermediate under the board dumps' names (spec/numerics.md §20.9.3)."""
+    from weightfile.frontend.board_session import pack_arrays
+
+    arrays = {"input_ids": np.array(ids, dtype=np.int64)}
+    arrays |= pack_arrays(s, args.profile, ids, 1, args.prompt_path, ops=True)
     save_npz(args.out, arrays)
     print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
     return 0

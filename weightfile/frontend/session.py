@@ -70,11 +70,17 @@ def load_session(
     engine: str = "ref",
     threads: int = 1,
     passphrase: bytes | None = None,
+    profile: str = "canonical",
 ) -> Session:
     """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`).
 
     `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md §4.2).
+    `profile` "kestrel-board" binds the board's numerics instead (spec/numerics.md §20).
     """
+    if profile != "canonical":
+        from .board_session import load_board_session
+
+        return load_board_session(path, tokenizer, need_tokenizer, engine, passphrase)
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
