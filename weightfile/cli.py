@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "weightfile.commands.protect",
     "weightfile.commands.conformance",
     "weightfile.commands.bench",
+    "weightfile.commands.diff",
 )
 
 
