@@ -50,7 +50,8 @@ def q4_decode(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
 def single_chain(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
     """spec/numerics.md §20.4.2 one FMA chain per row over the full 32-element block dots:
     acc = fma(D_b, fl(d_w·d_x), acc), ascending. The Q4 lm_head (both phases), Q8 decode and
-    the Q8 lm_head; with d_x rounded to f16 first, the Q4 prefill GEMM (§20.4.3). [rows]"""
+    the Q8 lm_head; with d_x rounded to f16 first, the Q4 prefill GEMM (spec/numerics.md §20.4.3).
+    [rows]"""
     s = weight_scales(m) * d_x[None, :]
     d = block_dots(m, codes, 0, QBLOCK)
     acc = np.zeros(m.shape[0], dtype=F32)

@@ -2,8 +2,10 @@
 
 * activations of every quantized product: per 32-block, d = max(1e-10, amax)/127, code
   trunc(x/d + 0.5) clamped to ±127 (spec/numerics.md §20.3.1);
-* the decode attention query: per 32 elements, round half away from zero (§20.3.2);
-* the INT8 KV cache: per token and kv head, floor(x·(127/amax) + 0.5) (§20.3.3).
+* the decode attention query: per 32 elements, round half away from zero
+  (spec/numerics.md §20.3.2);
+* the INT8 KV cache: per token and kv head, floor(x·(127/amax) + 0.5)
+  (spec/numerics.md §20.3.3).
 
 Vectors are float32 arrays; every operation below is element-wise float32 with one rounding.
 """

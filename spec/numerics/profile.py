@@ -63,14 +63,14 @@ CANONICAL = NumericsProfile(
 #: which refuse it (fma=True): the board forward pass is a different sequence of operations.
 KESTREL_BOARD = NumericsProfile(
     name="kestrel-board",
-    dot="board_kernel_forms",  # §20.4 per phase and qtype; §20.8.2 lanes4 for prefill QK
+    dot="board_kernel_forms",  # spec/numerics.md §20.4, §20.8.2
     quantized_matmul=QuantizedMatmul.Q8_ACTIVATION,
-    activation_rounding="trunc_plus_half",  # §20.3.1
-    rmsnorm="tree8_or_sequential_div_sqrt",  # §20.5
-    softmax="online_int8_or_exp_neon4_groups",  # §20.8
-    exp="exp_neon4_or_libm_expf",  # §20.6.1, §20.2
-    silu="exp_neon4_frecpe_newton2",  # §20.6.3
-    rope_tables="libm_powf_cosf_sinf_per_call",  # §20.7
+    activation_rounding="trunc_plus_half",  # spec/numerics.md §20.3.1
+    rmsnorm="tree8_or_sequential_div_sqrt",  # spec/numerics.md §20.5
+    softmax="online_int8_or_exp_neon4_groups",  # spec/numerics.md §20.8
+    exp="exp_neon4_or_libm_expf",  # spec/numerics.md §20.6.1, §20.2
+    silu="exp_neon4_frecpe_newton2",  # spec/numerics.md §20.6.3
+    rope_tables="libm_powf_cosf_sinf_per_call",  # spec/numerics.md §20.7
     fma=True,
 )
 
