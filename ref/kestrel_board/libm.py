@@ -1,9 +1,11 @@
-"""The C library's float functions the board calls: expf, powf, cosf, sinf (spec/numerics.md §20.2).
+"""The C library's float functions the board calls: expf, powf, cosf, sinf.
 
-The board engine links glibc statically (the packs: Debian 12 aarch64 glibc 2.36), so these
-values are that library's, not correctly rounded ones. The profile calls the host C library
-through ctypes and checks at load time that it is glibc (the library whose float functions the
-board uses); spec/numerics.md §20.2 records how often the host and board libraries differ.
+spec/numerics.md §20.2. The board engine links glibc statically (the packs: Debian 12 aarch64
+glibc 2.36), so these values are that library's, not correctly rounded ones. The profile calls
+the host C library through ctypes and checks at load time that it is glibc and that it gives
+aarch64 glibc 2.36's bits at inputs where that library is not correctly rounded (PROBES; a
+correctly rounded or otherwise different libm fails them). spec/numerics.md §20.10 records how
+often the host and board libraries differ.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ import numpy as np
 from weightfile.spec.errors import UnsupportedError
 
 F32 = np.float32
+
+#: (function, arguments, aarch64 glibc 2.36's result bits); the correctly rounded result is one
+#: ulp away in each case (spec/numerics.md §20.10).
+PROBES = (
+    ("expf", (0.00045235652942210436,), 0x3F800ED4),
+    ("sinf", (0.001566179096698761,), 0x3ACD483B),
+    ("cosf", (0.02526303380727768,), 0x3F7FEB17),
+    ("powf", (1e6, 4.5842472900403664e-05), 0x3F8014C3),
+)
 
 
 @cache
@@ -36,6 +47,14 @@ def _libm() -> ctypes.CDLL:
         fn = getattr(lib, name)
         fn.restype = ctypes.c_float
         fn.argtypes = [ctypes.c_float] * nargs
+    for name, xs, want in PROBES:
+        got = int(np.array([getattr(lib, name)(*xs)], dtype=F32).view(np.uint32)[0])
+        if got != want:
+            raise UnsupportedError(
+                "frontend.profile.libm",
+                f"the host libm's {name}{xs} is 0x{got:08X}, the board's glibc gives 0x{want:08X}",
+                path="libm",
+            )
     return lib
 
 

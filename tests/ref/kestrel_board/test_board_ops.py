@@ -106,3 +106,25 @@ def test_a_geometry_the_board_cannot_run_is_refused() -> None:
     with pytest.raises(UnsupportedError) as e:
         BoardModel(config, m.weights, m.qtype)
     assert e.value.rule == "vqf.bind.unsupported"
+
+
+def test_a_libm_with_other_bits_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """frontend.profile.libm: a probe whose expected bits the host does not give (here: the
+    correctly rounded expf value instead of glibc's) refuses the profile."""
+    libm._libm.cache_clear()
+    monkeypatch.setattr(libm, "PROBES", (("expf", (0.00045235652942210436,), 0x3F800ED3),))
+    try:
+        with pytest.raises(UnsupportedError, match="0x3F800ED3") as e:
+            libm.expf(F32(1.0))
+        assert e.value.rule == "frontend.profile.libm"
+    finally:
+        libm._libm.cache_clear()
+
+
+def test_the_probes_are_not_the_correctly_rounded_values() -> None:
+    """Each probe's glibc bits are one ulp from the correctly rounded value (computed in
+    float64, which is far more precise than needed here): the probes can tell libms apart."""
+    exact = {"expf": np.exp, "sinf": np.sin, "cosf": np.cos, "powf": np.power}
+    for name, xs, want in libm.PROBES:
+        cr = F32(exact[name](*(np.float64(F32(x)) for x in xs)))
+        assert abs(int(np.array(cr).view(np.uint32)) - want) == 1, name
