@@ -26,6 +26,8 @@ from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import Violation, WeightfileError
 
+from .board_cases import FAST_BOARD_MODEL
+from .board_cases import answer as board_answer
 from .codec_cases import answer as codec_answer
 from .model_cases import answer as model_answer
 from .model_cases import fast_opener
@@ -37,7 +39,7 @@ ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
 KINDS = (
     "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-    "ninfer3-model", "vqf-protected",
+    "ninfer3-model", "vqf-protected", "vqf-board-model",
 )  # fmt: skip
 #: The engine's own variables that carry a protected case's keys (README, "Protected cases").
 PASSPHRASE_VARIABLE = "VLLM_VQF_KEY"
@@ -82,6 +84,10 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return ninfer3_model(Path(path), engine)
     if kind == "vqf-protected":
         return vqf_protected(path, engine)
+    if kind == "vqf-board-model":  # the reference board profile, whatever the engine
+        folder = Path(path)
+        board = board_answer(folder, json.loads((folder / "case.json").read_text()))
+        return Answer(0, json.dumps(board, indent=2) + "\n", "")
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -165,7 +171,9 @@ def vqf_protected(path: str, engine: str) -> Answer:
 def notes(engine: str) -> dict[str, str]:
     """How `engine` answers kinds it answers in a way worth saying (the `kinds` reply's
     `notes`): `fast` runs ninfer3-model cases with the reference forward pass."""
-    return {"ninfer3-model": FAST_NINFER3_MODEL} if engine == "fast" else {}
+    if engine != "fast":
+        return {}
+    return {"ninfer3-model": FAST_NINFER3_MODEL, "vqf-board-model": FAST_BOARD_MODEL}
 
 
 def unsupported(engine: str) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import (
+    board_cases,
     codec_cases,
     model_cases,
     ninfer3_cases,
@@ -34,6 +35,8 @@ CORPUS_VERSION = "v1"  # the VQF corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
 PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
+#: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §20).
+BOARD_VERSION = "v3"
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
 
@@ -55,6 +58,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.invalid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
+    ("vqf", BOARD_VERSION, "board-model", board_cases.corpus_cases),
 )  # fmt: skip
 
 
