@@ -159,6 +159,7 @@ ROWS: tuple[Family, ...] = (
         architectures=(QWEN3_MOE,),
         binder="weightfile.ref.qwen3_moe.bind_vqf:bind_vqf",
         reference="weightfile.ref.qwen3_moe.decoder:Qwen3MoeModel",
+        fast="weightfile.fast.qwen3_moe:open_model",
         trace="weightfile.ref.qwen3_moe.trace:names_for",
     ),
     Family(

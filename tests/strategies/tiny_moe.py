@@ -2,8 +2,9 @@
 
 The weights are a random transformers-named state dict written by the importer's own inventory
 builder (weightfile/convert/qwen3_moe_vqf.py), so the files are what `weightfile import` writes.
-Router ties are drawn on purpose: duplicated router rows give two experts bit-equal logits, and
-a zero router gives every expert the same logit (the tie rule of spec/numerics.md §18.3 decides).
+Router ties are drawn on purpose: duplicated router rows (every odd expert a copy of expert 0)
+give experts bit-equal logits, and a zero router gives every expert the same logit (the tie
+rule of spec/numerics.md §18.3 decides).
 """
 
 from __future__ import annotations
@@ -112,9 +113,8 @@ def state_dict(spec: MoeSpec) -> dict[str, np.ndarray]:
             norm = f.endswith("norm")
             sd[layer_tensor(i, f)] = values(*shapes[f], base=1.0 if norm else 0.0)
         router = values(ne, d, scale=1.0)
-        if spec.ties == "duplicate":
-            router[rng.integers(0, ne)] = router[rng.integers(0, ne)]
-            router[ne - 1] = router[0]
+        if spec.ties == "duplicate":  # every odd expert has expert 0's logit
+            router[1::2] = router[0]
         elif spec.ties == "zero" and i == 0:
             router[:] = 0.0
         sd[router_tensor(i)] = router
