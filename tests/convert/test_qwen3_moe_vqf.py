@@ -150,5 +150,10 @@ def test_cli_import_verify_run_and_trace(checkpoint, tmp_path, capsys):
         assert z["layers.1.moe_experts"].shape == (3, 2)
         assert z["layers.0.router_logits"].shape == (3, 8)
     capsys.readouterr()
-    assert main(["run", str(out), "--token-ids", "1,2,3", "--max-tokens", "2"]) == 0
-    assert capsys.readouterr().out.strip()
+    outputs = []
+    for engine in ("ref", "fast"):
+        argv = ["run", str(out), "--token-ids", "1,2,3", "--max-tokens", "3", "--engine", engine]
+        assert main(argv) == 0
+        outputs.append(capsys.readouterr())
+    assert outputs[0].out.strip() and outputs[0].out == outputs[1].out  # the same tokens
+    assert "note" not in outputs[1].err  # the fast engine ran, not the reference
