@@ -117,3 +117,38 @@ def test_a_short_router_is_refused_alike(tmp_path):
                 bind(vqf)
             errors.append((type(exc.value), exc.value.rule, exc.value.path, exc.value.offset))
     assert errors[0] == errors[1] and errors[0][1] == "vqf.bind.moe_router"
+
+
+def test_the_fast_path_reads_only_the_chosen_experts(tmp_path):
+    """Every expert no token chooses has its gate, up and down bands overwritten with NaN: the
+    fast forward pass still gives the untouched file's bits, so it never computed over them (a
+    NaN weight poisons any product it enters, spec/numerics.md §4.2)."""
+    spec = MoeSpec(moe_config(experts=6, top_k=2, hidden=64), "f32", "none", 11)
+    clean = write_moe_file(tmp_path / "clean.vqf", spec)
+    tokens = [1, 2, 3]
+    with open_vqf(clean) as vqf:
+        model = open_model(vqf, threads=1)
+        trace = TraceRecorder()
+        want = model.forward(tokens, model.new_cache(), trace=trace)
+        chosen = {int(e) for e in trace.arrays()["layers.0.moe_experts"].ravel()}
+        entries = {e.name: e for e in vqf.entries}
+    unchosen = sorted(set(range(6)) - chosen)
+    assert unchosen  # 3 tokens choose at most 6 of 6, in practice fewer
+    raw = bytearray(clean.read_bytes())
+    nan = np.full(1, np.nan, "<f4").tobytes()
+    d, ie, ff = 64, 32, 6 * 32
+    for e in unchosen:
+        for name in ("q8_gate", "q8_up"):  # rows [e·Ie, (e+1)·Ie) of [ff, d]
+            start = entries[name].offset + 4 * e * ie * d
+            raw[start : start + 4 * ie * d] = nan * (ie * d)
+        for r in range(d):  # columns [e·Ie, (e+1)·Ie) of every row of [d, ff]
+            start = entries["q8_down"].offset + 4 * (r * ff + e * ie)
+            raw[start : start + 4 * ie] = nan * ie
+    poisoned = tmp_path / "poisoned.vqf"
+    poisoned.write_bytes(bytes(raw))
+    with open_vqf(poisoned) as vqf:
+        model = open_model(vqf, threads=1)
+        got = model.forward(tokens, model.new_cache())
+        ref = Qwen3MoeModel(*bind_vqf(vqf))
+        assert_same_bits("ref logits", ref.forward(tokens, ref.new_cache()), want)
+    assert_same_bits("logits", got, want)
