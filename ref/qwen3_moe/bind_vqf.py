@@ -33,6 +33,7 @@ from weightfile.ref.qwen3.bind_vqf import (
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.numerics.constants import QBLOCK
+from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
 from .config import Qwen3MoeConfig
@@ -150,6 +151,11 @@ def moe_plan(vqf: VQFFile, family: str | None = None) -> MoePlan:
     reference and the fast binder, so both refuse the same way and in the same order)."""
     a = require_moe_arch(vqf)
     fam = choose_family(vqf, family)
+    if fam == "q8" and vqf.header.flags & (VQFFlag.G256 | VQFFlag.Q8BUF_Q4):
+        # the engine's expert kernels are Q4 and Q8 (spec/vqf.md §7.1); 256-wide scale runs
+        # would not stay inside one expert's down band
+        raise UnsupportedError("vqf.bind.unsupported", "G256 / Q4I8 expert matrices are not bound",
+                               path="flags")  # fmt: skip
     require_bands(a)
     names = {e.name for e in vqf.entries}
     lm_name = next((f"{f}_lm" for f in (fam, "q4", "q8") if f"{f}_lm" in names), None)

@@ -18,6 +18,7 @@ from weightfile.ref.qwen3_moe.decoder import Qwen3MoeModel
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.vqf.flags import VQFFlag
 
 SPEC = MoeSpec(moe_config(layers=2, experts=4, top_k=2), "q8_0_8x8", "none", 5)
 
@@ -110,3 +111,12 @@ def test_a_router_that_is_not_f32_rows_of_every_layer_is_refused(tmp_path):
         bind_parts(tmp_path, arch, [short if t is router else t for t in tensors], flags)
     assert exc.value.rule == "vqf.bind.moe_router"
     assert exc.value.path.startswith("directory[")
+
+
+@pytest.mark.parametrize("flag", [VQFFlag.G256, VQFFlag.Q8BUF_Q4])
+def test_g256_and_q4i8_expert_matrices_are_unsupported(tmp_path, flag):
+    arch, tensors, flags = moe_file_parts(dataclasses.replace(SPEC, matrix_format="q8_0"))
+    bind_parts(tmp_path, arch, tensors, flags)  # the guard: plain Q8_0 binds
+    with pytest.raises(UnsupportedError) as exc:
+        bind_parts(tmp_path, arch, tensors, flags | flag)
+    assert (exc.value.rule, exc.value.path) == ("vqf.bind.unsupported", "flags")
