@@ -128,7 +128,7 @@ _RULES = (
     Rule("vqf.bind.moe_experts", "InvalidError", "binder", "§8",
          "n_experts is 0, or top_k is 0 or larger than n_experts"),
     Rule("vqf.bind.moe_band", "InvalidError", "binder", "§7.1",
-         "ffn_dim != n_experts·moe_ffn, or an expert band is not whole blocks or tile groups"),
+         "ffn_dim != n_experts·moe_ffn, or moe_ffn is not whole 32-column blocks"),
     Rule("vqf.bind.moe_router", "InvalidError", "binder", "§7.1",
          "moe_router is not F32 [n_layers·n_experts, dim]"),
     # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
