@@ -69,13 +69,11 @@ def test_vqf_version_and_flags_pick_the_architecture(version, flags, want):
     assert lookup(VQF, want).name == {QWEN3: "qwen3", QWEN3_MOE: "qwen3_moe"}[want]
 
 
-def test_qwen3_moe_is_refused_with_the_binders_own_error():
+def test_qwen3_moe_row_names_its_binder_model_and_trace_table():
     row = lookup(VQF, QWEN3_MOE)
-    with pytest.raises(UnsupportedError) as exc:
-        row.bind(object())
-    assert (exc.value.rule, exc.value.path) == ("vqf.bind.unsupported", "flags")
-    with pytest.raises(UnsupportedError):
-        row.fast_model(object())
+    assert row.refusal is None
+    assert row.code("reference").__name__ == "Qwen3MoeModel"
+    assert row.code("trace").__module__.endswith("qwen3_moe.trace")
 
 
 @pytest.mark.parametrize("path", VQF_MODELS, ids=lambda p: p.parent.name)

@@ -157,7 +157,10 @@ ROWS: tuple[Family, ...] = (
         name="qwen3_moe",
         container=VQF,
         architectures=(QWEN3_MOE,),
-        refusal=Refusal("vqf.bind.unsupported", "MoE files are not bound yet", "flags"),
+        binder="weightfile.ref.qwen3_moe.bind_vqf:bind_vqf",
+        reference="weightfile.ref.qwen3_moe.decoder:Qwen3MoeModel",
+        fast="weightfile.fast.qwen3_moe:open_model",
+        trace="weightfile.ref.qwen3_moe.trace:names_for",
     ),
     Family(
         name="qwen35",

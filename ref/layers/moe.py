@@ -1,20 +1,26 @@
-"""Mixture-of-experts routing and the expert combine (spec/numerics.md §18.3).
+"""Mixture-of-experts routing and the expert combine (spec/numerics.md §18.3, §10.1).
 
 Routing: the profile's softmax over every expert's router logit; the top-k probabilities (ties:
 the lower expert index first), renormalised by their sum in the canonical order
 (spec/numerics.md §3). Combine: the chosen experts' outputs, each times its weight (one
 rounding), added in ascending expert index onto zeros, as transformers' index_add does.
+
+`routed_experts` is the whole routed half of a MoE FFN (router matvec, routing, SwiGLU experts,
+combine); Qwen3-MoE (ref/qwen3_moe) is exactly it, Qwen3.5-MoE (ref/qwen35/ffn.py) adds its
+shared expert to it. One routing function serves both families.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from weightfile.ref.numerics.f32 import ZERO
-from weightfile.ref.numerics.kernels import Kernels
+from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.matrix import Matrix
 
+from .swiglu import SwigluWeights, swiglu_ffn
 from .tokens import Vec
 
 
@@ -41,3 +47,20 @@ def combine(routes: list[tuple[int, np.float32]], expert: Callable[[int], Vec], 
         y = expert(e)
         out = [acc + weight * v for acc, v in zip(out, y, strict=True)]
     return out
+
+
+def routed_experts(
+    kernels: Kernels,
+    router: Matrix,
+    experts: Sequence[SwigluWeights],
+    k: int,
+    n: Vec,
+    site: Site,
+) -> tuple[Vec, list[tuple[int, np.float32]], Vec]:
+    """(router logits [E], the routes (expert, weight) in ascending expert index, the weighted
+    sum of the chosen experts' SwiGLU outputs [H]) for one token's normed vector n
+    (spec/numerics.md §18.3, §10.1). Only the k chosen experts are computed."""
+    logits = kernels.matvec(router, n, site)
+    routes = route(kernels, logits, k)
+    out = combine(routes, lambda e: swiglu_ffn(kernels, experts[e], n, site)[3], len(n))
+    return logits, routes, out

@@ -178,7 +178,9 @@ def dense_plan(vqf: VQFFile, family: str | None = None) -> DensePlan:
     same way."""
     arch = vqf.header.arch
     if vqf.header.is_moe or arch.get("n_experts"):
-        raise UnsupportedError("vqf.bind.unsupported", "MoE files are not bound yet", path="flags")
+        raise UnsupportedError(
+            "vqf.bind.unsupported", "a MoE file: the qwen3_moe family", path="flags"
+        )
     if not arch.get("has_q_norm"):
         raise UnsupportedError("vqf.bind.unsupported", "Qwen3 needs q/k norms", path="arch")
     fam = choose_family(vqf, family)

@@ -8,7 +8,7 @@ transformers' index_add does), plus sigmoid(shared_score · n) times the shared 
 
 from __future__ import annotations
 
-from weightfile.ref.layers.moe import combine, route
+from weightfile.ref.layers.moe import routed_experts
 from weightfile.ref.layers.swiglu import swiglu_ffn
 from weightfile.ref.layers.tokens import per_token
 from weightfile.ref.layers.trace import emit
@@ -22,9 +22,8 @@ from .weights import FfnWeights, MoeWeights
 def moe_token(ops: Ops, w: MoeWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec, Vec]:
     """(router logits, routed sum, shared expert, [shared gate], output) for one token."""
     k = ops.kernels
-    logits = k.matvec(w.router, n, site)
-    routes = route(k, logits, ops.config.num_experts_per_tok)
-    routed = combine(routes, lambda e: swiglu_ffn(k, w.experts[e], n, site)[3], len(n))
+    topk = ops.config.num_experts_per_tok
+    logits, _, routed = routed_experts(k, w.router, w.experts, topk, n, site)
     shared = swiglu_ffn(k, w.shared, n, site)[3]
     score = ops.sigmoid(k.matvec(w.shared_score, n, site)[0])
     out = [r + score * s for r, s in zip(routed, shared, strict=True)]

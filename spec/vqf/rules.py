@@ -124,6 +124,13 @@ _RULES = (
          "the arch cannot describe a Qwen3 decoder"),
     Rule("vqf.bind.unsupported", "UnsupportedError", "binder", "§8",
          "MoE, no q/k norm, or an unknown family was asked for"),
+    # --- binding a version-3 file to the Qwen3-MoE decoder (ref/qwen3_moe/bind_vqf.py) ---
+    Rule("vqf.bind.moe_experts", "InvalidError", "binder", "§8",
+         "n_experts is 0, or top_k is 0 or larger than n_experts"),
+    Rule("vqf.bind.moe_band", "InvalidError", "binder", "§7.1",
+         "ffn_dim != n_experts·moe_ffn, or moe_ffn is not whole 32-column blocks"),
+    Rule("vqf.bind.moe_router", "InvalidError", "binder", "§7.1",
+         "moe_router is not F32 [n_layers·n_experts, dim]"),
     # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
     Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
          "config.json or the *.safetensors files are absent"),
@@ -143,6 +150,9 @@ _RULES = (
     Rule("vqf.import.layout", "UnsupportedError", "importer", "§2.5", "an unknown --layout"),
     Rule("vqf.import.geometry", "UnsupportedError", "importer", "§5.9",
          "a matrix width is not a multiple of the 32-element block"),
+    Rule("vqf.import.moe_config", "UnsupportedError", "importer", "§8",
+         "a Qwen3-MoE config a version-3 file cannot state (norm_topk_prob false, dense "
+         "layers, decoder_sparse_step != 1, a shared expert)"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),

@@ -5,7 +5,9 @@
 VLLM_VQF_KEY); --sign-key reads a `weightfile keygen` key file. Both are checked before the
 checkpoint is converted, and only the protected file is published (spec/vqf.md §4).
 
-An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint instead (commands/import_ninfer.py).
+A Qwen3-MoE checkpoint (config.json's architectures or model_type) becomes a version-3 VQF
+(weightfile/convert/qwen3_moe_vqf.py). An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint
+instead (commands/import_ninfer.py).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             print("weightfile import: --encrypt and --sign-key are for VQF files", file=sys.stderr)
             return 2
         return run_ninfer(args)
+    from weightfile.convert.qwen3_moe_vqf import checkpoint_is_qwen3_moe, import_qwen3_moe
     from weightfile.convert.qwen3_vqf import import_checkpoint, tokenizer_sidecar
     from weightfile.fast.vqf.protect_write import read_private_key
 
@@ -80,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"
-    path = import_checkpoint(
+    # the config's architecture picks the importer: Qwen3-MoE is a version-3 file
+    importer = import_qwen3_moe if checkpoint_is_qwen3_moe(args.folder) else import_checkpoint
+    path = importer(
         args.folder,
         args.out,
         qtype=args.qtype,
