@@ -30,6 +30,9 @@ from weightfile.ref.fileio import describe, read_head
 from weightfile.spec.errors import FileAccessError, WeightfileError
 from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC, HEADER_BYTES
 
+#: What flock answers on a filesystem that has no such locks.
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
+
 #: A writer's temporary file: hidden, the destination's name, 16 random hex digits, `.tmp`.
 TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{16}\.tmp")
 
@@ -63,7 +66,13 @@ def create_temp(destination: Path, mode: int = 0o644) -> tuple[Path, int]:
         with os_failures(temp, "create a temporary file"):
             fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, mode)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                # a filesystem without flock: write unlocked (a sweep there cannot lock the
+                # file either, so it leaves it alone)
+                if exc.errno not in _NO_FLOCK:
+                    raise
             # a sweep may have removed it between the create and the lock: then start again
             if os.stat(temp).st_ino == os.fstat(fd).st_ino:
                 return temp, fd
@@ -87,7 +96,12 @@ def staged_folder(destination: Path) -> Iterator[Path]:
         with os_failures(folder, "create a temporary folder"):
             os.mkdir(folder, 0o700)
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in _NO_FLOCK:  # see create_temp
+                os.close(fd)
+                raise write_error(exc, folder, "lock a temporary folder") from None
         if os.path.isdir(folder) and os.stat(folder).st_ino == os.fstat(fd).st_ino:
             break
         os.close(fd)
