@@ -227,3 +227,15 @@ def test_the_api_writer_hashes_with_the_c_kernel_where_it_builds() -> None:
 
     assert qwen3_vqf.write_vqf is weightfile.write_vqf
     assert isinstance(TensorSource, type)
+
+
+def test_a_killed_runs_private_folder_is_swept_and_a_live_one_is_not(tmp_path: Path) -> None:
+    """The plaintext folder `protect_vqf` and the VQF importer stage in (ref/staging.py)."""
+    dead = tmp_path / ".out.vqf.0123456789abcdef.tmp"
+    dead.mkdir()
+    (dead / "plain.vqf").write_bytes(b"secret")
+    with staging.staged_folder(tmp_path / "live.vqf") as live:
+        (live / "plain.vqf").write_bytes(b"secret")
+        write_vqf(tmp_path / "m.vqf", arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH))
+        assert not dead.exists() and live.is_dir() and (live.stat().st_mode & 0o777) == 0o700
+    assert _leftovers(tmp_path) == []
