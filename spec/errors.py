@@ -94,6 +94,34 @@ class ClosedError(WeightfileError):
     closed file are."""
 
 
+class FileAccessError(MalformedError, OSError):
+    """A file that cannot be read or written safely: missing, not a regular file, unreadable, a
+    symlink loop, too large to map, shortened after it was opened, or an OS failure of a writer
+    (spec/ninfer3.md §9.1). It is an `OSError` too, so callers that handle OS failures keep
+    doing so; conformance reports it as ``MalformedError``."""
+
+    def __init__(
+        self,
+        rule: str,
+        detail: str,
+        *,
+        offset: int | None = None,
+        path: str | None = None,
+        errno: int | None = None,
+    ) -> None:
+        super().__init__(rule, detail, offset=offset, path=path)
+        self.errno = errno
+        self.strerror = detail
+        self.filename = path
+
+    def __str__(self) -> str:  # ours, not OSError's "[Errno n] ..."
+        return str(self.violation)
+
+    @property
+    def violation(self) -> Violation:
+        return Violation(self.rule, self.detail, self.offset, self.path, "MalformedError")
+
+
 #: The closed set of class names other implementations report (conformance/README.md).
 ERROR_CLASSES: dict[str, type[WeightfileError]] = {
     cls.__name__: cls

@@ -20,11 +20,12 @@ from weightfile.fast.vqf.protect_write import (
     sign_vqf,
     write_private_key,
 )
+from weightfile.fast.vqf.write import write_vqf  # ref's writer with the C FNV (issue 14)
 from weightfile.model_file import NInferModelFile, VQFModelFile, validate
 from weightfile.model_file import open_model_file as open
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
-from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.ref.vqf.write import TensorSource
 from weightfile.spec.errors import (
     ChecksumError,
     InvalidError,

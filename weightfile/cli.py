@@ -24,7 +24,7 @@ from weightfile.commands._common import (
     Parser,
     UsageError,
 )
-from weightfile.spec.errors import UnsupportedError, WeightfileError
+from weightfile.spec.errors import FileAccessError, UnsupportedError, WeightfileError
 
 #: Subcommand modules, in the order `weightfile --help` lists them.
 COMMAND_MODULES = (
@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except FileAccessError as exc:  # ours, but an I/O failure: exit 4 like the OSError below
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_IO
     except WeightfileError as exc:
         print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_UNVERIFIABLE if isinstance(exc, UnsupportedError) else EXIT_VIOLATIONS

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from weightfile.ref.fileio import read_head
 from weightfile.spec.errors import MalformedError
 from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC
 from weightfile.spec.vqf.constants import MAGIC_BYTES as VQF_MAGIC
@@ -23,8 +24,7 @@ EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer"}
 
 def sniff(path: str | os.PathLike[str]) -> str:
     """'vqf' or 'ninfer' (module docstring); else a MalformedError naming the bytes found."""
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+    head = read_head(path, 8)  # a regular file only: a FIFO must not block (spec/ninfer3.md §9.1)
     if head[:4] == VQF_MAGIC:
         return "vqf"
     if head == ENTRY_MAGIC:

@@ -12,7 +12,6 @@ but past the JSON every broken directory rule is recorded (directory.walk_direct
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import struct
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from weightfile.ref.fileio import map_readonly, open_regular, pread_exact
 from weightfile.ref.ninfer3.bindings import (
     DIVISOR_ROLE,
     HADAMARD_ROLE,
@@ -36,7 +36,7 @@ from weightfile.ref.ninfer3.objects import check_object
 from weightfile.ref.ninfer3.records import Binding, Component, Directory, ObjectEntry, Use
 from weightfile.ref.ninfer3.require import Sink, attempt, fail, require
 from weightfile.ref.ninfer3.volumes import FileSet
-from weightfile.spec.errors import MalformedError, Violation, WeightfileError
+from weightfile.spec.errors import MalformedError, UnsupportedError, Violation, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.framing import (
     HEADER_BYTES,
@@ -45,6 +45,11 @@ from weightfile.spec.ninfer3.framing import (
     parse_entry_header,
 )
 from weightfile.spec.records import truncated
+
+#: The largest JSON directory this reader reads (spec/ninfer3.md §9.1): json_bytes is checked
+#: against it before a byte of the text is read, so a sparse entry claiming gigabytes of JSON
+#: costs nothing. A 50,000-part binding's directory is a few MB.
+MAX_JSON_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,28 +215,30 @@ def open_for_verify(path: str | os.PathLike[str], sink: list[Violation]) -> Arti
 
 
 def _open(entry_path: Path, sink: Sink) -> Artifact | None:
-    """The open in byte order; with a sink, the directory and entry length are collected."""
-    fd = os.open(entry_path, os.O_RDONLY)
+    """The open in byte order; with a sink, the directory and entry length are collected. The
+    entry is a regular file (spec/ninfer3.md §9.1); its descriptor stays open in the FileSet."""
+    fd, size = open_regular(entry_path)
     try:
-        size = os.fstat(fd).st_size
-        header = read_entry_header(fd)
+        header = read_entry_header(fd, entry_path)
         check_json_bytes(header.json_bytes, size)
-        doc = parse_json(os.pread(fd, header.json_bytes, JSON_OFFSET))
+        doc = parse_json(pread_exact(fd, header.json_bytes, JSON_OFFSET, entry_path))
         directory = walk_directory(doc, entry_path.name, sink)
         if directory is None:
+            os.close(fd)
             return None
         start = entry_payload_start(header.json_bytes)
         attempt(sink, check_entry_length, size, start, directory)
-        entry_map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-    finally:
+        entry_map = map_readonly(fd, size, entry_path)
+    except BaseException:
         os.close(fd)
-    files = FileSet(entry_path, entry_map, start, directory.files, header.artifact_id)
+        raise
+    files = FileSet(entry_path, entry_map, fd, start, directory.files, header.artifact_id)
     return Artifact(entry_path, header, directory, files)
 
 
-def read_entry_header(fd: int) -> EntryHeader:
+def read_entry_header(fd: int, path: Path) -> EntryHeader:
     """The 32-byte header: long enough, magic NINFER\\0\\3 (spec/ninfer3.md §1.3 steps 1-2)."""
-    parsed = parse_entry_header(os.pread(fd, HEADER_BYTES, 0))
+    parsed = parse_entry_header(pread_exact(fd, HEADER_BYTES, 0, path))
     return EntryHeader(parsed.json_bytes, parsed.artifact_id)
 
 
@@ -239,6 +246,13 @@ def check_json_bytes(json_bytes: int, entry_size: int) -> None:
     """1 <= json_bytes <= entry size − 32, checked before reading the text (spec/ninfer3.md §1.3
     step 3)."""
     room = entry_size - HEADER_BYTES
+    if room >= json_bytes > MAX_JSON_BYTES:  # a (sparse) file that big: refuse before reading
+        raise UnsupportedError(
+            "ninfer3.header.json_limit",
+            f"json_bytes {json_bytes} exceeds this reader's limit of {MAX_JSON_BYTES} bytes",
+            offset=8,
+            path="json_bytes",
+        )
     if not 1 <= json_bytes <= room:
         # more JSON promised than the file holds: most often a cut-off copy, so say that
         detail = (

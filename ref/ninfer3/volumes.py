@@ -2,19 +2,28 @@
 
 A continuation volume is opened the first time a range read touches it, and its header and
 length are checked then; a missing volume fails only the reads that need it. Each file is
-memory-mapped so a range inside one file is returned as a zero-copy `memoryview`.
+memory-mapped so a range inside one file is returned as a zero-copy `memoryview`; its descriptor
+stays open so every read first re-checks that the file was not shortened (spec/ninfer3.md §9.1).
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import mmap
 import os
 from pathlib import Path
 
+from weightfile.ref.fileio import (
+    map_readonly,
+    open_regular,
+    pread_exact,
+    require_unshrunk,
+    resolve_inside,
+)
 from weightfile.ref.ninfer3.records import FileEntry
-from weightfile.spec.errors import ClosedError, InvalidError, MalformedError
+from weightfile.spec.errors import ClosedError, FileAccessError, InvalidError, MalformedError
 from weightfile.spec.ninfer3.errors import ContinuationMissingError
 from weightfile.spec.ninfer3.framing import (
     HEADER_BYTES,
@@ -61,6 +70,7 @@ class FileSet:
         self,
         entry_path: Path,
         entry_map: mmap.mmap,
+        entry_fd: int,
         entry_payload_start: int,
         files: tuple[FileEntry, ...],
         artifact_id: bytes,
@@ -71,6 +81,9 @@ class FileSet:
         self.payload_bytes = files[-1].logical_end
         self._payload_start = payload_starts(entry_payload_start, len(files))
         self._maps: dict[int, mmap.mmap] = {0: entry_map}
+        #: the open descriptor under each map, for the size re-check before every access
+        self._fds: dict[int, int] = {0: entry_fd}
+        self._entry_size = len(entry_map)
         self.closed = False
 
     def volume_path(self, index: int) -> Path:
@@ -96,18 +109,29 @@ class FileSet:
         return self._maps[index]
 
     def _open_continuation(self, index: int) -> mmap.mmap:
-        """Header present, magic, part_index == index, same artifact_id, exact length."""
+        """Inside the entry's folder, a regular file, header present, magic, part_index ==
+        index, same artifact_id, exact length (spec/ninfer3.md §1.3 step 6, §9.1)."""
         path = self.volume_path(index)
         where = f"files[{index}]"
+        real = resolve_inside(path, self.entry_path)
+        if real is None:
+            raise FileAccessError(
+                "ninfer3.part.outside",
+                f"continuation volume {path.name!r} resolves outside the entry's folder",
+                path=where,
+            )
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise ContinuationMissingError(
-                "ninfer3.part.missing", f"continuation volume {path.name!r} is absent", path=where
-            ) from None
+            fd, size = open_regular(real, shown=path, nofollow=True)
+        except FileAccessError as exc:
+            if exc.errno == errno.ENOENT:
+                raise ContinuationMissingError(
+                    "ninfer3.part.missing",
+                    f"continuation volume {path.name!r} is absent",
+                    path=where,
+                ) from None
+            raise FileAccessError(exc.rule, f"{path.name}: {exc.detail}", path=where) from None
         try:
-            size = os.fstat(fd).st_size
-            header = parse_continuation_header(os.pread(fd, HEADER_BYTES, 0), path=where)
+            header = parse_continuation_header(pread_exact(fd, HEADER_BYTES, 0, path), path=where)
             if header.part_index != index:
                 raise InvalidError(
                     "ninfer3.part.index",
@@ -127,9 +151,20 @@ class FileSet:
                 raise MalformedError(
                     "ninfer3.part.length", f"size {size} != declared {want}", offset=0, path=where
                 )
-            return mmap.mmap(fd, want, access=mmap.ACCESS_READ)
-        finally:
+            mapped = map_readonly(fd, want, path)
+        except BaseException:
             os.close(fd)
+            raise
+        self._fds[index] = (
+            fd  # kept open: every later access re-checks the size (spec/ninfer3.md §9.1)
+        )
+        return mapped
+
+    def _require_whole(self, index: int) -> None:
+        """The file under map `index` is still as long as it was when checked
+        (spec/ninfer3.md §9.1)."""
+        size = self.file_bytes(index) if index else self._entry_size
+        require_unshrunk(self._fds[index], size, self.volume_path(index))
 
     def segments(self, offset: int, length: int) -> list[Segment]:
         """spec/ninfer3.md §1.6 mapping of logical [offset, offset+length) onto this file set."""
@@ -140,10 +175,14 @@ class FileSet:
         segments = self.segments(offset, length)
         if len(segments) == 1:
             i, source, _, count = segments[0]
-            return memoryview(self.volume(i))[source : source + count]
+            volume = self.volume(i)
+            self._require_whole(i)
+            return memoryview(volume)[source : source + count]
         # Open and check every volume first: only then is `length` backed by real bytes, so
         # a huge declared size never turns into a huge allocation.
         volumes = [self.volume(i) for i, *_ in segments]
+        for i, *_ in segments:
+            self._require_whole(i)
         buffer = bytearray(length)
         for volume, (_, source, destination, count) in zip(volumes, segments, strict=True):
             buffer[destination : destination + count] = memoryview(volume)[source : source + count]
@@ -155,4 +194,7 @@ class FileSet:
             with contextlib.suppress(BufferError):  # a caller still holds a zero-copy view
                 m.close()
         self._maps.clear()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
         self.closed = True

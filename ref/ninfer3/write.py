@@ -11,8 +11,8 @@ is never replaced. `abort` removes every temp file and every file already publis
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import secrets
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -25,7 +25,8 @@ from weightfile.ref.ninfer3.plan import ObjectSpec, layout_directory, plan_objec
 from weightfile.ref.ninfer3.records import FileEntry
 from weightfile.ref.ninfer3.require import fail, require
 from weightfile.ref.ninfer3.volumes import map_range, payload_starts
-from weightfile.spec.errors import DestinationExistsError
+from weightfile.ref.staging import create_temp, os_failures, sweep
+from weightfile.spec.errors import DestinationExistsError, FileAccessError
 from weightfile.spec.ninfer3.framing import (
     DEFAULT_LIMIT,
     JSON_OFFSET,
@@ -77,6 +78,9 @@ class ArtifactWriter:
         self._temps: list[Path] = []
         self._fds: list[int] = []
         self._published: list[Path] = []
+        # a killed writer's temporary files, and volumes it published without their entry, go
+        # first: so the write that follows a kill -9 succeeds (spec/ninfer3.md §9.1)
+        sweep(self.path.parent)
         self._refuse_existing()
         try:
             self._create_files()
@@ -98,17 +102,17 @@ class ArtifactWriter:
     def _create_files(self) -> None:
         """Hidden temp files at final size (zero-filled, sparse), headers and JSON written."""
         for i, destination in enumerate(self.destinations):
-            temp = destination.parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
-            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+            temp, fd = create_temp(destination)  # locked while this writer lives
             self._temps.append(temp)
             self._fds.append(fd)
-            os.ftruncate(fd, self._starts[i] + self.files[i].payload_bytes)
-            if i == 0:
-                header = build_entry_header(len(self.json_text), self.artifact_id)
-                os.pwrite(fd, header, 0)
-                os.pwrite(fd, self.json_text, JSON_OFFSET)
-            else:
-                os.pwrite(fd, build_continuation_header(i, self.artifact_id), 0)
+            with os_failures(temp, "write"):
+                os.ftruncate(fd, self._starts[i] + self.files[i].payload_bytes)
+                if i == 0:
+                    header = build_entry_header(len(self.json_text), self.artifact_id)
+                    os.pwrite(fd, header, 0)
+                    os.pwrite(fd, self.json_text, JSON_OFFSET)
+                else:
+                    os.pwrite(fd, build_continuation_header(i, self.artifact_id), 0)
 
     @property
     def object_ids(self) -> list[str]:
@@ -129,8 +133,13 @@ class ArtifactWriter:
         """Append the next `len(chunk)` bytes of `object_id` (streaming, in object order)."""
         start = self._advance(object_id, len(chunk))
         view = memoryview(chunk).cast("B")
-        for i, source, destination, count in map_range(self.files, self._starts, start, len(view)):
-            os.pwrite(self._fds[i], view[destination : destination + count], source)
+        try:
+            for i, source, dest, count in map_range(self.files, self._starts, start, len(view)):
+                with os_failures(self._temps[i], "write"):
+                    os.pwrite(self._fds[i], view[dest : dest + count], source)
+        except BaseException:
+            self.abort()  # a failed write leaves nothing, even if the caller never exits
+            raise
 
     def write_zeros(self, object_id: str, count: int) -> None:
         """Account for the next `count` bytes of `object_id` as zeros, which the files already
@@ -172,12 +181,18 @@ class ArtifactWriter:
                 want = self._starts[i] + self.files[i].payload_bytes
                 if os.fstat(fd).st_size != want:  # our own bug, not bad input
                     raise RuntimeError(f"temp file {i} has the wrong size")
-                os.fdatasync(fd)
+                with os_failures(self._temps[i], "sync"):
+                    os.fdatasync(fd)
             order = [*range(1, len(self.destinations)), 0]
             for i in order:
                 try:
-                    os.link(self._temps[i], self.destinations[i])
-                except FileExistsError:
+                    with os_failures(self.destinations[i], "publish"):
+                        os.link(self._temps[i], self.destinations[i])
+                except DestinationExistsError:
+                    raise
+                except FileAccessError as exc:
+                    if exc.errno != errno.EEXIST:
+                        raise
                     raise DestinationExistsError(
                         "ninfer3.writer.exists",
                         "destination appeared while writing",
@@ -187,9 +202,11 @@ class ArtifactWriter:
         except BaseException:
             self.abort()
             raise
-        self._close_fds()
+        # the temporary names go while the locks are held, so no sweep sees them unlocked
         for temp in self._temps:
-            os.unlink(temp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        self._close_fds()
         self._temps.clear()
         self._published.clear()  # published for good: a later abort() must not remove them
         return list(self.destinations)
@@ -200,10 +217,10 @@ class ArtifactWriter:
 
     def abort(self) -> None:
         """Remove every temp file and every file already published (spec/ninfer3.md §1.7)."""
-        self._close_fds()
-        for path in self._temps + self._published:
-            with contextlib.suppress(FileNotFoundError):
+        for path in self._published + self._temps:  # volumes first, while the locks are held
+            with contextlib.suppress(OSError):
                 os.unlink(path)
+        self._close_fds()
         self._temps.clear()
         self._published.clear()
 

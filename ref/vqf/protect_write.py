@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import secrets
 import struct
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
+from weightfile.ref.staging import staged_folder
 from weightfile.spec.errors import (
     ChecksumError,
     DestinationExistsError,
@@ -309,8 +309,8 @@ def protect_vqf(
         return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, hasher=hasher)
     if passphrase is None:
         return sign_vqf(src, dst, private_key, overwrite=overwrite, hasher=hasher)
-    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f".{dst.name}.") as private:
-        middle = encrypt_vqf(src, Path(private) / "enc.vqf", passphrase, hasher=hasher)
+    with staged_folder(dst) as private:  # swept by the next write if this process is killed
+        middle = encrypt_vqf(src, private / "enc.vqf", passphrase, hasher=hasher)
         return sign_vqf(
             middle, dst, private_key, passphrase=passphrase, overwrite=overwrite, hasher=hasher
         )
@@ -328,12 +328,12 @@ def _reparse(header: bytes | bytearray, vqf: VQFFile) -> Header:
 def write_private_key(path: str | os.PathLike[str], *, overwrite: bool = False) -> bytes:
     """A fresh SM2 private key as 64 hex characters (the VLLM_VQF_SIGN_PRIV form), mode 0600.
 
-    Returns the public key x ‖ y. mkstemp creates the staging file with mode 0600, so the key is
+    Returns the public key x ‖ y. The staging file is created with mode 0600, so the key is
     never readable by others, not even before the rename.
     """
     private = sm2.generate_private_key()
-    with staged(path, overwrite) as out:
-        os.fchmod(out.fileno(), 0o600)
+    with staged(path, overwrite, mode=0o600) as out:
+        os.fchmod(out.fileno(), 0o600)  # and so whatever the umask
         out.write(private.hex().encode() + b"\n")
     return sm2.public_key(private)
 

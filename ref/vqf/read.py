@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from weightfile.ref.fileio import map_readonly, open_regular, require_unshrunk
 from weightfile.spec.errors import (
     ClosedError,
     InvalidError,
@@ -122,6 +123,8 @@ class VQFFile:
     #: ENC files opened with a passphrase: the authenticated plaintext of the data region
     _plain: mmap.mmap | None = field(repr=False, default=None)
     _plain_view: memoryview | None = field(repr=False, default=None)
+    #: the descriptor under the map, kept open for the size re-check before each view
+    _fd: int | None = field(repr=False, default=None)
     #: which writer kind the pads showed (protect.ONE_STREAM, PER_TENSOR, EITHER), None if unknown
     stream_kind: str | None = None
     #: name -> entry, built once; later duplicates overwrite earlier ones, so the later entry wins
@@ -152,6 +155,10 @@ class VQFFile:
             )
         self.require_open()
         assert self._view is not None
+        if (
+            self._fd is not None
+        ):  # a file shortened since open would fault on access (spec/ninfer3.md §9.1)
+            require_unshrunk(self._fd, self.size, self.path)
         return self._view[start:stop]
 
     def release_pages(self, start: int, stop: int) -> None:
@@ -248,6 +255,9 @@ class VQFFile:
             with contextlib.suppress(BufferError):
                 self._map.close()
             self._map = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> VQFFile:
         return self
@@ -268,10 +278,13 @@ def open_vqf(
     `vqf.enc.no_key`. The passphrase of a plaintext file is ignored.
     """
     path = Path(path)
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    fd, size = open_regular(path)  # a regular file only (spec/ninfer3.md §9.1)
+    try:
         require_min_size(size)  # step 1, before mapping: an empty file cannot be mapped
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped = map_readonly(fd, size, path)
+    except BaseException:
+        os.close(fd)
+        raise
     view = memoryview(mapped)
     try:
         header = read_header(view)
@@ -282,8 +295,9 @@ def open_vqf(
     except BaseException:
         view.release()
         mapped.close()
+        os.close(fd)
         raise
-    vqf = VQFFile(path, size, header, entries, mapped, view)
+    vqf = VQFFile(path, size, header, entries, mapped, view, _fd=fd)
     if header.encrypted and passphrase is not None:
         from .protect import decrypt_region  # protect builds on this module's records
 

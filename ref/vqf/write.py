@@ -2,8 +2,9 @@
 
 The writer places tensors in the directory order of spec/vqf.md §3.4, zero-fills every gap, computes
 the FNV-1a-64 over exactly the covered bytes while streaming the payloads, and publishes the file by
-renaming a temporary file in the target folder: on any failure nothing is left at the destination,
-and an existing file is never replaced unless `overwrite=True`.
+linking a locked temporary file in the target folder into place (ref/staging.py): on any failure,
+`kill -9` included, nothing is left at the destination, a killed writer's temporary file is swept
+by the next write to that folder, and an existing file is never replaced unless `overwrite=True`.
 
 The header is written once with its final file_len: every size is declared up front, so the
 engine's "header with file_len = 0, then rewrite" sequence would produce the same bytes.
@@ -13,14 +14,16 @@ memory at once), or as None for an all-zero payload, written as a hole (sparse f
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from weightfile.ref.staging import create_temp, os_failures, sweep
 from weightfile.spec.errors import DestinationExistsError, InvalidError
 from weightfile.spec.records import build_record
 from weightfile.spec.vqf.arch import MOE_FIELD_NAMES, arch_defaults
@@ -245,27 +248,34 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
 
 
 @contextmanager
-def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
-    """A temporary file beside `path`, published there atomically when the block succeeds."""
+def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A locked temporary file beside `path`, published there atomically when the block succeeds
+    (spec/ninfer3.md §9.1): the folder's stale temporary files are swept first, the lock is held
+    until the temporary name is gone, and every OS failure is `format.file.write`."""
     path = Path(path)
-    if path.exists() and not overwrite:
+    sweep(path.parent)  # a killed writer's leftovers go now, whoever wrote them
+    if os.path.lexists(path) and not overwrite:
         raise DestinationExistsError(
             "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
         )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp, fd = create_temp(path, mode)
     try:
-        with os.fdopen(fd, "w+b") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        publish(tmp, path, overwrite)
+        with os_failures(path, "write"):
+            # a second descriptor for the file object: the lock lives on `fd` until the end
+            with os.fdopen(os.dup(fd), "w+b") as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            publish(tmp, path, overwrite)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
 
 
-def publish(tmp: str, path: Path, overwrite: bool) -> None:
+def publish(tmp: Path, path: Path, overwrite: bool) -> None:
     """Rename into place; without overwrite, a hard link fails atomically if `path` exists."""
     if overwrite:
         os.replace(tmp, path)
@@ -276,7 +286,9 @@ def publish(tmp: str, path: Path, overwrite: bool) -> None:
         raise DestinationExistsError(
             "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
         ) from None
-    except OSError:  # a filesystem without hard links: check-then-rename is the best left
+    except OSError as exc:  # a filesystem without hard links: check-then-rename is the best left
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
         if path.exists():
             raise DestinationExistsError(
                 "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"

@@ -42,6 +42,7 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.header.truncated", MAL, "entry file shorter than the 32-byte header", "1.3"),
         _rule("ninfer3.header.magic", MAL, "entry magic is not NINFER\\0\\3 (v2 named)", "1.3"),
         _rule("ninfer3.header.json_bytes", MAL, "json_bytes outside [1, entry size - 32]", "1.3"),
+        _rule("ninfer3.header.json_limit", UNS, "json_bytes above the reader's 256 MiB", "9.1"),
         _rule("ninfer3.json.bom", MAL, "JSON text starts with a UTF-8 byte order mark", "2.1"),
         _rule("ninfer3.json.utf8", MAL, "JSON text is not valid UTF-8", "2.1"),
         _rule("ninfer3.json.syntax", MAL, "JSON text is not standard JSON", "2.1"),
@@ -105,6 +106,7 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.part.index", INV, "part_index differs from the files index", "1.3"),
         _rule("ninfer3.part.artifact_id", INV, "artifact_id differs from the entry's", "1.3"),
         _rule("ninfer3.part.length", MAL, "volume size != 4096 + payload_bytes", "1.3"),
+        _rule("ninfer3.part.outside", MAL, "a volume resolves outside the entry's folder", "9.1"),
         # -- range reads (spec/ninfer3.md §1.6)
         # ----------------------------------------------------------------
         _rule("ninfer3.range.bounds", INV, "read range ends past the logical payload", "1.6"),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from importlib import import_module
 from pathlib import Path
@@ -34,11 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.fast.vqf.write import write_vqf  # the C FNV where it builds (issue 14)
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.staging import staged_folder
 from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
-from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.ref.vqf.write import TensorSource
 from weightfile.spec.errors import (
     DestinationExistsError,
     InvalidError,
@@ -250,14 +251,15 @@ def publish_protected(
 ) -> Path:
     """Write the plaintext file privately, publish only its protected form at `out`.
 
-    mkdtemp makes the folder mode 0700, so the plaintext is never readable by other users while
-    it exists; it sits beside `out` so the final rename stays on one filesystem.
+    The private folder is mode 0700, so the plaintext is never readable by other users while it
+    exists; it sits beside `out` so the final rename stays on one filesystem, and a killed run's
+    folder is swept by the next write there (ref/staging.py).
     """
     from weightfile.fast.vqf.protect_write import protect_vqf
 
     out = Path(out)
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as private:
-        plain = write_vqf(Path(private) / "plain.vqf", arch=arch, tensors=tensors, flags=flags)
+    with staged_folder(out) as private:
+        plain = write_vqf(private / "plain.vqf", arch=arch, tensors=tensors, flags=flags)
         return protect_vqf(
             plain, out, passphrase=passphrase, private_key=sign_key, overwrite=overwrite
         )

@@ -59,6 +59,7 @@ def test_every_rule_is_raised_by_some_test(tmp_path: Path) -> None:
     targets = [str(ROOT / "tests" / "ref" / "ninfer3"), str(ROOT / "tests" / "spec" / "ninfer3")]
     targets += [str(ROOT / "tests" / "ref" / "qwen35" / f"test_qwen35_{t}.py") for t in BINDER]
     targets.append(str(ROOT / "tests" / "convert" / "test_qwen35_hf.py"))  # ninfer3.text.hf_*
+    targets.append(str(ROOT / "tests" / "reliability" / "test_open_safely.py"))  # part.outside
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *targets, *SKIP],
         cwd=ROOT,

@@ -1,0 +1,183 @@
+"""Temporary files of the writers: created locked, swept when their writer is gone
+(spec/ninfer3.md §9.1, "Writers").
+
+Both writers (VQF, `.ninfer`) stage every file as `.<name>.<16 hex digits>.tmp` in the destination
+folder (a private intermediate folder gets the same kind of name) and hold an exclusive `flock` on
+it for as long as they live. The kernel drops the lock when
+the process ends, however it ends (`kill -9` included), so a temporary file whose lock can be
+taken belongs to nobody: `sweep` removes those before a write starts, and a killed writer's
+leftovers never outlive the next write to the same folder. A live writer's files are never
+touched. A `.ninfer` entry's temporary file names its artifact_id, so a sweep that removes one
+also removes the continuations its dead writer had already published without the entry. Every
+OS failure on the way is `format.file.write`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import glob
+import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from weightfile.ref.fileio import describe, read_head
+from weightfile.spec.errors import FileAccessError, WeightfileError
+from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC, HEADER_BYTES
+
+#: What flock answers on a filesystem that has no such locks.
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
+
+#: A writer's temporary file: hidden, the destination's name, 16 random hex digits, `.tmp`.
+TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{16}\.tmp")
+
+
+def write_error(exc: OSError, path: str | os.PathLike[str], doing: str) -> FileAccessError:
+    """Our error for a writer's OS failure (spec/ninfer3.md §9.1)."""
+    return FileAccessError(
+        "format.file.write", f"cannot {doing}: {describe(exc)}", path=str(path), errno=exc.errno
+    )
+
+
+@contextlib.contextmanager
+def os_failures(path: str | os.PathLike[str], doing: str) -> Iterator[None]:
+    """Turn a raw OSError inside the block into `format.file.write` (ours pass through)."""
+    try:
+        yield
+    except WeightfileError:
+        raise
+    except OSError as exc:
+        raise write_error(exc, path, doing) from None
+
+
+def temp_path(destination: Path) -> Path:
+    return destination.parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
+
+
+def create_temp(destination: Path, mode: int = 0o644) -> tuple[Path, int]:
+    """A new, empty, locked temporary file beside `destination`: (path, fd open read-write)."""
+    for _ in range(8):
+        temp = temp_path(destination)
+        with os_failures(temp, "create a temporary file"):
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, mode)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                # a filesystem without flock: write unlocked (a sweep there cannot lock the
+                # file either, so it leaves it alone)
+                if exc.errno not in _NO_FLOCK:
+                    raise
+            # a sweep may have removed it between the create and the lock: then start again
+            if os.stat(temp).st_ino == os.fstat(fd).st_ino:
+                return temp, fd
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            os.close(fd)
+            raise write_error(exc, temp, "lock a temporary file") from None
+        os.close(fd)
+    raise FileAccessError(
+        "format.file.write", "temporary files keep disappearing", path=str(destination.parent)
+    )
+
+
+@contextlib.contextmanager
+def staged_folder(destination: Path) -> Iterator[Path]:
+    """A private (mode 0700), locked temporary folder beside `destination` for intermediate files
+    (a plaintext before it is encrypted); removed at the end, or by the next sweep if killed."""
+    for _ in range(8):
+        folder = temp_path(destination)
+        with os_failures(folder, "create a temporary folder"):
+            os.mkdir(folder, 0o700)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in _NO_FLOCK:  # see create_temp
+                os.close(fd)
+                raise write_error(exc, folder, "lock a temporary folder") from None
+        if os.path.isdir(folder) and os.stat(folder).st_ino == os.fstat(fd).st_ino:
+            break
+        os.close(fd)
+    else:
+        raise FileAccessError(
+            "format.file.write", "temporary folders keep disappearing", path=str(destination)
+        )
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(fd)
+
+
+def _head(path: Path) -> bytes:
+    try:
+        return read_head(path, HEADER_BYTES)
+    except OSError:
+        return b""
+
+
+def remove_orphans(folder: Path, entry: str, artifact_id: bytes) -> list[Path]:
+    """After a `.ninfer` writer died publishing `entry` (continuations linked, the entry not):
+    remove each `<entry>.part-*` whose header names `artifact_id`, unless an entry with that
+    artifact_id was published after all (spec/ninfer3.md §9.1)."""
+    published = _head(folder / entry)
+    if published[:8] == ENTRY_MAGIC and published[16:32] == artifact_id:
+        return []  # the publication completed; only its temporary file was left
+    removed = []
+    for volume in sorted(folder.glob(glob.escape(entry) + ".part-*")):
+        head = _head(volume)
+        if head[:8] == CONTINUATION_MAGIC and head[16:32] == artifact_id:
+            with contextlib.suppress(OSError):
+                volume.unlink()
+                removed.append(volume)
+    return removed
+
+
+def sweep(folder: Path, head_bytes: int = 32) -> list[tuple[str, bytes]]:
+    """Remove every writer temporary file in `folder` whose writer is gone (its lock is free).
+    Returns (destination name, first `head_bytes` bytes) of each removed file, so a writer can
+    recover what a dead writer left half published."""
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []  # the write itself will report the folder
+    for name in names:
+        match = TEMP_NAME.fullmatch(name)
+        if match is None:
+            continue
+        path = folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    continue  # a live writer's file
+                raise
+            if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
+                continue  # replaced meanwhile: not the file we locked
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                shutil.rmtree(path)
+                removed.append((match["name"], b""))
+                continue
+            head = os.pread(fd, max(head_bytes, HEADER_BYTES), 0)
+            os.unlink(path)
+            removed.append((match["name"], head[:head_bytes]))
+            if head[:8] == ENTRY_MAGIC:
+                remove_orphans(folder, match["name"], head[16:32])
+        except OSError:
+            continue  # not ours to remove (permissions): leave it
+        finally:
+            os.close(fd)
+    return removed

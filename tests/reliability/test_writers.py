@@ -1,0 +1,241 @@
+"""Writers are atomic under kill -9, and their OS failures are ours (spec/ninfer3.md §9.1).
+
+The reproducers of issue 14: a killed VQF writer left its `*.tmp` in the destination folder (12 of
+12 trials), a killed sharded `.ninfer` writer left four, and one killed while publishing left
+`out.ninfer.part-0001` without its entry, so the same write then failed `ninfer3.writer.exists`
+until someone deleted it by hand. Real writer processes are killed here (a few trials, seeded),
+and the next write to the folder must leave nothing behind and succeed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import weightfile
+from weightfile.examples import TINY_ARCH, TINY_FLAGS, tiny_tensors
+from weightfile.ref import staging
+from weightfile.ref.ninfer3.describe import verify
+from weightfile.ref.ninfer3.plan import ResourceSpec
+from weightfile.ref.ninfer3.write import ArtifactWriter, write_artifact
+from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.spec.errors import FileAccessError
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = {"text": {"config": {}}}
+BIG = 27_610  # the spec/ninfer3.md §1.9 sharded example: four files under limit 12,288
+
+#: A child that writes slowly (one chunk per millisecond), so a kill lands mid-write.
+CHILD = """
+import sys, time
+from pathlib import Path
+kind, out = sys.argv[1], Path(sys.argv[2])
+
+def slow(n, step=512):
+    for i in range(0, n, step):
+        time.sleep(0.001)
+        yield bytes((j * 13 + 5) & 255 for j in range(i, min(n, i + step)))
+
+from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.examples import TINY_ARCH
+from weightfile.ref.ninfer3.plan import ResourceSpec
+from weightfile.ref.ninfer3.write import write_artifact
+print("ready", flush=True)  # imports done: the parent's clock starts now
+if kind == "vqf":
+    write_vqf(out, arch=TINY_ARCH, order="given",
+              tensors=[TensorSource("blob", 1, 1, 64 << 10 >> 2, data=slow(64 << 10))])
+else:
+    write_artifact(out, {"r.big": slow(BIG)}, objects=[ResourceSpec("r.big", BIG)],
+                   components={"text": {"config": {}}}, limit=12_288)
+""".replace("BIG", str(BIG))
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def _kill_at(kind: str, out: Path, delay: float) -> int:
+    """Start a writer, kill -9 it `delay` seconds after its imports; its return code."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, kind, str(out)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    time.sleep(delay)
+    child.send_signal(signal.SIGKILL)
+    return child.wait(timeout=30)
+
+
+def _write_ninfer(out: Path) -> list[Path]:
+    data = bytes((j * 13 + 5) % 256 for j in range(BIG))
+    return write_artifact(
+        out, {"r.big": data}, objects=[ResourceSpec("r.big", BIG)], components=TEXT, limit=12_288
+    )
+
+
+@pytest.mark.parametrize("kind", ["vqf", "ninfer"])
+def test_killed_writers_leave_nothing_after_the_next_write(tmp_path: Path, kind: str) -> None:
+    rng = random.Random(14)
+    out = tmp_path / f"out.{kind}"
+    killed_mid_write = 0
+    for trial in range(3):
+        # 128 or 54 chunks of >= 1 ms each: the delays land during the write, or before it
+        assert _kill_at(kind, out, rng.uniform(0.0, 0.15)) == -signal.SIGKILL
+        killed_mid_write += bool(_leftovers(tmp_path))
+        for path in [out, *tmp_path.glob(out.name + ".part-*")]:
+            if kind == "vqf" and path.exists():  # published: then whole and valid
+                assert weightfile.validate(path, checksum=True) == [], trial
+        if out.exists() and kind == "ninfer":
+            assert verify(out) == [], trial
+        # the next write to the folder (another name) sweeps the dead writer's files
+        write_vqf(tmp_path / f"next{trial}.vqf", arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH),
+                  flags=TINY_FLAGS)  # fmt: skip
+        assert _leftovers(tmp_path) == [], trial
+        for path in [out, *tmp_path.glob(out.name + ".part-*")]:
+            path.unlink(missing_ok=True)
+    assert killed_mid_write  # the trials did catch writers with temporary files open
+
+
+def test_a_sharded_write_killed_while_publishing_recovers_by_itself(tmp_path: Path) -> None:
+    """Killed right after the first continuation is linked: the volume is there, its entry is
+    not. The same write run again succeeds, with no hand-made deletion."""
+    out = tmp_path / "out.ninfer"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        real_link = os.link
+        def link_then_die(src, dst):
+            real_link(src, dst)
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.link = link_then_die
+        from weightfile.ref.ninfer3.plan import ResourceSpec
+        from weightfile.ref.ninfer3.write import write_artifact
+        write_artifact({str(out)!r}, {{"r.big": bytes({BIG})}}, objects=[ResourceSpec("r.big",
+                       {BIG})], components={{"text": {{"config": {{}}}}}}, limit=12_288)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    assert not out.exists() and (tmp_path / "out.ninfer.part-0001").exists()  # the reproducer
+    paths = _write_ninfer(out)
+    assert [p.name for p in paths] == ["out.ninfer"] + [
+        f"out.ninfer.part-000{i}" for i in (1, 2, 3)
+    ]
+    assert verify(out) == [] and _leftovers(tmp_path) == []
+    with weightfile.open(out) as f:
+        assert bytes(f.decode("r.big")) == bytes((j * 13 + 5) % 256 for j in range(BIG))
+
+
+def test_a_live_writers_files_are_never_swept(tmp_path: Path) -> None:
+    writer = ArtifactWriter(
+        tmp_path / "live.ninfer", objects=[ResourceSpec("r.big", BIG)], components=TEXT,
+        limit=12_288,
+    )  # fmt: skip
+    temps = _leftovers(tmp_path)
+    assert len(temps) == 4
+    assert staging.sweep(tmp_path) == [] and _leftovers(tmp_path) == temps
+    writer.write("r.big", bytes(BIG))
+    writer.finish()
+    assert _leftovers(tmp_path) == [] and verify(tmp_path / "live.ninfer") == []
+
+
+def test_an_unpublished_entry_temp_does_not_remove_a_published_set(tmp_path: Path) -> None:
+    """A temp whose writer died after the entry was linked: the sweep removes the temp only."""
+    paths = _write_ninfer(tmp_path / "done.ninfer")
+    stale = tmp_path / ".done.ninfer.0123456789abcdef.tmp"
+    stale.write_bytes(paths[0].read_bytes()[:4096])  # same artifact_id as the published entry
+    staging.sweep(tmp_path)
+    assert not stale.exists() and all(p.exists() for p in paths) and verify(paths[0]) == []
+
+
+# -- OS failures are ours -------------------------------------------------------------------
+
+
+def test_a_file_size_limit_is_format_file_write_and_leaves_nothing(tmp_path: Path) -> None:
+    """Disk full, simulated with RLIMIT_FSIZE in a child (writes then fail with EFBIG)."""
+    script = textwrap.dedent(
+        f"""
+        import resource
+        from weightfile.ref.vqf.write import TensorSource, write_vqf
+        from weightfile.ref.ninfer3.plan import ResourceSpec
+        from weightfile.ref.ninfer3.write import write_artifact
+        from weightfile.examples import TINY_ARCH
+        from weightfile.spec.errors import FileAccessError
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))
+        try:
+            write_vqf({str(tmp_path / "big.vqf")!r}, arch=TINY_ARCH, order="given",
+                      tensors=[TensorSource("blob", 1, 1, 1 << 16, data=bytes(1 << 18))])
+        except FileAccessError as exc:
+            print(exc.rule, exc.errno)
+        try:
+            write_artifact({str(tmp_path / "big.ninfer")!r}, {{"r": bytes(1 << 18)}},
+                           objects=[ResourceSpec("r", 1 << 18)],
+                           components={{"text": {{"config": {{}}}}}})
+        except FileAccessError as exc:
+            print(exc.rule, exc.errno)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["format.file.write", str(errno.EFBIG)] * 2
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES, errno.ENOSPC])
+def test_read_only_denied_or_full_folders_are_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """The tests run as root, which no chmod stops: the OS answer is injected where the writers
+    create their temporary files."""
+
+    def refuse(*args: object, **kwargs: object) -> int:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(staging.os, "open", refuse)
+    with pytest.raises(FileAccessError) as info:
+        write_vqf(tmp_path / "m.vqf", arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH))
+    assert info.value.rule == "format.file.write" and info.value.errno == code
+    with pytest.raises(FileAccessError) as info:
+        _write_ninfer(tmp_path / "m.ninfer")
+    assert info.value.rule == "format.file.write" and isinstance(info.value, OSError)
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_api_writer_hashes_with_the_c_kernel_where_it_builds() -> None:
+    from weightfile.fast._native import library
+    from weightfile.fast.vqf.fnv1a64 import fnv1a64 as fast_fnv
+
+    assert weightfile.write_vqf.keywords["hasher"] is fast_fnv
+    if library() is not None:  # the C kernel answers, and as the reference does
+        from weightfile.ref.vqf.fnv1a64 import fnv1a64 as ref_fnv
+
+        data = bytes(range(256)) * 3
+        assert fast_fnv(data) == ref_fnv(data)
+    # the convert writers publish through it too
+    from weightfile.convert import qwen3_vqf
+
+    assert qwen3_vqf.write_vqf is weightfile.write_vqf
+    assert isinstance(TensorSource, type)
+
+
+def test_a_killed_runs_private_folder_is_swept_and_a_live_one_is_not(tmp_path: Path) -> None:
+    """The plaintext folder `protect_vqf` and the VQF importer stage in (ref/staging.py)."""
+    dead = tmp_path / ".out.vqf.0123456789abcdef.tmp"
+    dead.mkdir()
+    (dead / "plain.vqf").write_bytes(b"secret")
+    with staging.staged_folder(tmp_path / "live.vqf") as live:
+        (live / "plain.vqf").write_bytes(b"secret")
+        write_vqf(tmp_path / "m.vqf", arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH))
+        assert not dead.exists() and live.is_dir() and (live.stat().st_mode & 0o777) == 0o700
+    assert _leftovers(tmp_path) == []
