@@ -1,0 +1,212 @@
+"""Image preprocessing for Qwen3-VL: a picture to `pixel_values` and its patch grid.
+
+Two recipes (spec/models.md §1.2, "Image preprocessing" and "Where the board engine differs"):
+
+* `hf` — the Hugging Face Qwen2-VL image processor with its PIL backend, which Qwen3-VL uses:
+  `smart_resize` to multiples of patch·merge within the pixel limits, Pillow's bicubic resize of
+  the 8-bit RGB image, `x/255` in binary64 rounded once to binary32, `(x − mean) / std` in binary32,
+  the still frame repeated over the temporal patch, rows in 2×2 merge-window order. Every step is
+  the processor's own arithmetic (the same Pillow call, the same NumPy dtypes), so the result is
+  bit for bit the processor's.
+* `board` — the Kestrel engine's: nearest-neighbour resize to multiples of the patch side, capped
+  at the file's position-table size, and `p/127.5 − 1` in binary32.
+
+It lives in `weightfile/frontend/` because it wraps Pillow rather than following a spec rule by
+rule. Refusals are typed: `frontend.image.unreadable`, `frontend.image.aspect`,
+`frontend.image.grid`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+from weightfile.spec.errors import InvalidError, UnsupportedError
+
+#: The ratio of the longer side to the shorter one the processor still takes.
+MAX_ASPECT = 200
+
+MODES = ("hf", "board")
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    """The processor's settings; the defaults are the released Qwen3-VL ones (spec/models.md
+    §1.2)."""
+
+    patch_size: int = 16
+    merge_size: int = 2
+    temporal_patch_size: int = 2
+    min_pixels: int = 65536  # size.shortest_edge (256²)
+    max_pixels: int = 16777216  # size.longest_edge (4096²)
+    image_mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    image_std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    rescale_factor: float = 1 / 255
+    #: board mode only: the most patches the engine takes (the file's vis_max_pos)
+    max_patches: int = 2304
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """One image ready for the vision tower: rows in merge-window order and the grid (t, gh, gw)."""
+
+    pixel_values: np.ndarray  # float32 [gh·gw, 3·T·P·P]
+    grid_thw: tuple[int, int, int]
+    merge_size: int = 2
+
+    @property
+    def n_tokens(self) -> int:
+        """Image tokens in the prompt: one per 2×2 merge window (spec/models.md §1.2 (c))."""
+        t, gh, gw = self.grid_thw
+        return t * gh * gw // (self.merge_size**2)
+
+    @property
+    def merged_grid(self) -> tuple[int, int]:
+        """(h', w') = (gh, gw) / merge, the grid of image tokens."""
+        return self.grid_thw[1] // self.merge_size, self.grid_thw[2] // self.merge_size
+
+
+def smart_resize(
+    height: int, width: int, factor: int = 32, min_pixels: int = 65536, max_pixels: int = 16777216
+) -> tuple[int, int]:
+    """spec/models.md §1.2 `smart_resize`: sides snapped to multiples of `factor` within the pixel
+    limits; `frontend.image.aspect` for a side ratio above 200."""
+    if height < 1 or width < 1:
+        raise InvalidError("frontend.image.aspect", f"an image of {width}x{height} pixels")
+    if max(height, width) / min(height, width) > MAX_ASPECT:
+        raise InvalidError(
+            "frontend.image.aspect",
+            f"{width}x{height}: sides differ by more than {MAX_ASPECT}:1, which the processor "
+            "refuses",
+        )
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def load_image(path: str | PathLike[str]):
+    """The picture at `path` as a Pillow image, decoded now; a typed error when it cannot be."""
+    from PIL import Image, UnidentifiedImageError
+
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidError("frontend.image.unreadable", f"{p}: no such image file", path=str(p))
+    try:
+        with Image.open(p) as im:
+            im.load()
+            return im.copy()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise InvalidError(
+            "frontend.image.unreadable", f"{p}: not a readable image ({exc})", path=str(p)
+        ) from None
+
+
+def to_rgb(image) -> np.ndarray:
+    """uint8 [H, W, 3]: transparency composited onto white, as the processor's convert_to_rgb."""
+    from PIL import Image
+
+    if isinstance(image, np.ndarray):
+        arr = np.asarray(image)
+        if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+            raise InvalidError(
+                "frontend.image.unreadable",
+                f"a pixel array must be uint8 [H, W, 3], got {arr.dtype} {list(arr.shape)}",
+            )
+        return arr
+    has_alpha = "A" in image.getbands() or image.info.get("transparency") is not None
+    if has_alpha:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return np.array(Image.alpha_composite(white, rgba).convert("RGB"))
+    return np.array(image.convert("RGB"))
+
+
+def patchify(chw: np.ndarray, s: ImageSettings) -> np.ndarray:
+    """spec/models.md §1.2 flattening: float32 [C, H, W] -> [gh·gw, C·T·P·P] in merge-window order,
+    each row (C, T, Py, Px), the still frame repeated over T."""
+    c, h, w = chw.shape
+    p, m, t = s.patch_size, s.merge_size, s.temporal_patch_size
+    gh, gw = h // p, w // p
+    x = chw.reshape(c, gh // m, m, p, gw // m, m, p)
+    x = x.transpose(1, 4, 2, 5, 0, 3, 6)  # (by, bx, my, mx, C, Py, Px)
+    x = np.broadcast_to(x[:, :, :, :, :, None], (*x.shape[:5], t, p, p))
+    return np.ascontiguousarray(x.reshape(gh * gw, c * t * p * p), dtype=np.float32)
+
+
+def _check_grid(gh: int, gw: int, s: ImageSettings) -> None:
+    if gh < s.merge_size or gw < s.merge_size or gh % s.merge_size or gw % s.merge_size:
+        raise InvalidError(
+            "frontend.image.grid",
+            f"a {gh}x{gw} patch grid cannot be merged in {s.merge_size}x{s.merge_size} windows",
+        )
+
+
+def preprocess_hf(image, s: ImageSettings = ImageSettings()) -> PreparedImage:
+    """The Hugging Face recipe (module docstring), bit for bit the PIL-backend processor's."""
+    from PIL import Image
+
+    rgb = to_rgb(image)
+    h, w = rgb.shape[:2]
+    rh, rw = smart_resize(h, w, s.factor, s.min_pixels, s.max_pixels)
+    resized = np.array(Image.fromarray(rgb).resize((rw, rh), resample=Image.Resampling.BICUBIC))
+    chw = np.moveaxis(resized, -1, 0)
+    # x/255 in binary64, rounded once to binary32 (the processor upcasts before scaling)
+    x = (chw.astype(np.float64) * s.rescale_factor).astype(np.float32)
+    mean = np.array(s.image_mean, dtype=np.float32)
+    std = np.array(s.image_std, dtype=np.float32)
+    x = ((x.T - mean) / std).T
+    gh, gw = rh // s.patch_size, rw // s.patch_size
+    _check_grid(gh, gw, s)
+    return PreparedImage(patchify(x, s), (1, gh, gw), s.merge_size)
+
+
+def board_size(height: int, width: int, s: ImageSettings) -> tuple[int, int]:
+    """spec/models.md §1.2 (board): sides floored to multiples of the patch (at least one patch),
+    then both scaled down by the same factor until the grid fits in `max_patches`."""
+    gh, gw = max(1, height // s.patch_size), max(1, width // s.patch_size)
+    if gh * gw > s.max_patches:
+        scale = math.sqrt(s.max_patches / (gh * gw))
+        gh, gw = max(1, math.floor(gh * scale)), max(1, math.floor(gw * scale))
+        while gh * gw > s.max_patches:  # sqrt rounding can leave one row too many
+            gh, gw = (gh - 1, gw) if gh >= gw else (gh, gw - 1)
+    return gh * s.patch_size, gw * s.patch_size
+
+
+def preprocess_board(image, s: ImageSettings = ImageSettings()) -> PreparedImage:
+    """The board's recipe: nearest-neighbour source pixel `floor(i·H/H')`, then `p/127.5 − 1` in
+    binary32. A grid with an odd side is refused (`frontend.image.grid`) rather than cropped."""
+    rgb = to_rgb(image)
+    h, w = rgb.shape[:2]
+    rh, rw = board_size(h, w, s)
+    rows = (np.arange(rh) * h) // rh
+    cols = (np.arange(rw) * w) // rw
+    chw = np.moveaxis(rgb[rows][:, cols], -1, 0).astype(np.float32)
+    x = chw / np.float32(127.5) - np.float32(1)
+    gh, gw = rh // s.patch_size, rw // s.patch_size
+    _check_grid(gh, gw, s)
+    return PreparedImage(patchify(x, s), (1, gh, gw), s.merge_size)
+
+
+def preprocess(image, s: ImageSettings = ImageSettings(), mode: str = "hf") -> PreparedImage:
+    """`image` (a path, a Pillow image or uint8 [H, W, 3]) prepared by recipe `mode`."""
+    if mode not in MODES:
+        raise UnsupportedError("frontend.image.mode", f"unknown image preprocessing {mode!r}")
+    if isinstance(image, (str, PathLike)):
+        image = load_image(image)
+    return preprocess_hf(image, s) if mode == "hf" else preprocess_board(image, s)
