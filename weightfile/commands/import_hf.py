@@ -80,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
     sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"
-    path = import_checkpoint(
+    from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint, wants_vl
+
+    convert = import_vl_checkpoint if wants_vl(args.folder) else import_checkpoint  # Qwen3-VL
+    path = convert(
         args.folder,
         args.out,
         qtype=args.qtype,

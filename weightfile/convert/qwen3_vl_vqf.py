@@ -13,6 +13,7 @@ more than 4 DeepStack indexes, an activation other than gelu_pytorch_tanh) and t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -61,6 +62,16 @@ MAX_DEEPSTACK = 4  # vis_ds_idx has four slots (spec/vqf.md §2.2)
 def is_qwen3_vl(cfg: Mapping[str, Any]) -> bool:
     """config.json of a Qwen3-VL checkpoint: model_type qwen3_vl, or the architecture's name."""
     return cfg.get("model_type") == "qwen3_vl" or ARCHITECTURE in (cfg.get("architectures") or [])
+
+
+def wants_vl(folder: str | os.PathLike[str]) -> bool:
+    """True when `folder`'s config.json names Qwen3-VL (`weightfile import` dispatches on it); an
+    unreadable config is left to the importer, which reports it."""
+    try:
+        cfg = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and is_qwen3_vl(cfg)
 
 
 def _config_error(detail: str) -> InvalidError:
@@ -164,11 +175,18 @@ def build_vision_tensors(
         data[f"v_ds_{part}"] = b"".join(
             require(sd, merger_tensor(part, j), shape).tobytes() for j in range(g.ds)
         )
+    return [TensorSource(n, q, r, c, data[n]) for n, q, r, c in vision_directory(arch)]
+
+
+def vision_directory(arch: Mapping[str, Any]) -> list[tuple[str, QType, int, int]]:
+    """(name, qtype, rows, cols) of the 27 vision entries in spec/vqf.md §7.4 order: Q8_0 for the
+    block matrices, F32 for the rest, rows × cols as the inventory states them."""
+    g = Geometry.from_arch(arch)
     out = []
     for kind in VISION_KINDS:
         rows, cols = KINDS[kind.name].directory_shape(g)
         qtype = QType.Q8_0 if kind.family == "vision_q8" else QType.F32
-        out.append(TensorSource(kind.name, qtype, rows, cols, data[kind.name]))
+        out.append((kind.name, qtype, rows, cols))
     return out
 
 
