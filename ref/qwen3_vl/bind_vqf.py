@@ -137,11 +137,19 @@ def bind_vision(
     }  # fmt: skip
     blocks = tuple(
         VisionBlockWeights(
-            norm1_w=f["v_norm1_w"][i], norm1_b=f["v_norm1_b"][i],
-            qkv=qkv[i], qkv_b=f["v_qkv_bias"][i], proj=proj[i], proj_b=f["v_proj_bias"][i],
-            norm2_w=f["v_norm2_w"][i], norm2_b=f["v_norm2_b"][i],
-            fc1=fc1[i], fc1_b=f["v_fc1_bias"][i], fc2=fc2[i], fc2_b=f["v_fc2_bias"][i],
-        )  # fmt: skip
+            norm1_w=f["v_norm1_w"][i],
+            norm1_b=f["v_norm1_b"][i],
+            qkv=qkv[i],
+            qkv_b=f["v_qkv_bias"][i],
+            proj=proj[i],
+            proj_b=f["v_proj_bias"][i],
+            norm2_w=f["v_norm2_w"][i],
+            norm2_b=f["v_norm2_b"][i],
+            fc1=fc1[i],
+            fc1_b=f["v_fc1_bias"][i],
+            fc2=fc2[i],
+            fc2_b=f["v_fc2_bias"][i],
+        )
         for i in range(vd)
     )
     merger = MergerWeights(

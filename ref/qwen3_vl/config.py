@@ -35,7 +35,7 @@ class VisionConfig:
         if side * side != self.num_position_embeddings:
             raise ValueError(f"{self.num_position_embeddings} position rows are not a square")
         if any(not 0 <= i < self.depth for i in self.deepstack_visual_indexes):
-            raise ValueError(f"deepstack indexes {self.deepstack_visual_indexes} outside the blocks")
+            raise ValueError(f"deepstack indexes {self.deepstack_visual_indexes} past the blocks")
 
     @property
     def head_dim(self) -> int:

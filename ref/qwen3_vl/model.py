@@ -13,11 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from weightfile.ref.layers.batch import PositionIds
-from weightfile.ref.layers.tokens import Vec
+from weightfile.ref.layers.tokens import Vec, per_token
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows, layer_name
-from weightfile.ref.layers.tokens import per_token
-from weightfile.ref.qwen3.decoder import KVCache, Qwen3Model
 from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.decoder import KVCache, Qwen3Model
 from weightfile.ref.qwen3.weights import ModelWeights
 from weightfile.spec.errors import InvalidError
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile

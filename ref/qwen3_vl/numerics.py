@@ -76,9 +76,7 @@ def bilinear_axis(index: int, size: int, side: int) -> tuple[tuple[int, int], tu
     return (min(t0, side - 1), t1), (w0, w1)
 
 
-def bilinear_row(
-    table: np.ndarray, row: int, col: int, gh: int, gw: int, side: int
-) -> Vec:
+def bilinear_row(table: np.ndarray, row: int, col: int, gh: int, gw: int, side: int) -> Vec:
     """spec/numerics.md §20.4 The resampled position row of patch (row, col): the four taps
     (r0,c0), (r0,c1), (r1,c0), (r1,c1), each ⊗ (w_r ⊗ w_c), summed left to right."""
     (r0, r1), (wr0, wr1) = bilinear_axis(row, gh, side)

@@ -71,6 +71,14 @@ def patch_coordinates(gh: int, gw: int, merge: int = 2) -> list[tuple[int, int]]
     return out
 
 
+def window(rows: list[Vec], start: int, unit: int) -> Vec:
+    """Rows start … start+unit−1 side by side: one merge window (spec/numerics.md §20.7)."""
+    out: Vec = []
+    for r in rows[start : start + unit]:
+        out += r
+    return out
+
+
 def check_inputs(c: VisionConfig, images: Sequence[VisionInput]) -> None:
     """Refuse an image the tower cannot take: `vqf.bind.vision_input` names what is wrong."""
     m = c.spatial_merge_size
@@ -166,13 +174,13 @@ class VisionTower:
         after the shuffle, or over D before it), fc1, gelu_erf, fc2."""
         unit = self.config.spatial_merge_size**2
         if post_shuffle:
-            windows = [sum(x[w : w + unit], []) for w in range(0, len(x), unit)]
+            windows = [window(x, w, unit) for w in range(0, len(x), unit)]
             n = [self.norm(v, mw.norm_w, mw.norm_b) for v in windows]
             hook(f"{name}.norm", n)
         else:
             pre = [self.norm(v, mw.norm_w, mw.norm_b) for v in x]
             hook(f"{name}.norm", pre)
-            n = [sum(pre[w : w + unit], []) for w in range(0, len(pre), unit)]
+            n = [window(pre, w, unit) for w in range(0, len(pre), unit)]
         m = len(n)
         f1 = [self.linear(mw.fc1, mw.fc1_b, v, Site(name, None, t, m)) for t, v in enumerate(n)]
         g = [[gelu_erf(e) for e in v] for v in f1]
@@ -203,8 +211,9 @@ class VisionTower:
             rc += coords
             pos += [bilinear_row(w.pos_embed, r, cc, gh, gw, c.side) for r, cc in coords]
         n = len(rows)
+        op = "vision.patch_embed"
         pe = [
-            self.linear(w.patch_embed, w.patch_bias, list(r), Site("vision.patch_embed", None, t, n))
+            self.linear(w.patch_embed, w.patch_bias, list(r), Site(op, None, t, n))
             for t, r in enumerate(rows)
         ]
         x = [self.kernels.add(a, b) for a, b in zip(pe, pos, strict=True)]

@@ -104,7 +104,7 @@ def vision_arch(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
         raise _config_error("no vision_config")
     act = vc.get("hidden_act", "gelu_pytorch_tanh")
     if act != "gelu_pytorch_tanh":
-        raise _config_error(f"vision hidden_act {act!r}; the tower is specified for gelu_pytorch_tanh")
+        raise _config_error(f"vision hidden_act {act!r}; the tower is gelu_pytorch_tanh")
     try:
         ds = [int(i) for i in vc.get("deepstack_visual_indexes", [])]
         a = {
@@ -168,7 +168,8 @@ def build_vision_tensors(
     data["v_patch_bias"] = require(sd, PATCH_BIAS, (vh,)).tobytes()
     data["v_pos_embed"] = require(sd, POS_EMBED, (g.vmp, vh)).tobytes()
     for name, n in vectors.items():
-        data[name] = b"".join(require(sd, block_tensor(i, name), (n,)).tobytes() for i in range(g.vd))
+        rows = [require(sd, block_tensor(i, name), (n,)) for i in range(g.vd)]
+        data[name] = b"".join(r.tobytes() for r in rows)
     for part, shape in merger.items():
         data[f"v_merger_{part}"] = require(sd, merger_tensor(part), shape).tobytes()
     for part, shape in ds_shape.items():

@@ -63,8 +63,9 @@ def run(tmp_path_factory):
     profile = CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS)
     model = Qwen3VLModel(tc, tw, vc, vw, ids, profile)
     rec = TraceRecorder()
-    positions = model.positions(tokens, [VisionInput(im.pixel_values, im.grid_thw)], 0)
-    logits = model.forward(tokens, model.new_cache(), [VisionInput(im.pixel_values, im.grid_thw)], rec)
+    images = [VisionInput(im.pixel_values, im.grid_thw)]
+    positions = model.positions(tokens, images, 0)
+    logits = model.forward(tokens, model.new_cache(), images, rec)
 
     original = load_hf(folder)
     deq = load_hf(folder)
@@ -119,7 +120,8 @@ def test_pixel_values_equal_the_processor(run) -> None:
     )  # fmt: skip
     want = proc(images=[Image.fromarray(image_array())], return_tensors="np")
     assert list(want["image_grid_thw"][0]) == list(run["im"].grid_thw) == [1, 4, 6]
-    assert np.array_equal(want["pixel_values"].view(np.uint32), run["im"].pixel_values.view(np.uint32))
+    got = run["im"].pixel_values
+    assert np.array_equal(want["pixel_values"].view(np.uint32), got.view(np.uint32))
 
 
 def test_vision_outputs_within_budget_on_dequantized_weights(run) -> None:
@@ -127,7 +129,8 @@ def test_vision_outputs_within_budget_on_dequantized_weights(run) -> None:
     merger = run["trace"]["vision.merger"]
     assert merger.shape == (6, 64)
     assert np.abs(vis.pooler_output.numpy() - merger).max() <= TOL
-    assert np.abs(vis.last_hidden_state.numpy() - run["trace"]["vision.blocks.2.mlp_residual"]).max() <= TOL
+    last = run["trace"]["vision.blocks.2.mlp_residual"]
+    assert np.abs(vis.last_hidden_state.numpy() - last).max() <= TOL
 
 
 def test_deepstack_features_and_injection(run) -> None:
@@ -152,7 +155,8 @@ def test_positions_equal_get_rope_index(run) -> None:
     assert [list(p) for p in run["positions"]] == run["hf_pos"]
     assert run["delta"] == run["hf_delta"] == -3
     # the spec's shape (spec/models.md §1.2 (b)): text 0..2, the 2x3 image at 3, text from 6
-    assert run["positions"][3:9] == [(3, 3, 3), (3, 3, 4), (3, 3, 5), (3, 4, 3), (3, 4, 4), (3, 4, 5)]
+    image = [(3, 3, 3), (3, 3, 4), (3, 3, 5), (3, 4, 3), (3, 4, 4), (3, 4, 5)]
+    assert run["positions"][3:9] == image
     assert run["positions"][9] == (6, 6, 6)
 
 
