@@ -189,3 +189,11 @@ def bind_vl_vqf(
     tc, tw = bind_vqf(vqf, matrix_words, family)
     vc, vw = bind_vision(vqf, tc.hidden_size, matrix_words)
     return tc, tw, vc, vw, special_ids(vqf.header.arch)
+
+
+def bind_family(vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family=None):
+    """The registry's `binder` entry (weightfile/families.py): (VLConfig, (text, vision))."""
+    from .model import VLConfig
+
+    tc, tw, vc, vw, ids = bind_vl_vqf(vqf, matrix_words, family)
+    return VLConfig(tc, vc, ids), (tw, vw)

@@ -9,6 +9,7 @@ first layers (DeepStack features added at the image positions after text layers 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -99,6 +100,11 @@ class Qwen3VLModel:
         self.vision = VisionTower(vision_config, vision_weights, profile)
         self.ids = ids
         self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §1.2 (b))
+        self.pending_images: Sequence[VisionInput] = ()
+
+    def attach_images(self, images: Sequence[VisionInput]) -> None:
+        """The images the next fresh sequence's prompt refers to (see `forward`)."""
+        self.pending_images = tuple(images)
 
     @property
     def config(self) -> Qwen3Config:
@@ -133,14 +139,20 @@ class Qwen3VLModel:
         self,
         token_ids: Sequence[int],
         cache: KVCache,
-        images: Sequence[VisionInput] = (),
-        trace: TraceHook | None = None,
         position_ids: PositionIds | None = None,
+        trace: TraceHook | None = None,
+        images: Sequence[VisionInput] | None = None,
         vision_output: VisionOutput | None = None,
     ) -> np.ndarray:
         """Logits float32 [T, vocab] of an expanded prompt (each image's tokens already in place,
-        `expand_image_tokens`), continuing `cache`."""
+        `expand_image_tokens`), continuing `cache`. Without `images`, the first call of a
+        sequence takes the images attached with `attach_images` (how run and trace hand them
+        over, so generation needs no change)."""
         t = self.text
+        if images is None:
+            images = ()
+            if cache.length == 0:
+                images, self.pending_images = self.pending_images, ()
 
         def hook(name: str, rows: list[Vec]) -> None:
             if trace is not None:
@@ -178,3 +190,23 @@ class Qwen3VLModel:
         logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
         hook(LOGITS, logits)
         return as_rows(logits)
+
+
+@dataclass(frozen=True)
+class VLConfig:
+    """What the family registry passes as `config` (weightfile/families.py): the text config
+    (its `vocab_size` is what the frontend checks ids against), the tower's, the special ids."""
+
+    text: Qwen3Config
+    vision: VisionConfig
+    ids: SpecialIds
+
+    @property
+    def vocab_size(self) -> int:
+        return self.text.vocab_size
+
+
+def reference_model(config: VLConfig, weights: tuple[ModelWeights, VisionWeights]) -> Qwen3VLModel:
+    """The registry's `reference` entry: (config, weights) of `bind_vqf.bind_family`."""
+    tw, vw = weights
+    return Qwen3VLModel(config.text, tw, config.vision, vw, config.ids)

@@ -210,3 +210,75 @@ def preprocess(image, s: ImageSettings = ImageSettings(), mode: str = "hf") -> P
     if isinstance(image, (str, PathLike)):
         image = load_image(image)
     return preprocess_hf(image, s) if mode == "hf" else preprocess_board(image, s)
+
+
+# --- the multimodal prompt of `run` / `trace` (spec/models.md §1.2 (c)) -------------------------
+
+#: In --prompt text, where the next image goes.
+IMAGE_MARKER = "<image>"
+
+
+def settings_for(arch: dict, base: ImageSettings = ImageSettings()) -> ImageSettings:
+    """The processor settings with the file's vision geometry (spec/vqf.md §8 vis_* fields)."""
+    from dataclasses import replace
+
+    return replace(
+        base,
+        patch_size=int(arch["vis_patch"]),
+        merge_size=int(arch["vis_merge"]),
+        temporal_patch_size=int(arch["vis_temporal"]),
+        max_patches=int(arch["vis_max_pos"]),
+    )
+
+
+def text_with_images(pieces: list[list[int]], arch: dict) -> list[int]:
+    """Text pieces joined by <vision_start> <image_pad> <vision_end>, one image between each two."""
+    block = [int(arch["vision_start_id"]), int(arch["image_token_id"]), int(arch["vision_end_id"])]
+    out = list(pieces[0])
+    for p in pieces[1:]:
+        out += block + list(p)
+    return out
+
+
+def image_prompt_ids(
+    s,
+    prompt: str | None,
+    token_ids: str | None,
+    chat: bool,
+    images: list[str | PathLike[str]],
+    mode: str = "hf",
+    pixels: tuple[int, int] = (65536, 16777216),
+) -> list[int]:
+    """The prompt ids of `run`/`trace` with `--image`, each image's placeholder expanded to its
+    token count as the Hugging Face processor does, and the prepared images attached to the
+    session's model for its first forward call.
+
+    `--prompt`: each `<image>` marks where the next image goes; without any, the images come
+    first. `--token-ids`: each `image_token_id` stands for the next image. More or fewer places
+    than images is `frontend.image.count`; a model without a vision tower refuses images too."""
+    from weightfile.ref.qwen3_vl.model import expand_image_tokens
+    from weightfile.ref.qwen3_vl.vision import VisionInput
+
+    from .session import chat_prompt, parse_token_ids, prompt_ids
+
+    if not hasattr(s.model, "attach_images") or not s.arch.get("vis_depth"):
+        raise InvalidError("frontend.image.count", f"{s.path.name} has no vision tower")
+    settings = settings_for(s.arch, ImageSettings(min_pixels=pixels[0], max_pixels=pixels[1]))
+    prepared = [preprocess(p, settings, mode) for p in images]
+    vocab = s.model.config.vocab_size
+    if token_ids is not None:
+        ids = parse_token_ids(token_ids, vocab)
+    else:
+        text = chat_prompt(s, prompt) if chat else prompt
+        if chat:  # the stop ids the text path adds
+            prompt_ids(s, prompt, None, chat=True)
+        parts = text.split(IMAGE_MARKER)
+        if len(parts) == 1:
+            parts = [""] * len(prepared) + parts
+        pieces = [s.tokenizer.encode(p).ids if p else [] for p in parts]
+        ids = text_with_images(pieces, s.arch)
+        if max(ids) >= vocab:
+            raise InvalidError("frontend.prompt", f"ids reach {max(ids)}, model vocab is {vocab}")
+    ids = expand_image_tokens(ids, int(s.arch["image_token_id"]), [p.n_tokens for p in prepared])
+    s.model.attach_images([VisionInput(p.pixel_values, p.grid_thw) for p in prepared])
+    return ids

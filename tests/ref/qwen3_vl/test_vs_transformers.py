@@ -65,7 +65,7 @@ def run(tmp_path_factory):
     rec = TraceRecorder()
     images = [VisionInput(im.pixel_values, im.grid_thw)]
     positions = model.positions(tokens, images, 0)
-    logits = model.forward(tokens, model.new_cache(), images, rec)
+    logits = model.forward(tokens, model.new_cache(), trace=rec, images=images)
 
     original = load_hf(folder)
     deq = load_hf(folder)
