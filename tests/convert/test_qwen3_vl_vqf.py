@@ -83,7 +83,7 @@ def test_2b_vision_sizes_reproduce_the_worked_example() -> None:
     assert sizes["v_q8_fc1"] == sizes["v_q8_fc2"] == 106_954_752
     assert sizes["v_merger_f1w"] == 67_108_864 and sizes["v_ds_f1w"] == 201_326_592
     assert sizes["v_ds_f2w"] == 100_663_296
-    assert all(s % 64 == 0 for s in sizes.values())  # no inter-tensor padding (§7.6)
+    assert all(s % 64 == 0 for s in sizes.values())  # no inter-tensor padding (spec/vqf.md §7.6)
     assert sum(sizes.values()) == 2_331_316_224 - 1_590_583_296
 
 
