@@ -7,6 +7,7 @@ rounded once, so every implementation can reproduce it exactly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import mpmath
@@ -41,20 +42,44 @@ def _gelu_erf_real(x: mpmath.mpf) -> mpmath.mpf:
     return x / 2 * mpmath.erfc(-x / mpmath.sqrt(2))
 
 
+#: A binary64 candidate is accepted when it is farther than this (relative) from every binary32
+#: rounding midpoint: far above the error of the binary64 evaluations below (a few ulps of
+#: binary64, at most ~2^-42 relative where exp's argument is near its 709 limit).
+GUARD = 2.0**-36
+
+
+def _round_once(candidate: float, real, x: np.float32) -> np.float32:
+    """The binary32 nearest to the real value whose binary64 estimate is `candidate`: its own
+    rounding when no binary32 midpoint lies within GUARD of it, else the 192-bit evaluation."""
+    f = F32(candidate)
+    if candidate == 0 or not np.isfinite(f):
+        return f if candidate == 0 else correctly_rounded(real, x)
+    down = float(np.nextafter(f, F32(-np.inf)))
+    up = float(np.nextafter(f, F32(np.inf)))
+    near = min(abs(candidate - (float(f) + down) / 2), abs(candidate - (float(f) + up) / 2))
+    if near > GUARD * abs(candidate):
+        return f
+    return correctly_rounded(real, x)
+
+
 def gelu_tanh(x: np.float32) -> np.float32:
     """spec/numerics.md §20.2 gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))), the real
-    function (real constants) of binary32 x, correctly rounded once."""
+    function (real constants) of binary32 x, correctly rounded once. Evaluated as
+    x / (1 + e^(−2u)) in binary64 (no cancellation for negative x), checked by `_round_once`."""
     if x != x:
         return x
-    return correctly_rounded(_gelu_tanh_real, x)
+    v = float(x)
+    u = math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)
+    return _round_once(v / (1 + math.exp(min(-2 * u, 709.0))), _gelu_tanh_real, x)
 
 
 def gelu_erf(x: np.float32) -> np.float32:
     """spec/numerics.md §20.2 gelu_erf(x) = ½x·erfc(−x/√2) = ½x(1 + erf(x/√2)), correctly rounded
-    once."""
+    once (binary64 estimate checked by `_round_once`)."""
     if x != x:
         return x
-    return correctly_rounded(_gelu_erf_real, x)
+    v = float(x)
+    return _round_once(0.5 * v * math.erfc(-v / math.sqrt(2)), _gelu_erf_real, x)
 
 
 def add_bias(y: Sequence[np.float32], bias: Sequence[np.float32]) -> Vec:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -29,23 +30,39 @@ F32 = np.float32
 finite = st.floats(-30, 30, width=32, allow_nan=False)
 
 
-def binary64_gelu_tanh(x: float) -> np.float32:
-    # ½x(1 + tanh u) = x / (1 + e^(−2u)): no cancellation for negative x in binary64
-    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
-    return F32(x / (1 + math.exp(min(-2 * u, 700.0))))
+def mp_gelu_tanh(x: float) -> np.float32:
+    """The definition at 100 digits, in the tanh form (the implementation uses another)."""
+    with mpmath.workdps(100):
+        v = mpmath.mpf(x)
+        c = mpmath.sqrt(2 / mpmath.pi)
+        return F32(float(v / 2 * (1 + mpmath.tanh(c * (v + mpmath.mpf("0.044715") * v**3)))))
 
 
-def binary64_gelu_erf(x: float) -> np.float32:
-    return F32(0.5 * x * math.erfc(-x / math.sqrt(2)))
+def mp_gelu_erf(x: float) -> np.float32:
+    """The definition at 100 digits, in the erf form (the implementation uses erfc)."""
+    with mpmath.workdps(100):
+        v = mpmath.mpf(x)
+        return F32(float(v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2)))))
 
 
 @settings(max_examples=60, deadline=None)
 @given(x=finite)
 def test_gelus_are_the_correctly_rounded_real_functions(x) -> None:
-    """binary64 evaluation rounded once is the correctly rounded binary32 value unless the real
-    value lies within ~1e-16 (relative) of a binary32 midpoint: an independent oracle."""
-    assert gelu_tanh(F32(x)) == binary64_gelu_tanh(x)
-    assert gelu_erf(F32(x)) == binary64_gelu_erf(x)
+    """The 100-digit value rounded to binary64 then binary32 is the correctly rounded binary32
+    value (a double rounding can only err within 2^-53 of a midpoint); x up to ±30 reaches the
+    far tails where 1 + tanh and 1 + erf cancel."""
+    assert gelu_tanh(F32(x)) == mp_gelu_tanh(x)
+    assert gelu_erf(F32(x)) == mp_gelu_erf(x)
+
+
+def test_near_midpoint_falls_back_to_multi_precision(monkeypatch) -> None:
+    from weightfile.ref.qwen3_vl import numerics
+
+    calls = []
+    real = numerics.correctly_rounded
+    monkeypatch.setattr(numerics, "correctly_rounded", lambda f, x: calls.append(x) or real(f, x))
+    monkeypatch.setattr(numerics, "GUARD", 1.0)  # every candidate counts as near a midpoint
+    assert gelu_erf(F32(0.75)) == mp_gelu_erf(0.75) and calls == [F32(0.75)]
 
 
 def test_gelu_special_values() -> None:
