@@ -14,7 +14,7 @@ from strategies.qwen3_vl import (
     VE_ID,
     VS_ID,
     image_array,
-    save_checkpoint,
+    shared_vqf,
 )
 
 from weightfile.cli import main
@@ -27,11 +27,8 @@ def model(tmp_path_factory):
     from PIL import Image
 
     root = tmp_path_factory.mktemp("vl_cli")
-    folder = save_checkpoint(root / "hf")
-    out = root / "m.vqf"
-    assert main(["import", str(folder), str(out), "--qtype", "q8_0"]) == 0
     Image.fromarray(image_array()).save(root / "img.png")
-    return out, root / "img.png"
+    return shared_vqf(), root / "img.png"
 
 
 def trace(model, tmp_path, ids: str, *extra: str) -> dict:

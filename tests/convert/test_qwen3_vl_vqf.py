@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from strategies.qwen3_vl import IMAGE_ID, save_checkpoint
+from strategies.qwen3_vl import IMAGE_ID, shared_checkpoint
 
 from weightfile.cli import main
 from weightfile.convert.qwen3_vl_vqf import text_config, vision_arch, vision_directory
@@ -21,8 +21,8 @@ from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return save_checkpoint(tmp_path_factory.mktemp("vl") / "hf")
+def checkpoint():
+    return shared_checkpoint()
 
 
 @pytest.mark.parametrize(

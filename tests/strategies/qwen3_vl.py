@@ -82,3 +82,36 @@ def load_hf(folder: Path):
     return transformers.Qwen3VLForConditionalGeneration.from_pretrained(
         folder, attn_implementation="eager", dtype=torch.float32
     ).eval()
+
+
+_ROOT: list[Path] = []
+
+
+def _root() -> Path:
+    """One private folder per test process for the shared checkpoint and its imported file."""
+    if not _ROOT:
+        import atexit
+        import shutil
+        import tempfile
+
+        _ROOT.append(Path(tempfile.mkdtemp(prefix="wf-qwen3vl-")))
+        atexit.register(shutil.rmtree, _ROOT[0], True)
+    return _ROOT[0]
+
+
+def shared_checkpoint() -> Path:
+    """The seed-0 checkpoint, saved once per process (the tests only read it)."""
+    folder = _root() / "hf"
+    if not (folder / "config.json").is_file():
+        save_checkpoint(folder)
+    return folder
+
+
+def shared_vqf() -> Path:
+    """shared_checkpoint() imported once as q8_0 legacy, with the fast codecs (same bytes)."""
+    from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint
+
+    out = _root() / "q8_0.vqf"
+    if not out.is_file():
+        import_vl_checkpoint(shared_checkpoint(), out, codecs="weightfile.fast.codecs.vqf")
+    return out

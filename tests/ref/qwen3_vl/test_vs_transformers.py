@@ -22,11 +22,11 @@ from strategies.qwen3_vl import (
     PROMPT,
     image_array,
     load_hf,
-    save_checkpoint,
+    shared_checkpoint,
+    shared_vqf,
     torch,
 )
 
-from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint
 from weightfile.frontend.image import ImageSettings, preprocess_hf
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import QuantMatrix
@@ -48,13 +48,11 @@ def dequantized(m) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run():
     """Import, bind, preprocess and run the reference once; transformers on both weight sets."""
     from PIL import Image
 
-    root = tmp_path_factory.mktemp("qwen3_vl")
-    folder = save_checkpoint(root / "hf")
-    path = import_vl_checkpoint(folder, root / "m.vqf", codecs="weightfile.fast.codecs.vqf")
+    folder, path = shared_checkpoint(), shared_vqf()
     with open_vqf(path) as f:
         tc, tw, vc, vw, ids = bind_vl_vqf(f)
     s = ImageSettings(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
