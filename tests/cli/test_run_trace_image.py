@@ -92,3 +92,29 @@ def test_image_errors_are_one_line(model, tmp_path, capsys) -> None:
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert rule in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_prompt_image_markers(model, tmp_path) -> None:
+    """`<image>` places the image; without one the images come first; counts must agree."""
+    import shutil
+
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    from weightfile.frontend.tokenizer import sidecar_path
+
+    path, img = model
+    local = tmp_path / "m.vqf"
+    shutil.copyfile(path, local)
+    tok = Tokenizer(WordLevel({"[UNK]": 0, "hello": 3, "world": 4}, unk_token="[UNK]"))
+    tok.pre_tokenizer = Whitespace()
+    tok.save(str(sidecar_path(local)))
+    block = [VS_ID, *[IMAGE_ID] * 6, VE_ID]
+    for prompt, want in (("hello <image> world", [3, *block, 4]), ("hello world", [*block, 3, 4])):
+        out = tmp_path / "t.npz"
+        argv = ["trace", str(local), "--prompt", prompt, "--image", str(img), *PIXELS]
+        assert main([*argv, "--out", str(out)]) == 0
+        assert np.load(out)["input_ids"].tolist() == want
+    argv = ["trace", str(local), "--prompt", "<image> hello <image>", "--image", str(img)]
+    assert main([*argv, *PIXELS, "--out", str(tmp_path / "x.npz")]) == 1
