@@ -11,7 +11,16 @@ from types import SimpleNamespace
 import pytest
 
 from weightfile import families
-from weightfile.families import NINFER, QWEN3, QWEN3_MOE, ROWS, VQF, lookup, vqf_architecture
+from weightfile.families import (
+    NINFER,
+    QWEN3,
+    QWEN3_MOE,
+    QWEN3_VL,
+    ROWS,
+    VQF,
+    lookup,
+    vqf_architecture,
+)
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
@@ -57,7 +66,8 @@ def test_each_architecture_is_claimed_by_exactly_one_row():
     ("version", "flags", "want"),
     [
         (2, 0, QWEN3),
-        (2, int(VQFFlag.VISION), QWEN3),  # a Qwen3-VL file: its text tower is the dense decoder
+        (2, int(VQFFlag.VISION), QWEN3_VL),  # a Qwen3-VL file: the tower and its text decoder
+        (2, int(VQFFlag.VISION | VQFFlag.MOE), QWEN3_MOE),
         (2, 0x23, QWEN3),
         (2, int(VQFFlag.MOE), QWEN3_MOE),
         (3, 0, QWEN3_MOE),
@@ -66,7 +76,10 @@ def test_each_architecture_is_claimed_by_exactly_one_row():
 )
 def test_vqf_version_and_flags_pick_the_architecture(version, flags, want):
     assert vqf_architecture(version, flags) == want
-    assert lookup(VQF, want).name == {QWEN3: "qwen3", QWEN3_MOE: "qwen3_moe"}[want]
+    assert (
+        lookup(VQF, want).name
+        == {QWEN3: "qwen3", QWEN3_MOE: "qwen3_moe", QWEN3_VL: "qwen3_vl"}[want]
+    )
 
 
 def test_qwen3_moe_row_names_its_binder_model_and_trace_table():

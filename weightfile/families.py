@@ -7,9 +7,9 @@ model, fast model (or None) and trace-name table. `weightfile run` / `trace` (we
 and nothing else which family a file is and how to load it.
 
 The architecture is what the container says:
-* VQF stores no architecture string; the header's version and MOE flag decide (`vqf_architecture`):
-  version 3 or the MOE flag is Qwen3-MoE, anything else the dense Qwen3 text decoder (which is
-  also the Qwen3-VL text tower: the vision tower is not the decoder's business).
+* VQF stores no architecture string; the header's version and flags decide (`vqf_architecture`):
+  version 3 or the MOE flag is Qwen3-MoE, else flag VISION is Qwen3-VL (the vision tower on the
+  dense decoder, ref/qwen3_vl), anything else the dense Qwen3 text decoder.
 * `.ninfer` names it in the text component's config (`architectures`, a one-element list,
   spec/ninfer3.md §6.1).
 
@@ -51,6 +51,7 @@ NINFER = "ninfer"
 #: The architectures a VQF header can say (spec/vqf.md §2.2, §2.5: version 2 or 3, flag MOE).
 QWEN3 = "qwen3"
 QWEN3_MOE = "qwen3_moe"
+QWEN3_VL = "qwen3_vl"  # a dense file with flag VISION: the tower and its text decoder
 
 
 class Model(Protocol):
@@ -154,6 +155,14 @@ ROWS: tuple[Family, ...] = (
         trace="weightfile.ref.qwen3.trace:names_for",
     ),
     Family(
+        name="qwen3_vl",
+        container=VQF,
+        architectures=(QWEN3_VL,),
+        binder="weightfile.ref.qwen3_vl.bind_vqf:bind_family",
+        reference="weightfile.ref.qwen3_vl.model:reference_model",
+        trace="weightfile.ref.qwen3_vl.trace:names_for",
+    ),
+    Family(
         name="qwen3_moe",
         container=VQF,
         architectures=(QWEN3_MOE,),
@@ -216,8 +225,11 @@ def lookup(container: str, architecture: str) -> Family:
 
 
 def vqf_architecture(version: int, flags: int) -> str:
-    """is_moe = version 3 or the MOE flag (spec/vqf.md §2.5, §9 step 11); else the dense decoder."""
-    return QWEN3_MOE if version == 3 or flags & VQFFlag.MOE else QWEN3
+    """is_moe = version 3 or the MOE flag (spec/vqf.md §2.5, §9 step 11); else flag VISION is
+    Qwen3-VL (spec/vqf.md §7.4); else the dense decoder."""
+    if version == 3 or flags & VQFFlag.MOE:
+        return QWEN3_MOE
+    return QWEN3_VL if flags & VQFFlag.VISION else QWEN3
 
 
 def vqf_family(vqf: VQFFile) -> Family:

@@ -131,6 +131,15 @@ _RULES = (
          "ffn_dim != n_experts·moe_ffn, or moe_ffn is not whole 32-column blocks"),
     Rule("vqf.bind.moe_router", "InvalidError", "binder", "§7.1",
          "moe_router is not F32 [n_layers·n_experts, dim]"),
+    # --- binding a VISION file to the Qwen3-VL tower (ref/qwen3_vl/bind_vqf.py) ---
+    Rule("vqf.bind.vision_arch", "InvalidError", "binder", "§8",
+         "vision arch fields that describe no tower (vis_out_dim != dim, widths, heads, "
+         "a non-square position table, DeepStack indexes outside the blocks)"),
+    Rule("vqf.bind.vision_padding", "InvalidError", "binder", "§7.4",
+         "a v_q8_fc2 padding column (vis_ffn up to its multiple of 32) has a non-zero code"),
+    Rule("vqf.bind.vision_input", "InvalidError", "binder", "§8",
+         "pixel_values or a grid the tower cannot take (not one frame, odd or short sides, "
+         "rows not 3·T·P·P float32)"),
     # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
     Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
          "config.json or the *.safetensors files are absent"),

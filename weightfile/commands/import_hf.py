@@ -83,8 +83,16 @@ def run(args: argparse.Namespace) -> int:
     sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
 
     codecs = f"weightfile.{args.engine}.codecs.vqf"
-    # the config's architecture picks the importer: Qwen3-MoE is a version-3 file
-    importer = import_qwen3_moe if checkpoint_is_qwen3_moe(args.folder) else import_checkpoint
+    from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint, wants_vl
+
+    # the config's architecture picks the importer: Qwen3-MoE is a version-3 file, Qwen3-VL
+    # carries the vision tower
+    if checkpoint_is_qwen3_moe(args.folder):
+        importer = import_qwen3_moe
+    elif wants_vl(args.folder):
+        importer = import_vl_checkpoint
+    else:
+        importer = import_checkpoint
     path = importer(
         args.folder,
         args.out,

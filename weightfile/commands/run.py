@@ -52,6 +52,37 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "decode step (spec/numerics.md §20.9.3)",
     )  # fmt: skip
     add_passphrase_argument(parser)
+    parser.add_argument(
+        "--image", type=Path, action="append", metavar="PATH",
+        help="Qwen3-VL: an image for the prompt (repeatable); each <image> in --prompt (or "
+        "image_token_id in --token-ids) is the next one; without <image> the images come first",
+    )  # fmt: skip
+    parser.add_argument(
+        "--image-preprocess", choices=("hf", "board"), default="hf",
+        help="hf: the Hugging Face processor (bicubic, bit for bit); board: the engine's nearest "
+        "resize and p/127.5-1",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-pixels", type=positive_int, default=65536,
+        help="hf: the processor's least pixel count (size.shortest_edge)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-pixels", type=positive_int, default=16777216,
+        help="hf: the processor's largest pixel count (size.longest_edge)",
+    )  # fmt: skip
+
+
+def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
+    """The prompt ids; with --image the images are prepared and attached to the model."""
+    from weightfile.frontend.image import image_prompt_ids
+    from weightfile.frontend.session import prompt_ids
+
+    if args.image:
+        pixels = (args.min_pixels, max(args.min_pixels, args.max_pixels))
+        return image_prompt_ids(
+            s, args.prompt, args.token_ids, args.chat, args.image, args.image_preprocess, pixels
+        )
+    return list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
 
 
 def threads(args: argparse.Namespace) -> int:
@@ -88,7 +119,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.generate import stream_tokens
-    from weightfile.frontend.session import load_session, prompt_ids
+    from weightfile.frontend.session import load_session
     from weightfile.frontend.tokenizer import TextStream
 
     board_options(args)
@@ -103,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if s.note:
         print(s.note, file=sys.stderr)
-    ids = prompt_ids(s, args.prompt, args.token_ids, args.chat)
+    ids = model_prompt_ids(s, args)
     if args.profile != "canonical" or args.save_logits is not None:
         return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._common import passphrase
-from .run import add_prompt_arguments, threads
+from .run import add_prompt_arguments, model_prompt_ids, threads
 
 
 def register(sub: Any) -> None:
@@ -49,7 +49,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from weightfile.frontend.session import load_session, prompt_ids
+    from weightfile.frontend.session import load_session
     from weightfile.ref.layers.trace import TraceRecorder
 
     s = load_session(
@@ -63,12 +63,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if s.note:
         print(s.note, file=sys.stderr)
-    ids = list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
+    ids = model_prompt_ids(s, args)
     if args.profile != "canonical":
         return board_trace(args, s, ids)
     recorder = TraceRecorder()
+    images = tuple(getattr(s.model, "pending_images", ()))  # Qwen3-VL: what --image attached
     s.model.forward(ids, s.model.new_cache(), trace=recorder)
     arrays = {"input_ids": np.array(ids, dtype=np.int64), **recorder.arrays()}
+    if images:
+        arrays["pixel_values"] = np.concatenate([im.pixel_values for im in images])
+        arrays["image_grid_thw"] = np.array([im.grid_thw for im in images], dtype=np.int64)
     save_npz(args.out, arrays)
     print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
     return 0
