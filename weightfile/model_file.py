@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +35,7 @@ from weightfile.ref.vqf.fnv1a64 import Progress
 from weightfile.ref.vqf.read import Entry, VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
-from weightfile.spec.errors import NotFoundError, Violation, WeightfileError
+from weightfile.spec.errors import InvalidError, NotFoundError, Violation, WeightfileError
 from weightfile.spec.vqf.inventory import KINDS, Geometry
 
 ENGINES = ("ref", "fast")
@@ -46,7 +47,59 @@ def _engine(engine: str) -> str:
     return engine
 
 
-class VQFModelFile:
+class _ReadOnlyTensors:
+    """The read-only mapping face both file classes share: name -> float32 array.
+
+    `keys()`, `in`, `len`, iteration and `names()` read the directory only; `f[name]` and
+    `items()`/`values()` decode (with the default engine, as `decode`). A name not in the file is
+    a `NotFoundError`, which is a `LookupError`; `get` returns its default instead."""
+
+    format: str
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
+        raise NotImplementedError
+
+    def keys(self) -> list[str]:
+        return self.names()
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in set(self.names())
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.decode(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.decode(name) if name in self else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def items(self) -> Iterator[tuple[str, np.ndarray]]:
+        return ((name, self.decode(name)) for name in self.names())
+
+    def values(self) -> Iterator[np.ndarray]:
+        return (self.decode(name) for name in self.names())
+
+    def _path(self) -> Path:
+        raise NotImplementedError
+
+    def _closed(self) -> bool:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        where = f"{type(self).__name__}({str(self._path())!r}"
+        if self._closed():
+            return f"{where}, closed)"
+        return f"{where}, format={self.format!r}, {len(self)} names)"
+
+
+class VQFModelFile(_ReadOnlyTensors):
     """A VQF file whose tensors decode through the codec the flags and name select
     (spec/numerics.md §3.2, §5)."""
 
@@ -66,6 +119,29 @@ class VQFModelFile:
 
     def names(self) -> list[str]:
         return [e.name for e in self.file.entries]
+
+    def metadata(self) -> dict[str, Any]:
+        """The header as plain data: version, layout, flags (value and names), the arch fields
+        (spec/vqf.md §2.2, §2.5, §8)."""
+        from weightfile.spec.vqf.flags import VQFFlag
+
+        h = self.file.header
+        flags = int(h.flags)
+        names = [f.name for f in VQFFlag if f.value and flags & f.value == f.value]
+        return {
+            "format": "vqf",
+            "version": int(h.version),
+            "layout": h.layout,
+            "flags": flags,
+            "flag_names": names,
+            "arch": dict(h.arch),
+        }
+
+    def _path(self) -> Path:
+        return self.file.path
+
+    def _closed(self) -> bool:
+        return self.file.closed
 
     def shape(self, name: str) -> tuple[int, ...]:
         """The logical shape: from the arch for known names, else the directory's rows × cols."""
@@ -125,7 +201,7 @@ class VQFModelFile:
         self.close()
 
 
-class NInferModelFile:
+class NInferModelFile(_ReadOnlyTensors):
     """A .ninfer v3 file set: objects decode by their (format, layout); bindings by their ranges."""
 
     format = "ninfer"
@@ -136,6 +212,21 @@ class NInferModelFile:
     def names(self) -> list[str]:
         d = self.artifact.directory
         return [o.id for o in d.objects] + sorted(d.bindings)
+
+    def metadata(self) -> dict[str, Any]:
+        """The directory's `metadata` and `provenance` objects (spec/ninfer3.md §2.7), copied."""
+        d = self.artifact.directory
+        return {
+            "format": "ninfer",
+            "metadata": dict(d.metadata),
+            "provenance": dict(d.provenance),
+        }
+
+    def _path(self) -> Path:
+        return Path(self.artifact.path)
+
+    def _closed(self) -> bool:
+        return bool(getattr(self.artifact, "closed", False))
 
     def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
         return self._resolve(name, engine, words=False)  # type: ignore[return-value]
@@ -249,3 +340,38 @@ def validate(
             options["hasher"] = hasher
         return validate_vqf(path, **options)
     return verify_ninfer3(path)
+
+
+# -- writing (the public weightfile.write_vqf) ---------------------------------------------------
+#: The arch fields without which no decoder can run the file (spec/vqf.md §8): the loader's
+#: geometry (spec/vqf.md §2.4) plus the attention and normalisation constants.
+REQUIRED_ARCH_FIELDS = (
+    "dim",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "ffn_dim",
+    "vocab_size",
+    "max_seq_len",
+    "rope_theta",
+    "norm_eps",
+)
+
+
+def write_vqf(path: str | os.PathLike[str], *, arch: Mapping[str, Any], **options: Any) -> Path:
+    """`ref.vqf.write.write_vqf` for users: an arch missing a field a decoder needs is refused.
+
+    The reference writer deliberately writes any arch (the conformance corpus needs broken files);
+    this one raises `vqf.writer.arch` first, naming every missing or zero field (spec/vqf.md §8),
+    so what it writes is a file `verify` and `inspect` accept as far as the arch goes."""
+    from weightfile.ref.vqf.write import write_vqf as write_any
+
+    missing = [f for f in REQUIRED_ARCH_FIELDS if not arch.get(f)]
+    if missing:
+        raise InvalidError(
+            "vqf.writer.arch",
+            f"arch lacks {', '.join(missing)} (missing or 0); a decoder needs every one",
+            path="arch",
+        )
+    return write_any(path, arch=arch, **options)

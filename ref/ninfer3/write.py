@@ -99,7 +99,7 @@ class ArtifactWriter:
         """Hidden temp files at final size (zero-filled, sparse), headers and JSON written."""
         for i, destination in enumerate(self.destinations):
             temp = destination.parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
-            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666)
             self._temps.append(temp)
             self._fds.append(fd)
             os.ftruncate(fd, self._starts[i] + self.files[i].payload_bytes)

@@ -35,7 +35,7 @@ from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy
 from weightfile.spec.vqf.inventory import ORDER_INDEX
 from weightfile.spec.vqf.placement import data_offset_for, file_len_for, tensor_offsets
-from weightfile.spec.vqf.qtypes import tensor_bytes
+from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 from weightfile.spec.vqf.tensor import VQFTensor, encode_name
 from weightfile.spec.vqf.trailer import VQFTrailerFNV
 
@@ -59,6 +59,38 @@ class TensorSource:
     def size(self) -> int:
         return (
             tensor_bytes(self.qtype, self.rows * self.cols) if self.nbytes is None else self.nbytes
+        )
+
+    @classmethod
+    def from_array(
+        cls, name: str, array: Any, *, qtype: int, flags: int = 0, codecs: str | None = None
+    ) -> TensorSource:
+        """A tensor encoded from floats in its logical shape (what `weightfile.open(...)
+        .decode(name)` returns): a vector, or a per-layer stack of vectors for a norm; an
+        [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, spec/vqf.md
+        §7.1). Quantized matrices take the layout `flags` and the name select (spec/vqf.md §5),
+        so pass the file's flags."""
+        import numpy as np
+
+        from weightfile.spec.vqf.inventory import KINDS
+
+        from .encode import REF_CODECS, encode
+
+        a = np.asarray(array, dtype=np.float32)
+        kind = KINDS.get(name)
+        qt = QType(qtype)
+        where = codecs or REF_CODECS
+        if a.ndim == 1 or (kind is not None and kind.family == "norm"):
+            data = encode(qt, flags, name, a.reshape(1, -1), where)
+            return cls(name, qt, a.size, 1, data)
+        if a.ndim == 2:
+            return cls(name, qt, a.shape[0], a.shape[1], encode(qt, flags, name, a, where))
+        if a.ndim == 3:
+            count, out, inner = a.shape
+            data = b"".join(encode(qt, flags, name, m, where) for m in a)
+            return cls(name, qt, count * inner, out, data)
+        raise InvalidError(
+            "vqf.writer.payload", f"{name}: an array of {a.ndim} dimensions is no VQF tensor"
         )
 
 
@@ -244,6 +276,20 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
         out.truncate(out.tell())
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (threads may be writing)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: the only portable way; restored at once
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
     """A temporary file beside `path`, published there atomically when the block succeeds."""
@@ -254,6 +300,7 @@ def staged(path: str | os.PathLike[str], overwrite: bool) -> Iterator[BinaryIO]:
         )
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp's 0600 -> what open() would give
         with os.fdopen(fd, "w+b") as out:
             yield out
             out.flush()
