@@ -34,6 +34,9 @@ CORPUS_VERSION = "v1"  # the VQF corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
 PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
+#: The .ninfer Qwen3.5 model cases with a tokenizer the installed `tokenizers` accepts, beside
+#: v1 (whose files stay as published) and run with it (CHANGELOG.md, "ninfer3 v2").
+NINFER3_MODEL_VERSION = "v2"
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
 
@@ -55,6 +58,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.invalid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
+    ("ninfer3", NINFER3_MODEL_VERSION, "model", qwen35_cases.valid_cases_v2),
 )  # fmt: skip
 
 

@@ -217,7 +217,7 @@ class NInferModelFile(_ReadOnlyTensors):
         """The directory's `metadata` and `provenance` objects (spec/ninfer3.md §2.7), copied."""
         d = self.artifact.directory
         return {
-            "format": "ninfer",
+            "format": "ninfer3",
             "metadata": dict(d.metadata),
             "provenance": dict(d.provenance),
         }
