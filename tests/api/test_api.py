@@ -14,8 +14,6 @@ import weightfile
 from weightfile.examples import EXAMPLE_PATH, TINY_ARCH, TINY_FLAGS
 from weightfile.spec.errors import InvalidError, NotFoundError
 
-pytestmark = pytest.mark.quick
-
 
 def test_version_is_the_installed_distribution():
     assert weightfile.__version__ == importlib.metadata.version("weightfile")
