@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     args = parser.parse_args(argv)
+    from weightfile.progress import install_compile_note
+
+    install_compile_note()
     name = f"weightfile {args.command}"
     try:
         return int(args.run(args))
