@@ -137,6 +137,35 @@ class VQFModelFile(_ReadOnlyTensors):
             "arch": dict(h.arch),
         }
 
+    def get_slice(self, name: str) -> TensorSlice:
+        """A lazy view of tensor `name` (as `safetensors.safe_open(...).get_slice`): `shape` and
+        `dtype` read the directory only; `view[a:b]` decodes only the bytes of those entries
+        of the first logical axis — layers of a stacked tensor, or the row groups (G rows of a
+        tiled layout, spec/vqf.md §5.6) that hold those rows of a matrix."""
+        return TensorSlice(self, name)
+
+    def _decode_lead(self, name: str, start: int, stop: int, engine: str) -> np.ndarray:
+        """Entries [start, stop) of the first logical axis of `name`, decoded from their bytes."""
+        from weightfile.spec.codecs.vqf.layouts import TILED
+
+        e, module, rows, cols = self._prepare(name, engine)
+        count, out, inner = self._matrices(e)
+        shape = self.shape(name)
+        payload = self.file.payload(e)
+        if count > 1:  # layers (or per-layer vectors): whole matrices of equal byte size
+            per = len(payload) // count
+            part = payload[start * per : stop * per]
+            values = np.asarray(module.decode(part, (stop - start) * out, inner))
+            return values.reshape(stop - start, *shape[1:])
+        if len(shape) == 1:  # a vector: decoded whole (one row), then cut
+            return np.asarray(module.decode(payload, rows, cols)).reshape(shape)[start:stop]
+        g = TILED[self.codec(name)].tiling.group_rows if self.codec(name) in TILED else 1
+        per = len(payload) * g // out  # bytes of one group of g rows
+        first, last = start // g, -(-stop // g)
+        part = payload[first * per : last * per]
+        values = np.asarray(module.decode(part, (last - first) * g, inner)).reshape(-1, inner)
+        return values[start - first * g : stop - first * g]
+
     def _path(self) -> Path:
         return self.file.path
 
@@ -221,6 +250,21 @@ class NInferModelFile(_ReadOnlyTensors):
             "metadata": dict(d.metadata),
             "provenance": dict(d.provenance),
         }
+
+    def get_slice(self, name: str) -> TensorSlice:
+        """A view of object or binding `name` with `shape` and `view[a:b]` (as
+        `safetensors.safe_open(...).get_slice`). Its rows are decoded from the whole object and
+        then cut: .ninfer row layouts are not read row by row yet."""
+        return TensorSlice(self, name)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        d = self.artifact.directory
+        if name in d.objects_by_id and d.objects_by_id[name].shape is not None:
+            return tuple(d.objects_by_id[name].shape)
+        return tuple(self.decode(name).shape)
+
+    def _decode_lead(self, name: str, start: int, stop: int, engine: str) -> np.ndarray:
+        return self.decode(name, engine=engine)[start:stop]
 
     def _path(self) -> Path:
         return Path(self.artifact.path)
@@ -340,6 +384,45 @@ def validate(
             options["hasher"] = hasher
         return validate_vqf(path, **options)
     return verify_ninfer3(path)
+
+
+class TensorSlice:
+    """`get_slice`'s answer: shape and dtype without decoding; `[a:b]` (or `[i]`, or `[a:b,
+    ...]` with more axes sliced after decoding) decodes only what the file class can read
+    by itself (VQF: those layers or row groups)."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, owner: VQFModelFile | NInferModelFile, name: str) -> None:
+        if name not in owner:
+            owner.decode(name)  # raises the file's own NotFoundError
+        self._owner, self.name = owner, name
+        self.shape: tuple[int, ...] = owner.shape(name)
+
+    def get_shape(self) -> list[int]:
+        """As safetensors' slice: the shape as a list."""
+        return list(self.shape)
+
+    def __getitem__(self, key: Any, *, engine: str = "fast") -> np.ndarray:
+        rest: tuple[Any, ...] = ()
+        if isinstance(key, tuple):
+            key, rest = (key[0], key[1:]) if key else (slice(None), ())
+        if isinstance(key, int):
+            n = self.shape[0]
+            index = key + n if key < 0 else key
+            if not 0 <= index < n:
+                raise IndexError(f"index {key} out of range for {self.name} of {n} rows")
+            return self._owner._decode_lead(self.name, index, index + 1, engine)[0][rest]
+        if not isinstance(key, slice):
+            raise TypeError("get_slice takes an int or a slice on the first axis")
+        start, stop, step = key.indices(self.shape[0])
+        if stop <= start:
+            return np.zeros((0, *self.shape[1:]), np.float32)[(slice(None), *rest)]
+        rows = self._owner._decode_lead(self.name, start, stop, engine)
+        return rows[::step][(slice(None), *rest)]
+
+    def __repr__(self) -> str:
+        return f"TensorSlice({self.name!r}, shape={self.shape}, dtype=float32)"
 
 
 # -- writing (the public weightfile.write_vqf) ---------------------------------------------------
