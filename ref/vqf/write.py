@@ -143,6 +143,35 @@ def write_vqf(
     return path
 
 
+#: The arch fields without which no decoder can run a file (spec/vqf.md §8): the loader's
+#: geometry (spec/vqf.md §2.4) plus the attention and normalisation constants.
+REQUIRED_ARCH_FIELDS = (
+    "dim",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "ffn_dim",
+    "vocab_size",
+    "max_seq_len",
+    "rope_theta",
+    "norm_eps",
+)
+
+
+def require_complete_arch(arch: Mapping[str, Any]) -> None:
+    """`vqf.writer.arch` naming every required field that is missing or 0. `write_vqf` itself
+    writes any arch (the conformance corpus needs broken files); the public
+    `weightfile.write_vqf` calls this first."""
+    missing = [f for f in REQUIRED_ARCH_FIELDS if not arch.get(f)]
+    if missing:
+        raise InvalidError(
+            "vqf.writer.arch",
+            f"arch lacks {', '.join(missing)} (missing or 0); a decoder needs every one",
+            path="arch",
+        )
+
+
 def sort_tensors(tensors: Sequence[TensorSource]) -> list[TensorSource]:
     """spec/vqf.md §3.4 order; a stable sort keeps unknown names last, in the order given."""
     return sorted(tensors, key=lambda t: ORDER_INDEX.get(t.name, len(ORDER_INDEX)))

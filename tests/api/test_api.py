@@ -24,7 +24,7 @@ def test_py_typed_marks_the_package_typed():
 
 
 def test_qtype_and_flags_are_reexported():
-    # values from spec/vqf.md §2.5 (flags) and §7.2 (qtype ids), not from the enums themselves
+    # values from spec/vqf.md §2.5 (flags) and spec/vqf.md §3.2 (qtype ids), not the enums
     assert int(weightfile.QType.Q4_0) == 3 and int(weightfile.QType.F16) == 5
     assert int(weightfile.VQFFlag.ENC) == 0x80 and int(weightfile.VQFFlag.EMB_F16) == 0x20
 
