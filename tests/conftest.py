@@ -33,7 +33,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # -- the `quick` selection (pytest -m quick, README "Set up"): a representative subset, < 1 min --
 #: Files (relative to tests/) whose every test is quick: one per layer (schemas, a ref codec's
-#: worked vectors, the checksum, the example, the API, the CLI's exit codes, layering, citations).
+#: worked vectors, the checksum, the example, the API, the detokenizer, layering).
 QUICK_FILES = (
     "spec/vqf/test_schemas.py",
     "ref/codecs/vqf/test_worked_vectors.py",
@@ -41,7 +41,7 @@ QUICK_FILES = (
     "test_example.py",
     "test_layering.py",
     "api/test_api.py",
-    "docs/test_citations.py",
+    "api/test_stream.py",
 )
 
 

@@ -82,10 +82,10 @@ def test_from_array_quantizes_within_half_a_step():
 @pytest.mark.parametrize("drop", ["dim", "n_kv_heads", "norm_eps"])
 def test_write_vqf_refuses_an_incomplete_arch(drop, tmp_path):
     arch = {k: v for k, v in TINY_ARCH.items() if k != drop}
-    from weightfile.examples import example_tensors
-
-    with pytest.raises(InvalidError) as exc:
-        weightfile.write_vqf(tmp_path / "x.vqf", arch=arch, tensors=example_tensors(TINY_ARCH))
+    with pytest.raises(InvalidError) as exc:  # whole tensors: only the arch is wrong
+        weightfile.write_vqf(
+            tmp_path / "x.vqf", arch=arch, tensors=example_sources(), flags=TINY_FLAGS
+        )
     assert exc.value.rule == "vqf.writer.arch" and drop in exc.value.detail
     assert list(tmp_path.iterdir()) == []
 
@@ -97,13 +97,23 @@ def test_protect_vqf_without_any_key_is_our_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def example_sources() -> list[weightfile.TensorSource]:
+    """The bundled example's tensors, as stored (no encoding: cheap)."""
+    with weightfile.open_vqf(EXAMPLE_PATH) as vqf:
+        return [
+            weightfile.TensorSource(e.name, e.qtype, e.rows, e.cols, bytes(vqf.payload(e)))
+            for e in vqf.entries
+        ]
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
 def test_written_files_honour_the_umask(mask, tmp_path):
-    from weightfile.examples import write_example
-
+    sources = example_sources()
     old = os.umask(mask)
     try:
-        plain = write_example(tmp_path / "p.vqf")
+        plain = weightfile.write_vqf(
+            tmp_path / "p.vqf", arch=TINY_ARCH, tensors=sources, flags=TINY_FLAGS
+        )
         enc = weightfile.encrypt_vqf(plain, tmp_path / "e.vqf", b"pw")
     finally:
         os.umask(old)
