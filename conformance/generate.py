@@ -37,6 +37,9 @@ PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
 #: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §20).
 BOARD_VERSION = "v3"
+#: The .ninfer Qwen3.5 model cases with a tokenizer the installed `tokenizers` accepts, beside
+#: v1 (whose files stay as published) and run with it (CHANGELOG.md, "ninfer3 v2").
+NINFER3_MODEL_VERSION = "v2"
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
 
@@ -59,6 +62,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
     ("vqf", BOARD_VERSION, "board-model", board_cases.corpus_cases),
+    ("ninfer3", NINFER3_MODEL_VERSION, "model", qwen35_cases.valid_cases_v2),
 )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from weightfile.spec.ninfer3.rules import RULES
 
 from .case_types import Case
 from .model_cases import run
-from .qwen35_files import Layout, config_json, parameters, text_directory
+from .qwen35_files import RESOURCES_V2, Layout, config_json, parameters, text_directory
 from .qwen35_mutations import BASES, MUTATIONS
 from .sections import published_section
 
@@ -79,11 +79,15 @@ def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
 
 
-def valid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
-    """(case id, case.json fields, files, want.json) of every accepted Qwen3.5 model case."""
+def valid_cases(
+    scratch: Path, prefix: str, resources: dict[str, bytes] | None = None
+) -> Iterator[Case]:
+    """(case id, case.json fields, files, want.json) of every accepted Qwen3.5 model case;
+    `resources` replaces the v1 resource set (ninfer3 v2: a loadable tokenizer)."""
     for case in CASES:
         config = config_json(case.moe)
-        directory = text_directory(config, parameters(config, case.seed), case.layout)
+        params = parameters(config, case.seed)
+        directory = text_directory(config, params, case.layout, resources)
         entry = directory.write(scratch / f"{case.name}.ninfer")
         found = verify(entry)
         if found:
@@ -93,6 +97,11 @@ def valid_cases(scratch: Path, prefix: str) -> Iterator[Case]:
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
         want = answer("ref", scratch, {**fields, "model": entry.name})
         yield f"{prefix}/model/qwen35/{case.name}", fields, {MODEL_NAME: entry.read_bytes()}, want
+
+
+def valid_cases_v2(scratch: Path, prefix: str) -> Iterator[Case]:
+    """ninfer3 v2: the accepted model cases again, carrying `RESOURCES_V2` (CHANGELOG.md)."""
+    return valid_cases(scratch, prefix, RESOURCES_V2)
 
 
 def rejection_of(entry: Path) -> tuple[str, str] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,23 @@ RESOURCES: dict[str, bytes] = {
     "chat_template.jinja": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "generation_config.json": b'{"eos_token_id": 1}',
 }
+
+
+def word_level_tokenizer(vocab: int) -> bytes:
+    """A tokenizer.json the `tokenizers` library loads (0.20 and later require the WordLevel
+    model's `unk_token`): the words t0 … t{vocab-1} split at white space, t0 standing for any
+    unknown word, so a prompt and the generated ids read back as text."""
+    doc = {
+        "model": {"type": "WordLevel", "vocab": {f"t{i}": i for i in range(vocab)},
+                  "unk_token": "t0"},
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+    }  # fmt: skip
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+#: ninfer3 v2 (CHANGELOG.md): the model cases with a tokenizer the installed library accepts;
+#: v1 keeps the stub above byte for byte.
+RESOURCES_V2: dict[str, bytes] = {**RESOURCES, "tokenizer.json": word_level_tokenizer(64)}
 ROW_SPLIT = "row_split_k128_v1"
 CONTIGUOUS = "contiguous_le_v1"
 
@@ -185,12 +203,15 @@ def parents(config: dict[str, Any]) -> dict[str, tuple[str, ...]]:
 
 
 def text_directory(
-    config: dict[str, Any], params: dict[str, np.ndarray], layout: Layout
+    config: dict[str, Any],
+    params: dict[str, np.ndarray],
+    layout: Layout,
+    resources: dict[str, bytes] | None = None,
 ) -> TextDirectory:
     """Every parameter bound (parents by `parts`, the rest by `object`), one A16Only Use per
     declared input, and the four spec/ninfer3.md §6.2 resources."""
     d = TextDirectory(copy.deepcopy(config))
-    for role, blob in RESOURCES.items():
+    for role, blob in (RESOURCES if resources is None else resources).items():
         d.resource(role, blob)
     part_of: dict[str, dict[str, Any]] = {}
     if layout.fused is not None:

@@ -21,10 +21,11 @@ import platform
 import shutil
 import subprocess
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
+
+from . import notify
 
 CSRC = Path(__file__).with_name("csrc")
 BASE_FLAGS = (
@@ -89,6 +90,7 @@ def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
     os.close(fd)
     try:
         cmd = [cc, *flags(cc), "-o", tmp, *map(str, sources), "-lm"]
+        notify.compiling(f"weightfile: compiling the C kernels ({len(sources)} file(s), once)")
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise NativeUnavailable(f"{' '.join(cmd)} failed:\n{result.stderr.strip()}")
@@ -110,11 +112,7 @@ def library() -> ctypes.CDLL | None:
             raise NativeUnavailable("no C compiler found (set CC, or install cc/gcc/clang)")
         lib = ctypes.CDLL(str(build(cc, sorted(CSRC.glob("*.c")), cache_dir())))
     except (NativeUnavailable, OSError) as exc:
-        warnings.warn(
-            f"weightfile: C kernels unavailable, using the slower fallback: {exc}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        notify.unavailable(str(exc), cache_dir())  # one line, once per cache
         return None
     _declare(lib)
     return lib

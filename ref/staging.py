@@ -59,7 +59,7 @@ def temp_path(destination: Path) -> Path:
     return destination.parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
 
 
-def create_temp(destination: Path, mode: int = 0o644) -> tuple[Path, int]:
+def create_temp(destination: Path, mode: int = 0o666) -> tuple[Path, int]:
     """A new, empty, locked temporary file beside `destination`: (path, fd open read-write)."""
     for _ in range(8):
         temp = temp_path(destination)

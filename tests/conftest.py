@@ -29,3 +29,27 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# -- the `quick` selection (pytest -m quick, README "Set up"): a representative subset, < 1 min --
+#: Files (relative to tests/) whose every test is quick: one per layer (schemas, a ref codec's
+#: worked vectors, the checksum, the example, the API, the detokenizer, layering).
+QUICK_FILES = (
+    "spec/vqf/test_schemas.py",
+    "ref/codecs/vqf/test_worked_vectors.py",
+    "ref/vqf/test_fnv1a64.py",
+    "test_example.py",
+    "test_layering.py",
+    "api/test_api.py",
+    "api/test_stream.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    root = os.path.dirname(__file__)
+    for item in items:
+        rel = os.path.relpath(str(item.path), root).replace(os.sep, "/")
+        if rel in QUICK_FILES:
+            item.add_marker(pytest.mark.quick)

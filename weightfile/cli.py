@@ -13,18 +13,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from weightfile.commands._common import (
     EXIT_INTERRUPTED,
     EXIT_IO,
-    EXIT_UNVERIFIABLE,
     EXIT_USAGE,
-    EXIT_VIOLATIONS,
     Parser,
     UsageError,
+    error_message,
+    exit_code,
 )
-from weightfile.spec.errors import FileAccessError, UnsupportedError, WeightfileError
+from weightfile.spec.errors import FileAccessError, WeightfileError
 
 #: Subcommand modules, in the order `weightfile --help` lists them.
 COMMAND_MODULES = (
@@ -42,20 +43,89 @@ COMMAND_MODULES = (
 )
 
 
+#: One example per command, shown at the end of its --help (the commands need not know).
+EXAMPLES = {
+    "demo": 'weightfile demo --prompt "The weight file" --max-tokens 16',
+    "inspect": "weightfile inspect model.vqf --json",
+    "verify": "weightfile verify --checksum model.vqf",
+    "dump": "weightfile dump model.vqf q4_q --out q4_q.npy",
+    "run": 'weightfile run model.vqf --prompt "Hello" --max-tokens 32 --engine fast',
+    "trace": "weightfile trace model.vqf --token-ids 1,2,3 --out trace.npz",
+    "import": "weightfile import ./Qwen3-0.6B model.vqf --qtype q4_0 --layout tiled",
+    "encrypt": "weightfile encrypt model.vqf model.enc.vqf --passphrase-file key.txt",
+    "decrypt": "weightfile decrypt model.enc.vqf model.vqf --passphrase-file key.txt",
+    "sign": "weightfile sign model.vqf model.signed.vqf --sign-key signer.key",
+    "keygen": "weightfile keygen --out signer.key",
+    "conformance": "weightfile conformance run --builtin fast",
+    "conformance run": "weightfile conformance run --impl ./my-adapter --run 'vqf/v2/*'",
+    "conformance generate": "weightfile conformance generate --check",
+    "bench": "weightfile bench --synthetic tiny-q4_0 --threads 1 2",
+}
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps each line of a description or epilog on its own; indented lines (examples) stay."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            indent + line
+            if not line.strip() or line[0].isspace()
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="weightfile",
         description="Inspect, verify and convert VQF and .ninfer v3 LLM weight files.",
+        epilog="run 'weightfile COMMAND --help' for a command's options and an example",
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _finish_help(sub, "")
     return parser
 
 
+def _finish_help(sub: argparse._SubParsersAction, prefix: str) -> None:
+    """Every subcommand's --help: its example (EXAMPLES) and each option's non-trivial default."""
+    for command, p in sub.choices.items():
+        key = f"{prefix}{command}"
+        p.formatter_class = HelpFormatter
+        if key in EXAMPLES and not p.epilog:
+            p.epilog = f"example:\n  {EXAMPLES[key]}"
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _finish_help(action, f"{key} ")
+            elif _shows_default(action):
+                note = "default: %(default)s"
+                action.help = f"{action.help} ({note})" if action.help else note
+
+
+def _shows_default(action: argparse.Action) -> bool:
+    """An option whose default says something: not None/False/SUPPRESS, not already stated."""
+    default = action.default
+    if not action.option_strings or action.help is argparse.SUPPRESS:
+        return False
+    if default is None or default is False or default is argparse.SUPPRESS:
+        return False
+    if isinstance(action, argparse._StoreConstAction | argparse._VersionAction):
+        return False
+    return "%(default)" not in (action.help or "") and "default" not in (action.help or "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # `weightfile` alone: the help on stdout, exit 2 as for any missing argument
+        parser.print_help()
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
+    from weightfile.progress import install_compile_note
+
+    install_compile_note()
     name = f"weightfile {args.command}"
     try:
         return int(args.run(args))
@@ -66,8 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {exc}", file=sys.stderr)
         return EXIT_IO
     except WeightfileError as exc:
-        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_UNVERIFIABLE if isinstance(exc, UnsupportedError) else EXIT_VIOLATIONS
+        print(f"{name}: {error_message(exc)}", file=sys.stderr)
+        return exit_code(exc)
     except BrokenPipeError:  # `weightfile inspect big.vqf | head` is not an error
         return 0
     except OSError as exc:  # a directory, a missing or unreadable file: name the path

@@ -1,10 +1,11 @@
 """The bundled example: a tiny Qwen3-shaped VQF file, generated deterministically.
 
 `weightfile verify --example` and `weightfile inspect --example` use the committed copy in
-weightfile/data/; a test regenerates it and requires identical bytes. Its weights are seeded
-pseudo-random numbers (norm weights near 1, Q4_0 blocks with in-range f16 scales), enough to
-exercise every field of the container; a model that produces sensible text comes with the
-forward-pass work.
+weightfile/data/; a test regenerates it and requires identical bytes. It is a well-formed model:
+seeded float weights (unit norms, projections of standard deviation 1/sqrt(fan-in), an embedding
+of unit variance) encoded by the same Q4_0 encoders `import` uses (spec/vqf.md §5), so every scale
+is a finite f16 and `run` generates from it. `tiny_tensors` is the older byte-level generator the
+conformance corpus is built from; its raw random bytes exercise the container, not a model.
 """
 
 from __future__ import annotations
@@ -72,8 +73,64 @@ def tiny_tensors(
     return sources
 
 
+def example_state_dict(arch: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
+    """transformers-named float32 weights of a small random Qwen3 with the shapes of `arch`."""
+    from weightfile.convert.hf_names_qwen3 import (
+        EMBED,
+        FINAL_NORM,
+        LAYER_TENSORS,
+        LM_HEAD,
+        layer_tensor,
+    )
+
+    rng = np.random.default_rng(seed)
+    d, hd, ffn, v = arch["dim"], arch["head_dim"], arch["ffn_dim"], arch["vocab_size"]
+    q, kv = arch["n_heads"] * hd, arch["n_kv_heads"] * hd
+    shapes = {
+        "q_proj": (q, d), "k_proj": (kv, d), "v_proj": (kv, d), "o_proj": (d, q),
+        "gate_proj": (ffn, d), "up_proj": (ffn, d), "down_proj": (d, ffn),
+    }  # fmt: skip
+
+    def normal(shape: tuple[int, int]) -> np.ndarray:
+        return (rng.standard_normal(shape) / np.sqrt(shape[1])).astype(np.float32)
+
+    sd = {
+        EMBED: rng.standard_normal((v, d)).astype(np.float32),
+        LM_HEAD: normal((v, d)),
+        FINAL_NORM: np.ones(d, np.float32),
+    }
+    for i in range(arch["n_layers"]):
+        for f in LAYER_TENSORS:
+            if f.endswith("norm"):
+                sd[layer_tensor(i, f)] = np.ones(hd if f in ("q_norm", "k_norm") else d, np.float32)
+            else:
+                sd[layer_tensor(i, f)] = normal(shapes[f])
+    return sd
+
+
+def example_tensors(arch: dict[str, Any], seed: int = 0) -> list[TensorSource]:
+    """The bundled example's tensors: `example_state_dict` encoded as `import --qtype q4_0
+    --layout tiled` encodes a checkpoint (reference codecs, so the bytes are the oracle's)."""
+    from weightfile.convert.qwen3_hf import config_from_hf
+    from weightfile.convert.qwen3_vqf import build_tensors
+
+    hf = dict(
+        vocab_size=arch["vocab_size"], hidden_size=arch["dim"], intermediate_size=arch["ffn_dim"],
+        num_hidden_layers=arch["n_layers"], num_attention_heads=arch["n_heads"],
+        num_key_value_heads=arch["n_kv_heads"], head_dim=arch["head_dim"],
+        rope_theta=arch["rope_theta"], rms_norm_eps=arch["norm_eps"],
+        max_position_embeddings=arch["max_seq_len"], bos_token_id=arch["bos_id"],
+        eos_token_id=arch["eos_id"], tie_word_embeddings=False,
+    )  # fmt: skip
+    return build_tensors(example_state_dict(arch, seed), config_from_hf(hf), QType.Q4_0, TINY_FLAGS)
+
+
 def write_example(path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write the bundled example file to `path`."""
     return write_vqf(
-        path, arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH), flags=TINY_FLAGS, overwrite=overwrite
+        path,
+        arch=TINY_ARCH,
+        tensors=example_tensors(TINY_ARCH),
+        flags=TINY_FLAGS,
+        overwrite=overwrite,
     )

@@ -26,3 +26,12 @@ class ProgressBar:
     def close(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
+
+
+def install_compile_note() -> None:
+    """One line on stderr while the C kernels compile (fast/notify.py), on a terminal only: a
+    first `--engine fast` or checksum otherwise pauses some seconds without a word."""
+    from weightfile.fast import notify
+
+    if sys.stderr.isatty():
+        notify.on_compile = lambda note: print(f"{note} ...", file=sys.stderr, flush=True)

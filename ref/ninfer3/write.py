@@ -102,7 +102,7 @@ class ArtifactWriter:
     def _create_files(self) -> None:
         """Hidden temp files at final size (zero-filled, sparse), headers and JSON written."""
         for i, destination in enumerate(self.destinations):
-            temp, fd = create_temp(destination)  # locked while this writer lives
+            temp, fd = create_temp(destination, 0o666)  # locked while this writer lives
             self._temps.append(temp)
             self._fds.append(fd)
             with os_failures(temp, "write"):

@@ -299,7 +299,9 @@ def protect_vqf(
     only the final file is ever published at `dst`. With neither, nothing is asked for.
     """
     if passphrase is None and private_key is None:
-        raise ValueError("protect_vqf needs a passphrase, a private key or both")
+        raise InvalidError(
+            "vqf.writer.keys", "protect_vqf needs a passphrase, a private key or both"
+        )
     dst = Path(dst)
     if dst.exists() and not overwrite:  # before any work; `staged` checks again at publication
         raise DestinationExistsError(

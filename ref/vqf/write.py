@@ -38,7 +38,7 @@ from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy
 from weightfile.spec.vqf.inventory import ORDER_INDEX
 from weightfile.spec.vqf.placement import data_offset_for, file_len_for, tensor_offsets
-from weightfile.spec.vqf.qtypes import tensor_bytes
+from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 from weightfile.spec.vqf.tensor import VQFTensor, encode_name
 from weightfile.spec.vqf.trailer import VQFTrailerFNV
 
@@ -62,6 +62,38 @@ class TensorSource:
     def size(self) -> int:
         return (
             tensor_bytes(self.qtype, self.rows * self.cols) if self.nbytes is None else self.nbytes
+        )
+
+    @classmethod
+    def from_array(
+        cls, name: str, array: Any, *, qtype: int, flags: int = 0, codecs: str | None = None
+    ) -> TensorSource:
+        """A tensor encoded from floats in its logical shape (what `weightfile.open(...)
+        .decode(name)` returns): a vector, or a per-layer stack of vectors for a norm; an
+        [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, spec/vqf.md
+        §7.1). Quantized matrices take the layout `flags` and the name select (spec/vqf.md §5),
+        so pass the file's flags."""
+        import numpy as np
+
+        from weightfile.spec.vqf.inventory import KINDS
+
+        from .encode import REF_CODECS, encode
+
+        a = np.asarray(array, dtype=np.float32)
+        kind = KINDS.get(name)
+        qt = QType(qtype)
+        where = codecs or REF_CODECS
+        if a.ndim == 1 or (kind is not None and kind.family == "norm"):
+            data = encode(qt, flags, name, a.reshape(1, -1), where)
+            return cls(name, qt, a.size, 1, data)
+        if a.ndim == 2:
+            return cls(name, qt, a.shape[0], a.shape[1], encode(qt, flags, name, a, where))
+        if a.ndim == 3:
+            count, out, inner = a.shape
+            data = b"".join(encode(qt, flags, name, m, where) for m in a)
+            return cls(name, qt, count * inner, out, data)
+        raise InvalidError(
+            "vqf.writer.payload", f"{name}: an array of {a.ndim} dimensions is no VQF tensor"
         )
 
 
@@ -112,6 +144,35 @@ def write_vqf(
         h = write_data(out, ordered, offsets, data_offset, file_len, h, hasher)
         out.write(VQFTrailerFNV.build({"fnv1a64": h}))
     return path
+
+
+#: The arch fields without which no decoder can run a file (spec/vqf.md §8): the loader's
+#: geometry (spec/vqf.md §2.4) plus the attention and normalisation constants.
+REQUIRED_ARCH_FIELDS = (
+    "dim",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "ffn_dim",
+    "vocab_size",
+    "max_seq_len",
+    "rope_theta",
+    "norm_eps",
+)
+
+
+def require_complete_arch(arch: Mapping[str, Any]) -> None:
+    """`vqf.writer.arch` naming every required field that is missing or 0. `write_vqf` itself
+    writes any arch (the conformance corpus needs broken files); the public
+    `weightfile.write_vqf` calls this first."""
+    missing = [f for f in REQUIRED_ARCH_FIELDS if not arch.get(f)]
+    if missing:
+        raise InvalidError(
+            "vqf.writer.arch",
+            f"arch lacks {', '.join(missing)} (missing or 0); a decoder needs every one",
+            path="arch",
+        )
 
 
 def sort_tensors(tensors: Sequence[TensorSource]) -> list[TensorSource]:
@@ -248,10 +309,11 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
 
 
 @contextmanager
-def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o644) -> Iterator[BinaryIO]:
+def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o666) -> Iterator[BinaryIO]:
     """A locked temporary file beside `path`, published there atomically when the block succeeds
     (spec/ninfer3.md §9.1): the folder's stale temporary files are swept first, the lock is held
-    until the temporary name is gone, and every OS failure is `format.file.write`."""
+    until the temporary name is gone, and every OS failure is `format.file.write`. `mode` is
+    passed to open(2), so the umask applies as it would to any new file (0666 & ~umask)."""
     path = Path(path)
     sweep(path.parent)  # a killed writer's leftovers go now, whoever wrote them
     if os.path.lexists(path) and not overwrite:

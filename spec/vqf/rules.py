@@ -174,6 +174,10 @@ _RULES = (
          "the data region would be empty, which no loader accepts"),
     Rule("vqf.writer.destination", "DestinationExistsError", "writer", "§3.3",
          "the destination exists and overwrite was not asked for"),
+    Rule("vqf.writer.keys", "InvalidError", "writer", "§4",
+         "protect_vqf was given neither a passphrase nor a private key"),
+    Rule("vqf.writer.arch", "InvalidError", "writer", "§8",
+         "weightfile.write_vqf was given an arch without a field a decoder needs"),
 )  # fmt: skip
 
 RULES: dict[str, Rule] = table(_RULES)

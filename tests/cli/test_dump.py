@@ -58,7 +58,7 @@ def test_dump_cli_writes_npy_and_npz(vqf_with_known_q4_q, tmp_path, capsys):
     out = tmp_path / "w.npz"
     assert main(["dump", str(path), "q4_q", "--words", "--engine", "ref", "--out", str(out)]) == 0
     assert sorted(np.load(out).files) == ["codes", "scales"]
-    assert main(["dump", str(path), "nope", "--out", str(tmp_path / "x.npy")]) == 1
+    assert main(["dump", str(path), "nope", "--out", str(tmp_path / "x.npy")]) == 2
     assert "no tensor named 'nope'" in capsys.readouterr().err
 
 

@@ -27,7 +27,7 @@ def test_encrypt_sign_verify_decrypt(model, tmp_path, keys, capsys, monkeypatch)
     pw, key, pub = keys
     enc, signed, back = tmp_path / "e.vqf", tmp_path / "s.vqf", tmp_path / "d.vqf"
     assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 0
-    assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 1  # exists
+    assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 2
     assert main(["sign", str(enc), str(signed), "--sign-key", str(key),
                  "--passphrase-file", str(pw)]) == 0  # fmt: skip
     capsys.readouterr()

@@ -129,7 +129,7 @@ def test_cli_import(checkpoint, tmp_path, capsys):
     assert main(["import", str(folder), str(ref), "--qtype", "q4_0", "--layout", "tiled",
                  "--engine", "ref"]) == 0  # fmt: skip
     assert ref.read_bytes() == out.read_bytes()  # the fast codecs write the reference's bytes
-    assert main(["import", str(tmp_path / "nowhere"), str(tmp_path / "d.vqf")]) == 1
+    assert main(["import", str(tmp_path / "nowhere"), str(tmp_path / "d.vqf")]) == 4
     assert "vqf.import.missing_file" in capsys.readouterr().err
     assert not (tmp_path / "d.vqf").exists()
 
@@ -179,7 +179,7 @@ def test_cli_import_encrypted_and_signed(checkpoint, tmp_path, capsys, monkeypat
     assert main(["import", str(folder), str(dest / "n.vqf"), "--sign-key",
                  str(tmp_path / "bad")]) == 1  # fmt: skip
     assert "vqf.sig.key" in capsys.readouterr().err
-    assert main(["import", str(folder), str(out), "--encrypt", "--passphrase-file", str(pw)]) == 1
+    assert main(["import", str(folder), str(out), "--encrypt", "--passphrase-file", str(pw)]) == 2
     assert "vqf.writer.destination" in capsys.readouterr().err
     assert sorted(p.name for p in dest.iterdir()) == before  # nothing new, nothing staged
     assert main(["import", str(folder), str(tmp_path / "m.ninfer"), "--encrypt"]) == 2

@@ -2,7 +2,11 @@
 
 Exit codes (the same for every command; README, "Command line"):
 0 valid / done, 1 rule violations found, 2 usage error, 3 unverifiable (missing key, unsupported
-feature), 4 cannot read or write (I/O), 130 interrupted.
+feature), 4 cannot read or write (I/O), 130 interrupted. `exit_code` maps each of our errors onto
+the table: a name the user asked for that does not exist (a tensor, a binding, a `--synthetic`
+model) and a destination that exists without `--force` are usage errors (2), since a different
+argument fixes them; a missing input file (a checkpoint's config.json, a tokenizer) is 4, as a
+missing FILE is; a file missing what its model needs is a violation (1).
 """
 
 from __future__ import annotations
@@ -13,12 +17,46 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from weightfile.spec.errors import (
+    DestinationExistsError,
+    NotFoundError,
+    UnsupportedError,
+    WeightfileError,
+)
+
 EXIT_OK = 0
 EXIT_VIOLATIONS = 1
 EXIT_USAGE = 2
 EXIT_UNVERIFIABLE = 3
 EXIT_IO = 4
 EXIT_INTERRUPTED = 130
+
+
+#: NotFoundError rules raised for a name the user typed (not for a file's missing contents).
+_ASKED_FOR_RULES = frozenset({"ninfer3.binder.parameter"})
+
+
+def exit_code(exc: WeightfileError) -> int:
+    """The exit status of one of our errors, by the table in the module docstring."""
+    from weightfile.spec.rules import lookup
+
+    if isinstance(exc, UnsupportedError):
+        return EXIT_UNVERIFIABLE
+    if isinstance(exc, DestinationExistsError):
+        return EXIT_USAGE
+    if isinstance(exc, NotFoundError):
+        rule = lookup(exc.rule)
+        if exc.rule.endswith(".missing_file") or exc.rule == "frontend.tokenizer.missing":
+            return EXIT_IO
+        if exc.rule in _ASKED_FOR_RULES or (rule is not None and rule.origin in ("reader", "cli")):
+            return EXIT_USAGE
+    return EXIT_VIOLATIONS
+
+
+def error_message(exc: WeightfileError) -> str:
+    """`Class: [rule] detail (...)`, with the API's `overwrite=True` hint in the CLI's words."""
+    text = str(exc).replace("pass overwrite=True", "pass --force")
+    return f"{type(exc).__name__}: {text}"
 
 
 class UsageError(Exception):

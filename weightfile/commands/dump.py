@@ -1,8 +1,11 @@
-"""`weightfile dump FILE NAME --out OUT.npy [--words] [--engine ref|fast]`: one tensor as NumPy.
+"""`weightfile dump FILE NAME --out OUT.npy [--words | --raw]`, `dump FILE --all OUT.safetensors`.
 
 Values are float32 in the logical shape (C order; tiled and interleaved layouts come out in plain
 row-major order). With --words the logical codes and scales go to an .npz instead, so an engine
-team can diff a single tensor against its own decoder.
+team can diff a single tensor against its own decoder; --raw writes the stored bytes as they are
+(a .ninfer resource such as tokenizer.json, or a tensor's payload). --all exports every tensor,
+dequantized, into one safetensors file (the `safetensors` library writes it). What is written is
+exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
 """
 
 from __future__ import annotations
@@ -19,9 +22,22 @@ from ._common import add_passphrase_argument, passphrase
 def register(sub: Any) -> None:
     parser = sub.add_parser("dump", help="write one tensor's values (or words) as .npy / .npz")
     parser.add_argument("file", type=Path, help="a .vqf or .ninfer file")
-    parser.add_argument("name", help="VQF tensor name, or .ninfer object id / binding name")
-    parser.add_argument("--out", type=Path, required=True, help="OUT.npy (values) or OUT.npz")
-    parser.add_argument("--words", action="store_true", help="logical codes and scales (.npz)")
+    parser.add_argument(
+        "name", nargs="?", help="VQF tensor name, or .ninfer object id / binding name"
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="the file to write, exactly this path"
+    )
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--words", action="store_true", help="logical codes and scales (.npz)")
+    what.add_argument(
+        "--raw", action="store_true", help="the stored bytes (a .ninfer resource, a payload)"
+    )
+    what.add_argument(
+        "--all",
+        action="store_true",
+        help="every tensor, dequantized to float32, into OUT.safetensors (no NAME)",
+    )
     parser.add_argument("--engine", choices=("ref", "fast"), default="fast")
     parser.add_argument(
         "--q8-tiling",
@@ -35,18 +51,60 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from weightfile.model_file import open_model_file
 
+    from ._common import UsageError
+
+    if args.all == (args.name is not None):
+        raise UsageError("give a NAME, or --all without one")
     options: dict[str, Any] = {"q8_tiling": args.q8_tiling} if args.q8_tiling else {}
     key = passphrase(args)
     if key is not None:
         options["passphrase"] = key
     with open_model_file(args.file, **options) as f:
-        if args.words:
+        if args.all:
+            summary = dump_all(f, args.out, args.engine)
+        elif args.raw:
+            data = raw_bytes(f, args.name)
+            args.out.write_bytes(data)
+            summary = f"{len(data)} bytes"
+        elif args.words:
             words = f.decode_words(args.name, engine=args.engine)
-            np.savez(args.out, **words)
+            with open(args.out, "wb") as out:  # a file object: savez adds no ".npz"
+                np.savez(out, **words)
             summary = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in words.items())
         else:
             values = f.decode(args.name, engine=args.engine)
-            np.save(args.out, values)
+            with open(args.out, "wb") as out:  # a file object: save adds no ".npy"
+                np.save(out, values)
             summary = f"{values.dtype}{list(values.shape)}"
-    print(f"{args.name}: {summary} -> {args.out}")
+    print(f"{args.name or 'all tensors'}: {summary} -> {args.out}")
     return 0
+
+
+def raw_bytes(f: Any, name: str) -> bytes:
+    """The stored bytes of a VQF tensor or of a .ninfer object (tensor or resource)."""
+    if f.format == "vqf":
+        return bytes(f.file.payload(name))
+    from weightfile.spec.errors import NotFoundError
+
+    if name not in f.artifact.directory.objects_by_id:
+        raise NotFoundError("ninfer3.binder.parameter", f"no object {name!r} (--raw takes ids)")
+    return bytes(f.artifact.object_bytes(name))
+
+
+def tensor_names(f: Any) -> list[str]:
+    """What --all exports: every VQF tensor; every .ninfer tensor object (not resources, not
+    bindings, whose parts are rows of objects already exported)."""
+    if f.format == "vqf":
+        return f.names()
+    return [o.id for o in f.artifact.directory.objects if o.kind != "resource"]
+
+
+def dump_all(f: Any, out: Path, engine: str) -> str:
+    from safetensors.numpy import save_file
+
+    tensors = {
+        name: np.ascontiguousarray(f.decode(name, engine=engine), dtype=np.float32)
+        for name in tensor_names(f)
+    }
+    save_file(tensors, str(out), metadata={"source": str(f._path()), "format": f.format})
+    return f"{len(tensors)} tensors, float32"

@@ -1,4 +1,10 @@
-"""`weightfile inspect FILE [--json]`: header, arch, flags by name and the directory."""
+"""`weightfile inspect FILE [--json]`: header, arch, flags by name and the directory.
+
+A file that parses but breaks rules is still shown, followed by its violations (the JSON's
+`violations`, in verify --json's form); only a file that cannot be parsed is refused. The JSON
+document is tagged `"schema": "weightfile.inspect/1"` and shares its top-level vocabulary with
+verify --json: `schema`, `format` ("vqf" | "ninfer3"), `path`, `file_bytes`, `violations`.
+"""
 
 from __future__ import annotations
 
@@ -19,18 +25,77 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+SCHEMA = "weightfile.inspect/1"
+
+
 def run(args: argparse.Namespace) -> int:
     path = resolve_file("inspect", args)
     kind = sniff(path)
+    key = passphrase(args)
     if kind == "vqf":
         from weightfile.ref.vqf.describe import describe, format_text
-        from weightfile.ref.vqf.read import open_vqf
 
-        with open_vqf(path) as vqf:
-            description = describe(vqf, passphrase=passphrase(args))
+        description = describe_vqf(path, key)
     else:
         from weightfile.ref.ninfer3.describe import describe, format_text
 
         description = describe(path)
-    print(json.dumps(description, indent=2) if args.json else format_text(description))
+    violations = rule_violations(path, key)
+    if args.json:
+        print(json.dumps(json_document(description, violations), indent=2))
+        return 0
+    print(format_text(description))
+    if violations:
+        print(f"\n{len(violations)} violation(s) (weightfile verify lists the same):")
+        for v in violations:
+            print(f"  {v.error_class}: {v}")
     return 0
+
+
+def describe_vqf(path: Any, key: bytes | None) -> dict[str, Any]:
+    """The VQF description; a directory entry past the file's end (a rule, not a parse error)
+    is shown rather than refused."""
+    from weightfile.ref.vqf.describe import describe
+    from weightfile.ref.vqf.read import open_vqf
+    from weightfile.spec.errors import InvalidError
+
+    try:
+        vqf = open_vqf(path, passphrase=key)
+    except InvalidError as exc:
+        if exc.rule != "vqf.directory.tensor_range":
+            raise
+        vqf = open_vqf(path, passphrase=key, check_ranges=False)
+    with vqf:
+        return describe(vqf, passphrase=key)
+
+
+def rule_violations(path: Any, key: bytes | None) -> list[Any]:
+    """Every violation the strict validator finds (no checksum: inspect reads no payload)."""
+    from weightfile.model_file import validate
+
+    return validate(path, passphrase=key)
+
+
+def violation_json(v: Any) -> dict[str, Any]:
+    """One violation as verify --json and inspect --json write it."""
+    return {
+        "rule": v.rule,
+        "error_class": v.error_class,
+        "detail": v.detail,
+        "offset": v.offset,
+        "path": v.path,
+    }
+
+
+def json_document(description: dict[str, Any], violations: list[Any]) -> dict[str, Any]:
+    """The description under the shared top-level vocabulary (module docstring)."""
+    d = dict(description)
+    if "file_size" in d:  # the VQF describer's name for what .ninfer calls file_bytes
+        d["file_bytes"] = d.pop("file_size")
+    head = {k: d.pop(k) for k in ("format", "path", "file_bytes") if k in d}
+    return {
+        "schema": SCHEMA,
+        **head,
+        **d,
+        "violations": [violation_json(v) for v in violations],
+    }

@@ -8,6 +8,7 @@ public key (spec/vqf.md §4) — never reported as valid.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -36,6 +37,11 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--engine", choices=("ref", "fast"), default="fast", help="checksum implementation"
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON document ("schema": "weightfile.verify/1") instead of lines',
+    )
     add_passphrase_argument(parser)
     add_sign_pub_argument(parser)
     parser.set_defaults(run=run)
@@ -50,16 +56,58 @@ def run(args: argparse.Namespace) -> int:
         from weightfile.model_file import validate
 
         violations = validate(path)
+    status = verdict(violations)
+    if getattr(args, "json", False):
+        print(json.dumps(json_document(path, violations, status, args), indent=2))
+        return STATUS_EXIT[status]
     for v in violations:
         print(f"{v.error_class}: {v}")
-    if not violations:
+    if status == "valid":
         print(f"{path}: valid")
-        return 0
-    if all(v.error_class == "UnsupportedError" for v in violations):
+    elif status == "unverifiable":
         print(f"{path}: valid as far as checked; {len(violations)} part(s) unverifiable")
-        return EXIT_UNSUPPORTED
-    print(f"{path}: {len(violations)} violation(s)", file=sys.stderr)
-    return 1
+    else:
+        print(f"{path}: {len(violations)} violation(s)", file=sys.stderr)
+    return STATUS_EXIT[status]
+
+
+SCHEMA = "weightfile.verify/1"
+#: verify's verdicts and their exit codes (weightfile/commands/_common.py).
+STATUS_EXIT = {"valid": 0, "violations": 1, "unverifiable": EXIT_UNVERIFIABLE}
+
+
+def verdict(violations: list[Any]) -> str:
+    """valid: none; unverifiable: only UnsupportedError parts (a missing key); else violations."""
+    if not violations:
+        return "valid"
+    if all(v.error_class == "UnsupportedError" for v in violations):
+        return "unverifiable"
+    return "violations"
+
+
+def json_document(
+    path: Any, violations: list[Any], status: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """verify --json: the vocabulary inspect --json shares (schema, format, path, file_bytes,
+    violations), plus the verdict and whether the file was hashed."""
+    import os
+
+    from .inspect import violation_json
+
+    try:
+        kind = "vqf" if sniff(path) == "vqf" else "ninfer3"
+    except WeightfileError:
+        kind = None  # no known magic: the one violation says so
+    return {
+        "schema": SCHEMA,
+        "format": kind,
+        "path": str(path),
+        "file_bytes": os.stat(path).st_size,
+        "status": status,
+        "valid": status == "valid",
+        "checksum": bool(args.checksum),
+        "violations": [violation_json(v) for v in violations],
+    }
 
 
 def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:

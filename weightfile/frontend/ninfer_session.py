@@ -37,7 +37,11 @@ def load_ninfer_session(
         # closes the file, so a row with one must be wired here first.
         assert engine != "fast", f"{family.name}: a fast model needs the artifact kept open"
         model = family.reference_model(artifact, codec_for=get_codec)
-        res = load_text_resources(artifact, need_tokenizer=need_tokenizer and tokenizer is None)
+        res = load_text_resources(
+            artifact,
+            need_tokenizer=need_tokenizer and tokenizer is None,
+            skip_tokenizer=tokenizer is not None,
+        )
         arch = dict(artifact.component(TEXT_COMPONENT).config)
     s = Session(
         model,

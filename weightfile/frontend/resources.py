@@ -88,12 +88,20 @@ def config_eos_token(tokenizer_config: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def load_text_resources(artifact: Artifact, *, need_tokenizer: bool) -> TextResources:
+def load_text_resources(
+    artifact: Artifact, *, need_tokenizer: bool, skip_tokenizer: bool = False
+) -> TextResources:
     """The frontend resources of the text component; an absent tokenizer is an error only when
-    one is needed (a prompt given as ids needs none)."""
+    one is needed (a prompt given as ids needs none). `skip_tokenizer` (the user gave their own
+    with --tokenizer) leaves the embedded one unread; when none is needed, an embedded one the
+    installed `tokenizers` refuses only costs the text of the output (ids are printed)."""
     out = TextResources()
-    if need_tokenizer or has_role(artifact, TOKENIZER):
-        out.tokenizer = tokenizer_from(artifact)
+    if not skip_tokenizer and (need_tokenizer or has_role(artifact, TOKENIZER)):
+        try:
+            out.tokenizer = tokenizer_from(artifact)
+        except InvalidError:
+            if need_tokenizer:
+                raise
     if has_role(artifact, CHAT_TEMPLATE):
         out.chat_template = resource_text(artifact, CHAT_TEMPLATE)
     if has_role(artifact, GENERATION_CONFIG):

@@ -51,24 +51,28 @@ def token_id(tok: Tokenizer, text: str) -> int | None:
 
 
 class TextStream:
-    """Turns generated ids into text pieces as they arrive.
+    """Turns generated ids into text pieces as they arrive, through the library's own streaming
+    detokenizer (`tokenizers.decoders.DecodeStream`): each token costs one step, not a decode of
+    the whole sequence. The stream holds back an incomplete UTF-8 sequence until a later token
+    completes it, and keeps the spaces the decoder puts between tokens.
 
-    Decoding token by token would split multi-byte characters and lose the spaces a decoder
-    adds between tokens, so the whole tail is decoded each time and the new suffix is emitted;
-    a trailing U+FFFD (an incomplete UTF-8 sequence) waits for the next token.
+    `flush` decodes the whole sequence once, at the end, so the pieces always add up to exactly
+    `tok.decode(ids, skip_special_tokens=True)` — also when the last token leaves a character
+    incomplete (the batch decode shows it as U+FFFD; the stream alone would drop it).
     """
 
     def __init__(self, tok: Tokenizer) -> None:
+        from tokenizers.decoders import DecodeStream
+
         self.tok = tok
         self.ids: list[int] = []
         self.emitted = ""
+        self._stream = DecodeStream(skip_special_tokens=True)
 
     def push(self, token: int) -> str:
         self.ids.append(token)
-        text = self.tok.decode(self.ids, skip_special_tokens=True)
-        if text.endswith("\ufffd") or not text.startswith(self.emitted):
-            return ""
-        piece, self.emitted = text[len(self.emitted) :], text
+        piece = self._stream.step(self.tok, token) or ""
+        self.emitted += piece
         return piece
 
     def flush(self) -> str:

@@ -74,7 +74,7 @@ def vl_2b(tmp_path_factory) -> Path:
 def test_qwen3_vl_2b_inspect_json_reproduces_the_article(vl_2b, capsys):
     assert main(["inspect", "--json", str(vl_2b)]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["file_size"] == 2_331_316_232
+    assert d["file_bytes"] == 2_331_316_232
     assert d["header"]["file_len"] == 2_331_316_224
     assert d["header"]["data_offset"] == 4096
     assert d["header"]["n_tensors"] == 41
