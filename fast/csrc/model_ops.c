@@ -17,6 +17,10 @@
 #include <emmintrin.h>
 #endif
 
+/* SSE2 is baseline x86-64, so its forms are compiled in; a forced portable path
+ * (spec/numerics.md §15.1) still runs the plain C loops, which give the same bits. */
+static inline int simd(void) { return wf_isa() != WF_ISA_PORTABLE; }
+
 static float f32_of(uint32_t b) {
     float f;
     memcpy(&f, &b, 4);
@@ -150,7 +154,8 @@ static inline __m128 exp4(__m128 x) {
 void wf_exp_array(const float *x, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, exp4(_mm_loadu_ps(x + i)));
+    if (simd())
+        for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, exp4(_mm_loadu_ps(x + i)));
 #endif
     for (; i < n; i++) out[i] = wf_exp(x[i]);
 }
@@ -160,14 +165,15 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
     const __m128 sign = _mm_set1_ps(-0.0f), one = _mm_set1_ps(1.0f);
-    for (; i + 8 <= n; i += 8) { /* two independent chains: exp4 is latency-bound */
+    const int64_t vec_end = simd() ? n : 0;
+    for (; i + 8 <= vec_end; i += 8) { /* two independent chains: exp4 is latency-bound */
         __m128 g0 = _mm_loadu_ps(g + i), g1 = _mm_loadu_ps(g + i + 4);
         __m128 e0 = exp4(_mm_xor_ps(g0, sign)), e1 = exp4(_mm_xor_ps(g1, sign));
         _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(g0, _mm_add_ps(one, e0)), _mm_loadu_ps(u + i)));
         _mm_storeu_ps(out + i + 4,
                       _mm_mul_ps(_mm_div_ps(g1, _mm_add_ps(one, e1)), _mm_loadu_ps(u + i + 4)));
     }
-    for (; i + 4 <= n; i += 4) {
+    for (; i + 4 <= vec_end; i += 4) {
         __m128 gi = _mm_loadu_ps(g + i);
         __m128 e = exp4(_mm_xor_ps(gi, sign)); /* -g: a sign flip, as C's unary minus */
         _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(gi, _mm_add_ps(one, e)), _mm_loadu_ps(u + i)));
@@ -277,7 +283,7 @@ void wf_attend(const float *q, const float *keys, const float *values, int64_t n
         const int64_t kv = (h / group) * head_dim;
         float *o = out + h * head_dim;
 #if defined(__SSE2__)
-        if (head_dim % 32 == 0) { /* Qwen3's 128 */
+        if (head_dim % 32 == 0 && simd()) { /* Qwen3's 128 */
             const float *k = keys + kv;
             int64_t j = 0;
             for (; j + 4 <= npos; j += 4) {

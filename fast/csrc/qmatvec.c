@@ -86,23 +86,29 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
     return tmp;
 }
 
-/* spec/numerics.md §4.1 step 3: the exact integer dot of one block. */
-static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
+/* spec/numerics.md §4.1 step 3: the exact integer dot of one block; `isa` is wf_isa() (the
+ * NEON forms only when that path is in use, so a forced portable run executes the C loop). */
+static inline int32_t block_dot(const int8_t *w, const int8_t *x, int32_t isa) {
+    (void)isa;
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    if (isa == WF_ISA_PORTABLE) goto portable;
     int32x4_t acc = vdotq_s32(vdupq_n_s32(0), vld1q_s8(w), vld1q_s8(x));
     acc = vdotq_s32(acc, vld1q_s8(w + 16), vld1q_s8(x + 16));
     return vaddvq_s32(acc);
 #elif defined(__ARM_NEON)
+    if (isa == WF_ISA_PORTABLE) goto portable;
     int16x8_t p0 = vmull_s8(vld1_s8(w), vld1_s8(x));
     p0 = vmlal_s8(p0, vld1_s8(w + 8), vld1_s8(x + 8)); /* |2 * 127 * 128| fits int16 */
     int16x8_t p1 = vmull_s8(vld1_s8(w + 16), vld1_s8(x + 16));
     p1 = vmlal_s8(p1, vld1_s8(w + 24), vld1_s8(x + 24));
     return vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)));
-#else
+#endif
+#if defined(__ARM_NEON)
+portable:;
+#endif
     int32_t s = 0;
     for (int i = 0; i < WF_QK; i++) s += (int32_t)w[i] * (int32_t)x[i];
     return s;
-#endif
 }
 
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
@@ -161,10 +167,11 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     const wf_matrix *m = p->m;
     const int64_t nb = m->cols / WF_QK, T = p->tokens;
     const float *f16 = wf_f16_table();
+    const int32_t isa = wf_isa();
     float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
     int8_t tmp[WF_QK];
     if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
-    int32_t *xsum8 = wf_x86_avx2() ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
+    int32_t *xsum8 = isa == WF_ISA_AVX2 ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
     if (xsum8 != NULL) { /* four rows at a time; the remaining rows below take the C loop */
         for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
             int32_t s = 0;
@@ -175,7 +182,8 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
         free(xsum8);
     }
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-    for (; r0 + 4 <= r1; r0 += 4) rows4_neon(m, r0, p->xq, p->xd, T, p->y);
+    if (isa == WF_ISA_DOTPROD)
+        for (; r0 + 4 <= r1; r0 += 4) rows4_neon(m, r0, p->xq, p->xd, T, p->y);
 #endif
     for (int64_t r = r0; r < r1; r++) {
         for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
@@ -184,7 +192,7 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
             const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
             const float dw = f16[dbits];
             for (int64_t t = 0; t < T; t++) {
-                const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK);
+                const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK, isa);
                 acc[t] = acc[t] + (float)dot * (dw * p->xd[t * nb + b]);
             }
         }

@@ -4,7 +4,8 @@ Hypothesis writes small random VQF model files -- geometry inside the dense Qwen
 projections in every layout (Q8_0, 8x8-tiled, G256, Q4I8, Q4_0, 4x4-tiled, F32, F16), F16 or F32
 embeddings, tied or not, MRoPE or not -- and compares logits and every traced activation as uint32
 views, for a prefill and decode steps, in both quantized modes (spec/numerics.md §4.1, §4.2) and
-with 1 and 3 threads. Binding errors are the reference binder's (class, rule, offset, path).
+with 1 and 3 threads, on every kernel path usable here (spec/numerics.md §15.1). Binding errors
+are the reference binder's (class, rule, offset, path).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from strategies.tiny_vqf import ModelSpec, model_specs, write_model_file
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
+from weightfile.fast._native import each_isa
 from weightfile.fast.qwen3 import open_model
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen3.bind_vqf import bind_vqf
@@ -66,18 +68,22 @@ def test_forward_fast_equals_ref(data: st.DataObject, spec: ModelSpec, mode) -> 
         path = write_model_file(Path(tmp) / "m.vqf", spec)
         with open_vqf(path) as vqf:
             ref = Qwen3Model(*bind_vqf(vqf), profile)
+            # one model per (path, thread count), each with its own cache, against one ref run
             fast = [open_model(vqf, threads=n, profile=profile) for n in (1, 3)]
             ref_cache = ref.new_cache()
-            caches = [m.new_cache() for m in fast]
+            isas = list(each_isa())
+            caches = {(isa, i): m.new_cache() for isa in isas for i, m in enumerate(fast)}
             for tokens, pos in plan:
                 want_trace = TraceRecorder()
                 want = ref.forward(tokens, ref_cache, pos, want_trace)
-                for model, cache in zip(fast, caches, strict=True):
-                    got_trace = TraceRecorder()
-                    got = model.forward(tokens, cache, pos, got_trace)
-                    assert_same_bits("logits", got, want)
-                    assert_same_trace(got_trace, want_trace)
-                    assert cache.length == ref_cache.length
+                for isa in each_isa():
+                    for i, model in enumerate(fast):
+                        cache = caches[isa, i]
+                        got_trace = TraceRecorder()
+                        got = model.forward(tokens, cache, pos, got_trace)
+                        assert_same_bits(f"logits ({isa})", got, want)
+                        assert_same_trace(got_trace, want_trace)
+                        assert cache.length == ref_cache.length
 
 
 @settings(max_examples=6)
