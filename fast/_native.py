@@ -240,6 +240,20 @@ class WfMatrix(ctypes.Structure):
     )
 
 
+class WfLayer(ctypes.Structure):
+    """`wf_layer` of fast/csrc/layers.c: one decoder layer's matrices (q, k, v, o, gate, up,
+    down), whether each takes activation codes, and its four norm vectors."""
+
+    _fields_ = (
+        ("mat", ctypes.c_void_p * 7),
+        ("codes", ctypes.c_int32 * 7),
+        ("attn_norm", ctypes.c_void_p),
+        ("q_norm", ctypes.c_void_p),
+        ("k_norm", ctypes.c_void_p),
+        ("ffn_norm", ctypes.c_void_p),
+    )
+
+
 def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
     as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
@@ -282,6 +296,30 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
     lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend.restype = None
+    # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
+    # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
+    # slots i64 [T], scratch f32, threads; returns 0 or -1 (out of memory)
+    lib.wf_forward_layers.argtypes = (
+        p,
+        i32,
+        i64,
+        i64,
+        i64,
+        f32,
+        p,
+        i64,
+        p,
+        p,
+        p,
+        p,
+        i64,
+        p,
+        p,
+        i32,
+    )
+    lib.wf_forward_layers.restype = i32
+    lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
+    lib.wf_forward_scratch_floats.restype = i64
 
 
 def address(a: np.ndarray) -> int:

@@ -3,9 +3,10 @@
 Hypothesis writes small random VQF model files -- geometry inside the dense Qwen3 / Qwen3-VL family,
 projections in every layout (Q8_0, 8x8-tiled, G256, Q4I8, Q4_0, 4x4-tiled, F32, F16), F16 or F32
 embeddings, tied or not, MRoPE or not -- and compares logits and every traced activation as uint32
-views, for a prefill and decode steps, in both quantized modes (spec/numerics.md §4.1, §4.2) and
-with 1 and 3 threads, on every kernel path usable here (spec/numerics.md §15.1). Binding errors
-are the reference binder's (class, rule, offset, path).
+views (logits also untraced: the one-call layer path), for a prefill and decode steps, in both
+quantized modes (spec/numerics.md §4.1, §4.2), with 1 and 3 threads, on every kernel path usable
+here (spec/numerics.md §15.1). Binding errors are the reference binder's (class, rule, offset,
+path).
 """
 
 from __future__ import annotations
@@ -68,22 +69,30 @@ def test_forward_fast_equals_ref(data: st.DataObject, spec: ModelSpec, mode) -> 
         path = write_model_file(Path(tmp) / "m.vqf", spec)
         with open_vqf(path) as vqf:
             ref = Qwen3Model(*bind_vqf(vqf), profile)
-            # one model per (path, thread count), each with its own cache, against one ref run
+            # one cache per (path, thread count, traced or not) against one ref run: a traced
+            # forward takes the step-by-step path, an untraced one the one-call layers.c path
             fast = [open_model(vqf, threads=n, profile=profile) for n in (1, 3)]
             ref_cache = ref.new_cache()
             isas = list(each_isa())
-            caches = {(isa, i): m.new_cache() for isa in isas for i, m in enumerate(fast)}
+            caches = {
+                (isa, i, traced): m.new_cache()
+                for isa in isas
+                for i, m in enumerate(fast)
+                for traced in (True, False)
+            }
             for tokens, pos in plan:
                 want_trace = TraceRecorder()
                 want = ref.forward(tokens, ref_cache, pos, want_trace)
                 for isa in each_isa():
                     for i, model in enumerate(fast):
-                        cache = caches[isa, i]
-                        got_trace = TraceRecorder()
-                        got = model.forward(tokens, cache, pos, got_trace)
-                        assert_same_bits(f"logits ({isa})", got, want)
-                        assert_same_trace(got_trace, want_trace)
-                        assert cache.length == ref_cache.length
+                        for traced in (True, False):
+                            cache = caches[isa, i, traced]
+                            got_trace = TraceRecorder() if traced else None
+                            got = model.forward(tokens, cache, pos, got_trace)
+                            assert_same_bits(f"logits ({isa}, traced={traced})", got, want)
+                            if got_trace is not None:
+                                assert_same_trace(got_trace, want_trace)
+                            assert cache.length == ref_cache.length
 
 
 @settings(max_examples=6)
