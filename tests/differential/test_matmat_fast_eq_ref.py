@@ -124,3 +124,24 @@ def test_matrix_set_equals_ref_per_matrix(seed: int, layouts, cols: int, tokens:
             got = matmat_codes_set(mats, *quantize_activation(x), threads=threads)
             for g, w in zip(got, want, strict=True):
                 assert_same_bits(g, w)
+
+
+@settings(max_examples=8)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(["q4_0_4x4", "q8_0_8x8"]),
+    groups=st.integers(1, 3),
+    blocks=st.integers(1, 3),
+    tokens=st.sampled_from([2, 5, 64, 67]),
+)
+def test_token_tiles_equal_ref(seed: int, layout: str, groups: int, blocks: int, tokens: int):
+    """The prefill tiles (a row group x every token, weights unpacked once per block; past 64
+    tokens their accumulators move to the heap) give each token the reference's product."""
+    rng = np.random.default_rng(seed)
+    words = quant_words(rng, layout, CODECS[layout].row_group * groups, 32 * blocks)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, tokens, words.shape[1])
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert_same_bits(fast.matmat(x, threads=threads), want)
