@@ -298,25 +298,10 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_attend.restype = None
     # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
     # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
-    # slots i64 [T], scratch f32, threads; returns 0 or -1 (out of memory)
+    # slots i64 [T], scratch f32, threads, min work per thread; returns 0
     lib.wf_forward_layers.argtypes = (
-        p,
-        i32,
-        i64,
-        i64,
-        i64,
-        f32,
-        p,
-        i64,
-        p,
-        p,
-        p,
-        p,
-        i64,
-        p,
-        p,
-        i32,
-    )
+        p, i32, i64, i64, i64, f32, p, i64, p, p, p, p, i64, p, p, i32, i64,
+    )  # fmt: skip
     lib.wf_forward_layers.restype = i32
     lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
     lib.wf_forward_scratch_floats.restype = i64

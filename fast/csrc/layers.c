@@ -8,6 +8,7 @@
  * counts, only change how outputs are grouped, never an output's operations (spec/numerics.md
  * §3.4). The point is to make a decode step one call instead of a dozen per layer.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,9 @@ void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
                   float eps, const float *cos, const float *sin, float *normed, float *rotated);
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
-void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
-               int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
-               float *out);
+void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
+                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
+                    float *scores, float *out);
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads);
 void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
                                  const float *xd, int64_t tokens, float *const *ys,
@@ -41,9 +42,11 @@ typedef struct {
 } wf_layer;
 
 /* The product-thread rule of fast/numerics/matrix.py threads_for: each thread gets at least
- * 2^17 weight elements x tokens (only speed depends on it). */
+ * min_work (its MIN_ELEMENTS_PER_THREAD) weight elements x tokens; only speed depends on it. */
+static int64_t min_work = 1 << 17;
+
 static int32_t threads_for(int32_t asked, int64_t work) {
-    int64_t t = work >> 17;
+    int64_t t = work / min_work;
     if (t > asked) t = asked;
     return t < 1 ? 1 : (int32_t)t;
 }
@@ -75,6 +78,27 @@ static int any_codes(const wf_layer *L, int a, int b, int c) {
     return L->codes[a] || (b >= 0 && L->codes[b]) || (c >= 0 && L->codes[c]);
 }
 
+/* Attention of T tokens: unit u = t * heads + h is query head h of token t, attending cache rows
+ * 0..slots[t]. Units are independent (each has its own scores), so the pool may split them. */
+typedef struct {
+    const float *qr, *keys, *values;
+    const int64_t *slots;
+    int64_t heads, kv_heads, head_dim, qd, kvd, npos_max;
+    float *att;
+} attention_job;
+
+static void attention_units(void *arg, int64_t u0, int64_t u1) {
+    const attention_job *a = arg;
+    float *scores = malloc(sizeof(float) * (size_t)a->npos_max);
+    if (scores == NULL) return; /* att was NaN-filled by the caller: the failure shows */
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t t = u / a->heads, h = u % a->heads;
+        wf_attend_head(a->qr + t * a->qd, a->keys, a->values, a->slots[t] + 1, a->kvd, a->heads,
+                       a->kv_heads, a->head_dim, h, scores, a->att + t * a->qd);
+    }
+    free(scores);
+}
+
 /* Floats of scratch wf_forward_layers needs for T tokens. */
 int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
     const int64_t hid = L->mat[P_Q]->cols, qd = L->mat[P_Q]->rows, kvd = L->mat[P_K]->rows;
@@ -90,14 +114,17 @@ int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
  * at cache row slots[t] of its layer (keys / values [layers, capacity, kv_dim]); every token's
  * K/V is written before any attends, and token t reads rows 0..slots[t] (spec/numerics.md §9).
  * cos / sin [T, head_dim/2] are the tokens' spec/numerics.md §8.2-§8.3 rows. `scratch` holds
- * wf_forward_scratch_floats(layers, T) floats. Returns 0, or -1 when memory ran out (x is then
- * unspecified; the caller raises). */
+ * wf_forward_scratch_floats(layers, T) floats; min_work_per_thread is threads_for's bound (the
+ * tests lower it so that tiny models use threads). Attention runs on the pool too: its units are
+ * query heads. Returns 0; an allocation failure inside a kernel leaves NaN (outputs are
+ * NaN-filled first), so it cannot pass for a result. */
 int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads,
                           int64_t kv_heads, int64_t head_dim, float eps, float *x, int64_t T,
                           const float *cos, const float *sin, float *keys, float *values,
                           int64_t capacity, const int64_t *slots, float *scratch,
-                          int32_t threads) {
+                          int32_t threads, int64_t min_work_per_thread) {
     if (nlayers <= 0 || T <= 0) return 0;
+    min_work = min_work_per_thread > 0 ? min_work_per_thread : 1;
     const wf_layer *L0 = layers;
     const int64_t hid = L0->mat[P_Q]->cols, qd = L0->mat[P_Q]->rows, kvd = L0->mat[P_K]->rows;
     const int64_t inter = L0->mat[P_GATE]->rows;
@@ -123,8 +150,9 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
     float *xd = p;
     int64_t npos_max = 0;
     for (int64_t t = 0; t < T; t++) npos_max = slots[t] + 1 > npos_max ? slots[t] + 1 : npos_max;
-    float *scores = malloc(sizeof(float) * (size_t)npos_max);
-    if (scores == NULL) return -1;
+    int64_t attention_work = 0; /* multiply-adds of q.k and p.v, for the thread count */
+    for (int64_t t = 0; t < T; t++) attention_work += 2 * (slots[t] + 1) * qd;
+    const int32_t attention_threads = threads_for(threads, attention_work);
     static const int QKV[3] = {P_Q, P_K, P_V}, O[1] = {P_O}, GU[2] = {P_GATE, P_UP};
     static const int DOWN[1] = {P_DOWN};
     for (int32_t i = 0; i < nlayers; i++) {
@@ -143,9 +171,9 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
             memcpy(lk + slots[t] * kvd, kr + t * kvd, sizeof(float) * (size_t)kvd);
             memcpy(lv + slots[t] * kvd, v + t * kvd, sizeof(float) * (size_t)kvd);
         }
-        for (int64_t t = 0; t < T; t++)
-            wf_attend(qr + t * qd, lk, lv, slots[t] + 1, kvd, heads, kv_heads, head_dim, scores,
-                      att + t * qd);
+        attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max, att};
+        for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
+        wf_parallel_for(T * heads, attention_threads, attention_units, &job);
         if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads);
@@ -163,6 +191,5 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         project(L, DOWN, 1, sw, xq, xd, T, dy, threads);
         for (int64_t j = 0; j < T * hid; j++) x[j] = h[j] + d[j];
     }
-    free(scores);
     return 0;
 }

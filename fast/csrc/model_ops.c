@@ -270,40 +270,46 @@ static void weigh_values(const float *p, const float *values, int64_t npos, int6
 }
 #endif
 
-/* spec/numerics.md §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at
- * cached positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
- * softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
+/* spec/numerics.md §9 for query head h of one token: scores = dot(q_h, k_j) * (1 / sqrt(head_dim))
+ * over cached positions j = 0..npos-1 of kv head h / (heads / kv_heads) (rows of `stride`
+ * floats), softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
+void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
+                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
+                    float *scores, float *out) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    const int64_t group = heads / kv_heads;
+    const float *qh = q + h * head_dim;
+    const int64_t kv = (h / group) * head_dim;
+    float *o = out + h * head_dim;
+#if defined(__SSE2__)
+    if (head_dim % 32 == 0 && simd()) { /* Qwen3's 128 */
+        const float *k = keys + kv;
+        int64_t j = 0;
+        for (; j + 4 <= npos; j += 4) {
+            dot8x4(qh, k + j * stride, k + (j + 1) * stride, k + (j + 2) * stride,
+                   k + (j + 3) * stride, head_dim, scores + j);
+            for (int r = 0; r < 4; r++) scores[j + r] = scores[j + r] * scale;
+        }
+        for (; j < npos; j++) scores[j] = dot8(qh, k + j * stride, head_dim) * scale;
+        softmax(scores, npos);
+        weigh_values(scores, values + kv, npos, stride, head_dim, o);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < npos; j++)
+        scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
+    softmax(scores, npos);
+    for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
+    for (int64_t j = 0; j < npos; j++) {
+        const float *v = values + j * stride + kv;
+        for (int64_t i = 0; i < head_dim; i++) o[i] = o[i] + scores[j] * v[i];
+    }
+}
+
+/* spec/numerics.md §9 one token, every query head (wf_attend_head for h = 0..heads-1). */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out) {
-    const float scale = 1.0f / sqrtf((float)head_dim);
-    const int64_t group = heads / kv_heads;
-    for (int64_t h = 0; h < heads; h++) {
-        const float *qh = q + h * head_dim;
-        const int64_t kv = (h / group) * head_dim;
-        float *o = out + h * head_dim;
-#if defined(__SSE2__)
-        if (head_dim % 32 == 0 && simd()) { /* Qwen3's 128 */
-            const float *k = keys + kv;
-            int64_t j = 0;
-            for (; j + 4 <= npos; j += 4) {
-                dot8x4(qh, k + j * stride, k + (j + 1) * stride, k + (j + 2) * stride,
-                       k + (j + 3) * stride, head_dim, scores + j);
-                for (int r = 0; r < 4; r++) scores[j + r] = scores[j + r] * scale;
-            }
-            for (; j < npos; j++) scores[j] = dot8(qh, k + j * stride, head_dim) * scale;
-            softmax(scores, npos);
-            weigh_values(scores, values + kv, npos, stride, head_dim, o);
-            continue;
-        }
-#endif
-        for (int64_t j = 0; j < npos; j++)
-            scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
-        softmax(scores, npos);
-        for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
-        for (int64_t j = 0; j < npos; j++) {
-            const float *v = values + j * stride + kv;
-            for (int64_t i = 0; i < head_dim; i++) o[i] = o[i] + scores[j] * v[i];
-        }
-    }
+    for (int64_t h = 0; h < heads; h++)
+        wf_attend_head(q, keys, values, npos, stride, heads, kv_heads, head_dim, h, scores, out);
 }

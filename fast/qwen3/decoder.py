@@ -22,6 +22,7 @@ import numpy as np
 from weightfile.fast._native import WfLayer, address
 from weightfile.fast.layers.norm import norm_project
 from weightfile.fast.layers.swiglu import swiglu_project
+from weightfile.fast.numerics import matrix
 from weightfile.fast.numerics.matrix import kernels, project, takes_codes
 from weightfile.fast.numerics.rope import FastRopeTables
 from weightfile.ref.layers.batch import PositionIds, gather_requests
@@ -237,6 +238,6 @@ class FastQwen3Model:
             c.num_key_value_heads, c.head_dim, self.eps, address(x), tokens, address(cos),
             address(sin), address(cache.keys), address(cache.values), cache.capacity,
             address(slot_ids), address(self._scratch), self.threads,
+            matrix.MIN_ELEMENTS_PER_THREAD,
         )  # fmt: skip
-        if status != 0:
-            raise MemoryError("wf_forward_layers: out of memory for the attention scores")
+        assert status == 0, status
