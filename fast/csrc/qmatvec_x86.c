@@ -411,7 +411,9 @@ AVX2 static void rows8_tokens_q8_8x8(const wf_matrix *m, int64_t r, const int8_t
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
     const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t *g = m->data + (r / 8) * nb * step;
-    __m256 stack_acc[64], *acc = tokens <= 64 ? stack_acc : malloc(sizeof(__m256) * tokens);
+    /* __m256 needs 32-byte alignment, more than malloc promises */
+    __m256 stack_acc[64],
+        *acc = tokens <= 64 ? stack_acc : aligned_alloc(32, sizeof(__m256) * (size_t)tokens);
     if (acc == NULL) return;
     for (int64_t t = 0; t < tokens; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += step) {
