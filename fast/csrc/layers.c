@@ -5,8 +5,8 @@
  * Nothing here has an order of its own: each step is the kernel the Python driver
  * (fast/qwen3/decoder.py) calls for it, in the same sequence, so every output is the same bits as
  * the step-by-step path (and the reference). Which products share one pool call, and the thread
- * counts, only change how outputs are grouped, never an output's operations (spec/numerics.md
- * §3.4). The point is to make a decode step one call instead of a dozen per layer.
+ * counts, only change how outputs are grouped, never an output's operations
+ * (spec/numerics.md §3.4). The point is to make a decode step one call, not a dozen per layer.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,8 +33,8 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
 enum { P_Q, P_K, P_V, P_O, P_GATE, P_UP, P_DOWN, P_COUNT };
 
 /* One layer's weights. codes[i] = 1 when product i takes spec/numerics.md §4.1 activation codes
- * (a quantized matrix in q8_activation mode), 0 when it takes float activations (§4.2, or a
- * dense F32 / F16 matrix). */
+ * (a quantized matrix in q8_activation mode), 0 when it takes float activations
+ * (spec/numerics.md §4.2, or a dense F32 / F16 matrix). */
 typedef struct {
     const wf_matrix *mat[P_COUNT];
     int32_t codes[P_COUNT];
