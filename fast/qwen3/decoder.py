@@ -86,7 +86,13 @@ class FastQwen3Model:
         self.eps = config.eps_f32  # a property that builds a float32 on every read
         self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
         self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
-        self._layers = self._layer_structs()
+        # The one-call path is this class's dense layer; a subclass that overrides a block
+        # (MoE, VL) or binds other layer types keeps the step-by-step path.
+        dense = all(type(lw) is FastLayer for lw in weights.layers) and all(
+            getattr(type(self), f) is getattr(FastQwen3Model, f)
+            for f in ("attention_block", "mlp_block")
+        )
+        self._layers = self._layer_structs() if dense else ()
         self._scratch = np.empty(0, dtype=np.float32)
 
     def _layer_structs(self) -> ctypes.Array:

@@ -155,3 +155,23 @@ def test_bind_errors_equal_ref(what: str, monkeypatch: pytest.MonkeyPatch) -> No
             want = outcome(lambda: bind_vqf(vqf))
             got = outcome(lambda: open_model(vqf))
     assert want[0] != "ok" and got == want
+
+
+@settings(max_examples=2)
+@given(spec=model_specs())
+def test_a_subclass_overriding_a_block_keeps_the_step_by_step_path(spec: ModelSpec) -> None:
+    """An MoE or VL decoder that overrides mlp_block must not be bypassed by the one-call
+    layers.c path; the dense class takes that path."""
+    from weightfile.fast.qwen3.decoder import FastQwen3Model
+
+    class Overriding(FastQwen3Model):
+        def mlp_block(self, i, lw, h, hook):
+            return super().mlp_block(i, lw, h, hook)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            dense = open_model(vqf)
+            assert len(dense._layers) == spec.config.num_hidden_layers
+            sub = Overriding(dense.config, dense.weights)
+            assert len(sub._layers) == 0
