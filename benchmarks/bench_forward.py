@@ -23,7 +23,7 @@ from machine import describe_machine
 from weightfile.bench.bandwidth import DEFAULT_BUFFER, reader, touched_buffer
 from weightfile.demo import demo_model
 from weightfile.families import vqf_family
-from weightfile.fast._native import library
+from weightfile.fast._native import current_isa, library
 from weightfile.fast.codecs.vqf.tiling import tile
 from weightfile.fast.numerics.matrix import FastMatrix
 from weightfile.ref.vqf.read import open_vqf
@@ -108,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     print(describe_machine())
     lib = library()
-    print(f"kernel path: {['portable C', 'NEON', 'NEON+dotprod', 'x86 AVX2'][lib.wf_simd_path()]}")
+    print(f"kernel path: {current_isa(lib)} (WEIGHTFILE_ISA forces one)")
     probe = ReadProbe()
     rates = {
         (codec, threads): matvec_bandwidth(codec, threads, args.repeat, probe)

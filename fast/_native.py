@@ -9,6 +9,11 @@ products pick their AVX2 functions at run time (target attributes, CPU check); e
 portable C is used.
 When no compiler is available, `library()` returns None after one clear warning, and callers fall
 back to NumPy or to the reference.
+
+Every kernel path gives the same bits (spec/numerics.md §15.1); `WEIGHTFILE_ISA` forces one
+(portable, avx2, avx512 on x86-64; portable, neon, dotprod on aarch64), and a path this CPU or
+build cannot run is an `UnsupportedError`, never a silent fallback. `forced_isa` switches paths
+inside one process (the tests run every property on every usable path).
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from weightfile.spec.errors import UnsupportedError
 
 from . import notify
 
@@ -41,6 +50,19 @@ BASE_FLAGS = (
 GCC_FLAGS = ("-fvect-cost-model=dynamic",)
 #: Per-machine flags: the RK3588's Cortex-A76/A55 cores have NEON and the dotprod extension.
 ARCH_FLAGS = {"aarch64": ("-march=armv8.2-a+dotprod",), "arm64": ("-march=armv8.2-a+dotprod",)}
+
+
+#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/wf_kernels.h (spec/numerics.md §15.1).
+ISAS = {"portable": 0, "neon": 1, "dotprod": 2, "avx2": 3, "avx512": 4}
+ISA_ENV = "WEIGHTFILE_ISA"
+ISA_RULE = "native.isa"
+_ISA_LABELS = {
+    "portable": "portable C",
+    "neon": "NEON",
+    "dotprod": "NEON + dotprod",
+    "avx2": "AVX2 + F16C",
+    "avx512": "AVX-512 F/BW/VL + VNNI",
+}
 
 
 class NativeUnavailable(RuntimeError):
@@ -115,7 +137,69 @@ def library() -> ctypes.CDLL | None:
         notify.unavailable(str(exc), cache_dir())  # one line, once per cache
         return None
     _declare(lib)
+    forced = os.environ.get(ISA_ENV)
+    if forced:
+        set_isa(lib, forced.strip().lower())
     return lib
+
+
+def usable_isas(lib: ctypes.CDLL | None = None) -> list[str]:
+    """The kernel paths this build can run on this CPU, portable first (spec/numerics.md §15.1)."""
+    lib = library() if lib is None else lib
+    if lib is None:
+        return []
+    return [name for name, n in ISAS.items() if lib.wf_isa_usable(n)]
+
+
+def current_isa(lib: ctypes.CDLL | None = None) -> str:
+    """The name of the kernel path in use."""
+    lib = library() if lib is None else lib
+    if lib is None:
+        return "none"
+    return {n: name for name, n in ISAS.items()}[lib.wf_isa()]
+
+
+def set_isa(lib: ctypes.CDLL, name: str) -> None:
+    """Make `name` the path of every later kernel call; `UnsupportedError` (rule native.isa)
+    when it is not a path name, this CPU lacks its instructions, or this build has no kernels
+    for it (spec/numerics.md §15.1)."""
+    usable = ", ".join(usable_isas(lib))
+    if name not in ISAS:
+        raise UnsupportedError(
+            ISA_RULE, f"{ISA_ENV}={name!r} is not one of {', '.join(ISAS)} (usable here: {usable})"
+        )
+    if lib.wf_set_isa(ISAS[name]) == 0:
+        return
+    label = _ISA_LABELS[name]
+    why = (
+        f"this build has no {label} kernels"
+        if lib.wf_isa_cpu(ISAS[name])
+        else f"this CPU ({platform.machine()}) lacks {label}"
+    )
+    raise UnsupportedError(ISA_RULE, f"{ISA_ENV}={name}: {why} (usable here: {usable})")
+
+
+def each_isa() -> Iterator[str]:
+    """Yield every usable path's name with that path in force, then restore the one before
+    (the fast == ref properties compare each path with one reference result)."""
+    for name in usable_isas():
+        with forced_isa(name):
+            yield name
+
+
+@contextmanager
+def forced_isa(name: str) -> Iterator[None]:
+    """Run the body on kernel path `name`, then restore the previous one. Not for use while
+    another thread is inside a kernel call (the path is one process-wide setting)."""
+    lib = library()
+    if lib is None:
+        raise NativeUnavailable("no C kernels to force a path on")
+    before = current_isa(lib)
+    set_isa(lib, name)
+    try:
+        yield
+    finally:
+        set_isa(lib, before)
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -154,6 +238,20 @@ class WfMatrix(ctypes.Structure):
     )
 
 
+class WfLayer(ctypes.Structure):
+    """`wf_layer` of fast/csrc/layers.c: one decoder layer's matrices (q, k, v, o, gate, up,
+    down), whether each takes activation codes, and its four norm vectors."""
+
+    _fields_ = (
+        ("mat", ctypes.c_void_p * 7),
+        ("codes", ctypes.c_int32 * 7),
+        ("attn_norm", ctypes.c_void_p),
+        ("q_norm", ctypes.c_void_p),
+        ("k_norm", ctypes.c_void_p),
+        ("ffn_norm", ctypes.c_void_p),
+    )
+
+
 def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
     as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
@@ -162,6 +260,11 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     p, f32 = ctypes.c_void_p, ctypes.c_float
     lib.wf_simd_path.argtypes = ()
     lib.wf_simd_path.restype = i32
+    for name in ("wf_isa_cpu", "wf_isa_usable", "wf_set_isa"):  # WF_ISA_* in, int32 out
+        getattr(lib, name).argtypes = (i32,)
+        getattr(lib, name).restype = i32
+    lib.wf_isa.argtypes = ()
+    lib.wf_isa.restype = i32
     lib.wf_quantize_activation.argtypes = (p, i64, p, p)  # x f32, n, codes i8, scales f32
     lib.wf_quantize_activation.restype = None
     # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads
@@ -191,6 +294,15 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
     lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend.restype = None
+    # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
+    # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
+    # slots i64 [T], scratch f32, threads, min work per thread; returns 0
+    lib.wf_forward_layers.argtypes = (
+        p, i32, i64, i64, i64, f32, p, i64, p, p, p, p, i64, p, p, i32, i64,
+    )  # fmt: skip
+    lib.wf_forward_layers.restype = i32
+    lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
+    lib.wf_forward_scratch_floats.restype = i64
 
 
 def address(a: np.ndarray) -> int:

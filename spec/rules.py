@@ -26,7 +26,7 @@ from typing import Any
 from weightfile.spec.errors import ERROR_CLASSES
 
 #: Every rule id starts with one of these (the first dotted segment).
-PREFIXES = ("vqf", "ninfer3", "qwen35", "format", "frontend", "bench", "demo")
+PREFIXES = ("vqf", "ninfer3", "qwen35", "format", "frontend", "bench", "demo", "native")
 
 #: The in-tree documents a section can point into (spec/<doc>.md).
 DOCS = ("vqf", "ninfer3", "numerics", "models")
@@ -229,6 +229,9 @@ COMMON_RULES = table(
              "the prompt has more or fewer image places than images given", doc="models"),
         Rule("bench.synthetic.name", NOT_FOUND, "cli", "§6", "no synthetic model of that name",
              doc="models"),
+        Rule("native.isa", UNS, "cli", "§15.1",
+             "WEIGHTFILE_ISA names no kernel path, or one this CPU or build cannot run",
+             doc="numerics"),
         Rule("demo.verify", INV, "cli", "§9.1",
              "the demo model breaks a rule of the strict validator", doc="vqf",
              untested="the demo writer produces valid files; only a writer bug could raise it"),

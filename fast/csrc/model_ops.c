@@ -17,6 +17,10 @@
 #include <emmintrin.h>
 #endif
 
+/* SSE2 is baseline x86-64, so its forms are compiled in; a forced portable path
+ * (spec/numerics.md §15.1) still runs the plain C loops, which give the same bits. */
+static inline int simd(void) { return wf_isa() != WF_ISA_PORTABLE; }
+
 static float f32_of(uint32_t b) {
     float f;
     memcpy(&f, &b, 4);
@@ -150,7 +154,8 @@ static inline __m128 exp4(__m128 x) {
 void wf_exp_array(const float *x, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, exp4(_mm_loadu_ps(x + i)));
+    if (simd())
+        for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, exp4(_mm_loadu_ps(x + i)));
 #endif
     for (; i < n; i++) out[i] = wf_exp(x[i]);
 }
@@ -160,14 +165,15 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__SSE2__)
     const __m128 sign = _mm_set1_ps(-0.0f), one = _mm_set1_ps(1.0f);
-    for (; i + 8 <= n; i += 8) { /* two independent chains: exp4 is latency-bound */
+    const int64_t vec_end = simd() ? n : 0;
+    for (; i + 8 <= vec_end; i += 8) { /* two independent chains: exp4 is latency-bound */
         __m128 g0 = _mm_loadu_ps(g + i), g1 = _mm_loadu_ps(g + i + 4);
         __m128 e0 = exp4(_mm_xor_ps(g0, sign)), e1 = exp4(_mm_xor_ps(g1, sign));
         _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(g0, _mm_add_ps(one, e0)), _mm_loadu_ps(u + i)));
         _mm_storeu_ps(out + i + 4,
                       _mm_mul_ps(_mm_div_ps(g1, _mm_add_ps(one, e1)), _mm_loadu_ps(u + i + 4)));
     }
-    for (; i + 4 <= n; i += 4) {
+    for (; i + 4 <= vec_end; i += 4) {
         __m128 gi = _mm_loadu_ps(g + i);
         __m128 e = exp4(_mm_xor_ps(gi, sign)); /* -g: a sign flip, as C's unary minus */
         _mm_storeu_ps(out + i, _mm_mul_ps(_mm_div_ps(gi, _mm_add_ps(one, e)), _mm_loadu_ps(u + i)));
@@ -264,40 +270,46 @@ static void weigh_values(const float *p, const float *values, int64_t npos, int6
 }
 #endif
 
-/* spec/numerics.md §9 one token, every query head: head h reads kv head h / (heads / kv_heads) at
- * cached positions 0..npos-1 (rows of `stride` floats); scores = dot(q, k) * (1 / sqrt(head_dim)),
- * softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
+/* spec/numerics.md §9 for query head h of one token: scores = dot(q_h, k_j) * (1 / sqrt(head_dim))
+ * over cached positions j = 0..npos-1 of kv head h / (heads / kv_heads) (rows of `stride`
+ * floats), softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos floats. */
+void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
+                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
+                    float *scores, float *out) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    const int64_t group = heads / kv_heads;
+    const float *qh = q + h * head_dim;
+    const int64_t kv = (h / group) * head_dim;
+    float *o = out + h * head_dim;
+#if defined(__SSE2__)
+    if (head_dim % 32 == 0 && simd()) { /* Qwen3's 128 */
+        const float *k = keys + kv;
+        int64_t j = 0;
+        for (; j + 4 <= npos; j += 4) {
+            dot8x4(qh, k + j * stride, k + (j + 1) * stride, k + (j + 2) * stride,
+                   k + (j + 3) * stride, head_dim, scores + j);
+            for (int r = 0; r < 4; r++) scores[j + r] = scores[j + r] * scale;
+        }
+        for (; j < npos; j++) scores[j] = dot8(qh, k + j * stride, head_dim) * scale;
+        softmax(scores, npos);
+        weigh_values(scores, values + kv, npos, stride, head_dim, o);
+        return;
+    }
+#endif
+    for (int64_t j = 0; j < npos; j++)
+        scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
+    softmax(scores, npos);
+    for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
+    for (int64_t j = 0; j < npos; j++) {
+        const float *v = values + j * stride + kv;
+        for (int64_t i = 0; i < head_dim; i++) o[i] = o[i] + scores[j] * v[i];
+    }
+}
+
+/* spec/numerics.md §9 one token, every query head (wf_attend_head for h = 0..heads-1). */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out) {
-    const float scale = 1.0f / sqrtf((float)head_dim);
-    const int64_t group = heads / kv_heads;
-    for (int64_t h = 0; h < heads; h++) {
-        const float *qh = q + h * head_dim;
-        const int64_t kv = (h / group) * head_dim;
-        float *o = out + h * head_dim;
-#if defined(__SSE2__)
-        if (head_dim % 32 == 0) { /* Qwen3's 128 */
-            const float *k = keys + kv;
-            int64_t j = 0;
-            for (; j + 4 <= npos; j += 4) {
-                dot8x4(qh, k + j * stride, k + (j + 1) * stride, k + (j + 2) * stride,
-                       k + (j + 3) * stride, head_dim, scores + j);
-                for (int r = 0; r < 4; r++) scores[j + r] = scores[j + r] * scale;
-            }
-            for (; j < npos; j++) scores[j] = dot8(qh, k + j * stride, head_dim) * scale;
-            softmax(scores, npos);
-            weigh_values(scores, values + kv, npos, stride, head_dim, o);
-            continue;
-        }
-#endif
-        for (int64_t j = 0; j < npos; j++)
-            scores[j] = wf_dot_f32(qh, keys + j * stride + kv, head_dim) * scale;
-        softmax(scores, npos);
-        for (int64_t i = 0; i < head_dim; i++) o[i] = 0.0f;
-        for (int64_t j = 0; j < npos; j++) {
-            const float *v = values + j * stride + kv;
-            for (int64_t i = 0; i < head_dim; i++) o[i] = o[i] + scores[j] * v[i];
-        }
-    }
+    for (int64_t h = 0; h < heads; h++)
+        wf_attend_head(q, keys, values, npos, stride, heads, kv_heads, head_dim, h, scores, out);
 }

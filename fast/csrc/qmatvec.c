@@ -86,23 +86,29 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
     return tmp;
 }
 
-/* spec/numerics.md §4.1 step 3: the exact integer dot of one block. */
-static inline int32_t block_dot(const int8_t *w, const int8_t *x) {
+/* spec/numerics.md §4.1 step 3: the exact integer dot of one block; `isa` is wf_isa() (the
+ * NEON forms only when that path is in use, so a forced portable run executes the C loop). */
+static inline int32_t block_dot(const int8_t *w, const int8_t *x, int32_t isa) {
+    (void)isa;
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    if (isa == WF_ISA_PORTABLE) goto portable;
     int32x4_t acc = vdotq_s32(vdupq_n_s32(0), vld1q_s8(w), vld1q_s8(x));
     acc = vdotq_s32(acc, vld1q_s8(w + 16), vld1q_s8(x + 16));
     return vaddvq_s32(acc);
 #elif defined(__ARM_NEON)
+    if (isa == WF_ISA_PORTABLE) goto portable;
     int16x8_t p0 = vmull_s8(vld1_s8(w), vld1_s8(x));
     p0 = vmlal_s8(p0, vld1_s8(w + 8), vld1_s8(x + 8)); /* |2 * 127 * 128| fits int16 */
     int16x8_t p1 = vmull_s8(vld1_s8(w + 16), vld1_s8(x + 16));
     p1 = vmlal_s8(p1, vld1_s8(w + 24), vld1_s8(x + 24));
     return vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)));
-#else
+#endif
+#if defined(__ARM_NEON)
+portable:;
+#endif
     int32_t s = 0;
     for (int i = 0; i < WF_QK; i++) s += (int32_t)w[i] * (int32_t)x[i];
     return s;
-#endif
 }
 
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
@@ -147,6 +153,117 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
 }
 #endif
 
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+/* spec/numerics.md §4.1 on a Q4_0 4x4 payload (spec/vqf.md §5.7), rows r..r+3 = one row group,
+ * every token: group block b is 4 f16 scales then 4 chunks of 16 bytes, chunk c holding payload
+ * bytes 4c..4c+3 of rows 0..3 (XOR 0x88), byte 4c+k carrying element 4c+k in its low nibble and
+ * 16+4c+k in its high one. So 32-bit lane i of a chunk's nibbles is row i's piece, and one sdot
+ * against the activation piece broadcast to every lane adds row i's partial dot to lane i: no
+ * gather, no transpose. The nibbles n become codes n - 8 once per block (all tokens reuse them);
+ * every integer step is exact, so D is the scalar loop's, and lane i of token t's accumulator
+ * performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, as rows4_neon does. */
+static void rows4_neon_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                              int64_t tokens, float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const float *f16 = wf_f16_table();
+    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
+    const uint8x16_t mask = vdupq_n_u8(0x88), low = vdupq_n_u8(0x0F);
+    const int8x16_t eight = vdupq_n_s8(8);
+    for (int64_t b = 0; b < nb; b++, g += 72) {
+        int8x16_t lo[4], hi[4];
+        for (int c = 0; c < 4; c++) {
+            const uint8x16_t w = veorq_u8(vld1q_u8(g + 8 + 16 * c), mask);
+            lo[c] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(w, low)), eight);
+            hi[c] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(w, 4)), eight);
+        }
+        const float dw[4] = {f16[g[0] | (g[1] << 8)], f16[g[2] | (g[3] << 8)],
+                             f16[g[4] | (g[5] << 8)], f16[g[6] | (g[7] << 8)]};
+        const float32x4_t scales = vld1q_f32(dw);
+        for (int64_t t = 0; t < tokens; t++) {
+            const int8_t *x = xq + t * m->cols + b * WF_QK;
+            const int32x4_t xl = vreinterpretq_s32_s8(vld1q_s8(x));
+            const int32x4_t xh = vreinterpretq_s32_s8(vld1q_s8(x + 16));
+            int32x4_t dots = vdupq_n_s32(0);
+            dots = vdotq_s32(dots, lo[0], vreinterpretq_s8_s32(vdupq_laneq_s32(xl, 0)));
+            dots = vdotq_s32(dots, lo[1], vreinterpretq_s8_s32(vdupq_laneq_s32(xl, 1)));
+            dots = vdotq_s32(dots, lo[2], vreinterpretq_s8_s32(vdupq_laneq_s32(xl, 2)));
+            dots = vdotq_s32(dots, lo[3], vreinterpretq_s8_s32(vdupq_laneq_s32(xl, 3)));
+            dots = vdotq_s32(dots, hi[0], vreinterpretq_s8_s32(vdupq_laneq_s32(xh, 0)));
+            dots = vdotq_s32(dots, hi[1], vreinterpretq_s8_s32(vdupq_laneq_s32(xh, 1)));
+            dots = vdotq_s32(dots, hi[2], vreinterpretq_s8_s32(vdupq_laneq_s32(xh, 2)));
+            dots = vdotq_s32(dots, hi[3], vreinterpretq_s8_s32(vdupq_laneq_s32(xh, 3)));
+            const float32x4_t s = vmulq_f32(scales, vdupq_n_f32(xd[t * nb + b]));
+            acc[t] = vaddq_f32(acc[t], vmulq_f32(vcvtq_f32_s32(dots), s));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) vst1q_f32(y + t * m->rows + r, acc[t]);
+    if (acc != stack_acc) free(acc);
+}
+
+/* spec/numerics.md §4.1 on a Q8_0 8x8 payload (spec/vqf.md §5.6), rows r..r+7 = one row group,
+ * every token: group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload
+ * bytes 4c..4c+3 of rows 0..7 (no XOR); its first 16 bytes are rows 0-3, the next rows 4-7, so
+ * sdot against the broadcast activation piece c adds each row's partial dot to its own lane. */
+static void rows8_neon_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                              int64_t tokens, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
+    const float *f16 = wf_f16_table();
+    const uint8_t *g = m->data + (r / 8) * nb * step;
+    float32x4_t stack_acc[32],
+        *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * 2 * tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < 2 * tokens; t++) acc[t] = vdupq_n_f32(0.0f);
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        int8x16_t w[8][2];
+        for (int c = 0; c < 8; c++) {
+            w[c][0] = vld1q_s8((const int8_t *)(g + 16 + 32 * c));
+            w[c][1] = vld1q_s8((const int8_t *)(g + 32 + 32 * c));
+        }
+        float dw[8];
+        for (int i = 0; i < 8; i++) dw[i] = f16[g[2 * i] | (g[2 * i + 1] << 8)];
+        const float32x4_t s_lo = vld1q_f32(dw), s_hi = vld1q_f32(dw + 4);
+        for (int64_t t = 0; t < tokens; t++) {
+            const int8_t *x = xq + t * m->cols + b * WF_QK;
+            const int32x4_t xv[2] = {vreinterpretq_s32_s8(vld1q_s8(x)),
+                                     vreinterpretq_s32_s8(vld1q_s8(x + 16))};
+            int32x4_t d_lo = vdupq_n_s32(0), d_hi = vdupq_n_s32(0);
+            for (int c = 0; c < 8; c++) {
+                int32x4_t piece;
+                switch (c & 3) { /* the lane index of vdupq_laneq must be a constant */
+                case 0: piece = vdupq_laneq_s32(xv[c >> 2], 0); break;
+                case 1: piece = vdupq_laneq_s32(xv[c >> 2], 1); break;
+                case 2: piece = vdupq_laneq_s32(xv[c >> 2], 2); break;
+                default: piece = vdupq_laneq_s32(xv[c >> 2], 3); break;
+                }
+                d_lo = vdotq_s32(d_lo, w[c][0], vreinterpretq_s8_s32(piece));
+                d_hi = vdotq_s32(d_hi, w[c][1], vreinterpretq_s8_s32(piece));
+            }
+            const float32x4_t xs = vdupq_n_f32(xd[t * nb + b]);
+            acc[2 * t] = vaddq_f32(acc[2 * t], vmulq_f32(vcvtq_f32_s32(d_lo), vmulq_f32(s_lo, xs)));
+            acc[2 * t + 1] =
+                vaddq_f32(acc[2 * t + 1], vmulq_f32(vcvtq_f32_s32(d_hi), vmulq_f32(s_hi, xs)));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) {
+        vst1q_f32(y + t * m->rows + r, acc[2 * t]);
+        vst1q_f32(y + t * m->rows + r + 4, acc[2 * t + 1]);
+    }
+    if (acc != stack_acc) free(acc);
+}
+
+static int is_q4_4x4(const wf_matrix *m) {
+    return m->kind == WF_W_Q4 && m->group_rows == 4 && m->chunk_bytes == 4 &&
+           m->xor_mask == 0x88;
+}
+
+static int is_q8_8x8(const wf_matrix *m) {
+    return m->kind == WF_W_Q8 && m->group_rows == 8 && m->chunk_bytes == 4 && m->xor_mask == 0;
+}
+#endif
+
 typedef struct {
     const wf_matrix *m;
     const int8_t *xq;  /* [T, cols] activation codes (spec/numerics.md §4.1) */
@@ -161,10 +278,11 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     const wf_matrix *m = p->m;
     const int64_t nb = m->cols / WF_QK, T = p->tokens;
     const float *f16 = wf_f16_table();
+    const int32_t isa = wf_isa();
     float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
     int8_t tmp[WF_QK];
     if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
-    int32_t *xsum8 = wf_x86_avx2() ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
+    int32_t *xsum8 = isa == WF_ISA_AVX2 ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
     if (xsum8 != NULL) { /* four rows at a time; the remaining rows below take the C loop */
         for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
             int32_t s = 0;
@@ -175,7 +293,21 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
         free(xsum8);
     }
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-    for (; r0 + 4 <= r1; r0 += 4) rows4_neon(m, r0, p->xq, p->xd, T, p->y);
+    if (isa == WF_ISA_DOTPROD) {
+        const int q4_4x4 = is_q4_4x4(m), q8_8x8 = is_q8_8x8(m);
+        while (r0 + 4 <= r1) {
+            if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
+                rows8_neon_q8_8x8(m, r0, p->xq, p->xd, T, p->y);
+                r0 += 8;
+            } else if (q4_4x4 && r0 % 4 == 0) {
+                rows4_neon_q4_4x4(m, r0, p->xq, p->xd, T, p->y);
+                r0 += 4;
+            } else {
+                rows4_neon(m, r0, p->xq, p->xd, T, p->y);
+                r0 += 4;
+            }
+        }
+    }
 #endif
     for (int64_t r = r0; r < r1; r++) {
         for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
@@ -184,7 +316,7 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
             const int8_t *w = wf_fetch_block(m, r, b, tmp, &dbits);
             const float dw = f16[dbits];
             for (int64_t t = 0; t < T; t++) {
-                const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK);
+                const int32_t dot = block_dot(w, p->xq + t * m->cols + b * WF_QK, isa);
                 acc[t] = acc[t] + (float)dot * (dw * p->xd[t * nb + b]);
             }
         }

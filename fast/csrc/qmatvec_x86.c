@@ -15,14 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-int wf_x86_avx2(void) {
-    static int have = -1;
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1 : 0;
+int32_t wf_isa_cpu(int32_t isa) {
+    __builtin_cpu_init();
+    switch (isa) {
+    case WF_ISA_PORTABLE:
+        return 1;
+    case WF_ISA_AVX2: /* every AVX2 CPU has F16C, but the kernels use both: ask for both */
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case WF_ISA_AVX512: /* what AVX-512 int8 kernels need: F, BW, VL and VNNI (vpdpbusd) */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    default:
+        return 0;
     }
-    return have;
 }
+
+int wf_x86_avx2(void) { return wf_isa() == WF_ISA_AVX2; }
 
 #define AVX2 __attribute__((target("avx2,f16c")))
 
@@ -350,6 +358,94 @@ AVX2 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const int
     _mm256_storeu_ps(y + r, acc);
 }
 
+/* Several tokens (prefill) on a Q4_0 4x4 payload, rows r..r+3 = one row group: the steps of
+ * rows4_one_token_q4_4x4 for every token, with each group block's nibbles unpacked once and
+ * reused by all tokens (a rows x tokens tile, weights read once per call). Token t's lane i is
+ * row r+i: acc = acc + (float)D * (d_w * d_x) over ascending blocks, as the contract fixes. */
+AVX2 static void rows4_tokens_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                     const float *xd, const int32_t *xsum8, int64_t tokens,
+                                     float *y) {
+    const int64_t nb = m->cols / WF_QK;
+    const __m256i mask = _mm256_set1_epi8((char)0x88), low = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i lo01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i lo23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+    const __m256i hi01 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
+    const __m256i hi23 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
+    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    __m128 stack_acc[64], *acc = tokens <= 64 ? stack_acc : malloc(sizeof(__m128) * tokens);
+    if (acc == NULL) return; /* y stays NaN-filled: the failure cannot pass unnoticed */
+    for (int64_t t = 0; t < tokens; t++) acc[t] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += 72) {
+        const __m256i w01 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 8)), mask);
+        const __m256i w23 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 40)), mask);
+        const __m256i l01 = _mm256_and_si256(w01, low), l23 = _mm256_and_si256(w23, low);
+        const __m256i h01 = _mm256_and_si256(_mm256_srli_epi16(w01, 4), low);
+        const __m256i h23 = _mm256_and_si256(_mm256_srli_epi16(w23, 4), low);
+        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)g));
+        for (int64_t t = 0; t < tokens; t++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + t * m->cols + b * WF_QK));
+            __m256i pairs = _mm256_maddubs_epi16(l01, _mm256_permutevar8x32_epi32(x, lo01));
+            pairs = _mm256_add_epi16(
+                pairs, _mm256_maddubs_epi16(l23, _mm256_permutevar8x32_epi32(x, lo23)));
+            pairs = _mm256_add_epi16(
+                pairs, _mm256_maddubs_epi16(h01, _mm256_permutevar8x32_epi32(x, hi01)));
+            pairs = _mm256_add_epi16(
+                pairs, _mm256_maddubs_epi16(h23, _mm256_permutevar8x32_epi32(x, hi23)));
+            const __m256i sums = _mm256_madd_epi16(pairs, ones);
+            const __m128i dots = _mm_sub_epi32(
+                _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1)),
+                _mm_set1_epi32(xsum8[t * nb + b]));
+            const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(xd[t * nb + b]));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(dots), sc));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) _mm_storeu_ps(y + t * m->rows + r, acc[t]);
+    if (acc != stack_acc) free(acc);
+}
+
+/* Several tokens (prefill) on a Q8_0 8x8 payload, rows r..r+7 = one row group: the steps of
+ * rows8_one_token_q8_8x8 for every token, |w| of each group block made once for all tokens. */
+AVX2 static void rows8_tokens_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                     const float *xd, int64_t tokens, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *g = m->data + (r / 8) * nb * step;
+    /* __m256 needs 32-byte alignment, more than malloc promises */
+    __m256 stack_acc[64],
+        *acc = tokens <= 64 ? stack_acc : aligned_alloc(32, sizeof(__m256) * (size_t)tokens);
+    if (acc == NULL) return;
+    for (int64_t t = 0; t < tokens; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        __m256i w[8], aw[8];
+        for (int c = 0; c < 8; c++) {
+            w[c] = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * c));
+            aw[c] = _mm256_sign_epi8(w[c], w[c]);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)g));
+        for (int64_t t = 0; t < tokens; t++) {
+            const int8_t *x = xq + t * m->cols + b * WF_QK;
+            __m256i dots = _mm256_setzero_si256();
+            for (int c = 0; c < 8; c++) {
+                int32_t piece;
+                memcpy(&piece, x + 4 * c, 4);
+                const __m256i pairs = _mm256_maddubs_epi16(
+                    aw[c], _mm256_sign_epi8(_mm256_set1_epi32(piece), w[c]));
+                dots = _mm256_add_epi32(dots, _mm256_madd_epi16(pairs, ones));
+            }
+            const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(xd[t * nb + b]));
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), sc));
+        }
+    }
+    for (int64_t t = 0; t < tokens; t++) _mm256_storeu_ps(y + t * m->rows + r, acc[t]);
+    if (acc != stack_acc) free(acc);
+}
+
+static int is_q4_4x4(const wf_matrix *m) {
+    return m->kind == WF_W_Q4 && m->group_rows == 4 && m->chunk_bytes == 4 &&
+           m->xor_mask == 0x88;
+}
+
 static int is_q8_8x8(const wf_matrix *m) {
     return m->kind == WF_W_Q8 && m->group_rows == 8 && m->chunk_bytes == 4 && m->xor_mask == 0;
 }
@@ -419,8 +515,15 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
                                         int64_t tokens, float *y) {
     const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
     const int q4_rows8 = tokens == 1 && m->kind == WF_W_Q4 && m->group_rows <= 1;
+    const int tiles_q8 = tokens > 1 && is_q8_8x8(m), tiles_q4 = tokens > 1 && is_q4_4x4(m);
     while (r0 + 4 <= r1) {
-        if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
+        if (tiles_q8 && r0 % 8 == 0 && r0 + 8 <= r1) {
+            rows8_tokens_q8_8x8(m, r0, xq, xd, tokens, y);
+            r0 += 8;
+        } else if (tiles_q4 && r0 % 4 == 0) {
+            rows4_tokens_q4_4x4(m, r0, xq, xd, xsum8, tokens, y);
+            r0 += 4;
+        } else if (q8_8x8 && r0 % 8 == 0 && r0 + 8 <= r1) {
             rows8_one_token_q8_8x8(m, r0, xq, xd, y);
             r0 += 8;
         } else if (q4_rows8 && r0 + 8 <= r1) {
@@ -437,6 +540,16 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
 #else
 
 int wf_x86_avx2(void) { return 0; }
+
+int32_t wf_isa_cpu(int32_t isa) {
+#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+    return isa == WF_ISA_PORTABLE || isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD;
+#elif defined(__ARM_NEON)
+    return isa == WF_ISA_PORTABLE || isa == WF_ISA_NEON;
+#else
+    return isa == WF_ISA_PORTABLE;
+#endif
+}
 
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,

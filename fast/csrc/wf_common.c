@@ -49,20 +49,20 @@ float wf_f16_to_f32(uint16_t h) { return wf_f16_table()[h]; }
 
 float wf_dot_f32(const float *a, const float *b, int64_t n) {
     int64_t i = 0;
-#if defined(__ARM_NEON)
-    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
-    for (; i + WF_LANES <= n; i += WF_LANES) {
-        lo = vaddq_f32(lo, vmulq_f32(vld1q_f32(a + i), vld1q_f32(b + i)));
-        hi = vaddq_f32(hi, vmulq_f32(vld1q_f32(a + i + 4), vld1q_f32(b + i + 4)));
-    }
-    float l[WF_LANES];
-    vst1q_f32(l, lo);
-    vst1q_f32(l + 4, hi);
-#else
     float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#if defined(__ARM_NEON)
+    if (wf_isa() != WF_ISA_PORTABLE) {
+        float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+        for (; i + WF_LANES <= n; i += WF_LANES) {
+            lo = vaddq_f32(lo, vmulq_f32(vld1q_f32(a + i), vld1q_f32(b + i)));
+            hi = vaddq_f32(hi, vmulq_f32(vld1q_f32(a + i + 4), vld1q_f32(b + i + 4)));
+        }
+        vst1q_f32(l, lo);
+        vst1q_f32(l + 4, hi);
+    }
+#endif
     for (; i + WF_LANES <= n; i += WF_LANES)
         for (int j = 0; j < WF_LANES; j++) l[j] = l[j] + a[i + j] * b[i + j];
-#endif
     for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + a[i] * b[i];
     return wf_combine_lanes(l);
 }
@@ -198,12 +198,43 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool.busy);
 }
 
-int32_t wf_simd_path(void) {
+/* The best path of this build: on Arm the NEON code is compiled in by -march, on x86-64 the AVX2
+ * functions are chosen at run time (qmatvec_x86.c). AVX-512 has no kernels yet (issue 19). */
+static int32_t best_isa(void) {
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-    return 2;
+    return WF_ISA_DOTPROD;
 #elif defined(__ARM_NEON)
-    return 1;
+    return WF_ISA_NEON;
 #else
-    return wf_x86_avx2() ? 3 : 0;
+    return wf_isa_cpu(WF_ISA_AVX2) ? WF_ISA_AVX2 : WF_ISA_PORTABLE;
 #endif
 }
+
+/* -1 until first read; written only between calls (wf_set_isa), so workers read a settled value. */
+static _Atomic int32_t active_isa = -1;
+
+int32_t wf_isa_usable(int32_t isa) {
+    if (isa == WF_ISA_PORTABLE) return 1;
+#if defined(__ARM_NEON)
+    return isa == WF_ISA_NEON || isa == best_isa();
+#else
+    return isa == WF_ISA_AVX2 && wf_isa_cpu(WF_ISA_AVX2);
+#endif
+}
+
+int32_t wf_isa(void) {
+    int32_t isa = atomic_load_explicit(&active_isa, memory_order_relaxed);
+    if (isa < 0) {
+        isa = best_isa();
+        atomic_store(&active_isa, isa);
+    }
+    return isa;
+}
+
+int32_t wf_set_isa(int32_t isa) {
+    if (!wf_isa_usable(isa)) return -1;
+    atomic_store(&active_isa, isa);
+    return 0;
+}
+
+int32_t wf_simd_path(void) { return wf_isa(); }

@@ -48,14 +48,27 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* x86-64: 1 when the CPU has AVX2 and F16C (qmatvec_x86.c), and its spec/numerics.md §4.1 kernel
+/* Kernel paths (spec/numerics.md §15.1). Every path gives the same bits; which one runs is chosen
+ * once per process (the best this CPU and build have) and can be forced by wf_set_isa. */
+enum { WF_ISA_PORTABLE = 0, WF_ISA_NEON = 1, WF_ISA_DOTPROD = 2, WF_ISA_AVX2 = 3, WF_ISA_AVX512 = 4 };
+/* 1 when this CPU has the instructions of `isa` (qmatvec_x86.c on x86-64, compile time on Arm). */
+int32_t wf_isa_cpu(int32_t isa);
+/* 1 when this build has kernels for `isa` and the CPU can run them. */
+int32_t wf_isa_usable(int32_t isa);
+/* Make `isa` the path every later call takes; 0 on success, -1 (nothing changed) when unusable.
+ * Call it between products, never during one. */
+int32_t wf_set_isa(int32_t isa);
+/* The path in use. */
+int32_t wf_isa(void);
+
+/* x86-64: 1 when the AVX2 path is in use (qmatvec_x86.c), and its spec/numerics.md §4.1 kernel
  * for the whole groups of four rows in [r0, r1); returns the first row it left to the caller. */
 int wf_x86_avx2(void);
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,
                                    float *y);
 
-/* 0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2 (the path the kernels take here). */
+/* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2). */
 int32_t wf_simd_path(void);
 
 #endif

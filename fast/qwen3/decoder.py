@@ -6,18 +6,24 @@ attention and SwiGLU run in the C kernels in the contract's order (q/k norm and 
 the residual adds are element-wise NumPy float32 operations (one rounding each, as in the
 reference); the RoPE tables are the same correctly rounded values (fast/numerics/rope.py). The trace
 hook receives the same names and bits.
+
+An untraced forward of one request runs every decoder layer in one C call (fast/csrc/layers.c:
+the same kernels in the same sequence, so the same bits) with scratch buffers kept by the model;
+a traced or batched forward takes the step-by-step path, which hands every activation to the hook.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 
 import numpy as np
 
-from weightfile.fast._native import address
+from weightfile.fast._native import WfLayer, address
 from weightfile.fast.layers.norm import norm_project
 from weightfile.fast.layers.swiglu import swiglu_project
-from weightfile.fast.numerics.matrix import kernels, project
+from weightfile.fast.numerics import matrix
+from weightfile.fast.numerics.matrix import kernels, project, takes_codes
 from weightfile.fast.numerics.rope import FastRopeTables
 from weightfile.ref.layers.batch import PositionIds, gather_requests
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, emit
@@ -28,6 +34,9 @@ from weightfile.ref.qwen3.weights import widen_f16
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .bind import FastLayer, FastWeights
+
+#: FastLayer matrices in the order of layers.c's wf_layer.mat.
+LAYER_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 class FastKVCache:
@@ -40,15 +49,21 @@ class FastKVCache:
         self.length = 0
 
     def reserve(self, positions: int) -> None:
-        """Room for `positions` rows per layer."""
-        cap = self.keys.shape[1]
-        if positions <= cap:
+        """Room for `positions` rows per layer (rows past `length` are written before any read)."""
+        old = self.keys.shape[1]
+        if positions <= old:
             return
+        cap = old
         while cap < positions:
             cap *= 2
-        grow = ((0, 0), (0, cap - self.keys.shape[1]), (0, 0))
-        self.keys = np.pad(self.keys, grow)
-        self.values = np.pad(self.values, grow)
+        for name in ("keys", "values"):
+            grown = np.empty((self.keys.shape[0], cap, self.keys.shape[2]), dtype=np.float32)
+            grown[:, :old] = getattr(self, name)
+            setattr(self, name, grown)
+
+    @property
+    def capacity(self) -> int:
+        return int(self.keys.shape[1])
 
 
 class FastQwen3Model:
@@ -71,6 +86,26 @@ class FastQwen3Model:
         self.eps = config.eps_f32  # a property that builds a float32 on every read
         self.kernels = kernels_for(profile)  # the reference's kernels: sampling and RoPE tables
         self.rope = FastRopeTables(self.kernels.rope_tables(config.theta_f32, config.head_dim))
+        # The one-call path is this class's dense layer; a subclass that overrides a block
+        # (MoE, VL) or binds other layer types keeps the step-by-step path.
+        dense = all(type(lw) is FastLayer for lw in weights.layers) and all(
+            getattr(type(self), f) is getattr(FastQwen3Model, f)
+            for f in ("attention_block", "mlp_block")
+        )
+        self._layers = self._layer_structs() if dense else ()
+        self._scratch = np.empty(0, dtype=np.float32)
+
+    def _layer_structs(self) -> ctypes.Array:
+        """The wf_layer array of fast/csrc/layers.c (it points into `self.weights`, which this
+        model keeps alive)."""
+        out = (WfLayer * len(self.weights.layers))()
+        for s, lw in zip(out, self.weights.layers, strict=True):
+            mats = [getattr(lw, f) for f in LAYER_MATRICES]
+            s.mat[:] = [m._address for m in mats]
+            s.codes[:] = [int(takes_codes((m,))) for m in mats]
+            for f in ("attn_norm", "q_norm", "k_norm", "ffn_norm"):
+                setattr(s, f, address(getattr(lw, f)))
+        return out
 
     def new_cache(self) -> FastKVCache:
         return FastKVCache(self.config.num_hidden_layers, self.config.kv_dim)
@@ -177,9 +212,12 @@ class FastQwen3Model:
         for token_ids, cache, _ in requests:
             cache.reserve(cache.length + len(token_ids))
         cos, sin = self.cos_sin(pos)
-        for i, lw in enumerate(self.weights.layers):
-            x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
-            x = self.mlp_block(i, lw, x, layer_hook)
+        if trace is None and len(requests) == 1 and self._layers:
+            self._forward_layers(x, cos, sin, slots, caches[0])
+        else:
+            for i, lw in enumerate(self.weights.layers):
+                x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
+                x = self.mlp_block(i, lw, x, layer_hook)
         n, (logits,) = norm_project(
             x, self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads
         )
@@ -191,3 +229,21 @@ class FastQwen3Model:
             at += len(token_ids)
             cache.length += len(token_ids)
         return out
+
+    def _forward_layers(
+        self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
+    ) -> None:
+        """Every decoder layer on x [T, hidden] in place, one C call (fast/csrc/layers.c)."""
+        c, lib, tokens = self.config, kernels(), x.shape[0]
+        need = lib.wf_forward_scratch_floats(ctypes.addressof(self._layers), tokens)
+        if self._scratch.size < need:
+            self._scratch = np.empty(need, dtype=np.float32)
+        slot_ids = np.array(slots, dtype=np.int64)
+        status = lib.wf_forward_layers(
+            ctypes.addressof(self._layers), len(self._layers), c.num_attention_heads,
+            c.num_key_value_heads, c.head_dim, self.eps, address(x), tokens, address(cos),
+            address(sin), address(cache.keys), address(cache.values), cache.capacity,
+            address(slot_ids), address(self._scratch), self.threads,
+            matrix.MIN_ELEMENTS_PER_THREAD,
+        )  # fmt: skip
+        assert status == 0, status

@@ -3,14 +3,15 @@ bit.
 
 The forward-pass property runs tiny models (head_dim 8, the generic loop); here head_dim is a
 multiple of 32, the SSE2 path of Qwen3's 128: four positions' dots at once, 32 outputs held in
-registers across positions. Position counts cover the four-at-a-time loop and its tail.
+registers across positions. Position counts cover the four-at-a-time loop and its tail; every
+kernel path usable here runs (spec/numerics.md §15.1: portable takes the plain C loop).
 """
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weightfile.fast._native import address
+from weightfile.fast._native import address, each_isa
 from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL
@@ -39,11 +40,14 @@ def test_attend_equals_ref(
     q = (rng.standard_normal(heads * head_dim) * scale).astype(np.float32)
     keys = (rng.standard_normal((npos, stride)) * scale).astype(np.float32)
     values = rng.standard_normal((npos, stride)).astype(np.float32)
-    scores, out = np.empty(npos, np.float32), np.empty(heads * head_dim, np.float32)
-    kernels().wf_attend(
-        address(q), address(keys), address(values), npos, stride, heads, kv_heads, head_dim,
-        address(scores), address(out),
-    )  # fmt: skip
+    scores = np.empty(npos, np.float32)
+    outs = {}
+    for isa in each_isa():
+        outs[isa] = np.empty(heads * head_dim, np.float32)
+        kernels().wf_attend(
+            address(q), address(keys), address(values), npos, stride, heads, kv_heads, head_dim,
+            address(scores), address(outs[isa]),
+        )  # fmt: skip
     ref = kernels_for(CANONICAL)
     want: list[np.float32] = []
     for h in range(heads):
@@ -52,4 +56,6 @@ def test_attend_equals_ref(
         ks = [list(keys[j, kv : kv + head_dim]) for j in range(npos)]
         vs = [list(values[j, kv : kv + head_dim]) for j in range(npos)]
         want += ref.attend(qh, ks, vs)
-    assert canonical_bits(out) == canonical_bits(np.array(want, dtype=np.float32))
+    assert len(outs) >= 1
+    for out in outs.values():
+        assert canonical_bits(out) == canonical_bits(np.array(want, dtype=np.float32))

@@ -3,8 +3,10 @@
 Hypothesis writes small random VQF model files -- geometry inside the dense Qwen3 / Qwen3-VL family,
 projections in every layout (Q8_0, 8x8-tiled, G256, Q4I8, Q4_0, 4x4-tiled, F32, F16), F16 or F32
 embeddings, tied or not, MRoPE or not -- and compares logits and every traced activation as uint32
-views, for a prefill and decode steps, in both quantized modes (spec/numerics.md §4.1, §4.2) and
-with 1 and 3 threads. Binding errors are the reference binder's (class, rule, offset, path).
+views (logits also untraced: the one-call layer path), for a prefill and decode steps, in both
+quantized modes (spec/numerics.md §4.1, §4.2), with 1 and 3 threads, on every kernel path usable
+here (spec/numerics.md §15.1). Binding errors are the reference binder's (class, rule, offset,
+path).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from strategies.tiny_vqf import ModelSpec, model_specs, write_model_file
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
+from weightfile.fast._native import each_isa
 from weightfile.fast.qwen3 import open_model
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen3.bind_vqf import bind_vqf
@@ -66,18 +69,30 @@ def test_forward_fast_equals_ref(data: st.DataObject, spec: ModelSpec, mode) -> 
         path = write_model_file(Path(tmp) / "m.vqf", spec)
         with open_vqf(path) as vqf:
             ref = Qwen3Model(*bind_vqf(vqf), profile)
+            # one cache per (path, thread count, traced or not) against one ref run: a traced
+            # forward takes the step-by-step path, an untraced one the one-call layers.c path
             fast = [open_model(vqf, threads=n, profile=profile) for n in (1, 3)]
             ref_cache = ref.new_cache()
-            caches = [m.new_cache() for m in fast]
+            isas = list(each_isa())
+            caches = {
+                (isa, i, traced): m.new_cache()
+                for isa in isas
+                for i, m in enumerate(fast)
+                for traced in (True, False)
+            }
             for tokens, pos in plan:
                 want_trace = TraceRecorder()
                 want = ref.forward(tokens, ref_cache, pos, want_trace)
-                for model, cache in zip(fast, caches, strict=True):
-                    got_trace = TraceRecorder()
-                    got = model.forward(tokens, cache, pos, got_trace)
-                    assert_same_bits("logits", got, want)
-                    assert_same_trace(got_trace, want_trace)
-                    assert cache.length == ref_cache.length
+                for isa in each_isa():
+                    for i, model in enumerate(fast):
+                        for traced in (True, False):
+                            cache = caches[isa, i, traced]
+                            got_trace = TraceRecorder() if traced else None
+                            got = model.forward(tokens, cache, pos, got_trace)
+                            assert_same_bits(f"logits ({isa}, traced={traced})", got, want)
+                            if got_trace is not None:
+                                assert_same_trace(got_trace, want_trace)
+                            assert cache.length == ref_cache.length
 
 
 @settings(max_examples=6)
@@ -140,3 +155,23 @@ def test_bind_errors_equal_ref(what: str, monkeypatch: pytest.MonkeyPatch) -> No
             want = outcome(lambda: bind_vqf(vqf))
             got = outcome(lambda: open_model(vqf))
     assert want[0] != "ok" and got == want
+
+
+@settings(max_examples=2)
+@given(spec=model_specs())
+def test_a_subclass_overriding_a_block_keeps_the_step_by_step_path(spec: ModelSpec) -> None:
+    """An MoE or VL decoder that overrides mlp_block must not be bypassed by the one-call
+    layers.c path; the dense class takes that path."""
+    from weightfile.fast.qwen3.decoder import FastQwen3Model
+
+    class Overriding(FastQwen3Model):
+        def mlp_block(self, i, lw, h, hook):
+            return super().mlp_block(i, lw, h, hook)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            dense = open_model(vqf)
+            assert len(dense._layers) == spec.config.num_hidden_layers
+            sub = Overriding(dense.config, dense.weights)
+            assert len(sub._layers) == 0

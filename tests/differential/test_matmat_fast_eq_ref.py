@@ -1,8 +1,8 @@
 """fast.numerics.matrix products equal the reference kernels' bits (spec/numerics.md §3.3, §4).
 
 Every layout the forward pass reads, both quantized modes (spec/numerics.md §4.1 q8_activation,
-spec/numerics.md §4.2 f32_weights), one and several tokens, one and three threads; compared as
-uint32 views.
+spec/numerics.md §4.2 f32_weights), one and several tokens, one and three threads, every kernel
+path usable here (spec/numerics.md §15.1); compared as uint32 views.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fi
     threads_on_tiny_matrices,
 )
 
+from weightfile.fast._native import each_isa
 from weightfile.fast.numerics.matrix import FastMatrix, matmat_codes_set, quantize_activation
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
@@ -52,9 +53,10 @@ def test_quantized_product_equals_ref(layout: str, mode, data) -> None:
     payload = np.frombuffer(raw, dtype=np.uint8)
     fast = FastMatrix(layout, payload, rows, cols, mode)
     want = ref_product(words, x, mode)
-    for threads in (1, 3):
-        assert_same_bits(fast.matmat(x, threads=threads), want)
-    assert_same_bits(fast.matvec(x[0]), want[:1].reshape(rows))
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert_same_bits(fast.matmat(x, threads=threads), want)
+        assert_same_bits(fast.matvec(x[0]), want[:1].reshape(rows))
 
 
 @pytest.mark.parametrize("layout", DENSE_LAYOUTS)
@@ -78,8 +80,9 @@ def test_dense_product_equals_ref(layout: str, seed: int, rows: int, cols: int, 
     x = activations(rng, tokens, cols)
     fast = FastMatrix(layout, np.frombuffer(raw, dtype=np.uint8), rows, cols)
     want = ref_product(DenseMatrix(values), x, QuantizedMatmul.Q8_ACTIVATION)
-    for threads in (1, 3):
-        assert_same_bits(fast.matmat(x, threads=threads), want)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert_same_bits(fast.matmat(x, threads=threads), want)
 
 
 def test_a_changed_code_changes_the_product() -> None:
@@ -116,7 +119,29 @@ def test_matrix_set_equals_ref_per_matrix(seed: int, layouts, cols: int, tokens:
     ]
     x = activations(rng, tokens, cols)
     want = [ref_product(w, x, QuantizedMatmul.Q8_ACTIVATION) for w in words]
-    for threads in (1, 3):
-        got = matmat_codes_set(mats, *quantize_activation(x), threads=threads)
-        for g, w in zip(got, want, strict=True):
-            assert_same_bits(g, w)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            got = matmat_codes_set(mats, *quantize_activation(x), threads=threads)
+            for g, w in zip(got, want, strict=True):
+                assert_same_bits(g, w)
+
+
+@settings(max_examples=8)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(["q4_0_4x4", "q8_0_8x8"]),
+    groups=st.integers(1, 3),
+    blocks=st.integers(1, 3),
+    tokens=st.sampled_from([2, 5, 64, 67]),
+)
+def test_token_tiles_equal_ref(seed: int, layout: str, groups: int, blocks: int, tokens: int):
+    """The prefill tiles (a row group x every token, weights unpacked once per block; past 64
+    tokens their accumulators move to the heap) give each token the reference's product."""
+    rng = np.random.default_rng(seed)
+    words = quant_words(rng, layout, CODECS[layout].row_group * groups, 32 * blocks)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, tokens, words.shape[1])
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert_same_bits(fast.matmat(x, threads=threads), want)

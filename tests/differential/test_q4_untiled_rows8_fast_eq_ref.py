@@ -1,6 +1,7 @@
 """The untiled Q4_0 decode kernel (eight rows in lanes, blocks in pairs) equals the reference
 bit for bit (spec/numerics.md §4.1): single-token products of matrices with at least eight rows,
-odd and even block counts, one and three threads; compared as uint32 views.
+odd and even block counts, one and three threads, every kernel path usable here
+(spec/numerics.md §15.1); compared as uint32 views.
 
 The general product property draws up to nine rows, so it reaches this path only now and then;
 this one always does.
@@ -18,6 +19,7 @@ from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fi
     threads_on_tiny_matrices,
 )
 
+from weightfile.fast._native import each_isa
 from weightfile.fast.numerics.matrix import FastMatrix
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
@@ -38,6 +40,7 @@ def test_q4_untiled_single_token_equals_ref(seed: int, rows: int, blocks: int) -
     x = activations(rng, 1, cols)
     kernels = kernels_for(CANONICAL.with_quantized_matmul(QuantizedMatmul.Q8_ACTIVATION))
     want = np.array(kernels.matvec(words, list(x[0])), dtype=np.float32)
-    for threads in (1, 3):
-        got = fast.matmat(x, threads=threads).reshape(rows)
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for _isa in each_isa():
+        for threads in (1, 3):
+            got = fast.matmat(x, threads=threads).reshape(rows)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

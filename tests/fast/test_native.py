@@ -32,3 +32,47 @@ def test_no_compiler_gives_a_warning_and_the_reference_result(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert "WARN weightfile: C kernels unavailable" in out.stdout, out.stderr
     assert out.stdout.strip().endswith("0xaf63dc4c8601ec8c")
+
+
+ISA_SCRIPT = (
+    "from weightfile.fast import _native\n"
+    "from weightfile.spec.errors import UnsupportedError\n"
+    "try:\n"
+    "    lib = _native.library()\n"
+    "    print('path', _native.current_isa(lib), lib.wf_simd_path())\n"
+    "except UnsupportedError as e:\n"
+    "    print('refused', e.rule, e)\n"
+)
+
+
+def run_with_isa(value: str) -> str:
+    import os
+
+    env = {**os.environ, "WEIGHTFILE_ISA": value}
+    cmd = [sys.executable, "-c", ISA_SCRIPT]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_weightfile_isa_forces_a_path_and_refuses_a_missing_one() -> None:
+    """spec/numerics.md §15.1: WEIGHTFILE_ISA=portable runs the portable path (wf_simd_path 0);
+    a path this machine or build cannot run, or no path at all, is refused with native.isa."""
+    rule = "native.isa"
+    assert rule == _native.ISA_RULE
+    assert run_with_isa("portable") == "path portable 0"
+    usable = _native.usable_isas()
+    assert "portable" in usable and _native.current_isa() in usable
+    missing = [n for n in _native.ISAS if n not in usable]
+    assert missing, "no machine has every path of both architectures"
+    refused = run_with_isa(missing[0])
+    assert refused.startswith(f"refused {rule}") and f"WEIGHTFILE_ISA={missing[0]}" in refused
+    assert run_with_isa("sse9").startswith(f"refused {rule}")
+
+
+def test_each_isa_forces_every_usable_path_then_restores() -> None:
+    lib = _native.library()
+    before = _native.current_isa(lib)
+    seen = [(name, lib.wf_simd_path()) for name in _native.each_isa()]
+    assert seen == [(n, _native.ISAS[n]) for n in _native.usable_isas()]
+    assert _native.current_isa(lib) == before

@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies.weights import QUANT_LAYOUTS, quantized_cases
+from strategies.weights import (
+    QUANT_LAYOUTS,
+    activations,
+    quant_payload,
+    quant_words,
+    quantized_cases,
+)
 
 import weightfile.fast
 from weightfile.fast.numerics.matrix import KINDS
@@ -98,6 +104,24 @@ def test_quantized_products_under_neon(driver: Path, layout: str, mode, data) ->
     for threads in (1, 3):  # one thread runs the 4-row kernels on every whole group of rows
         params = [rows, cols, tokens, KINDS[CODECS[layout].base], *geometry, len(payload), threads]
         same_bits(run(driver, op, params, payload, x), want)
+
+
+@pytest.mark.parametrize("layout", ["q4_0_4x4", "q8_0_8x8"])
+@settings(max_examples=3)
+@given(seed=st.integers(0, 2**32 - 1), groups=st.integers(1, 2), tokens=st.integers(15, 19))
+def test_tiled_token_tiles_under_neon(driver: Path, layout: str, seed: int, groups, tokens):
+    """The dotprod row-group kernels of the tiled layouts with every token in one tile; past 16
+    tokens their accumulators move to the heap."""
+    rng = np.random.default_rng(seed)
+    t = CODECS[layout].tiling
+    words = quant_words(rng, layout, t.group_rows * groups, 64)
+    payload = quant_payload(layout, words)
+    x = activations(rng, tokens, 64)
+    k = kernels_for(CANONICAL.with_quantized_matmul(QuantizedMatmul.Q8_ACTIVATION))
+    want = [k.matvec(words, list(row)) for row in x]
+    geometry = [t.group_rows, t.chunk_bytes, t.xor]
+    params = [*words.shape, tokens, KINDS[CODECS[layout].base], *geometry, len(payload), 1]
+    same_bits(run(driver, "q8act", params, payload, x), want)
 
 
 @settings(max_examples=10)

@@ -1,0 +1,195 @@
+/* The decoder layers of a Qwen3 dense forward pass as one C call (spec/models.md §1.1;
+ * spec/numerics.md §10): per layer RMSNorm, the q/k/v products, q/k norm + RoPE, the KV-cache
+ * write, attention, o_proj + residual, RMSNorm, gate/up, SwiGLU, down + residual.
+ *
+ * Nothing here has an order of its own: each step is the kernel the Python driver
+ * (fast/qwen3/decoder.py) calls for it, in the same sequence, so every output is the same bits as
+ * the step-by-step path (and the reference). Which products share one pool call, and the thread
+ * counts, only change how outputs are grouped, never an output's operations
+ * (spec/numerics.md §3.4). The point is to make a decode step one call, not a dozen per layer.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+/* model_ops.c and qmatvec.c entry points this file drives (declared where they are defined). */
+void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
+                     float *out);
+void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
+                         float *out, int8_t *codes, float *scales);
+void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
+                  float eps, const float *cos, const float *sin, float *normed, float *rotated);
+void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
+void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
+                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
+                    float *scores, float *out);
+void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads);
+void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
+                                 const float *xd, int64_t tokens, float *const *ys,
+                                 int32_t threads);
+
+enum { P_Q, P_K, P_V, P_O, P_GATE, P_UP, P_DOWN, P_COUNT };
+
+/* One layer's weights. codes[i] = 1 when product i takes spec/numerics.md §4.1 activation codes
+ * (a quantized matrix in q8_activation mode), 0 when it takes float activations
+ * (spec/numerics.md §4.2, or a dense F32 / F16 matrix). */
+typedef struct {
+    const wf_matrix *mat[P_COUNT];
+    int32_t codes[P_COUNT];
+    const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+} wf_layer;
+
+/* The product-thread rule of fast/numerics/matrix.py threads_for: each thread gets at least
+ * min_work (its MIN_ELEMENTS_PER_THREAD) weight elements x tokens; only speed depends on it. */
+static int64_t min_work = 1 << 17;
+
+static int32_t threads_for(int32_t asked, int64_t work) {
+    int64_t t = work / min_work;
+    if (t > asked) t = asked;
+    return t < 1 ? 1 : (int32_t)t;
+}
+
+/* Products `which[0..n)` of layer L applied to the same activations (float x, and its codes
+ * xq / scales xd when some product takes them): those taking codes as one pool call, the others
+ * one by one, as fast/numerics/matrix.py project does. */
+static void project(const wf_layer *L, const int *which, int n, const float *x, const int8_t *xq,
+                    const float *xd, int64_t T, float *const *ys, int32_t threads) {
+    const wf_matrix *set[P_COUNT];
+    float *set_y[P_COUNT];
+    int count = 0;
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        const wf_matrix *m = L->mat[which[i]];
+        if (L->codes[which[i]]) {
+            set[count] = m, set_y[count++] = ys[i];
+            rows += m->rows;
+        } else {
+            wf_matmat_f32(m, x, T, ys[i], threads_for(threads, m->rows * m->cols * T));
+        }
+    }
+    if (count > 0)
+        wf_matmat_q8_activation_set(set, count, xq, xd, T, set_y,
+                                    threads_for(threads, rows * set[0]->cols * T));
+}
+
+static int any_codes(const wf_layer *L, int a, int b, int c) {
+    return L->codes[a] || (b >= 0 && L->codes[b]) || (c >= 0 && L->codes[c]);
+}
+
+/* Attention of T tokens: unit u = t * heads + h is query head h of token t, attending cache rows
+ * 0..slots[t]. Units are independent (each has its own scores), so the pool may split them. */
+typedef struct {
+    const float *qr, *keys, *values;
+    const int64_t *slots;
+    int64_t heads, kv_heads, head_dim, qd, kvd, npos_max;
+    float *att;
+} attention_job;
+
+static void attention_units(void *arg, int64_t u0, int64_t u1) {
+    const attention_job *a = arg;
+    float *scores = malloc(sizeof(float) * (size_t)a->npos_max);
+    if (scores == NULL) return; /* att was NaN-filled by the caller: the failure shows */
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t t = u / a->heads, h = u % a->heads;
+        wf_attend_head(a->qr + t * a->qd, a->keys, a->values, a->slots[t] + 1, a->kvd, a->heads,
+                       a->kv_heads, a->head_dim, h, scores, a->att + t * a->qd);
+    }
+    free(scores);
+}
+
+/* Floats of scratch wf_forward_layers needs for T tokens. */
+int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
+    const int64_t hid = L->mat[P_Q]->cols, qd = L->mat[P_Q]->rows, kvd = L->mat[P_K]->rows;
+    const int64_t inter = L->mat[P_GATE]->rows;
+    int64_t widest = hid > qd ? hid : qd;
+    widest = widest > inter ? widest : inter;
+    /* n, h, o, d: hid; q, qn, qr, att: qd; k, kn, kr, v: kvd; g, u, sw: inter; codes (int8, in
+     * floats rounded up) and scales: widest */
+    return T * (4 * hid + 4 * qd + 4 * kvd + 3 * inter + (widest + 3) / 4 + widest / WF_QK + 1);
+}
+
+/* x [T, hidden] holds the embeddings on entry and the last layer's output on return. Token t is
+ * at cache row slots[t] of its layer (keys / values [layers, capacity, kv_dim]); every token's
+ * K/V is written before any attends, and token t reads rows 0..slots[t] (spec/numerics.md §9).
+ * cos / sin [T, head_dim/2] are the tokens' spec/numerics.md §8.2-§8.3 rows. `scratch` holds
+ * wf_forward_scratch_floats(layers, T) floats; min_work_per_thread is threads_for's bound (the
+ * tests lower it so that tiny models use threads). Attention runs on the pool too: its units are
+ * query heads. Returns 0; an allocation failure inside a kernel leaves NaN (outputs are
+ * NaN-filled first), so it cannot pass for a result. */
+int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads,
+                          int64_t kv_heads, int64_t head_dim, float eps, float *x, int64_t T,
+                          const float *cos, const float *sin, float *keys, float *values,
+                          int64_t capacity, const int64_t *slots, float *scratch,
+                          int32_t threads, int64_t min_work_per_thread) {
+    if (nlayers <= 0 || T <= 0) return 0;
+    min_work = min_work_per_thread > 0 ? min_work_per_thread : 1;
+    const wf_layer *L0 = layers;
+    const int64_t hid = L0->mat[P_Q]->cols, qd = L0->mat[P_Q]->rows, kvd = L0->mat[P_K]->rows;
+    const int64_t inter = L0->mat[P_GATE]->rows;
+    int64_t widest = hid > qd ? hid : qd;
+    widest = widest > inter ? widest : inter;
+    float *p = scratch;
+    float *n = p; p += T * hid;
+    float *h = p; p += T * hid;
+    float *o = p; p += T * hid;
+    float *d = p; p += T * hid;
+    float *q = p; p += T * qd;
+    float *qn = p; p += T * qd;
+    float *qr = p; p += T * qd;
+    float *att = p; p += T * qd;
+    float *k = p; p += T * kvd;
+    float *kn = p; p += T * kvd;
+    float *kr = p; p += T * kvd;
+    float *v = p; p += T * kvd;
+    float *g = p; p += T * inter;
+    float *u = p; p += T * inter;
+    float *sw = p; p += T * inter;
+    int8_t *xq = (int8_t *)p; p += (T * widest + 3) / 4;
+    float *xd = p;
+    int64_t npos_max = 0;
+    for (int64_t t = 0; t < T; t++) npos_max = slots[t] + 1 > npos_max ? slots[t] + 1 : npos_max;
+    int64_t attention_work = 0; /* multiply-adds of q.k and p.v, for the thread count */
+    for (int64_t t = 0; t < T; t++) attention_work += 2 * (slots[t] + 1) * qd;
+    const int32_t attention_threads = threads_for(threads, attention_work);
+    static const int QKV[3] = {P_Q, P_K, P_V}, O[1] = {P_O}, GU[2] = {P_GATE, P_UP};
+    static const int DOWN[1] = {P_DOWN};
+    for (int32_t i = 0; i < nlayers; i++) {
+        const wf_layer *L = layers + i;
+        float *lk = keys + (int64_t)i * capacity * kvd, *lv = values + (int64_t)i * capacity * kvd;
+        /* h = x + o_proj(attn(input_layernorm(x))) */
+        if (any_codes(L, P_Q, P_K, P_V))
+            wf_rmsnorm_quantize(x, T, hid, L->attn_norm, eps, n, xq, xd);
+        else
+            wf_rmsnorm_rows(x, T, hid, L->attn_norm, eps, n);
+        float *const qkv[3] = {q, k, v};
+        project(L, QKV, 3, n, xq, xd, T, qkv, threads);
+        wf_norm_rope(q, T, heads, head_dim, L->q_norm, eps, cos, sin, qn, qr);
+        wf_norm_rope(k, T, kv_heads, head_dim, L->k_norm, eps, cos, sin, kn, kr);
+        for (int64_t t = 0; t < T; t++) {
+            memcpy(lk + slots[t] * kvd, kr + t * kvd, sizeof(float) * (size_t)kvd);
+            memcpy(lv + slots[t] * kvd, v + t * kvd, sizeof(float) * (size_t)kvd);
+        }
+        attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max, att};
+        for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
+        wf_parallel_for(T * heads, attention_threads, attention_units, &job);
+        if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
+        float *const oy[1] = {o};
+        project(L, O, 1, att, xq, xd, T, oy, threads);
+        for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §5.3 */
+        /* x = h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h) */
+        if (any_codes(L, P_GATE, P_UP, -1))
+            wf_rmsnorm_quantize(h, T, hid, L->ffn_norm, eps, n, xq, xd);
+        else
+            wf_rmsnorm_rows(h, T, hid, L->ffn_norm, eps, n);
+        float *const gu[2] = {g, u};
+        project(L, GU, 2, n, xq, xd, T, gu, threads);
+        wf_swiglu(g, u, T * inter, sw);
+        if (L->codes[P_DOWN]) wf_quantize_activation(sw, T * inter, xq, xd);
+        float *const dy[1] = {d};
+        project(L, DOWN, 1, sw, xq, xd, T, dy, threads);
+        for (int64_t j = 0; j < T * hid; j++) x[j] = h[j] + d[j];
+    }
+    return 0;
+}
