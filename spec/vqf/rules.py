@@ -143,6 +143,11 @@ _RULES = (
     Rule("vqf.import.layout", "UnsupportedError", "importer", "§2.5", "an unknown --layout"),
     Rule("vqf.import.geometry", "UnsupportedError", "importer", "§5.9",
          "a matrix width is not a multiple of the 32-element block"),
+    # --- weightfile convert (weightfile/convert/dispatch.py, vqf_plan.py) ---
+    Rule("vqf.import.option", "UnsupportedError", "importer", "§7.7",
+         "an unknown weight mode, quantizer or embedding, or --x8 outside weight mode q4"),
+    Rule("vqf.import.source", "UnsupportedError", "importer", "§7.7",
+         "no converter from the source's kind (format, model_type) to the target's"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),
