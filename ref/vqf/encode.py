@@ -44,7 +44,8 @@ def encode(
 
     F32 and F16 matrices are the reference-precision files' plain encodings; quantized ones take
     the registry's layout for the entry name (tiled, or untiled where the shape is not whole
-    tiles, spec/vqf.md §5.6), quantised by encoder `mode` (the codec's default when None, §6)."""
+    tiles, spec/vqf.md §5.6), quantised by encoder `mode` (the codec's default when None,
+    spec/vqf.md §6)."""
     rows, cols = m.shape
     if qtype == QType.F32:
         codec = "f32"

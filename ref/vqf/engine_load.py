@@ -31,7 +31,8 @@ from weightfile.spec.vqf.qtypes import QType
 PER_LAYER = frozenset(
     name
     for name, kind in KINDS.items()
-    if kind.family in ("norm", "router", "q8", "q4", "x8") and name not in ("final_norm",)
+    if kind.family in ("norm", "router", "q8", "q4", "x8")
+    and name not in ("final_norm",)
     and not name.endswith("_lm")
 )
 
@@ -67,7 +68,8 @@ class EngineLoadReport:
         if self.loads_by_default:
             return "a default engine loads it" + ("" if self.streaming else " (unstreamed)")
         if self.needs is None:
-            why = "; ".join(f.detail for f in self.findings if not f.met and f.condition in REFUSING)
+            failed = [f for f in self.findings if not f.met and f.condition in REFUSING]
+            why = "; ".join(f.detail for f in failed)
             return f"no engine settings load it: {why}"
         return "a default engine refuses it; it loads with " + " ".join(self.needs)
 
@@ -116,7 +118,7 @@ def qtype_finding(flags: int, entries: Sequence[EntryLike]) -> Finding:
     for e in entries:
         kind = KINDS.get(e.name)
         if kind is None:
-            continue  # skipped by the loader, or a vision name (§9 step 12)
+            continue  # skipped by the loader, or a vision name (spec/vqf.md §9 step 12)
         if e.name == "token_embed":
             want: tuple[int, ...] = (QType.F16,) if flags & VQFFlag.EMB_F16 else (QType.F32,)
         else:

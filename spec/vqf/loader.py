@@ -51,15 +51,18 @@ LOAD_WMODES: Final = ("default", "q4i", "g256")
 def engine_flags(s: EngineSettings, file_flags: int) -> int:
     """The engine's own flags & 0x1F in settings `s` (spec/vqf.md §9 step 10): never X8; a file
     with Q8BUF_Q4 switches an engine whose weights were not preallocated to q4i first."""
-    q4i = s.wmode == "q4i" or (bool(file_flags & VQFFlag.Q8BUF_Q4) and not s.preallocated)
+    switched = bool(file_flags & VQFFlag.Q8BUF_Q4) and not s.preallocated
+    wmode = "q4i" if switched else s.wmode  # the switch replaces the weight mode
+    q4i = wmode == "q4i"
     flags = 0
     if not s.disable_q8_repack and not q4i:  # q4i turns the q8 repack off
-        flags |= VQFFlag.Q8_8X8  # VLLM_Q8_8X8=0 is never proposed: it misreads (§9.2)
+        # VLLM_Q8_8X8=0 is never proposed: it misreads (spec/vqf.md §0 item 13)
+        flags |= VQFFlag.Q8_8X8
     if not s.disable_q4_repack:
         flags |= VQFFlag.Q4_4X4
     if q4i:
         flags |= VQFFlag.Q8BUF_Q4
-    if s.wmode == "g256":
+    if wmode == "g256":
         flags |= VQFFlag.G256
     return int(flags) & LAYOUT_MASK
 

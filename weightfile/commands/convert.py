@@ -87,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return run_conversion("convert", args.src, args.dst, args, args.wmode)
 
 
-def run_conversion(
-    command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str
-) -> int:
+def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str) -> int:
     """Convert src to dst with the parsed options; print what was written."""
     from weightfile.convert.dispatch import ConvertOptions, converter_for
     from weightfile.convert.vqf_plan import VQFPlan

@@ -33,4 +33,15 @@ def run(args: argparse.Namespace) -> int:
 
         description = describe(path)
     print(json.dumps(description, indent=2) if args.json else format_text(description))
+    if kind == "vqf" and not args.json:
+        print(f"engine: {engine_defaults_line(path)}")
     return 0
+
+
+def engine_defaults_line(path: Any) -> str:
+    """Would a default board engine load it (spec/vqf.md §9.2), as one line."""
+    from weightfile.ref.vqf.engine_load import engine_load_file
+    from weightfile.ref.vqf.read import open_vqf
+
+    with open_vqf(path) as vqf:
+        return engine_load_file(vqf).summary()

@@ -54,7 +54,7 @@ GGUF_MAGIC = b"GGUF"
 def source_kind(src: Path) -> str:
     """`hf/<model_type>` for a folder (a missing model_type reads as qwen3, as `import` always
     did), else the container its first bytes name."""
-    if src.is_dir():
+    if src.is_dir() or not src.exists():  # a missing folder: the importer names what is absent
         try:
             cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

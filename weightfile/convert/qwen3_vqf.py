@@ -169,16 +169,20 @@ def plan_tensors(
         else:
             yield import_module(f"{codecs}.f16").encode(embed, V, d, mode="trunc_ftz")
 
+    def final_norm() -> Iterator[bytes]:
+        yield require(sd, FINAL_NORM, (d,)).tobytes()
+
     def norms(field: str, n: int) -> Iterator[bytes]:
         for i in range(nl):
             yield require(sd, layer_tensor(i, field), (n,)).tobytes()
 
     def layers(name: str, qtype: QType, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         for i in range(nl):
-            yield encode(qtype, flags, name, require(sd, layer_tensor(i, field), shape), codecs, mode)
+            m = require(sd, layer_tensor(i, field), shape)
+            yield encode(qtype, flags, name, m, codecs, mode)
 
     def x8_layers(q4_name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
-        # the engine shuffles the bytes q4_* holds, 4x4-repacked when Q4_4X4 (§0 item 4)
+        # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §0 item 14)
         shuffle = import_module(codecs).codec("q4_0_8x8l")
         for q4 in layers(q4_name, QType.Q4_0, field, shape):
             yield shuffle.tile(q4, *shape)
@@ -190,7 +194,7 @@ def plan_tensors(
     emb_qtype = QType.F32 if p.embedding == "f32" else QType.F16
     out = [
         TensorSource("token_embed", emb_qtype, V, d, embedding()),
-        TensorSource("final_norm", QType.F32, d, 1, (require(sd, FINAL_NORM, (d,)).tobytes(),)),
+        TensorSource("final_norm", QType.F32, d, 1, final_norm()),
     ]
     for field, vqf_name in VQF_NORMS.items():
         n = hd if field in ("q_norm", "k_norm") else d

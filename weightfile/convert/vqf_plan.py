@@ -78,7 +78,8 @@ def x8_gate(c: Qwen3Config) -> bool:
 
 
 def plan_flags(c: Qwen3Config, p: VQFPlan) -> int:
-    """The header flags of spec/vqf.md §7.2 for this model and plan, after the §7.5 gates."""
+    """The header flags of spec/vqf.md §7.2 for this model and plan, after the gates of
+    spec/vqf.md §7.5."""
     flags = 0
     if p.embedding == "f16":
         flags |= VQFFlag.EMB_F16
