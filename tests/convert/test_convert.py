@@ -189,8 +189,8 @@ def layer0(hf: Path, field: str) -> np.ndarray:
 
 @pytest.mark.parametrize("layout", ["tiled", "legacy"])
 def test_x8_copies_are_the_engine_shuffle_of_the_stored_q4_bytes(hf, tmp_path, layout):
-    """spec/vqf.md §0 item 14: x8_* is the spec/vqf.md §5.8 shuffle of what q4_* holds (4x4 bytes when
-    Q4_4X4); untiled, that is our q4_0_8x8l encoding of the same matrix."""
+    """spec/vqf.md §0 item 14: x8_* is the spec/vqf.md §5.8 shuffle of what q4_* holds (4x4
+    bytes when Q4_4X4); untiled, that is our q4_0_8x8l encoding of the same matrix."""
     out = tmp_path / "x.vqf"
     assert main(["convert", str(hf), str(out), "--wmode", "q4", "--x8", "--layout", layout]) == 0
     gate = layer0(hf, "mlp.gate_proj.weight")  # [128, 64]
