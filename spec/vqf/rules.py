@@ -148,6 +148,10 @@ _RULES = (
          "an unknown weight mode, quantizer or embedding, or --x8 outside weight mode q4"),
     Rule("vqf.import.source", "UnsupportedError", "importer", "§7.7",
          "no converter from the source's kind (format, model_type) to the target's"),
+    Rule("vqf.import.gguf", "MalformedError", "importer", "§7.7",
+         "gguf-py cannot read the GGUF source"),
+    Rule("vqf.import.requantize", "UnsupportedError", "importer", "§7.7",
+         "a GGUF tensor's blocks are not its VQF entry's and --requantize was not given"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),

@@ -35,6 +35,11 @@ def register(sub: Any) -> None:
     parser.add_argument("dst", type=Path, help="the file to write (.vqf or .ninfer)")
     add_vqf_arguments(parser, WMODES, LAYOUTS, QUANTIZERS, EMBEDDINGS)
     parser.add_argument("--wmode", choices=WMODES, default="q8", help="VQF weight mode (§7.2)")
+    parser.add_argument(
+        "--requantize", action="store_true",
+        help="GGUF source: dequantize and quantize again the tensors whose blocks cannot be "
+        "copied (K-quants, or Q8_0 into a q4 family); without it they are refused",
+    )  # fmt: skip
     add_common_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -121,6 +126,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
         passphrase=key,
         sign_key=sign_key,
         progress=bar if target == "vqf" else None,
+        requantize=getattr(args, "requantize", False),
     )
     try:
         paths = converter(src, dst, options)

@@ -34,6 +34,7 @@ class ConvertOptions:
     passphrase: bytes | None = None
     sign_key: bytes | None = None
     progress: Callable[[int], None] | None = None
+    requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
 
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]
@@ -44,6 +45,7 @@ CONVERTERS: dict[tuple[str, str], str] = {
     ("hf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
+    ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
 }
 
 #: A destination's extension -> its target kind.
@@ -64,7 +66,7 @@ def source_kind(src: Path) -> str:
     with open(src, "rb") as fh:
         head = fh.read(4)
     if head == GGUF_MAGIC:
-        return "gguf"
+        return f"gguf/{gguf_architecture(src)}"
     from weightfile.formats import sniff
 
     return sniff(src)
@@ -140,6 +142,32 @@ def qwen35_hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[P
         raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
     codecs = FAST_CODECS if options.engine == "fast" else REF_CODECS
     return import_checkpoint(src, dst, fmt=options.ninfer_format, codecs=codecs)
+
+
+def gguf_architecture(src: Path) -> str:
+    """general.architecture of a GGUF file (vqf.import.gguf when gguf-py cannot read it)."""
+    from .gguf_qwen3 import GGUFState, metadata
+
+    return str(metadata(GGUFState(src).reader).get("general.architecture", "unknown"))
+
+
+def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A llama.cpp qwen3 GGUF file -> VQF, copying Q8_0/Q4_0 blocks
+    (weightfile/convert/gguf_qwen3.py)."""
+    from .gguf_qwen3 import import_gguf
+
+    path = import_gguf(
+        src,
+        dst,
+        plan=options.vqf,
+        overwrite=options.overwrite,
+        codecs=codecs_package(options),
+        requantize=options.requantize,
+        passphrase=options.passphrase,
+        sign_key=options.sign_key,
+        progress=options.progress,
+    )
+    return [path]
 
 
 def describe_pair(src: Path, dst: Path) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import REF_CODECS, encode
 from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.errors import (
     DestinationExistsError,
     InvalidError,
@@ -155,6 +156,7 @@ def plan_tensors(
     p: VQFPlan,
     flags: int,
     codecs: str = REF_CODECS,
+    blocks: BlockSource | None = None,
 ) -> list[TensorSource]:
     """The spec/vqf.md §3.4 directory of plan `p`, each payload a generator that reads and
     encodes one layer's matrix when the writer asks for it (spec/vqf.md §7.7): only one float32
@@ -176,10 +178,15 @@ def plan_tensors(
         for i in range(nl):
             yield require(sd, layer_tensor(i, field), (n,)).tobytes()
 
+    def matrix(name: str, qtype: QType, source: str, shape: tuple[int, int]) -> bytes:
+        copied = copy_blocks(blocks, qtype, flags, name, source, shape, codecs)
+        if copied is not None:
+            return copied
+        return encode(qtype, flags, name, require(sd, source, shape), codecs, mode)
+
     def layers(name: str, qtype: QType, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         for i in range(nl):
-            m = require(sd, layer_tensor(i, field), shape)
-            yield encode(qtype, flags, name, m, codecs, mode)
+            yield matrix(name, qtype, layer_tensor(i, field), shape)
 
     def x8_layers(q4_name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §0 item 14)
@@ -188,8 +195,7 @@ def plan_tensors(
             yield shuffle.tile(q4, *shape)
 
     def lm_head(name: str, qtype: QType) -> Iterator[bytes]:
-        lm = require(sd, LM_HEAD if LM_HEAD in sd else EMBED, (V, d))
-        yield encode(qtype, flags, name, lm, codecs, mode)
+        yield matrix(name, qtype, LM_HEAD if LM_HEAD in sd else EMBED, (V, d))
 
     emb_qtype = QType.F32 if p.embedding == "f32" else QType.F16
     out = [
@@ -221,6 +227,36 @@ def plan_tensors(
     return out
 
 
+#: (source tensor name, untiled codec name) -> its raw blocks when it holds those, else None.
+BlockSource = Callable[[str, str], "bytes | None"]
+
+
+def copy_blocks(
+    blocks: BlockSource | None,
+    qtype: QType,
+    flags: int,
+    name: str,
+    source: str,
+    shape: tuple[int, int],
+    codecs: str,
+) -> bytes | None:
+    """The entry's payload from ready untiled blocks, tiled as its layout asks (a permutation of
+    the same blocks, spec/vqf.md §5.6, §5.7); None when there are none of that codec."""
+    if blocks is None or qtype in (QType.F32, QType.F16):
+        return None
+    layout = codec_for(qtype, flags, name, shape=shape)
+    raw = blocks(source, CODECS[layout].base)
+    if raw is None:
+        return None
+    if len(raw) != payload_size(layout, *shape):
+        raise InvalidError("vqf.import.shape", f"{source}: {len(raw)} bytes of blocks", path=source)
+    return (
+        raw
+        if layout == CODECS[layout].base
+        else import_module(codecs).codec(layout).tile(raw, *shape)
+    )
+
+
 def with_progress(tensors: list[TensorSource], progress: Any) -> list[TensorSource]:
     """The same sources, each chunk reported to `progress(n_bytes)` as the writer takes it."""
 
@@ -235,6 +271,11 @@ def with_progress(tensors: list[TensorSource], progress: Any) -> list[TensorSour
 def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
     """config.json and its Qwen3Config, or the importer's typed errors (spec/vqf.md §8)."""
     cfg = read_json(src, "config.json", RULES)
+    return cfg, checked_config(cfg)
+
+
+def checked_config(cfg: Mapping[str, Any]) -> Qwen3Config:
+    """The Qwen3Config of a config.json dict, refusing what VQF cannot hold (spec/vqf.md §8)."""
     try:
         c = config_from_hf(cfg)
     except (KeyError, TypeError, ValueError) as exc:
@@ -245,7 +286,7 @@ def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
         raise UnsupportedError(
             "vqf.import.geometry", "hidden, intermediate and q sizes must be multiples of 32"
         )
-    return cfg, c
+    return c
 
 
 def import_checkpoint(
@@ -279,18 +320,13 @@ def import_checkpoint(
             "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
         )
     src = Path(folder)
-    cfg, c = read_config(src)
-    flags = plan_flags(c, plan)
-    arch = arch_from_config(cfg, c)
+    cfg, _ = read_config(src)
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
-        tensors = plan_tensors(checkpoint, c, plan, flags, codecs)
-        if progress is not None:
-            tensors = with_progress(tensors, progress)
-        if passphrase is None and sign_key is None:
-            path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
-        else:
-            path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
+        path = write_planned(
+            checkpoint, cfg, out, plan=plan, overwrite=overwrite, codecs=codecs,
+            passphrase=passphrase, sign_key=sign_key, progress=progress,
+        )  # fmt: skip
     tok = src / "tokenizer.json"
     if tok.is_file():
         shutil.copyfile(tok, sidecar_path(path))
@@ -298,6 +334,36 @@ def import_checkpoint(
     if template is not None:
         chat_template_path(path).write_text(template, encoding="utf-8")
     return path
+
+
+def write_planned(
+    sd: Mapping[str, np.ndarray],
+    cfg: Mapping[str, Any],
+    out: str | os.PathLike[str],
+    *,
+    plan: VQFPlan,
+    overwrite: bool,
+    codecs: str,
+    passphrase: bytes | None,
+    sign_key: bytes | None,
+    progress: Any,
+    blocks: BlockSource | None = None,
+) -> Path:
+    """Write the VQF of a config.json dict and its tensors `sd` by `plan` (spec/vqf.md §7.7);
+    `blocks` may supply ready untiled blocks (a GGUF source) instead of quantizing."""
+    if Path(out).exists() and not overwrite:  # refuse before converting, not after
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
+        )
+    c = checked_config(cfg)
+    flags = plan_flags(c, plan)
+    arch = arch_from_config(cfg, c)
+    tensors = plan_tensors(sd, c, plan, flags, codecs, blocks)
+    if progress is not None:
+        tensors = with_progress(tensors, progress)
+    if passphrase is None and sign_key is None:
+        return write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
+    return publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
 
 
 def publish_protected(
