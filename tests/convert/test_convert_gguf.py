@@ -171,3 +171,53 @@ def test_a_file_gguf_py_cannot_read_is_malformed(tmp_path, capsys):
     bad.write_bytes(b"GGUF" + bytes(12))
     assert main(["convert", str(bad), str(tmp_path / "b.vqf")]) == 1
     assert "vqf.import.gguf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("qtype", "wmode", "layout"), [
+    ("Q8_0", "q8", "tiled"), ("Q4_0", "q4", "tiled"), ("Q4_0", "q4", "legacy"),
+    ("Q8_0", "dual", "tiled"),
+])  # fmt: skip
+def test_gguf_to_vqf_to_gguf_keeps_every_projection_block(hf, tmp_path, qtype, wmode, layout):
+    src, mid, back = tmp_path / "m.gguf", tmp_path / "m.vqf", tmp_path / "b.gguf"
+    write_gguf(hf, src, qtype)
+    options = ["--wmode", wmode, "--layout", layout] + ["--requantize"] * (wmode == "dual")
+    assert main(["convert", str(src), str(mid), *options]) == 0
+    assert main(["convert", str(mid), str(back)]) == 0
+    first = {t.name: t for t in gguf.GGUFReader(str(src)).tensors}
+    second = {t.name: t for t in gguf.GGUFReader(str(back)).tensors}
+    assert sorted(first) == sorted(second)
+    for name, t in first.items():
+        if name == "token_embd.weight":
+            continue  # VQF keeps the embedding as F16 flushed to zero (spec/vqf.md §5.2)
+        u = second[name]
+        if wmode == "dual" and t.tensor_type.name != "F32":  # q4 exported: requantized from Q8_0
+            assert u.tensor_type.name == "Q4_0"
+            continue
+        assert (u.tensor_type, u.shape.tolist()) == (t.tensor_type, t.shape.tolist()), name
+        assert np.asarray(u.data).tobytes() == np.asarray(t.data).tobytes(), name
+
+
+def test_the_gguf_export_carries_llama_cpp_metadata_and_the_tokenizer(hf, tmp_path):
+    from tokenizers import Tokenizer, models
+
+    vqf, out = tmp_path / "m.vqf", tmp_path / "m.gguf"
+    assert main(["convert", str(hf), str(vqf), "--wmode", "q4"]) == 0
+    vocab = {f"t{i}": i for i in range(250)} | {"t": 250, "0": 251}
+    Tokenizer(models.BPE(vocab=vocab, merges=[("t", "0")])).save(str(vqf) + ".tokenizer.json")
+    assert main(["convert", str(vqf), str(out)]) == 0
+    r = gguf.GGUFReader(str(out))
+    meta = {k: f.contents() for k, f in r.fields.items() if not k.startswith("GGUF.")}
+    assert meta["general.architecture"] == "qwen3"
+    assert (meta["qwen3.embedding_length"], meta["qwen3.block_count"]) == (64, 2)
+    assert (meta["qwen3.attention.head_count"], meta["qwen3.attention.head_count_kv"]) == (4, 2)
+    assert (meta["qwen3.feed_forward_length"], meta["qwen3.attention.key_length"]) == (128, 16)
+    assert meta["qwen3.rope.freq_base"] == 10000.0
+    assert (meta["tokenizer.ggml.bos_token_id"], meta["tokenizer.ggml.eos_token_id"]) == (1, 2)
+    assert meta["tokenizer.ggml.model"] == "gpt2" and meta["tokenizer.ggml.merges"] == ["t 0"]
+    tokens = meta["tokenizer.ggml.tokens"]
+    assert len(tokens) == 256 and tokens[7] == "t7" and tokens[252] == "[PAD252]"
+    assert {t.name for t in r.tensors} >= {
+        "token_embd.weight",
+        "output.weight",
+        "blk.1.ffn_down.weight",
+    }

@@ -97,8 +97,10 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     from weightfile.convert.dispatch import ConvertOptions, converter_for
     from weightfile.convert.vqf_plan import VQFPlan
     from weightfile.fast.vqf.protect_write import read_private_key
+    from weightfile.formats import sniff
     from weightfile.progress import ProgressBar
 
+    from ._common import passphrase
     from .protect import need_passphrase
 
     source, target, converter = converter_for(src, dst)
@@ -116,6 +118,8 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     )
     # the keys first: a missing passphrase or a bad key file must not cost a conversion
     key = need_passphrase(command, args) if args.encrypt else None
+    if target == "gguf" and sniff(src) == "vqf":
+        key = passphrase(args)  # reading an encrypted source needs its passphrase
     sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
     bar = ProgressBar(estimate_bytes(src), command)
     options = ConvertOptions(
@@ -147,7 +151,7 @@ def estimate_bytes(src: Path) -> int:
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:
     if target != "vqf":
-        return f", {args.format}"
+        return f", {args.format}" if target == "ninfer" else ""
     parts = [f"wmode {plan.wmode}", plan.layout]
     parts += ["x8"] * plan.x8 + [plan.quantizer] * (plan.quantizer != "kestrel")
     parts += ["f32 embedding"] * (plan.embedding == "f32" and plan.wmode != "f32")

@@ -46,6 +46,7 @@ CONVERTERS: dict[tuple[str, str], str] = {
     ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
     ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
+    ("vqf", "gguf"): "weightfile.convert.dispatch:vqf_to_gguf",
 }
 
 #: A destination's extension -> its target kind.
@@ -166,6 +167,22 @@ def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Pat
         passphrase=options.passphrase,
         sign_key=options.sign_key,
         progress=options.progress,
+    )
+    return [path]
+
+
+def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (weightfile/convert/vqf_gguf.py)."""
+    from .vqf_gguf import export_gguf
+
+    if options.sign_key is not None:
+        raise UnsupportedError("vqf.import.option", "--sign-key is for VQF targets")
+    path = export_gguf(
+        src,
+        dst,
+        overwrite=options.overwrite,
+        codecs=codecs_package(options),
+        passphrase=options.passphrase,
     )
     return [path]
 
