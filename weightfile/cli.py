@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "weightfile.commands.run",
     "weightfile.commands.trace",
     "weightfile.commands.import_hf",
+    "weightfile.commands.convert",
     "weightfile.commands.protect",
     "weightfile.commands.conformance",
     "weightfile.commands.bench",

@@ -32,12 +32,20 @@ def file_flags(qtype: QType, layout: str) -> int:
     return int(flags)
 
 
-def encode(qtype: QType, flags: int, name: str, m: np.ndarray, codecs: str = REF_CODECS) -> bytes:
+def encode(
+    qtype: QType,
+    flags: int,
+    name: str,
+    m: np.ndarray,
+    codecs: str = REF_CODECS,
+    mode: str | None = None,
+) -> bytes:
     """One [out, in] matrix in the layout the flags and its shape select (spec/vqf.md §5, §7.1).
 
     F32 and F16 matrices are the reference-precision files' plain encodings; quantized ones take
     the registry's layout for the entry name (tiled, or untiled where the shape is not whole
-    tiles, spec/vqf.md §5.6)."""
+    tiles, spec/vqf.md §5.6), quantised by encoder `mode` (the codec's default when None,
+    spec/vqf.md §6)."""
     rows, cols = m.shape
     if qtype == QType.F32:
         codec = "f32"
@@ -45,4 +53,6 @@ def encode(qtype: QType, flags: int, name: str, m: np.ndarray, codecs: str = REF
         codec = "f16"
     else:
         codec = codec_for(qtype, flags, name, shape=(rows, cols))
-    return import_module(codecs).codec(codec).encode(m, rows, cols)
+    if mode is None or qtype in (QType.F32, QType.F16):
+        return import_module(codecs).codec(codec).encode(m, rows, cols)
+    return import_module(codecs).codec(codec).encode(m, rows, cols, mode=mode)

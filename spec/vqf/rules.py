@@ -162,6 +162,15 @@ _RULES = (
     Rule("vqf.import.moe_config", "UnsupportedError", "importer", "§8",
          "a Qwen3-MoE config a version-3 file cannot state (norm_topk_prob false, dense "
          "layers, decoder_sparse_step != 1, a shared expert)"),
+    # --- weightfile convert (weightfile/convert/dispatch.py, vqf_plan.py) ---
+    Rule("vqf.import.option", "UnsupportedError", "importer", "§7.7",
+         "an unknown weight mode, quantizer or embedding, or --x8 outside weight mode q4"),
+    Rule("vqf.import.source", "UnsupportedError", "importer", "§7.7",
+         "no converter from the source's kind (format, model_type) to the target's"),
+    Rule("vqf.import.gguf", "MalformedError", "importer", "§7.7",
+         "gguf-py cannot read the GGUF source"),
+    Rule("vqf.import.requantize", "UnsupportedError", "importer", "§7.7",
+         "a GGUF tensor's blocks are not its VQF entry's and --requantize was not given"),
     # --- writer inputs ---
     Rule("vqf.writer.name", "InvalidError", "writer", "§3.1",
          "name empty, longer than 31 bytes, not ASCII or containing NUL"),

@@ -226,17 +226,6 @@ def test_reference_precision_files_are_outside_the_engine_inventory(checkpoint, 
     assert "qtype" in captured.out + captured.err
 
 
-def test_tiled_import_needs_whole_tiles(checkpoint, tmp_path, monkeypatch):
-    folder, _ = checkpoint
-    odd = tmp_path / "odd"
-    odd.mkdir()
-    cfg = json.loads((folder / "config.json").read_text())
-    (odd / "config.json").write_text(json.dumps({**cfg, "vocab_size": 250}))
-    with pytest.raises(UnsupportedError) as e:
-        import_checkpoint(odd, tmp_path / "o.vqf", qtype="q8_0", layout="tiled")
-    assert e.value.rule == "vqf.import.geometry" and not (tmp_path / "o.vqf").exists()
-
-
 def dense(m) -> np.ndarray:
     """A bound matrix's float32 values: Q words reconstructed exactly (spec/numerics.md §4.2)."""
     if isinstance(m, QuantMatrix):

@@ -43,7 +43,9 @@ VQF_DOC = ROOT / "spec" / "vqf.md"
 
 #: Subsections per section, as the VQF fact sheet numbers them: spec/ninfer3.md §2 has
 #: spec/vqf.md §2.1-§2.5, and so on.
-_SUBSECTIONS = {0: 0, 1: 0, 2: 5, 3: 5, 4: 3, 5: 9, 6: 6, 7: 6, 8: 0, 9: 2, 10: 0}
+#: (7.7 converter options, 9.2 the engine-defaults check and 9.3 opening files safely are
+#: weightfile's own: issues 20 and 14.)
+_SUBSECTIONS = {0: 0, 1: 0, 2: 5, 3: 5, 4: 3, 5: 9, 6: 6, 7: 7, 8: 0, 9: 3, 10: 0}
 #: Every section the code may cite, in document order.
 VQF_SECTIONS = [
     n for s, k in _SUBSECTIONS.items() for n in (str(s), *(f"{s}.{i}" for i in range(1, k + 1)))

@@ -1,4 +1,4 @@
-"""Files are opened safely, for both containers (spec/ninfer3.md §9.1, spec/vqf.md §9.2).
+"""Files are opened safely, for both containers (spec/ninfer3.md §9.1, spec/vqf.md §9.3).
 
 Each test is the minimal reproducer of one failure issue 14 lists: a FIFO that hung `verify`, a
 directory, a device, a symlink loop, an over-long name or an unreadable file that raised a raw

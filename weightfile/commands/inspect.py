@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from weightfile.formats import sniff
+from weightfile.spec.errors import WeightfileError
 
 from ._common import add_file_argument, add_passphrase_argument, passphrase, resolve_file
 
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_document(description, violations), indent=2))
         return 0
     print(format_text(description))
+    if kind == "vqf":
+        print(f"engine: {engine_defaults_line(path, key)}")
     if violations:
         print(f"\n{len(violations)} violation(s) (weightfile verify lists the same):")
         for v in violations:
@@ -99,3 +102,15 @@ def json_document(description: dict[str, Any], violations: list[Any]) -> dict[st
         **d,
         "violations": [violation_json(v) for v in violations],
     }
+
+
+def engine_defaults_line(path: Any, key: bytes | None) -> str:
+    """Would a default board engine load it (spec/vqf.md §9.2), as one line."""
+    from weightfile.ref.vqf.engine_load import engine_load_file
+    from weightfile.ref.vqf.read import open_vqf
+
+    try:
+        with open_vqf(path, passphrase=key, check_ranges=False) as vqf:
+            return engine_load_file(vqf).summary()
+    except WeightfileError as exc:  # shown above with the violations; say why here too
+        return f"not checked ({exc.rule})"

@@ -44,13 +44,20 @@ def register(sub: Any) -> None:
     )
     add_passphrase_argument(parser)
     add_sign_pub_argument(parser)
+    parser.add_argument(
+        "--engine-defaults",
+        action="store_true",
+        help="VQF: also say whether the board engine with default settings loads the file, and "
+        "which settings it needs if not (exit 1 when no default engine loads it; §9.2)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     path = resolve_file("verify", args)
     # sniff raises format.magic for a file no magic or extension places, as weightfile.open does
-    if sniff(path) == "vqf":
+    kind = sniff(path)
+    if kind == "vqf":
         violations = verify_vqf(path, args)
     else:
         from weightfile.model_file import validate
@@ -62,9 +69,11 @@ def run(args: argparse.Namespace) -> int:
         return STATUS_EXIT[status]
     for v in violations:
         print(f"{v.error_class}: {v}")
+    refused = getattr(args, "engine_defaults", False) and print_engine_defaults(path, kind)
     if status == "valid":
         print(f"{path}: valid")
-    elif status == "unverifiable":
+        return 1 if refused else 0
+    if status == "unverifiable":
         print(f"{path}: valid as far as checked; {len(violations)} part(s) unverifiable")
     else:
         print(f"{path}: {len(violations)} violation(s)", file=sys.stderr)
@@ -139,3 +148,24 @@ def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
     finally:
         if bar is not None:
             bar.close()
+
+
+def print_engine_defaults(path: Any, kind: str) -> bool:
+    """Print the spec/vqf.md §9.2 answer, one line per refusing condition; True when a default
+    engine refuses the file."""
+    if kind != "vqf":
+        print(f"{path}: engine: --engine-defaults is about the VQF board engine; not checked")
+        return False
+    from weightfile.ref.vqf.engine_load import engine_load_file
+    from weightfile.ref.vqf.read import open_vqf
+
+    try:
+        with open_vqf(path) as vqf:  # the header and directory suffice
+            report = engine_load_file(vqf)
+    except (WeightfileError, OSError):
+        return True  # the validator has reported why the file cannot be opened
+    for f in report.findings:
+        if not f.met:
+            print(f"engine: {f.condition}: {f.detail}")
+    print(f"{path}: engine: {report.summary()}")
+    return not report.loads_by_default

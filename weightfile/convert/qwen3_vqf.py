@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -38,19 +38,22 @@ from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.staging import staged_folder
-from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
+from weightfile.ref.vqf.encode import REF_CODECS, encode
 from weightfile.ref.vqf.write import TensorSource
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.errors import (
     DestinationExistsError,
     InvalidError,
     NotFoundError,
     UnsupportedError,
 )
+from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
 from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
 from .hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from .qwen3_hf import config_from_hf
+from .vqf_plan import VQFPlan, plan_flags
 
 #: The rule ids the checkpoint reader raises for this importer (spec/vqf/rules.py).
 RULES = CheckpointRules(
@@ -62,8 +65,10 @@ RULES = CheckpointRules(
     missing_tensor="vqf.import.missing_tensor",
 )
 QTYPES = {"f32": QType.F32, "f16": QType.F16, "q8_0": QType.Q8_0, "q4_0": QType.Q4_0}
-LAYOUTS = ("legacy", "tiled")
+#: `import --qtype` as a weight mode (spec/vqf.md §7.7): q8_0 is wmode q8, q4_0 wmode q4.
+WMODE_OF_QTYPE = {QType.F32: "f32", QType.F16: "f16", QType.Q8_0: "q8", QType.Q4_0: "q4"}
 MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (spec/vqf.md §8)
+LAYOUTS = ("legacy", "tiled")  # the layouts of the family importers (Qwen3-MoE, Qwen3-VL)
 
 #: The VQF per-layer stacked name (spec/vqf.md §7.1) of each LayerWeights projection; family prefix
 #: aside.
@@ -129,47 +134,19 @@ def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> 
 def build_tensors(
     sd: Mapping[str, np.ndarray], c: Qwen3Config, qtype: QType, flags: int, codecs: str = REF_CODECS
 ) -> list[TensorSource]:
-    """The spec/vqf.md §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict (a
-    dict or a `Checkpoint`, read tensor by tensor)."""
-    d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
-    family = "q4" if qtype == QType.Q4_0 else "q8"
-    embed = require(sd, EMBED, (c.vocab_size, d))
-    if qtype == QType.F32:
-        out = [TensorSource("token_embed", QType.F32, c.vocab_size, d, embed.tobytes())]
-    else:
-        f16 = import_module(f"{codecs}.f16")
-        data = f16.encode(embed, c.vocab_size, d, mode="trunc_ftz")
-        out = [TensorSource("token_embed", QType.F16, c.vocab_size, d, data)]
-    final = require(sd, FINAL_NORM, (d,))
-    out.append(TensorSource("final_norm", QType.F32, d, 1, final.tobytes()))
-    for field, vqf_name in VQF_NORMS.items():
-        n = hd if field in ("q_norm", "k_norm") else d
-        stacked = b"".join(require(sd, layer_tensor(i, field), (n,)).tobytes() for i in range(nl))
-        out.append(TensorSource(vqf_name, QType.F32, nl * n, 1, stacked))
-    shapes = {
-        "q_proj": (c.q_dim, d), "k_proj": (c.kv_dim, d), "v_proj": (c.kv_dim, d),
-        "o_proj": (d, c.q_dim), "gate_proj": (c.intermediate_size, d),
-        "up_proj": (c.intermediate_size, d), "down_proj": (d, c.intermediate_size),
-    }  # fmt: skip
-    for field, short in VQF_PROJECTIONS.items():
-        name = f"{family}_{short}"
-        rows, cols = shapes[field]
-        # one layer's float32 matrix at a time; only the encoded bytes are kept
-        parts = [
-            encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), codecs)
-            for i in range(nl)
-        ]
-        # directory shape of spec/vqf.md §7.1: nl·in × out
-        out.append(TensorSource(name, qtype, nl * cols, rows, b"".join(parts)))
-    lm = require(sd, LM_HEAD, (c.vocab_size, d)) if LM_HEAD in sd else embed
-    name = f"{family}_lm"
-    out.append(TensorSource(name, qtype, c.vocab_size, d, encode(qtype, flags, name, lm, codecs)))
-    return out
+    """The spec/vqf.md §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict,
+    every payload encoded now (the demo, the conformance models and the test strategies)."""
+    p = VQFPlan(wmode=WMODE_OF_QTYPE[qtype], layout="legacy")
+    return [
+        TensorSource(t.name, t.qtype, t.rows, t.cols, b"".join(t.data))  # type: ignore[arg-type]
+        for t in plan_tensors(sd, c, p, flags, codecs)
+    ]
 
 
 def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
     """Tiled files need every matrix to be whole row groups (8 rows Q8, 4 rows Q4;
-    spec/vqf.md §7.5)."""
+    spec/vqf.md §7.5). The Qwen3-VL importer refuses such a model; `convert`'s dense plan instead
+    leaves the tiling off per the engine's repack gates (weightfile/convert/vqf_plan.py)."""
     group = {QType.Q8_0: 8, QType.Q4_0: 4}.get(qtype)
     if layout != "tiled" or group is None:
         return
@@ -184,32 +161,141 @@ def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
             )
 
 
-def import_checkpoint(
-    folder: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    *,
-    qtype: str = "q8_0",
-    layout: str = "legacy",
-    overwrite: bool = False,
-    codecs: str = REF_CODECS,
-    passphrase: bytes | None = None,
-    sign_key: bytes | None = None,
-) -> Path:
-    """Write the VQF of the checkpoint in `folder` to `out`; copy its tokenizer.json beside it.
+def family_qtype(family: str, wmode: str) -> QType:
+    """The directory qtype of a matrix family in a weight mode (spec/vqf.md §7.1, §7.2)."""
+    if family == "x8":
+        return QType.Q4_8X8L
+    if family == "q4":
+        return QType.Q4_0
+    return {"f32": QType.F32, "f16": QType.F16}.get(wmode, QType.Q8_0)
 
-    `passphrase` publishes it encrypted, `sign_key` (a 32-byte SM2 private key) signed, both
-    encrypted then signed (spec/vqf.md §4.2, §4.3); see the module docstring for the staging.
-    """
-    if qtype not in QTYPES:
-        raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
-    if layout not in LAYOUTS:
-        raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
-    if Path(out).exists() and not overwrite:  # refuse before converting, not after
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
-        )
-    src = Path(folder)
+
+def plan_tensors(
+    sd: Mapping[str, np.ndarray],
+    c: Qwen3Config,
+    p: VQFPlan,
+    flags: int,
+    codecs: str = REF_CODECS,
+    blocks: BlockSource | None = None,
+) -> list[TensorSource]:
+    """The spec/vqf.md §3.4 directory of plan `p`, each payload a generator that reads and
+    encodes one layer's matrix when the writer asks for it (spec/vqf.md §7.7): only one float32
+    matrix is in memory at a time, so `sd` (a `Checkpoint`) must stay open while writing."""
+    d, hd, nl, V = c.hidden_size, c.head_dim, c.num_hidden_layers, c.vocab_size
+    mode = None if p.wmode in ("f32", "f16") else p.quantizer
+
+    def embedding() -> Iterator[bytes]:
+        embed = require(sd, EMBED, (V, d))
+        if p.embedding == "f32":
+            yield embed.tobytes()
+        else:
+            yield import_module(f"{codecs}.f16").encode(embed, V, d, mode="trunc_ftz")
+
+    def final_norm() -> Iterator[bytes]:
+        yield require(sd, FINAL_NORM, (d,)).tobytes()
+
+    def norms(field: str, n: int) -> Iterator[bytes]:
+        for i in range(nl):
+            yield require(sd, layer_tensor(i, field), (n,)).tobytes()
+
+    def matrix(name: str, qtype: QType, source: str, shape: tuple[int, int]) -> bytes:
+        copied = copy_blocks(blocks, qtype, flags, name, source, shape, codecs)
+        if copied is not None:
+            return copied
+        return encode(qtype, flags, name, require(sd, source, shape), codecs, mode)
+
+    def layers(name: str, qtype: QType, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
+        for i in range(nl):
+            yield matrix(name, qtype, layer_tensor(i, field), shape)
+
+    def x8_layers(q4_name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
+        # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §0 item 14)
+        shuffle = import_module(codecs).codec("q4_0_8x8l")
+        for q4 in layers(q4_name, QType.Q4_0, field, shape):
+            yield shuffle.tile(q4, *shape)
+
+    def lm_head(name: str, qtype: QType) -> Iterator[bytes]:
+        yield matrix(name, qtype, LM_HEAD if LM_HEAD in sd else EMBED, (V, d))
+
+    emb_qtype = QType.F32 if p.embedding == "f32" else QType.F16
+    out = [
+        TensorSource("token_embed", emb_qtype, V, d, embedding()),
+        TensorSource("final_norm", QType.F32, d, 1, final_norm()),
+    ]
+    for field, vqf_name in VQF_NORMS.items():
+        n = hd if field in ("q_norm", "k_norm") else d
+        out.append(TensorSource(vqf_name, QType.F32, nl * n, 1, norms(field, n)))
+    shapes = {
+        "q_proj": (c.q_dim, d), "k_proj": (c.kv_dim, d), "v_proj": (c.kv_dim, d),
+        "o_proj": (d, c.q_dim), "gate_proj": (c.intermediate_size, d),
+        "up_proj": (c.intermediate_size, d), "down_proj": (d, c.intermediate_size),
+    }  # fmt: skip
+    families = list(p.families) + (["x8"] if flags & VQFFlag.X8 else [])
+    for family in families:
+        qtype = family_qtype(family, p.wmode)
+        for field, short in VQF_PROJECTIONS.items():
+            name = f"{family}_{short}"
+            rows, cols = shapes[field]
+            if family == "x8":
+                data = x8_layers(f"q4_{short}", field, (rows, cols))
+            else:
+                data = layers(name, qtype, field, (rows, cols))
+            # directory shape of spec/vqf.md §7.1: nl·in × out
+            out.append(TensorSource(name, qtype, nl * cols, rows, data))
+        if family != "x8":
+            out.append(TensorSource(f"{family}_lm", qtype, V, d, lm_head(f"{family}_lm", qtype)))
+    return out
+
+
+#: (source tensor name, untiled codec name) -> its raw blocks when it holds those, else None.
+BlockSource = Callable[[str, str], "bytes | None"]
+
+
+def copy_blocks(
+    blocks: BlockSource | None,
+    qtype: QType,
+    flags: int,
+    name: str,
+    source: str,
+    shape: tuple[int, int],
+    codecs: str,
+) -> bytes | None:
+    """The entry's payload from ready untiled blocks, tiled as its layout asks (a permutation of
+    the same blocks, spec/vqf.md §5.6, §5.7); None when there are none of that codec."""
+    if blocks is None or qtype in (QType.F32, QType.F16):
+        return None
+    layout = codec_for(qtype, flags, name, shape=shape)
+    raw = blocks(source, CODECS[layout].base)
+    if raw is None:
+        return None
+    if len(raw) != payload_size(layout, *shape):
+        raise InvalidError("vqf.import.shape", f"{source}: {len(raw)} bytes of blocks", path=source)
+    return (
+        raw
+        if layout == CODECS[layout].base
+        else import_module(codecs).codec(layout).tile(raw, *shape)
+    )
+
+
+def with_progress(tensors: list[TensorSource], progress: Any) -> list[TensorSource]:
+    """The same sources, each chunk reported to `progress(n_bytes)` as the writer takes it."""
+
+    def counted(chunks: Any) -> Iterator[bytes]:
+        for chunk in chunks:
+            progress(len(chunk))
+            yield chunk
+
+    return [TensorSource(t.name, t.qtype, t.rows, t.cols, counted(t.data)) for t in tensors]
+
+
+def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
+    """config.json and its Qwen3Config, or the importer's typed errors (spec/vqf.md §8)."""
     cfg = read_json(src, "config.json", RULES)
+    return cfg, checked_config(cfg)
+
+
+def checked_config(cfg: Mapping[str, Any]) -> Qwen3Config:
+    """The Qwen3Config of a config.json dict, refusing what VQF cannot hold (spec/vqf.md §8)."""
     try:
         c = config_from_hf(cfg)
     except (KeyError, TypeError, ValueError) as exc:
@@ -220,17 +306,47 @@ def import_checkpoint(
         raise UnsupportedError(
             "vqf.import.geometry", "hidden, intermediate and q sizes must be multiples of 32"
         )
-    q = QTYPES[qtype]
-    require_tileable(c, q, layout)
-    flags = file_flags(q, layout)
+    return c
+
+
+def import_checkpoint(
+    folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    qtype: str | None = None,
+    layout: str = "tiled",
+    overwrite: bool = False,
+    codecs: str = REF_CODECS,
+    passphrase: bytes | None = None,
+    sign_key: bytes | None = None,
+    plan: VQFPlan | None = None,
+    progress: Any = None,
+) -> Path:
+    """Write the VQF of the checkpoint in `folder` to `out`; copy its tokenizer.json beside it.
+
+    `plan` gives every option of spec/vqf.md §7.7; without one, `qtype` (f32|f16|q8_0|q4_0,
+    default q8_0) and `layout` make it, as `weightfile import` always did. `passphrase` publishes
+    the file encrypted, `sign_key` (a 32-byte SM2 private key) signed, both encrypted then signed
+    (spec/vqf.md §4.2, §4.3); see the module docstring for the staging. `progress(n)` is told of
+    every n payload bytes written.
+    """
+    if plan is None:
+        qtype = "q8_0" if qtype is None else qtype
+        if qtype not in QTYPES:
+            raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
+        plan = VQFPlan(wmode=WMODE_OF_QTYPE[QTYPES[qtype]], layout=layout)
+    if Path(out).exists() and not overwrite:  # refuse before converting, not after
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
+        )
+    src = Path(folder)
+    cfg, _ = read_config(src)
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
-        tensors = build_tensors(checkpoint, c, q, flags, codecs)
-    arch = arch_from_config(cfg, c)
-    if passphrase is None and sign_key is None:
-        path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
-    else:
-        path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
+        path = write_planned(
+            checkpoint, cfg, out, plan=plan, overwrite=overwrite, codecs=codecs,
+            passphrase=passphrase, sign_key=sign_key, progress=progress,
+        )  # fmt: skip
     tok = src / "tokenizer.json"
     if tok.is_file():
         shutil.copyfile(tok, sidecar_path(path))
@@ -238,6 +354,36 @@ def import_checkpoint(
     if template is not None:
         chat_template_path(path).write_text(template, encoding="utf-8")
     return path
+
+
+def write_planned(
+    sd: Mapping[str, np.ndarray],
+    cfg: Mapping[str, Any],
+    out: str | os.PathLike[str],
+    *,
+    plan: VQFPlan,
+    overwrite: bool,
+    codecs: str,
+    passphrase: bytes | None,
+    sign_key: bytes | None,
+    progress: Any,
+    blocks: BlockSource | None = None,
+) -> Path:
+    """Write the VQF of a config.json dict and its tensors `sd` by `plan` (spec/vqf.md §7.7);
+    `blocks` may supply ready untiled blocks (a GGUF source) instead of quantizing."""
+    if Path(out).exists() and not overwrite:  # refuse before converting, not after
+        raise DestinationExistsError(
+            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
+        )
+    c = checked_config(cfg)
+    flags = plan_flags(c, plan)
+    arch = arch_from_config(cfg, c)
+    tensors = plan_tensors(sd, c, plan, flags, codecs, blocks)
+    if progress is not None:
+        tensors = with_progress(tensors, progress)
+    if passphrase is None and sign_key is None:
+        return write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
+    return publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
 
 
 def publish_protected(

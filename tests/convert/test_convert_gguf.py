@@ -1,0 +1,223 @@
+"""`weightfile convert MODEL.gguf OUT.vqf`: GGUF files written by gguf-py (GGUFWriter,
+gguf.quants.quantize) from a tiny transformers checkpoint, converted and compared tensor by
+tensor with gguf.quants — the raw blocks and the dequantized values — and against the same
+weights imported from Hugging Face (spec/vqf.md §7.7).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from weightfile.cli import main
+from weightfile.ref.codecs.vqf import codec
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.vqf.read import open_vqf
+
+gguf = pytest.importorskip("gguf", reason="GGUF conversion needs the 'external' extra (gguf)")
+torch = pytest.importorskip("torch", reason="needs the 'external' extra (torch)")
+transformers = pytest.importorskip("transformers", reason="needs the 'external' extra")
+from gguf.quants import dequantize, quantize  # noqa: E402
+from safetensors.numpy import load_file, save_file  # noqa: E402
+
+LAYER = {
+    "input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+    "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+}  # fmt: skip
+TOP = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+
+
+def gguf_name(hf: str) -> str:
+    if hf in TOP:
+        return TOP[hf]
+    parts = hf.split(".")
+    return f"blk.{parts[2]}.{LAYER['.'.join(parts[3:-1])]}.weight"
+
+
+@pytest.fixture(scope="module")
+def hf(tmp_path_factory) -> Path:
+    torch.manual_seed(5)
+    cfg = transformers.Qwen3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("hf")
+    transformers.Qwen3ForCausalLM(cfg).save_pretrained(folder)
+    return folder
+
+
+def write_gguf(hf: Path, out: Path, qtype: str) -> dict[str, np.ndarray]:
+    """The llama.cpp qwen3 layout of the checkpoint; returns the dequantized weights by HF name."""
+    cfg = json.loads((hf / "config.json").read_text())
+    q = getattr(gguf.GGMLQuantizationType, qtype)
+    w = gguf.GGUFWriter(str(out), "qwen3")
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    values = {}
+    for name, v in load_file(str(hf / "model.safetensors")).items():
+        v = np.ascontiguousarray(v, dtype=np.float32)
+        if v.ndim == 1:
+            w.add_tensor(gguf_name(name), v)
+            values[name] = v
+        elif name == "model.embed_tokens.weight":
+            w.add_tensor(gguf_name(name), v.astype(np.float16))
+            values[name] = v.astype(np.float16).astype(np.float32)
+        else:
+            blocks = quantize(v, q)
+            w.add_tensor(gguf_name(name), blocks, raw_dtype=q)
+            values[name] = dequantize(blocks, q).astype(np.float32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return values
+
+
+def reader_blocks(path: Path) -> dict[str, bytes]:
+    return {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(str(path)).tensors}
+
+
+def logits(path: Path) -> np.ndarray:
+    with open_vqf(path) as vqf:
+        config, weights = bind_vqf(vqf)
+    model = Qwen3Model(config, weights)
+    return model.forward([3, 141, 59, 26], model.new_cache())
+
+
+@pytest.mark.parametrize(("qtype", "wmode", "tiled", "base"), [
+    ("Q8_0", "q8", "q8_0_8x8", "q8_0"), ("Q4_0", "q4", "q4_0_4x4", "q4_0"),
+])  # fmt: skip
+def test_gguf_blocks_are_copied_and_tiled_not_requantized(hf, tmp_path, qtype, wmode, tiled, base):
+    src = tmp_path / "m.gguf"
+    write_gguf(hf, src, qtype)
+    raw = reader_blocks(src)
+    legacy, tiled_file = tmp_path / "l.vqf", tmp_path / "t.vqf"
+    assert main(["convert", str(src), str(legacy), "--wmode", wmode, "--layout", "legacy"]) == 0
+    assert main(["convert", str(src), str(tiled_file), "--wmode", wmode]) == 0
+    for short, gg, (rows, cols) in (("q", "attn_q", (64, 64)), ("down", "ffn_down", (64, 128))):
+        want = raw[f"blk.0.{gg}.weight"] + raw[f"blk.1.{gg}.weight"]
+        with open_vqf(legacy) as vqf:
+            assert bytes(vqf.payload(f"{wmode}_{short}")) == want  # the blocks, byte for byte
+        with open_vqf(tiled_file) as vqf:
+            payload = bytes(vqf.payload(f"{wmode}_{short}"))
+        layer = payload[: len(payload) // 2]
+        assert codec(tiled).untile(layer, rows, cols) == raw[f"blk.0.{gg}.weight"]
+        got = codec(tiled).decode(layer, rows, cols)
+        blocks = np.frombuffer(raw[f"blk.0.{gg}.weight"], dtype=np.uint8).reshape(rows, -1)
+        oracle = dequantize(blocks, getattr(gguf.GGMLQuantizationType, qtype))
+        assert np.array_equal(got.view(np.uint32), oracle.astype(np.float32).view(np.uint32))
+    with open_vqf(legacy) as vqf:
+        assert bytes(vqf.payload(f"{wmode}_lm")) == raw["output.weight"]
+    assert main(["verify", "--engine-defaults", str(tiled_file)]) == 0
+
+
+@pytest.mark.parametrize(("qtype", "wmode"), [("Q8_0", "q8"), ("Q4_0", "q4")])
+def test_a_converted_gguf_equals_the_same_weights_imported_from_hf(hf, tmp_path, qtype, wmode):
+    """The GGUF's dequantized weights, saved as a float32 checkpoint and imported, quantize back to
+    the same blocks (each block keeps its extreme code), so both files and their logits agree."""
+    src = tmp_path / "m.gguf"
+    values = write_gguf(hf, src, qtype)
+    folder = tmp_path / "deq"
+    folder.mkdir()
+    (folder / "config.json").write_text((hf / "config.json").read_text())
+    save_file(values, str(folder / "model.safetensors"))
+    a, b = tmp_path / "a.vqf", tmp_path / "b.vqf"
+    assert main(["convert", str(src), str(a), "--wmode", wmode]) == 0
+    assert main(["convert", str(folder), str(b), "--wmode", wmode]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    got, want = logits(a), logits(b)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_blocks_of_another_type_need_requantize(hf, tmp_path, capsys):
+    src = tmp_path / "m.gguf"
+    write_gguf(hf, src, "Q4_0")
+    out = tmp_path / "o.vqf"
+    assert main(["convert", str(src), str(out), "--wmode", "q8"]) == 3
+    assert "vqf.import.requantize" in capsys.readouterr().err and not out.exists()
+    assert main(["convert", str(src), str(out), "--wmode", "q8", "--requantize"]) == 0
+    with open_vqf(out) as vqf:
+        q = codec("q8_0_8x8").decode(bytes(vqf.payload("q8_q"))[: 64 * 2 * 34], 64, 64)
+    raw = reader_blocks(src)["blk.0.attn_q.weight"]
+    deq = dequantize(np.frombuffer(raw, np.uint8).reshape(64, -1), gguf.GGMLQuantizationType.Q4_0)
+    assert np.max(np.abs(q - deq)) <= np.max(np.abs(deq)) / 127  # requantized, within one step
+
+
+def test_a_file_gguf_py_cannot_read_is_malformed(tmp_path, capsys):
+    bad = tmp_path / "b.gguf"
+    bad.write_bytes(b"GGUF" + bytes(12))
+    assert main(["convert", str(bad), str(tmp_path / "b.vqf")]) == 1
+    assert "vqf.import.gguf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("qtype", "wmode", "layout"), [
+    ("Q8_0", "q8", "tiled"), ("Q4_0", "q4", "tiled"), ("Q4_0", "q4", "legacy"),
+    ("Q8_0", "dual", "tiled"),
+])  # fmt: skip
+def test_gguf_to_vqf_to_gguf_keeps_every_projection_block(hf, tmp_path, qtype, wmode, layout):
+    src, mid, back = tmp_path / "m.gguf", tmp_path / "m.vqf", tmp_path / "b.gguf"
+    write_gguf(hf, src, qtype)
+    options = ["--wmode", wmode, "--layout", layout] + ["--requantize"] * (wmode == "dual")
+    assert main(["convert", str(src), str(mid), *options]) == 0
+    assert main(["convert", str(mid), str(back)]) == 0
+    first = {t.name: t for t in gguf.GGUFReader(str(src)).tensors}
+    second = {t.name: t for t in gguf.GGUFReader(str(back)).tensors}
+    assert sorted(first) == sorted(second)
+    for name, t in first.items():
+        if name == "token_embd.weight":
+            continue  # VQF keeps the embedding as F16 flushed to zero (spec/vqf.md §5.2)
+        u = second[name]
+        if wmode == "dual" and t.tensor_type.name != "F32":  # q4 exported: requantized from Q8_0
+            assert u.tensor_type.name == "Q4_0"
+            continue
+        assert (u.tensor_type, u.shape.tolist()) == (t.tensor_type, t.shape.tolist()), name
+        assert np.asarray(u.data).tobytes() == np.asarray(t.data).tobytes(), name
+
+
+def test_the_gguf_export_carries_llama_cpp_metadata_and_the_tokenizer(hf, tmp_path):
+    from tokenizers import Tokenizer, models
+
+    vqf, out = tmp_path / "m.vqf", tmp_path / "m.gguf"
+    assert main(["convert", str(hf), str(vqf), "--wmode", "q4"]) == 0
+    vocab = {f"t{i}": i for i in range(250)} | {"t": 250, "0": 251}
+    Tokenizer(models.BPE(vocab=vocab, merges=[("t", "0")])).save(str(vqf) + ".tokenizer.json")
+    assert main(["convert", str(vqf), str(out)]) == 0
+    r = gguf.GGUFReader(str(out))
+    meta = {k: f.contents() for k, f in r.fields.items() if not k.startswith("GGUF.")}
+    assert meta["general.architecture"] == "qwen3"
+    assert (meta["qwen3.embedding_length"], meta["qwen3.block_count"]) == (64, 2)
+    assert (meta["qwen3.attention.head_count"], meta["qwen3.attention.head_count_kv"]) == (4, 2)
+    assert (meta["qwen3.feed_forward_length"], meta["qwen3.attention.key_length"]) == (128, 16)
+    assert meta["qwen3.rope.freq_base"] == 10000.0
+    assert (meta["tokenizer.ggml.bos_token_id"], meta["tokenizer.ggml.eos_token_id"]) == (1, 2)
+    assert meta["tokenizer.ggml.model"] == "gpt2" and meta["tokenizer.ggml.merges"] == ["t 0"]
+    tokens = meta["tokenizer.ggml.tokens"]
+    assert len(tokens) == 256 and tokens[7] == "t7" and tokens[252] == "[PAD252]"
+    assert {t.name for t in r.tensors} >= {
+        "token_embd.weight",
+        "output.weight",
+        "blk.1.ffn_down.weight",
+    }

@@ -1,0 +1,177 @@
+"""`weightfile convert SRC DST [options]`: one command for every conversion (spec/vqf.md §7.7).
+
+The source kind comes from SRC (a Hugging Face folder's model_type, else the file's magic), the
+target kind from DST's extension; `weightfile.convert.dispatch.CONVERTERS` says which converter
+runs. VQF options: --wmode, --layout, --x8, --quantizer, --embedding; `.ninfer`: --format. The
+tensors are read, encoded and written one at a time, the file is published atomically (--force
+replaces one), and a VQF target ends with the line of `verify --engine-defaults`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ._common import UsageError, add_passphrase_argument
+
+NINFER_FORMATS = ("bf16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16")
+
+
+def register(sub: Any) -> None:
+    from weightfile.convert.vqf_plan import EMBEDDINGS, LAYOUTS, QUANTIZERS, WMODES
+
+    parser = sub.add_parser(
+        "convert",
+        help="convert between Hugging Face folders, VQF and .ninfer (format by magic/extension)",
+        description=(
+            "Convert SRC to DST. SRC is a Hugging Face checkpoint folder (config.json, "
+            "*.safetensors) or a container file; DST's extension names the target (.vqf, "
+            ".ninfer). VQF files are written as the engine's converter writes them: weight mode, "
+            "repack gates per matrix, x8 copies, quantizer generation and embedding type."
+        ),
+    )
+    parser.add_argument("src", type=Path, help="the checkpoint folder or file to convert")
+    parser.add_argument("dst", type=Path, help="the file to write (.vqf or .ninfer)")
+    add_vqf_arguments(parser, WMODES, LAYOUTS, QUANTIZERS, EMBEDDINGS)
+    parser.add_argument("--wmode", choices=WMODES, default="q8", help="VQF weight mode (§7.2)")
+    parser.add_argument(
+        "--requantize", action="store_true",
+        help="GGUF source: dequantize and quantize again the tensors whose blocks cannot be "
+        "copied (K-quants, or Q8_0 into a q4 family); without it they are refused",
+    )  # fmt: skip
+    add_common_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def add_vqf_arguments(
+    parser: argparse.ArgumentParser,
+    wmodes: tuple[str, ...],
+    layouts: tuple[str, ...],
+    quantizers: tuple[str, ...],
+    embeddings: tuple[str, ...],
+) -> None:
+    """The VQF writer options `convert` and `import` share (spec/vqf.md §7.7)."""
+    parser.add_argument(
+        "--layout", choices=layouts, default="tiled",
+        help="tiled: the engine's repack gates decide per model (a default engine loads it); "
+        "legacy: no tiling",
+    )  # fmt: skip
+    parser.add_argument(
+        "--x8", action="store_true", help="wmode q4: also the x8_* copies and X8 (no default "
+        "engine loads such a file)"
+    )  # fmt: skip
+    parser.add_argument("--quantizer", choices=quantizers, default="kestrel")
+    parser.add_argument("--embedding", choices=embeddings, default="f16")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=NINFER_FORMATS, default="bf16",
+        help=".ninfer only: the matrices' format (norms stay bf16, GDN gates fp32)",
+    )  # fmt: skip
+    parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
+    parser.add_argument(
+        "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
+    )
+    parser.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="VQF only: publish the file SM4-CTR encrypted (passphrase as for encrypt)",
+    )
+    add_passphrase_argument(parser)
+    parser.add_argument(
+        "--sign-key",
+        type=Path,
+        metavar="KEYFILE",
+        help="VQF only: publish the file SM2-signed with this key (weightfile keygen)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_conversion("convert", args.src, args.dst, args, args.wmode)
+
+
+def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str) -> int:
+    """Convert src to dst with the parsed options; print what was written."""
+    from weightfile.convert.dispatch import ConvertOptions, converter_for
+    from weightfile.convert.vqf_plan import VQFPlan
+    from weightfile.fast.vqf.protect_write import read_private_key
+    from weightfile.formats import sniff
+    from weightfile.progress import ProgressBar
+
+    from ._common import passphrase
+    from .protect import need_passphrase
+
+    source, target, converter = converter_for(src, dst)
+    protected = args.encrypt or args.sign_key is not None
+    if protected and target != "vqf":
+        raise UsageError("--encrypt and --sign-key are for VQF files")
+    if args.x8 and wmode != "q4":
+        raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+    plan = VQFPlan(
+        wmode=wmode,
+        layout=args.layout,
+        x8=args.x8,
+        quantizer=args.quantizer,
+        embedding=args.embedding,
+    )
+    # the keys first: a missing passphrase or a bad key file must not cost a conversion
+    key = need_passphrase(command, args) if args.encrypt else None
+    if target == "gguf" and sniff(src) == "vqf":
+        key = passphrase(args)  # reading an encrypted source needs its passphrase
+    sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
+    bar = ProgressBar(estimate_bytes(src), command)
+    options = ConvertOptions(
+        vqf=plan,
+        ninfer_format=args.format,
+        overwrite=args.force,
+        engine=args.engine,
+        passphrase=key,
+        sign_key=sign_key,
+        progress=bar if target == "vqf" else None,
+        requantize=getattr(args, "requantize", False),
+    )
+    try:
+        paths = converter(src, dst, options)
+    finally:
+        bar.close()
+    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{extra(paths)}")
+    if target == "vqf":
+        print(f"engine: {engine_line(paths[0])}")
+    return 0
+
+
+def estimate_bytes(src: Path) -> int:
+    """About what the VQF writer will write (the checkpoint's size), for the progress bar."""
+    if src.is_dir():
+        return sum(p.stat().st_size for p in src.glob("*.safetensors"))
+    return src.stat().st_size if src.exists() else 1
+
+
+def describe(target: str, plan: Any, args: argparse.Namespace) -> str:
+    if target != "vqf":
+        return f", {args.format}" if target == "ninfer" else ""
+    parts = [f"wmode {plan.wmode}", plan.layout]
+    parts += ["x8"] * plan.x8 + [plan.quantizer] * (plan.quantizer != "kestrel")
+    parts += ["f32 embedding"] * (plan.embedding == "f32" and plan.wmode != "f32")
+    parts += ["encrypted"] * bool(args.encrypt) + ["signed"] * (args.sign_key is not None)
+    return ", " + ", ".join(parts)
+
+
+def extra(paths: list[Path]) -> str:
+    from weightfile.frontend.tokenizer import sidecar_path
+
+    if len(paths) > 1:
+        return f" (+ {len(paths) - 1} continuation file(s))"
+    side = sidecar_path(paths[0])
+    return f" (+ {side.name})" if paths[0].suffix == ".vqf" and side.exists() else ""
+
+
+def engine_line(path: Path) -> str:
+    """The summary of spec/vqf.md §9.2 for the file just written."""
+    from weightfile.ref.vqf.engine_load import engine_load_file
+    from weightfile.ref.vqf.read import open_vqf
+
+    with open_vqf(path) as vqf:  # the header and directory suffice; no decryption
+        return engine_load_file(vqf).summary()

@@ -1,0 +1,177 @@
+"""A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file, written with gguf-py's GGUFWriter
+(spec/vqf.md §7.7).
+
+Every q8_*/q4_* matrix is untiled back to its plain blocks and written as GGUF Q8_0 / Q4_0, one
+layer's slice per `blk.L.*` tensor: the bytes are not requantized, so a GGUF -> VQF -> GGUF round
+trip gives the projections' blocks back unchanged. Q4I8 and G256 payloads are Q8_0 blocks already
+(spec/vqf.md §5.4, §5.5) and are copied as Q8_0. The embedding stays F16 (or F32), the norms F32;
+the lm_head is `output.weight` (absent when the file ties it to the embedding). A file with both
+families exports the q4 one, as the binder binds it (spec/vqf.md §8). The tokenizer comes from the
+`<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos), as llama.cpp's
+qwen3 loader needs it; without one the GGUF holds the weights only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
+from weightfile.spec.errors import DestinationExistsError, UnsupportedError
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.qtypes import QType
+
+from .gguf_qwen3 import GGUF_LAYER
+
+#: VQF projection short name -> LayerWeights field (the GGUF_LAYER key).
+FIELDS = {
+    "q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj",
+    "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
+}  # fmt: skip
+
+
+def export_gguf(
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    codecs: str = "weightfile.ref.codecs.vqf",
+    passphrase: bytes | None = None,
+) -> Path:
+    """Write the GGUF of the VQF file `src` (module docstring), published atomically."""
+    import gguf
+
+    from weightfile.ref.vqf.read import open_vqf
+
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise DestinationExistsError("vqf.writer.destination", f"{out} exists (pass --force)")
+    with open_vqf(src, passphrase=passphrase) as vqf:
+        flags, a = vqf.header.flags, vqf.header.arch
+        if flags & VQFFlag.MOE or flags & VQFFlag.VISION:
+            raise UnsupportedError(
+                "vqf.import.source", "only dense text Qwen3 files export to GGUF"
+            )
+        names = {e.name for e in vqf.entries}
+        family = "q4" if "q4_q" in names else "q8"
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            w = gguf.GGUFWriter(tmp, "qwen3")
+            add_metadata(w, a)
+            add_tokenizer(w, sidecar_path(src), a)
+            add_tensors(w, vqf, a, flags, family, codecs)
+            w.write_header_to_file()
+            w.write_kv_data_to_file()
+            w.write_tensors_to_file()
+            w.close()
+            os.replace(tmp, out) if overwrite else publish_new(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return out
+
+
+def publish_new(tmp: str, out: Path) -> None:
+    try:
+        os.link(tmp, out)
+    except FileExistsError:
+        raise DestinationExistsError("vqf.writer.destination", f"{out} exists") from None
+
+
+def add_metadata(w: Any, a: dict[str, Any]) -> None:
+    """llama.cpp's qwen3 hyper-parameter keys from the arch (spec/vqf.md §8)."""
+    w.add_name("weightfile export")
+    w.add_context_length(int(a["max_seq_len"]))
+    w.add_embedding_length(int(a["dim"]))
+    w.add_block_count(int(a["n_layers"]))
+    w.add_feed_forward_length(int(a["ffn_dim"]))
+    w.add_head_count(int(a["n_heads"]))
+    w.add_head_count_kv(int(a["n_kv_heads"]))
+    w.add_key_length(int(a["head_dim"]))
+    w.add_value_length(int(a["head_dim"]))
+    w.add_rope_freq_base(float(a["rope_theta"]))
+    w.add_layer_norm_rms_eps(float(a["norm_eps"]))
+    w.add_bos_token_id(int(a["bos_id"]))
+    w.add_eos_token_id(int(a["eos_id"]))
+
+
+def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
+    """A byte-level BPE tokenizer.json as llama.cpp's gpt2-style vocabulary keys."""
+    import gguf
+
+    if not path.is_file():
+        return
+    tok = json.loads(path.read_text(encoding="utf-8"))
+    model = tok.get("model") or {}
+    vocab: dict[str, int] = dict(model.get("vocab") or {})
+    added = {t["content"]: t["id"] for t in tok.get("added_tokens", [])}
+    if model.get("type") != "BPE" or not vocab:
+        return
+    size = max(int(a["vocab_size"]), *(i + 1 for i in [*vocab.values(), *added.values()]))
+    tokens = [f"[PAD{i}]" for i in range(size)]
+    types = [int(gguf.TokenType.UNUSED)] * size
+    for text, i in vocab.items():
+        tokens[i], types[i] = text, int(gguf.TokenType.NORMAL)
+    for text, i in added.items():
+        tokens[i], types[i] = text, int(gguf.TokenType.CONTROL)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+
+
+def add_tensors(w: Any, vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> None:
+    """The llama.cpp qwen3 tensors: plain blocks of every layer's matrices, one at a time."""
+    d, nl, hd, V = int(a["dim"]), int(a["n_layers"]), int(a["head_dim"]), int(a["vocab_size"])
+    qo, ko, ff = int(a["n_heads"]) * hd, int(a["n_kv_heads"]) * hd, int(a["ffn_dim"])
+    emb = vqf.entry("token_embed")
+    dtype = np.float16 if emb.qtype == QType.F16 else np.float32
+    w.add_tensor("token_embd.weight", np.frombuffer(vqf.payload(emb), dtype).reshape(V, d))
+    w.add_tensor("output_norm.weight", np.frombuffer(vqf.payload("final_norm"), np.float32))
+    for field, n in (("attn_norm", d), ("ffn_norm", d), ("q_norm", hd), ("k_norm", hd)):
+        values = np.frombuffer(vqf.payload(field), np.float32).reshape(nl, n)
+        for i in range(nl):
+            w.add_tensor(f"blk.{i}.{GGUF_LAYER[field]}", values[i].copy())
+    shapes = {"q": (qo, d), "k": (ko, d), "v": (ko, d), "o": (d, qo),
+              "gate": (ff, d), "up": (ff, d), "down": (d, ff)}  # fmt: skip
+    for short, (rows, cols) in shapes.items():
+        e = vqf.entry(f"{family}_{short}")
+        payload = vqf.payload(e)
+        step = len(payload) // nl
+        for i in range(nl):
+            layer = payload[i * step : (i + 1) * step]
+            blocks, kind = plain_blocks(e.qtype, flags, e.name, layer, rows, cols, codecs)
+            w.add_tensor(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", blocks, raw_dtype=kind)
+    if f"{family}_lm" in {e.name for e in vqf.entries}:
+        e = vqf.entry(f"{family}_lm")
+        blocks, kind = plain_blocks(e.qtype, flags, e.name, vqf.payload(e), V, d, codecs)
+        w.add_tensor("output.weight", blocks, raw_dtype=kind)
+
+
+def plain_blocks(
+    qtype: int, flags: int, name: str, payload: Any, rows: int, cols: int, codecs: str
+) -> tuple[np.ndarray, Any]:
+    """One matrix as GGUF Q8_0 / Q4_0 blocks [rows, bytes per row], untiled where it was tiled."""
+    import gguf
+
+    if qtype not in (QType.Q4_0, QType.Q8_0):
+        raise UnsupportedError(
+            "vqf.import.source", f"{name} has qtype {qtype:#04x}: only quantized files export"
+        )
+    layout = codec_for(qtype, flags, name, shape=(rows, cols))
+    raw = bytes(payload)
+    if CODECS[layout].tiling is not None:
+        raw = import_module(codecs).codec(layout).untile(raw, rows, cols)
+    Q = gguf.GGMLQuantizationType
+    kind = Q.Q4_0 if qtype == QType.Q4_0 else Q.Q8_0
+    return np.frombuffer(raw, np.uint8).reshape(rows, -1), kind
