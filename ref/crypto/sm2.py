@@ -1,29 +1,65 @@
 """SM2 signatures on sm2p256v1 with the VQF signer ID (spec/vqf.md §4.3).
 
-Point arithmetic is `gmssl`'s (`CryptSM2`); what the format fixes is done here: Z_A over ENTL ‖ ID
-‖ a ‖ b ‖ G ‖ P with ID "vllm-shs-vqf", e = SM3(Z_A ‖ D), the nonce k drawn from `secrets` (gmssl
-takes k from the caller), and the range checks gmssl's `verify` leaves out (1 ≤ r, s ≤ n−1; a
-public key must be a point of the curve).
+Textbook GM/T 0003: affine point arithmetic over F_p with Python integers, Z_A over ENTL ‖ ID ‖
+a ‖ b ‖ G ‖ P with ID "vllm-shs-vqf", e = SM3(Z_A ‖ D), the nonce k drawn from `secrets`, and
+every range check (1 ≤ r, s ≤ n−1; t = r + s ≠ 0 mod n; a public key must be a point of the
+curve). The arithmetic is ours because gmssl 3.2.2, used before, rejects every valid signature of
+some keys (d = 11 is one: tests/ref/crypto/test_known_answers.py); OpenSSL checks ours both
+ways in the same tests. Not constant time: this is the reference, not a signing service.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from gmssl.sm2 import CryptSM2, default_ecc_table
-
 from .sm import sm3
 
 SIGNER_ID = b"vllm-shs-vqf"
-P = int(default_ecc_table["p"], 16)
-A = int(default_ecc_table["a"], 16)
-B = int(default_ecc_table["b"], 16)
-N = int(default_ecc_table["n"], 16)
-G = bytes.fromhex(default_ecc_table["g"])  # x_G ‖ y_G, 32 bytes each
+#: The curve sm2p256v1 (GM/T 0003.5, spec/vqf.md §4.3): y² = x³ + a·x + b over F_p, order n.
+P = 0xFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF
+A = 0xFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFC
+B = 0x28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93
+N = 0xFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFF7203DF6B21C6052B53BBF40939D54123
+GX = 0x32C4AE2C1F1981195F9904466A39C9948FE30BBFF2660BE1715A4589334C74C7
+GY = 0xBC3736A2F4F6779C59BDCEE36B692153D0A9877CC62A474002DF32E52139F0A0
+G = GX.to_bytes(32, "big") + GY.to_bytes(32, "big")  # x_G ‖ y_G
+
+Point = tuple[int, int] | None  # None is the point at infinity O
 
 
 def _be32(value: int) -> bytes:
     return value.to_bytes(32, "big")
+
+
+def point_add(p1: Point, p2: Point) -> Point:
+    """p1 + p2 in affine coordinates (the chord-and-tangent rule)."""
+    if p1 is None:
+        return p2
+    if p2 is None:
+        return p1
+    (x1, y1), (x2, y2) = p1, p2
+    if x1 == x2 and (y1 + y2) % P == 0:
+        return None  # p2 = −p1
+    if p1 == p2:
+        slope = (3 * x1 * x1 + A) * pow(2 * y1, -1, P) % P
+    else:
+        slope = (y2 - y1) * pow(x2 - x1, -1, P) % P
+    x3 = (slope * slope - x1 - x2) % P
+    return x3, (slope * (x1 - x3) - y1) % P
+
+
+def scalar_mult(k: int, point: Point) -> Point:
+    """k·point by double-and-add over the bits of k, most significant first."""
+    result: Point = None
+    for bit in bin(k)[2:] if k > 0 else "":
+        result = point_add(result, result)
+        if bit == "1":
+            result = point_add(result, point)
+    return result
+
+
+def _point(xy: bytes) -> tuple[int, int]:
+    return int.from_bytes(xy[:32], "big"), int.from_bytes(xy[32:], "big")
 
 
 def z_a(pub: bytes, signer_id: bytes = SIGNER_ID) -> bytes:
@@ -50,8 +86,9 @@ def public_key(private: bytes) -> bytes:
     d = int.from_bytes(private, "big")
     if len(private) != 32 or not 1 <= d <= N - 2:
         raise ValueError("an SM2 private key is 32 bytes, 1 <= d <= n-2")
-    ctx = CryptSM2(private_key=private.hex(), public_key="")
-    return bytes.fromhex(ctx._kg(d, default_ecc_table["g"]))
+    q = scalar_mult(d, (GX, GY))
+    assert q is not None  # 1 ≤ d < n: d·G is never O
+    return _be32(q[0]) + _be32(q[1])
 
 
 def generate_private_key() -> bytes:
@@ -67,20 +104,32 @@ def sign(private: bytes, digest: bytes, *, k: int | None = None) -> tuple[bytes,
     so nothing that signs real files passes it.
     """
     pub = public_key(private)
-    e = message_hash(pub, digest)
-    ctx = CryptSM2(private_key=private.hex(), public_key=pub.hex())
+    d = int.from_bytes(private, "big")
+    e = int.from_bytes(message_hash(pub, digest), "big")
     if k is not None:
         if not 1 <= k <= N - 1:
             raise ValueError("an SM2 nonce lies in [1, n-1]")
-        rs = ctx.sign(e, f"{k:064x}")
-        if rs is None:  # r = 0, r + k = n or s = 0: this k cannot sign this digest
+        rs = _sign_with(d, e, k)
+        if rs is None:
             raise ValueError("this fixed nonce gives a degenerate signature; choose another")
-        return pub, bytes.fromhex(rs[:64]), bytes.fromhex(rs[64:])
-    while True:  # gmssl returns None when r = 0, r + k = n or s = 0: draw k again
-        nonce = 1 + secrets.randbelow(N - 1)
-        rs = ctx.sign(e, f"{nonce:064x}")
+        return pub, *rs
+    while True:  # r = 0, r + k = n or s = 0: draw k again (GM/T 0003.2 §6.1 A3–A6)
+        rs = _sign_with(d, e, 1 + secrets.randbelow(N - 1))
         if rs is not None:
-            return pub, bytes.fromhex(rs[:64]), bytes.fromhex(rs[64:])
+            return pub, *rs
+
+
+def _sign_with(d: int, e: int, k: int) -> tuple[bytes, bytes] | None:
+    """r = (e + x₁) mod n with (x₁, y₁) = k·G; s = (1 + d)⁻¹·(k − r·d) mod n; None if degenerate."""
+    kg = scalar_mult(k, (GX, GY))
+    assert kg is not None
+    r = (e + kg[0]) % N
+    if r == 0 or r + k == N:
+        return None
+    s = pow(1 + d, -1, N) * (k - r * d) % N
+    if s == 0:
+        return None
+    return _be32(r), _be32(s)
 
 
 def verify(pub: bytes, digest: bytes, r: bytes, s: bytes) -> bool:
@@ -88,10 +137,11 @@ def verify(pub: bytes, digest: bytes, r: bytes, s: bytes) -> bool:
     ri, si = int.from_bytes(r, "big"), int.from_bytes(s, "big")
     if not (1 <= ri <= N - 1 and 1 <= si <= N - 1) or not on_curve(pub):
         return False
-    if (ri + si) % N == 0:
+    t = (ri + si) % N
+    if t == 0:
         return False
-    ctx = CryptSM2(private_key="", public_key=pub.hex())
-    try:
-        return bool(ctx.verify(r.hex() + s.hex(), message_hash(pub, digest)))
-    except (TypeError, ValueError):  # gmssl's point sum degenerates (s·G = -t·P): not a signature
+    e = int.from_bytes(message_hash(pub, digest), "big")
+    sum_point = point_add(scalar_mult(si, (GX, GY)), scalar_mult(t, _point(pub)))
+    if sum_point is None:  # s·G = −t·P: no x₁, not a signature
         return False
+    return (e + sum_point[0]) % N == ri

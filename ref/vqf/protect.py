@@ -1,7 +1,7 @@
 """Reading protected VQF files: key derivation, the tag, the two writer kinds, the signature.
 
 spec/vqf.md §4.1–§4.3 and §0 items 7–9. The bytes come from `weightfile.ref.crypto` (OpenSSL
-through `cryptography`, SM2 through gmssl); this module says which bytes go where.
+through `cryptography`, SM2 by the textbook); this module says which bytes go where.
 
 Fail closed, plaintext only from authenticated bytes. Every pass over the data region copies each
 1 MiB chunk out of the file's map first, feeds that private copy to the HMAC and derives every
