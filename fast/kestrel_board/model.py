@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from weightfile.fast.codecs.vqf import codec as fast_codec
 from weightfile.ref.kestrel_board.attention import attention_scale
 from weightfile.ref.kestrel_board.model import BoardModel, Record
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3.bind_vqf import bind_vqf, dense_plan
 from weightfile.ref.qwen3.weights import LayerWeights
 from weightfile.ref.vqf.read import VQFFile
+from weightfile.spec.codecs.vqf.registry import codec_for
 
 from . import ops
 
@@ -151,9 +153,22 @@ class FastBoardModel(BoardModel):
         return self.project(self.weights.lm_head, n, "lm_head")
 
 
+def fast_matrix_words(
+    name: str, qtype: int, flags: int, payload: bytes, rows: int, cols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The reference binder's word hook on the fast codecs (proven equal to the reference
+    codecs by tests/differential): signed codes and f16 scale bits (spec/vqf.md §5, §7.1)."""
+    codec = codec_for(qtype, flags, name, shape=(rows, cols))
+    words = fast_codec(codec).decode_words(payload, rows, cols)
+    codes = words["codes"]
+    if codes.dtype == np.uint8:  # Q4 nibbles n -> the signed code n - 8 (spec/vqf.md §5.7)
+        codes = (codes.astype(np.int16) - 8).astype(np.int8)
+    return np.ascontiguousarray(codes, np.int8), np.ascontiguousarray(words["scales"], np.uint16)
+
+
 def bind_board_fast(vqf: VQFFile, threads: int = 1) -> FastBoardModel:
     """A dense Qwen3 VQF bound for the fast kestrel-board engine (spec/numerics.md §20.9)."""
     ops.lib()  # refuse early: no C kernels, or a libm that is not the board's
     plan = dense_plan(vqf)
-    config, weights = bind_vqf(vqf)
+    config, weights = bind_vqf(vqf, fast_matrix_words)
     return FastBoardModel(config, weights, plan.family, threads)
