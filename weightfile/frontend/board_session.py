@@ -2,9 +2,10 @@
 
 `--profile kestrel-board` binds a dense Qwen3 VQF into `ref.kestrel_board.BoardModel`
 (spec/numerics.md §20.9); `--engine fast` binds `fast.kestrel_board.FastBoardModel` instead,
-the same numbers from the C kernels (the reference with a note when they cannot be built). `pack_arrays` runs a prompt path and greedy decode steps under either
-profile and names every array as the board engine's dumps do (spec/numerics.md §20.9.3), so a
-board team can `weightfile diff` its own dump against ours.
+the same numbers from the C kernels (the reference with a note when they cannot be built).
+`pack_arrays` runs a prompt path and greedy decode steps under either profile and names every
+array as the board engine's dumps do (spec/numerics.md §20.9.3), so a board team can
+`weightfile diff` its own dump against ours.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .session import Session
 from .tokenizer import find_tokenizer, load_tokenizer
 
 BOARD = "kestrel-board"
-BOARD_FAST_NOTE = "note: the C kernels are unavailable; engine fast runs the reference board profile"
+BOARD_FAST_NOTE = "note: the C kernels are unavailable; engine fast runs the board reference"
 
 
 def load_board_session(
