@@ -34,7 +34,16 @@ static void *wfb_run_part(void *arg) {
     return NULL;
 }
 
-static void wfb_parallel(int64_t n, int32_t threads, wfb_range_fn fn, void *ctx) {
+/* `work` is the job's size in multiply-adds: at most a thread per `grain` of them, since
+ * starting one costs more than a small product (the split never changes a result; tests set the
+ * grain to 1 so that tiny products really run on several threads). */
+static int64_t wfb_grain = 65536;
+
+void wfb_set_thread_grain(int64_t grain) { wfb_grain = grain > 0 ? grain : 1; }
+
+static void wfb_parallel(int64_t n, int32_t threads, int64_t work, wfb_range_fn fn, void *ctx) {
+    int64_t useful = work / wfb_grain + 1;
+    if (threads > useful) threads = (int32_t)useful;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if (threads > n) threads = (int32_t)n;
     if (threads <= 1) {
@@ -145,7 +154,7 @@ static void wfb_mv_rows(void *ctx, int64_t r0, int64_t r1) {
 void wfb_matvec(const int8_t *w, const uint16_t *sb, int64_t rows, int64_t cols,
                 const int8_t *xc, const float *dx, int32_t form, float *y, int32_t threads) {
     wfb_mv p = {w, sb, cols, xc, dx, form, y};
-    wfb_parallel(rows, threads, wfb_mv_rows, &p);
+    wfb_parallel(rows, threads, rows * cols, wfb_mv_rows, &p);
 }
 
 /* ---- spec/numerics.md §20.5 RMSNorm ------------------------------------------------------- */
@@ -395,7 +404,7 @@ void wfb_attn_decode(const float *q, const int8_t *k8, const int8_t *v8, const f
                      const float *vs, int64_t upto, int64_t heads, int64_t kv_heads,
                      int64_t head_dim, float scale, float *out, int32_t threads) {
     wfb_att p = {q, k8, v8, ks, vs, NULL, NULL, upto, heads, kv_heads, head_dim, scale, out, NULL};
-    wfb_parallel(heads, threads, wfb_decode_heads, &p);
+    wfb_parallel(heads, threads, 2 * heads * upto * head_dim, wfb_decode_heads, &p);
 }
 
 /* Prefill attention over the float32 cache; work holds heads*upto floats. */
@@ -404,5 +413,5 @@ void wfb_attn_prefill(const float *q, const float *k32, const float *v32, int64_
                       float *work, int32_t threads) {
     wfb_att p = {q, NULL, NULL, NULL, NULL, k32, v32, upto, heads, kv_heads, head_dim, scale,
                  out, work};
-    wfb_parallel(heads, threads, wfb_prefill_heads, &p);
+    wfb_parallel(heads, threads, 2 * heads * upto * head_dim, wfb_prefill_heads, &p);
 }

@@ -10,6 +10,8 @@ over output rows or heads only, so `threads` never changes a result.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import numpy as np
@@ -57,6 +59,21 @@ def lib() -> ctypes.CDLL:
         fn = getattr(c, name)
         fn.argtypes, fn.restype = args, res
     return c
+
+
+#: Multiply-adds per extra thread: smaller products run on fewer threads than asked.
+DEFAULT_GRAIN = 65536
+
+
+@contextmanager
+def thread_grain(grain: int) -> Iterator[None]:
+    """Within the block, allow a thread per `grain` multiply-adds (1: always the asked count;
+    the tests' way to run tiny products on several threads)."""
+    lib().wfb_set_thread_grain(grain)
+    try:
+        yield
+    finally:
+        lib().wfb_set_thread_grain(DEFAULT_GRAIN)
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
