@@ -5,7 +5,7 @@ numerics profile (spec/numerics.md §20; README "Board model cases").
 The expected answer is the reference board profile (`ref/kestrel_board`), which reproduces the
 board engine's own outputs bit for bit (tests/ref/kestrel_board). The geometry differs from the
 canonical model cases' because the board needs head_dim a multiple of 32 (spec/numerics.md
-§20.9). There is no fast board forward pass: the `fast` adapter answers with the reference.
+§20.9). The `fast` adapter answers with the fast board engine (fast/kestrel_board).
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ BOARD_HF: dict[str, Any] = dict(
     num_attention_heads=2, num_key_value_heads=1, head_dim=32, rope_theta=1000000.0,
     rms_norm_eps=1e-6, bos_token_id=0, eos_token_id=1, tie_word_embeddings=False,
 )  # fmt: skip
-#: Why the fast adapter answers these cases although it has no board kernels.
-FAST_BOARD_MODEL = "no fast kestrel-board kernels: the reference board profile answers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +96,18 @@ def write_model(path: Path, case: BoardCase) -> Path:
     return write_vqf(path, arch=arch_from_config(BOARD_HF, c), tensors=tensors, flags=flags)
 
 
-def answer(folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(folder: Path, case: dict[str, Any], engine: str = "ref") -> dict[str, Any]:
     """The protocol's answer: greedy tokens, every logits row (the prompt path's rows, then one
-    per decode step) and the SHA-256 of every per-op intermediate (spec/numerics.md §20.9.3)."""
+    per decode step) and the SHA-256 of every per-op intermediate (spec/numerics.md §20.9.3).
+    engine "fast" binds the C board engine (the corpus itself is generated with "ref")."""
     prompt, steps = [int(t) for t in case["prompt"]], int(case["new_tokens"])
     with open_vqf(folder / case["model"]) as vqf:
-        model = bind_board(vqf)
+        if engine == "fast":
+            from weightfile.fast.kestrel_board.model import bind_board_fast
+
+            model = bind_board_fast(vqf)
+        else:
+            model = bind_board(vqf)
     arrays = generate(model, prompt, steps, case["prompt_path"], ops=True)
     tag = "decode" if case["prompt_path"] == "prefill" else "decode_path"
     first = "prefill.logits" if tag == "decode" else "prompt.decode_path.logits"

@@ -1,10 +1,11 @@
 """`run` and `trace` under a numerics profile, with arrays named as the board's dumps name them.
 
 `--profile kestrel-board` binds a dense Qwen3 VQF into `ref.kestrel_board.BoardModel`
-(spec/numerics.md §20.9); there is no fast board kernel yet, so `--engine fast` runs the
-reference with a note. `pack_arrays` runs a prompt path and greedy decode steps under either
-profile and names every array as the board engine's dumps do (spec/numerics.md §20.9.3), so a
-board team can `weightfile diff` its own dump against ours.
+(spec/numerics.md §20.9); `--engine fast` binds `fast.kestrel_board.FastBoardModel` instead,
+the same numbers from the C kernels (the reference with a note when they cannot be built).
+`pack_arrays` runs a prompt path and greedy decode steps under either profile and names every
+array as the board engine's dumps do (spec/numerics.md §20.9.3), so a board team can
+`weightfile diff` its own dump against ours.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .session import Session
 from .tokenizer import find_tokenizer, load_tokenizer
 
 BOARD = "kestrel-board"
-BOARD_FAST_NOTE = "note: no fast kestrel-board kernels yet; engine fast runs the reference"
+BOARD_FAST_NOTE = "note: the C kernels are unavailable; engine fast runs the board reference"
 
 
 def load_board_session(
@@ -33,8 +34,10 @@ def load_board_session(
     need_tokenizer: bool,
     engine: str = "ref",
     passphrase: bytes | None = None,
+    threads: int = 1,
 ) -> Session:
     """The kestrel-board model of a dense Qwen3 VQF and its tokenizer (spec/numerics.md §20.9)."""
+    from weightfile.fast._native import library
     from weightfile.ref.kestrel_board.model import bind_board
 
     if sniff(path) == "ninfer":
@@ -44,9 +47,16 @@ def load_board_session(
             path="--profile",
         )
     with open_vqf(path, passphrase=passphrase) as vqf:
-        model = bind_board(vqf)
+        note = None
+        if engine == "fast" and library() is None:
+            note = BOARD_FAST_NOTE
+        if engine == "fast" and note is None:
+            from weightfile.fast.kestrel_board.model import bind_board_fast
+
+            model = bind_board_fast(vqf, threads=threads)
+        else:
+            model = bind_board(vqf)
         arch = dict(vqf.header.arch)
-    note = BOARD_FAST_NOTE if engine == "fast" else None
     s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)  # type: ignore[arg-type]
     try:
         s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))

@@ -81,7 +81,7 @@ def load_session(
     if profile != "canonical":
         from .board_session import load_board_session
 
-        return load_board_session(path, tokenizer, need_tokenizer, engine, passphrase)
+        return load_board_session(path, tokenizer, need_tokenizer, engine, passphrase, threads)
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
