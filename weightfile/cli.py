@@ -61,6 +61,8 @@ EXAMPLES = {
     "conformance run": "weightfile conformance run --impl ./my-adapter --run 'vqf/v2/*'",
     "conformance generate": "weightfile conformance generate --check",
     "bench": "weightfile bench --synthetic tiny-q4_0 --threads 1 2",
+    "convert": "weightfile convert ./Qwen3-0.6B model.vqf --wmode q4",
+    "diff": "weightfile diff board/engine.npz ours.npz",
 }
 
 

@@ -244,7 +244,7 @@ def test_import_is_an_alias_of_convert_with_a_tiled_default(hf, tmp_path):
 def test_force_replaces_and_its_absence_refuses(hf, tmp_path, capsys):
     out = tmp_path / "f.vqf"
     out.write_bytes(b"old")
-    assert main(["convert", str(hf), str(out)]) == 1
+    assert main(["convert", str(hf), str(out)]) == 2  # a usage error: --force fixes it
     assert "vqf.writer.destination" in capsys.readouterr().err and out.read_bytes() == b"old"
     assert main(["convert", str(hf), str(out), "--force"]) == 0 and flags_of(out) == 0x23
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left

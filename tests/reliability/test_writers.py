@@ -212,11 +212,22 @@ def test_read_only_denied_or_full_folders_are_ours(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_public_write_vqf_goes_through_the_fast_writer(monkeypatch, tmp_path: Path) -> None:
+    """weightfile.write_vqf checks the arch, then writes with fast.vqf.write (the C FNV)."""
+    from weightfile.fast.vqf import write as fast_write
+
+    calls = []
+    monkeypatch.setattr(fast_write, "write_vqf", lambda path, **kw: calls.append(path) or path)
+    weightfile.write_vqf(tmp_path / "m.vqf", arch=TINY_ARCH, tensors=tiny_tensors(TINY_ARCH))
+    assert calls == [tmp_path / "m.vqf"]
+
+
 def test_the_api_writer_hashes_with_the_c_kernel_where_it_builds() -> None:
     from weightfile.fast._native import library
+    from weightfile.fast.vqf import write as fast_write
     from weightfile.fast.vqf.fnv1a64 import fnv1a64 as fast_fnv
 
-    assert weightfile.write_vqf.keywords["hasher"] is fast_fnv
+    assert fast_write.write_vqf.keywords["hasher"] is fast_fnv
     if library() is not None:  # the C kernel answers, and as the reference does
         from weightfile.ref.vqf.fnv1a64 import fnv1a64 as ref_fnv
 
@@ -225,7 +236,7 @@ def test_the_api_writer_hashes_with_the_c_kernel_where_it_builds() -> None:
     # the convert writers publish through it too
     from weightfile.convert import qwen3_vqf
 
-    assert qwen3_vqf.write_vqf is weightfile.write_vqf
+    assert qwen3_vqf.write_vqf is fast_write.write_vqf
     assert isinstance(TensorSource, type)
 
 
