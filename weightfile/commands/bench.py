@@ -67,7 +67,6 @@ def register(sub: Any) -> None:
         ),
         epilog="example: weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 "
         "-r 3 -o md",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("model", nargs="?", help="a .vqf file")
@@ -97,7 +96,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--tokens", type=positive_int, default=None, metavar="N",
                         help="shorthand for -p N -n N")  # fmt: skip
     parser.add_argument("-r", "--repetitions", type=positive_int, default=5,
-                        help="timed runs of each test")  # fmt: skip
+                        metavar="N", help="timed runs of each test (default 5)")  # fmt: skip
     parser.add_argument("-o", "--output", choices=FORMATS, default=None,
                         help="md (tables), csv or jsonl (one line per test), json (everything; "
                         "schema in weightfile/bench/report.py) (default: md)")  # fmt: skip
@@ -114,13 +113,14 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--cache-dir",
         default=None,
+        metavar="DIR",
         help="where synthetic models live (default $XDG_CACHE_HOME/weightfile/"
         "synthetic, or $WEIGHTFILE_CACHE/synthetic)",
     )
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
-    parser.add_argument("--bandwidth-mib", type=positive_int, default=256,
-                        help="buffer read by the bandwidth probe, MiB")  # fmt: skip
+    parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
+                        help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
