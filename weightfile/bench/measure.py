@@ -1,9 +1,10 @@
 """One function per number `weightfile bench` reports (issue 6, part 3).
 
 Every function returns plain numbers (seconds, bytes per second, tokens per second) measured in
-this process; the report puts them side by side. Throughputs are best-of-repeats, because a
-shared machine only ever adds time. Nothing here changes what it measures: the same public
-functions `weightfile run` and `verify` use.
+this process; the report puts them side by side. Throughputs of the file, codec and matvec rows
+are best-of-repeats, because a shared machine only ever adds time; the pp/tg test rows keep
+every repetition and report their mean ± sample stddev, as llama-bench does. Nothing here
+changes what it measures: the same public functions `weightfile run` and `verify` use.
 """
 
 from __future__ import annotations
