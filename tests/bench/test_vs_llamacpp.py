@@ -76,3 +76,15 @@ def test_median_table_takes_quiet_rounds_only(script):
     assert row == "| tg64 | q4_0 | 1 | 32.0 | 40.0 | 0.80 | 2 |"
     (row,) = script.median_table(rounds, quiet_only=False)[2:]
     assert row == "| tg64 | q4_0 | 1 | 30.0 | 40.0 | 0.75 | 3 |"
+
+
+@pytest.mark.parametrize(
+    ("probes", "want"),
+    [
+        ([(1.02, 1.01), (1.10, 1.05)], True),
+        ([(1.02, 1.01), (1.16, 1.05)], False),  # the pair ran slower than one loop alone
+        ([(1.01, 6.0), (1.02, 1.01)], False),  # saturated by other jobs: alone as slow as two
+    ],
+)
+def test_a_round_is_quiet_only_when_every_probe_passes_both_rules(script, probes, want):
+    assert script.is_quiet(probes, 1.15) is want
