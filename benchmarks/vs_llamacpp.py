@@ -342,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     threads = [int(t) for t in a.threads.split(",")]
     if a.rounds < 1 or a.reps < 1 or any(t < 1 for t in threads):
         p.error("--rounds, --reps and --threads must be at least 1")
+    if a.llama_bench is not None and not Path(a.llama_bench).is_file():
+        p.error(f"--llama-bench: no such file: {a.llama_bench}")
     binary = find_llama_bench(a)
     if binary is None or not binary.is_file():
         print("skipped: no llama-bench (give --llama-bench PATH, or --build to build it from "
