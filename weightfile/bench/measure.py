@@ -1,13 +1,15 @@
 """One function per number `weightfile bench` reports (issue 6, part 3).
 
 Every function returns plain numbers (seconds, bytes per second, tokens per second) measured in
-this process; the report puts them side by side. Throughputs are best-of-repeats, because a
-shared machine only ever adds time. Nothing here changes what it measures: the same public
-functions `weightfile run` and `verify` use.
+this process; the report puts them side by side. Throughputs of the file, codec and matvec rows
+are best-of-repeats, because a shared machine only ever adds time; the pp/tg test rows keep
+every repetition and report their mean ± sample stddev, as llama-bench does. Nothing here
+changes what it measures: the same public functions `weightfile run` and `verify` use.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -140,20 +142,6 @@ def matvec_rates(
     return out
 
 
-@dataclass(frozen=True)
-class ForwardRate:
-    """Tokens per second of one engine: a prefill of `prefill_tokens`, then single-token steps."""
-
-    engine: str  # "fast" or "ref"
-    threads: int
-    prefill_tokens_per_s: float
-    decode_tokens_per_s: float
-    method: str  # "measured", or "estimated" (see engines.py)
-    prefill_tokens: int
-    decode_tokens: int
-    open_seconds: float | None  # binding the model (fast: open_model); None when estimated
-
-
 def token_ids(vocab: int, count: int, seed: int = 6) -> list[int]:
     """Deterministic ids spread over the vocabulary (the speed does not depend on which)."""
     return [int(t) for t in np.random.default_rng(seed).integers(0, vocab, count)]
@@ -171,26 +159,89 @@ def time_forward(model: Any, prompt: list[int], steps: list[int]) -> tuple[float
     return prefill, (time.perf_counter() - start) / max(len(steps), 1)
 
 
-def forward_rate(
-    open_model: Callable[[], Any], engine: str, threads: int, vocab: int, tokens: int
-) -> ForwardRate:
-    """Open (timed), prefill `tokens` tokens, then decode `tokens` more, one at a time."""
+@dataclass(frozen=True)
+class BenchRow:
+    """One llama-bench-style test of one engine at one thread count: `pp<N>` processes an N-token
+    prompt in one call on an empty cache, `tg<N>` generates N tokens one call each from an empty
+    cache (llama-bench's two tests). `samples` holds tokens per second of each repetition."""
+
+    engine: str  # "fast" or "ref"
+    threads: int
+    test: str  # "pp512", "tg128"
+    n_prompt: int
+    n_gen: int
+    method: str  # "measured", or "estimated" (the reference on a real-size model)
+    samples: tuple[float, ...]
+
+    @property
+    def avg_tokens_per_s(self) -> float:
+        return sum(self.samples) / len(self.samples)
+
+    @property
+    def stddev_tokens_per_s(self) -> float | None:
+        """The sample standard deviation (n - 1), as llama-bench reports it; None for one sample."""
+        n = len(self.samples)
+        if n < 2:
+            return None
+        mean = self.avg_tokens_per_s
+        return math.sqrt(sum((v - mean) ** 2 for v in self.samples) / (n - 1))
+
+
+def label_of(n_prompt: int, n_gen: int) -> str:
+    return f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
+
+
+def repetition_seconds(model: Any, vocab: int, n_prompt: int, n_gen: int, seed: int) -> float:
+    """Seconds of one repetition on a fresh cache: the prompt in one call, or n_gen single-token
+    calls (each next id drawn in advance: the sampler is not what is timed)."""
+    cache = model.new_cache()
+    if n_prompt:
+        prompt = token_ids(vocab, n_prompt, seed)
+        start = time.perf_counter()
+        model.forward(prompt, cache)
+        return time.perf_counter() - start
+    steps = token_ids(vocab, n_gen, seed)
     start = time.perf_counter()
-    model = open_model()
-    opened = time.perf_counter() - start
-    prompt, steps = token_ids(vocab, tokens), token_ids(vocab, tokens, seed=7)
-    prefill, per_token = time_forward(model, prompt, steps)
-    return ForwardRate(
-        engine, threads, tokens / prefill, 1 / per_token, "measured", tokens, tokens, opened
-    )
+    for t in steps:
+        model.forward([t], cache)
+    return time.perf_counter() - start
 
 
-def ref_rate(vqf: VQFFile, tokens: int) -> ForwardRate:
-    """The reference: measured on small models, estimated per token above the limit."""
+def run_row(
+    model: Any,
+    engine: str,
+    threads: int,
+    vocab: int,
+    n_prompt: int,
+    n_gen: int,
+    repetitions: int,
+    tick: Callable[[], None] | None = None,
+) -> BenchRow:
+    """A warm-up call (untimed: lazy buffers, first-touch pages), then `repetitions` timed runs."""
+    repetition_seconds(model, vocab, min(n_prompt, 2), 0 if n_prompt else 1, seed=5)
+    samples = []
+    for r in range(repetitions):
+        took = repetition_seconds(model, vocab, n_prompt, n_gen, seed=8 + r)
+        samples.append((n_prompt or n_gen) / took)
+        if tick is not None:
+            tick()
+    return BenchRow(engine, threads, label_of(n_prompt, n_gen), n_prompt, n_gen, "measured",
+                    tuple(samples))  # fmt: skip
+
+
+#: The reference decodes this many tokens at most, once: it is the oracle, timed only for the
+#: fast engine's speed-up, and one of its tokens takes a second even on the tiny model.
+REF_GEN = 8
+
+
+def ref_row(vqf: VQFFile, n_gen: int) -> BenchRow:
+    """The reference's decode row: measured (tg<min(n_gen, REF_GEN)>, one repetition) on small
+    models, estimated per token above engines.REF_MEASURE_LIMIT (then labelled tg<n_gen>)."""
     from weightfile.ref.qwen3.bind_vqf import config_from_arch
 
     c = config_from_arch(vqf.header.arch, tied=False)
     if engines.macs_per_token(engines.matrix_shapes(vqf)) <= engines.REF_MEASURE_LIMIT:
-        return forward_rate(lambda: engines.open_ref(vqf), "ref", 1, c.vocab_size, tokens)
-    rate = 1 / engines.estimate_ref_token_seconds(vqf)  # ref runs token by token either way
-    return ForwardRate("ref", 1, rate, rate, "estimated", 0, 0, None)
+        n = min(n_gen, REF_GEN)
+        return run_row(engines.open_ref(vqf), "ref", 1, c.vocab_size, 0, n, 1)
+    rate = 1 / engines.estimate_ref_token_seconds(vqf)
+    return BenchRow("ref", 1, label_of(0, n_gen), 0, n_gen, "estimated", (rate,))

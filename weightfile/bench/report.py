@@ -1,31 +1,45 @@
-"""Run every bench measurement on one model and shape the result (schema `weightfile.bench/1`).
+"""Run every bench measurement on one model and shape the result (schema `weightfile.bench/2`).
 
-JSON schema (stable; fields are only ever added, a removal bumps the version). Rates are per
-second; bytes are bytes (not MB); a field is null when its engine is not available.
+JSON schema (fields are only ever added; a removal or a change of meaning bumps the version:
+/1 had one `forward` row per engine and thread count, /2 has llama-bench's one row per test).
+Rates are per second; bytes are bytes (not MB); a field is null when its engine is not available.
 
-    schema            "weightfile.bench/1"
+    schema            "weightfile.bench/2"
+    build             {version (the installed package's, null from a source tree),
+                       commit (git's short hash of the source tree, null outside a checkout)}
+    timestamp         when the run started, ISO 8601 UTC ("2026-12-01T22:40:00Z")
     machine           {description, arch, cpus, load_average_1min (null where unknown): on a
                        shared machine every rate below is only as good as this}
-    model             {path, synthetic (name or null), file_bytes, family ("q4"/"q8"),
+    model             {path, synthetic (name or null), file_bytes, params (elements of the tensors
+                       the decoder binds), family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
                        encrypted (ENC: every open authenticates and decrypts, spec/vqf.md §4.2)}
     fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
+    repetitions       timed runs per test row (-r)
     open_seconds      open_vqf: map, header, directory (ENC: also the tag check and decryption)
     checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (spec/vqf.md §3.5)
     checksum_bytes_hashed     all covered bytes; 1 MiB when there is no C compiler (pure Python)
     dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
-    memory_bandwidth  {single_core_bytes_per_s, all_core_bytes_per_s, threads, method, buffer_bytes}
+    memory_bandwidth  {single_core_bytes_per_s, all_core_bytes_per_s, threads, method, buffer_bytes,
+                       by_threads {threads: read bytes/s with that many threads}}
     matvec            null | [{tensor, rows, cols, weight_bytes, bytes_per_s {threads: rate},
                                single_core_bandwidth_fraction {threads: rate / single-core bw}}]
-    forward           [{engine, threads, prefill_tokens_per_s, decode_tokens_per_s,
-                        method ("measured"/"estimated"), prefill_tokens, decode_tokens,
-                        open_seconds (binding the model; null when estimated)}]
-    decode_speedup    null | {threads: fast decode tokens/s ÷ ref decode tokens/s}
+    tests             [{engine, threads, test ("pp512": a 512-token prompt in one call; "tg128":
+                        128 tokens one call each; both from an empty cache, as llama-bench),
+                        n_prompt, n_gen, method ("measured"/"estimated"), repetitions,
+                        samples_tokens_per_s [one per repetition], avg_tokens_per_s,
+                        stddev_tokens_per_s (sample stddev; null for one sample),
+                        roofline_tokens_per_s (tg rows: by_threads bandwidth ÷ weight bytes per
+                        token; null for pp), roofline_fraction (avg ÷ roofline; null for pp)}]
+                       the reference, when run, is one tg row (measured on small models, at most
+                       8 tokens once; estimated above that, see notes)
+    decode_speedup    null | {threads: fast avg t/s of the first tg test ÷ ref decode t/s}
     roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
     peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
-                              within_bound (peak ≤ baseline + bound)}
+                              within_bound (peak ≤ baseline + bound; null when the bound is
+                              below RSS_NOISE_BYTES: the interpreter's own growth would decide)}
     targets           [{target, value, goal, met}]: the issue's targets that apply to this model
                        (weightfile/bench/targets.py); value and met null when not measured
     notes             [str]: how to read estimated or missing numbers
@@ -33,24 +47,30 @@ second; bytes are bytes (not MB); a field is null when its engine is not availab
 
 from __future__ import annotations
 
-import functools
+import importlib.metadata
 import os
 import platform
-from dataclasses import asdict
+import subprocess
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from weightfile.ref.qwen3.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
 
 from . import engines, measure
-from .bandwidth import DEFAULT_BUFFER, Bandwidth, measure_bandwidth
+from .bandwidth import DEFAULT_BUFFER, Bandwidth, reader, timed_parallel, touched_buffer
+from .bandwidth import REPEATS as BW_REPEATS
 from .machine import describe_machine
 from .peak_rss import measure_peak_rss, rss_bound
-from .roofline import roofline_tokens_per_s, weight_bytes_per_token
+from .progress import Progress
+from .roofline import EMBED, NORMS, roofline_tokens_per_s, weight_bytes_per_token
 from .targets import check_targets
 
-SCHEMA = "weightfile.bench/1"
+SCHEMA = "weightfile.bench/2"
 NO_FAST = "fast forward rows: n/a (no fast engine: the C kernels are unavailable, see the warning)"
 NO_FAST_MATRIX = "matvec rows: n/a (no fast engine: the C kernels are unavailable)"
 ESTIMATED = (
@@ -145,31 +165,118 @@ def bandwidth_section(bw: Bandwidth, per_token: int) -> dict[str, Any]:
     }
 
 
-def forward_rates(vqf: Any, threads: list[int], tokens: int) -> list[measure.ForwardRate]:
-    """The reference first, then the fast engine at each thread count (when it exists)."""
+def thread_bandwidths(buffer_bytes: int, threads: list[int]) -> tuple[Bandwidth, dict[int, float]]:
+    """The probe of bandwidth.py at 1, every cpu and each thread count of the run, on one buffer:
+    a tg row's roofline uses the bandwidth of its own thread count."""
+    cpus = os.cpu_count() or 1
+    read, method = reader()
+    words = touched_buffer(buffer_bytes)
+    read(words)  # warm: page tables, the library's first call
+    rates = {}
+    for n in sorted({1, cpus, *threads}):
+        parts = np.array_split(words, n)
+        rates[n] = words.nbytes / min(timed_parallel(read, parts) for _ in range(BW_REPEATS))
+    return Bandwidth(rates[1], rates[cpus], cpus, method, words.nbytes), rates
+
+
+def model_params(vqf: Any) -> int:
+    """Elements of every tensor the decoder binds (what llama-bench calls params): the
+    embedding, the norms and the bound family's matrices (spec/vqf.md §7.1)."""
+    prefix = engines.family_of(vqf) + "_"
+    keep = lambda n: n == EMBED or n in NORMS or n.startswith(prefix)  # noqa: E731
+    return sum(e.rows * e.cols for e in vqf.entries if keep(e.name))
+
+
+def build_section() -> dict[str, str | None]:
+    """The installed version and the source tree's commit (null where either is unknown)."""
+    try:
+        version: str | None = importlib.metadata.version("weightfile")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=False)  # fmt: skip
+        commit = done.stdout.strip() if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"version": version, "commit": commit or None}
+
+
+def row_dict(r: measure.BenchRow, by_threads: dict[int, float], per_token: int) -> dict[str, Any]:
+    roof = roofline_tokens_per_s(per_token, by_threads[r.threads]) if r.n_gen else None
+    return {
+        "engine": r.engine,
+        "threads": r.threads,
+        "test": r.test,
+        "n_prompt": r.n_prompt,
+        "n_gen": r.n_gen,
+        "method": r.method,
+        "repetitions": len(r.samples),
+        "samples_tokens_per_s": list(r.samples),
+        "avg_tokens_per_s": r.avg_tokens_per_s,
+        "stddev_tokens_per_s": r.stddev_tokens_per_s,
+        "roofline_tokens_per_s": roof,
+        "roofline_fraction": None if roof is None else r.avg_tokens_per_s / roof,
+    }
+
+
+def fast_rows(vqf: Any, plan: Plan, progress: Progress) -> list[measure.BenchRow]:
+    """Every pp then tg test at each thread count, on one fast model per thread count."""
     vocab = int(vqf.header.arch["vocab_size"])
-    rates = [measure.ref_rate(vqf, tokens)]
-    for n in threads if engines.fast_open_model() is not None else ():
-        opener = functools.partial(engines.open_fast, vqf, n)
-        rates.append(measure.forward_rate(opener, "fast", n, vocab, tokens))
-    return rates
+    rows = []
+    for n in plan.threads:
+        model = engines.open_fast(vqf, n)
+        for n_prompt, n_gen in plan.tests:
+            progress.phase(f"fast ×{n} {measure.label_of(n_prompt, n_gen)}")
+            rows.append(measure.run_row(model, "fast", n, vocab, n_prompt, n_gen,
+                                        plan.repetitions, progress.tick))  # fmt: skip
+    return rows
+
+
+def speedup_of(tests: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Fast ÷ ref decode tokens/s per thread count, on the first tg test of each."""
+    ref = [t for t in tests if t["engine"] == "ref"]
+    fast = [t for t in tests if t["engine"] == "fast" and t["n_gen"]]
+    if not ref or not fast:
+        return None
+    first = fast[0]["n_gen"]
+    rate = ref[0]["avg_tokens_per_s"]
+    return {str(t["threads"]): t["avg_tokens_per_s"] / rate for t in fast if t["n_gen"] == first}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to run: thread counts, (n_prompt, n_gen) tests in llama-bench's order (every pp,
+    then every tg) and timed repetitions of each."""
+
+    threads: list[int]
+    prompts: list[int]
+    gens: list[int]
+    repetitions: int = 5
+
+    @property
+    def tests(self) -> list[tuple[int, int]]:
+        return [(p, 0) for p in self.prompts] + [(0, n) for n in self.gens]
 
 
 def run_bench(
     path: str | os.PathLike[str],
     *,
-    threads: list[int],
-    tokens: int = 8,
+    plan: Plan,
     synthetic: str | None = None,
     rss: bool = True,
+    ref: bool = True,
     bandwidth_buffer: int = DEFAULT_BUFFER,
     passphrase: bytes | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Every measurement of the report, in one process (the peak RSS in a child).
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
     open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
     """
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     fast = engines.fast_open_model() is not None
     notes = [] if fast else [NO_FAST]
     if engines.fast_matrix_from_entry() is None:
@@ -178,35 +285,55 @@ def run_bench(
         vqf.plaintext_region()  # an ENC model without its passphrase fails here, not midway
         if vqf.header.encrypted:
             notes.append(ENCRYPTED)
-    bw = measure_bandwidth(bandwidth_buffer, threads=os.cpu_count())
-    with open_vqf(path, passphrase=passphrase) as vqf:
-        shapes = engines.matrix_shapes(vqf)
-        report: dict[str, Any] = {
-            "schema": SCHEMA,
-            "machine": machine_section(),
-            "model": model_section(path, vqf, synthetic),
-            "fast_engine": fast,
-            "open_seconds": measure.open_seconds(path, passphrase),
-            **file_section(vqf, shapes),
-            **bandwidth_section(bw, weight_bytes_per_token(vqf)),
-            "matvec": matvec_rows(vqf, shapes, threads, bw.single_core),
-        }
-        forward = forward_rates(vqf, threads, tokens)
-        c = config_from_arch(vqf.header.arch, tied=False)
-    if forward[0].method == "estimated":
-        notes.append(ESTIMATED)
-    report["forward"] = [asdict(f) for f in forward]
-    ref = forward[0].decode_tokens_per_s
-    speedup = {str(f.threads): f.decode_tokens_per_s / ref for f in forward[1:]}
-    report["decode_speedup"] = speedup if fast else None
-    report["peak_rss"] = None
-    if rss:
-        file_bytes = report["model"]["file_bytes"]
-        report["peak_rss"] = peak_rss_row(
-            path, c, file_bytes, threads, tokens, fast, forward[0], passphrase
-        )
-        if report["peak_rss"] is None:
-            notes.append("peak RSS: n/a (no fast engine, and the reference is too slow here)")
+    timed = len(plan.threads) * len(plan.tests) * plan.repetitions if fast else 0
+    bar = Progress(timed + int(ref), progress)
+    try:
+        bar.phase("memory bandwidth")
+        bw, by_threads = thread_bandwidths(bandwidth_buffer, plan.threads)
+        with open_vqf(path, passphrase=passphrase) as vqf:
+            shapes = engines.matrix_shapes(vqf)
+            per_token = weight_bytes_per_token(vqf)
+            report: dict[str, Any] = {
+                "schema": SCHEMA,
+                "build": build_section(),
+                "timestamp": started,
+                "machine": machine_section(),
+                "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf)},
+                "fast_engine": fast,
+                "repetitions": plan.repetitions,
+                "open_seconds": measure.open_seconds(path, passphrase),
+            }
+            bar.phase("checksum, dequantize")
+            report.update(file_section(vqf, shapes))
+            report.update(bandwidth_section(bw, per_token))
+            report["memory_bandwidth"]["by_threads"] = {str(n): v for n, v in by_threads.items()}
+            bar.phase("matvec")
+            report["matvec"] = matvec_rows(vqf, shapes, plan.threads, bw.single_core)
+            rows = []
+            if ref:
+                bar.phase("ref")
+                rows.append(measure.ref_row(vqf, max(plan.gens, default=measure.REF_GEN)))
+                bar.tick()
+            rows += fast_rows(vqf, plan, bar) if fast else []
+            c = config_from_arch(vqf.header.arch, tied=False)
+            measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
+        if ref and rows[0].method == "estimated":
+            notes.append(ESTIMATED)
+        report["tests"] = [row_dict(r, by_threads, per_token) for r in rows]
+        report["decode_speedup"] = speedup_of(report["tests"])
+        report["peak_rss"] = None
+        if rss:
+            bar.phase("peak RSS (child process)")
+            file_bytes = report["model"]["file_bytes"]
+            tokens = max([*plan.prompts, *plan.gens, 1])
+            report["peak_rss"] = peak_rss_row(path, c, file_bytes, plan.threads, tokens, fast,
+                                              measurable, passphrase)  # fmt: skip
+            if report["peak_rss"] is None:
+                notes.append("peak RSS: n/a (no fast engine, and the reference is too slow here)")
+            elif report["peak_rss"]["within_bound"] is None:
+                notes.append(RSS_TINY)
+    finally:
+        bar.close()
     report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
@@ -233,6 +360,16 @@ def matvec_rows(
     ]
 
 
+#: Below this bound (file + KV cache + activations) the peak-RSS verdict is not given: the
+#: interpreter's own allocations between the baseline and the peak (the allocator's arenas, NumPy
+#: temporaries; a few MB on the development machine) would decide it, not the model.
+RSS_NOISE_BYTES = 32 << 20
+RSS_TINY = (
+    "peak RSS: no verdict against the bound, which is below 32 MiB for this model: the "
+    "interpreter's own growth of a few MB, not the model, would decide it"
+)
+
+
 def peak_rss_row(
     path: str | os.PathLike[str],
     c: Any,
@@ -240,16 +377,18 @@ def peak_rss_row(
     threads: list[int],
     tokens: int,
     fast: bool,
-    ref: measure.ForwardRate,
+    ref_measurable: bool,
     passphrase: bytes | None = None,
 ) -> dict[str, Any] | None:
-    """The child-process peak against the issue's bound: fast at the most threads, else ref."""
-    if not fast and ref.method != "measured":
+    """The child-process peak against the issue's bound: fast at the most threads, else ref
+    (only where the reference is measured, not estimated)."""
+    if not fast and not ref_measurable:
         return None
     engine, n = ("fast", max(threads)) if fast else ("ref", 1)
     got = measure_peak_rss(path, engine, n, tokens, passphrase)
     bound = rss_bound(file_bytes, c, positions=2 * tokens, prefill=tokens)
     peak, base = int(got["peak_rss_bytes"]), int(got["baseline_rss_bytes"])
+    verdict = peak <= base + bound.total if bound.total >= RSS_NOISE_BYTES else None
     return {
         "engine": engine,
         "threads": n,
@@ -257,5 +396,5 @@ def peak_rss_row(
         "baseline_rss_bytes": base,
         "bound_bytes": bound.total,
         "bound": asdict(bound),
-        "within_bound": peak <= base + bound.total,
+        "within_bound": verdict,
     }

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+from pathlib import Path
 from typing import Any
 
 NA = "n/a (no fast engine)"
@@ -12,23 +16,18 @@ def gb(rate: float) -> str:
 
 
 def mb(n: float) -> str:
-    return f"{n / 1e6:,.1f} MB"
+    """MB, or kB below 0.1 MB: a tiny model's 0.0 MB reads as nothing at all."""
+    return f"{n / 1e6:,.1f} MB" if n >= 1e5 else f"{n / 1e3:,.1f} kB"
 
 
-def forward_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = []
-    for f in report["forward"]:
-        label = f"{f['engine']} ×{f['threads']}" + (
-            " (estimated)" if f["method"] == "estimated" else ""
-        )
-        if f["open_seconds"] is not None:
-            rows.append((f"open model, {label}", f"{f['open_seconds'] * 1e3:.1f} ms"))
-        rows.append((f"prefill tokens/s, {label}", f"{f['prefill_tokens_per_s']:.4g}"))
-        rows.append((f"decode tokens/s, {label}", f"{f['decode_tokens_per_s']:.4g}"))
-    if not report["fast_engine"]:
-        rows += [("prefill tokens/s, fast", NA), ("decode tokens/s, fast", NA)]
+def speedup_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     speedup = report["decode_speedup"]
-    versus = "estimated ref" if report["forward"][0]["method"] == "estimated" else "ref"
+    refs = [t for t in report["tests"] if t["engine"] == "ref"]
+    if not refs:
+        return []
+    ref = refs[0]
+    versus = f"{'estimated ' if ref['method'] == 'estimated' else ''}ref {ref['test']}"
+    rows = [(f"decode tokens/s, {versus}", f"{ref['avg_tokens_per_s']:.4g}")]
     for n, s in (speedup or {}).items():
         rows.append((f"decode speed-up fast ×{n} / {versus}", f"{s:,.1f}×"))
     if speedup is None:
@@ -58,7 +57,9 @@ def rss_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         return [("peak RSS", "n/a")]
     b = r["bound"]
     verdict = "within bound" if r["within_bound"] else "OVER bound"
-    if r["engine"] == "ref":
+    if r["within_bound"] is None:
+        verdict = "no verdict: below the interpreter's own noise, see the note"
+    elif r["engine"] == "ref":
         verdict = "the bound is the fast engine's; ref holds decoded words in RAM"
     return [
         (f"peak RSS ({r['engine']} ×{r['threads']}, child process)", mb(r["peak_rss_bytes"])),
@@ -85,8 +86,13 @@ def target_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """Two columns: what was measured, and its value."""
+def bandwidth_value(bw: dict[str, Any]) -> str:
+    by = bw["by_threads"]
+    return ", ".join(f"{n} thread{'s' if n != '1' else ''} {gb(v)}" for n, v in by.items())
+
+
+def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Two columns: what was measured (besides the test rows), and its value."""
     m, bw, roof = report["model"], report["memory_bandwidth"], report["roofline"]
     g = m["geometry"]
     dq = report["dequantize"]
@@ -101,11 +107,9 @@ def format_report(report: dict[str, Any]) -> str:
         ("checksum (FNV-1a-64, fast)",
          f"{gb(report['checksum_bytes_per_s'])} over {mb(report['checksum_bytes_hashed'])}"),
         (f"dequantize {dq['tensor']} [{dq['rows']}×{dq['cols']}] (fast)", gb(dq["bytes_per_s"])),
-        (f"memory read bandwidth ({bw['method']})",
-         f"1 core {gb(bw['single_core_bytes_per_s'])}, "
-         f"{bw['threads']} cores {gb(bw['all_core_bytes_per_s'])}"),
+        (f"memory read bandwidth ({bw['method']})", bandwidth_value(bw)),
         *matvec_lines(report),
-        *forward_lines(report),
+        *speedup_lines(report),
         ("weight bytes per decoded token", mb(roof["weight_bytes_per_token"])),
         ("decode roofline tokens/s",
          f"1 core {roof['single_core_tokens_per_s']:.1f}, "
@@ -113,7 +117,115 @@ def format_report(report: dict[str, Any]) -> str:
         *rss_lines(report),
         *target_lines(report),
     ]  # fmt: skip
+    return rows
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The summary as two aligned columns, then the notes (the pre-/2 table, still used by the
+    md output's second part)."""
+    rows = summary_rows(report)
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines += [f"note: {n}" for n in report["notes"]]
+    return "\n".join(lines)
+
+
+# -- llama-bench's output formats: one row per test ----------------------------------------------
+#: Columns of the csv and jsonl rows, in llama-bench's spirit (build, model, test, t/s) plus the
+#: roofline columns llama-bench lacks. Rates are tokens per second; sizes are bytes.
+ROW_FIELDS = (
+    "build_commit", "build_version", "timestamp", "cpu_info", "model", "model_path",
+    "model_type", "model_size", "model_n_params", "engine", "method", "n_threads", "test",
+    "n_prompt", "n_gen", "repetitions", "avg_ts", "stddev_ts", "samples_ts",
+    "bandwidth_bytes_per_s", "roofline_ts", "roofline_fraction",
+)  # fmt: skip
+
+
+def flat_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every test row with the run's build, machine and model columns repeated (csv, jsonl)."""
+    m, b = report["model"], report["build"]
+    by_threads = report["memory_bandwidth"]["by_threads"]
+    out = []
+    for t in report["tests"]:
+        out.append({
+            "build_commit": b["commit"], "build_version": b["version"],
+            "timestamp": report["timestamp"], "cpu_info": report["machine"]["description"],
+            "model": m["synthetic"] or Path(m["path"]).name, "model_path": m["path"],
+            "model_type": m["family"], "model_size": m["file_bytes"],
+            "model_n_params": m["params"], "engine": t["engine"], "method": t["method"],
+            "n_threads": t["threads"], "test": t["test"], "n_prompt": t["n_prompt"],
+            "n_gen": t["n_gen"], "repetitions": t["repetitions"],
+            "avg_ts": t["avg_tokens_per_s"], "stddev_ts": t["stddev_tokens_per_s"],
+            "samples_ts": t["samples_tokens_per_s"],
+            "bandwidth_bytes_per_s": by_threads.get(str(t["threads"])),
+            "roofline_ts": t["roofline_tokens_per_s"], "roofline_fraction": t["roofline_fraction"],
+        })  # fmt: skip
+    return out
+
+
+def format_csv(report: dict[str, Any]) -> str:
+    """A header line, then one line per test; samples joined by ';', null as an empty field."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=ROW_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for row in flat_rows(report):
+        row["samples_ts"] = ";".join(repr(v) for v in row["samples_ts"])
+        w.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buf.getvalue().rstrip("\n")
+
+
+def format_jsonl(report: dict[str, Any], schema: str) -> str:
+    """One JSON object per test, each tagged with the report's schema."""
+    return "\n".join(json.dumps({"schema": schema, **row}) for row in flat_rows(report))
+
+
+def size_text(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.2f} MiB"
+
+
+def params_text(n: int) -> str:
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.2f} M"
+
+
+def rate_text(t: dict[str, Any]) -> str:
+    avg, sd = t["avg_tokens_per_s"], t["stddev_tokens_per_s"]
+    text = f"{avg:.2f}" if avg >= 1 else f"{avg:.3g}"  # the estimated ref: 0.00 says nothing
+    text += "" if sd is None else f" ± {sd:.2f}"
+    return text + (" (estimated)" if t["method"] == "estimated" else "")
+
+
+def md_table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    """A GitHub markdown table, columns padded like llama-bench's (numbers right-aligned)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        padded = [c.rjust(w) if i in right else c.ljust(w)
+                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]  # fmt: skip
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|".join("-" * (w + 1) + ":" if i in right else "-" * (w + 2)
+                    for i, w in enumerate(widths))  # fmt: skip
+    return [line(header), f"|{rule}|", *(line(r) for r in rows)]
+
+
+def format_md(report: dict[str, Any]) -> str:
+    """llama-bench's markdown table of the tests (with the roofline columns), the summary of
+    every other measurement as a second table, the notes, and the build line."""
+    m, b = report["model"], report["build"]
+    name = m["synthetic"] or Path(m["path"]).name
+    header = ["model", "size", "params", "engine", "threads", "test", "t/s", "roofline t/s",
+              "of roofline"]  # fmt: skip
+    rows = []
+    for t in report["tests"]:
+        roof, frac = t["roofline_tokens_per_s"], t["roofline_fraction"]
+        rows.append([name, size_text(m["file_bytes"]), params_text(m["params"]), t["engine"],
+                     str(t["threads"]), t["test"], rate_text(t),
+                     "" if roof is None else f"{roof:.2f}",
+                     "" if frac is None else f"{100 * frac:.1f}%"])  # fmt: skip
+    lines = md_table(header, rows, right={1, 2, 4, 5, 6, 7, 8}) if rows else ["(no test rows)"]
+    summary = [[k, v.replace("|", "/")] for k, v in summary_rows(report)]
+    lines += ["", *md_table(["measurement", "value"], summary, right=set())]
+    lines += [""] + [f"note: {n}" for n in report["notes"]] if report["notes"] else []
+    lines += ["", f"build: {b['commit'] or 'unknown'} ({b['version'] or 'source tree'}) · "
+                  f"{report['timestamp']}"]  # fmt: skip
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""`weightfile bench`: the board-side performance run (issue 6, part 3)."""
+"""`weightfile bench`: the board-side performance run, in llama-bench's shape (issue 6 part 3,
+issue 15 item 4)."""
 
 from __future__ import annotations
 
@@ -7,86 +8,186 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from ._common import add_passphrase_argument, passphrase, positive_int
+from ._common import (
+    EXIT_UNVERIFIABLE,
+    UsageError,
+    add_passphrase_argument,
+    passphrase,
+    positive_int,
+)
+
+FORMATS = ("md", "csv", "json", "jsonl")
+
+
+def int_list(minimum: int) -> Any:
+    """An argparse type: comma-separated integers of at least `minimum` ("1,2,4")."""
+
+    def parse(text: str) -> list[int]:
+        parts = [p.strip() for p in text.split(",")]
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected integers separated by commas (1,2,4), got {text!r}"
+            ) from None
+        low = [v for v in values if v < minimum]
+        if low:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {low[0]}")
+        return values
+
+    return parse
+
+
+class ExtendLists(argparse.Action):
+    """`-t 1,2 -t 4` and `-t 1 2 4` both give [1, 2, 4] (llama-bench takes the comma form)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        have = getattr(namespace, self.dest) or []
+        setattr(namespace, self.dest, [*have, *(v for lst in values for v in lst)])
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "bench",
-        help="measure open, checksum, dequantize, matvec and forward speed, bandwidth, peak RSS",
+        help="measure prefill/decode tokens/s like llama-bench, with bandwidth and the roofline",
         description=(
-            "Benchmark a VQF model on this machine: open time, checksum and dequantize "
-            "throughput, quantized matrix-vector GB/s at the model's real shapes, prefill and "
-            "decode tokens/s of the fast and reference engines, the measured memory read "
-            "bandwidth and the decode roofline, and peak RSS against the memory bound. "
+            "Benchmark a VQF model on this machine, one row per test as llama-bench prints it: "
+            "ppN processes an N-token prompt in one call, tgN generates N tokens one call each, "
+            "both from an empty cache, timed -r times (t/s is the mean ± the sample stddev). "
+            "Beside the tests: open time, checksum and dequantize throughput, quantized "
+            "matrix-vector GB/s at the model's real shapes, the measured memory read bandwidth "
+            "per thread count and the decode roofline (what llama-bench lacks), the reference's "
+            "decode rate and peak RSS against the memory bound. "
             "--synthetic NAME generates (once, cached) a model of a real geometry: "
             "qwen3-0.6b-q4_0, qwen3-0.6b-q8_0, qwen3-vl-2b-text-q4_0, qwen3-vl-2b-text-q8_0, "
             "tiny-q4_0, tiny-q8_0."
         ),
+        epilog="example: weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 "
+        "-r 3 -o md",
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("model", nargs="?", help="a .vqf file")
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
+    lists = dict(action=ExtendLists, nargs="+", default=None, metavar="LIST")
     parser.add_argument(
+        "-t",
         "--threads",
-        type=positive_int,
-        nargs="+",
-        default=None,
-        metavar="N",
-        help="thread counts for the fast engine (default: 1 and every cpu)",
+        type=int_list(1),
+        **lists,
+        help="thread counts of the fast engine (default: 1 and every cpu)",
     )
     parser.add_argument(
-        "--tokens",
-        type=positive_int,
-        default=8,
-        help="prefill this many tokens, then decode as many (default 8)",
+        "-p",
+        "--n-prompt",
+        type=int_list(0),
+        **lists,
+        help="prompt lengths of the pp tests; 0 runs none (default: 512)",
+    )
+    parser.add_argument(
+        "-n",
+        "--n-gen",
+        type=int_list(0),
+        **lists,
+        help="generated tokens of the tg tests; 0 runs none (default: 128)",
+    )
+    parser.add_argument("--tokens", type=positive_int, default=None, metavar="N",
+                        help="shorthand for -p N -n N")  # fmt: skip
+    parser.add_argument("-r", "--repetitions", type=positive_int, default=5,
+                        metavar="N", help="timed runs of each test (default 5)")  # fmt: skip
+    parser.add_argument("-o", "--output", choices=FORMATS, default=None,
+                        help="md (tables), csv or jsonl (one line per test), json (everything; "
+                        "schema in weightfile/bench/report.py) (default: md)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the same as -o json")
+    parser.add_argument("--plot", metavar="PNG", default=None,
+                        help="also draw tokens/s against the roofline per thread count "
+                        "(needs the optional extra weightfile[plot], matplotlib)")  # fmt: skip
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar (it is drawn on a terminal only, on stderr)",
     )
     parser.add_argument(
         "--cache-dir",
         default=None,
+        metavar="DIR",
         help="where synthetic models live (default $XDG_CACHE_HOME/weightfile/"
         "synthetic, or $WEIGHTFILE_CACHE/synthetic)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
-    parser.add_argument(
-        "--bandwidth-mib",
-        type=positive_int,
-        default=256,
-        help="buffer read by the bandwidth probe (default 256 MiB)",
-    )
+    parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
+    parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
+                        help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from weightfile.bench.report import run_bench
-    from weightfile.bench.synthetic import synthetic_model
-    from weightfile.bench.table import format_report
+def output_format(args: argparse.Namespace) -> str:
+    if args.json and args.output not in (None, "json"):
+        raise UsageError(f"--json is -o json; it cannot be combined with -o {args.output}")
+    return "json" if args.json else args.output or "md"
 
-    if args.tokens < 1 or args.bandwidth_mib < 1 or any(n < 1 for n in args.threads or ()):
-        print(
-            "weightfile bench: --tokens, --threads and --bandwidth-mib must be ≥ 1", file=sys.stderr
-        )
-        return 2
+
+def test_lists(args: argparse.Namespace) -> tuple[list[int], list[int]]:
+    """(-p values, -n values) without zeros; --tokens N stands for -p N -n N."""
+    if args.tokens is not None and (args.n_prompt is not None or args.n_gen is not None):
+        raise UsageError("--tokens N is -p N -n N; give either --tokens or -p/-n")
+    tokens = [args.tokens] if args.tokens is not None else None
+    prompts = tokens or args.n_prompt or [512]
+    gens = tokens or args.n_gen or [128]
+    prompts, gens = unique([p for p in prompts if p]), unique([n for n in gens if n])
+    if not prompts and not gens:
+        raise UsageError("-p and -n are both 0: no test to run")
+    return prompts, gens
+
+
+def unique(values: Sequence[int]) -> list[int]:
+    return list(dict.fromkeys(values))
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    from weightfile.bench.report import SCHEMA
+    from weightfile.bench.table import format_csv, format_jsonl, format_md
+
+    if fmt == "json":
+        return json.dumps(report, indent=2)
+    if fmt == "jsonl":
+        return format_jsonl(report, SCHEMA)
+    return format_csv(report) if fmt == "csv" else format_md(report)
+
+
+def run(args: argparse.Namespace) -> int:
+    from weightfile.bench.plot import plot_report, require_matplotlib
+    from weightfile.bench.report import Plan, run_bench
+    from weightfile.bench.synthetic import synthetic_model
+
+    fmt = output_format(args)
+    prompts, gens = test_lists(args)
+    if args.plot is not None and (missing := require_matplotlib()) is not None:
+        print(f"weightfile bench: {missing}", file=sys.stderr)
+        return EXIT_UNVERIFIABLE
     path = args.model
     if args.synthetic is not None:
         start = time.perf_counter()
         path, built = synthetic_model(args.synthetic, args.cache_dir)
-        if built:
+        if built and not args.quiet:
             took = time.perf_counter() - start
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
-    threads = sorted(set(args.threads or (1, os.cpu_count() or 1)))
+    threads = unique(args.threads or sorted({1, os.cpu_count() or 1}))
     report = run_bench(
         path,
-        threads=threads,
-        tokens=args.tokens,
+        plan=Plan(threads, prompts, gens, args.repetitions),
         synthetic=args.synthetic,
         rss=not args.no_rss,
+        ref=not args.no_ref,
         bandwidth_buffer=args.bandwidth_mib << 20,
         passphrase=passphrase(args),
+        progress=not args.quiet,
     )
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    print(render(report, fmt))
+    if args.plot is not None:
+        plot_report(report, args.plot)
     return 0

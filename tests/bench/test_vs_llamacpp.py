@@ -1,0 +1,90 @@
+"""benchmarks/vs_llamacpp.py's own parts: the GGUF it writes for llama.cpp (read back by gguf-py's
+reader), its bytes per token against ours, and the test-list parser."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+from weightfile.bench.synthetic import SPECS  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "vs_llamacpp.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("vs_llamacpp", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("qtype", "block"), [("q4_0", 18), ("q8_0", 34)])
+def test_gguf_is_qwen3_with_every_matrix_in_one_type(script, tmp_path, qtype, block):
+    s = SPECS[f"tiny-{qtype}"]
+    path = script.write_gguf(s, qtype, tmp_path / "tiny.gguf")
+    r = gguf.GGUFReader(path)
+    field = lambda k: r.fields[k].contents()  # noqa: E731
+    assert field("general.architecture") == "qwen3"
+    assert (field("qwen3.block_count"), field("qwen3.embedding_length")) == (2, 64)
+    assert (field("qwen3.attention.head_count"), field("qwen3.attention.head_count_kv")) == (4, 2)
+    assert (field("qwen3.attention.key_length"), field("qwen3.vocab_size")) == (16, 256)
+    assert field("tokenizer.ggml.model") == "none"
+    want = gguf.GGMLQuantizationType.Q4_0 if qtype == "q4_0" else gguf.GGMLQuantizationType.Q8_0
+    tensors = {t.name: t for t in r.tensors}
+    assert len(tensors) == 3 + 11 * 2
+    for t in tensors.values():
+        if t.name.endswith("norm.weight"):
+            assert t.tensor_type == gguf.GGMLQuantizationType.F32
+            assert np.all(np.asarray(t.data) == 1)
+        else:  # llama-quantize --pure: one type; 32 elements a block
+            assert t.tensor_type == want and t.n_bytes == t.n_elements // 32 * block
+    assert list(tensors["blk.0.attn_k.weight"].shape) == [64, 32]  # ne: [in, out]
+    assert list(tensors["output.weight"].shape) == [64, 256]
+    scales = np.asarray(tensors["blk.1.ffn_down.weight"].data).reshape(-1, block)[:, :2]
+    d = scales.copy().view(np.float16).astype(np.float32)
+    assert np.all(np.isfinite(d)) and np.all(d > 0)
+
+
+def test_same_bytes_per_token_but_the_embedding_row(script, tmp_path):
+    """Ours (tests/bench/test_roofline.py by hand: 52,352 for tiny-q4_0) has an F16 embedding
+    row (64 · 2 bytes); llama.cpp's is a Q4_0 row (2 blocks · 18 bytes)."""
+    path = script.write_gguf(SPECS["tiny-q4_0"], "q4_0", tmp_path / "tiny.gguf")
+    assert script.gguf_bytes_per_token(path) == 52_352 - 64 * 2 + 2 * 18
+
+
+def test_tests_option(script):
+    t = script.Tests("pp64,pp512,tg64")
+    assert (t.pp, t.tg, t.llama_flags()) == ([64, 512], [64], ["-p", "64,512", "-n", "64"])
+    assert script.Tests("tg8").llama_flags() == ["-p", "0", "-n", "8"]
+    for bad in ("", "pp", "xx64", "pp6x"):
+        with pytest.raises(Exception, match="ppN or tgN"):
+            script.Tests(bad)
+
+
+def test_median_table_takes_quiet_rounds_only(script):
+    key = "tg64/q4_0/1"
+    rounds = [
+        {"quiet": True, "weightfile": {key: 30.0}, "llama": {key: 40.0}, "ratio": {key: 0.75}},
+        {"quiet": False, "weightfile": {key: 10.0}, "llama": {key: 40.0}, "ratio": {key: 0.25}},
+        {"quiet": True, "weightfile": {key: 34.0}, "llama": {key: 40.0}, "ratio": {key: 0.85}},
+    ]
+    (row,) = script.median_table(rounds, quiet_only=True)[2:]
+    assert row == "| tg64 | q4_0 | 1 | 32.0 | 40.0 | 0.80 | 2 |"
+    (row,) = script.median_table(rounds, quiet_only=False)[2:]
+    assert row == "| tg64 | q4_0 | 1 | 30.0 | 40.0 | 0.75 | 3 |"
+
+
+@pytest.mark.parametrize(
+    ("probes", "want"),
+    [
+        ([(1.02, 1.01), (1.10, 1.05)], True),
+        ([(1.02, 1.01), (1.16, 1.05)], False),  # the pair ran slower than one loop alone
+        ([(1.01, 6.0), (1.02, 1.01)], False),  # saturated by other jobs: alone as slow as two
+    ],
+)
+def test_a_round_is_quiet_only_when_every_probe_passes_both_rules(script, probes, want):
+    assert script.is_quiet(probes, 1.15) is want
