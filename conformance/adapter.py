@@ -30,6 +30,7 @@ from .board_cases import answer as board_answer
 from .codec_cases import answer as codec_answer
 from .model_cases import answer as model_answer
 from .model_cases import fast_opener
+from .moe_cases import answer as moe_answer
 from .ninfer3_describe import describe_ninfer3
 from .qwen35_cases import answer as qwen35_answer
 from .vqf_describe import describe_vqf
@@ -38,7 +39,7 @@ ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
 KINDS = (
     "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-    "ninfer3-model", "vqf-protected", "vqf-board-model",
+    "ninfer3-model", "vqf-protected", "vqf-board-model", "vqf-moe-model",
 )  # fmt: skip
 #: The engine's own variables that carry a protected case's keys (README, "Protected cases").
 PASSPHRASE_VARIABLE = "VLLM_VQF_KEY"
@@ -81,6 +82,10 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(result, indent=2) + "\n", "")
     if kind == "ninfer3-model":
         return ninfer3_model(Path(path), engine)
+    if kind == "vqf-moe-model":  # spec/models.md §1.3.1: the family's ref or fast forward pass
+        folder = Path(path)
+        moe = moe_answer(engine, folder, json.loads((folder / "case.json").read_text()))
+        return Answer(0, json.dumps(moe, indent=2) + "\n", "")
     if kind == "vqf-protected":
         return vqf_protected(path, engine)
     if kind == "vqf-board-model":  # the board profile on the engine asked for
@@ -178,7 +183,8 @@ def notes(engine: str) -> dict[str, str]:
 def unsupported(engine: str) -> dict[str, str]:
     """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
     if engine == "fast" and fast_opener() is None:
-        return {"vqf-model": "no C kernels (the fast forward pass needs them)"}
+        why = "no C kernels (the fast forward pass needs them)"
+        return {"vqf-model": why, "vqf-moe-model": why}
     return {}
 
 

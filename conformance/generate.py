@@ -20,6 +20,7 @@ from . import (
     board_cases,
     codec_cases,
     model_cases,
+    moe_cases,
     ninfer3_cases,
     protected_cases,
     qwen35_cases,
@@ -35,7 +36,8 @@ CORPUS_VERSION = "v1"  # the VQF corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
 PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
-#: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §20).
+#: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §20)
+#: and the Qwen3-MoE model cases (`vqf-moe-model`, spec/models.md §1.3.1).
 BOARD_VERSION = "v3"
 #: The .ninfer Qwen3.5 model cases with a tokenizer the installed `tokenizers` accepts, beside
 #: v1 (whose files stay as published) and run with it (CHANGELOG.md, "ninfer3 v2").
@@ -63,6 +65,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
     ("vqf", BOARD_VERSION, "board-model", board_cases.corpus_cases),
     ("ninfer3", NINFER3_MODEL_VERSION, "model", qwen35_cases.valid_cases_v2),
+    ("vqf", BOARD_VERSION, "moe-model", moe_cases.corpus_cases),
 )  # fmt: skip
 
 

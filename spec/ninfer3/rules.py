@@ -185,7 +185,8 @@ IMPORT_RULES: dict[str, Rule] = table(
          "config.json, the *.safetensors files or a resource file is absent"),
         ("qwen35.import.config", INV, "§6.1", "config.json is not a Qwen3.5 config"),
         ("qwen35.import.unsupported", UNS, "§6.1",
-         "a config the importer does not convert yet (MoE, non-interleaved MRoPE, ...)"),
+         "a config the importer does not convert (non-interleaved MRoPE, MoE keys on a dense "
+         "model_type, ...)"),
         ("qwen35.import.safetensors", MAL, "§6.2", "a safetensors header or tensor is broken"),
         ("qwen35.import.duplicate", INV, "§6.2", "one tensor name in two shards"),
         ("qwen35.import.dtype", UNS, "§6.2", "a tensor dtype other than F32, F16 or BF16"),

@@ -13,14 +13,14 @@ from weightfile.ref.vqf.read import open_vqf
 
 
 def test_every_board_case_names_its_profile_and_both_prompt_paths_are_covered() -> None:
-    cases = [json.loads(p.read_text()) for p in CORPUS_DIR.glob("vqf/v3/*/*/*/case.json")]
+    cases = [json.loads(p.read_text()) for p in CORPUS_DIR.glob("vqf/v3/board-model/*/*/case.json")]
     assert len(cases) == 4 and all(c["numerics"] == "kestrel-board" for c in cases)
     assert {c["prompt_path"] for c in cases} == {"prefill", "tokenwise"}
 
 
 def test_the_builtin_engines_pass_the_board_cases() -> None:
     for engine in ("ref", "fast"):
-        results = run_corpus(builtin_implementation(engine), pattern="vqf/v3/*")
+        results = run_corpus(builtin_implementation(engine), pattern="vqf/v3/board-model/*")
         assert len(results) == 4 and all(r.passed for r in results), results
 
 

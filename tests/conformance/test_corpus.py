@@ -34,7 +34,7 @@ from weightfile.spec.vqf.rules import RULES
 
 ALL_KINDS = frozenset(
     {"vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-     "ninfer3-model", "vqf-protected", "vqf-board-model"}
+     "ninfer3-model", "vqf-protected", "vqf-board-model", "vqf-moe-model"}
 )  # fmt: skip
 
 ADAPTER = f"{sys.executable} -m weightfile.conformance.adapter"

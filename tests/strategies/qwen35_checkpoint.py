@@ -133,8 +133,9 @@ def load_canonical(model: torch.nn.Module, params: dict[str, np.ndarray]) -> Non
             p = f"text/layers/{i}/"
             put(layer.input_layernorm.weight, params[p + "input_norm"])
             put(layer.post_attention_layernorm.weight, params[p + "post_attention_norm"])
-            for r in ("gate", "up", "down"):
-                put(getattr(layer.mlp, f"{r}_proj").weight, params[p + f"mlp/{r}"])
+            if hasattr(layer.mlp, "gate_proj"):  # dense; an MoE block: qwen35_moe_checkpoint
+                for r in ("gate", "up", "down"):
+                    put(getattr(layer.mlp, f"{r}_proj").weight, params[p + f"mlp/{r}"])
             if cfg.layer_types[i] == "full_attention":
                 a, h, d = layer.self_attn, cfg.hidden_size, cfg.head_dim
                 query = params[p + "attention/query"].reshape(-1, d, h)

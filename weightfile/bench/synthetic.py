@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import import_module
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
+from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inventory
 from weightfile.spec.vqf.placement import file_size_for
 from weightfile.spec.vqf.qtypes import QType
@@ -87,6 +88,20 @@ class SyntheticSpec:
         return file_flags(self.qtype_code, "tiled")
 
 
+@dataclass(frozen=True)
+class MoeSyntheticSpec(SyntheticSpec):
+    """A Qwen3-MoE (version-3) synthetic model: `intermediate` is the stacked width E·Ie
+    (spec/vqf.md §7.1, §8). A subclass, so the dense specs' cache keys do not change."""
+
+    experts: int = 0  # E
+    top_k: int = 0  # k
+    moe_ffn: int = 0  # Ie
+
+    @property
+    def flags(self) -> int:
+        return file_flags(self.qtype_code, "tiled") | int(VQFFlag.MOE)
+
+
 def _family(base: str, geometry: dict[str, int | float]) -> dict[str, SyntheticSpec]:
     return {
         f"{base}-{q}": SyntheticSpec(name=f"{base}-{q}", qtype=q, **geometry)  # type: ignore[arg-type]
@@ -104,10 +119,32 @@ SPECS: dict[str, SyntheticSpec] = {
     **_family("tiny", dict(vocab=256, hidden=64, intermediate=128, layers=2, heads=4,
                            kv_heads=2, head_dim=16, max_seq_len=512)),
 }  # fmt: skip
+#: Qwen3-30B-A3B (issue 17): 128 experts of 768, top 8, every layer MoE; the whole q4_0 file is
+#: ~17 GB, so benchmarks take a few layers with the `-L<n>` suffix (spec_named).
+SPECS |= {
+    f"qwen3-30b-a3b-{q}": MoeSyntheticSpec(
+        name=f"qwen3-30b-a3b-{q}", qtype=q, vocab=151_936, hidden=2048,
+        intermediate=128 * 768, layers=48, heads=32, kv_heads=4, head_dim=128,
+        experts=128, top_k=8, moe_ffn=768,
+    )
+    for q in ("q4_0", "q8_0")
+}  # fmt: skip
+SPECS |= {
+    f"tiny-moe-{q}": MoeSyntheticSpec(
+        name=f"tiny-moe-{q}", qtype=q, vocab=256, hidden=64, intermediate=8 * 32, layers=2,
+        heads=4, kv_heads=2, head_dim=16, max_seq_len=512, experts=8, top_k=2, moe_ffn=32,
+    )
+    for q in ("q4_0", "q8_0")
+}  # fmt: skip
 
 
 def spec_named(name: str) -> SyntheticSpec:
-    """The spec called `name`, or NotFoundError listing the known names."""
+    """The spec called `name`, or NotFoundError listing the known names. `<name>-L<n>` is that
+    model with its first n layers only (n ≥ 1 and at most its layer count): the same
+    per-layer weights, since each layer's streams are seeded by its index."""
+    base, sep, count = name.rpartition("-L")
+    if sep and base in SPECS and count.isdigit() and 1 <= int(count) <= SPECS[base].layers:
+        return replace(SPECS[base], name=name, layers=int(count))
     if name not in SPECS:
         known = ", ".join(SPECS)
         raise NotFoundError("bench.synthetic.name", f"no synthetic model {name!r} ({known})")
@@ -122,7 +159,14 @@ def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
         "head_dim": s.head_dim, "ffn_dim": s.intermediate, "vocab_size": s.vocab,
         "max_seq_len": s.max_seq_len, "rope_theta": s.rope_theta, "norm_eps": s.norm_eps,
         "bos_id": 0, "eos_id": 1, "has_q_norm": 1, "head_dim_full": s.head_dim,
-    }  # fmt: skip
+    } | _moe_arch(s)  # fmt: skip
+
+
+def _moe_arch(s: SyntheticSpec) -> dict[str, int]:
+    """The spec/vqf.md §8 MoE tail of a version-3 file (empty for a dense spec)."""
+    if not isinstance(s, MoeSyntheticSpec):
+        return {}
+    return {"n_experts": s.experts, "moe_ffn": s.moe_ffn, "top_k": s.top_k}
 
 
 def _rng(s: SyntheticSpec, *key: int) -> np.random.Generator:
@@ -154,7 +198,11 @@ def _lm_payload(s: SyntheticSpec, name: str) -> Iterator[bytes]:
 
 
 def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) -> Iterator[bytes]:
-    index = ORDER_INDEX[kind.name]  # each matrix its own seed stream
+    # each matrix its own seed stream. An MoE layer's stacked gate/up [E·Ie, d] is encoded whole
+    # (rows are encoded independently) and its down [d, E·Ie] too: no 32-column block or tile
+    # crosses an expert band, so the whole matrix's words are the experts' bands joined
+    # (spec/vqf.md §7.1, spec/numerics.md §4)
+    index = ORDER_INDEX[kind.name]
     for layer in range(s.layers):
         m = _normal(s, (out, inp), PROJ_STD, 1, index, layer)
         yield encode(s.qtype_code, s.flags, kind.name, m, FAST_CODECS)
@@ -167,6 +215,9 @@ def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
         return np.ones(count * out * inp, np.float32).tobytes()
     if kind.family == "embed":
         return _embed_payload(s)
+    if kind.family == "router":  # F32 [nl·E, d], one seeded block per layer
+        index = ORDER_INDEX[kind.name]
+        return (_normal(s, (out, inp), PROJ_STD, 1, index, i).tobytes() for i in range(count))
     if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (spec/vqf.md §7.1)
         return _lm_payload(s, kind.name)
     return _projection_payload(s, kind, out, inp)

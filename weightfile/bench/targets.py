@@ -43,9 +43,21 @@ def matvec_target(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [target("q4_0 matvec 2048×6144, 1 thread, fraction of 1-core bandwidth", value, 0.5)]
 
 
+def moe_roofline_target(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """An MoE model decodes at ≥ 50% of the roofline of the bytes its decoded tokens actually
+    read (issue 17; weightfile/bench/moe_bytes.py), on 1 thread; only when the report has that
+    roofline (`moe_roofline` with its single-core `tokens_per_s`)."""
+    roof = report.get("moe_roofline")
+    if not roof:
+        return []
+    decode = fast_decode(report, 1)
+    value = None if decode is None else decode / roof["tokens_per_s"]
+    return [target("MoE decode fast ×1, fraction of the bytes-read roofline", value, 0.5)]
+
+
 def check_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Every target that applies to this report's model."""
-    out = matvec_target(report)
+    out = matvec_target(report) + moe_roofline_target(report)
     speedup = report["decode_speedup"]
     value = speedup.get("1") if speedup else None
     estimated = any(t["engine"] == "ref" and t["method"] == "estimated" for t in report["tests"])

@@ -63,7 +63,8 @@ def register(sub: Any) -> None:
             "decode rate and peak RSS against the memory bound. "
             "--synthetic NAME generates (once, cached) a model of a real geometry: "
             "qwen3-0.6b-q4_0, qwen3-0.6b-q8_0, qwen3-vl-2b-text-q4_0, qwen3-vl-2b-text-q8_0, "
-            "tiny-q4_0, tiny-q8_0."
+            "tiny-q4_0, tiny-q8_0, qwen3-30b-a3b-q4_0, qwen3-30b-a3b-q8_0, tiny-moe-q4_0, "
+            "tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
         ),
         epilog="example: weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 "
         "-r 3 -o md",

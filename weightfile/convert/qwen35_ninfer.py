@@ -37,7 +37,7 @@ from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
 
 from . import hf_names_qwen35
 from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
-from .hf_names_qwen35 import LM_HEAD, source, text_model_prefix
+from .hf_names_qwen35 import LM_HEAD, fused_experts_name, source, split_layer, text_model_prefix
 from .qwen35_ninfer_config import text_config
 from .qwen35_ninfer_plan import Parent, bindings, plan_parents, uses
 
@@ -90,8 +90,46 @@ def unexpected_tensors(names: list[str], expected: set[str], prefix: str) -> tup
     return sorted(set(text) - expected), len(names) - len(text)
 
 
+def fused_layers(names: list[str], config: Mapping[str, Any], prefix: str) -> frozenset[int]:
+    """The layers whose routed experts the checkpoint stores fused (transformers 5 writes
+    `mlp.experts.gate_up_proj [E, 2·Ie, H]` and `mlp.experts.down_proj [E, H, Ie]`)."""
+    have = set(names)
+    n = config["num_hidden_layers"]
+    return frozenset(i for i in range(n) if fused_experts_name(prefix, i) in have)
+
+
+def member_source(
+    config: Mapping[str, Any], prefix: str, name: str, fused: frozenset[int]
+) -> hf_names_qwen35.Source:
+    """`source` of one canonical parameter, its layer's experts fused or not (spec/ninfer3.md
+    §6.2)."""
+    layer = split_layer(name)
+    return source(config, prefix, name, fused_experts=layer is not None and layer[0] in fused)
+
+
+class LastTensor:
+    """`tensor` remembering only the tensor read last: a fused expert tensor feeds every expert
+    parent of its layer one after another, and is read once rather than once per expert."""
+
+    def __init__(self, tensor: Callable[[str], np.ndarray]) -> None:
+        self.tensor = tensor
+        self.name: str | None = None
+        self.value: np.ndarray | None = None
+
+    def __call__(self, name: str) -> np.ndarray:
+        if name != self.name:
+            self.name, self.value = None, None  # drop the old one before reading the next
+            self.value, self.name = self.tensor(name), name
+        assert self.value is not None
+        return self.value
+
+
 def parent_values(
-    parent: Parent, config: Mapping[str, Any], prefix: str, tensor: Callable[[str], np.ndarray]
+    parent: Parent,
+    config: Mapping[str, Any],
+    prefix: str,
+    tensor: Callable[[str], np.ndarray],
+    fused: frozenset[int] = frozenset(),
 ) -> np.ndarray:
     """The members' float32 values stacked by rows, in the parent's shape."""
     cache: dict[str, np.ndarray] = {}  # q_proj and in_proj_qkv feed several members
@@ -102,7 +140,9 @@ def parent_values(
         return cache[name]
 
     parts = [
-        hf_names_qwen35.parameter_values(m, source(config, prefix, m.name), cached, SHAPE_RULE)
+        hf_names_qwen35.parameter_values(
+            m, member_source(config, prefix, m.name, fused), cached, SHAPE_RULE
+        )
         for m in parent.members
     ]
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
@@ -137,7 +177,10 @@ def import_checkpoint(
     objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
     objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
     with Checkpoint(src, RULES) as checkpoint:
-        expected = {source(config, prefix, m.name).hf_name for p in parents for m in p.members}
+        fused = fused_layers(checkpoint.names, config, prefix)
+        expected = {
+            member_source(config, prefix, m.name, fused).hf_name for p in parents for m in p.members
+        }
         if config["tie_word_embeddings"]:
             expected.add(LM_HEAD)  # a tied checkpoint may still store the head; it is not read
         unexpected, ignored = unexpected_tensors(checkpoint.names, expected, prefix)
@@ -170,7 +213,8 @@ def import_checkpoint(
         ) as writer:
             for role, data in resources.items():
                 writer.write(resource_id(role), data)
+            tensor = LastTensor(checkpoint.tensor)
             for parent in parents:
-                values = parent_values(parent, config, prefix, checkpoint.tensor)
+                values = parent_values(parent, config, prefix, tensor, fused)
                 writer.write(parent.id, encode_parent(parent, values, codecs))
             return writer.finish()

@@ -6,7 +6,8 @@ adds three things around them:
 
 * typed errors: what the normaliser fails on untyped is an InvalidError naming config.json;
 * refusals: what the reference forward pass does not compute is refused rather than dropped
-  (another activation, attention biases, non-interleaved MRoPE, and MoE, not imported yet);
+  (another activation, attention biases, non-interleaved MRoPE, MoE keys on a dense
+  model_type, which would be dropped);
 * the two values a text-only or multimodal checkpoint may leave implicit. A text-only checkpoint may
   omit `mrope_section`: every position axis then carries the same position, so the section cannot
   change a result, and the interleaved section spec/ninfer3.md §6.1 accepts for the actual rotary
@@ -21,7 +22,7 @@ from typing import Any
 
 from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
-from weightfile.spec.ninfer3.text_config import rotary_dim
+from weightfile.spec.ninfer3.text_config import MODEL_TYPES, MOE_ARCHITECTURE, rotary_dim
 
 from .qwen35_hf import text_config_from_hf
 
@@ -47,8 +48,14 @@ def require_supported(text: Mapping[str, Any]) -> None:
     rope = text.get("rope_parameters")
     if isinstance(rope, Mapping) and rope.get("mrope_interleaved") is False:
         raise UnsupportedError(UNSUPPORTED_RULE, "non-interleaved MRoPE", path="rope_parameters")
-    if text.get("num_experts"):
-        raise UnsupportedError(UNSUPPORTED_RULE, "MoE checkpoints are not imported yet")
+    if text.get("num_experts") and text.get("model_type") != MODEL_TYPES[MOE_ARCHITECTURE]:
+        # a dense model_type would drop the experts silently (the closed key set has no place)
+        raise UnsupportedError(
+            UNSUPPORTED_RULE,
+            f"num_experts on model_type {text.get('model_type')!r}: MoE needs "
+            f"{MODEL_TYPES[MOE_ARCHITECTURE]!r}",
+            path="num_experts",
+        )
 
 
 def derived_mrope_section(pairs: int) -> list[int]:
@@ -79,7 +86,7 @@ def with_implicit_values(cfg: Mapping[str, Any], text: dict[str, Any]) -> dict[s
 
 
 def text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The closed, validated `components.text.config` of a dense Qwen3.5 config.json
+    """The closed, validated `components.text.config` of a dense or MoE Qwen3.5 config.json
     (spec/ninfer3.md §6.1)."""
     text = text_part(cfg)
     require_supported(text)
