@@ -81,3 +81,29 @@ def test_the_moe_target_is_half_the_bytes_read_roofline():
     [row] = moe_roofline_target(report)
     assert row["value"] == pytest.approx(0.6) and row["met"] is True
     assert moe_roofline_target({"forward": forward}) == []
+
+
+def test_the_bench_report_counts_only_the_chosen_experts(tmp_path, capsys):
+    """`bench` on an MoE file: its moe_roofline reads, per decoded token, the shared tensors plus
+    exactly top_k distinct experts in every layer (top-k never picks an expert twice), and its tg
+    rows' rooflines use those bytes, not every expert's."""
+    import json
+
+    from weightfile.cli import main
+
+    argv = ["bench", "--synthetic", "tiny-moe-q4_0", "--cache-dir", str(tmp_path), "-o", "json",
+            "--bandwidth-mib", "8", "-p", "2", "-n", "3", "-r", "1", "-t", "1", "--no-rss",
+            "--no-ref", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    (path,) = tmp_path.glob("tiny-moe-q4_0-*.vqf")
+    with open_vqf(path) as vqf:
+        arch = vqf.header.arch
+        by_hand = shared_bytes(vqf) + arch["n_layers"] * arch["top_k"] * expert_bytes(vqf)
+        every = shared_bytes(vqf) + arch["n_layers"] * arch["n_experts"] * expert_bytes(vqf)
+    moe = report["moe_roofline"]
+    assert moe["weight_bytes_per_token"] == by_hand < moe["all_experts_bytes_per_token"] == every
+    assert moe["decoded_tokens"] == 3
+    (tg,) = [t for t in report["tests"] if t["test"] == "tg3"]
+    bandwidth = report["memory_bandwidth"]["by_threads"]["1"]
+    assert tg["roofline_tokens_per_s"] == pytest.approx(bandwidth / round(by_hand))

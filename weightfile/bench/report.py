@@ -36,6 +36,10 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        8 tokens once; estimated above that, see notes)
     decode_speedup    null | {threads: fast avg t/s of the first tg test ÷ ref decode t/s}
     roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
+    moe_roofline      MoE files only: {weight_bytes_per_token (averaged over the decoded tokens:
+                        shared tensors + the chosen experts' bands), all_experts_bytes_per_token,
+                        decoded_tokens, tokens_per_s (single-core bandwidth ÷ those bytes)}; the
+                        tg rows' rooflines then use the same bytes per token
     peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
                               within_bound (peak ≤ baseline + bound; null when the bound is
@@ -315,6 +319,10 @@ def run_bench(
                 rows.append(measure.ref_row(vqf, max(plan.gens, default=measure.REF_GEN)))
                 bar.tick()
             rows += fast_rows(vqf, plan, bar) if fast else []
+            if vqf.header.is_moe and fast:  # only the chosen experts' bands are read (issue 17)
+                bar.phase("experts chosen per decoded token")
+                report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
+                per_token = round(report["moe_roofline"]["weight_bytes_per_token"])
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":
@@ -337,6 +345,18 @@ def run_bench(
     report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
+
+
+def moe_section(vqf: Any, plan: Plan, single_core: float) -> dict[str, float]:
+    """The MoE roofline: bytes actually read per decoded token (attention, router, norms, the
+    chosen experts' bands; weightfile/bench/moe_bytes.py), averaged over a greedy decode."""
+    from . import moe_bytes
+
+    model = engines.open_fast(vqf, 1)
+    steps = max([*plan.gens, 1])
+    prompt = measure.token_ids(int(vqf.header.arch["vocab_size"]), max([*plan.prompts, 1]))
+    chosen = moe_bytes.decoded_experts(model, prompt, steps)
+    return moe_bytes.moe_roofline(vqf, chosen, single_core)
 
 
 def matvec_rows(
