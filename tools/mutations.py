@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     chosen = [m for m in MUTANTS if not a.only or m.id in a.only.split(",")]
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        results = list(pool.map(run_one, chosen))
+        futures = [pool.submit(run_one, m) for m in chosen]
+        for f in concurrent.futures.as_completed(futures):  # progress as each one ends
+            r = f.result()
+            print(f"{r['id']}: {r['result']} -- {r['detail']}", flush=True)
+        results = [f.result() for f in futures]
     lines = ["| mutant | bug | tests | result |", "|---|---|---|---|"]
     for m, r in zip(chosen, results, strict=True):
         tests = ", ".join(t.split("/")[-1] for t in m.tests)

@@ -164,7 +164,7 @@ def mutate_bytes(data: bytes, draw: Draw) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# JSON edits of a .ninfer entry (spec/ninfer3.md §1.1 framing, §2 directory)
+# JSON edits of a .ninfer entry (framing: spec/ninfer3.md §1.1)
 
 
 def _frame(text: bytes, payload: bytes, artifact_id: bytes = EXAMPLE_ID) -> bytes:
