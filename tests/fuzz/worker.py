@@ -1,0 +1,81 @@
+"""The fuzz worker: `worker.py MEM_MB` reads one JSON job a line, answers one JSON result a line.
+
+`worker.py --once ENTRY [--ref]` replays one reproducer and prints its outcome with the traceback.
+The address-space limit is set after the imports, so it bounds what an input can make us
+allocate, not the interpreter.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import resource
+import sys
+import traceback
+from typing import Any
+
+import numpy as np
+
+import weightfile
+from weightfile import WeightfileError
+
+
+def _bits(a: Any) -> Any:
+    if isinstance(a, dict):
+        return {k: _bits(v) for k, v in a.items()}
+    a = np.asarray(a)
+    return (a.dtype.str, a.shape, a.tobytes())
+
+
+def run_one(path: str, ref: bool, decode: bool) -> tuple[str, str]:
+    """(outcome, detail) of validate + open + decode of every name (see harness.py)."""
+    stage = "validate"
+    try:
+        violations = weightfile.validate(path)
+        stage = "open"
+        with weightfile.open(path) as f:
+            stage = "names"
+            names = f.names()
+            if decode:
+                for name in names:
+                    stage = f"decode {name!r}"
+                    fast = f.decode(name, engine="fast")
+                    if ref:
+                        slow = f.decode(name, engine="ref")
+                        if _bits(fast) != _bits(slow):
+                            return "other", f"fast != ref for {name!r}"
+    except WeightfileError as exc:
+        # A typed error at decode after a clean `validate` is allowed: payload contents (code
+        # words, padding lanes) are checked when an object is decoded (spec/ninfer3.md §2.9).
+        return "typed", exc.rule
+    except MemoryError:
+        return "memory", stage
+    except OSError as exc:
+        if exc.errno == errno.ENOMEM:
+            return "memory", stage
+        return "other", f"{stage}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+    except Exception as exc:
+        return "other", f"{stage}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+    return "ok", f"{len(violations)} violations"
+
+
+def main() -> None:
+    if sys.argv[1] == "--once":
+        outcome, detail = run_one(sys.argv[2], "--ref" in sys.argv, True)
+        print(outcome, detail)
+        return
+    from weightfile.fast._native import library
+
+    library()  # build or load the C kernels before the limit (the compiler is not bounded)
+    limit = int(sys.argv[1]) << 20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    print("ready", flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        outcome, detail = run_one(job["path"], job["ref"], job["decode"])
+        print(json.dumps({"outcome": outcome, "detail": detail}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
