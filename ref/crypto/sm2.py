@@ -113,7 +113,7 @@ def sign(private: bytes, digest: bytes, *, k: int | None = None) -> tuple[bytes,
         if rs is None:
             raise ValueError("this fixed nonce gives a degenerate signature; choose another")
         return pub, *rs
-    while True:  # r = 0, r + k = n or s = 0: draw k again (GM/T 0003.2 §6.1 A3–A6)
+    while True:  # r = 0, r + k = n or s = 0: draw k again (GM/T 0003.2, section 6.1, steps A3–A6)
         rs = _sign_with(d, e, 1 + secrets.randbelow(N - 1))
         if rs is not None:
             return pub, *rs
