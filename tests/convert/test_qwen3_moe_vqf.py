@@ -157,3 +157,18 @@ def test_cli_import_verify_run_and_trace(checkpoint, tmp_path, capsys):
         outputs.append(capsys.readouterr())
     assert outputs[0].out.strip() and outputs[0].out == outputs[1].out  # the same tokens
     assert "note" not in outputs[1].err  # the fast engine ran, not the reference
+
+
+def test_convert_takes_the_moe_row_and_refuses_other_weight_modes(checkpoint, tmp_path, capsys):
+    """`convert` picks the Qwen3-MoE importer by model_type (the CONVERTERS row) and refuses a
+    weight mode the family importer cannot write instead of ignoring it."""
+    folder, _, _ = checkpoint
+    out = tmp_path / "c.vqf"
+    assert main(["convert", str(folder), str(out), "--wmode", "q8", "--layout", "legacy"]) == 0
+    with open_vqf(out) as vqf:
+        assert vqf.header.is_moe and {e.name for e in vqf.entries} >= {"moe_router", "q8_gate"}
+    capsys.readouterr()
+    for refused in (["--wmode", "q4i"], ["--wmode", "dual"], ["--wmode", "q4", "--x8"]):
+        assert main(["convert", str(folder), str(tmp_path / "r.vqf"), *refused]) == 3
+        assert "vqf.import.option" in capsys.readouterr().err
+    assert not (tmp_path / "r.vqf").exists()

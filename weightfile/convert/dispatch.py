@@ -148,38 +148,35 @@ def family_qtype_of(options: ConvertOptions, family: str) -> str:
     return FAMILY_QTYPES[p.wmode]
 
 
-def qwen3_moe_hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A Hugging Face Qwen3-MoE folder -> a version-3 VQF (weightfile/convert/qwen3_moe_vqf.py)."""
-    from .qwen3_moe_vqf import import_qwen3_moe
+def family_hf_to_vqf(importer: str, family: str) -> Converter:
+    """A converter for a family importer taking (folder, out, qtype=, layout=, ...): the
+    Qwen3-MoE and Qwen3-VL importers, which write one weight mode."""
 
-    path = import_qwen3_moe(
-        src,
-        dst,
-        qtype=family_qtype_of(options, "Qwen3-MoE"),
-        layout=options.vqf.layout,
-        overwrite=options.overwrite,
-        codecs=codecs_package(options),
-        passphrase=options.passphrase,
-        sign_key=options.sign_key,
-    )
-    return [path]
+    def convert(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+        module, name = importer.split(":")
+        path = getattr(import_module(module), name)(
+            src,
+            dst,
+            qtype=family_qtype_of(options, family),
+            layout=options.vqf.layout,
+            overwrite=options.overwrite,
+            codecs=codecs_package(options),
+            passphrase=options.passphrase,
+            sign_key=options.sign_key,
+        )
+        return [path]
+
+    return convert
 
 
-def qwen3_vl_hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A Hugging Face Qwen3-VL folder -> VQF with VISION (weightfile/convert/qwen3_vl_vqf.py)."""
-    from .qwen3_vl_vqf import import_vl_checkpoint
-
-    path = import_vl_checkpoint(
-        src,
-        dst,
-        qtype=family_qtype_of(options, "Qwen3-VL"),
-        layout=options.vqf.layout,
-        overwrite=options.overwrite,
-        codecs=codecs_package(options),
-        passphrase=options.passphrase,
-        sign_key=options.sign_key,
-    )
-    return [path]
+#: A Hugging Face Qwen3-MoE folder -> a version-3 VQF (weightfile/convert/qwen3_moe_vqf.py).
+qwen3_moe_hf_to_vqf = family_hf_to_vqf(
+    "weightfile.convert.qwen3_moe_vqf:import_qwen3_moe", "Qwen3-MoE"
+)
+#: A Hugging Face Qwen3-VL folder -> VQF with VISION (weightfile/convert/qwen3_vl_vqf.py).
+qwen3_vl_hf_to_vqf = family_hf_to_vqf(
+    "weightfile.convert.qwen3_vl_vqf:import_vl_checkpoint", "Qwen3-VL"
+)
 
 
 def qwen35_hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
