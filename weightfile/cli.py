@@ -60,7 +60,7 @@ EXAMPLES = {
     "conformance": "weightfile conformance run --builtin fast",
     "conformance run": "weightfile conformance run --impl ./my-adapter --run 'vqf/v2/*'",
     "conformance generate": "weightfile conformance generate --check",
-    "bench": "weightfile bench --synthetic tiny-q4_0 --threads 1 2",
+    "bench": "weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 -r 3 -o md",
     "convert": "weightfile convert ./Qwen3-0.6B model.vqf --wmode q4",
     "diff": "weightfile diff board/engine.npz ours.npz",
 }

@@ -66,8 +66,6 @@ def register(sub: Any) -> None:
             "tiny-q4_0, tiny-q8_0, qwen3-30b-a3b-q4_0, qwen3-30b-a3b-q8_0, tiny-moe-q4_0, "
             "tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
         ),
-        epilog="example: weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 "
-        "-r 3 -o md",
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("model", nargs="?", help="a .vqf file")
