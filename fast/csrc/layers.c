@@ -22,9 +22,9 @@ void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
                   float eps, const float *cos, const float *sin, float *normed, float *rotated);
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
-void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
-                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
-                    float *scores, float *out);
+void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
+                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t g,
+                     float *scores, float *out);
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads);
 void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
                                  const float *xd, int64_t tokens, float *const *ys,
@@ -78,8 +78,14 @@ static int any_codes(const wf_layer *L, int a, int b, int c) {
     return L->codes[a] || (b >= 0 && L->codes[b]) || (c >= 0 && L->codes[c]);
 }
 
-/* Attention of T tokens: unit u = t * heads + h is query head h of token t, attending cache rows
- * 0..slots[t]. Units are independent (each has its own scores), so the pool may split them. */
+/* Attention of T tokens: unit u = t * kv_heads + g is every query head of token t that reads kv
+ * head g (wf_attend_group: on a SIMD path the group's queries go through the cache together),
+ * attending cache rows 0..slots[t]. Units are independent (each query has its own scores and
+ * sums), so any split over the pool gives the same bits. The pool hands out work in chunks of
+ * UNIT_SPAN (its CHUNK_ALIGN, made for row groups), so each unit counts UNIT_SPAN: otherwise a
+ * decode step's eight units would be one chunk, on one thread. */
+enum { UNIT_SPAN = 8 };
+
 typedef struct {
     const float *qr, *keys, *values;
     const int64_t *slots;
@@ -87,14 +93,15 @@ typedef struct {
     float *att;
 } attention_job;
 
-static void attention_units(void *arg, int64_t u0, int64_t u1) {
+static void attention_units(void *arg, int64_t s0, int64_t s1) {
     const attention_job *a = arg;
-    float *scores = malloc(sizeof(float) * (size_t)a->npos_max);
+    const int64_t group = a->heads / a->kv_heads;
+    float *scores = malloc(sizeof(float) * (size_t)(group * a->npos_max));
     if (scores == NULL) return; /* att was NaN-filled by the caller: the failure shows */
-    for (int64_t u = u0; u < u1; u++) {
-        const int64_t t = u / a->heads, h = u % a->heads;
-        wf_attend_head(a->qr + t * a->qd, a->keys, a->values, a->slots[t] + 1, a->kvd, a->heads,
-                       a->kv_heads, a->head_dim, h, scores, a->att + t * a->qd);
+    for (int64_t u = (s0 + UNIT_SPAN - 1) / UNIT_SPAN; u * UNIT_SPAN < s1; u++) {
+        const int64_t t = u / a->kv_heads, g = u % a->kv_heads;
+        wf_attend_group(a->qr + t * a->qd, a->keys, a->values, a->slots[t] + 1, a->kvd, a->heads,
+                        a->kv_heads, a->head_dim, g, scores, a->att + t * a->qd);
     }
     free(scores);
 }
@@ -116,8 +123,8 @@ int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
  * cos / sin [T, head_dim/2] are the tokens' spec/numerics.md §8.2-§8.3 rows. `scratch` holds
  * wf_forward_scratch_floats(layers, T) floats; min_work_per_thread is threads_for's bound (the
  * tests lower it so that tiny models use threads). Attention runs on the pool too: its units are
- * query heads. Returns 0; an allocation failure inside a kernel leaves NaN (outputs are
- * NaN-filled first), so it cannot pass for a result. */
+ * (token, kv head) groups of query heads. Returns 0; an allocation failure inside a kernel leaves
+ * NaN (outputs are NaN-filled first), so it cannot pass for a result. */
 int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads,
                           int64_t kv_heads, int64_t head_dim, float eps, float *x, int64_t T,
                           const float *cos, const float *sin, float *keys, float *values,
@@ -173,7 +180,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         }
         attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max, att};
         for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
-        wf_parallel_for(T * heads, attention_threads, attention_units, &job);
+        wf_parallel_for(T * kv_heads * UNIT_SPAN, attention_threads, attention_units, &job);
         if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads);

@@ -1,0 +1,234 @@
+/* The per-layer operations written once over a vector type, included by ops_vec.c once per
+ * kernel path (AVX2 on x86-64, NEON on aarch64) with the macros below defined for it.
+ *
+ * Needs: V (float vector of W lanes, W = 4 or 8), VM (lane mask), ATTR (the path's target
+ * attribute), SFX(name) (a per-path name), VLOAD VSTORE VSET1 VZERO VADD VSUB VMUL VDIV VMIN VMAX
+ * VGT VLT VISNAN VSEL(m, a, b) (a where m, else b) VBITS(u32) VPOW2(k) (2^k from an integer-valued
+ * k in [-126, 127]) VNEG (sign flip).
+ *
+ * Every vector operation here is one IEEE binary32 operation on independent lanes; the only sums
+ * are the spec/numerics.md §3.1 lanes, held as NR = 8 / W registers (lane i of register r is the
+ * canonical lane r·W + i), combined by the spec/numerics.md §3.2 tree (wf_combine_lanes).
+ */
+#define NR (8 / W)
+
+/* spec/numerics.md §6, wf_exp's operations in its order on every lane: the step 1 clamped input
+ * (as ref/numerics/exp.py), out-of-range and NaN lanes replaced at the end. rint(t) is
+ * (t + 1.5·2^23) - 1.5·2^23, which rounds to the nearest integer, ties to even, for |t| < 2^22
+ * (here |t| <= 151); only the sign of a zero k can differ from rintf, and a zero k gives
+ * y = 1 + (±0) = 1 and the factors 2^0 either way. */
+ATTR static inline V SFX(exp)(V x) {
+    const V x_max = VBITS(0x42B17217u), x_min = VBITS(0xC2CFF1B4u), shift = VSET1(12582912.0f);
+    const V xc = VMIN(x_max, VMAX(x_min, x)); /* a NaN lane is replaced at the end */
+    const V k = VSUB(VADD(VMUL(xc, VBITS(0x3FB8AA3Bu)), shift), shift);
+    const V hi = VSUB(xc, VMUL(k, VBITS(0x3F317200u))), lo = VMUL(k, VBITS(0x35BFBE8Eu));
+    const V r = VSUB(hi, lo);
+    const V c = VSUB(VSUB(hi, r), lo);
+    V q = VBITS(0x39500D01u);
+    q = VADD(VMUL(q, r), VBITS(0x3AB60B61u));
+    q = VADD(VMUL(q, r), VBITS(0x3C088889u));
+    q = VADD(VMUL(q, r), VBITS(0x3D2AAAABu));
+    q = VADD(VMUL(q, r), VBITS(0x3E2AAAABu));
+    q = VADD(VMUL(q, r), VBITS(0x3F000000u));
+    V y = VADD(VSET1(1.0f), VADD(r, VADD(c, VMUL(VMUL(r, r), q))));
+    const V c127 = VSET1(127.0f);
+    const VM big = VGT(k, c127), small = VLT(k, VSET1(-126.0f));
+    V a = VSEL(small, VADD(k, VSET1(64.0f)), k), b = VSEL(small, VSET1(-64.0f), VZERO());
+    a = VSEL(big, c127, a);
+    b = VSEL(big, VSUB(k, c127), b);
+    y = VMUL(VMUL(y, VPOW2(a)), VPOW2(b));
+    y = VSEL(VGT(x, x_max), VSET1(INFINITY), y);
+    y = VSEL(VLT(x, x_min), VZERO(), y);
+    return VSEL(VISNAN(x), VADD(x, x), y); /* NaN in, the same NaN (quieted) out, as wf_exp */
+}
+
+ATTR static int64_t SFX(exp_array)(const float *x, int64_t n, float *out) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) VSTORE(out + i, SFX(exp)(VLOAD(x + i)));
+    return i;
+}
+
+/* spec/numerics.md §7: out_i = (g_i / (1 + exp(-g_i))) * u_i, two independent chains at a time
+ * (exp is latency-bound); -g is a sign flip, as C's unary minus. */
+ATTR static int64_t SFX(swiglu)(const float *g, const float *u, int64_t n, float *out) {
+    const V one = VSET1(1.0f);
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        const V g0 = VLOAD(g + i), g1 = VLOAD(g + i + W);
+        const V e0 = SFX(exp)(VNEG(g0)), e1 = SFX(exp)(VNEG(g1));
+        VSTORE(out + i, VMUL(VDIV(g0, VADD(one, e0)), VLOAD(u + i)));
+        VSTORE(out + i + W, VMUL(VDIV(g1, VADD(one, e1)), VLOAD(u + i + W)));
+    }
+    for (; i + W <= n; i += W) {
+        const V gi = VLOAD(g + i);
+        VSTORE(out + i, VMUL(VDIV(gi, VADD(one, SFX(exp)(VNEG(gi)))), VLOAD(u + i)));
+    }
+    return i;
+}
+
+/* spec/numerics.md §3.3 dot of any length: whole groups of 8 in the NR lane registers, then the
+ * tail element i into lane i mod 8, as wf_dot_f32. */
+ATTR static float SFX(dot)(const float *a, const float *b, int64_t n) {
+    V acc[NR];
+    for (int r = 0; r < NR; r++) acc[r] = VZERO();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int r = 0; r < NR; r++)
+            acc[r] = VADD(acc[r], VMUL(VLOAD(a + i + r * W), VLOAD(b + i + r * W)));
+    float l[WF_LANES];
+    for (int r = 0; r < NR; r++) VSTORE(l + r * W, acc[r]);
+    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + a[i] * b[i];
+    return wf_combine_lanes(l);
+}
+
+/* spec/numerics.md §3.1-§3.2 sum of any length, as dot with the products left out. */
+ATTR static float SFX(sum)(const float *a, int64_t n) {
+    V acc[NR];
+    for (int r = 0; r < NR; r++) acc[r] = VZERO();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int r = 0; r < NR; r++) acc[r] = VADD(acc[r], VLOAD(a + i + r * W));
+    float l[WF_LANES];
+    for (int r = 0; r < NR; r++) VSTORE(l + r * W, acc[r]);
+    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + a[i];
+    return wf_combine_lanes(l);
+}
+
+/* spec/numerics.md §5.1: ss = dot(x, x); r = 1 / sqrt(ss / n + eps); out_i = (x_i * r) * w_i. */
+ATTR static void SFX(rmsnorm_rows)(const float *x, int64_t nrows, int64_t n, const float *w,
+                                   float eps, float *out) {
+    for (int64_t row = 0; row < nrows; row++) {
+        const float *v = x + row * n;
+        float *o = out + row * n;
+        const float ss = SFX(dot)(v, v, n);
+        const float r = 1.0f / sqrtf(ss / (float)n + eps);
+        const V rv = VSET1(r);
+        int64_t i = 0;
+        for (; i + W <= n; i += W) VSTORE(o + i, VMUL(VMUL(VLOAD(v + i), rv), VLOAD(w + i)));
+        for (; i < n; i++) o[i] = (v[i] * r) * w[i];
+    }
+}
+
+/* spec/numerics.md §8.4: o_j = v_j c_j - v_{j+h} s_j, o_{j+h} = v_{j+h} c_j + v_j s_j. */
+ATTR static void SFX(rotate)(const float *v, const float *c, const float *s, int64_t h, float *o) {
+    int64_t j = 0;
+    for (; j + W <= h; j += W) {
+        const V a = VLOAD(v + j), b = VLOAD(v + j + h), cj = VLOAD(c + j), sj = VLOAD(s + j);
+        VSTORE(o + j, VSUB(VMUL(a, cj), VMUL(b, sj)));
+        VSTORE(o + j + h, VADD(VMUL(b, cj), VMUL(a, sj)));
+    }
+    for (; j < h; j++) {
+        o[j] = v[j] * c[j] - v[j + h] * s[j];
+        o[j + h] = v[j + h] * c[j] + v[j] * s[j];
+    }
+}
+
+/* spec/numerics.md §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
+ATTR static void SFX(softmax)(float *s, int64_t n) {
+    const float m = wf_max_f32(s, n);
+    const V mv = VSET1(m);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) VSTORE(s + i, SFX(exp)(VSUB(VLOAD(s + i), mv)));
+    for (; i < n; i++) s[i] = wf_exp(s[i] - m);
+    const float total = SFX(sum)(s, n);
+    const V tv = VSET1(total);
+    for (i = 0; i + W <= n; i += W) VSTORE(s + i, VDIV(VLOAD(s + i), tv));
+    for (; i < n; i++) s[i] = s[i] / total;
+}
+
+/* NQ queries' spec/numerics.md §3.3 dots with NK key rows (n % 8 == 0): out[a * ostride + b] =
+ * dot(q_a, k_b). Each of the NQ·NK dots has its own NR lane registers, so each keeps the
+ * canonical order; a key load serves NQ queries and a query load NK keys. */
+ATTR static inline __attribute__((always_inline)) void
+SFX(dot_tile)(const float *q0, const float *q1, const int NQ, const float *k, int64_t kstride,
+              const int NK, int64_t n, float *out, int64_t ostride) {
+    V acc[2][4][NR];
+    const float *qs[2] = {q0, q1};
+    for (int a = 0; a < NQ; a++)
+        for (int b = 0; b < NK; b++)
+            for (int r = 0; r < NR; r++) acc[a][b][r] = VZERO();
+    for (int64_t i = 0; i < n; i += 8)
+        for (int r = 0; r < NR; r++) {
+            V kv[4];
+            for (int b = 0; b < NK; b++) kv[b] = VLOAD(k + b * kstride + i + r * W);
+            for (int a = 0; a < NQ; a++) {
+                const V qv = VLOAD(qs[a] + i + r * W);
+                for (int b = 0; b < NK; b++) acc[a][b][r] = VADD(acc[a][b][r], VMUL(qv, kv[b]));
+            }
+        }
+    for (int a = 0; a < NQ; a++)
+        for (int b = 0; b < NK; b++) {
+            float l[WF_LANES];
+            for (int r = 0; r < NR; r++) VSTORE(l + r * W, acc[a][b][r]);
+            out[a * ostride + b] = wf_combine_lanes(l);
+        }
+}
+
+/* spec/numerics.md §9 step 4 for NQ queries (probabilities p_a = p + a * npos): o_a,c = o_a,c +
+ * p_a,j * v_j,c over j = 0..npos-1 in order, from +0, 32 outputs of each query in registers across
+ * the positions (head_dim % 32 == 0); a value load serves NQ queries. */
+ATTR static inline __attribute__((always_inline)) void
+SFX(weigh)(const float *p, const int NQ, const float *values, int64_t npos, int64_t stride,
+           int64_t head_dim, float *o) {
+    enum { R = 32 / W };
+    for (int64_t i = 0; i < head_dim; i += 32) {
+        V acc[2][R];
+        for (int a = 0; a < NQ; a++)
+            for (int r = 0; r < R; r++) acc[a][r] = VZERO();
+        for (int64_t j = 0; j < npos; j++) {
+            const float *v = values + j * stride + i;
+            V vv[R];
+            for (int r = 0; r < R; r++) vv[r] = VLOAD(v + r * W);
+            for (int a = 0; a < NQ; a++) {
+                const V pj = VSET1(p[a * npos + j]);
+                for (int r = 0; r < R; r++) acc[a][r] = VADD(acc[a][r], VMUL(pj, vv[r]));
+            }
+        }
+        for (int a = 0; a < NQ; a++)
+            for (int r = 0; r < R; r++) VSTORE(o + a * head_dim + i + r * W, acc[a][r]);
+    }
+}
+
+/* NQ (1 or 2) consecutive query heads q0.. reading the same kv head (keys / values already at
+ * its columns): scores [NQ, npos] = dot * scale, four positions at a time, softmax per query,
+ * then the weighted values into o [NQ, head_dim]. */
+ATTR static inline __attribute__((always_inline)) void
+SFX(attend_queries)(const float *q0, const int NQ, const float *k, const float *values,
+                    int64_t npos, int64_t stride, int64_t head_dim, float scale, float *sc,
+                    float *o) {
+    const float *q1 = q0 + head_dim;
+    int64_t j = 0;
+    for (; j + 4 <= npos; j += 4) SFX(dot_tile)(q0, q1, NQ, k + j * stride, stride, 4, head_dim,
+                                               sc + j, npos);
+    for (; j < npos; j++) SFX(dot_tile)(q0, q1, NQ, k + j * stride, stride, 1, head_dim, sc + j,
+                                       npos);
+    for (int a = 0; a < NQ; a++) {
+        float *s = sc + a * npos;
+        for (j = 0; j < npos; j++) s[j] = s[j] * scale;
+        SFX(softmax)(s, npos);
+    }
+    SFX(weigh)(sc, NQ, values, npos, stride, head_dim, o);
+}
+
+ATTR static void SFX(attend_group)(const float *q, const float *keys, const float *values,
+                                   int64_t npos, int64_t stride, int64_t heads, int64_t kv_heads,
+                                   int64_t head_dim, int64_t g, float *scores, float *out) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    const int64_t group = heads / kv_heads, kv = g * head_dim;
+    for (int64_t a = 0; a < group; a += 2) {
+        const int64_t h = g * group + a;
+        const float *qh = q + h * head_dim;
+        float *o = out + h * head_dim;
+        if (a + 2 <= group)
+            SFX(attend_queries)(qh, 2, keys + kv, values + kv, npos, stride, head_dim, scale,
+                                scores, o);
+        else
+            SFX(attend_queries)(qh, 1, keys + kv, values + kv, npos, stride, head_dim, scale,
+                                scores, o);
+    }
+}
+
+static const wf_vec_ops SFX(ops) = {SFX(exp_array), SFX(swiglu), SFX(rmsnorm_rows), SFX(rotate),
+                                    SFX(attend_group)};
+
+#undef NR

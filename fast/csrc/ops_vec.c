@@ -1,0 +1,90 @@
+/* The SIMD forms of the per-layer operations: AVX2 on x86-64 (chosen at run time, target
+ * attributes, as qmatvec_x86.c), NEON on aarch64 (compiled in by -march). One body, ops_body.h,
+ * is written over a vector type and included once per path, so the paths cannot drift apart;
+ * model_ops.c picks the table of the path in use (spec/numerics.md §15.1) and keeps the plain C
+ * loops for the portable path. Every path gives the plain C's bits: see ops_body.h.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops_vec.h"
+#include "wf_kernels.h"
+
+float wf_exp(float x);            /* model_ops.c: the scalar spec/numerics.md §6 exp */
+float wf_max_f32(const float *v, int64_t n); /* model_ops.c: spec/numerics.md §5.2 maximum */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#define ATTR
+#define SFX(name) avx2_##name
+#define W 8
+#define V __m256
+#define VM __m256
+#define VLOAD _mm256_loadu_ps
+#define VSTORE _mm256_storeu_ps
+#define VSET1 _mm256_set1_ps
+#define VZERO _mm256_setzero_ps
+#define VADD _mm256_add_ps
+#define VSUB _mm256_sub_ps
+#define VMUL _mm256_mul_ps
+#define VDIV _mm256_div_ps
+#define VMIN _mm256_min_ps
+#define VMAX _mm256_max_ps
+#define VGT(a, b) _mm256_cmp_ps(a, b, _CMP_GT_OQ)
+#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define VISNAN(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
+#define VSEL(m, a, b) _mm256_blendv_ps(b, a, m)
+#define VBITS(u) _mm256_castsi256_ps(_mm256_set1_epi32((int32_t)(u)))
+#define VPOW2(k)                                                                                   \
+    _mm256_castsi256_ps(                                                                           \
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k), _mm256_set1_epi32(127)), 23))
+#define VNEG(a) _mm256_xor_ps(a, _mm256_set1_ps(-0.0f))
+#include "ops_body.h"
+#pragma GCC pop_options
+
+const wf_vec_ops *wf_vec_ops_for(int32_t isa) {
+    return isa == WF_ISA_AVX2 ? &avx2_ops : NULL; /* in force only where usable (wf_set_isa) */
+}
+
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+
+#define ATTR
+#define SFX(name) neon_##name
+#define W 4
+#define V float32x4_t
+#define VM uint32x4_t
+#define VLOAD vld1q_f32
+#define VSTORE vst1q_f32
+#define VSET1 vdupq_n_f32
+#define VZERO() vdupq_n_f32(0.0f)
+#define VADD vaddq_f32
+#define VSUB vsubq_f32
+#define VMUL vmulq_f32
+#define VDIV vdivq_f32
+#define VMIN vminq_f32
+#define VMAX vmaxq_f32
+#define VGT vcgtq_f32
+#define VLT vcltq_f32
+#define VISNAN(a) vmvnq_u32(vceqq_f32(a, a))
+#define VSEL(m, a, b) vbslq_f32(m, a, b)
+#define VBITS(u) vreinterpretq_f32_u32(vdupq_n_u32(u))
+#define VPOW2(k)                                                                                   \
+    vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23))
+#define VNEG vnegq_f32
+#include "ops_body.h"
+
+const wf_vec_ops *wf_vec_ops_for(int32_t isa) {
+    return isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD ? &neon_ops : NULL;
+}
+
+#else
+const wf_vec_ops *wf_vec_ops_for(int32_t isa) {
+    (void)isa;
+    return NULL;
+}
+#endif
