@@ -136,56 +136,77 @@ ATTR static void SFX(softmax)(float *s, int64_t n) {
     for (; i < n; i++) s[i] = s[i] / total;
 }
 
-/* NQ queries' spec/numerics.md §3.3 dots with NK key rows (n % 8 == 0): out[a * ostride + b] =
- * dot(q_a, k_b). Each of the NQ·NK dots has its own NR lane registers, so each keeps the
+/* One spec/numerics.md §3.1 lane block: eight binary32 lanes as a GCC vector (one AVX register,
+ * two NEON ones: GCC splits what the target lacks), lane i the canonical lane i. Its + and * are
+ * lane-wise IEEE operations, never fused (-ffp-contract=off). Named variables, not arrays, so that
+ * the accumulators stay in registers. */
+typedef float SFX(l8) __attribute__((vector_size(32), aligned(4)));
+#define L8 SFX(l8)
+#define LD8(p) (*(const L8 *)(p))
+
+static inline float SFX(combine8)(L8 acc) {
+    float l[WF_LANES];
+    memcpy(l, &acc, sizeof l);
+    return wf_combine_lanes(l);
+}
+
+/* NQ (1, 2) queries' spec/numerics.md §3.3 dots with NK (1, 4) key rows (n % 8 == 0):
+ * out[a * ostride + b] = dot(q_a, k_b), each dot in its own lane block, so each keeps the
  * canonical order; a key load serves NQ queries and a query load NK keys. */
 ATTR static inline __attribute__((always_inline)) void
 SFX(dot_tile)(const float *q0, const float *q1, const int NQ, const float *k, int64_t kstride,
               const int NK, int64_t n, float *out, int64_t ostride) {
-    V acc[2][4][NR];
-    const float *qs[2] = {q0, q1};
-    for (int a = 0; a < NQ; a++)
-        for (int b = 0; b < NK; b++)
-            for (int r = 0; r < NR; r++) acc[a][b][r] = VZERO();
-    for (int64_t i = 0; i < n; i += 8)
-        for (int r = 0; r < NR; r++) {
-            V kv[4];
-            for (int b = 0; b < NK; b++) kv[b] = VLOAD(k + b * kstride + i + r * W);
-            for (int a = 0; a < NQ; a++) {
-                const V qv = VLOAD(qs[a] + i + r * W);
-                for (int b = 0; b < NK; b++) acc[a][b][r] = VADD(acc[a][b][r], VMUL(qv, kv[b]));
+    L8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    const float *k1 = k + kstride, *k2 = k + 2 * kstride, *k3 = k + 3 * kstride;
+    for (int64_t i = 0; i < n; i += 8) {
+        const L8 x = LD8(q0 + i), c0 = LD8(k + i);
+        a0 += x * c0;
+        if (NK == 4) {
+            const L8 c1 = LD8(k1 + i), c2 = LD8(k2 + i), c3 = LD8(k3 + i);
+            a1 += x * c1, a2 += x * c2, a3 += x * c3;
+            if (NQ == 2) {
+                const L8 y = LD8(q1 + i);
+                b0 += y * c0, b1 += y * c1, b2 += y * c2, b3 += y * c3;
             }
+        } else if (NQ == 2) {
+            b0 += LD8(q1 + i) * c0;
         }
-    for (int a = 0; a < NQ; a++)
-        for (int b = 0; b < NK; b++) {
-            float l[WF_LANES];
-            for (int r = 0; r < NR; r++) VSTORE(l + r * W, acc[a][b][r]);
-            out[a * ostride + b] = wf_combine_lanes(l);
-        }
+    }
+    out[0] = SFX(combine8)(a0);
+    if (NK == 4) out[1] = SFX(combine8)(a1), out[2] = SFX(combine8)(a2), out[3] = SFX(combine8)(a3);
+    if (NQ == 2) {
+        out[ostride] = SFX(combine8)(b0);
+        if (NK == 4)
+            out[ostride + 1] = SFX(combine8)(b1), out[ostride + 2] = SFX(combine8)(b2),
+                          out[ostride + 3] = SFX(combine8)(b3);
+    }
 }
 
-/* spec/numerics.md §9 step 4 for NQ queries (probabilities p_a = p + a * npos): o_a,c = o_a,c +
- * p_a,j * v_j,c over j = 0..npos-1 in order, from +0, 32 outputs of each query in registers across
- * the positions (head_dim % 32 == 0); a value load serves NQ queries. */
+/* spec/numerics.md §9 step 4 for NQ (1, 2) queries (probabilities p_a = p + a * npos):
+ * o_a,c = o_a,c + p_a,j * v_j,c over j = 0..npos-1 in order, from +0, 32 outputs of each query
+ * in registers across the positions (head_dim % 32 == 0); a value load serves NQ queries. */
 ATTR static inline __attribute__((always_inline)) void
 SFX(weigh)(const float *p, const int NQ, const float *values, int64_t npos, int64_t stride,
            int64_t head_dim, float *o) {
-    enum { R = 32 / W };
     for (int64_t i = 0; i < head_dim; i += 32) {
-        V acc[2][R];
-        for (int a = 0; a < NQ; a++)
-            for (int r = 0; r < R; r++) acc[a][r] = VZERO();
+        L8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int64_t j = 0; j < npos; j++) {
             const float *v = values + j * stride + i;
-            V vv[R];
-            for (int r = 0; r < R; r++) vv[r] = VLOAD(v + r * W);
-            for (int a = 0; a < NQ; a++) {
-                const V pj = VSET1(p[a * npos + j]);
-                for (int r = 0; r < R; r++) acc[a][r] = VADD(acc[a][r], VMUL(pj, vv[r]));
+            const L8 v0 = LD8(v), v1 = LD8(v + 8), v2 = LD8(v + 16), v3 = LD8(v + 24);
+            const float pj = p[j];
+            a0 += pj * v0, a1 += pj * v1, a2 += pj * v2, a3 += pj * v3;
+            if (NQ == 2) {
+                const float qj = p[npos + j];
+                b0 += qj * v0, b1 += qj * v1, b2 += qj * v2, b3 += qj * v3;
             }
         }
-        for (int a = 0; a < NQ; a++)
-            for (int r = 0; r < R; r++) VSTORE(o + a * head_dim + i + r * W, acc[a][r]);
+        memcpy(o + i, &a0, 32), memcpy(o + i + 8, &a1, 32);
+        memcpy(o + i + 16, &a2, 32), memcpy(o + i + 24, &a3, 32);
+        if (NQ == 2) {
+            float *o2 = o + head_dim + i;
+            memcpy(o2, &b0, 32), memcpy(o2 + 8, &b1, 32);
+            memcpy(o2 + 16, &b2, 32), memcpy(o2 + 24, &b3, 32);
+        }
     }
 }
 
@@ -232,3 +253,5 @@ static const wf_vec_ops SFX(ops) = {SFX(exp_array), SFX(swiglu), SFX(rmsnorm_row
                                     SFX(attend_group)};
 
 #undef NR
+#undef L8
+#undef LD8
