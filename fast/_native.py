@@ -102,7 +102,9 @@ def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
     digest = hashlib.sha256()
     for part in (cc, platform.machine(), *flags(cc)):
         digest.update(part.encode() + b"\0")
-    for src in sources:
+    # the headers beside the sources count too: ops_body.h is code, included once per ISA
+    headers = sorted({h for src in sources for h in src.parent.glob("*.h")})
+    for src in [*sources, *headers]:
         digest.update(src.name.encode() + b"\0" + src.read_bytes())
     target = out_dir / f"libweightfile-{platform.machine()}-{digest.hexdigest()[:16]}.so"
     if target.exists():
@@ -294,6 +296,10 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
     lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend.restype = None
+    # the same with kv head g last: the heads / kv_heads query heads reading g (model_ops.c);
+    # scores holds (heads / kv_heads) * positions floats
+    lib.wf_attend_group.argtypes = (p, p, p, i64, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend_group.restype = None
     # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
     # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
     # slots i64 [T], scratch f32, threads, min work per thread; returns 0

@@ -1,0 +1,130 @@
+"""The per-layer operations on every kernel path equal the reference bit for bit (issue 19 item 2).
+
+fast/csrc/ops_body.h writes RMSNorm, RoPE, softmax, attention, exp and SwiGLU once over a vector
+type; AVX2 and NEON instantiate it (spec/numerics.md §15.1), the portable path keeps the plain C
+of model_ops.c. Here every path usable on this machine (`each_isa`) meets the reference of
+ref/numerics on hard inputs: lengths with and without a tail past the vector width, subnormals,
+-0.0, ties between scores (equal keys), scores whose exps underflow to 0 or to subnormals, and
+GQA groups from 1 to 16 query heads per kv head (odd groups take the one-query tail of the
+two-queries-at-a-time kernel). NEON runs the same body under qemu (tests/fast/neon_ops/).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from weightfile.fast._native import address, each_isa
+from weightfile.fast.numerics.matrix import kernels
+from weightfile.ref.numerics import attention, exp, norm, reduce, rope, softmax
+
+#: Bit patterns a random float rarely is: ±0, the smallest subnormals, the largest finite values.
+HARD = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF]
+HARD += [0xFF7FFFFF, 0x3F800000, 0xBF800000, 0x1F800000]
+
+
+def bits(a: np.ndarray) -> list[int]:
+    """uint32 views, every NaN as one pattern (spec/numerics.md §2.4)."""
+    a = np.asarray(a, dtype=np.float32).reshape(-1)
+    return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32)).tolist()
+
+
+@st.composite
+def hard_vectors(draw: st.DrawFn, n: int, scale: float) -> np.ndarray:
+    """n float32: normals of the given scale with some lanes replaced by HARD patterns."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x = (rng.standard_normal(n) * scale).astype(np.float32)
+    for i in draw(st.lists(st.integers(0, n - 1), max_size=max(1, n // 4))):
+        x[i] = np.array(draw(st.sampled_from(HARD)), np.uint32).view(np.float32)
+    return x
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), rows=st.integers(1, 3), n=st.integers(1, 70))
+def test_rmsnorm_every_isa(data: st.DataObject, rows: int, n: int) -> None:
+    scale = data.draw(st.sampled_from([1e-20, 1e-3, 1.0, 1e15]))  # ss subnormal .. near overflow
+    x = np.stack([data.draw(hard_vectors(n, scale)) for _ in range(rows)])
+    w = data.draw(hard_vectors(n, 1.0))
+    eps = np.float32(data.draw(st.sampled_from([1e-6, 1e-5])))
+    with np.errstate(all="ignore"):
+        want = [v for r in x for v in norm.rmsnorm(list(r), list(w), eps)]
+    for _isa in each_isa():
+        out = np.empty_like(x)
+        kernels().wf_rmsnorm_rows(address(x), rows, n, address(w), eps, address(out))
+        assert bits(out) == bits(want), _isa
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), tokens=st.integers(1, 3), heads=st.integers(1, 4))
+def test_norm_rope_every_isa(data: st.DataObject, tokens: int, heads: int) -> None:
+    hd = data.draw(st.sampled_from([2, 8, 18, 32, 64, 128]))  # tails past 4 and 8 lanes
+    x = data.draw(hard_vectors(tokens * heads * hd, 2.0)).reshape(tokens, heads * hd)
+    w = data.draw(hard_vectors(hd, 1.0))
+    cos = data.draw(hard_vectors(tokens * hd // 2, 1.0)).reshape(tokens, hd // 2)
+    sin = data.draw(hard_vectors(tokens * hd // 2, 1.0)).reshape(tokens, hd // 2)
+    eps = np.float32(1e-6)
+    want_n, want_r = [], []
+    with np.errstate(all="ignore"):
+        for t in range(tokens):
+            for h in range(heads):
+                n = norm.rmsnorm(list(x[t, h * hd : (h + 1) * hd]), list(w), eps)
+                want_n += n
+                want_r += rope.apply_rope(n, list(cos[t]), list(sin[t]))
+    for _isa in each_isa():
+        normed, rotated = np.empty_like(x), np.empty_like(x)
+        kernels().wf_norm_rope(
+            address(x), tokens, heads, hd, address(w), eps, address(cos), address(sin),
+            address(normed), address(rotated),
+        )  # fmt: skip
+        assert bits(normed) == bits(want_n), _isa
+        assert bits(rotated) == bits(want_r), _isa
+
+
+def ref_attend(q, keys, values, heads, kv_heads, hd) -> list[np.float32]:
+    group = heads // kv_heads
+    sm = lambda s: softmax.softmax(s, exp.exp)  # noqa: E731
+    out: list[np.float32] = []
+    with np.errstate(all="ignore"):
+        for h in range(heads):
+            g = h // group
+            ks = [list(keys[j, g * hd : (g + 1) * hd]) for j in range(keys.shape[0])]
+            vs = [list(values[j, g * hd : (g + 1) * hd]) for j in range(keys.shape[0])]
+            out += attention.attend_head(list(q[h * hd : (h + 1) * hd]), ks, vs, reduce.dot, sm)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.data(),
+    shape=st.sampled_from([(1, 1), (2, 1), (3, 1), (5, 1), (16, 1), (4, 2), (6, 2), (8, 8)]),
+    hd=st.sampled_from([32, 64, 128]),
+    npos=st.integers(1, 11),
+    scale=st.sampled_from([0.05, 1.0, 12.0]),  # 12: score gaps of hundreds, exps underflow
+    ties=st.booleans(),
+)
+def test_attention_group_every_isa(data, shape, hd, npos, scale, ties) -> None:
+    heads, kv_heads = shape
+    stride = kv_heads * hd
+    q = data.draw(hard_vectors(heads * hd, scale))
+    keys = data.draw(hard_vectors(npos * stride, scale)).reshape(npos, stride)
+    values = data.draw(hard_vectors(npos * stride, 1.0)).reshape(npos, stride)
+    if ties:  # equal keys: equal scores, the maximum reached more than once
+        keys[1::2] = keys[0]
+    want = ref_attend(q, keys, values, heads, kv_heads, hd)
+    for _isa in each_isa():
+        for g_first in (True, False):
+            out = np.full(heads * hd, np.nan, np.float32)
+            scores = np.empty((heads // kv_heads) * npos, np.float32)
+            if g_first:  # the one-call forward's form: a whole kv group per call
+                for g in range(kv_heads):
+                    kernels().wf_attend_group(
+                        address(q), address(keys), address(values), npos, stride, heads,
+                        kv_heads, hd, g, address(scores), address(out),
+                    )  # fmt: skip
+            else:  # the traced path's form: one head at a time, npos floats of scores
+                kernels().wf_attend(
+                    address(q), address(keys), address(values), npos, stride, heads, kv_heads,
+                    hd, address(scores), address(out),
+                )  # fmt: skip
+            assert bits(out) == bits(want), (_isa, g_first)
