@@ -232,6 +232,9 @@ COMMON_RULES = table(
         Rule("native.isa", UNS, "cli", "§15.1",
              "WEIGHTFILE_ISA names no kernel path, or one this CPU or build cannot run",
              doc="numerics"),
+        Rule("native.cpus", UNS, "cli", "§15.2",
+             "--cpus names a CPU this machine lacks or this process may not use, or is no "
+             "cpulist", doc="numerics"),
         Rule("demo.verify", INV, "cli", "§9.1",
              "the demo model breaks a rule of the strict validator", doc="vqf",
              untested="the demo writer produces valid files; only a writer bug could raise it"),

@@ -9,7 +9,8 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        commit (git's short hash of the source tree, null outside a checkout)}
     timestamp         when the run started, ISO 8601 UTC ("2026-12-01T22:40:00Z")
     machine           {description, arch, cpus, load_average_1min (null where unknown): on a
-                       shared machine every rate below is only as good as this}
+                       shared machine every rate below is only as good as this; pinned_cpus
+                       (the cpulist the run was pinned to, "0-3", or null: weightfile/cpus.py)}
     model             {path, synthetic (name or null), file_bytes, params (elements of the tensors
                        the decoder binds), family ("q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},

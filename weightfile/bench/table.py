@@ -72,7 +72,9 @@ def rss_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 def machine_line(machine: dict[str, Any]) -> str:
     load = machine["load_average_1min"]
-    return machine["description"] + ("" if load is None else f" · load {load:.2f} (1 min)")
+    pinned = machine.get("pinned_cpus")
+    cpus = "" if pinned is None else f" · pinned to cpus {pinned}"
+    return machine["description"] + cpus + ("" if load is None else f" · load {load:.2f} (1 min)")
 
 
 def target_lines(report: dict[str, Any]) -> list[tuple[str, str]]:

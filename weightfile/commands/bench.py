@@ -118,6 +118,11 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
+    parser.add_argument(
+        "--cpus", metavar="LIST", default=None,
+        help="pin the run to these CPUs (0,2-3, as taskset -c); threads then default to their "
+        "count (default: the big cores of a big.LITTLE machine, else no pinning)",
+    )  # fmt: skip
     parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
                         help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
@@ -175,7 +180,13 @@ def run(args: argparse.Namespace) -> int:
         if built and not args.quiet:
             took = time.perf_counter() - start
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
-    threads = unique(args.threads or sorted({1, os.cpu_count() or 1}))
+    from weightfile import cpus as cpu_sets
+
+    pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §15.2)
+    if args.threads is None and args.cpus is not None:
+        threads = [len(pinned or [])]
+    else:
+        threads = unique(args.threads or sorted({1, len(pinned or []) or os.cpu_count() or 1}))
     report = run_bench(
         path,
         plan=Plan(threads, prompts, gens, args.repetitions),
@@ -186,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         passphrase=passphrase(args),
         progress=not args.quiet,
     )
+    report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))
     if args.plot is not None:
         plot_report(report, args.plot)

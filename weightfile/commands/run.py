@@ -38,9 +38,14 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads",
         type=positive_int,
-        default=1,
-        help="threads of the fast engine's matrix products",
+        default=None,
+        help="threads of the fast engine's matrix products (default 1, or the --cpus count)",
     )
+    parser.add_argument(
+        "--cpus", metavar="LIST", default=None,
+        help="pin the process to these CPUs (0,2-3, as taskset -c); the same tokens on any set "
+        "(default: the big cores of a big.LITTLE machine, else no pinning)",
+    )  # fmt: skip
     parser.add_argument(
         "--profile", choices=("canonical", "kestrel-board"), default="canonical",
         help="numerics: canonical (spec/numerics.md §1), or kestrel-board, the RK3588 engine's "
@@ -86,8 +91,15 @@ def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
 
 
 def threads(args: argparse.Namespace) -> int:
-    """--threads (its parser type already refuses values below 1)."""
-    return int(args.threads)
+    """--threads (its parser type already refuses values below 1), after pinning the process to
+    --cpus (weightfile/cpus.py: before the kernels' thread pool starts); without --threads, the
+    number of CPUs --cpus names, else 1."""
+    from weightfile import cpus
+
+    pinned = cpus.apply(getattr(args, "cpus", None))
+    if args.threads is not None:
+        return int(args.threads)
+    return len(pinned) if pinned is not None and args.cpus is not None else 1
 
 
 def register(sub: Any) -> None:
