@@ -11,14 +11,24 @@ two-queries-at-a-time kernel). NEON runs the same body under qemu (tests/fast/ne
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.layer_ops import bits, hard_vectors, ref_attend
+from strategies.tiny_vqf import ModelSpec, write_model_file
+from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
 from weightfile.fast._native import address, each_isa
 from weightfile.fast.numerics.matrix import kernels
+from weightfile.fast.qwen3 import open_model
 from weightfile.ref.numerics import norm, rope
+from weightfile.ref.qwen3.bind_vqf import bind_vqf
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3.decoder import Qwen3Model
+from weightfile.ref.vqf.read import open_vqf
 
 
 @settings(max_examples=40, deadline=None)
@@ -96,3 +106,37 @@ def test_attention_group_every_isa(data, shape, hd, npos, scale, ties) -> None:
                     hd, address(scores), address(out),
                 )  # fmt: skip
             assert bits(out) == bits(want), (_isa, g_first)
+
+
+@settings(max_examples=3, deadline=None)
+@given(
+    shape=st.sampled_from([(6, 2, 32), (4, 1, 64), (2, 2, 32)]),  # groups 3 (odd), 4 and 1
+    seed=st.integers(0, 2**32 - 1),
+    prompt=st.integers(5, 7),
+)
+def test_one_call_forward_threads_and_isas_equal_ref(shape, seed: int, prompt: int) -> None:
+    """The one-call forward (fast/csrc/layers.c: attention units are (token, kv head) groups on
+    the pool) with head dims the SIMD attention takes: logits of a prefill and two decode steps
+    equal the reference's for 1, 2 and 3 threads on every path (spec/numerics.md §15.2)."""
+    heads, kv_heads, hd = shape
+    config = Qwen3Config(
+        vocab_size=40, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hd,
+        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, mrope_section=None,
+    )  # fmt: skip
+    spec = ModelSpec(config, "q4_0", True, seed)
+    rng = np.random.default_rng(seed)
+    steps = [rng.integers(0, 40, prompt).tolist(), [int(rng.integers(40))], [int(rng.integers(40))]]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            ref = Qwen3Model(*bind_vqf(vqf))
+            ref_cache = ref.new_cache()
+            want = [ref.forward(ids, ref_cache) for ids in steps]
+            for isa in each_isa():
+                for n in (1, 2, 3):
+                    fast = open_model(vqf, threads=n)
+                    cache = fast.new_cache()
+                    for ids, w in zip(steps, want, strict=True):
+                        got = fast.forward(ids, cache)
+                        assert bits(got) == bits(w), (isa, n)
