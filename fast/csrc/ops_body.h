@@ -144,7 +144,7 @@ typedef float SFX(l8) __attribute__((vector_size(32), aligned(4)));
 #define L8 SFX(l8)
 #define LD8(p) (*(const L8 *)(p))
 
-static inline float SFX(combine8)(L8 acc) {
+ATTR static inline float SFX(combine8)(L8 acc) {
     float l[WF_LANES];
     memcpy(l, &acc, sizeof l);
     return wf_combine_lanes(l);

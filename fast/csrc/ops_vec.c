@@ -18,9 +18,8 @@ float wf_max_f32(const float *v, int64_t n); /* model_ops.c: spec/numerics.md §
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c")
-#define ATTR
+/* a target attribute on every function (not a pragma region, which clang does not honour) */
+#define ATTR __attribute__((target("avx2,f16c")))
 #define SFX(name) avx2_##name
 #define W 8
 #define V __m256
@@ -45,7 +44,6 @@ float wf_max_f32(const float *v, int64_t n); /* model_ops.c: spec/numerics.md §
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(k), _mm256_set1_epi32(127)), 23))
 #define VNEG(a) _mm256_xor_ps(a, _mm256_set1_ps(-0.0f))
 #include "ops_body.h"
-#pragma GCC pop_options
 
 const wf_vec_ops *wf_vec_ops_for(int32_t isa) {
     return isa == WF_ISA_AVX2 ? &avx2_ops : NULL; /* in force only where usable (wf_set_isa) */
