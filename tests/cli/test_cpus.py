@@ -129,12 +129,14 @@ def test_the_same_tokens_and_logits_on_one_cpu_or_two(tmp_path: Path) -> None:
     assert got[1] == got[2] and "decode.tokens" in got[1]
 
 
-def test_bench_reports_its_cpus_and_threads(tmp_path: Path) -> None:
+def test_bench_reports_its_cpus_and_threads(tmp_path: Path, capsys, monkeypatch) -> None:
     pair = two_cpus()
-    r = child("bench", "--synthetic", "tiny-q4_0", "--cache-dir", str(tmp_path), "--cpus",
-              cpus.fmt(pair), "-p", "2", "-n", "1", "-r", "1", "--no-rss", "--no-ref", "-q",
-              "--bandwidth-mib", "4", "--json")  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
-    assert report["machine"]["pinned_cpus"] == cpus.fmt(pair)
+    pinned: list[list[int]] = []
+    monkeypatch.setattr(cpus, "pin", pinned.append)  # this process keeps its affinity
+    argv = ["bench", "--synthetic", "tiny-q4_0", "--cache-dir", str(tmp_path), "--cpus",
+            cpus.fmt(pair), "-p", "2", "-n", "1", "-r", "1", "--no-rss", "--no-ref", "-q",
+            "--bandwidth-mib", "4", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert pinned == [pair] and report["machine"]["pinned_cpus"] == cpus.fmt(pair)
     assert {t["threads"] for t in report["tests"] if t["engine"] == "fast"} == {2}
