@@ -1,9 +1,8 @@
 """fast/csrc/model_ops.c against the reference's element-wise operations (spec/numerics.md §6-§7).
 
 swiglu runs a vector at a time (8 AVX2 lanes, 4 NEON; fast/csrc/ops_body.h) with a scalar tail,
-so lengths cover both; the inputs are
-arbitrary bit patterns (NaN payloads, infinities, subnormals, the exp clamps' neighbours). Every
-kernel path usable here runs (spec/numerics.md §15.1: portable takes the scalar loops).
+so lengths cover both; the inputs are arbitrary bit patterns (NaN payloads, infinities,
+subnormals, the exp clamps' neighbours). Every kernel path usable here runs (spec/numerics.md §15.1: portable takes the scalar loops).
 """
 
 import numpy as np
