@@ -33,7 +33,8 @@ class ConvertOptions:
     engine: str = "fast"  # which codecs encode: ref or fast (the same bytes)
     passphrase: bytes | None = None
     sign_key: bytes | None = None
-    progress: Callable[[int], None] | None = None
+    #: called as each tensor is written: (its name, how many tensors the file has)
+    progress: Callable[[str, int], None] | None = None
     requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
 
 
@@ -232,6 +233,7 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         overwrite=options.overwrite,
         codecs=codecs_package(options),
         passphrase=options.passphrase,
+        progress=options.progress,
     )
     return [path]
 

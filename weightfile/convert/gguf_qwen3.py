@@ -13,6 +13,7 @@ float (VQF stores it F16 or F32), so its type may change.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -97,6 +98,10 @@ class GGUFState(Mapping[str, np.ndarray]):
 
     def __getitem__(self, key: str) -> np.ndarray:
         """float32 values; a quantized tensor other than the embedding only with requantize."""
+        return self.rows(key, 0, self.shape(key)[0])
+
+    def rows(self, key: str, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of `key` as float32 (the same refusal as `__getitem__`)."""
         from gguf.quants import dequantize
 
         t = self.tensors[key]
@@ -108,15 +113,44 @@ class GGUFState(Mapping[str, np.ndarray]):
                 "pass --requantize to dequantize and quantize it again",
                 path=t.name,
             )
-        values = dequantize(np.asarray(t.data), t.tensor_type)
-        return np.ascontiguousarray(values.reshape(self.shape(key)), dtype=np.float32)
+        part = self.row_view(t, start, stop)
+        values = dequantize(np.asarray(part), t.tensor_type)
+        shape = (stop - start, *self.shape(key)[1:])
+        out = np.ascontiguousarray(values.reshape(shape), dtype=np.float32)
+        self.release(part)
+        return out
 
-    def blocks(self, key: str, base: str) -> bytes | None:
-        """The raw blocks of `key` when its GGUF type is the VQF codec `base`, else None."""
+    def blocks(self, key: str, base: str, start: int = 0, stop: int | None = None) -> bytes | None:
+        """The raw blocks of rows [start, stop) of `key` when its GGUF type is the VQF codec
+        `base`, else None."""
         t = self.tensors.get(key)
         if t is None or COPYABLE.get(t.tensor_type.name) != base:
             return None
-        return np.asarray(t.data).tobytes()
+        part = self.row_view(t, start, self.shape(key)[0] if stop is None else stop)
+        raw = np.asarray(part).tobytes()
+        self.release(part)
+        return raw
+
+    @staticmethod
+    def row_view(t: Any, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of a tensor's mapped data: gguf-py gives quantized tensors as
+        [rows, bytes per row] and plain ones as [rows, cols], so rows are the first axis
+        (a vector is one row)."""
+        data = t.data
+        return data.reshape(-1, data.shape[-1])[start:stop] if data.ndim > 2 else data[start:stop]
+
+    def release(self, part: np.ndarray) -> None:
+        """Drop the mapped pages under `part` (copied out already) from this process: the file
+        stays in the page cache, but a whole-file pass keeps one tensor resident, not the file."""
+        mapping = getattr(self.reader.data, "_mmap", None)
+        if mapping is None or not hasattr(mmap, "MADV_DONTNEED") or part.nbytes == 0:
+            return
+        base = self.reader.data.ctypes.data
+        begin = part.ctypes.data - base
+        page = mmap.PAGESIZE
+        lo, hi = -(-begin // page) * page, (begin + part.nbytes) // page * page
+        if lo < hi:
+            mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def metadata(reader: Any) -> dict[str, Any]:

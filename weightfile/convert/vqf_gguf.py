@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -44,8 +46,10 @@ def export_gguf(
     overwrite: bool = False,
     codecs: str = "weightfile.ref.codecs.vqf",
     passphrase: bytes | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> Path:
-    """Write the GGUF of the VQF file `src` (module docstring), published atomically."""
+    """Write the GGUF of the VQF file `src` (module docstring), published atomically;
+    `progress(name, total)` is told of every tensor written."""
     import gguf
 
     from weightfile.ref.vqf.read import open_vqf
@@ -67,10 +71,7 @@ def export_gguf(
             w = gguf.GGUFWriter(tmp, "qwen3")
             add_metadata(w, a)
             add_tokenizer(w, sidecar_path(src), a)
-            add_tensors(w, vqf, a, flags, family, codecs)
-            w.write_header_to_file()
-            w.write_kv_data_to_file()
-            w.write_tensors_to_file()
+            add_tensors(w, vqf, a, flags, family, codecs, progress)
             w.close()
             os.replace(tmp, out) if overwrite else publish_new(tmp, out)
         finally:
@@ -130,32 +131,105 @@ def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
     w.add_token_merges(merges)
 
 
-def add_tensors(w: Any, vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> None:
-    """The llama.cpp qwen3 tensors: plain blocks of every layer's matrices, one at a time."""
+@dataclass(frozen=True)
+class Job:
+    """One GGUF tensor: its info for the header, and how to make its bytes when written."""
+
+    name: str
+    shape: tuple[int, ...]  # numpy shape: values, or [rows, bytes per row] of blocks
+    dtype: Any  # numpy dtype of `make()`'s array
+    raw: Any  # GGMLQuantizationType of blocks, None for plain values
+    make: Callable[[], np.ndarray]
+    region: tuple[int, int]  # the VQF file bytes it reads, released once it is written
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+def add_tensors(
+    w: Any,
+    vqf: Any,
+    a: dict[str, Any],
+    flags: int,
+    family: str,
+    codecs: str,
+    progress: Callable[[str, int], None] | None = None,
+) -> None:
+    """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §7.7): every tensor's info goes into
+    the header first, then each tensor's bytes are made, written and dropped in turn, and the
+    VQF pages it read are released, so memory holds one tensor, not the model."""
+    jobs = tensor_jobs(vqf, a, flags, family, codecs)
+    for j in jobs:
+        w.add_tensor_info(j.name, j.shape, np.dtype(j.dtype), j.nbytes, raw_dtype=j.raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for j in jobs:
+        w.write_tensor_data(j.make())
+        vqf.release_pages(*j.region)
+        if progress is not None:
+            progress(j.name, len(jobs))
+
+
+def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> list[Job]:
+    """The GGUF tensors of a dense Qwen3 VQF file in llama.cpp's order, none made yet."""
+    import gguf
+
     d, nl, hd, V = int(a["dim"]), int(a["n_layers"]), int(a["head_dim"]), int(a["vocab_size"])
     qo, ko, ff = int(a["n_heads"]) * hd, int(a["n_kv_heads"]) * hd, int(a["ffn_dim"])
+    Q = gguf.GGMLQuantizationType
+
+    def values(entry: Any, dtype: Any, shape: tuple[int, ...], i: int = 0, n: int = 1) -> Job:
+        # layer i of n equal slices; copied, as the pages are released once it is written
+        step = entry.bytes // n
+        lo = entry.offset + i * step
+
+        def make() -> np.ndarray:
+            part = vqf.payload(entry)[i * step : (i + 1) * step]
+            return np.frombuffer(part, dtype).reshape(shape).copy()
+
+        return Job("", shape, dtype, None, make, (lo, lo + step))
+
+    def named(name: str, job: Job) -> Job:
+        return Job(name, job.shape, job.dtype, job.raw, job.make, job.region)
+
     emb = vqf.entry("token_embed")
-    dtype = np.float16 if emb.qtype == QType.F16 else np.float32
-    w.add_tensor("token_embd.weight", np.frombuffer(vqf.payload(emb), dtype).reshape(V, d))
-    w.add_tensor("output_norm.weight", np.frombuffer(vqf.payload("final_norm"), np.float32))
+    jobs = [
+        named("token_embd.weight", values(emb, np.float16 if emb.qtype == QType.F16
+                                          else np.float32, (V, d))),
+        named("output_norm.weight", values(vqf.entry("final_norm"), np.float32, (d,))),
+    ]  # fmt: skip
     for field, n in (("attn_norm", d), ("ffn_norm", d), ("q_norm", hd), ("k_norm", hd)):
-        values = np.frombuffer(vqf.payload(field), np.float32).reshape(nl, n)
+        e = vqf.entry(field)
         for i in range(nl):
-            w.add_tensor(f"blk.{i}.{GGUF_LAYER[field]}", values[i].copy())
+            jobs.append(named(f"blk.{i}.{GGUF_LAYER[field]}", values(e, np.float32, (n,), i, nl)))
+
+    def blocks(name: str, e: Any, rows: int, cols: int, i: int = 0, n: int = 1) -> Job:
+        if e.qtype not in (QType.Q4_0, QType.Q8_0):
+            raise UnsupportedError(
+                "vqf.import.source", f"{e.name} has qtype {e.qtype:#04x}: only quantized files "
+                "export"
+            )  # fmt: skip
+        step = e.bytes // n
+        lo = e.offset + i * step
+
+        def make() -> np.ndarray:
+            part = vqf.payload(e)[i * step : (i + 1) * step]
+            return plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs)[0]
+
+        kind = Q.Q4_0 if e.qtype == QType.Q4_0 else Q.Q8_0
+        return Job(name, (rows, step // rows), np.uint8, kind, make, (lo, lo + step))
+
     shapes = {"q": (qo, d), "k": (ko, d), "v": (ko, d), "o": (d, qo),
               "gate": (ff, d), "up": (ff, d), "down": (d, ff)}  # fmt: skip
     for short, (rows, cols) in shapes.items():
         e = vqf.entry(f"{family}_{short}")
-        payload = vqf.payload(e)
-        step = len(payload) // nl
         for i in range(nl):
-            layer = payload[i * step : (i + 1) * step]
-            blocks, kind = plain_blocks(e.qtype, flags, e.name, layer, rows, cols, codecs)
-            w.add_tensor(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", blocks, raw_dtype=kind)
+            jobs.append(blocks(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", e, rows, cols, i, nl))
     if f"{family}_lm" in {e.name for e in vqf.entries}:
-        e = vqf.entry(f"{family}_lm")
-        blocks, kind = plain_blocks(e.qtype, flags, e.name, vqf.payload(e), V, d, codecs)
-        w.add_tensor("output.weight", blocks, raw_dtype=kind)
+        jobs.append(blocks("output.weight", vqf.entry(f"{family}_lm"), V, d))
+    return jobs
 
 
 def plain_blocks(
