@@ -12,8 +12,9 @@ folder, then each conversion runs in a child process whose peak resident set is 
 
 The checkpoint is written by a child too, and this parent never imports NumPy or torch: a
 forked child's ru_maxrss starts from its parent's resident set. A child that imports the same
-modules and converts nothing gives the baseline (Python, NumPy, the C kernels, gguf-py). The table states peak, peak - baseline, and that excess as a multiple of
-the largest tensor (the bf16 embedding as stored, and as float32). The folder is deleted after.
+modules and converts nothing gives the baseline (Python, NumPy, the C kernels, gguf-py). The
+table states peak, peak - baseline, and that excess as a multiple of the largest tensor (the
+bf16 embedding as stored, and as float32). The folder is deleted after.
 """
 
 from __future__ import annotations
