@@ -164,3 +164,16 @@ def test_the_bar_is_drawn_on_a_terminal_unless_quiet(tmp_path, capsys, monkeypat
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert ("tensor" in err and "convert" in err) != quiet
+
+
+@pytest.mark.parametrize("wmode", ["q8", "q4"])
+def test_a_banded_gguf_export_is_the_whole_tensor_export(tmp_path, monkeypatch, wmode):
+    # vocabulary 200: the tiled lm_head's bands of 64 rows are untiled one at a time
+    src = write_checkpoint(tmp_path / "hf", vocab=200)
+    vqf = tmp_path / "m.vqf"
+    assert main(["convert", str(src), str(vqf), "--wmode", wmode, "--quiet"]) == 0
+    assert main(["convert", str(vqf), str(tmp_path / "whole.gguf"), "--quiet"]) == 0
+    monkeypatch.setattr(qwen3_vqf, "BAND_BYTES", 1)
+    assert main(["convert", str(vqf), str(tmp_path / "banded.gguf"), "--quiet"]) == 0
+    whole, banded = (tmp_path / "whole.gguf").read_bytes(), (tmp_path / "banded.gguf").read_bytes()
+    assert whole == banded

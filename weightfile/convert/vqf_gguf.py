@@ -8,7 +8,8 @@ trip gives the projections' blocks back unchanged. Q4I8 and G256 payloads are Q8
 the lm_head is `output.weight` (absent when the file ties it to the embedding). A file with both
 families exports the q4 one, as the binder binds it (spec/vqf.md §8). The tokenizer comes from the
 `<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos), as llama.cpp's
-qwen3 loader needs it; without one the GGUF holds the weights only.
+qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model with
+the vocabulary size, which llama.cpp loads and runs on token ids.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import numpy as np
 
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
-from weightfile.spec.errors import DestinationExistsError, UnsupportedError
+from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
 from .gguf_qwen3 import GGUF_LAYER
+from .qwen3_vqf import row_bands
 
 #: VQF projection short name -> LayerWeights field (the GGUF_LAYER key).
 FIELDS = {
@@ -108,13 +110,15 @@ def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
     """A byte-level BPE tokenizer.json as llama.cpp's gpt2-style vocabulary keys."""
     import gguf
 
-    if not path.is_file():
-        return
-    tok = json.loads(path.read_text(encoding="utf-8"))
+    tok = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     model = tok.get("model") or {}
     vocab: dict[str, int] = dict(model.get("vocab") or {})
     added = {t["content"]: t["id"] for t in tok.get("added_tokens", [])}
     if model.get("type") != "BPE" or not vocab:
+        # no vocabulary llama.cpp can use: its "none" model, vocab_size placeholder tokens, so
+        # the file still loads and runs on token ids
+        w.add_tokenizer_model("none")
+        w.add_vocab_size(int(a["vocab_size"]))
         return
     size = max(int(a["vocab_size"]), *(i + 1 for i in [*vocab.values(), *added.values()]))
     tokens = [f"[PAD{i}]" for i in range(size)]
@@ -139,12 +143,36 @@ class Job:
     shape: tuple[int, ...]  # numpy shape: values, or [rows, bytes per row] of blocks
     dtype: Any  # numpy dtype of `make()`'s array
     raw: Any  # GGMLQuantizationType of blocks, None for plain values
-    make: Callable[[], np.ndarray]
+    make: Callable[[], Banded]
     region: tuple[int, int]  # the VQF file bytes it reads, released once it is written
 
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+class Banded:
+    """One tensor's bytes as bands made one at a time: what `GGUFWriter.write_tensor_data` takes
+    of an array (`nbytes`, `tofile`), so a large tensor is never whole in memory. Each band's
+    mapped VQF pages are released once it is written (spec/vqf.md §7.7)."""
+
+    def __init__(
+        self, nbytes: int, bands: list[tuple[Callable[[], Any], tuple[int, int]]], vqf: Any
+    ) -> None:
+        self.nbytes, self.bands, self.vqf = nbytes, bands, vqf
+
+    def tofile(self, fout: Any) -> None:
+        written = 0
+        for make, region in self.bands:
+            band = memoryview(make()).cast("B")
+            fout.write(band)
+            written += len(band)
+            del band
+            self.vqf.release_pages(*region)
+        if written != self.nbytes:
+            raise InvalidError(
+                "vqf.import.shape", f"a tensor gave {written} bytes, its info says {self.nbytes}"
+            )
 
 
 def add_tensors(
@@ -181,13 +209,19 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
     Q = gguf.GGMLQuantizationType
 
     def values(entry: Any, dtype: Any, shape: tuple[int, ...], i: int = 0, n: int = 1) -> Job:
-        # layer i of n equal slices; copied, as the pages are released once it is written
+        # layer i of n equal slices, written a band of rows at a time from the map
         step = entry.bytes // n
         lo = entry.offset + i * step
 
-        def make() -> np.ndarray:
-            part = vqf.payload(entry)[i * step : (i + 1) * step]
-            return np.frombuffer(part, dtype).reshape(shape).copy()
+        def make() -> Banded:
+            per_row = step // shape[0]
+            width = per_row // np.dtype(dtype).itemsize
+            base = i * step
+            return Banded(step, [
+                (lambda a=a, b=b: vqf.payload(entry)[base + a * per_row : base + b * per_row],
+                 (lo + a * per_row, lo + b * per_row))
+                for a, b in row_bands(shape[0], width)
+            ], vqf)  # fmt: skip
 
         return Job("", shape, dtype, None, make, (lo, lo + step))
 
@@ -214,9 +248,18 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
         step = e.bytes // n
         lo = e.offset + i * step
 
-        def make() -> np.ndarray:
-            part = vqf.payload(e)[i * step : (i + 1) * step]
-            return plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs)[0]
+        def make() -> Banded:
+            per_row = step // rows
+
+            def band(a: int, b: int) -> np.ndarray:
+                part = vqf.payload(e)[i * step + a * per_row : i * step + b * per_row]
+                return plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs, (a, b))[0]
+
+            bands = row_bands(rows, cols) if n == 1 else [(0, rows)]  # a layer is small
+            return Banded(step, [
+                (lambda a=a, b=b: band(a, b), (lo + a * per_row, lo + b * per_row))
+                for a, b in bands
+            ], vqf)  # fmt: skip
 
         kind = Q.Q4_0 if e.qtype == QType.Q4_0 else Q.Q8_0
         return Job(name, (rows, step // rows), np.uint8, kind, make, (lo, lo + step))
@@ -233,9 +276,17 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
 
 
 def plain_blocks(
-    qtype: int, flags: int, name: str, payload: Any, rows: int, cols: int, codecs: str
+    qtype: int,
+    flags: int,
+    name: str,
+    payload: Any,
+    rows: int,
+    cols: int,
+    codecs: str,
+    band: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, Any]:
-    """One matrix as GGUF Q8_0 / Q4_0 blocks [rows, bytes per row], untiled where it was tiled."""
+    """One matrix (or the rows `band` of it, whose bytes `payload` is) as GGUF Q8_0 / Q4_0 blocks
+    [rows, bytes per row], untiled where it was tiled; the layout is the whole matrix's."""
     import gguf
 
     if qtype not in (QType.Q4_0, QType.Q8_0):
@@ -243,9 +294,10 @@ def plain_blocks(
             "vqf.import.source", f"{name} has qtype {qtype:#04x}: only quantized files export"
         )
     layout = codec_for(qtype, flags, name, shape=(rows, cols))
+    n = rows if band is None else band[1] - band[0]
     raw = bytes(payload)
     if CODECS[layout].tiling is not None:
-        raw = import_module(codecs).codec(layout).untile(raw, rows, cols)
+        raw = import_module(codecs).codec(layout).untile(raw, n, cols)
     Q = gguf.GGMLQuantizationType
     kind = Q.Q4_0 if qtype == QType.Q4_0 else Q.Q8_0
-    return np.frombuffer(raw, np.uint8).reshape(rows, -1), kind
+    return np.frombuffer(raw, np.uint8).reshape(n, -1), kind
