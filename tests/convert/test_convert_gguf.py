@@ -59,8 +59,27 @@ def hf(tmp_path_factory) -> Path:
     return folder
 
 
-def write_gguf(hf: Path, out: Path, qtype: str) -> dict[str, np.ndarray]:
-    """The llama.cpp qwen3 layout of the checkpoint; returns the dequantized weights by HF name."""
+#: Byte offsets of the f16 scale fields of one 256-element K-quant super-block (ggml's
+#: block_q4_K / q5_K: d, dmin first; block_q6_K: d last), set finite in hand-made blocks.
+K_SCALES = {"Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+
+
+def k_blocks(rows: int, cols: int, qtype: str, seed: int = 3) -> np.ndarray:
+    """Random K-quant blocks [rows, bytes per row] with finite small scales (gguf.quants has no
+    K-quant encoder, only the decoder the test compares with)."""
+    q = getattr(gguf.GGMLQuantizationType, qtype)
+    block, size = gguf.GGML_QUANT_SIZES[q]
+    raw = np.random.default_rng(seed).integers(0, 256, (rows, cols // block, size), np.uint8)
+    for at in K_SCALES[qtype]:
+        raw[:, :, at : at + 2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
+    return raw.reshape(rows, -1)
+
+
+def write_gguf(
+    hf: Path, out: Path, qtype: str, kquant: dict[str, str] | None = None
+) -> dict[str, np.ndarray]:
+    """The llama.cpp qwen3 layout of the checkpoint; returns the dequantized weights by HF name.
+    `kquant` maps HF names to a K-quant type written instead, as random blocks (k_blocks)."""
     cfg = json.loads((hf / "config.json").read_text())
     q = getattr(gguf.GGMLQuantizationType, qtype)
     w = gguf.GGUFWriter(str(out), "qwen3")
@@ -85,6 +104,11 @@ def write_gguf(hf: Path, out: Path, qtype: str) -> dict[str, np.ndarray]:
         elif name == "model.embed_tokens.weight":
             w.add_tensor(gguf_name(name), v.astype(np.float16))
             values[name] = v.astype(np.float16).astype(np.float32)
+        elif kquant and name in kquant:
+            k = getattr(gguf.GGMLQuantizationType, kquant[name])
+            blocks = k_blocks(*v.shape, kquant[name])
+            w.add_tensor(gguf_name(name), blocks, raw_dtype=k)
+            values[name] = dequantize(blocks, k).astype(np.float32)
         else:
             blocks = quantize(v, q)
             w.add_tensor(gguf_name(name), blocks, raw_dtype=q)
@@ -221,3 +245,47 @@ def test_the_gguf_export_carries_llama_cpp_metadata_and_the_tokenizer(hf, tmp_pa
         "output.weight",
         "blk.1.ffn_down.weight",
     }
+
+
+@pytest.fixture(scope="module")
+def hf256(tmp_path_factory) -> Path:
+    """A model whose down_proj rows are 256 wide: one K-quant super-block."""
+    torch.manual_seed(6)
+    cfg = transformers.Qwen3Config(
+        vocab_size=64, hidden_size=64, intermediate_size=256, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("hf256")
+    transformers.Qwen3ForCausalLM(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["Q4_K", "Q5_K", "Q6_K"])
+def test_k_quant_tensors_are_refused_by_name_then_requantized_with_the_flag(
+    hf256, tmp_path, capsys, kind
+):
+    src = tmp_path / "k.gguf"
+    down = "model.layers.0.mlp.down_proj.weight"
+    values = write_gguf(hf256, src, "Q8_0", kquant={down: kind})
+    out = tmp_path / "o.vqf"
+    argv = ["convert", str(src), str(out), "--wmode", "q8", "--layout", "legacy", "--quiet"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "vqf.import.requantize" in err and f"blk.0.ffn_down.weight is {kind}" in err
+    assert not out.exists()
+    assert main([*argv, "--requantize"]) == 0
+    with open_vqf(out) as vqf:
+        got = codec("q8_0").decode(bytes(vqf.payload("q8_down")), 64, 256)
+        q = codec("q8_0").decode(bytes(vqf.payload("q8_q")), 64, 64)
+    want = values[down]
+    assert np.abs(want).max() > 0
+    # requantized to Q8_0: within one step of each 32-block's own scale (absmax / 127; half a
+    # step of rounding plus the f16 rounding of the scale itself)
+    step = np.abs(want.reshape(64, -1, 32)).max(axis=2, keepdims=True) / 127
+    assert np.all(np.abs(got.reshape(64, -1, 32) - want.reshape(64, -1, 32)) <= step + 1e-7)
+    # the Q8_0 tensors beside it are still copied, not requantized
+    blocks = reader_blocks(src)["blk.0.attn_q.weight"]
+    assert np.array_equal(q, dequantize(np.frombuffer(blocks, np.uint8).reshape(64, -1),
+                                        gguf.GGMLQuantizationType.Q8_0))  # fmt: skip
