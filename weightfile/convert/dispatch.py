@@ -49,6 +49,9 @@ CONVERTERS: dict[tuple[str, str], str] = {
     ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
     ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
+    ("gguf/qwen3moe", "vqf"): "weightfile.convert.dispatch:refuse_gguf_moe",
+    ("gguf/qwen3vl", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
+    ("gguf/clip", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
     ("vqf", "gguf"): "weightfile.convert.dispatch:vqf_to_gguf",
 }
 
@@ -236,6 +239,27 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         progress=options.progress,
     )
     return [path]
+
+
+def refuse_gguf_moe(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """GGUF qwen3moe -> VQF is not written: refused, saying why (spec/vqf.md §7.7)."""
+    raise UnsupportedError(
+        "vqf.import.source",
+        f"{src.name}: a qwen3moe GGUF does not convert to VQF yet. The blocks would copy "
+        "(ffn_{gate,up}_exps are VQF's expert-stacked gate/up rows, ffn_down_exps its column "
+        "bands regrouped by whole blocks), but the Qwen3-MoE importer only reads Hugging Face "
+        "folders; convert the checkpoint folder instead",
+    )
+
+
+def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """GGUF Qwen3-VL (qwen3vl text + clip mmproj) -> VQF is not written (spec/vqf.md §7.7)."""
+    raise UnsupportedError(
+        "vqf.import.source",
+        f"{src.name}: a Qwen3-VL GGUF does not convert to VQF: llama.cpp splits the model into a "
+        "text GGUF and an mmproj (clip) GGUF, and VQF's VISION tensors (spec/vqf.md §7.4) "
+        "would have to be joined from both; convert the Hugging Face folder instead",
+    )
 
 
 def describe_pair(src: Path, dst: Path) -> tuple[str, str]:

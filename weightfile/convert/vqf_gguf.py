@@ -61,9 +61,17 @@ def export_gguf(
         raise DestinationExistsError("vqf.writer.destination", f"{out} exists (pass --force)")
     with open_vqf(src, passphrase=passphrase) as vqf:
         flags, a = vqf.header.flags, vqf.header.arch
-        if flags & VQFFlag.MOE or flags & VQFFlag.VISION:
+        if flags & VQFFlag.VISION:
             raise UnsupportedError(
-                "vqf.import.source", "only dense text Qwen3 files export to GGUF"
+                "vqf.import.source",
+                "a VISION file does not export to GGUF: llama.cpp keeps the vision tower in a "
+                "separate mmproj (clip) GGUF, which this exporter does not write",
+            )
+        if flags & VQFFlag.MOE:
+            raise UnsupportedError(
+                "vqf.import.source",
+                "a MoE (version 3) file does not export to GGUF yet: llama.cpp's qwen3moe "
+                "expert tensors (ffn_*_exps) and router are not written by this exporter",
             )
         names = {e.name for e in vqf.entries}
         family = "q4" if "q4_q" in names else "q8"
