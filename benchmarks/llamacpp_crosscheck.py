@@ -4,10 +4,10 @@ GGUF export is the same model.
 
 `python benchmarks/llamacpp_crosscheck.py --llama-dir /work/llama-build/build/bin`
 
-* A seeded tiny transformers Qwen3 (random weights, untied lm_head) is saved, imported with
-  `weightfile convert --wmode q8|q4 --layout tiled`, and exported with `weightfile convert
-  m.vqf m.gguf` (the tiles undone, the Q8_0/Q4_0 blocks copied). Without a tokenizer the GGUF
-  names llama.cpp's `none` tokenizer model, so both sides take token ids.
+* A seeded tiny transformers Qwen3 and Qwen3-MoE (random weights, untied lm_head) are saved,
+  imported with `weightfile convert --wmode q8|q4` (tiled, the default), and exported with
+  `weightfile convert m.vqf m.gguf` (the tiles undone, the Q8_0/Q4_0 blocks copied). Without a
+  tokenizer the GGUF names llama.cpp's `none` tokenizer model, so both sides take token ids.
 * Ours: `weightfile run --engine fast --token-ids ... --save-logits` (greedy; the arrays of
   spec/numerics.md §20.9.3, the prompt's last-position logits and each decode step's).
 * llama.cpp: libllama (`--llama-dir` holds libllama.so) through the ctypes bindings of the
@@ -39,18 +39,28 @@ SIZES = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_
              num_attention_heads=4, num_key_value_heads=2, head_dim=64)  # fmt: skip
 
 
-def tiny_model(folder: Path, seed: int) -> Path:
-    """A seeded random transformers Qwen3, weights scaled up so its logits are not flat."""
+#: Qwen3-MoE: the same attention geometry, 4 experts of 64, top 2 (renormalised, as VQF v3)
+MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64, norm_topk_prob=True,
+           decoder_sparse_step=1, mlp_only_layers=[])  # fmt: skip
+
+
+def tiny_model(folder: Path, seed: int, moe: bool = False) -> Path:
+    """A seeded random transformers Qwen3 (or Qwen3-MoE), weights scaled up so its logits are
+    not flat."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
-    cfg = transformers.Qwen3Config(
+    common = dict(
         **SIZES, rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         max_position_embeddings=512,
     )  # fmt: skip
-    model = transformers.Qwen3ForCausalLM(cfg)
+    if moe:
+        cfg = transformers.Qwen3MoeConfig(**common, **MOE)
+        model = transformers.Qwen3MoeForCausalLM(cfg)
+    else:
+        model = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**common))
     with torch.no_grad():
         for p in model.parameters():
             if p.ndim == 2:
@@ -138,9 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     work = Path(tempfile.mkdtemp(prefix="wf-llamacpp-"))
     try:
-        hf = tiny_model(work / "hf", args.seed)
-        for wmode in ("q8", "q4"):
-            vqf, gguf = work / f"{wmode}.vqf", work / f"{wmode}.gguf"
+        dense, moe = tiny_model(work / "hf", args.seed), tiny_model(work / "moe", args.seed, True)
+        for label, hf, wmode in (
+            ("qwen3 q8", dense, "q8"),
+            ("qwen3 q4", dense, "q4"),
+            ("qwen3moe q8", moe, "q8"),
+            ("qwen3moe q4", moe, "q4"),
+        ):
+            tag = label.replace(" ", "-")
+            vqf, gguf = work / f"{tag}.vqf", work / f"{tag}.gguf"
             weightfile("convert", str(hf), str(vqf), "--wmode", wmode, "--quiet")
             weightfile("convert", str(vqf), str(gguf), "--quiet")
             a, ta = ours(vqf, prompt, args.steps, work)
@@ -148,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             agree = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y),
                          min(len(ta), len(tb)))  # fmt: skip
             diff = float(np.max(np.abs(a - b)))
-            results[wmode] = {
+            results[label] = {
                 "max_abs": diff, "max_rel": diff / float(np.max(np.abs(b))),
                 "argmax_agrees": bool(np.argmax(a) == np.argmax(b)),
                 "tokens_agree": agree, "tokens": args.steps, "ours": ta, "llama.cpp": tb,
@@ -156,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             }  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"prompt: {prompt}; model: {SIZES}")
-    print("| wmode | max abs Δ logits | max abs Δ ÷ max abs logit | argmax | greedy tokens agree |")
+    print(f"prompt: {prompt}; model: {SIZES}; MoE: {MOE}")
+    print("| model, wmode | max abs Δ logits | max abs Δ ÷ max abs logit | argmax | "
+          "greedy tokens agree |")  # fmt: skip
     print("|---|---:|---:|---|---:|")
     for wmode, r in results.items():
         print(f"| {wmode} | {r['max_abs']:.3g} | {r['max_rel']:.3g} | "

@@ -1,5 +1,5 @@
-"""A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file, written with gguf-py's GGUFWriter
-(spec/vqf.md §7.7).
+"""A Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (a version-3 MoE file -> qwen3moe), written
+with gguf-py's GGUFWriter (spec/vqf.md §7.7).
 
 Every q8_*/q4_* matrix is untiled back to its plain blocks and written as GGUF Q8_0 / Q4_0, one
 layer's slice per `blk.L.*` tensor: the bytes are not requantized, so a GGUF -> VQF -> GGUF round
@@ -9,7 +9,9 @@ the lm_head is `output.weight` (absent when the file ties it to the embedding). 
 families exports the q4 one, as the binder binds it (spec/vqf.md §8). The tokenizer comes from the
 `<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos), as llama.cpp's
 qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model with
-the vocabulary size, which llama.cpp loads and runs on token ids.
+the vocabulary size, which llama.cpp loads and runs on token ids. A MoE file's router and
+experts become llama.cpp's ffn_gate_inp and ffn_{gate,up,down}_exps, blocks copied
+(`expert_jobs`). Tensors are written one at a time, the large ones a band of rows at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -67,19 +69,14 @@ def export_gguf(
                 "a VISION file does not export to GGUF: llama.cpp keeps the vision tower in a "
                 "separate mmproj (clip) GGUF, which this exporter does not write",
             )
-        if flags & VQFFlag.MOE:
-            raise UnsupportedError(
-                "vqf.import.source",
-                "a MoE (version 3) file does not export to GGUF yet: llama.cpp's qwen3moe "
-                "expert tensors (ffn_*_exps) and router are not written by this exporter",
-            )
         names = {e.name for e in vqf.entries}
         family = "q4" if "q4_q" in names else "q8"
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
         os.close(fd)
         try:
-            w = gguf.GGUFWriter(tmp, "qwen3")
-            add_metadata(w, a)
+            moe = bool(flags & VQFFlag.MOE)
+            w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
+            add_metadata(w, a, moe)
             add_tokenizer(w, sidecar_path(src), a)
             add_tensors(w, vqf, a, flags, family, codecs, progress)
             w.close()
@@ -97,8 +94,8 @@ def publish_new(tmp: str, out: Path) -> None:
         raise DestinationExistsError("vqf.writer.destination", f"{out} exists") from None
 
 
-def add_metadata(w: Any, a: dict[str, Any]) -> None:
-    """llama.cpp's qwen3 hyper-parameter keys from the arch (spec/vqf.md §8)."""
+def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:
+    """llama.cpp's qwen3 (qwen3moe) hyper-parameter keys from the arch (spec/vqf.md §8)."""
     w.add_name("weightfile export")
     w.add_context_length(int(a["max_seq_len"]))
     w.add_embedding_length(int(a["dim"]))
@@ -112,6 +109,10 @@ def add_metadata(w: Any, a: dict[str, Any]) -> None:
     w.add_layer_norm_rms_eps(float(a["norm_eps"]))
     w.add_bos_token_id(int(a["bos_id"]))
     w.add_eos_token_id(int(a["eos_id"]))
+    if moe:  # a version-3 file: softmax router, top-k renormalised (llama.cpp's qwen3moe too)
+        w.add_expert_count(int(a["n_experts"]))
+        w.add_expert_used_count(int(a["top_k"]))
+        w.add_expert_feed_forward_length(int(a["moe_ffn"]))
 
 
 def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
@@ -234,7 +235,7 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
         return Job("", shape, dtype, None, make, (lo, lo + step))
 
     def named(name: str, job: Job) -> Job:
-        return Job(name, job.shape, job.dtype, job.raw, job.make, job.region)
+        return replace(job, name=name)
 
     emb = vqf.entry("token_embed")
     jobs = [
@@ -274,12 +275,59 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
 
     shapes = {"q": (qo, d), "k": (ko, d), "v": (ko, d), "o": (d, qo),
               "gate": (ff, d), "up": (ff, d), "down": (d, ff)}  # fmt: skip
+    moe = bool(flags & VQFFlag.MOE)
     for short, (rows, cols) in shapes.items():
+        if moe and short in ("gate", "up", "down"):
+            continue
         e = vqf.entry(f"{family}_{short}")
         for i in range(nl):
             jobs.append(blocks(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", e, rows, cols, i, nl))
+    if moe:
+        jobs += expert_jobs(vqf, a, flags, family, codecs, values)
     if f"{family}_lm" in {e.name for e in vqf.entries}:
         jobs.append(blocks("output.weight", vqf.entry(f"{family}_lm"), V, d))
+    return jobs
+
+
+def expert_jobs(
+    vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str, values: Callable[..., Job]
+) -> list[Job]:
+    """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §7.1 MoE
+    stacking): per layer the router rows (F32 [E, d]), gate and up as [E, Ie, d] (expert e owns
+    rows [e·Ie, (e+1)·Ie) of the layer's matrix: the same blocks in the same order once
+    untiled), and down as [E, d, Ie] (expert e owns columns [e·Ie, (e+1)·Ie) of every row: whole
+    blocks, regrouped expert by expert)."""
+    import gguf
+
+    d, nl = int(a["dim"]), int(a["n_layers"])
+    ne, ie = int(a["n_experts"]), int(a["moe_ffn"])
+    Q = gguf.GGMLQuantizationType
+    jobs = []
+    router = vqf.entry("moe_router")
+    for i in range(nl):
+        job = values(router, np.float32, (ne, d), i, nl)
+        jobs.append(replace(job, name=f"blk.{i}.ffn_gate_inp.weight"))
+
+    def experts(role: str, i: int) -> Job:
+        e = vqf.entry(f"{family}_{role}")
+        rows, cols = (ne * ie, d) if role != "down" else (d, ne * ie)
+        step = e.bytes // nl
+        lo = e.offset + i * step
+
+        def make() -> np.ndarray:
+            part = vqf.payload(e)[i * step : (i + 1) * step]
+            plain = plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs)[0]
+            if role != "down":
+                return plain.reshape(ne, ie, -1)
+            return np.ascontiguousarray(plain.reshape(d, ne, -1).transpose(1, 0, 2))
+
+        kind = Q.Q4_0 if e.qtype == QType.Q4_0 else Q.Q8_0
+        per_row = step // rows
+        shape = (ne, ie, per_row) if role != "down" else (ne, d, per_row // ne)
+        return Job(f"blk.{i}.ffn_{role}_exps.weight", shape, np.uint8, kind, make, (lo, lo + step))
+
+    for role in ("gate", "up", "down"):
+        jobs += [experts(role, i) for i in range(nl)]
     return jobs
 
 
