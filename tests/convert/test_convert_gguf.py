@@ -320,3 +320,46 @@ def test_moe_and_vision_vqf_files_do_not_export_to_gguf_saying_why(tmp_path, cap
         assert main(["convert", str(src), str(out), "--quiet"]) == 3
         err = capsys.readouterr().err
         assert "vqf.import.source" in err and words in err and not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q8_0_8x8", "q4_0", "q4_0_4x4"])
+def test_a_moe_file_exports_as_qwen3moe_with_every_expert_block_copied(tmp_path, fmt):
+    from tests.strategies.tiny_moe import MoeSpec, moe_config, write_moe_file
+    from weightfile.spec.codecs.vqf.registry import codec_for
+
+    # d 64, Ie 32, E 3: no axis equals another, so a transposed or misgrouped expert shows
+    ne, ie, d, nl = 3, 32, 64, 2
+    cfg = moe_config(hidden=64, experts=ne, moe_ffn=ie, layers=nl, top_k=2, vocab=48)
+    src = write_moe_file(tmp_path / "m.vqf", MoeSpec(cfg, fmt, "none", 2))
+    out = tmp_path / "m.gguf"
+    assert main(["convert", str(src), str(out), "--quiet"]) == 0
+    r = gguf.GGUFReader(str(out))
+    meta = {k: f.contents() for k, f in r.fields.items() if k.startswith(("general.", "qwen3"))}
+    assert meta["general.architecture"] == "qwen3moe"
+    assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"]) == (ne, 2)
+    assert meta["qwen3moe.expert_feed_forward_length"] == ie
+    got = {t.name: t for t in r.tensors}
+    with open_vqf(src) as vqf:
+        flags = vqf.header.flags
+        family = "q4" if fmt.startswith("q4") else "q8"
+        router = np.frombuffer(bytes(vqf.payload("moe_router")), np.float32).reshape(nl, ne, d)
+        for i in range(nl):
+            t = got[f"blk.{i}.ffn_gate_inp.weight"]
+            assert t.shape.tolist() == [d, ne] and np.array_equal(np.asarray(t.data), router[i])
+            for role, (rows, cols) in (("gate", (ne * ie, d)), ("down", (d, ne * ie))):
+                e = vqf.entry(f"{family}_{role}")
+                step = e.bytes // nl
+                layout = codec_for(e.qtype, flags, e.name, shape=(rows, cols))
+                ours = codec(layout).decode(bytes(vqf.payload(e))[i * step : (i + 1) * step],
+                                            rows, cols)  # fmt: skip
+                t = got[f"blk.{i}.ffn_{role}_exps.weight"]
+                # ggml order: ne0 the row length; gate [d, Ie, E], down [Ie, d, E]
+                assert t.shape.tolist() == ([d, ie, ne] if role == "gate" else [ie, d, ne])
+                theirs = dequantize(np.asarray(t.data), t.tensor_type)
+                for x in range(ne):
+                    want = (
+                        ours[x * ie : (x + 1) * ie]
+                        if role == "gate"
+                        else ours[:, x * ie : (x + 1) * ie]
+                    )
+                    assert np.array_equal(theirs[x], want), (role, i, x)  # fmt: skip
