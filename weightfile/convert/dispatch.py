@@ -49,7 +49,7 @@ CONVERTERS: dict[tuple[str, str], str] = {
     ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
     ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
-    ("gguf/qwen3moe", "vqf"): "weightfile.convert.dispatch:refuse_gguf_moe",
+    ("gguf/qwen3moe", "vqf"): "weightfile.convert.dispatch:qwen3moe_gguf_to_vqf",
     ("gguf/qwen3vl", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
     ("gguf/clip", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
     ("vqf", "gguf"): "weightfile.convert.dispatch:vqf_to_gguf",
@@ -241,15 +241,23 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     return [path]
 
 
-def refuse_gguf_moe(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """GGUF qwen3moe -> VQF is not written: refused, saying why (spec/vqf.md §7.7)."""
-    raise UnsupportedError(
-        "vqf.import.source",
-        f"{src.name}: a qwen3moe GGUF does not convert to VQF yet. The blocks would copy "
-        "(ffn_{gate,up}_exps are VQF's expert-stacked gate/up rows, ffn_down_exps its column "
-        "bands regrouped by whole blocks), but the Qwen3-MoE importer only reads Hugging Face "
-        "folders; convert the checkpoint folder instead",
+def qwen3moe_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A llama.cpp qwen3moe GGUF file -> a version-3 VQF, copying Q8_0/Q4_0 blocks
+    (weightfile/convert/gguf_qwen3_moe.py)."""
+    from .gguf_qwen3_moe import import_gguf_moe
+
+    path = import_gguf_moe(
+        src,
+        dst,
+        plan=options.vqf,
+        overwrite=options.overwrite,
+        codecs=codecs_package(options),
+        requantize=options.requantize,
+        passphrase=options.passphrase,
+        sign_key=options.sign_key,
+        progress=options.progress,
     )
+    return [path]
 
 
 def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:

@@ -164,19 +164,20 @@ def metadata(reader: Any) -> dict[str, Any]:
     return out
 
 
-def hf_config(state: GGUFState) -> dict[str, Any]:
-    """A transformers-style config.json of a qwen3 GGUF file (llama.cpp's metadata keys)."""
+def hf_config(state: GGUFState, want: str = "qwen3") -> dict[str, Any]:
+    """A transformers-style config.json of a qwen3 (or qwen3moe) GGUF file (llama.cpp's
+    metadata keys); a qwen3moe file adds the expert sizes under the transformers names."""
     meta = metadata(state.reader)
     arch = meta.get("general.architecture")
-    if arch != "qwen3":
+    if arch != want:
         raise UnsupportedError(
-            "vqf.import.source", f"GGUF architecture {arch!r}: only qwen3 converts to VQF"
+            "vqf.import.source", f"GGUF architecture {arch!r}: this converter takes {want}"
         )
 
     def key(name: str, default: Any = None) -> Any:
-        value = meta.get(f"qwen3.{name}", default)
+        value = meta.get(f"{want}.{name}", default)
         if value is None:
-            raise InvalidError("vqf.import.config", f"GGUF metadata qwen3.{name} is missing")
+            raise InvalidError("vqf.import.config", f"GGUF metadata {want}.{name} is missing")
         return value
 
     if EMBED not in state:
@@ -184,8 +185,8 @@ def hf_config(state: GGUFState) -> dict[str, Any]:
     vocab, hidden = state.shape(EMBED)
     heads = int(key("attention.head_count"))
     return {
-        "model_type": "qwen3",
-        "vocab_size": int(meta.get("qwen3.vocab_size", vocab)),
+        "model_type": "qwen3" if want == "qwen3" else "qwen3_moe",
+        "vocab_size": int(meta.get(f"{want}.vocab_size", vocab)),
         "hidden_size": int(key("embedding_length")),
         "intermediate_size": int(key("feed_forward_length")),
         "num_hidden_layers": int(key("block_count")),
@@ -198,7 +199,16 @@ def hf_config(state: GGUFState) -> dict[str, Any]:
         "bos_token_id": int(meta.get("tokenizer.ggml.bos_token_id", 0)),
         "eos_token_id": int(meta.get("tokenizer.ggml.eos_token_id", 0)),
         "tie_word_embeddings": LM_HEAD not in state,
-    }
+    } | (
+        {}
+        if want == "qwen3"
+        else {
+            "num_experts": int(key("expert_count")),
+            "num_experts_per_tok": int(key("expert_used_count")),
+            "moe_intermediate_size": int(key("expert_feed_forward_length")),
+            "norm_topk_prob": True,  # llama.cpp's qwen3moe always renormalises, as VQF v3
+        }
+    )
 
 
 def import_gguf(
