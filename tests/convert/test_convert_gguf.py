@@ -359,3 +359,42 @@ def test_a_moe_file_exports_as_qwen3moe_with_every_expert_block_copied(tmp_path,
                         else ours[:, x * ie : (x + 1) * ie]
                     )
                     assert np.array_equal(theirs[x], want), (role, i, x)  # fmt: skip
+
+
+@pytest.mark.parametrize("wmode", ["q4i", "g256", "f32", "f16"])
+def test_the_other_weight_modes_from_gguf_and_back(hf, tmp_path, capsys, wmode):
+    """GGUF (Q8_0) -> VQF in the weight modes the other tests do not cover. Q4I8 and G256 blocks
+    are Q8_0-shaped but constrained (codes in [-8, 7]; one scale per 256 elements, spec/vqf.md
+    §5.4, §5.5), so arbitrary Q8_0 blocks cannot be copied into them, and F32/F16 entries are
+    no blocks at all: --requantize is needed, and the file equals the import of the GGUF's
+    dequantized weights from a float32 checkpoint.
+    Back to GGUF, q4i and g256 matrices are Q8_0 blocks that gguf.quants decodes to our values;
+    the reference-precision files are refused."""
+    src = tmp_path / "m.gguf"
+    values = write_gguf(hf, src, "Q8_0")
+    folder = tmp_path / "deq"
+    folder.mkdir()
+    (folder / "config.json").write_text((hf / "config.json").read_text())
+    save_file(values, str(folder / "model.safetensors"))
+    a, b, back = tmp_path / "a.vqf", tmp_path / "b.vqf", tmp_path / "back.gguf"
+    argv = ["convert", str(src), str(a), "--wmode", wmode, "--quiet"]
+    assert main(argv) == 3  # f32/f16 too: any decoding of blocks is asked for explicitly
+    assert "vqf.import.requantize" in capsys.readouterr().err
+    assert main([*argv, "--requantize"]) == 0
+    assert main(["convert", str(folder), str(b), "--wmode", wmode, "--quiet"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    capsys.readouterr()
+    if wmode in ("f32", "f16"):
+        assert main(["convert", str(a), str(back), "--quiet"]) == 3
+        assert "only quantized files export" in capsys.readouterr().err and not back.exists()
+        return
+    assert main(["convert", str(a), str(back), "--quiet"]) == 0
+    from weightfile.spec.codecs.vqf.registry import codec_for
+
+    t = next(t for t in gguf.GGUFReader(str(back)).tensors if t.name == "blk.0.attn_q.weight")
+    assert t.tensor_type.name == "Q8_0"
+    with open_vqf(a) as vqf:
+        e = vqf.entry("q8_q")
+        layout = codec_for(e.qtype, vqf.header.flags, e.name, shape=(64, 64))
+        ours = codec(layout).decode(bytes(vqf.payload(e))[: e.bytes // 2], 64, 64)
+    assert np.array_equal(dequantize(np.asarray(t.data), t.tensor_type), ours)
