@@ -177,3 +177,9 @@ def test_a_banded_gguf_export_is_the_whole_tensor_export(tmp_path, monkeypatch, 
     assert main(["convert", str(vqf), str(tmp_path / "banded.gguf"), "--quiet"]) == 0
     whole, banded = (tmp_path / "whole.gguf").read_bytes(), (tmp_path / "banded.gguf").read_bytes()
     assert whole == banded
+    # no tokenizer sidecar: llama.cpp's "none" model with the vocabulary size, so it still loads
+    import gguf
+
+    fields = gguf.GGUFReader(str(tmp_path / "whole.gguf")).fields
+    assert fields["tokenizer.ggml.model"].contents() == "none"
+    assert fields["qwen3.vocab_size"].contents() == 200
