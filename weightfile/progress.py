@@ -1,9 +1,11 @@
-"""A dependency-free progress bar on stderr, shown only when stderr is a terminal."""
+"""Progress bars on stderr, shown only when stderr is a terminal: a dependency-free byte bar,
+and a tqdm bar of one step per tensor (convert)."""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 
 class ProgressBar:
@@ -26,6 +28,31 @@ class ProgressBar:
     def close(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
+
+
+class TensorBar:
+    """A tqdm bar on stderr with one step per tensor written, shown only on a terminal (and not
+    with --quiet); called as `bar(name, total)` after each tensor, the total known at the
+    first call."""
+
+    def __init__(self, label: str, *, enabled: bool | None = None) -> None:
+        self.label = label
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.bar: Any = None
+
+    def __call__(self, name: str, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.label, unit="tensor", file=sys.stderr)
+        self.bar.set_postfix_str(name, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def install_compile_note() -> None:

@@ -59,8 +59,27 @@ def hf(tmp_path_factory) -> Path:
     return folder
 
 
-def write_gguf(hf: Path, out: Path, qtype: str) -> dict[str, np.ndarray]:
-    """The llama.cpp qwen3 layout of the checkpoint; returns the dequantized weights by HF name."""
+#: Byte offsets of the f16 scale fields of one 256-element K-quant super-block (ggml's
+#: block_q4_K / q5_K: d, dmin first; block_q6_K: d last), set finite in hand-made blocks.
+K_SCALES = {"Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+
+
+def k_blocks(rows: int, cols: int, qtype: str, seed: int = 3) -> np.ndarray:
+    """Random K-quant blocks [rows, bytes per row] with finite small scales (gguf.quants has no
+    K-quant encoder, only the decoder the test compares with)."""
+    q = getattr(gguf.GGMLQuantizationType, qtype)
+    block, size = gguf.GGML_QUANT_SIZES[q]
+    raw = np.random.default_rng(seed).integers(0, 256, (rows, cols // block, size), np.uint8)
+    for at in K_SCALES[qtype]:
+        raw[:, :, at : at + 2] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
+    return raw.reshape(rows, -1)
+
+
+def write_gguf(
+    hf: Path, out: Path, qtype: str, kquant: dict[str, str] | None = None
+) -> dict[str, np.ndarray]:
+    """The llama.cpp qwen3 layout of the checkpoint; returns the dequantized weights by HF name.
+    `kquant` maps HF names to a K-quant type written instead, as random blocks (k_blocks)."""
     cfg = json.loads((hf / "config.json").read_text())
     q = getattr(gguf.GGMLQuantizationType, qtype)
     w = gguf.GGUFWriter(str(out), "qwen3")
@@ -85,6 +104,11 @@ def write_gguf(hf: Path, out: Path, qtype: str) -> dict[str, np.ndarray]:
         elif name == "model.embed_tokens.weight":
             w.add_tensor(gguf_name(name), v.astype(np.float16))
             values[name] = v.astype(np.float16).astype(np.float32)
+        elif kquant and name in kquant:
+            k = getattr(gguf.GGMLQuantizationType, kquant[name])
+            blocks = k_blocks(*v.shape, kquant[name])
+            w.add_tensor(gguf_name(name), blocks, raw_dtype=k)
+            values[name] = dequantize(blocks, k).astype(np.float32)
         else:
             blocks = quantize(v, q)
             w.add_tensor(gguf_name(name), blocks, raw_dtype=q)
@@ -221,3 +245,156 @@ def test_the_gguf_export_carries_llama_cpp_metadata_and_the_tokenizer(hf, tmp_pa
         "output.weight",
         "blk.1.ffn_down.weight",
     }
+
+
+@pytest.fixture(scope="module")
+def hf256(tmp_path_factory) -> Path:
+    """A model whose down_proj rows are 256 wide: one K-quant super-block."""
+    torch.manual_seed(6)
+    cfg = transformers.Qwen3Config(
+        vocab_size=64, hidden_size=64, intermediate_size=256, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    folder = tmp_path_factory.mktemp("hf256")
+    transformers.Qwen3ForCausalLM(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["Q4_K", "Q5_K", "Q6_K"])
+def test_k_quant_tensors_are_refused_by_name_then_requantized_with_the_flag(
+    hf256, tmp_path, capsys, kind
+):
+    src = tmp_path / "k.gguf"
+    down = "model.layers.0.mlp.down_proj.weight"
+    values = write_gguf(hf256, src, "Q8_0", kquant={down: kind})
+    out = tmp_path / "o.vqf"
+    argv = ["convert", str(src), str(out), "--wmode", "q8", "--layout", "legacy", "--quiet"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "vqf.import.requantize" in err and f"blk.0.ffn_down.weight is {kind}" in err
+    assert not out.exists()
+    assert main([*argv, "--requantize"]) == 0
+    with open_vqf(out) as vqf:
+        got = codec("q8_0").decode(bytes(vqf.payload("q8_down")), 64, 256)
+        q = codec("q8_0").decode(bytes(vqf.payload("q8_q")), 64, 64)
+    want = values[down]
+    assert np.abs(want).max() > 0
+    # requantized to Q8_0: within one step of each 32-block's own scale (absmax / 127; half a
+    # step of rounding plus the f16 rounding of the scale itself)
+    step = np.abs(want.reshape(64, -1, 32)).max(axis=2, keepdims=True) / 127
+    assert np.all(np.abs(got.reshape(64, -1, 32) - want.reshape(64, -1, 32)) <= step + 1e-7)
+    # the Q8_0 tensors beside it are still copied, not requantized
+    blocks = reader_blocks(src)["blk.0.attn_q.weight"]
+    assert np.array_equal(q, dequantize(np.frombuffer(blocks, np.uint8).reshape(64, -1),
+                                        gguf.GGMLQuantizationType.Q8_0))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("arch", "words"),
+    [("qwen3vl", "mmproj (clip)"), ("clip", "mmproj (clip)")],
+)  # fmt: skip
+def test_vision_gguf_sources_are_refused_saying_why(tmp_path, capsys, arch, words):
+    src = tmp_path / f"{arch}.gguf"
+    w = gguf.GGUFWriter(str(src), arch)
+    w.add_block_count(1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    out = tmp_path / "o.vqf"
+    assert main(["convert", str(src), str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "vqf.import.source" in err and words in err and not out.exists()
+
+
+def test_vision_vqf_files_do_not_export_to_gguf_saying_why(tmp_path, capsys):
+    from tests.strategies.qwen3_vl import shared_vqf
+
+    out = tmp_path / "vl.gguf"
+    assert main(["convert", str(shared_vqf()), str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "vqf.import.source" in err and "VISION file" in err and not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q8_0_8x8", "q4_0", "q4_0_4x4"])
+def test_a_moe_file_exports_as_qwen3moe_with_every_expert_block_copied(tmp_path, fmt):
+    from tests.strategies.tiny_moe import MoeSpec, moe_config, write_moe_file
+    from weightfile.spec.codecs.vqf.registry import codec_for
+
+    # d 64, Ie 32, E 3: no axis equals another, so a transposed or misgrouped expert shows
+    ne, ie, d, nl = 3, 32, 64, 2
+    cfg = moe_config(hidden=64, experts=ne, moe_ffn=ie, layers=nl, top_k=2, vocab=48)
+    src = write_moe_file(tmp_path / "m.vqf", MoeSpec(cfg, fmt, "none", 2))
+    out = tmp_path / "m.gguf"
+    assert main(["convert", str(src), str(out), "--quiet"]) == 0
+    r = gguf.GGUFReader(str(out))
+    meta = {k: f.contents() for k, f in r.fields.items() if k.startswith(("general.", "qwen3"))}
+    assert meta["general.architecture"] == "qwen3moe"
+    assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"]) == (ne, 2)
+    assert meta["qwen3moe.expert_feed_forward_length"] == ie
+    got = {t.name: t for t in r.tensors}
+    with open_vqf(src) as vqf:
+        flags = vqf.header.flags
+        family = "q4" if fmt.startswith("q4") else "q8"
+        router = np.frombuffer(bytes(vqf.payload("moe_router")), np.float32).reshape(nl, ne, d)
+        for i in range(nl):
+            t = got[f"blk.{i}.ffn_gate_inp.weight"]
+            assert t.shape.tolist() == [d, ne] and np.array_equal(np.asarray(t.data), router[i])
+            for role, (rows, cols) in (("gate", (ne * ie, d)), ("down", (d, ne * ie))):
+                e = vqf.entry(f"{family}_{role}")
+                step = e.bytes // nl
+                layout = codec_for(e.qtype, flags, e.name, shape=(rows, cols))
+                ours = codec(layout).decode(bytes(vqf.payload(e))[i * step : (i + 1) * step],
+                                            rows, cols)  # fmt: skip
+                t = got[f"blk.{i}.ffn_{role}_exps.weight"]
+                # ggml order: ne0 the row length; gate [d, Ie, E], down [Ie, d, E]
+                assert t.shape.tolist() == ([d, ie, ne] if role == "gate" else [ie, d, ne])
+                theirs = dequantize(np.asarray(t.data), t.tensor_type)
+                for x in range(ne):
+                    want = (
+                        ours[x * ie : (x + 1) * ie]
+                        if role == "gate"
+                        else ours[:, x * ie : (x + 1) * ie]
+                    )
+                    assert np.array_equal(theirs[x], want), (role, i, x)  # fmt: skip
+
+
+@pytest.mark.parametrize("wmode", ["q4i", "g256", "f32", "f16"])
+def test_the_other_weight_modes_from_gguf_and_back(hf, tmp_path, capsys, wmode):
+    """GGUF (Q8_0) -> VQF in the weight modes the other tests do not cover. Q4I8 and G256 blocks
+    are Q8_0-shaped but constrained (codes in [-8, 7]; one scale per 256 elements, spec/vqf.md
+    §5.4, §5.5), so arbitrary Q8_0 blocks cannot be copied into them, and F32/F16 entries are
+    no blocks at all: --requantize is needed, and the file equals the import of the GGUF's
+    dequantized weights from a float32 checkpoint.
+    Back to GGUF, q4i and g256 matrices are Q8_0 blocks that gguf.quants decodes to our values;
+    the reference-precision files are refused."""
+    src = tmp_path / "m.gguf"
+    values = write_gguf(hf, src, "Q8_0")
+    folder = tmp_path / "deq"
+    folder.mkdir()
+    (folder / "config.json").write_text((hf / "config.json").read_text())
+    save_file(values, str(folder / "model.safetensors"))
+    a, b, back = tmp_path / "a.vqf", tmp_path / "b.vqf", tmp_path / "back.gguf"
+    argv = ["convert", str(src), str(a), "--wmode", wmode, "--quiet"]
+    assert main(argv) == 3  # f32/f16 too: any decoding of blocks is asked for explicitly
+    assert "vqf.import.requantize" in capsys.readouterr().err
+    assert main([*argv, "--requantize"]) == 0
+    assert main(["convert", str(folder), str(b), "--wmode", wmode, "--quiet"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    capsys.readouterr()
+    if wmode in ("f32", "f16"):
+        assert main(["convert", str(a), str(back), "--quiet"]) == 3
+        assert "only quantized files export" in capsys.readouterr().err and not back.exists()
+        return
+    assert main(["convert", str(a), str(back), "--quiet"]) == 0
+    from weightfile.spec.codecs.vqf.registry import codec_for
+
+    t = next(t for t in gguf.GGUFReader(str(back)).tensors if t.name == "blk.0.attn_q.weight")
+    assert t.tensor_type.name == "Q8_0"
+    with open_vqf(a) as vqf:
+        e = vqf.entry("q8_q")
+        layout = codec_for(e.qtype, vqf.header.flags, e.name, shape=(64, 64))
+        ours = codec(layout).decode(bytes(vqf.payload(e))[: e.bytes // 2], 64, 64)
+    assert np.array_equal(dequantize(np.asarray(t.data), t.tensor_type), ours)

@@ -72,6 +72,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
     parser.add_argument(
+        "--quiet", action="store_true", help="no progress bar (it is shown on a terminal only)"
+    )
+    parser.add_argument(
         "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
     )
     parser.add_argument(
@@ -98,7 +101,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     from weightfile.convert.vqf_plan import VQFPlan
     from weightfile.fast.vqf.protect_write import read_private_key
     from weightfile.formats import sniff
-    from weightfile.progress import ProgressBar
+    from weightfile.progress import TensorBar
 
     from ._common import passphrase
     from .protect import need_passphrase
@@ -121,7 +124,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     if target == "gguf" and sniff(src) == "vqf":
         key = passphrase(args)  # reading an encrypted source needs its passphrase
     sign_key = None if args.sign_key is None else read_private_key(args.sign_key)
-    bar = ProgressBar(estimate_bytes(src), command)
+    bar = TensorBar(command, enabled=False if args.quiet else None)
     options = ConvertOptions(
         vqf=plan,
         ninfer_format=args.format,
@@ -129,7 +132,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
         engine=args.engine,
         passphrase=key,
         sign_key=sign_key,
-        progress=bar if target == "vqf" else None,
+        progress=bar,
         requantize=getattr(args, "requantize", False),
     )
     try:
@@ -140,13 +143,6 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
     return 0
-
-
-def estimate_bytes(src: Path) -> int:
-    """About what the VQF writer will write (the checkpoint's size), for the progress bar."""
-    if src.is_dir():
-        return sum(p.stat().st_size for p in src.glob("*.safetensors"))
-    return src.stat().st_size if src.exists() else 1
 
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:

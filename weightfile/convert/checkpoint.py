@@ -223,6 +223,23 @@ class Checkpoint(Mapping[str, np.ndarray]):
             return values.astype(np.float32).reshape(entry.shape)  # exact, NaN payloads kept
         return words.astype(np.float32, copy=False).reshape(entry.shape)
 
+    def rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of `name` (first axis) as float32, reading only their bytes: the
+        importers read the largest tensors a band at a time (spec/vqf.md §7.7)."""
+        entry = self._entry(name)
+        word = self._word(name, entry)
+        n = entry.shape[0] if entry.shape else 1
+        assert 0 <= start <= stop <= n, "callers band the tensor's own shape"
+        per_row = math.prod(entry.shape[1:])
+        words = np.empty((stop - start) * per_row, dtype=word)
+        at = entry.begin + start * per_row * word.itemsize
+        if not read_exactly(self._files[entry.file], at, words.view(np.uint8)):
+            raise self._malformed(f"{name}: the file ends early", entry.file, offset=at)
+        shape = (stop - start, *entry.shape[1:])
+        if entry.dtype == "BF16":
+            return words.view(ml_dtypes.bfloat16).astype(np.float32).reshape(shape)
+        return words.astype(np.float32, copy=False).reshape(shape)
+
     def _entry(self, name: str) -> Entry:
         found = self._entries.get(name)
         if found is None:

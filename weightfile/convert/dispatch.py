@@ -33,7 +33,8 @@ class ConvertOptions:
     engine: str = "fast"  # which codecs encode: ref or fast (the same bytes)
     passphrase: bytes | None = None
     sign_key: bytes | None = None
-    progress: Callable[[int], None] | None = None
+    #: called as each tensor is written: (its name, how many tensors the file has)
+    progress: Callable[[str, int], None] | None = None
     requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
 
 
@@ -48,6 +49,9 @@ CONVERTERS: dict[tuple[str, str], str] = {
     ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
     ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
     ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
+    ("gguf/qwen3moe", "vqf"): "weightfile.convert.dispatch:qwen3moe_gguf_to_vqf",
+    ("gguf/qwen3vl", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
+    ("gguf/clip", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
     ("vqf", "gguf"): "weightfile.convert.dispatch:vqf_to_gguf",
 }
 
@@ -232,8 +236,38 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         overwrite=options.overwrite,
         codecs=codecs_package(options),
         passphrase=options.passphrase,
+        progress=options.progress,
     )
     return [path]
+
+
+def qwen3moe_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A llama.cpp qwen3moe GGUF file -> a version-3 VQF, copying Q8_0/Q4_0 blocks
+    (weightfile/convert/gguf_qwen3_moe.py)."""
+    from .gguf_qwen3_moe import import_gguf_moe
+
+    path = import_gguf_moe(
+        src,
+        dst,
+        plan=options.vqf,
+        overwrite=options.overwrite,
+        codecs=codecs_package(options),
+        requantize=options.requantize,
+        passphrase=options.passphrase,
+        sign_key=options.sign_key,
+        progress=options.progress,
+    )
+    return [path]
+
+
+def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """GGUF Qwen3-VL (qwen3vl text + clip mmproj) -> VQF is not written (spec/vqf.md §7.7)."""
+    raise UnsupportedError(
+        "vqf.import.source",
+        f"{src.name}: a Qwen3-VL GGUF does not convert to VQF: llama.cpp splits the model into a "
+        "text GGUF and an mmproj (clip) GGUF, and VQF's VISION tensors (spec/vqf.md §7.4) "
+        "would have to be joined from both; convert the Hugging Face folder instead",
+    )
 
 
 def describe_pair(src: Path, dst: Path) -> tuple[str, str]:

@@ -13,6 +13,7 @@ float (VQF stores it F16 or F32), so its type may change.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -97,6 +98,10 @@ class GGUFState(Mapping[str, np.ndarray]):
 
     def __getitem__(self, key: str) -> np.ndarray:
         """float32 values; a quantized tensor other than the embedding only with requantize."""
+        return self.rows(key, 0, self.shape(key)[0])
+
+    def rows(self, key: str, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of `key` as float32 (the same refusal as `__getitem__`)."""
         from gguf.quants import dequantize
 
         t = self.tensors[key]
@@ -108,15 +113,44 @@ class GGUFState(Mapping[str, np.ndarray]):
                 "pass --requantize to dequantize and quantize it again",
                 path=t.name,
             )
-        values = dequantize(np.asarray(t.data), t.tensor_type)
-        return np.ascontiguousarray(values.reshape(self.shape(key)), dtype=np.float32)
+        part = self.row_view(t, start, stop)
+        values = dequantize(np.asarray(part), t.tensor_type)
+        shape = (stop - start, *self.shape(key)[1:])
+        out = np.ascontiguousarray(values.reshape(shape), dtype=np.float32)
+        self.release(part)
+        return out
 
-    def blocks(self, key: str, base: str) -> bytes | None:
-        """The raw blocks of `key` when its GGUF type is the VQF codec `base`, else None."""
+    def blocks(self, key: str, base: str, start: int = 0, stop: int | None = None) -> bytes | None:
+        """The raw blocks of rows [start, stop) of `key` when its GGUF type is the VQF codec
+        `base`, else None."""
         t = self.tensors.get(key)
         if t is None or COPYABLE.get(t.tensor_type.name) != base:
             return None
-        return np.asarray(t.data).tobytes()
+        part = self.row_view(t, start, self.shape(key)[0] if stop is None else stop)
+        raw = np.asarray(part).tobytes()
+        self.release(part)
+        return raw
+
+    @staticmethod
+    def row_view(t: Any, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of a tensor's mapped data: gguf-py gives quantized tensors as
+        [rows, bytes per row] and plain ones as [rows, cols], so rows are the first axis
+        (a vector is one row)."""
+        data = t.data
+        return data.reshape(-1, data.shape[-1])[start:stop] if data.ndim > 2 else data[start:stop]
+
+    def release(self, part: np.ndarray) -> None:
+        """Drop the mapped pages under `part` (copied out already) from this process: the file
+        stays in the page cache, but a whole-file pass keeps one tensor resident, not the file."""
+        mapping = getattr(self.reader.data, "_mmap", None)
+        if mapping is None or not hasattr(mmap, "MADV_DONTNEED") or part.nbytes == 0:
+            return
+        base = self.reader.data.ctypes.data
+        begin = part.ctypes.data - base
+        page = mmap.PAGESIZE
+        lo, hi = -(-begin // page) * page, (begin + part.nbytes) // page * page
+        if lo < hi:
+            mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def metadata(reader: Any) -> dict[str, Any]:
@@ -130,19 +164,20 @@ def metadata(reader: Any) -> dict[str, Any]:
     return out
 
 
-def hf_config(state: GGUFState) -> dict[str, Any]:
-    """A transformers-style config.json of a qwen3 GGUF file (llama.cpp's metadata keys)."""
+def hf_config(state: GGUFState, want: str = "qwen3") -> dict[str, Any]:
+    """A transformers-style config.json of a qwen3 (or qwen3moe) GGUF file (llama.cpp's
+    metadata keys); a qwen3moe file adds the expert sizes under the transformers names."""
     meta = metadata(state.reader)
     arch = meta.get("general.architecture")
-    if arch != "qwen3":
+    if arch != want:
         raise UnsupportedError(
-            "vqf.import.source", f"GGUF architecture {arch!r}: only qwen3 converts to VQF"
+            "vqf.import.source", f"GGUF architecture {arch!r}: this converter takes {want}"
         )
 
     def key(name: str, default: Any = None) -> Any:
-        value = meta.get(f"qwen3.{name}", default)
+        value = meta.get(f"{want}.{name}", default)
         if value is None:
-            raise InvalidError("vqf.import.config", f"GGUF metadata qwen3.{name} is missing")
+            raise InvalidError("vqf.import.config", f"GGUF metadata {want}.{name} is missing")
         return value
 
     if EMBED not in state:
@@ -150,8 +185,8 @@ def hf_config(state: GGUFState) -> dict[str, Any]:
     vocab, hidden = state.shape(EMBED)
     heads = int(key("attention.head_count"))
     return {
-        "model_type": "qwen3",
-        "vocab_size": int(meta.get("qwen3.vocab_size", vocab)),
+        "model_type": "qwen3" if want == "qwen3" else "qwen3_moe",
+        "vocab_size": int(meta.get(f"{want}.vocab_size", vocab)),
         "hidden_size": int(key("embedding_length")),
         "intermediate_size": int(key("feed_forward_length")),
         "num_hidden_layers": int(key("block_count")),
@@ -164,7 +199,16 @@ def hf_config(state: GGUFState) -> dict[str, Any]:
         "bos_token_id": int(meta.get("tokenizer.ggml.bos_token_id", 0)),
         "eos_token_id": int(meta.get("tokenizer.ggml.eos_token_id", 0)),
         "tie_word_embeddings": LM_HEAD not in state,
-    }
+    } | (
+        {}
+        if want == "qwen3"
+        else {
+            "num_experts": int(key("expert_count")),
+            "num_experts_per_tok": int(key("expert_used_count")),
+            "moe_intermediate_size": int(key("expert_feed_forward_length")),
+            "norm_topk_prob": True,  # llama.cpp's qwen3moe always renormalises, as VQF v3
+        }
+    )
 
 
 def import_gguf(

@@ -39,7 +39,7 @@ from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.staging import staged_folder
 from weightfile.ref.vqf.encode import REF_CODECS, encode
-from weightfile.ref.vqf.write import TensorSource
+from weightfile.ref.vqf.write import TensorSource, iter_payload
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.errors import (
     DestinationExistsError,
@@ -185,11 +185,12 @@ def plan_tensors(
     mode = None if p.wmode in ("f32", "f16") else p.quantizer
 
     def embedding() -> Iterator[bytes]:
-        embed = require(sd, EMBED, (V, d))
-        if p.embedding == "f32":
-            yield embed.tobytes()
-        else:
-            yield import_module(f"{codecs}.f16").encode(embed, V, d, mode="trunc_ftz")
+        f16 = import_module(f"{codecs}.f16")
+        for chunk in row_chunks(sd, EMBED, (V, d)):
+            if p.embedding == "f32":
+                yield chunk.tobytes()
+            else:
+                yield f16.encode(chunk, len(chunk), d, mode="trunc_ftz")
 
     def final_norm() -> Iterator[bytes]:
         yield require(sd, FINAL_NORM, (d,)).tobytes()
@@ -215,7 +216,21 @@ def plan_tensors(
             yield shuffle.tile(q4, *shape)
 
     def lm_head(name: str, qtype: QType) -> Iterator[bytes]:
-        yield matrix(name, qtype, LM_HEAD if LM_HEAD in sd else EMBED, (V, d))
+        # the largest matrix, so read, encode and write it a band of rows at a time: the layout
+        # is chosen for the whole [V, d], and every layout is row-local in whole row groups
+        source = LM_HEAD if LM_HEAD in sd else EMBED
+        layout = layout_of(qtype, flags, name, (V, d))
+        codec = import_module(codecs).codec(layout)
+        for start, stop in row_bands(V, d):
+            copied = copy_blocks(blocks, qtype, flags, name, source, (V, d), codecs, (start, stop))
+            if copied is not None:
+                yield copied
+                continue
+            chunk = np.ascontiguousarray(rows_of(sd, source, (V, d), start, stop))
+            if mode is None or qtype in (QType.F32, QType.F16):
+                yield codec.encode(chunk, stop - start, d)
+            else:
+                yield codec.encode(chunk, stop - start, d, mode=mode)
 
     emb_qtype = QType.F32 if p.embedding == "f32" else QType.F16
     out = [
@@ -247,8 +262,9 @@ def plan_tensors(
     return out
 
 
-#: (source tensor name, untiled codec name) -> its raw blocks when it holds those, else None.
-BlockSource = Callable[[str, str], "bytes | None"]
+#: (source tensor name, untiled codec name, first row, end row) -> the raw blocks of those rows
+#: when it holds that codec's blocks, else None.
+BlockSource = Callable[[str, str, int, int], "bytes | None"]
 
 
 def copy_blocks(
@@ -259,33 +275,81 @@ def copy_blocks(
     source: str,
     shape: tuple[int, int],
     codecs: str,
+    band: tuple[int, int] | None = None,
 ) -> bytes | None:
-    """The entry's payload from ready untiled blocks, tiled as its layout asks (a permutation of
-    the same blocks, spec/vqf.md §5.6, §5.7); None when there are none of that codec."""
+    """The entry's payload (or the rows `band` of it) from ready untiled blocks, tiled as its
+    layout asks (a permutation of the same blocks, spec/vqf.md §5.6, §5.7); None when there are
+    none of that codec."""
     if blocks is None or qtype in (QType.F32, QType.F16):
         return None
     layout = codec_for(qtype, flags, name, shape=shape)
-    raw = blocks(source, CODECS[layout].base)
+    start, stop = (0, shape[0]) if band is None else band
+    raw = blocks(source, CODECS[layout].base, start, stop)
     if raw is None:
         return None
-    if len(raw) != payload_size(layout, *shape):
+    if len(raw) != payload_size(layout, stop - start, shape[1]):
         raise InvalidError("vqf.import.shape", f"{source}: {len(raw)} bytes of blocks", path=source)
     return (
         raw
         if layout == CODECS[layout].base
-        else import_module(codecs).codec(layout).tile(raw, *shape)
+        else import_module(codecs).codec(layout).tile(raw, stop - start, shape[1])
     )
 
 
+#: Rows of a band of the [V, d] tensors (embedding, lm_head) are a multiple of this: every
+#: tiled layout's row group (4 or 8, spec/vqf.md §5.6, §5.7) divides it.
+BAND_ROW_MULTIPLE = 64
+#: About how many float32 bytes one band holds (the peak it adds, spec/vqf.md §7.7).
+BAND_BYTES = 16 << 20
+
+
+def row_bands(rows: int, cols: int, band_bytes: int | None = None) -> list[tuple[int, int]]:
+    """[start, stop) row bands covering `rows`, each a multiple of BAND_ROW_MULTIPLE rows (the
+    last one the remainder) and about `band_bytes` of float32."""
+    per = (BAND_BYTES if band_bytes is None else band_bytes) // (4 * max(cols, 1))
+    step = max(BAND_ROW_MULTIPLE, per // BAND_ROW_MULTIPLE * BAND_ROW_MULTIPLE)
+    return [(a, min(a + step, rows)) for a in range(0, rows, step)]
+
+
+def rows_of(
+    sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, int], start: int, stop: int
+) -> np.ndarray:
+    """Rows [start, stop) of `name` as float32, read alone where the source can (a checkpoint,
+    a GGUF file: `rows(name, start, stop)`), else sliced from the held array."""
+    if not hasattr(sd, "rows"):
+        return require(sd, name, shape)[start:stop]
+    if name not in sd:
+        raise NotFoundError(RULES.missing_tensor, f"{name} is missing", path=name)
+    have = tuple(sd.shape(name))  # type: ignore[attr-defined]
+    if have != shape:
+        raise InvalidError("vqf.import.shape", f"{name}: shape {have}, want {shape}", path=name)
+    return sd.rows(name, start, stop)  # type: ignore[attr-defined]
+
+
+def row_chunks(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, int]) -> Iterator[Any]:
+    """`name` as float32 bands of rows (row_bands), read one at a time."""
+    for start, stop in row_bands(*shape):
+        yield np.ascontiguousarray(rows_of(sd, name, shape, start, stop), dtype=np.float32)
+
+
+def layout_of(qtype: QType, flags: int, name: str, shape: tuple[int, int]) -> str:
+    """The codec an entry of `qtype` takes (`encode`'s choice, spec/vqf.md §5, §7.1)."""
+    if qtype == QType.F32:
+        return "f32"
+    if qtype == QType.F16:
+        return "f16"
+    return codec_for(qtype, flags, name, shape=shape)
+
+
 def with_progress(tensors: list[TensorSource], progress: Any) -> list[TensorSource]:
-    """The same sources, each chunk reported to `progress(n_bytes)` as the writer takes it."""
+    """The same sources; `progress(name, total)` is called as the writer finishes each one (one
+    step per directory entry, `total` of them)."""
 
-    def counted(chunks: Any) -> Iterator[bytes]:
-        for chunk in chunks:
-            progress(len(chunk))
-            yield chunk
+    def counted(t: TensorSource) -> Iterator[bytes]:
+        yield from iter_payload(t.data)
+        progress(t.name, len(tensors))
 
-    return [TensorSource(t.name, t.qtype, t.rows, t.cols, counted(t.data)) for t in tensors]
+    return [TensorSource(t.name, t.qtype, t.rows, t.cols, counted(t)) for t in tensors]
 
 
 def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
@@ -327,8 +391,8 @@ def import_checkpoint(
     `plan` gives every option of spec/vqf.md §7.7; without one, `qtype` (f32|f16|q8_0|q4_0,
     default q8_0) and `layout` make it, as `weightfile import` always did. `passphrase` publishes
     the file encrypted, `sign_key` (a 32-byte SM2 private key) signed, both encrypted then signed
-    (spec/vqf.md §4.2, §4.3); see the module docstring for the staging. `progress(n)` is told of
-    every n payload bytes written.
+    (spec/vqf.md §4.2, §4.3); see the module docstring for the staging. `progress(name, total)` is
+    told of every tensor written.
     """
     if plan is None:
         qtype = "q8_0" if qtype is None else qtype

@@ -1,5 +1,5 @@
-"""A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file, written with gguf-py's GGUFWriter
-(spec/vqf.md §7.7).
+"""A Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (a version-3 MoE file -> qwen3moe), written
+with gguf-py's GGUFWriter (spec/vqf.md §7.7).
 
 Every q8_*/q4_* matrix is untiled back to its plain blocks and written as GGUF Q8_0 / Q4_0, one
 layer's slice per `blk.L.*` tensor: the bytes are not requantized, so a GGUF -> VQF -> GGUF round
@@ -8,7 +8,10 @@ trip gives the projections' blocks back unchanged. Q4I8 and G256 payloads are Q8
 the lm_head is `output.weight` (absent when the file ties it to the embedding). A file with both
 families exports the q4 one, as the binder binds it (spec/vqf.md §8). The tokenizer comes from the
 `<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos), as llama.cpp's
-qwen3 loader needs it; without one the GGUF holds the weights only.
+qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model with
+the vocabulary size, which llama.cpp loads and runs on token ids. A MoE file's router and
+experts become llama.cpp's ffn_gate_inp and ffn_{gate,up,down}_exps, blocks copied
+(`expert_jobs`). Tensors are written one at a time, the large ones a band of rows at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -24,11 +29,12 @@ import numpy as np
 
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
-from weightfile.spec.errors import DestinationExistsError, UnsupportedError
+from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
 from .gguf_qwen3 import GGUF_LAYER
+from .qwen3_vqf import row_bands
 
 #: VQF projection short name -> LayerWeights field (the GGUF_LAYER key).
 FIELDS = {
@@ -44,8 +50,10 @@ def export_gguf(
     overwrite: bool = False,
     codecs: str = "weightfile.ref.codecs.vqf",
     passphrase: bytes | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> Path:
-    """Write the GGUF of the VQF file `src` (module docstring), published atomically."""
+    """Write the GGUF of the VQF file `src` (module docstring), published atomically;
+    `progress(name, total)` is told of every tensor written."""
     import gguf
 
     from weightfile.ref.vqf.read import open_vqf
@@ -55,22 +63,22 @@ def export_gguf(
         raise DestinationExistsError("vqf.writer.destination", f"{out} exists (pass --force)")
     with open_vqf(src, passphrase=passphrase) as vqf:
         flags, a = vqf.header.flags, vqf.header.arch
-        if flags & VQFFlag.MOE or flags & VQFFlag.VISION:
+        if flags & VQFFlag.VISION:
             raise UnsupportedError(
-                "vqf.import.source", "only dense text Qwen3 files export to GGUF"
+                "vqf.import.source",
+                "a VISION file does not export to GGUF: llama.cpp keeps the vision tower in a "
+                "separate mmproj (clip) GGUF, which this exporter does not write",
             )
         names = {e.name for e in vqf.entries}
         family = "q4" if "q4_q" in names else "q8"
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
         os.close(fd)
         try:
-            w = gguf.GGUFWriter(tmp, "qwen3")
-            add_metadata(w, a)
+            moe = bool(flags & VQFFlag.MOE)
+            w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
+            add_metadata(w, a, moe)
             add_tokenizer(w, sidecar_path(src), a)
-            add_tensors(w, vqf, a, flags, family, codecs)
-            w.write_header_to_file()
-            w.write_kv_data_to_file()
-            w.write_tensors_to_file()
+            add_tensors(w, vqf, a, flags, family, codecs, progress)
             w.close()
             os.replace(tmp, out) if overwrite else publish_new(tmp, out)
         finally:
@@ -86,8 +94,8 @@ def publish_new(tmp: str, out: Path) -> None:
         raise DestinationExistsError("vqf.writer.destination", f"{out} exists") from None
 
 
-def add_metadata(w: Any, a: dict[str, Any]) -> None:
-    """llama.cpp's qwen3 hyper-parameter keys from the arch (spec/vqf.md §8)."""
+def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:
+    """llama.cpp's qwen3 (qwen3moe) hyper-parameter keys from the arch (spec/vqf.md §8)."""
     w.add_name("weightfile export")
     w.add_context_length(int(a["max_seq_len"]))
     w.add_embedding_length(int(a["dim"]))
@@ -101,19 +109,25 @@ def add_metadata(w: Any, a: dict[str, Any]) -> None:
     w.add_layer_norm_rms_eps(float(a["norm_eps"]))
     w.add_bos_token_id(int(a["bos_id"]))
     w.add_eos_token_id(int(a["eos_id"]))
+    if moe:  # a version-3 file: softmax router, top-k renormalised (llama.cpp's qwen3moe too)
+        w.add_expert_count(int(a["n_experts"]))
+        w.add_expert_used_count(int(a["top_k"]))
+        w.add_expert_feed_forward_length(int(a["moe_ffn"]))
 
 
 def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
     """A byte-level BPE tokenizer.json as llama.cpp's gpt2-style vocabulary keys."""
     import gguf
 
-    if not path.is_file():
-        return
-    tok = json.loads(path.read_text(encoding="utf-8"))
+    tok = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     model = tok.get("model") or {}
     vocab: dict[str, int] = dict(model.get("vocab") or {})
     added = {t["content"]: t["id"] for t in tok.get("added_tokens", [])}
     if model.get("type") != "BPE" or not vocab:
+        # no vocabulary llama.cpp can use: its "none" model, vocab_size placeholder tokens, so
+        # the file still loads and runs on token ids
+        w.add_tokenizer_model("none")
+        w.add_vocab_size(int(a["vocab_size"]))
         return
     size = max(int(a["vocab_size"]), *(i + 1 for i in [*vocab.values(), *added.values()]))
     tokens = [f"[PAD{i}]" for i in range(size)]
@@ -130,38 +144,205 @@ def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
     w.add_token_merges(merges)
 
 
-def add_tensors(w: Any, vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> None:
-    """The llama.cpp qwen3 tensors: plain blocks of every layer's matrices, one at a time."""
+@dataclass(frozen=True)
+class Job:
+    """One GGUF tensor: its info for the header, and how to make its bytes when written."""
+
+    name: str
+    shape: tuple[int, ...]  # numpy shape: values, or [rows, bytes per row] of blocks
+    dtype: Any  # numpy dtype of `make()`'s array
+    raw: Any  # GGMLQuantizationType of blocks, None for plain values
+    make: Callable[[], Banded]
+    region: tuple[int, int]  # the VQF file bytes it reads, released once it is written
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+class Banded:
+    """One tensor's bytes as bands made one at a time: what `GGUFWriter.write_tensor_data` takes
+    of an array (`nbytes`, `tofile`), so a large tensor is never whole in memory. Each band's
+    mapped VQF pages are released once it is written (spec/vqf.md §7.7)."""
+
+    def __init__(
+        self, nbytes: int, bands: list[tuple[Callable[[], Any], tuple[int, int]]], vqf: Any
+    ) -> None:
+        self.nbytes, self.bands, self.vqf = nbytes, bands, vqf
+
+    def tofile(self, fout: Any) -> None:
+        written = 0
+        for make, region in self.bands:
+            band = memoryview(make()).cast("B")
+            fout.write(band)
+            written += len(band)
+            del band
+            self.vqf.release_pages(*region)
+        if written != self.nbytes:
+            raise InvalidError(
+                "vqf.import.shape", f"a tensor gave {written} bytes, its info says {self.nbytes}"
+            )
+
+
+def add_tensors(
+    w: Any,
+    vqf: Any,
+    a: dict[str, Any],
+    flags: int,
+    family: str,
+    codecs: str,
+    progress: Callable[[str, int], None] | None = None,
+) -> None:
+    """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §7.7): every tensor's info goes into
+    the header first, then each tensor's bytes are made, written and dropped in turn, and the
+    VQF pages it read are released, so memory holds one tensor, not the model."""
+    jobs = tensor_jobs(vqf, a, flags, family, codecs)
+    for j in jobs:
+        w.add_tensor_info(j.name, j.shape, np.dtype(j.dtype), j.nbytes, raw_dtype=j.raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for j in jobs:
+        w.write_tensor_data(j.make())
+        vqf.release_pages(*j.region)
+        if progress is not None:
+            progress(j.name, len(jobs))
+
+
+def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> list[Job]:
+    """The GGUF tensors of a dense Qwen3 VQF file in llama.cpp's order, none made yet."""
+    import gguf
+
     d, nl, hd, V = int(a["dim"]), int(a["n_layers"]), int(a["head_dim"]), int(a["vocab_size"])
     qo, ko, ff = int(a["n_heads"]) * hd, int(a["n_kv_heads"]) * hd, int(a["ffn_dim"])
+    Q = gguf.GGMLQuantizationType
+
+    def values(entry: Any, dtype: Any, shape: tuple[int, ...], i: int = 0, n: int = 1) -> Job:
+        # layer i of n equal slices, written a band of rows at a time from the map
+        step = entry.bytes // n
+        lo = entry.offset + i * step
+
+        def make() -> Banded:
+            per_row = step // shape[0]
+            width = per_row // np.dtype(dtype).itemsize
+            base = i * step
+            return Banded(step, [
+                (lambda a=a, b=b: vqf.payload(entry)[base + a * per_row : base + b * per_row],
+                 (lo + a * per_row, lo + b * per_row))
+                for a, b in row_bands(shape[0], width)
+            ], vqf)  # fmt: skip
+
+        return Job("", shape, dtype, None, make, (lo, lo + step))
+
+    def named(name: str, job: Job) -> Job:
+        return replace(job, name=name)
+
     emb = vqf.entry("token_embed")
-    dtype = np.float16 if emb.qtype == QType.F16 else np.float32
-    w.add_tensor("token_embd.weight", np.frombuffer(vqf.payload(emb), dtype).reshape(V, d))
-    w.add_tensor("output_norm.weight", np.frombuffer(vqf.payload("final_norm"), np.float32))
+    jobs = [
+        named("token_embd.weight", values(emb, np.float16 if emb.qtype == QType.F16
+                                          else np.float32, (V, d))),
+        named("output_norm.weight", values(vqf.entry("final_norm"), np.float32, (d,))),
+    ]  # fmt: skip
     for field, n in (("attn_norm", d), ("ffn_norm", d), ("q_norm", hd), ("k_norm", hd)):
-        values = np.frombuffer(vqf.payload(field), np.float32).reshape(nl, n)
+        e = vqf.entry(field)
         for i in range(nl):
-            w.add_tensor(f"blk.{i}.{GGUF_LAYER[field]}", values[i].copy())
+            jobs.append(named(f"blk.{i}.{GGUF_LAYER[field]}", values(e, np.float32, (n,), i, nl)))
+
+    def blocks(name: str, e: Any, rows: int, cols: int, i: int = 0, n: int = 1) -> Job:
+        if e.qtype not in (QType.Q4_0, QType.Q8_0):
+            raise UnsupportedError(
+                "vqf.import.source", f"{e.name} has qtype {e.qtype:#04x}: only quantized files "
+                "export"
+            )  # fmt: skip
+        step = e.bytes // n
+        lo = e.offset + i * step
+
+        def make() -> Banded:
+            per_row = step // rows
+
+            def band(a: int, b: int) -> np.ndarray:
+                part = vqf.payload(e)[i * step + a * per_row : i * step + b * per_row]
+                return plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs, (a, b))[0]
+
+            bands = row_bands(rows, cols) if n == 1 else [(0, rows)]  # a layer is small
+            return Banded(step, [
+                (lambda a=a, b=b: band(a, b), (lo + a * per_row, lo + b * per_row))
+                for a, b in bands
+            ], vqf)  # fmt: skip
+
+        kind = Q.Q4_0 if e.qtype == QType.Q4_0 else Q.Q8_0
+        return Job(name, (rows, step // rows), np.uint8, kind, make, (lo, lo + step))
+
     shapes = {"q": (qo, d), "k": (ko, d), "v": (ko, d), "o": (d, qo),
               "gate": (ff, d), "up": (ff, d), "down": (d, ff)}  # fmt: skip
+    moe = bool(flags & VQFFlag.MOE)
     for short, (rows, cols) in shapes.items():
+        if moe and short in ("gate", "up", "down"):
+            continue
         e = vqf.entry(f"{family}_{short}")
-        payload = vqf.payload(e)
-        step = len(payload) // nl
         for i in range(nl):
-            layer = payload[i * step : (i + 1) * step]
-            blocks, kind = plain_blocks(e.qtype, flags, e.name, layer, rows, cols, codecs)
-            w.add_tensor(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", blocks, raw_dtype=kind)
+            jobs.append(blocks(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", e, rows, cols, i, nl))
+    if moe:
+        jobs += expert_jobs(vqf, a, flags, family, codecs, values)
     if f"{family}_lm" in {e.name for e in vqf.entries}:
-        e = vqf.entry(f"{family}_lm")
-        blocks, kind = plain_blocks(e.qtype, flags, e.name, vqf.payload(e), V, d, codecs)
-        w.add_tensor("output.weight", blocks, raw_dtype=kind)
+        jobs.append(blocks("output.weight", vqf.entry(f"{family}_lm"), V, d))
+    return jobs
+
+
+def expert_jobs(
+    vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str, values: Callable[..., Job]
+) -> list[Job]:
+    """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §7.1 MoE
+    stacking): per layer the router rows (F32 [E, d]), gate and up as [E, Ie, d] (expert e owns
+    rows [e·Ie, (e+1)·Ie) of the layer's matrix: the same blocks in the same order once
+    untiled), and down as [E, d, Ie] (expert e owns columns [e·Ie, (e+1)·Ie) of every row: whole
+    blocks, regrouped expert by expert)."""
+    import gguf
+
+    d, nl = int(a["dim"]), int(a["n_layers"])
+    ne, ie = int(a["n_experts"]), int(a["moe_ffn"])
+    Q = gguf.GGMLQuantizationType
+    jobs = []
+    router = vqf.entry("moe_router")
+    for i in range(nl):
+        job = values(router, np.float32, (ne, d), i, nl)
+        jobs.append(replace(job, name=f"blk.{i}.ffn_gate_inp.weight"))
+
+    def experts(role: str, i: int) -> Job:
+        e = vqf.entry(f"{family}_{role}")
+        rows, cols = (ne * ie, d) if role != "down" else (d, ne * ie)
+        step = e.bytes // nl
+        lo = e.offset + i * step
+
+        def make() -> np.ndarray:
+            part = vqf.payload(e)[i * step : (i + 1) * step]
+            plain = plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs)[0]
+            if role != "down":
+                return plain.reshape(ne, ie, -1)
+            return np.ascontiguousarray(plain.reshape(d, ne, -1).transpose(1, 0, 2))
+
+        kind = Q.Q4_0 if e.qtype == QType.Q4_0 else Q.Q8_0
+        per_row = step // rows
+        shape = (ne, ie, per_row) if role != "down" else (ne, d, per_row // ne)
+        return Job(f"blk.{i}.ffn_{role}_exps.weight", shape, np.uint8, kind, make, (lo, lo + step))
+
+    for role in ("gate", "up", "down"):
+        jobs += [experts(role, i) for i in range(nl)]
+    return jobs
 
 
 def plain_blocks(
-    qtype: int, flags: int, name: str, payload: Any, rows: int, cols: int, codecs: str
+    qtype: int,
+    flags: int,
+    name: str,
+    payload: Any,
+    rows: int,
+    cols: int,
+    codecs: str,
+    band: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, Any]:
-    """One matrix as GGUF Q8_0 / Q4_0 blocks [rows, bytes per row], untiled where it was tiled."""
+    """One matrix (or the rows `band` of it, whose bytes `payload` is) as GGUF Q8_0 / Q4_0 blocks
+    [rows, bytes per row], untiled where it was tiled; the layout is the whole matrix's."""
     import gguf
 
     if qtype not in (QType.Q4_0, QType.Q8_0):
@@ -169,9 +350,10 @@ def plain_blocks(
             "vqf.import.source", f"{name} has qtype {qtype:#04x}: only quantized files export"
         )
     layout = codec_for(qtype, flags, name, shape=(rows, cols))
+    n = rows if band is None else band[1] - band[0]
     raw = bytes(payload)
     if CODECS[layout].tiling is not None:
-        raw = import_module(codecs).codec(layout).untile(raw, rows, cols)
+        raw = import_module(codecs).codec(layout).untile(raw, n, cols)
     Q = gguf.GGMLQuantizationType
     kind = Q.Q4_0 if qtype == QType.Q4_0 else Q.Q8_0
-    return np.frombuffer(raw, np.uint8).reshape(rows, -1), kind
+    return np.frombuffer(raw, np.uint8).reshape(n, -1), kind
