@@ -50,7 +50,8 @@ def _q8(vqf: VQFFile, name: str, layers: int, out: int, inp: int, mode) -> list[
 
 
 def _dense(vqf: VQFFile, name: str, layers: int, out: int, inp: int) -> list[FastMatrix]:
-    """An F32 matrix per layer (read_norm's checks: F32, size), read by the §3.4 dot."""
+    """An F32 matrix per layer (read_norm's checks: F32, size), for the spec/numerics.md §3.4
+    dot."""
     read_norm(vqf, name, layers, out * inp)
     e = require_entry(vqf, name)
     return [matrix_from_entry(vqf, e, out, inp, layer=i) for i in range(layers)]
