@@ -88,7 +88,7 @@ def test_near_midpoints_take_the_exact_path() -> None:
 rows_n = st.integers(1, 70)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     n=rows_n,
     rows=st.integers(1, 5),
