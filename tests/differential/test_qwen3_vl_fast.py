@@ -152,3 +152,28 @@ def test_binding_errors_are_the_references(files, tmp_path) -> None:
             bind(f)
         errors.append((type(err.value), err.value.rule, err.value.path))
     assert errors[0] == errors[1] and errors[0][1] == "vqf.bind.vision_padding"
+
+
+def test_trace_engine_fast_is_engine_ref(tmp_path) -> None:
+    """`trace --image --engine fast` runs fast/qwen3_vl (no note) and saves the reference's
+    arrays, name for name and bit for bit."""
+    from PIL import Image
+    from strategies.qwen3_vl import MAX_PIXELS, MIN_PIXELS, image_array
+
+    from weightfile.cli import main
+    from weightfile.fast.qwen3_vl import FastQwen3VLModel
+    from weightfile.frontend.session import load_session
+
+    s = load_session(shared_vqf(), None, False, engine="fast")
+    assert isinstance(s.model, FastQwen3VLModel) and s.note is None
+    Image.fromarray(image_array()).save(tmp_path / "i.png")
+    base = ["trace", str(shared_vqf()), "--token-ids", f"1,{VS_ID},{IMAGE_ID},{VE_ID},3"]
+    base += ["--image", str(tmp_path / "i.png"), "--min-pixels", str(MIN_PIXELS)]
+    base += ["--max-pixels", str(MAX_PIXELS)]
+    got = {}
+    for engine in ("ref", "fast"):
+        assert main([*base, "--engine", engine, "--out", str(tmp_path / f"{engine}.npz")]) == 0
+        got[engine] = dict(np.load(tmp_path / f"{engine}.npz"))
+    assert list(got["fast"]) == list(got["ref"]) and "vision.blocks.2.gelu" in got["ref"]
+    for name, want in got["ref"].items():
+        assert np.array_equal(got["fast"][name].view(np.uint8), want.view(np.uint8)), name
