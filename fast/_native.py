@@ -309,6 +309,15 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_forward_layers.restype = i32
     lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
     lib.wf_forward_scratch_floats.restype = i64
+    # vision.c: x, rows, n, w, b, eps, out (f32), threads
+    lib.wf_layernorm_rows.argtypes = (p, i64, i64, p, p, f32, p, i32)
+    lib.wf_layernorm_rows.restype = None
+    # x f32, n, kind (0 tanh, 1 erf), guard, out f32, flags u8, threads; returns flagged count
+    lib.wf_gelu.argtypes = (p, i64, i32, ctypes.c_double, p, p, i32)
+    lib.wf_gelu.restype = i64
+    # q, k, v f32 [T, heads*head_dim], T, heads, head_dim, seg_of, seg_len i64 [T], out, threads
+    lib.wf_attend_segments.argtypes = (p, p, p, i64, i64, i64, p, p, p, i32)
+    lib.wf_attend_segments.restype = None
 
 
 def address(a: np.ndarray) -> int:

@@ -160,6 +160,7 @@ ROWS: tuple[Family, ...] = (
         architectures=(QWEN3_VL,),
         binder="weightfile.ref.qwen3_vl.bind_vqf:bind_family",
         reference="weightfile.ref.qwen3_vl.model:reference_model",
+        fast="weightfile.fast.qwen3_vl:open_model",
         trace="weightfile.ref.qwen3_vl.trace:names_for",
     ),
     Family(

@@ -71,4 +71,20 @@ int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, c
 /* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2). */
 int32_t wf_simd_path(void);
 
+/* spec/numerics.md §9 one token's attention over npos rows of stride floats (model_ops.c). */
+void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
+               int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
+               float *out);
+
+/* vision.c (spec/numerics.md §21): LayerNorm with a bias over rows of n; the GELUs (kind 0 tanh,
+ * 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
+ * attention of each token over its image's rows [seg_of[t], seg_of[t] + seg_len[t]). */
+void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, const float *b,
+                       float eps, float *out, int32_t threads);
+int64_t wf_gelu(const float *x, int64_t n, int32_t kind, double guard, float *out, uint8_t *flags,
+                int32_t threads);
+void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
+                        int64_t heads, int64_t head_dim, const int64_t *seg_of,
+                        const int64_t *seg_len, float *out, int32_t threads);
+
 #endif

@@ -62,6 +62,22 @@ def _round_once(candidate: float, real, x: np.float32) -> np.float32:
     return correctly_rounded(real, x)
 
 
+#: Below this |x| both GELUs are x/2 + x²/√(2π) + O(x⁴), the x² term under 2^-60 of x/2.
+TINY = 2.0**-60
+
+
+def _tiny(x: np.float32) -> np.float32:
+    """spec/numerics.md §21.2 0 < |x| < TINY: x/2 when binary32 holds it, else (x an odd
+    subnormal, x/2 a binary32 midpoint) the binary32 just above x/2, since the real value
+    exceeds x/2 by about 0.4x². No multi-precision evaluation can settle such an exact midpoint."""
+    half = float(x) / 2  # exact in binary64
+    f = F32(half)
+    if float(f) == half:
+        return f
+    below = f if float(f) < half else np.nextafter(f, F32(-np.inf))
+    return np.nextafter(below, F32(np.inf))
+
+
 def gelu_tanh(x: np.float32) -> np.float32:
     """spec/numerics.md §21.2 gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))), the real
     function (real constants) of binary32 x, correctly rounded once. Evaluated as
@@ -69,6 +85,8 @@ def gelu_tanh(x: np.float32) -> np.float32:
     if x != x:
         return x
     v = float(x)
+    if 0 < abs(v) < TINY:
+        return _tiny(x)
     u = math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)
     return _round_once(v / (1 + math.exp(min(-2 * u, 709.0))), _gelu_tanh_real, x)
 
@@ -79,6 +97,8 @@ def gelu_erf(x: np.float32) -> np.float32:
     if x != x:
         return x
     v = float(x)
+    if 0 < abs(v) < TINY:
+        return _tiny(x)
     return _round_once(0.5 * v * math.erfc(-v / math.sqrt(2)), _gelu_erf_real, x)
 
 

@@ -34,7 +34,6 @@ CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
 NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
 #: A family without a fast forward pass (today the .ninfer Qwen3.5 family).
 NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
-VL_FAST_NOTE = "note: no fast Qwen3-VL forward pass yet; engine fast runs the reference"
 
 
 def engine_for(family: Family, engine: str) -> tuple[str, str | None]:
@@ -44,7 +43,7 @@ def engine_for(family: Family, engine: str) -> tuple[str, str | None]:
     if engine != "fast":
         return engine, None
     if not family.has_fast:
-        return "ref", NINFER_FAST_NOTE if family.container == "ninfer" else VL_FAST_NOTE
+        return "ref", NINFER_FAST_NOTE
     if library() is None:  # no compiler: say so, then run the reference
         return "ref", NO_KERNELS_NOTE
     return "fast", None

@@ -1,0 +1,145 @@
+"""The fast Qwen3-VL forward pass, bit for bit ref/qwen3_vl/model.py (spec/models.md §1.2 (b),
+(c); spec/numerics.md §21.7).
+
+The text tower is fast/qwen3's FastQwen3Model, wrapped, not changed: a prompt that carries images
+runs its per-layer path (image rows scattered before layer 0, DeepStack feature j added at the
+image positions after text layer j), every other call (text-only prompts, the decode steps after
+an image prefill) is its ordinary forward, so an untraced one is one C call for the whole stack.
+Positions are the reference's `rope_index` on a fresh cache and text positions shifted by δ
+after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from weightfile.fast.layers.norm import norm_project
+from weightfile.fast.qwen3.decoder import FastKVCache, FastQwen3Model
+from weightfile.ref.layers.batch import PositionIds, gather_requests
+from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, layer_name
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.qwen3_vl.config import SpecialIds, VisionConfig
+from weightfile.ref.qwen3_vl.model import DEEPSTACK_OP, rope_index
+from weightfile.ref.qwen3_vl.vision import VisionInput, VisionOutput
+from weightfile.spec.errors import InvalidError
+from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
+
+from .vision import FastVisionTower
+
+
+class FastQwen3VLModel:
+    """FastQwen3Model and FastVisionTower on one open VISION VQF; the interface of
+    ref/qwen3_vl/model.py's Qwen3VLModel."""
+
+    def __init__(
+        self,
+        text_config: Qwen3Config,
+        text_weights,
+        vision_config: VisionConfig,
+        vision_weights,
+        ids: SpecialIds,
+        profile: NumericsProfile = CANONICAL,
+        threads: int = 1,
+    ) -> None:
+        self.text = FastQwen3Model(text_config, text_weights, profile, threads)
+        self.vision = FastVisionTower(vision_config, vision_weights, threads)
+        self.ids = ids
+        self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §1.2 (b))
+        self.pending_images: Sequence[VisionInput] = ()
+
+    def attach_images(self, images: Sequence[VisionInput]) -> None:
+        """The images the next fresh sequence's prompt refers to (see `forward`)."""
+        self.pending_images = tuple(images)
+
+    @property
+    def config(self) -> Qwen3Config:
+        return self.text.config
+
+    @property
+    def threads(self) -> int:
+        return self.text.threads
+
+    def new_cache(self) -> FastKVCache:
+        return self.text.new_cache()
+
+    def encode_images(
+        self, images: Sequence[VisionInput], trace: TraceHook | None = None
+    ) -> VisionOutput:
+        return self.vision.forward(images, trace)
+
+    def positions(
+        self, token_ids: Sequence[int], images: Sequence[VisionInput], start: int
+    ) -> PositionIds:
+        """The reference's MRoPE ids: get_rope_index on a fresh cache, text positions shifted by
+        δ on a continued one."""
+        if start == 0:
+            grids = [im.grid_thw for im in images]
+            merge = self.vision.config.spatial_merge_size
+            pos, self.rope_delta = rope_index(token_ids, self.ids.image, grids, merge)
+            return pos
+        if images:
+            raise InvalidError(
+                "frontend.image.count", "images are taken in the first call of a sequence only"
+            )
+        base = start + self.rope_delta
+        return [(p, p, p) for p in range(base, base + len(token_ids))]
+
+    def forward(
+        self,
+        token_ids: Sequence[int],
+        cache: FastKVCache,
+        position_ids: PositionIds | None = None,
+        trace: TraceHook | None = None,
+        images: Sequence[VisionInput] | None = None,
+        vision_output: VisionOutput | None = None,
+    ) -> np.ndarray:
+        """Logits float32 [T, vocab] of an expanded prompt, continuing `cache`; the images of
+        the first call default to those attached (Qwen3VLModel.forward's rules and errors)."""
+        if images is None:
+            images = ()
+            if cache.length == 0:
+                images, self.pending_images = self.pending_images, ()
+        slots = [i for i, tok in enumerate(token_ids) if tok == self.ids.image]
+        if images and vision_output is None:
+            vision_output = self.encode_images(images, trace)
+        n_rows = 0 if vision_output is None else len(vision_output.embeds)
+        if len(slots) != n_rows:
+            raise InvalidError(
+                "frontend.image.count",
+                f"{len(slots)} image tokens in the prompt, the images give {n_rows} rows",
+            )
+        pos = position_ids or self.positions(token_ids, images, cache.length)
+        if vision_output is None:  # no image rows: the text decoder as it is
+            return self.text.forward(token_ids, cache, pos, trace)
+        return self._forward_images(token_ids, cache, pos, trace, slots, vision_output)
+
+    def _forward_images(self, token_ids, cache, pos, trace, slots, vo: VisionOutput) -> np.ndarray:
+        """The per-layer path with the image rows and the DeepStack additions."""
+        t = self.text
+        tokens, pos, caches = gather_requests([(token_ids, cache, pos)])
+        at = list(range(cache.length, cache.length + len(tokens)))
+
+        def hook(name: str, rows: np.ndarray) -> None:
+            if trace is not None:
+                trace(name, np.array(rows, dtype=np.float32).reshape(len(tokens), -1))
+
+        layer_hook = None if trace is None else hook
+        x = t.embed(tokens)
+        x[slots] = vo.embeds  # masked_scatter: image rows in prompt order
+        hook(EMBED, x)
+        cache.reserve(cache.length + len(tokens))
+        cos, sin = t.cos_sin(pos)
+        for i, lw in enumerate(t.weights.layers):
+            x = t.attention_block(i, lw, x, cos, sin, at, caches, layer_hook)
+            x = t.mlp_block(i, lw, x, layer_hook)
+            if i < len(vo.deepstack):  # spec/numerics.md §21.7, after the FFN residual
+                x = x.copy()
+                x[slots] = x[slots] + vo.deepstack[i]
+                hook(layer_name(i, DEEPSTACK_OP), x)
+        n, (logits,) = norm_project(x, t.weights.final_norm, t.eps, (t.weights.lm_head,), t.threads)
+        hook(FINAL_NORM, n)
+        hook(LOGITS, logits)
+        cache.length += len(tokens)
+        return logits
