@@ -516,6 +516,8 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
     const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
     const int q4_rows8 = tokens == 1 && m->kind == WF_W_Q4 && m->group_rows <= 1;
     const int tiles_q8 = tokens > 1 && is_q8_8x8(m), tiles_q4 = tokens > 1 && is_q4_4x4(m);
+    if (tokens > 1) /* prefill: bands of 8 rows x tiles of tokens (gemm_x86.c) */
+        r0 = wf_gemm_rows_avx2(m, r0, r1, xq, xd, xsum8, tokens, y);
     while (r0 + 4 <= r1) {
         if (tiles_q8 && r0 % 8 == 0 && r0 + 8 <= r1) {
             rows8_tokens_q8_8x8(m, r0, xq, xd, tokens, y);
