@@ -22,7 +22,7 @@
 /* -O2 does not unroll: the tile loops must, so that the accumulators live in registers. */
 #define UNROLL _Pragma("GCC unroll 8")
 
-enum { TILE_ROWS = 8, TILE_TOKENS = 3 };
+enum { TILE_ROWS = 8, TILE_TOKENS = 3, X_SPAN_BYTES = 1 << 18 };
 
 /* The 4 codes x[0..3] in every 32-bit lane. */
 AVX2 INLINE __m256i piece(const int8_t *x) {
@@ -224,18 +224,26 @@ AVX2 int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const
     const int layout = gemm_layout(m);
     if (layout == G_NONE || (layout == G_Q8_8X8 && r0 % 8) || (layout == G_Q4_4X4 && r0 % 4))
         return r0;
-    for (; r0 + TILE_ROWS <= r1; r0 += TILE_ROWS) {
-        int64_t t0 = 0;
-        for (; t0 + TILE_TOKENS <= tokens; t0 += TILE_TOKENS)
-            tile(layout, m, r0, xq, xd, xsum8, t0, TILE_TOKENS, y);
-        switch (tokens - t0) {
-        case 3: tile(layout, m, r0, xq, xd, xsum8, t0, 3, y); break;
-        case 2: tile(layout, m, r0, xq, xd, xsum8, t0, 2, y); break;
-        case 1: tile(layout, m, r0, xq, xd, xsum8, t0, 1, y); break;
-        default: break;
+    /* Tokens in spans whose codes stay in a 256 KiB cache share: every band of the span reads
+     * them, so a long prompt must not stream all its codes from memory once per band. */
+    int64_t span = (X_SPAN_BYTES / m->cols) / TILE_TOKENS * TILE_TOKENS;
+    if (span < TILE_TOKENS) span = TILE_TOKENS;
+    const int64_t bands_end = r0 + (r1 - r0) / TILE_ROWS * TILE_ROWS;
+    for (int64_t s0 = 0; s0 < tokens; s0 += span) {
+        const int64_t s1 = s0 + span < tokens ? s0 + span : tokens;
+        for (int64_t r = r0; r < bands_end; r += TILE_ROWS) {
+            int64_t t0 = s0;
+            for (; t0 + TILE_TOKENS <= s1; t0 += TILE_TOKENS)
+                tile(layout, m, r, xq, xd, xsum8, t0, TILE_TOKENS, y);
+            switch (s1 - t0) {
+            case 3: tile(layout, m, r, xq, xd, xsum8, t0, 3, y); break;
+            case 2: tile(layout, m, r, xq, xd, xsum8, t0, 2, y); break;
+            case 1: tile(layout, m, r, xq, xd, xsum8, t0, 1, y); break;
+            default: break;
+            }
         }
     }
-    return r0;
+    return bands_end;
 }
 
 #else

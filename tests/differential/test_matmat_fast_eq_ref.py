@@ -194,3 +194,17 @@ def test_gemm_tile_sees_every_code() -> None:
         )
         diff = a.view(np.uint32) != b.view(np.uint32)
         assert diff[:, 5].all() and not np.delete(diff, 5, axis=1).any(), layout
+
+
+@pytest.mark.parametrize("layout", ["q4_0_4x4", "q8_0"])  # the spans do not depend on the layout
+def test_gemm_token_spans_equal_ref(layout: str) -> None:
+    """At 4096 columns the blocked product takes the tokens in spans of 63 (their codes fit its
+    256 KiB cache share): 65 tokens end on a 2-token tile in the second span, and every token
+    still gets the reference's bits."""
+    rng = np.random.default_rng(5)
+    words = quant_words(rng, layout, 8 if CODECS[layout].tiling else 9, 4096)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, 65, 4096)
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=2), want)
