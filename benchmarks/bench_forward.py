@@ -8,6 +8,8 @@ measures, side by side on this machine (issue 6 targets):
   spec/numerics.md §4.1 canonical mode) as GB/s of weights read, on 1 and 2 threads, over enough
   distinct matrices that they cannot stay in the last-level cache; its share of the single-core
   bandwidth (target: Q4_0 >= 50%);
+* the prefill product (a [2048, 6144] matrix times 64 and 512 quantized token rows) in
+  multiply-adds/s per layout, on 1 and 2 threads;
 * decode tokens/s of `weightfile demo`'s model, ref and fast, after the same 8-token prefill,
   and the ratio (target >= 100x); both decoders produce the same logits (checked here too).
 """
@@ -25,7 +27,7 @@ from weightfile.demo import demo_model
 from weightfile.families import vqf_family
 from weightfile.fast._native import current_isa, library
 from weightfile.fast.codecs.vqf.tiling import tile
-from weightfile.fast.numerics.matrix import FastMatrix
+from weightfile.fast.numerics.matrix import FastMatrix, quantize_activation
 from weightfile.ref.vqf.read import open_vqf
 
 ROWS, COLS = 2048, 6144
@@ -86,6 +88,22 @@ def matvec_bandwidth(codec: str, threads: int, repeat: int, probe: ReadProbe) ->
     return best
 
 
+def prefill_product_rate(codec: str, tokens: int, threads: int, repeat: int) -> float:
+    """Multiply-adds/s of the spec/numerics.md §4.1 product of one [2048, 6144] matrix with
+    `tokens` activation rows already quantized (the blocked prefill product, fast/csrc/gemm_x86.c
+    on x86-64 AVX2), best of `repeat` runs."""
+    rng = np.random.default_rng(1)
+    m = random_matrix(codec, rng)
+    codes, scales = quantize_activation(rng.standard_normal((tokens, COLS)).astype(np.float32))
+    m.matmat_codes(codes, scales, threads=threads)  # warm: first-touch pages, thread pool
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        m.matmat_codes(codes, scales, threads=threads)
+        best = min(best, time.perf_counter() - t0)
+    return ROWS * COLS * tokens / best
+
+
 def decode_rate(model, prompt: list[int], tokens: int) -> tuple[float, list[np.ndarray]]:
     """Decode tokens/s after a prefill of `prompt`, feeding back the greedy choice each step."""
     cache = model.new_cache()
@@ -122,6 +140,13 @@ def main() -> None:
             f"{codec} matvec {ROWS}x{COLS}, {threads} thread(s): {rate / 1e9:.2f} GB/s "
             f"= {100 * rate / bw:.0f}% of single-core read bandwidth"
         )
+    for codec in CODECS:
+        for tokens in (64, 512):
+            line = ", ".join(
+                f"{n} thread(s) {prefill_product_rate(codec, tokens, n, args.repeat) / 1e9:.1f}"
+                for n in (1, 2)
+            )
+            print(f"{codec} prefill product {ROWS}x{COLS} x {tokens} tokens, GMAC/s: {line}")
     path, _ = demo_model()
     prompt = [5, 17, 3, 9, 40, 2, 11, 8]
     with open_vqf(path) as vqf:

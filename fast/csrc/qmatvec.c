@@ -30,6 +30,10 @@ static int payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK 
  * unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t start = 0; start < n; start += WF_QK) {
+        if (wf_isa() == WF_ISA_AVX2) { /* whole blocks up to the first one holding a NaN */
+            start = wf_quantize_blocks_avx2(x, start, n, codes, scales);
+            if (start >= n) break;
+        }
         float amax = 0.0f;
         for (int i = 0; i < WF_QK; i++) {
             float a = fabsf(x[start + i]);

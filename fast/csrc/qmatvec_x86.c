@@ -509,6 +509,48 @@ AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
     if (acc != stack_acc) free(acc);
 }
 
+/* spec/numerics.md §4.1 steps 1-2 for the 32-element blocks [start, n) with AVX2; returns the
+ * first block start it left to the caller (a block holding a NaN: the scalar loop keeps the first
+ * NaN's bits as amax). amax is a maximum of non-NaN magnitudes, exact in any order; x ⊘ d is the
+ * IEEE division and rounding to nearest-even is rintf's (default rounding mode), so the codes are
+ * the scalar loop's. */
+AVX2 int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                     float *scales) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; start + WF_QK <= n; start += WF_QK) {
+        __m256 v[4], amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+        for (int i = 0; i < 4; i++) {
+            v[i] = _mm256_loadu_ps(x + start + 8 * i);
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[i], v[i], _CMP_UNORD_Q));
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
+        }
+        if (_mm256_movemask_ps(nan)) return start;
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+        const float d = _mm_cvtss_f32(m4) / 127.0f;
+        scales[start / WF_QK] = d;
+        if (!(d > 0.0f && d <= 3.402823466e38f)) {
+            memset(codes + start, 0, WF_QK);
+            continue;
+        }
+        const __m256 dv = _mm256_set1_ps(d);
+        __m256i q[4];
+        for (int i = 0; i < 4; i++) {
+            __m256 r = _mm256_round_ps(_mm256_div_ps(v[i], dv),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(r, _mm256_sub_ps(_mm256_setzero_ps(), lim)), lim);
+            q[i] = _mm256_cvtps_epi32(r);
+        }
+        /* packs work per 128-bit half: the permute puts the 32 bytes back in element order */
+        const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+        const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+        _mm256_storeu_si256((__m256i *)(codes + start), _mm256_permutevar8x32_epi32(p8, order));
+    }
+    return start;
+}
+
 /* Rows r0.. in whole groups of four (as many as fit before r1); returns the first row left. */
 AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1,
                                         const int8_t *xq, const float *xd, const int32_t *xsum8,
@@ -516,6 +558,8 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
     const int q8_8x8 = tokens == 1 && is_q8_8x8(m);
     const int q4_rows8 = tokens == 1 && m->kind == WF_W_Q4 && m->group_rows <= 1;
     const int tiles_q8 = tokens > 1 && is_q8_8x8(m), tiles_q4 = tokens > 1 && is_q4_4x4(m);
+    if (tokens > 1) /* prefill: bands of 8 rows x tiles of tokens (gemm_x86.c) */
+        r0 = wf_gemm_rows_avx2(m, r0, r1, xq, xd, xsum8, tokens, y);
     while (r0 + 4 <= r1) {
         if (tiles_q8 && r0 % 8 == 0 && r0 + 8 <= r1) {
             rows8_tokens_q8_8x8(m, r0, xq, xd, tokens, y);
@@ -556,6 +600,12 @@ int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, c
                                    float *y) {
     (void)m, (void)r1, (void)xq, (void)xd, (void)xsum8, (void)tokens, (void)y;
     return r0;
+}
+
+int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                float *scales) {
+    (void)x, (void)n, (void)codes, (void)scales;
+    return start;
 }
 
 #endif

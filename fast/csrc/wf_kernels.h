@@ -68,6 +68,17 @@ int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, c
                                    const float *xd, const int32_t *xsum8, int64_t tokens,
                                    float *y);
 
+/* x86-64: spec/numerics.md §4.1 steps 1-2 on the blocks from `start` with AVX2, up to the first
+ * block holding a NaN (left to the scalar loop); returns where it stopped. */
+int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                float *scales);
+
+/* x86-64 prefill (gemm_x86.c): spec/numerics.md §4.1 for bands of 8 rows from r0 and every token
+ * in tiles of 8 rows x 3 tokens (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns the first
+ * row it left to the caller (r0 itself for other layouts). */
+int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
+                          const float *xd, const int32_t *xsum8, int64_t tokens, float *y);
+
 /* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2). */
 int32_t wf_simd_path(void);
 

@@ -187,16 +187,27 @@ class FastQwen3Model:
         cache: FastKVCache,
         position_ids: PositionIds | None = None,
         trace: TraceHook | None = None,
+        logits: str = "all",
     ) -> np.ndarray:
-        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
-        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+        """Run T tokens after the cache's contents; returns logits float32 [T, vocab], or with
+        logits="last" only the last token's [1, vocab] (see forward_batch)."""
+        return self.forward_batch([(token_ids, cache, position_ids)], trace, logits)[0]
 
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], FastKVCache, PositionIds | None]],
         trace: TraceHook | None = None,
+        logits: str = "all",
     ) -> list[np.ndarray]:
-        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request.
+
+        logits="last" computes the final norm and lm_head for each request's last token only and
+        returns its [1, vocab]: a prompt whose other rows nobody reads skips most of the lm_head
+        work. Those rows are the same bits either way: a token's logits do not depend on which
+        other tokens are computed with it (spec/numerics.md §12). A traced forward still computes
+        (and traces) every row."""
+        if logits not in ("all", "last"):
+            raise ValueError(f'logits must be "all" or "last", not {logits!r}')
         tokens, pos, caches = gather_requests(requests)  # the reference's checks and defaults
         slots = [  # each token's row in its own cache
             at for ids, c, _ in requests for at in range(c.length, c.length + len(ids))
@@ -218,15 +229,22 @@ class FastQwen3Model:
             for i, lw in enumerate(self.weights.layers):
                 x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
                 x = self.mlp_block(i, lw, x, layer_hook)
-        n, (logits,) = norm_project(
-            x, self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads
-        )
+        ends = np.cumsum([len(ids) for ids, _, _ in requests])
+        last = logits == "last" and trace is None
+        n, (rows,) = norm_project(
+            x[ends - 1] if last else x,
+            self.weights.final_norm, self.eps, (self.weights.lm_head,), self.threads,
+        )  # fmt: skip
         hook(FINAL_NORM, n)
-        hook(LOGITS, logits)
-        out, at = [], 0
-        for token_ids, cache, _ in requests:
-            out.append(logits[at : at + len(token_ids)])
-            at += len(token_ids)
+        hook(LOGITS, rows)
+        out = []
+        for r, ((token_ids, cache, _), end) in enumerate(zip(requests, ends, strict=True)):
+            if last:
+                out.append(rows[r : r + 1])
+            elif logits == "last":  # traced: every row was computed for the hook
+                out.append(rows[end - 1 : end])
+            else:
+                out.append(rows[end - len(token_ids) : end])
             cache.length += len(token_ids)
         return out
 

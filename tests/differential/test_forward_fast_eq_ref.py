@@ -111,6 +111,38 @@ def test_forward_batch_fast_equals_ref(spec: ModelSpec, data: st.DataObject) -> 
                 assert_same_bits("logits", g, w)
 
 
+@settings(max_examples=6)
+@given(spec=model_specs(), data=st.data())
+def test_last_logits_equal_refs_last_rows(spec: ModelSpec, data: st.DataObject) -> None:
+    """forward(..., logits="last") returns the reference's last row [1, vocab] (alone, traced,
+    batched), fills the cache as a full forward does (the next decode step is ref's), and
+    refuses a value that is neither "all" nor "last"."""
+    vocab = spec.config.vocab_size
+    a, b = (data.draw(st.lists(st.integers(0, vocab - 1), min_size=1, max_size=7)) for _ in "ab")
+    nxt = data.draw(st.integers(0, vocab - 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            ref, fast = Qwen3Model(*bind_vqf(vqf)), open_model(vqf, threads=2)
+            ref_cache = ref.new_cache()
+            want_a = ref.forward(a, ref_cache)
+            want_next = ref.forward([nxt], ref_cache)
+            want_b = ref.forward(b, ref.new_cache())
+            cache = fast.new_cache()
+            assert_same_bits("last", fast.forward(a, cache, logits="last"), want_a[-1:])
+            assert cache.length == len(a)
+            assert_same_bits("next", fast.forward([nxt], cache), want_next)
+            traced = fast.forward(a, fast.new_cache(), trace=TraceRecorder(), logits="last")
+            assert_same_bits("traced", traced, want_a[-1:])
+            got = fast.forward_batch(
+                [(a, fast.new_cache(), None), (b, fast.new_cache(), None)], logits="last"
+            )
+            for g, w in zip(got, (want_a, want_b), strict=True):
+                assert_same_bits("batched", g, w[-1:])
+            with pytest.raises(ValueError, match="logits"):
+                fast.forward(a, fast.new_cache(), logits="first")
+
+
 def outcome(fn) -> tuple:
     try:
         fn()

@@ -24,7 +24,7 @@ from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fi
 from weightfile.fast._native import each_isa
 from weightfile.fast.numerics.matrix import FastMatrix, matmat_codes_set, quantize_activation
 from weightfile.ref.numerics.kernels import kernels_for
-from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.spec.codecs.vqf.registry import CODECS
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
@@ -145,3 +145,66 @@ def test_token_tiles_equal_ref(seed: int, layout: str, groups: int, blocks: int,
     for _isa in each_isa():
         for threads in (1, 3):
             assert_same_bits(fast.matmat(x, threads=threads), want)
+
+
+#: The layouts the blocked prefill product (fast/csrc/gemm_x86.c) tiles as 8 rows x 3 tokens.
+GEMM_LAYOUTS = ["q4_0_4x4", "q8_0_8x8", "q4_0", "q8_0"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(GEMM_LAYOUTS),
+    row_groups=st.integers(1, 6),
+    blocks=st.integers(1, 4),
+    tokens=st.integers(1, 8),
+    threads=st.integers(1, 3),
+)
+def test_gemm_tiles_equal_ref(
+    seed: int, layout: str, row_groups: int, blocks: int, tokens: int, threads: int
+) -> None:
+    """The blocked product gives every token the reference's bits for every token remainder of
+    its tiles (1..8 tokens: full tiles of 3 and 1 or 2 left), for bands of 8 rows with 4 (Q4_0
+    4x4, untiled) or fewer rows left to the row-group kernels, on every kernel path here and any
+    thread count (the pool's chunks start on multiples of 8 rows)."""
+    rng = np.random.default_rng(seed)
+    tiled = CODECS[layout].tiling is not None
+    rows = CODECS[layout].row_group * row_groups if tiled else 3 * row_groups + 1
+    words = quant_words(rng, layout, rows, 32 * blocks)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, tokens, words.shape[1])
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=threads), want)
+
+
+def test_gemm_tile_sees_every_code() -> None:
+    """The comparison can fail inside a tile: one code of row 5 (lane 5 of an 8-row band), block
+    1, changed in the payload changes row 5 of every token and nothing else."""
+    rng = np.random.default_rng(11)
+    x = np.linspace(1.0, 2.0, 4 * 64, dtype=np.float32).reshape(4, 64)
+    for layout in GEMM_LAYOUTS:
+        words = quant_words(rng, layout, 8, 64)
+        words.scale_bits[:] = np.float16(0.01).view(np.uint16)
+        changed = QuantMatrix(words.codes.copy(), words.scale_bits.copy())
+        changed.codes[5, 40] ^= 1  # stays inside the layout's code range
+        a, b = (
+            FastMatrix(layout, np.frombuffer(quant_payload(layout, w), np.uint8), 8, 64).matmat(x)
+            for w in (words, changed)
+        )
+        diff = a.view(np.uint32) != b.view(np.uint32)
+        assert diff[:, 5].all() and not np.delete(diff, 5, axis=1).any(), layout
+
+
+@pytest.mark.parametrize("layout", ["q4_0_4x4", "q8_0"])  # the spans do not depend on the layout
+def test_gemm_token_spans_equal_ref(layout: str) -> None:
+    """At 4096 columns the blocked product takes the tokens in spans of 63 (their codes fit its
+    256 KiB cache share): 65 tokens end on a 2-token tile in the second span, and every token
+    still gets the reference's bits."""
+    rng = np.random.default_rng(5)
+    words = quant_words(rng, layout, 8 if CODECS[layout].tiling else 9, 4096)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, 65, 4096)
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=2), want)

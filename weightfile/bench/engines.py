@@ -16,6 +16,7 @@ short context are < 1% of the work and not counted). Reports label such numbers 
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -72,6 +73,15 @@ def open_fast(vqf: VQFFile, threads: int) -> Any | None:
     """The fast engine's model, or None without the C kernels."""
     open_model = fast_open_model()
     return None if open_model is None else open_model(vqf, threads=threads)
+
+
+def forward_prompt(model: Any, prompt: list[int], cache: Any) -> Any:
+    """`model.forward(prompt, cache)` where only the last row is read: a model whose forward
+    takes `logits="last"` (the fast Qwen3 decoders) computes lm_head for that row alone, as
+    llama-bench's prompt test does; others compute every row."""
+    if "logits" in inspect.signature(model.forward).parameters:
+        return model.forward(prompt, cache, logits="last")
+    return model.forward(prompt, cache)
 
 
 def open_ref(vqf: VQFFile) -> Any:

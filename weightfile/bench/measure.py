@@ -198,7 +198,7 @@ def repetition_seconds(model: Any, vocab: int, n_prompt: int, n_gen: int, seed: 
     if n_prompt:
         prompt = token_ids(vocab, n_prompt, seed)
         start = time.perf_counter()
-        model.forward(prompt, cache)
+        engines.forward_prompt(model, prompt, cache)  # the last row's logits, as llama-bench
         return time.perf_counter() - start
     steps = token_ids(vocab, n_gen, seed)
     start = time.perf_counter()

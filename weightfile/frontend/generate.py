@@ -9,6 +9,7 @@ milliseconds a token.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -54,7 +55,10 @@ def stream_tokens(
         raise ValueError("the prompt needs at least one token")
     cache = model.new_cache()
     rng = SplitMix64(seed)
-    logits = model.forward(list(prompt), cache)[-1]
+    if "logits" in inspect.signature(model.forward).parameters:  # only the last row is read
+        logits = model.forward(list(prompt), cache, logits="last")[-1]
+    else:
+        logits = model.forward(list(prompt), cache)[-1]
     for step in range(max_new_tokens):
         if temperature <= 0:
             nxt = greedy_row(logits)
