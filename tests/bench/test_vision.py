@@ -96,8 +96,14 @@ def test_fast_asked_without_a_fast_tower_runs_ref_and_says_so(tiny_vl):
                                 "patches": 784, "tokens": 196}  # fmt: skip
     assert any("no fast vision tower" in n for n in notes)
     assert vision.RKNN_NOTE in notes
-    lin = {m["tensor"]: m for m in section["vision_linears"]}
+    lin = {m["tensor"]: m for m in section["vision_linears"] if m["engine"] == "ref"}
     assert lin["v_q8_fc2"]["cols"] == 96 and lin["v_q8_fc2"]["flops"] == 2 * 64 * 96 * 784
+    assert set(lin["v_q8_qkv"]["gflop_per_s"]) == {"1"}  # the reference is single-threaded
+    fast = [m for m in section["vision_linears"] if m["engine"] == "fast"]
+    if engines.fast_matrix_from_entry() is not None:  # the C product needs no fast tower
+        assert [(m["tensor"], set(m["gflop_per_s"])) for m in fast] == [
+            (n, {"1", "2"}) for n in vision.BLOCK_LINEARS
+        ]
     lines = dict(image_lines({"image_encode": section}))
     assert lines["image encode (448×448 image, 784 patches → 196 tokens, 1 GFLOP)"] == (
         "engine ref, fast asked"

@@ -51,7 +51,9 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        flops_per_image {linears, attention, total} (2 per multiply-add),
                        rows [{engine, threads, method ("measured"/"estimated"), seconds (best),
                              samples_seconds}],
-                       vision_linears null | [{tensor, rows, cols, patches, engine, method,
+                       vision_linears null | [{tensor, rows, cols, patches, engine ("fast": the C
+                                               Q8_0 product alone, even when ref encoded the
+                                               image), method,
                                                flops (one block's product over all patches),
                                                gflop_per_s {threads: rate}}]}
     targets           [{target, value, goal, met}]: the issue's targets that apply to this model
