@@ -27,7 +27,7 @@ def test_vl2b_q4_layout_is_the_worked_example():
     assert rows[:18] == VL_2B_TABLE[:18]
     assert rows[18][:2] == VL_2B_TABLE[18][:2]
     sizes = {name: n for name, _, n in rows}
-    assert sizes["v_merger_f1w"] == 67_108_864  # the F32 sizes the §7.6 table quotes
+    assert sizes["v_merger_f1w"] == 67_108_864  # the F32 sizes spec/vqf.md §7.6 quotes
     assert sizes["v_ds_f1w"] == 201_326_592
     assert sizes["v_ds_f2w"] == 100_663_296
     assert size == 2_331_316_232  # file_len 2,331,316,224 + 8 FNV

@@ -152,8 +152,9 @@ SPECS |= {
     )
     for q in ("q4_0", "q8_0")
 }  # fmt: skip
-#: Qwen3-VL-2B with its vision tower (spec/vqf.md §7.6; qwen-math's vision_config: DeepStack after
-#: blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80 pads fc2 to 96 columns (spec/vqf.md §7.4).
+#: Qwen3-VL-2B with its vision tower (spec/vqf.md §7.6; the public vision_config, as in
+#: spec/models.md §1.2: DeepStack after blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80
+#: pads fc2 to 96 columns (spec/vqf.md §7.4).
 SPECS |= {
     f"qwen3-vl-2b-{q}": VLSyntheticSpec(
         name=f"qwen3-vl-2b-{q}", qtype=q, vocab=151_936, hidden=2048, intermediate=6144,
