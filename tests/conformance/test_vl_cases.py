@@ -130,3 +130,16 @@ def test_the_fast_builtin_answers_a_case() -> None:
     # the family's fast model when the registry row has one, else the reference (its notes say)
     results = run_corpus(builtin_implementation("fast"), pattern=f"{VL}/q8-one-image")
     assert len(results) == 1 and results[0].passed, results
+
+
+def test_the_adapter_command_declares_and_answers_the_kind(capsys) -> None:
+    # the protocol's two calls, in process (tests/conformance/test_corpus.py runs the subprocess)
+    from weightfile.conformance.adapter import main
+
+    assert main(["--engine", "ref", "kinds"]) == 0
+    assert "vqf-vl-model" in json.loads(capsys.readouterr().out)["kinds"]
+    case, want = load("q8-board-preprocess")
+    assert (
+        main(["--engine", "ref", "vqf-vl-model", str(CORPUS_DIR / VL / "q8-board-preprocess")]) == 0
+    )
+    assert judge(case, want, Answer(0, capsys.readouterr().out, ""))[0]
