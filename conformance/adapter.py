@@ -33,13 +33,15 @@ from .model_cases import fast_opener
 from .moe_cases import answer as moe_answer
 from .ninfer3_describe import describe_ninfer3
 from .qwen35_cases import answer as qwen35_answer
+from .vl_cases import answer as vl_answer
+from .vl_cases import fast_vl_model
 from .vqf_describe import describe_vqf
 
 ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
 KINDS = (
     "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-    "ninfer3-model", "vqf-protected", "vqf-board-model", "vqf-moe-model",
+    "ninfer3-model", "vqf-protected", "vqf-board-model", "vqf-moe-model", "vqf-vl-model",
 )  # fmt: skip
 #: The engine's own variables that carry a protected case's keys (README, "Protected cases").
 PASSPHRASE_VARIABLE = "VLLM_VQF_KEY"
@@ -48,6 +50,13 @@ SIGN_PUB_VARIABLE = "VLLM_VQF_SIGN_PUB"
 FAST_NINFER3_MODEL = (
     "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
     "pass is the reference one (weightfile has no fast Qwen3.5 forward pass)"
+)
+
+
+#: Why `fast` answers `vqf-vl-model` with the reference while the family has no fast model.
+FAST_VL_MODEL = (
+    "the Qwen3-VL family has no fast model yet (weightfile/families.py): the reference forward "
+    "pass answers"
 )
 
 
@@ -92,6 +101,10 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         folder = Path(path)
         board = board_answer(folder, json.loads((folder / "case.json").read_text()), engine)
         return Answer(0, json.dumps(board, indent=2) + "\n", "")
+    if kind == "vqf-vl-model":  # spec/models.md §1.2: images through the family's models
+        folder = Path(path)
+        vl = vl_answer(engine, folder, json.loads((folder / "case.json").read_text()))
+        return Answer(0, json.dumps(vl, indent=2) + "\n", "")
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -177,14 +190,20 @@ def notes(engine: str) -> dict[str, str]:
     `notes`): `fast` runs ninfer3-model cases with the reference forward pass."""
     if engine != "fast":
         return {}
-    return {"ninfer3-model": FAST_NINFER3_MODEL}
+    said = {"ninfer3-model": FAST_NINFER3_MODEL}
+    if not fast_vl_model():  # until weightfile/families.py's qwen3_vl row names a fast model
+        said["vqf-vl-model"] = FAST_VL_MODEL
+    return said
 
 
 def unsupported(engine: str) -> dict[str, str]:
     """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
     if engine == "fast" and fast_opener() is None:
         why = "no C kernels (the fast forward pass needs them)"
-        return {"vqf-model": why, "vqf-moe-model": why}
+        missing = {"vqf-model": why, "vqf-moe-model": why}
+        if fast_vl_model():  # a fast VL model needs the kernels too; the reference does not
+            missing["vqf-vl-model"] = why
+        return missing
     return {}
 
 

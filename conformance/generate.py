@@ -25,6 +25,7 @@ from . import (
     protected_cases,
     qwen35_cases,
     spec_numbers,
+    vl_cases,
     vqf_cases,
 )
 from .case_types import Case
@@ -42,6 +43,8 @@ BOARD_VERSION = "v3"
 #: The .ninfer Qwen3.5 model cases with a tokenizer the installed `tokenizers` accepts, beside
 #: v1 (whose files stay as published) and run with it (CHANGELOG.md, "ninfer3 v2").
 NINFER3_MODEL_VERSION = "v2"
+#: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §1.2): images, DeepStack, MRoPE.
+VL_VERSION = "v4"
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
 
@@ -66,6 +69,7 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", BOARD_VERSION, "board-model", board_cases.corpus_cases),
     ("ninfer3", NINFER3_MODEL_VERSION, "model", qwen35_cases.valid_cases_v2),
     ("vqf", BOARD_VERSION, "moe-model", moe_cases.corpus_cases),
+    ("vqf", VL_VERSION, "vl-model", vl_cases.corpus_cases),
 )  # fmt: skip
 
 

@@ -98,7 +98,7 @@ def test_the_manifest_lists_every_case_folder_and_the_corpus_is_small():
     valid = [c for c in case_ids(pattern="vqf/*") if "/valid/" in c]
     assert {c.split("/")[3] for c in valid} == {"current", "legacy"}
     total = sum(p.stat().st_size for p in CORPUS_DIR.rglob("*") if p.is_file())
-    assert total < 5_000_000, total
+    assert total < 6_000_000, total  # vqf/v4 (the Qwen3-VL cases) added 0.74 MB to 4.84
 
 
 def _strings_only(value: object) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.families import ROWS, VQF, vqf_family
+from weightfile.families import QWEN3, QWEN3_VL, ROWS, VQF, Family, lookup, vqf_family
 from weightfile.fast._native import library
 from weightfile.fast.numerics.matrix import matrix_from_entry
 from weightfile.ref.numerics.kernels import kernels_for
@@ -53,9 +53,20 @@ def preload() -> None:
 
 def open_model(vqf: VQFFile, threads: int = 1) -> Any | None:
     """The fast model of the file's family, or None when the family has no fast forward pass."""
-    family = vqf_family(vqf)
+    family = text_family(vqf)
     family.require_supported()
     return family.fast_model(vqf, threads=threads) if family.has_fast else None
+
+
+def text_family(vqf: VQFFile) -> Family:
+    """The row whose models run the text tests (pp/tg, no image) of the file: its own row, except
+    for a Qwen3-VL file: its text tower is the dense Qwen3 decoder block for block, and a prompt
+    without images sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §1.2), so the
+    dense row's models run them. The image encode (weightfile/bench/vision.py) takes the file's
+    own row. (A random text id may also be the image token, which the VL models refuse
+    without an image.)"""
+    family = vqf_family(vqf)
+    return lookup(VQF, QWEN3) if family.name == QWEN3_VL else family
 
 
 def fast_open_model() -> Callable[..., Any] | None:
@@ -85,8 +96,8 @@ def forward_prompt(model: Any, prompt: list[int], cache: Any) -> Any:
 
 
 def open_ref(vqf: VQFFile) -> Any:
-    """The reference model of the file's family (weights decoded)."""
-    return vqf_family(vqf).reference_model(vqf)
+    """The reference model of the text tests' family (`text_family`; weights decoded)."""
+    return text_family(vqf).reference_model(vqf)
 
 
 def family_of(vqf: VQFFile) -> str:

@@ -14,22 +14,24 @@ from typing import Any
 class Progress:
     """Counts timed repetitions; `phase` names what runs now (bandwidth probe, a test row)."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, total: int, enabled: bool, unit: str = "run") -> None:
         self.bar: Any = None
         if enabled and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
             except ImportError:  # an optional nicety, never a reason to fail a benchmark
                 return
-            self.bar = tqdm(total=total, file=sys.stderr, unit="run", leave=False, delay=0.5)
+            scale = unit == "B"  # bytes read best as MB / GB
+            self.bar = tqdm(total=total, file=sys.stderr, unit=unit, unit_scale=scale,
+                            leave=False, delay=0.5)  # fmt: skip
 
     def phase(self, text: str) -> None:
         if self.bar is not None:
             self.bar.set_description_str(text)
 
-    def tick(self) -> None:
+    def tick(self, n: int = 1) -> None:
         if self.bar is not None:
-            self.bar.update()
+            self.bar.update(n)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -45,6 +45,18 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
                               within_bound (peak ≤ baseline + bound; null when the bound is
                               below RSS_NOISE_BYTES: the interpreter's own growth would decide)}
+    image_encode      Qwen3-VL files (a vision tower) only; absent otherwise
+                      (weightfile/bench/vision.py): {image {side, preprocess, grid [t, gh, gw],
+                       patches, tokens}, engine_asked ("ref"/"fast", --engine), engine (the one
+                       that encoded it: "ref" when fast has no vision tower for this family),
+                       flops_per_image {linears, attention, total} (2 per multiply-add),
+                       rows [{engine, threads, method ("measured"/"estimated"), seconds (best),
+                             samples_seconds}],
+                       vision_linears null | [{tensor, rows, cols, patches, engine ("fast": the C
+                                               Q8_0 product alone, even when ref encoded the
+                                               image), method,
+                                               flops (one block's product over all patches),
+                                               gflop_per_s {threads: rate}}]}
     targets           [{target, value, goal, met}]: the issue's targets that apply to this model
                        (weightfile/bench/targets.py); value and met null when not measured
     notes             [str]: how to read estimated or missing numbers
@@ -66,7 +78,7 @@ import numpy as np
 from weightfile.ref.qwen3.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
 
-from . import engines, measure
+from . import engines, measure, vision
 from .bandwidth import DEFAULT_BUFFER, Bandwidth, reader, timed_parallel, touched_buffer
 from .bandwidth import REPEATS as BW_REPEATS
 from .machine import describe_machine
@@ -74,6 +86,7 @@ from .peak_rss import measure_peak_rss, rss_bound
 from .progress import Progress
 from .roofline import EMBED, NORMS, roofline_tokens_per_s, weight_bytes_per_token
 from .targets import check_targets
+from .vision import IMAGE_SIDE
 
 SCHEMA = "weightfile.bench/2"
 NO_FAST = "fast forward rows: n/a (no fast engine: the C kernels are unavailable, see the warning)"
@@ -275,8 +288,12 @@ def run_bench(
     bandwidth_buffer: int = DEFAULT_BUFFER,
     passphrase: bytes | None = None,
     progress: bool = False,
+    image_engine: str = "fast",
+    image_side: int = IMAGE_SIDE,
 ) -> dict[str, Any]:
     """Every measurement of the report, in one process (the peak RSS in a child).
+
+    On a Qwen3-VL file `image_engine` encodes one image_side² image (the `image_encode` section).
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
     open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
@@ -324,6 +341,12 @@ def run_bench(
                 bar.phase("experts chosen per decoded token")
                 report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
                 per_token = round(report["moe_roofline"]["weight_bytes_per_token"])
+            if vision.is_vision_file(vqf):  # issue 18 item 8: the image-encode rows
+                bar.phase(f"image encode ({image_engine})")
+                report["image_encode"], image_notes = vision.image_section(
+                    vqf, image_engine, plan.threads, plan.repetitions, image_side
+                )
+                notes += image_notes
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":

@@ -23,9 +23,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from weightfile.bench.progress import Progress
 from weightfile.demo import cache_root
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import encode, file_flags
@@ -89,6 +91,27 @@ class SyntheticSpec:
 
 
 @dataclass(frozen=True)
+class VLSyntheticSpec(SyntheticSpec):
+    """A Qwen3-VL file with its vision tower (flag VISION, spec/vqf.md §7.4, §8): the text fields
+    of SyntheticSpec plus the vision_config geometry. A subclass, so the text-only specs' cache
+    keys do not change."""
+
+    vis_depth: int = 0  # vd
+    vis_hidden: int = 0  # vh
+    vis_heads: int = 0
+    vis_ffn: int = 0  # vf
+    vis_max_pos: int = 0  # vmp (S·S)
+    deepstack: tuple[int, ...] = ()  # deepstack_visual_indexes, ds = len
+    mrope_section: tuple[int, ...] = (24, 20, 20)
+    #: vision_start, vision_end, image, video token ids (Qwen3-VL's public config)
+    special_ids: tuple[int, int, int, int] = (151_652, 151_653, 151_655, 151_656)
+
+    @property
+    def flags(self) -> int:
+        return file_flags(self.qtype_code, "tiled") | int(VQFFlag.VISION)
+
+
+@dataclass(frozen=True)
 class MoeSyntheticSpec(SyntheticSpec):
     """A Qwen3-MoE (version-3) synthetic model: `intermediate` is the stacked width E·Ie
     (spec/vqf.md §7.1, §8). A subclass, so the dense specs' cache keys do not change."""
@@ -129,6 +152,26 @@ SPECS |= {
     )
     for q in ("q4_0", "q8_0")
 }  # fmt: skip
+#: Qwen3-VL-2B with its vision tower (spec/vqf.md §7.6; the public vision_config, as in
+#: spec/models.md §1.2: DeepStack after blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80
+#: pads fc2 to 96 columns (spec/vqf.md §7.4).
+SPECS |= {
+    f"qwen3-vl-2b-{q}": VLSyntheticSpec(
+        name=f"qwen3-vl-2b-{q}", qtype=q, vocab=151_936, hidden=2048, intermediate=6144,
+        layers=28, heads=16, kv_heads=8, head_dim=128, rope_theta=5e6, vis_depth=24,
+        vis_hidden=1024, vis_heads=16, vis_ffn=4096, vis_max_pos=2304, deepstack=(5, 11, 17),
+    )
+    for q in ("q4_0", "q8_0")
+}  # fmt: skip
+SPECS |= {
+    f"tiny-vl-{q}": VLSyntheticSpec(
+        name=f"tiny-vl-{q}", qtype=q, vocab=256, hidden=64, intermediate=128, layers=2, heads=4,
+        kv_heads=2, head_dim=16, max_seq_len=512, vis_depth=2, vis_hidden=64, vis_heads=4,
+        vis_ffn=80, vis_max_pos=64, deepstack=(0,), mrope_section=(4, 2, 2),
+        special_ids=(250, 251, 252, 253),
+    )
+    for q in ("q4_0", "q8_0")
+}  # fmt: skip
 SPECS |= {
     f"tiny-moe-{q}": MoeSyntheticSpec(
         name=f"tiny-moe-{q}", qtype=q, vocab=256, hidden=64, intermediate=8 * 32, layers=2,
@@ -159,7 +202,7 @@ def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
         "head_dim": s.head_dim, "ffn_dim": s.intermediate, "vocab_size": s.vocab,
         "max_seq_len": s.max_seq_len, "rope_theta": s.rope_theta, "norm_eps": s.norm_eps,
         "bos_id": 0, "eos_id": 1, "has_q_norm": 1, "head_dim_full": s.head_dim,
-    } | _moe_arch(s)  # fmt: skip
+    } | _moe_arch(s) | _vision_arch(s)  # fmt: skip
 
 
 def _moe_arch(s: SyntheticSpec) -> dict[str, int]:
@@ -167,6 +210,22 @@ def _moe_arch(s: SyntheticSpec) -> dict[str, int]:
     if not isinstance(s, MoeSyntheticSpec):
         return {}
     return {"n_experts": s.experts, "moe_ffn": s.moe_ffn, "top_k": s.top_k}
+
+
+def _vision_arch(s: SyntheticSpec) -> dict[str, Any]:
+    """The spec/vqf.md §8 vision fields and special ids of a VISION file (empty for text-only)."""
+    if not isinstance(s, VLSyntheticSpec):
+        return {}
+    ds, sec = list(s.deepstack), list(s.mrope_section)
+    start, end, image, video = s.special_ids
+    return {
+        "has_mrope": 1, "mrope_n_sec": len(sec), "mrope_sections": (sec + [0] * 4)[:4],
+        "has_vision": 1, "vis_depth": s.vis_depth, "vis_hidden": s.vis_hidden,
+        "vis_heads": s.vis_heads, "vis_ffn": s.vis_ffn, "vis_patch": 16, "vis_temporal": 2,
+        "vis_merge": 2, "vis_out_dim": s.hidden, "vis_in_chan": 3, "vis_max_pos": s.vis_max_pos,
+        "vis_ds_count": len(ds), "vis_ds_idx": (ds + [0] * 4)[:4], "vision_start_id": start,
+        "vision_end_id": end, "image_token_id": image, "video_token_id": video,
+    }  # fmt: skip
 
 
 def _rng(s: SyntheticSpec, *key: int) -> np.random.Generator:
@@ -208,8 +267,40 @@ def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) 
         yield encode(s.qtype_code, s.flags, kind.name, m, FAST_CODECS)
 
 
+def _vision_q8_payload(s: SyntheticSpec, name: str, g: Geometry) -> Iterator[bytes]:
+    """One seeded block matrix per vision block, Q8_0 legacy whatever the text qtype; fc2's rows
+    are zero-padded from vf to vfp columns before quantising (spec/vqf.md §7.4)."""
+    out, inp = {"v_q8_qkv": (3 * g.vh, g.vh), "v_q8_proj": (g.vh, g.vh),
+                "v_q8_fc1": (g.vf, g.vh), "v_q8_fc2": (g.vh, g.vf)}[name]  # fmt: skip
+    index = ORDER_INDEX[name]
+    for block in range(g.vd):
+        m = _normal(s, (out, inp), PROJ_STD, 2, index, block)
+        if inp < g.vfp and name == "v_q8_fc2":
+            m = np.concatenate([m, np.zeros((out, g.vfp - inp), np.float32)], axis=1)
+        yield encode(QType.Q8_0, 0, name, m, FAST_CODECS)
+
+
+#: The vision LayerNorm weights (ones, like the text norms); every other F32 vision tensor is
+#: seeded (biases, patch and position embeddings, the merger matrices).
+VISION_NORM_WEIGHTS = frozenset({"v_norm1_w", "v_norm2_w", "v_merger_nw", "v_ds_nw"})
+
+
+def _vision_f32_payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
+    """One chunk per directory row (a block's vector, or one merger matrix), each seeded."""
+    rows, cols = kind.directory_shape(g)
+    if kind.name in VISION_NORM_WEIGHTS:
+        return np.ones(rows * cols, np.float32).tobytes()
+    index = ORDER_INDEX[kind.name]
+    return (_normal(s, (1, cols), PROJ_STD, 2, index, r).tobytes() for r in range(rows))
+
+
 def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
-    """Ones for norms, the seeded embedding (and its tied lm_head), seeded projections."""
+    """Ones for norms, the seeded embedding (and its tied lm_head), seeded projections, the
+    seeded vision tower."""
+    if kind.family == "vision_q8":
+        return _vision_q8_payload(s, kind.name, g)
+    if kind.family == "vision_f32":
+        return _vision_f32_payload(s, kind, g)
     count, out, inp = kind.physical(g)
     if kind.family == "norm":
         return np.ones(count * out * inp, np.float32).tobytes()
@@ -259,10 +350,32 @@ def synthetic_path(s: SyntheticSpec, cache_dir: Path) -> Path:
     return cache_dir / f"{s.name}-g{GENERATOR_VERSION}-{cache_key(s)}.vqf"
 
 
+def with_progress(sources: list[TensorSource], bar: Progress) -> list[TensorSource]:
+    """The same sources, each payload chunk counted on `bar` (in bytes) as the writer takes it."""
+
+    def counted(data: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in data:
+            yield chunk
+            bar.tick(len(chunk))
+
+    if bar.bar is None:  # no terminal, or --quiet: the sources as they are
+        return sources
+    out = []
+    for t in sources:
+        if t.data is None or isinstance(t.data, (bytes, bytearray, memoryview)):
+            out.append(t)
+            bar.tick(t.size)  # written in one piece: counted as it is queued
+        else:
+            out.append(replace(t, data=counted(t.data)))
+    return out
+
+
 def synthetic_model(
-    name: str, cache_dir: str | os.PathLike[str] | None = None
+    name: str, cache_dir: str | os.PathLike[str] | None = None, *, progress: bool = False
 ) -> tuple[Path, bool]:
-    """The cached synthetic model `name` (written on first use) and whether this call wrote it."""
+    """The cached synthetic model `name` (written on first use) and whether this call wrote it.
+    `progress`: a bar of payload bytes written, on stderr when it is a terminal (bench/progress.py,
+    issue 15)."""
     from weightfile.fast.vqf.write import write_vqf  # the C FNV: a GB file hashes in seconds
 
     s = spec_named(name)
@@ -271,10 +384,15 @@ def synthetic_model(
     if path.is_file():
         return path, False
     folder.mkdir(parents=True, exist_ok=True)
+    sources = tensor_sources(s)
+    bar = Progress(sum(t.size for t in sources), progress, unit="B")
+    bar.phase(f"generating {s.name}")
     try:  # write_vqf publishes atomically: a failed or interrupted run leaves nothing here
-        write_vqf(path, arch=arch_of(s), tensors=tensor_sources(s), flags=s.flags)
+        write_vqf(path, arch=arch_of(s), tensors=with_progress(sources, bar), flags=s.flags)
     except DestinationExistsError:  # a concurrent run published it first: same bytes
         return path, False
+    finally:
+        bar.close()
     remove_stale(s, folder, keep=path)
     return path, True
 

@@ -70,6 +70,34 @@ def rss_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def seconds(t: float) -> str:
+    return f"{t:,.0f} s" if t >= 1000 else f"{t:.3g} s"
+
+
+def image_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """A Qwen3-VL file's image encode (weightfile/bench/vision.py): seconds per engine and thread
+    count, then the vision linears' GFLOP/s; nothing for a text-only file."""
+    im = report.get("image_encode")
+    if im is None:
+        return []
+    i = im["image"]
+    what = (f"{i['side']}×{i['side']} image, {i['patches']} patches → {i['tokens']} tokens, "
+            f"{im['flops_per_image']['total'] / 1e9:,.0f} GFLOP")  # fmt: skip
+    asked = "" if im["engine"] == im["engine_asked"] else f", {im['engine_asked']} asked"
+    rows = [(f"image encode ({what})", f"engine {im['engine']}{asked}")]
+    for r in im["rows"]:
+        method = " (estimated)" if r["method"] == "estimated" else ""
+        rows.append((f"  {r['engine']} ×{r['threads']}", f"{seconds(r['seconds'])}{method}"))
+    for m in im["vision_linears"] or []:
+        rates = ", ".join(f"×{n} {v:.3g} GFLOP/s" for n, v in m["gflop_per_s"].items())
+        method = " (estimated)" if m["method"] == "estimated" else ""
+        rows.append((f"vision {m['tensor']} [{m['rows']}×{m['cols']}] × {m['patches']} patches, "
+                     f"{m['engine']}", rates + method))  # fmt: skip
+    if im["vision_linears"] is None:
+        rows.append(("vision linears GFLOP/s", NA))
+    return rows
+
+
 def machine_line(machine: dict[str, Any]) -> str:
     load = machine["load_average_1min"]
     pinned = machine.get("pinned_cpus")
@@ -112,6 +140,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         (f"memory read bandwidth ({bw['method']})", bandwidth_value(bw)),
         *matvec_lines(report),
         *speedup_lines(report),
+        *image_lines(report),
         ("weight bytes per decoded token", mb(roof["weight_bytes_per_token"])),
         ("decode roofline tokens/s",
          f"1 core {roof['single_core_tokens_per_s']:.1f}, "

@@ -63,8 +63,9 @@ def register(sub: Any) -> None:
             "decode rate and peak RSS against the memory bound. "
             "--synthetic NAME generates (once, cached) a model of a real geometry: "
             "qwen3-0.6b-q4_0, qwen3-0.6b-q8_0, qwen3-vl-2b-text-q4_0, qwen3-vl-2b-text-q8_0, "
-            "tiny-q4_0, tiny-q8_0, qwen3-30b-a3b-q4_0, qwen3-30b-a3b-q8_0, tiny-moe-q4_0, "
-            "tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
+            "qwen3-vl-2b-q4_0, qwen3-vl-2b-q8_0 (with the vision tower: the report adds the image "
+            "encode), tiny-q4_0, tiny-q8_0, tiny-vl-q4_0, tiny-vl-q8_0, qwen3-30b-a3b-q4_0, "
+            "qwen3-30b-a3b-q8_0, tiny-moe-q4_0, tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
         ),
     )
     what = parser.add_mutually_exclusive_group(required=True)
@@ -115,6 +116,14 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="where synthetic models live (default $XDG_CACHE_HOME/weightfile/"
         "synthetic, or $WEIGHTFILE_CACHE/synthetic)",
+    )
+    # Qwen3-VL (issue 18 item 8): which engine encodes the bench image
+    parser.add_argument(
+        "--engine",
+        choices=("ref", "fast"),
+        default="fast",
+        help="the engine that encodes the 448x448 bench image of a Qwen3-VL model (default fast; "
+        "a family without a fast vision tower runs ref, and the report says so)",
     )
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
@@ -176,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     path = args.model
     if args.synthetic is not None:
         start = time.perf_counter()
-        path, built = synthetic_model(args.synthetic, args.cache_dir)
+        path, built = synthetic_model(args.synthetic, args.cache_dir, progress=not args.quiet)
         if built and not args.quiet:
             took = time.perf_counter() - start
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
@@ -196,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
         bandwidth_buffer=args.bandwidth_mib << 20,
         passphrase=passphrase(args),
         progress=not args.quiet,
+        image_engine=args.engine,
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))
