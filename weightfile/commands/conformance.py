@@ -54,7 +54,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for kind, note in sorted(impl.notes.items()):
         print(f"note: {kind}: {note}", file=sys.stderr)  # stdout stays one line per case
-    results = runner.run_corpus(impl, pattern=args.pattern)
+    from weightfile.progress import each
+
+    def bar(ids: list[str]) -> Any:  # one step per case, on a terminal only
+        return each(ids, "conformance", total=len(ids), unit="case")
+
+    results = runner.run_corpus(impl, pattern=args.pattern, progress=bar)
     passed = sum(r.passed for r in results)
     skipped = sum(r.skipped for r in results)
     failed = len(results) - passed - skipped
