@@ -345,3 +345,23 @@ def test_ctrl_c_during_a_checksum_and_a_corpus_run(monkeypatch, capsys):
     assert _one_line(capsys) == "weightfile verify: interrupted"
     assert main(["conformance", "run", "--run", "vqf/*"]) == EXIT_INTERRUPTED
     assert _one_line(capsys) == "weightfile conformance: interrupted"
+
+
+def test_generation_stops_at_the_context_with_a_note(capsys):
+    """The example's max_seq_len is 256 (its arch): 250 prompt tokens leave 6 new ones."""
+    ids = ",".join(["1"] * 250)
+    argv = ["run", str(EXAMPLE_PATH), "--token-ids", ids, "--max-tokens", "10", "--engine", "fast"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.split()) <= 6  # a stop id may end it sooner
+    assert _one_line_of(captured.err) == (
+        "note: the model's context is 256 tokens: generating 6, not 10 (--max-tokens)"
+    )
+    assert main(["run", str(EXAMPLE_PATH), "--token-ids", ",".join(["1"] * 256)]) == EXIT_USAGE
+    assert "fill the model's context of 256" in _one_line(capsys)
+
+
+def _one_line_of(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
