@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from weightfile.cli import main
@@ -199,10 +200,13 @@ BAD_INPUTS = [
     (["dump", "{cut}", "q4_q", "--out", "{tmp}/x.npy"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
     (["dump", "{ex}", "no_such", "--out", "{tmp}/x.npy"], EXIT_USAGE, "no_such"),
     (["dump", "{ex}", "q4_q", "--out", "{tmp}/no-dir/x.npy"], EXIT_IO, "no-dir"),
+    (["dump", "{ex}", "--all", "--out", "{tmp}"], EXIT_IO, "{tmp}: Is a directory"),
+    (["dump", "{ex}", "--all", "--out", "{tmp}/no-dir/x.safetensors"], EXIT_IO, "no-dir: no such"),
     (["run", "{magic}", "--token-ids", "1"], EXIT_VIOLATIONS, "[vqf.header.magic]"),
     (["run", "{ex}", "--token-ids", "1", "--max-tokens", "0"], EXIT_USAGE, "--max-tokens"),
     (["trace", "{empty}", "--token-ids", "1", "--out", "{tmp}/t.npz"], EXIT_VIOLATIONS, "empty"),
     (["trace", "{ex}", "--token-ids", "", "--out", "{tmp}/t.npz"], EXIT_USAGE, "--token-ids"),
+    (["trace", "{ex}", "--token-ids", "1", "--out", "{tmp}"], EXIT_IO, "{tmp}: Is a directory"),
     (["import", "{tmp}/missing", "{tmp}/o.vqf"], EXIT_IO, "config.json"),
     (["import", "{tmp}", "{tmp}/o.vqf", "--qtype", "q3"], EXIT_USAGE, "--qtype"),
     (["convert", "{tmp}", "{tmp}/o.vqf"], EXIT_IO, "config.json"),
@@ -226,7 +230,9 @@ BAD_INPUTS = [
     (["bench", "--synthetic", "no-such-model"], EXIT_USAGE, "no-such-model"),
     (["bench", "{ex}", "-r", "0"], EXIT_USAGE, "-r/--repetitions"),
     (["diff", "{tmp}", "{npz}"], EXIT_IO, "Is a directory"),
-    (["diff", "{npz}", "{npz}"], EXIT_VIOLATIONS, "not an .npz"),
+    (["diff", "{npz}", "{npz}"], EXIT_VIOLATIONS, "not an .npz of arrays (the file is empty)"),
+    (["diff", "{ex}", "{npz}"], EXIT_VIOLATIONS, "no zip archive"),
+    (["diff", "{npy}", "{npy}"], EXIT_VIOLATIONS, "an .npy or a model file?"),
     (["diff", "{tmp}/missing.npz", "{npz}"], EXIT_IO, "missing.npz"),
 ]
 
@@ -240,6 +246,8 @@ def bad_files(tmp_path):
                           ("exists", b"x"), ("exists.gguf", b"x")):  # fmt: skip
         (tmp_path / name).write_bytes(content)
         files[name.split(".")[0] if name != "empty.npz" else "npz"] = tmp_path / name
+    np.save(tmp_path / "a.npy", np.zeros(3, np.float32))  # diff once tracebacked on an .npy
+    files["npy"] = tmp_path / "a.npy"
     files["magic"] = tmp_path / "magic.vqf"
     return files
 

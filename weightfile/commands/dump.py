@@ -104,6 +104,9 @@ def dump_all(f: Any, out: Path, engine: str) -> str:
 
     from weightfile.progress import each
 
+    from ._common import check_destination
+
+    check_destination(out)  # first: safetensors' own error would be a raw SafetensorError
     names = tensor_names(f)
     tensors = {
         name: np.ascontiguousarray(f.decode(name, engine=engine), dtype=np.float32)
