@@ -52,8 +52,19 @@ def _bar(
         delay=DELAY if delay is None else delay,
         disable=not show,
         leave=False,  # the command's own last line says what was done
-        dynamic_ncols=True,
+        # follow the terminal's size; a pty that reports 0 × 0 (script, some CI runners)
+        # made tqdm draw nothing at all, so it gets 80 × 24
+        **({"dynamic_ncols": True} if _columns() > 0 else {"ncols": 80, "nrows": 24}),
     )
+
+
+def _columns() -> int:
+    import os
+
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # not a terminal, or a captured stream
+        return 0
 
 
 class ProgressBar:
