@@ -16,7 +16,7 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,9 +231,15 @@ def run_case(root: Path, cid: str, impl: Implementation) -> Result:
 
 
 def run_corpus(
-    impl: Implementation, *, root: Path = CORPUS_DIR, pattern: str = "*"
+    impl: Implementation,
+    *,
+    root: Path = CORPUS_DIR,
+    pattern: str = "*",
+    progress: Callable[[list[str]], Iterable[str]] | None = None,
 ) -> list[Result]:
-    return [run_case(root, cid, impl) for cid in case_ids(root, pattern)]
+    """Every matching case's result; `progress` wraps the case ids (the CLI's bar)."""
+    ids = case_ids(root, pattern)
+    return [run_case(root, cid, impl) for cid in (ids if progress is None else progress(ids))]
 
 
 def summary(results: list[Result]) -> str:

@@ -66,6 +66,12 @@ EXAMPLES = {
 }
 
 
+#: The commands that can run long (a checksum over GB, a conversion, the corpus, a benchmark):
+#: each accepts -q/--quiet, which turns the progress bar and the compile note off
+#: (weightfile/progress.py). A command may declare it itself (bench does).
+LONG_COMMANDS = ("verify", "dump", "import", "convert", "conformance run", "bench")
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Wraps each line of a description or epilog on its own; indented lines (examples) stay."""
 
@@ -99,6 +105,14 @@ def _finish_help(sub: argparse._SubParsersAction, prefix: str) -> None:
         p.formatter_class = HelpFormatter
         if key in EXAMPLES and not p.epilog:
             p.epilog = f"example:\n  {EXAMPLES[key]}"
+        if key in LONG_COMMANDS and "--quiet" not in p._option_string_actions:
+            p.add_argument(
+                "-q",
+                "--quiet",
+                action="store_true",
+                help="no progress bar and no compile note (both drawn on a terminal only, "
+                "on stderr)",
+            )
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 _finish_help(action, f"{key} ")
@@ -126,8 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     args = parser.parse_args(argv)
-    from weightfile.progress import install_compile_note
+    from weightfile.progress import configure, install_compile_note
 
+    configure(quiet=bool(getattr(args, "quiet", False)))
     install_compile_note()
     name = f"weightfile {args.command}"
     try:

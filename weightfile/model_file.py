@@ -34,6 +34,8 @@ from weightfile.ref.ninfer3.read import Artifact, open_artifact
 from weightfile.ref.vqf.fnv1a64 import Progress
 from weightfile.ref.vqf.read import Entry, VQFFile, open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
+from weightfile.spec.codecs.ninfer3.formats import FORMATS
+from weightfile.spec.codecs.ninfer3.layouts import CONTIGUOUS_LE_V1, RAW_BYTES_V1
 from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import NotFoundError, Violation, WeightfileError
 from weightfile.spec.vqf.inventory import KINDS, Geometry
@@ -252,19 +254,91 @@ class NInferModelFile(_ReadOnlyTensors):
         }
 
     def get_slice(self, name: str) -> TensorSlice:
-        """A view of object or binding `name` with `shape` and `view[a:b]` (as
-        `safetensors.safe_open(...).get_slice`). Its rows are decoded from the whole object and
-        then cut: .ninfer row layouts are not read row by row yet."""
+        """A lazy view of object or binding `name` (as `safetensors.safe_open(...).get_slice`):
+        `shape` reads the directory only; `view[a:b]` decodes only those rows. A binding's rows
+        map onto its parts (spec/ninfer3.md §2.5), and each part decodes just the object rows
+        (or elements) it contributes: contiguous words are read as that byte range, row-split
+        and row-scale objects through their row slice (spec/ninfer3.md §4.3, §4.5). nvfp4's
+        128-row scale tiles are decoded whole and cut. Checks of the rows not read (a bad
+        scale elsewhere in the object) are not made; `decode` and `verify` make them."""
         return TensorSlice(self, name)
 
     def shape(self, name: str) -> tuple[int, ...]:
+        """The decoded shape from the directory alone: an object's declared shape (a resource:
+        its byte count), a binding's rows of the common row shape or its flat element count."""
         d = self.artifact.directory
-        if name in d.objects_by_id and d.objects_by_id[name].shape is not None:
-            return tuple(d.objects_by_id[name].shape)
-        return tuple(self.decode(name).shape)
+        if name in d.objects_by_id:
+            o = d.objects_by_id[name]
+            return tuple(o.shape) if o.shape is not None else (o.bytes,)
+        if name not in d.bindings:
+            raise NotFoundError("ninfer3.binder.parameter", f"no object or binding {name!r}")
+        ranges = element_ranges(d.bindings[name], d.objects_by_id)
+        row = whole_row_width(ranges, d.objects_by_id)
+        total = sum(r.count for r in ranges)
+        if not row:
+            return (total,)
+        return (total // row, *tuple(d.objects_by_id[ranges[0].object_id].shape or ())[1:])
 
     def _decode_lead(self, name: str, start: int, stop: int, engine: str) -> np.ndarray:
-        return self.decode(name, engine=engine)[start:stop]
+        """Rows [start, stop) of `name` (elements, for a binding joined as a flat run)."""
+        d = self.artifact.directory
+        if name in d.objects_by_id:
+            return self._object_rows(name, start, stop, engine, {})
+        ranges = element_ranges(d.bindings[name], d.objects_by_id)
+        row = whole_row_width(ranges, d.objects_by_id)
+        unit = row or 1
+        whole: dict[str, np.ndarray] = {}  # fallback decodes, once per object as in `decode`
+        pieces, at = [], 0  # `at`: the binding's first row (or element) of the part
+        for r in ranges:
+            n = r.count // unit
+            lo, hi = max(start, at), min(stop, at + n)
+            if lo < hi:
+                first = r.begin // unit + lo - at
+                get = self._object_rows if row else self._object_elements
+                pieces.append(get(r.object_id, first, first + hi - lo, engine, whole))
+            at += n
+        # the dtype a full decode joins to, even when the cut leaves some parents out
+        dtype = np.result_type(*(_decoded_dtype(d.objects_by_id[r.object_id]) for r in ranges))
+        return np.concatenate(pieces).astype(dtype, copy=False)
+
+    def _object_rows(
+        self, oid: str, r0: int, r1: int, engine: str, whole: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        """Rows [r0, r1) of the first axis of object `oid`, decoded from those rows' bytes."""
+        o = self.artifact.object(oid)  # the deferred descriptor checks, as a full decode
+        shape = tuple(o.shape) if o.shape is not None else (o.bytes,)
+        codec = self._codec(oid, engine)
+        if (r0, r1) != (0, shape[0]):
+            rest = shape[1:]
+            if o.layout in (CONTIGUOUS_LE_V1, RAW_BYTES_V1):
+                per = _word_bytes(o) * math.prod(rest)
+                part = self.artifact.read_range(o.offset + r0 * per, (r1 - r0) * per)
+                return np.asarray(codec.decode(part, (r1 - r0, *rest)))
+            if codec.row_slice is not None and len(shape) == 2:
+                child = codec.row_slice(self.artifact.object_bytes(oid), shape, range(r0, r1))
+                return np.asarray(codec.decode(child, (r1 - r0, *rest)))
+        return self._object_rows_whole(oid, engine, whole)[r0:r1]
+
+    def _object_elements(
+        self, oid: str, e0: int, e1: int, engine: str, whole: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        """Elements [e0, e1) of object `oid` in C order: the rows holding them, then cut."""
+        o = self.artifact.object(oid)
+        shape = tuple(o.shape) if o.shape is not None else (o.bytes,)
+        if not shape:  # a scalar: its one element
+            return np.asarray(self._object_rows_whole(oid, engine, whole)).reshape(-1)[e0:e1]
+        width = math.prod(shape[1:])
+        if width == 0:
+            return np.zeros(0, _decoded_dtype(o))
+        r0, r1 = e0 // width, -(-e1 // width)
+        rows = self._object_rows(oid, r0, r1, engine, whole).reshape(-1)
+        return rows[e0 - r0 * width : e1 - r0 * width]
+
+    def _object_rows_whole(self, oid: str, engine: str, whole: dict[str, np.ndarray]) -> Any:
+        """The whole object decoded, once per slice (nvfp4 tiles, a scalar, every row)."""
+        if oid not in whole:
+            whole[oid] = np.asarray(self._object(oid, engine, False))
+        return whole[oid]
 
     def _path(self) -> Path:
         return Path(self.artifact.path)
@@ -332,6 +406,18 @@ class NInferModelFile(_ReadOnlyTensors):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _word_bytes(o: Any) -> int:
+    """Bytes per element of a contiguous or raw-bytes object (spec/ninfer3.md §3.2, §4.2)."""
+    return 1 if o.layout == RAW_BYTES_V1 else FORMATS[o.format].word_bytes
+
+
+def _decoded_dtype(o: Any) -> np.dtype:
+    """What `decode` gives for the object: uint8 raw bytes, int32 words, else float32."""
+    if o.layout == RAW_BYTES_V1:
+        return np.dtype(np.uint8)
+    return np.dtype(np.int32 if o.format == "int32" else np.float32)
 
 
 def _row_slice(decoded: Any, start: int, stop: int, words: bool) -> Any:

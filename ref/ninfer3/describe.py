@@ -1,14 +1,13 @@
 """What `weightfile inspect` and `weightfile verify` show for a `.ninfer` v3 file (spec/ninfer3.md).
 
 `describe` returns a JSON-serialisable description (header, file set, components, objects with
-the files they span, bindings, uses, metadata); `format_text` renders it as tables; `verify`
+the files they span, bindings, uses, metadata; `weightfile inspect` renders it as tables); `verify`
 lists every violation: a framing or JSON failure alone, else every broken directory rule, and
 for a file set that opens, every object's deferred checks and every continuation volume.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -117,102 +116,6 @@ def _binding(name: str, binding: Binding) -> dict[str, Any]:
     assert binding.parts is not None
     parts = [{"object": p.object_id, "range": [p.begin, p.end]} for p in binding.parts]
     return {"name": name, "parts": parts}
-
-
-# -- text rendering ----------------------------------------------------------------------------
-
-
-def format_text(description: dict[str, Any]) -> str:
-    """Readable sections with tables: header, files, components, objects, bindings, uses."""
-    h = description["header"]
-    out = [
-        f"{description['path']}: .ninfer v3",
-        f"  artifact_id          {h['artifact_id']}",
-        f"  json_bytes           {h['json_bytes']:,}",
-        f"  entry_payload_start  {h['entry_payload_start']:,}",
-        f"  payload_bytes        {description['payload_bytes']:,}",
-        f"  file_bytes (set)     {description['file_bytes']:,}",
-        "",
-        f"Files ({len(description['files'])})",
-    ]
-    rows = [
-        [
-            str(f["index"]),
-            f["name"] + ("" if f["path"] is not None else " (entry)"),
-            f"{f['payload_bytes']:,}",
-            f"[{f['logical_start']:,}, {f['logical_end']:,})",
-            f"{f['file_bytes']:,}",
-            "missing" if f["actual_bytes"] is None else f"{f['actual_bytes']:,}",
-        ]
-        for f in description["files"]
-    ]
-    out += _table(["#", "name", "payload_bytes", "logical range", "size", "on disk"], rows)
-    out += ["", f"Components ({len(description['components'])})"]
-    for c in description["components"]:
-        target = f" -> {c['target']}" if c["target"] else ""
-        out.append(f"  {c['id']}{target}")
-        for key, value in c["config"].items():
-            out.append(f"    config   {key:<28} {_compact(value)}")
-        for role, object_id in c["resources"].items():
-            out.append(f"    resource {role:<28} {object_id}")
-        if c["proposal"]:
-            out.append(f"    proposal {c['proposal']}")
-    out += ["", f"Objects ({len(description['objects'])})"]
-    rows = [
-        [
-            o["id"],
-            o["kind"],
-            o["format"] or o["encoding"] or "",
-            o["layout"] or "",
-            "" if o["shape"] is None else "x".join(map(str, o["shape"])) or "[]",
-            f"{o['offset']:,}",
-            f"{o['bytes']:,}",
-            "/".join(map(str, o["files"])) + (" *" if len(o["files"]) > 1 else ""),
-        ]
-        for o in description["objects"]
-    ]
-    out += _table(["id", "kind", "format", "layout", "shape", "offset", "bytes", "files"], rows)
-    spanning = [o for o in description["objects"] if len(o["files"]) > 1]
-    if spanning:
-        out.append("  * spans files: " + ", ".join(_span(o) for o in spanning))
-    out += ["", f"Bindings ({len(description['bindings'])})"]
-    rows = [[b["name"], _binding_text(b)] for b in description["bindings"]]
-    out += _table(["parameter", "binding"], rows)
-    out += ["", f"Uses ({len(description['uses'])})"]
-    rows = [
-        [
-            u["parameter"],
-            u["input"],
-            u["activation_policy"] or "-",
-            ", ".join(f"{r}={_binding_text(b)}" for r, b in u["auxiliaries"].items()) or "-",
-        ]
-        for u in description["uses"]
-    ]
-    out += _table(["parameter", "input", "policy", "auxiliaries"], rows)
-    return "\n".join(out) + "\n"
-
-
-def _compact(value: Any, width: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _span(o: dict[str, Any]) -> str:
-    return f"{o['id']} (files {' and '.join(map(str, o['files']))})"
-
-
-def _binding_text(b: dict[str, Any]) -> str:
-    if "object" in b:
-        return f"-> {b['object']}"
-    return " + ".join(f"{p['object']}[{p['range'][0]}:{p['range'][1]}]" for p in b["parts"])
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
-    lines = [header, ["-" * w for w in widths], *rows]
-    return [
-        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
-    ]
 
 
 # -- verification ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from weightfile.cli import main
@@ -181,3 +182,194 @@ def test_io_errors_of_the_other_commands_are_one_line_exit_4(argv, tmp_path, cap
     argv = [a.format(tmp=tmp_path, pw=pw) for a in argv]
     assert main(argv) == EXIT_IO
     assert str(tmp_path) in _one_line(capsys)
+
+
+# -- the done-when table: every command, each bad input of the issue's Why list ------------------
+#: (argv, exit code, words the one stderr line must hold). Placeholders: {tmp} a fresh folder,
+#: {ex} the bundled example, {empty} an empty .vqf, {cut} the example cut at 2000 bytes,
+#: {magic} the example with a wrong magic, {npz} an empty .npz, {pw} a passphrase file,
+#: {exists} a file that exists. `test_every_command_is_in_the_table` keeps it complete.
+BAD_INPUTS = [
+    (["demo", "--max-tokens", "-1"], EXIT_USAGE, "--max-tokens"),
+    (["demo", "--temperature", "nan"], EXIT_USAGE, "--temperature"),
+    (["inspect", "{magic}"], EXIT_VIOLATIONS, "[vqf.header.magic]"),
+    (["inspect", "{ex}", "--passphrase-file", "{tmp}/no-pw"], EXIT_IO, "no-pw"),
+    (["verify", "{tmp}"], EXIT_IO, "a directory, not a regular file"),
+    (["verify", "{empty}"], EXIT_VIOLATIONS, "1 violation(s)"),
+    (["verify", "--checksum", "{cut}"], EXIT_VIOLATIONS, "1 violation(s)"),
+    (["dump", "{cut}", "q4_q", "--out", "{tmp}/x.npy"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
+    (["dump", "{ex}", "no_such", "--out", "{tmp}/x.npy"], EXIT_USAGE, "no_such"),
+    (["dump", "{ex}", "q4_q", "--out", "{tmp}/no-dir/x.npy"], EXIT_IO, "no-dir"),
+    (["dump", "{ex}", "--all", "--out", "{tmp}"], EXIT_IO, "{tmp}: Is a directory"),
+    (["dump", "{ex}", "--all", "--out", "{tmp}/no-dir/x.safetensors"], EXIT_IO, "no-dir: no such"),
+    (["run", "{magic}", "--token-ids", "1"], EXIT_VIOLATIONS, "[vqf.header.magic]"),
+    (["run", "{ex}", "--token-ids", "1", "--max-tokens", "0"], EXIT_USAGE, "--max-tokens"),
+    (["trace", "{empty}", "--token-ids", "1", "--out", "{tmp}/t.npz"], EXIT_VIOLATIONS, "empty"),
+    (["trace", "{ex}", "--token-ids", "", "--out", "{tmp}/t.npz"], EXIT_USAGE, "--token-ids"),
+    (["trace", "{ex}", "--token-ids", "1", "--out", "{tmp}"], EXIT_IO, "{tmp}: Is a directory"),
+    (["import", "{tmp}/missing", "{tmp}/o.vqf"], EXIT_IO, "config.json"),
+    (["import", "{tmp}", "{tmp}/o.vqf", "--qtype", "q3"], EXIT_USAGE, "--qtype"),
+    (["convert", "{tmp}", "{tmp}/o.vqf"], EXIT_IO, "config.json"),
+    (["convert", "{empty}", "{tmp}/o.gguf"], EXIT_VIOLATIONS, "file is empty"),
+    (["convert", "{cut}", "{tmp}/o.gguf"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
+    (["convert", "{ex}", "{tmp}/o.txt"], 3, "extensions .gguf, .ninfer, .vqf"),
+    (["convert", "{ex}", "{tmp}/exists.gguf"], EXIT_USAGE, "--force"),
+    (["encrypt", "{empty}", "{tmp}/o.vqf", "--passphrase-file", "{pw}"], EXIT_VIOLATIONS, "empty"),
+    (
+        ["decrypt", "{ex}", "{tmp}/o.vqf", "--passphrase-file", "{pw}"],
+        EXIT_VIOLATIONS,
+        "not encrypted",
+    ),
+    (["sign", "{cut}", "{tmp}/s.vqf", "--sign-key", "{tmp}/no-key"], EXIT_IO, "no-key"),
+    (["keygen", "--out", "{tmp}/no-dir/k.key"], EXIT_IO, "no-dir"),
+    (["keygen", "--out", "{exists}"], EXIT_USAGE, "--force"),
+    (["conformance", "run", "--run", "no/such/*"], EXIT_USAGE, "no case id matches"),
+    (["conformance", "run", "--impl", "{tmp}/no-such-program"], EXIT_IO, "no-such-program"),
+    (["conformance", "generate", "--no-such-option"], EXIT_USAGE, "--no-such-option"),
+    (["bench", "{cut}", "--no-rss"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
+    (["bench", "--synthetic", "no-such-model"], EXIT_USAGE, "no-such-model"),
+    (["bench", "{ex}", "-r", "0"], EXIT_USAGE, "-r/--repetitions"),
+    (["diff", "{tmp}", "{npz}"], EXIT_IO, "Is a directory"),
+    (["diff", "{npz}", "{npz}"], EXIT_VIOLATIONS, "not an .npz of arrays (the file is empty)"),
+    (["diff", "{ex}", "{npz}"], EXIT_VIOLATIONS, "no zip archive"),
+    (["diff", "{npy}", "{npy}"], EXIT_VIOLATIONS, "an .npy or a model file?"),
+    (["diff", "{tmp}/missing.npz", "{npz}"], EXIT_IO, "missing.npz"),
+]
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    data = EXAMPLE_PATH.read_bytes()
+    files = {"tmp": tmp_path, "ex": EXAMPLE_PATH}
+    for name, content in (("empty.vqf", b""), ("cut.vqf", data[:2000]), ("empty.npz", b""),
+                          ("magic.vqf", b"XXXX" + data[4:]), ("pw", b"secret\n"),
+                          ("exists", b"x"), ("exists.gguf", b"x")):  # fmt: skip
+        (tmp_path / name).write_bytes(content)
+        files[name.split(".")[0] if name != "empty.npz" else "npz"] = tmp_path / name
+    np.save(tmp_path / "a.npy", np.zeros(3, np.float32))  # diff once tracebacked on an .npy
+    files["npy"] = tmp_path / "a.npy"
+    files["magic"] = tmp_path / "magic.vqf"
+    return files
+
+
+def _run_main(argv):
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's usage errors leave through SystemExit(2)
+        return exc.code
+
+
+@pytest.mark.parametrize(("argv", "code", "says"), BAD_INPUTS, ids=lambda x: " ".join(x)
+                         if isinstance(x, list) else "")  # fmt: skip
+def test_every_command_answers_bad_input_in_one_line(argv, code, says, bad_files, capsys):
+    args = [a.format(**bad_files) for a in argv]
+    assert _run_main(args) == code
+    line = _one_line(capsys)
+    assert says.format(**bad_files) in line, line
+
+
+def _commands() -> list[str]:
+    import argparse
+
+    from weightfile.cli import build_parser
+
+    def subs(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        found = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        return found[0].choices if found else {}
+
+    out = []
+    for name, p in subs(build_parser()).items():
+        out += [f"{name} {n}" for n in subs(p)] or [name]
+    return out
+
+
+def test_every_command_is_in_the_table():
+    covered = {
+        " ".join(argv[:2]) if argv[0] == "conformance" else argv[0] for argv, *_ in BAD_INPUTS
+    }
+    assert set(_commands()) <= covered, set(_commands()) - covered
+
+
+#: Arguments that parse, per command, so that the interrupt is what ends it.
+PARSING = {
+    "demo": ["demo"],
+    "inspect": ["inspect", "{ex}"],
+    "verify": ["verify", "{ex}"],
+    "dump": ["dump", "{ex}", "q4_q", "--out", "{tmp}/x.npy"],
+    "run": ["run", "{ex}", "--token-ids", "1"],
+    "trace": ["trace", "{ex}", "--token-ids", "1", "--out", "{tmp}/t.npz"],
+    "import": ["import", "{tmp}", "{tmp}/o.vqf"],
+    "convert": ["convert", "{tmp}", "{tmp}/o.vqf"],
+    "encrypt": ["encrypt", "{ex}", "{tmp}/o.vqf"],
+    "decrypt": ["decrypt", "{ex}", "{tmp}/o.vqf"],
+    "sign": ["sign", "{ex}", "{tmp}/o.vqf", "--sign-key", "{tmp}/k"],
+    "keygen": ["keygen", "--out", "{tmp}/k"],
+    "conformance run": ["conformance", "run"],
+    "conformance generate": ["conformance", "generate", "--check"],
+    "bench": ["bench", "{ex}"],
+    "diff": ["diff", "{npz}", "{npz}"],
+}
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_ctrl_c_in_any_command_is_one_line_exit_130(command, bad_files, monkeypatch, capsys):
+    """Wherever the interrupt lands inside a command, the CLI ends it in one line, exit 130.
+    The command's own `run` raises it here; two real places are the test below, run's
+    generation loop `test_ctrl_c_is_one_line_exit_130`."""
+    from weightfile import cli
+
+    parser = cli.build_parser()
+    real_parse = parser.parse_args
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def parse(argv=None):
+        args = real_parse(argv)
+        args.run = interrupted
+        return args
+
+    monkeypatch.setattr(parser, "parse_args", parse)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert main([a.format(**bad_files) for a in PARSING[command]]) == EXIT_INTERRUPTED
+    assert _one_line(capsys) == f"weightfile {command.split()[0]}: interrupted"
+
+
+def test_every_command_has_parsing_arguments():
+    assert set(PARSING) == set(_commands())
+
+
+def test_ctrl_c_during_a_checksum_and_a_corpus_run(monkeypatch, capsys):
+    """Two real places: the FNV pass of verify --checksum and a conformance case."""
+    from weightfile.conformance import runner
+    from weightfile.fast.vqf import fnv1a64
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fnv1a64, "fnv1a64", interrupted)
+    monkeypatch.setattr(runner, "run_case", interrupted)
+    assert main(["verify", "--checksum", str(EXAMPLE_PATH)]) == EXIT_INTERRUPTED
+    assert _one_line(capsys) == "weightfile verify: interrupted"
+    assert main(["conformance", "run", "--run", "vqf/*"]) == EXIT_INTERRUPTED
+    assert _one_line(capsys) == "weightfile conformance: interrupted"
+
+
+def test_generation_stops_at_the_context_with_a_note(capsys):
+    """The example's max_seq_len is 256 (its arch): 250 prompt tokens leave 6 new ones."""
+    ids = ",".join(["1"] * 250)
+    argv = ["run", str(EXAMPLE_PATH), "--token-ids", ids, "--max-tokens", "10", "--engine", "fast"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.split()) <= 6  # a stop id may end it sooner
+    assert _one_line_of(captured.err) == (
+        "note: the model's context is 256 tokens: generating 6, not 10 (--max-tokens)"
+    )
+    assert main(["run", str(EXAMPLE_PATH), "--token-ids", ",".join(["1"] * 256)]) == EXIT_USAGE
+    assert "fill the model's context of 256" in _one_line(capsys)
+
+
+def _one_line_of(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]

@@ -293,8 +293,8 @@ def test_a_command_that_does_not_declare_its_kinds_is_not_run(tmp_path, capsys):
     script = tmp_path / "mute.py"
     script.write_text("import sys\nsys.exit(0)\n")  # answers `kinds` with nothing
     status = main(["conformance", "run", "--impl", f"{sys.executable} {script}"])
-    out = capsys.readouterr().out
-    assert status == 2 and "did not answer `kinds`" in out
+    err = capsys.readouterr().err  # a usage error: one line on stderr
+    assert status == 2 and "did not answer `kinds`" in err
 
 
 def test_the_generator_draws_values_only_from_the_bit_exact_source():

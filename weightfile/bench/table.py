@@ -1,4 +1,5 @@
-"""The bench report as a readable table (the same numbers as `--json`, rounded for reading)."""
+"""The bench report as a readable table (the same numbers as `--json`, rounded for reading);
+the tables are drawn by the CLI's one table printer (weightfile/_table.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import io
 import json
 from pathlib import Path
 from typing import Any
+
+from weightfile._table import markdown, two_columns
 
 NA = "n/a (no fast engine)"
 
@@ -154,9 +157,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 def format_report(report: dict[str, Any]) -> str:
     """The summary as two aligned columns, then the notes (the pre-/2 table, still used by the
     md output's second part)."""
-    rows = summary_rows(report)
-    width = max(len(k) for k, _ in rows)
-    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines = two_columns(summary_rows(report))
     lines += [f"note: {n}" for n in report["notes"]]
     return "\n".join(lines)
 
@@ -225,20 +226,6 @@ def rate_text(t: dict[str, Any]) -> str:
     return text + (" (estimated)" if t["method"] == "estimated" else "")
 
 
-def md_table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    """A GitHub markdown table, columns padded like llama-bench's (numbers right-aligned)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        padded = [c.rjust(w) if i in right else c.ljust(w)
-                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]  # fmt: skip
-        return "| " + " | ".join(padded) + " |"
-
-    rule = "|".join("-" * (w + 1) + ":" if i in right else "-" * (w + 2)
-                    for i, w in enumerate(widths))  # fmt: skip
-    return [line(header), f"|{rule}|", *(line(r) for r in rows)]
-
-
 def format_md(report: dict[str, Any]) -> str:
     """llama-bench's markdown table of the tests (with the roofline columns), the summary of
     every other measurement as a second table, the notes, and the build line."""
@@ -253,9 +240,9 @@ def format_md(report: dict[str, Any]) -> str:
                      str(t["threads"]), t["test"], rate_text(t),
                      "" if roof is None else f"{roof:.2f}",
                      "" if frac is None else f"{100 * frac:.1f}%"])  # fmt: skip
-    lines = md_table(header, rows, right={1, 2, 4, 5, 6, 7, 8}) if rows else ["(no test rows)"]
+    lines = markdown(header, rows, right={1, 2, 4, 5, 6, 7, 8}) if rows else ["(no test rows)"]
     summary = [[k, v.replace("|", "/")] for k, v in summary_rows(report)]
-    lines += ["", *md_table(["measurement", "value"], summary, right=set())]
+    lines += ["", *markdown(["measurement", "value"], summary, right=set())]
     lines += [""] + [f"note: {n}" for n in report["notes"]] if report["notes"] else []
     lines += ["", f"build: {b['commit'] or 'unknown'} ({b['version'] or 'source tree'}) · "
                   f"{report['timestamp']}"]  # fmt: skip

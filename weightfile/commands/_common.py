@@ -116,6 +116,19 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
+def check_destination(path: Path) -> None:
+    """An OSError naming the user's path when `path` cannot be written as a new file: it is a
+    directory, or its folder does not exist (else the error would name our temporary file)."""
+    import errno
+    import os
+
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    folder = path.parent
+    if not folder.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(folder))
+
+
 def add_file_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", type=Path, help="a .vqf or .ninfer file")
     parser.add_argument(

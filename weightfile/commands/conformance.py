@@ -5,9 +5,10 @@
 
 `run` prints one PASS/FAIL/SKIP line per case and a summary `N passed, M failed, K skipped`
 (a case of a kind the implementation does not declare is skipped) after the implementation's
-`notes` on stderr; exit 0 only when no case
-fails and at least one passes. `generate` rewrites the committed corpus; with --check it only
-compares a fresh generation with it and exits 1 on any drift (conformance/README.md).
+`notes` on stderr; exit 0 only when no case fails and at least one passes, 2 when --impl does
+not answer `kinds` or --run matches no case. `generate` rewrites the committed corpus; with
+--check it only compares a fresh generation with it and exits 1 on any drift
+(conformance/README.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from ._common import UsageError
 
 
 def register(sub: Any) -> None:
@@ -49,12 +52,20 @@ def run(args: argparse.Namespace) -> int:
             impl = runner.command_implementation(args.impl)
         else:
             impl = runner.builtin_implementation(args.builtin)
-    except ValueError as exc:
-        print(f"error: {exc}")
-        return 2
+    except ValueError as exc:  # an --impl that does not answer `kinds`: a usage error, on stderr
+        raise UsageError(str(exc)) from None
+    if not runner.case_ids(pattern=args.pattern):
+        raise UsageError(
+            f"no case id matches --run {args.pattern!r} (see conformance/corpus/files-*)"
+        )
     for kind, note in sorted(impl.notes.items()):
         print(f"note: {kind}: {note}", file=sys.stderr)  # stdout stays one line per case
-    results = runner.run_corpus(impl, pattern=args.pattern)
+    from weightfile.progress import each
+
+    def bar(ids: list[str]) -> Any:  # one step per case, on a terminal only
+        return each(ids, "conformance", total=len(ids), unit="case")
+
+    results = runner.run_corpus(impl, pattern=args.pattern, progress=bar)
     passed = sum(r.passed for r in results)
     skipped = sum(r.skipped for r in results)
     failed = len(results) - passed - skipped

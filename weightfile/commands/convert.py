@@ -72,9 +72,6 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
     parser.add_argument(
-        "--quiet", action="store_true", help="no progress bar (it is shown on a terminal only)"
-    )
-    parser.add_argument(
         "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
     )
     parser.add_argument(

@@ -58,6 +58,13 @@ def register(sub: Any) -> None:
 
 def load(path: Path) -> dict[str, np.ndarray]:
     """The arrays of an .npz (a trace read in board names); frontend.npz.invalid otherwise."""
+    with open(path, "rb") as fh:  # an .npz is a zip archive: say so before numpy guesses
+        head = fh.read(4)
+    if head != b"PK\x03\x04":
+        what = "the file is empty" if not head else "no zip archive; an .npy or a model file?"
+        raise InvalidError(
+            "frontend.npz.invalid", f"{path}: not an .npz of arrays ({what})", path=str(path)
+        )
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {n: z[n] for n in z.files}

@@ -102,9 +102,15 @@ def tensor_names(f: Any) -> list[str]:
 def dump_all(f: Any, out: Path, engine: str) -> str:
     from safetensors.numpy import save_file
 
+    from weightfile.progress import each
+
+    from ._common import check_destination
+
+    check_destination(out)  # first: safetensors' own error would be a raw SafetensorError
+    names = tensor_names(f)
     tensors = {
         name: np.ascontiguousarray(f.decode(name, engine=engine), dtype=np.float32)
-        for name in tensor_names(f)
+        for name in each(names, "tensors", total=len(names))
     }
     save_file(tensors, str(out), metadata={"source": str(f._path()), "format": f.format})
     return f"{len(tensors)} tensors, float32"

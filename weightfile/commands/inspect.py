@@ -12,6 +12,7 @@ import argparse
 import json
 from typing import Any
 
+from weightfile._table import aligned
 from weightfile.formats import sniff
 from weightfile.spec.errors import WeightfileError
 
@@ -34,13 +35,13 @@ def run(args: argparse.Namespace) -> int:
     kind = sniff(path)
     key = passphrase(args)
     if kind == "vqf":
-        from weightfile.ref.vqf.describe import describe, format_text
-
         description = describe_vqf(path, key)
+        format_text = format_vqf
     else:
-        from weightfile.ref.ninfer3.describe import describe, format_text
+        from weightfile.ref.ninfer3.describe import describe
 
         description = describe(path)
+        format_text = format_ninfer3
     violations = rule_violations(path, key)
     if args.json:
         print(json.dumps(json_document(description, violations), indent=2))
@@ -114,3 +115,141 @@ def engine_defaults_line(path: Any, key: bytes | None) -> str:
             return engine_load_file(vqf).summary()
     except WeightfileError as exc:  # shown above with the violations; say why here too
         return f"not checked ({exc.rule})"
+
+
+# -- text: through the one table printer (weightfile/_table.py) -------------------------------
+def format_vqf(d: dict[str, Any]) -> str:
+    """The VQF describer's result (ref/vqf/describe.py) as text: header lines, the arch
+    wrapped, the directory table."""
+    h, a = d["header"], d["arch"]
+    lines = [
+        f"{d['path']}: VQF version {h['version']}, {h['layout']} {h['header_bytes']}-byte header, "
+        f"{d['file_size']:,} bytes",
+        f"  flags        {h['flags']:#06x}  {' | '.join(h['flag_names']) or '-'}",
+        f"  tensors      {h['n_tensors']}  data_offset {h['data_offset']:,}  "
+        f"file_len {h['file_len']:,}",
+        f"  trailer      {h['trailer']} {h['trailer_value']}",
+    ]
+    p = d.get("protection", {})
+    if "ENC" in h["flag_names"]:
+        lines.append(f"  encrypted    SM4-CTR, iv {h['enc_iv']}; tag {p['tag']}")
+        lines.append(f"  writer kind  {p['writer_kind']}")
+        lines.append(f"  loader       {p['loader_decrypt']}")
+    if h["signed"]:
+        lines.append(f"  signed       SM2 by pub {p['signer_pub']}")
+    if p:
+        lines.append(f"  loader       {p['loader_policy']}")
+    lines.append("arch")
+    items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
+    line = ""
+    for item in items:  # wrap at ~96 columns
+        if line and len(line) + 2 + len(item) > 96:
+            lines.append(line)
+            line = ""
+        line = f"{line}  {item}"
+    lines.append(line)
+    lines.append("directory")
+    header = ("#", "name", "qtype", "rows × cols", "offset", "bytes")
+    rows = [
+        (
+            str(t["index"]),
+            t["name"],
+            t["qtype_name"],
+            f"{t['rows']} × {t['cols']}",
+            f"{t['offset']:,}",
+            f"{t['bytes']:,}",
+        )
+        for t in d["tensors"]
+    ]
+    lines += aligned(header, rows, right={0, 3, 4, 5})
+    return "\n".join(lines)
+
+
+def format_ninfer3(description: dict[str, Any]) -> str:
+    """The .ninfer describer's result (ref/ninfer3/describe.py) as readable sections with
+    tables: header, files, components, objects, bindings, uses."""
+    h = description["header"]
+    out = [
+        f"{description['path']}: .ninfer v3",
+        f"  artifact_id          {h['artifact_id']}",
+        f"  json_bytes           {h['json_bytes']:,}",
+        f"  entry_payload_start  {h['entry_payload_start']:,}",
+        f"  payload_bytes        {description['payload_bytes']:,}",
+        f"  file_bytes (set)     {description['file_bytes']:,}",
+        "",
+        f"Files ({len(description['files'])})",
+    ]
+    rows = [
+        [
+            str(f["index"]),
+            f["name"] + ("" if f["path"] is not None else " (entry)"),
+            f"{f['payload_bytes']:,}",
+            f"[{f['logical_start']:,}, {f['logical_end']:,})",
+            f"{f['file_bytes']:,}",
+            "missing" if f["actual_bytes"] is None else f"{f['actual_bytes']:,}",
+        ]
+        for f in description["files"]
+    ]
+    out += aligned(
+        ["#", "name", "payload_bytes", "logical range", "size", "on disk"], rows, rule=True
+    )
+    out += ["", f"Components ({len(description['components'])})"]
+    for c in description["components"]:
+        target = f" -> {c['target']}" if c["target"] else ""
+        out.append(f"  {c['id']}{target}")
+        for key, value in c["config"].items():
+            out.append(f"    config   {key:<28} {_compact(value)}")
+        for role, object_id in c["resources"].items():
+            out.append(f"    resource {role:<28} {object_id}")
+        if c["proposal"]:
+            out.append(f"    proposal {c['proposal']}")
+    out += ["", f"Objects ({len(description['objects'])})"]
+    rows = [
+        [
+            o["id"],
+            o["kind"],
+            o["format"] or o["encoding"] or "",
+            o["layout"] or "",
+            "" if o["shape"] is None else "x".join(map(str, o["shape"])) or "[]",
+            f"{o['offset']:,}",
+            f"{o['bytes']:,}",
+            "/".join(map(str, o["files"])) + (" *" if len(o["files"]) > 1 else ""),
+        ]
+        for o in description["objects"]
+    ]
+    out += aligned(
+        ["id", "kind", "format", "layout", "shape", "offset", "bytes", "files"], rows, rule=True
+    )
+    spanning = [o for o in description["objects"] if len(o["files"]) > 1]
+    if spanning:
+        out.append("  * spans files: " + ", ".join(_span(o) for o in spanning))
+    out += ["", f"Bindings ({len(description['bindings'])})"]
+    rows = [[b["name"], _binding_text(b)] for b in description["bindings"]]
+    out += aligned(["parameter", "binding"], rows, rule=True)
+    out += ["", f"Uses ({len(description['uses'])})"]
+    rows = [
+        [
+            u["parameter"],
+            u["input"],
+            u["activation_policy"] or "-",
+            ", ".join(f"{r}={_binding_text(b)}" for r, b in u["auxiliaries"].items()) or "-",
+        ]
+        for u in description["uses"]
+    ]
+    out += aligned(["parameter", "input", "policy", "auxiliaries"], rows, rule=True)
+    return "\n".join(out) + "\n"
+
+
+def _compact(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _span(o: dict[str, Any]) -> str:
+    return f"{o['id']} (files {' and '.join(map(str, o['files']))})"
+
+
+def _binding_text(b: dict[str, Any]) -> str:
+    if "object" in b:
+        return f"-> {b['object']}"
+    return " + ".join(f"{p['object']}[{p['range'][0]}:{p['range'][1]}]" for p in b["parts"])

@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if s.note:
         print(s.note, file=sys.stderr)
     ids = model_prompt_ids(s, args)
+    args.max_tokens = within_context(s.arch, len(ids), args.max_tokens)
     if args.profile != "canonical" or args.save_logits is not None:
         return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
@@ -160,6 +161,20 @@ def run(args: argparse.Namespace) -> int:
         print(stream.flush(), end="")
     print()
     return 0
+
+
+def within_context(arch: dict[str, Any], prompt: int, wanted: int) -> int:
+    """New tokens that fit the model's context (VQF max_seq_len, Qwen3.5
+    max_position_embeddings), with a note on stderr when --max-tokens is cut; a prompt that
+    fills it is a usage error."""
+    limit = int(arch.get("max_seq_len") or arch.get("max_position_embeddings") or 0)
+    if not limit or prompt + wanted <= limit:
+        return wanted
+    if prompt >= limit:
+        raise UsageError(f"the prompt's {prompt} tokens fill the model's context of {limit}")
+    print(f"note: the model's context is {limit} tokens: generating {limit - prompt}, "
+          f"not {wanted} (--max-tokens)", file=sys.stderr)  # fmt: skip
+    return limit - prompt
 
 
 def board_options(args: argparse.Namespace) -> None:

@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write through a temporary file beside `path`, so a failure leaves nothing there."""
+    from ._common import check_destination
+
+    check_destination(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".part")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -52,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.session import load_session
     from weightfile.ref.layers.trace import TraceRecorder
 
+    from ._common import check_destination
+
+    check_destination(args.out)  # before the forward pass, not after it
     s = load_session(
         args.model,
         args.tokenizer,

@@ -1,4 +1,4 @@
-"""`describe`, `format_text` and `verify`, the functions `weightfile inspect/verify` call for
+"""`describe`, `verify` and the text `weightfile inspect` prints (commands/inspect.py) for
 `.ninfer` files (spec/ninfer3.md §1.3 step 7, §2.9)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from strategies.ninfer3 import (
     tiny_doc,
 )
 
-from weightfile.ref.ninfer3.describe import describe, format_text, verify
+from weightfile.commands.inspect import format_ninfer3 as format_text
+from weightfile.ref.ninfer3.describe import describe, verify
 
 
 def test_description_of_the_sharded_set(tmp_path: Path) -> None:

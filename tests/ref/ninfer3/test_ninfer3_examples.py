@@ -20,7 +20,8 @@ from strategies.ninfer3 import (
     patch,
 )
 
-from weightfile.ref.ninfer3.describe import describe, format_text, verify
+from weightfile.commands.inspect import format_ninfer3 as format_text
+from weightfile.ref.ninfer3.describe import describe, verify
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.ninfer3.write import ArtifactWriter
