@@ -28,6 +28,13 @@ from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.spec.codecs.vqf.registry import CODECS
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
+#: Extreme inputs overflow the reference's float32 arithmetic to inf/NaN, as the contract defines;
+#: numpy's warnings about it are expected here (and only here).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning"
+)
+
+
 MODES = list(QuantizedMatmul)
 
 

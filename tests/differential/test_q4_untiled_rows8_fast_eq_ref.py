@@ -10,6 +10,7 @@ this one always does.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fixture)
@@ -23,6 +24,12 @@ from weightfile.fast._native import each_isa
 from weightfile.fast.numerics.matrix import FastMatrix
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
+
+#: Extreme inputs overflow the reference's float32 arithmetic to inf/NaN, as the contract defines;
+#: numpy's warnings about it are expected here (and only here).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value encountered:RuntimeWarning"
+)
 
 
 @settings(max_examples=25)

@@ -2,7 +2,8 @@
 
 swiglu runs a vector at a time (8 AVX2 lanes, 4 NEON; fast/csrc/ops_body.h) with a scalar tail,
 so lengths cover both; the inputs are arbitrary bit patterns (NaN payloads, infinities,
-subnormals, the exp clamps' neighbours). Every kernel path usable here runs (spec/numerics.md §15.1: portable takes the scalar loops).
+subnormals, the exp clamps' neighbours). Every kernel path usable here runs (spec/numerics.md
+§15.1: portable takes the scalar loops).
 """
 
 import numpy as np

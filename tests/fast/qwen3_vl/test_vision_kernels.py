@@ -16,7 +16,15 @@ from weightfile.fast.qwen3_vl import numerics as fast
 from weightfile.ref.numerics.f32 import F32
 from weightfile.ref.qwen3_vl import numerics as ref
 
-pytestmark = pytest.mark.skipif(fast.kernels is None, reason="no C kernels")
+pytestmark = [
+    pytest.mark.skipif(fast.kernels is None, reason="no C kernels"),
+    # extreme rows overflow the reference's float32 sums to inf/NaN, as the contract defines
+    pytest.mark.filterwarnings(
+        "ignore:overflow encountered:RuntimeWarning",
+        "ignore:invalid value encountered:RuntimeWarning",
+        "ignore:divide by zero encountered:RuntimeWarning",
+    ),
+]
 
 #: float32 inputs including ±0, subnormals, the extremes, ±inf and NaN.
 f32s = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
