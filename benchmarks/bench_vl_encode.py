@@ -1,9 +1,9 @@
 """Image-encode time of one 448×448 image (28×28 = 784 patches, 196 image tokens) on a tower of
 the Qwen3-VL-2B geometry (24 blocks, D 1024, 16 heads, Iv 4096, O 2048, a 48×48 position table,
 DeepStack [5, 11, 17]): ref/qwen3_vl vs fast/qwen3_vl on the same random weights (Q8_0 block
-matrices, F32 patch embedding and mergers). Not a test (pytest does not collect it):
+matrices, F32 patch embedding and mergers). Not a test:
 
-    .venv/bin/python tests/fast/qwen3_vl/bench_encode.py [--threads 1 2] [--ref-grid 4]
+    python benchmarks/bench_vl_encode.py [--threads 1 2] [--ref-grid 4]
 
 The fast figure is the whole tower on the 448×448 image, measured, with the time in the vision
 linears and their achieved GFLOP/s. The reference is pure Python per element (hours for this
