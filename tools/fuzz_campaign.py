@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repro-dir", default="fuzz-repro")
     a = ap.parse_args(argv)
     start = time.time()
+    commit = _commit()  # the code the run starts with, not what HEAD is when it ends
     deadline = start + a.max_seconds if a.max_seconds else 0.0
     if a.deadline:
         deadline = min(filter(None, (deadline, _parse_deadline(a.deadline, start))))
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         shards = pending.get()
     stop_file.unlink(missing_ok=True)
     summary: dict = {
-        "commit": _commit(),
+        "commit": commit,
         "machine": f"{platform.machine()} {_cpu_model()}, {os.cpu_count()} cpus, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}",
         "seed": a.seed,
