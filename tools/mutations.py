@@ -6,7 +6,8 @@
 Each mutant replaces one exact line fragment (it must occur exactly once) in a scratch copy of
 the committed tree (`git archive HEAD`), then runs its targeted test subset there with a fresh C
 kernel cache, imports pointed at the copy. "killed" means the subset failed; "survived" means the
-suite would not notice the bug. Not part of CI: it takes minutes (issue 14 item 7).
+suite would not notice the bug; "equivalent" is a survivor whose row carries the argument that no
+input can tell it from the original (and a test showing the behaviour both share). Not part of CI: it takes minutes (issue 14 item 7).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 D = "tests/differential/"
 ROUND = D + "test_rounding_midpoints.py"
 VQF_CODECS = D + "test_vqf_codecs_fast_eq_ref.py"
+MUT = D + "test_mutant_rounding.py"
+RMS = D + "test_mutant_rmsnorm_fast_eq_ref.py"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class Mutant:
     new: str
     tests: tuple[str, ...]
     why: str
+    #: why no test can tell this mutant from the original, when that was proven instead
+    equivalent: str = ""
 
 
 M = Mutant
@@ -86,26 +91,34 @@ MUTANTS = [
       "np.floor(n32 + np.float32(0.5), out=n32)",
       (ROUND + "::test_ninfer_grouped_scale_midpoints_fast_eq_ref_eq_numpy",), "grouped codes half up, not even"),
     M("grouped-rescue", "fast/codecs/ninfer3/grouped_absmax.py", "RESCUE_SCALE = 0x0001", "RESCUE_SCALE = 0x0002",
-      (D + "test_ninfer3_row_split_k128_v1_fast_eq_ref.py",), "grouped rescue scale word"),
+      (D + "test_ninfer3_row_split_k128_v1_fast_eq_ref.py", MUT + "::test_grouped_underflowing_scale_gets_the_rescue_word"),
+      "grouped rescue scale word"),
     M("grouped-clamp", "fast/codecs/ninfer3/grouped_absmax.py", "np.minimum(n32, np.float32(fmt.qmax), out=n32)",
       "np.minimum(n32, np.float32(fmt.qmax + 1), out=n32)",
       (ROUND + "::test_ninfer_grouped_scale_midpoints_fast_eq_ref_eq_numpy",), "grouped clamp one too high"),
     M("fp8-code-half-up", "fast/codecs/ninfer3/fp8_row_maxabs.py", "word += np.uint32(0x7FFFF)",
-      "word += np.uint32(0x80000)", (ROUND + "::test_ninfer_fp8_row_scale_ties_fast_eq_ref_eq_ml_dtypes",),
+      "word += np.uint32(0x80000)", (ROUND + "::test_ninfer_fp8_row_scale_ties_fast_eq_ref_eq_ml_dtypes",
+                                     MUT + "::test_fp8_code_ties_and_subnormals_fast_eq_ref_eq_ml_dtypes"),
       "E4M3FN codes tie up"),
     M("fp8-subnormal-floor", "fast/codecs/ninfer3/fp8_row_maxabs.py",
       "sub = np.rint(magnitude[small] * np.float32(512.0))", "sub = np.floor(magnitude[small] * np.float32(512.0))",
-      (D + "test_ninfer3_row_scale_v1_fast_eq_ref.py",), "E4M3FN subnormal codes truncated"),
+      (D + "test_ninfer3_row_scale_v1_fast_eq_ref.py", MUT + "::test_fp8_code_ties_and_subnormals_fast_eq_ref_eq_ml_dtypes"),
+      "E4M3FN subnormal codes truncated"),
     M("fp8-rescue", "fast/codecs/ninfer3/fp8_row_maxabs.py", "RESCUE_SCALE = 0x0001", "RESCUE_SCALE = 0x0000",
-      (D + "test_ninfer3_row_scale_v1_fast_eq_ref.py",), "fp8 rescue scale lost"),
+      (D + "test_ninfer3_row_scale_v1_fast_eq_ref.py", MUT + "::test_fp8_row_whose_scale_underflows_is_refused"),
+      "fp8 rescue scale lost",
+      "a row gets scale word 0 only if amax/448 < 2^-134; the rescue word 0x0001 is 2^-133, whose inverse 2^133 "
+      "exceeds FLT_MAX, so step 5 refuses the row (inverse_overflow) with either word and no word is ever written"),
     M("bf16-nan-payload", "fast/codecs/ninfer3/contiguous_le_v1.py", "| np.uint32(0x7FC0)", "| np.uint32(0x7F80)",
-      (D + "test_ninfer3_contiguous_le_v1_fast_eq_ref.py",), "bf16 NaN becomes Inf"),
+      (D + "test_ninfer3_contiguous_le_v1_fast_eq_ref.py", MUT + "::test_bf16_nan_words_fast_eq_ref_are_quiet_nans"),
+      "bf16 NaN becomes Inf"),
     M("fast-f16-nan", "fast/codecs/vqf/f16.py", "h = np.where(nan, sign | np.uint16(0x7E00), h)",
-      "h = np.where(nan, sign | np.uint16(0x7C01), h)", (VQF_CODECS + "::test_encode_fast_equals_ref",),
+      "h = np.where(nan, sign | np.uint16(0x7C01), h)",
+      (VQF_CODECS + "::test_encode_fast_equals_ref", MUT + "::test_vqf_f16_nan_words_fast_eq_ref"),
       "f16 NaN payload"),
     # --- validators ------------------------------------------------------------------------
     M("vqf-head-dim-full", "ref/vqf/validate.py", 'if a["head_dim_full"] != a["head_dim"]:',
-      'if a["head_dim_full"] > a["head_dim"]:', ("tests/ref/vqf/test_rules.py",),
+      'if a["head_dim_full"] > a["head_dim"]:', ("tests/ref/vqf/test_rules.py", "tests/ref/vqf/test_mutant_reserved_arch.py"),
       "head_dim_full only checked one way"),
     M("ninfer-object-order", "ref/ninfer3/directory.py", "entry.offset >= prev_end,",
       "entry.offset + 1 >= prev_end,", ("tests/ref/ninfer3/test_ninfer3_rules.py",), "objects may overlap by one byte"),
@@ -118,9 +131,9 @@ MUTANTS = [
     M("c-fnv-prime", "fast/csrc/fnv1a64.c", "#define WF_FNV_PRIME 0x100000001b3ULL",
       "#define WF_FNV_PRIME 0x100000001b5ULL", (D + "test_vqf_fnv1a64_fast_eq_ref.py",), "FNV prime typo"),
     M("c-rmsnorm-eps", "fast/csrc/model_ops.c", "float r = 1.0f / sqrtf(ss / (float)n + eps);",
-      "float r = 1.0f / sqrtf(ss / (float)n) + eps;", ("tests/fast/test_model_ops.py",), "eps outside the sqrt"),
+      "float r = 1.0f / sqrtf(ss / (float)n) + eps;", ("tests/fast/test_model_ops.py", RMS), "eps outside the sqrt"),
     M("c-rmsnorm-order", "fast/csrc/model_ops.c", "out[row * n + i] = (v[i] * r) * w[i];",
-      "out[row * n + i] = v[i] * (r * w[i]);", ("tests/fast/test_model_ops.py",), "norm products reassociated"),
+      "out[row * n + i] = v[i] * (r * w[i]);", ("tests/fast/test_model_ops.py", RMS), "norm products reassociated"),
     M("c-attn-scale", "fast/csrc/model_ops.c", "const float scale = 1.0f / sqrtf((float)head_dim);",
       "const float scale = 1.0f / sqrtf((float)head_dim + 1.0f);", (D + "test_attend_fast_eq_ref.py",),
       "attention scale off"),
@@ -174,6 +187,8 @@ def run_one(m: Mutant, keep: bool = False) -> dict:
         out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
         last = (out.stdout.strip().splitlines() or [""])[-1]
         result = "killed" if out.returncode == 1 else "survived" if out.returncode == 0 else "error"
+        if result == "survived" and m.equivalent:
+            result = "equivalent"
         return {"id": m.id, "result": result, "detail": last, "seconds": round(time.time() - start)}
     finally:
         if not keep:
@@ -201,12 +216,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{m.id}: {r['result']} -- {r['detail']}", flush=True)
     killed = sum(r["result"] == "killed" for r in results)
-    lines.append(f"\n{killed} of {len(results)} killed")
+    same = [m for m, r in zip(chosen, results, strict=True) if r["result"] == "equivalent"]
+    lines.append(
+        f"\n{killed} of {len(results)} killed, {len(same)} equivalent (proven, see below)"
+    )
+    lines.extend(f"- `{m.id}` is equivalent: {m.equivalent}" for m in same)
     report = "\n".join(lines) + "\n"
     print(report)
     if a.out:
         Path(a.out).write_text(report)
-    return 0 if killed == len(results) else 1
+    return 0 if killed + len(same) == len(results) else 1
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import itertools
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from weightfile.convert.hf_names_qwen3 import (
 from weightfile.convert.qwen3_hf import config_from_hf
 from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
 from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.staging import staged_folder, sweep
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import write_vqf
@@ -170,13 +170,13 @@ def demo_model(sizes: DemoSizes | None = None, root: Path | None = None) -> tupl
     if model.is_file() and sidecar_path(model).is_file():
         return model, False
     final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=final.parent, prefix=".build-"))
-    try:
+    # The build folder is a writer's staging folder (ref/staging.py): locked while this build
+    # lives, so a build killed with -9 leaves a folder the next call's sweep removes, and a
+    # live concurrent build's folder is left alone.
+    sweep(final.parent)
+    with staged_folder(final) as work:  # removed on failure; renamed away on success
         verify(build(work, corpus, s))
         if final.exists():  # a half-built or concurrent entry: replace it
             shutil.rmtree(final, ignore_errors=True)
         os.replace(work, final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return model, True

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from weightfile.ref.ninfer3 import read  # read.MAX_JSON_BYTES: the one definition of the cap
 from weightfile.ref.ninfer3.directory import validate_directory
 from weightfile.ref.ninfer3.jsontext import parse_json
 from weightfile.ref.ninfer3.plan import ObjectSpec, layout_directory, plan_objects
@@ -26,7 +27,7 @@ from weightfile.ref.ninfer3.records import FileEntry
 from weightfile.ref.ninfer3.require import fail, require
 from weightfile.ref.ninfer3.volumes import map_range, payload_starts
 from weightfile.ref.staging import create_temp, os_failures, sweep
-from weightfile.spec.errors import DestinationExistsError, FileAccessError
+from weightfile.spec.errors import DestinationExistsError, FileAccessError, UnsupportedError
 from weightfile.spec.ninfer3.framing import (
     DEFAULT_LIMIT,
     JSON_OFFSET,
@@ -34,6 +35,18 @@ from weightfile.spec.ninfer3.framing import (
     build_entry_header,
     entry_payload_start,
 )
+
+
+def require_readable_json(json_bytes: int) -> None:
+    """Refuse a directory longer than the reader's cap: the file would be written whole and then
+    refused at open with `ninfer3.header.json_limit` (spec/ninfer3.md §9.1)."""
+    if json_bytes > read.MAX_JSON_BYTES:
+        raise UnsupportedError(
+            "ninfer3.writer.json_limit",
+            f"the directory JSON is {json_bytes} bytes; readers refuse more than "
+            f"{read.MAX_JSON_BYTES}",
+            path="json_bytes",
+        )
 
 
 class ArtifactWriter:
@@ -67,6 +80,7 @@ class ArtifactWriter:
         self.json_text, files_table = layout_directory(
             root, payload_bytes, self.path.name, limit, min_json_bytes
         )
+        require_readable_json(len(self.json_text))
         # Never publish what the reader would reject at open time.
         self.directory = validate_directory(parse_json(self.json_text), self.path.name)
         self.artifact_id = artifact_id if artifact_id is not None else uuid.uuid4().bytes

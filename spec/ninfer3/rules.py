@@ -173,6 +173,7 @@ RULES: dict[str, Rule] = table(
         _rule("ninfer3.writer.limit", INV, "limit too small for the header and JSON", "1.7"),
         _rule("ninfer3.writer.coverage", INV, "object bytes written twice or not at all", "1.7"),
         _rule("ninfer3.writer.exists", EXISTS, "a destination file already exists", "1.7"),
+        _rule("ninfer3.writer.json_limit", UNS, "directory JSON above the reader's 256 MiB", "9.1"),
     )
 )
 

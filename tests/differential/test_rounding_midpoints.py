@@ -158,8 +158,8 @@ def test_ninfer_grouped_scale_midpoints_fast_eq_ref_eq_numpy(fmt: str, data: st.
     ref = ninfer_outcome(ref_ninfer(fmt, layout).encode, x, x.shape)
     fast = ninfer_outcome(fast_ninfer(fmt, layout).encode, x, x.shape)
     assert_identical(ref, fast)
-    if isinstance(fast, bytes):
-        scales = fast_ninfer(fmt, layout).decode_words(fast, x.shape)["scales"]
+    if fast[0] == "ok":  # outcome() wraps the bytes: ("ok", payload)
+        scales = fast_ninfer(fmt, layout).decode_words(fast[1], x.shape)["scales"]
         pad = np.zeros((x.shape[0], scales.shape[1] * g), np.float32)
         pad[:, : x.shape[1]] = x
         amax = np.abs(pad.reshape(x.shape[0], -1, g)).max(axis=2)
@@ -200,8 +200,8 @@ def test_ninfer_fp8_row_scale_ties_fast_eq_ref_eq_ml_dtypes(x: np.ndarray) -> No
     ref = ninfer_outcome(ref_ninfer(fmt, layout).encode, x, x.shape)
     fast = ninfer_outcome(fast_ninfer(fmt, layout).encode, x, x.shape)
     assert_identical(ref, fast)
-    if isinstance(fast, bytes):
-        scales = fast_ninfer(fmt, layout).decode_words(fast, x.shape)["scales"]
+    if fast[0] == "ok":  # outcome() wraps the bytes: ("ok", payload)
+        scales = fast_ninfer(fmt, layout).decode_words(fast[1], x.shape)["scales"]
         xb = x.astype(ml_dtypes.bfloat16).astype(np.float32)
         amax = np.abs(xb).max(axis=1)
         want = bf16_oracle(amax / F32(448))

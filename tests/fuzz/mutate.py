@@ -6,9 +6,13 @@ published example directories in tests/data. A mutation is a short list of edits
 `Draw` (``draw(lo, hi)`` returns an int in [lo, hi]): Hypothesis drives it in the CI test (so a
 failure shrinks), `random.Random.randint` drives it in tools/fuzz_campaign.py.
 
-Byte edits aim mostly at the head of a file (header, directory, JSON), where the structure is;
-`.ninfer` entries also get JSON edits: the directory is parsed, one node is replaced, deleted,
-duplicated or renamed, and the entry is re-framed (spec/ninfer3.md §1.1) so the new text is read.
+Byte edits aim mostly at the head of a file (header, directory, JSON), where the structure is.
+Structure-aware edits go deeper: a VQF file gets one header, arch or directory-entry field set
+(at its schema-derived offset) to a boundary number, a nudged value or another field's value, and
+its FNV-1a-64 trailer is re-sealed (spec/vqf.md §3.5) so the input reaches the binder and the
+decoders; a `.ninfer` entry gets its directory parsed, one node replaced, deleted, duplicated or
+renamed — or an object/binding/file field set to a boundary number or cross-referenced to another
+object — and is re-framed (spec/ninfer3.md §1.1) so the new text is read.
 """
 
 from __future__ import annotations
@@ -21,6 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from weightfile.spec.vqf.arch import ARRAY_FIELD_NAMES
+from weightfile.spec.vqf.constants import DIRECTORY_OFFSET, ENTRY_BYTES
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.header import VQFHeader, VQFHeaderLegacy, arch_field_offset, field_offset
+from weightfile.spec.vqf.qtypes import QType
+from weightfile.spec.vqf.tensor import VQFTensor
 
 Draw = Callable[[int, int], int]
 
@@ -252,6 +263,253 @@ def reframe(entry: bytes, doc: Any) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
+# structure-aware edits of a VQF file (schemas: spec/vqf/header.py, arch.py, tensor.py)
+
+
+def _fields(schema: Any, base: int = 0) -> list[tuple[str, int, int]]:
+    """(name, absolute offset, width) of every integer/float word of a flat schema; the arch's
+    arrays are split into their four words."""
+    out = []
+    for sc in schema.subcons:
+        if sc.name in ("arch", "sig", "enc_iv", "enc_rsvd", "pad_arch", "magic", "name"):
+            continue
+        off, width = base + field_offset(schema, sc.name), sc.sizeof()
+        if sc.name in ARRAY_FIELD_NAMES:
+            out.extend((f"{sc.name}[{k}]", off + 4 * k, 4) for k in range(4))
+        else:
+            out.append((sc.name, off, width))
+    return out
+
+
+def _header_fields(schema: Any) -> list[tuple[str, int, int]]:
+    arch = next(sc for sc in schema.subcons if sc.name == "arch").subcon
+    return _fields(schema) + _fields(arch, arch_field_offset(schema, arch.subcons[0].name))
+
+
+HEADER_FIELDS = {"current": _header_fields(VQFHeader), "legacy": _header_fields(VQFHeaderLegacy)}
+ENTRY_FIELDS = _fields(VQFTensor)  # qtype, rows, cols, pad, offset, bytes (name apart)
+_ENTRY_BYTES_AT = field_offset(VQFTensor, "bytes")
+FLOAT_FIELDS = {"rope_theta", "norm_eps"}
+INTERESTING_F32 = [0.0, -0.0, 1e-45, 1e-6, 1.0, 1e6, 3.4e38, math.inf, -math.inf, math.nan, -1.0]
+
+
+def _u(b: bytes | bytearray, off: int, width: int) -> int:
+    return int.from_bytes(b[off : off + width], "little")
+
+
+def vqf_layout(data: bytes) -> str:
+    """The header layout whose (data_offset, file_len) pair fits the file size (spec/vqf.md §2.4
+    step 3, loosely: a guess for the mutator, the reader decides for real)."""
+    for layout, schema in (("current", VQFHeader), ("legacy", VQFHeaderLegacy)):
+        fl = _u(data, field_offset(schema, "file_len"), 8)
+        if fl and len(data) in (fl + 8, fl + 32):  # FNV or HMAC-SM3 trailer
+            return layout
+    return "current"
+
+
+def vqf_reseal(data: bytearray, layout: str) -> None:
+    """Recompute the FNV-1a-64 trailer of a plaintext file in place (spec/vqf.md §3.5), when the
+    header's own numbers still frame a directory, a data region and a trailer."""
+    from weightfile.fast.vqf.fnv1a64 import fnv1a64  # the C kernel; imported late, it builds
+
+    schema = VQFHeader if layout == "current" else VQFHeaderLegacy
+    if len(data) < 448 or _u(data, field_offset(schema, "flags"), 4) & VQFFlag.ENC:
+        return
+    n = _u(data, field_offset(schema, "n_tensors"), 4)
+    start, end = (
+        _u(data, field_offset(schema, "data_offset"), 8),
+        _u(data, field_offset(schema, "file_len"), 8),
+    )
+    dir_end = DIRECTORY_OFFSET + ENTRY_BYTES * n
+    if not (dir_end <= start <= end and end + 8 <= len(data)):
+        return
+    if _u(data, end, 8) == 0:  # an unchecked (zero) trailer stays unchecked
+        return
+    h = fnv1a64(memoryview(data)[start:end], fnv1a64(memoryview(data)[DIRECTORY_OFFSET:dir_end]))
+    data[end : end + 8] = h.to_bytes(8, "little")
+
+
+def _int_value(draw: Draw, current: int, others: list[int], width: int) -> int:
+    op = draw(0, 5)
+    if op <= 1:
+        v = INTERESTING_INTS[draw(0, len(INTERESTING_INTS) - 1)] + draw(-1, 1)
+    elif op == 2:
+        v = current + (1 if draw(0, 1) else -1)
+    elif op == 3:
+        v = current * 2 if draw(0, 1) else current // 2
+    elif others:  # a cross-reference: another field's value (an offset, a size, a count)
+        v = others[draw(0, len(others) - 1)] + draw(-1, 1) * (op == 5)
+    else:
+        v = 0
+    return v % (1 << (8 * width))
+
+
+def mutate_vqf_fields(data: bytes, draw: Draw) -> bytes:
+    """One field of the header, the arch or one directory entry edited at its schema offset,
+    then the trailer re-sealed (unless the draw keeps the stale one, 1 time in 8)."""
+    layout = vqf_layout(data)
+    b = bytearray(data)
+    if len(b) < 448:
+        return data
+    schema = VQFHeader if layout == "current" else VQFHeaderLegacy
+    n = min(_u(b, field_offset(schema, "n_tensors"), 4), (len(b) - DIRECTORY_OFFSET) // 64)
+    entries = [DIRECTORY_OFFSET + ENTRY_BYTES * i for i in range(max(n, 0))]
+    header = HEADER_FIELDS[layout]
+    where = draw(0, 2) if entries else 0
+    if where == 0:  # a header or arch word
+        name, off, width = header[draw(0, len(header) - 1)]
+        if name in FLOAT_FIELDS:
+            v = INTERESTING_F32[draw(0, len(INTERESTING_F32) - 1)]
+            b[off : off + 4] = struct.pack("<f", v)
+        elif name == "flags" and draw(0, 1):
+            b[off : off + 4] = (_u(b, off, 4) ^ (1 << draw(0, 11))).to_bytes(4, "little")
+        else:
+            others = [_u(b, o, w) for _, o, w in header if w >= width]
+            others += [_u(b, e + o, w) for e in entries[:8] for _, o, w in ENTRY_FIELDS]
+            b[off : off + width] = _int_value(draw, _u(b, off, width), others, width).to_bytes(
+                width, "little"
+            )
+    else:
+        e = entries[draw(0, len(entries) - 1)]
+        other = entries[draw(0, len(entries) - 1)]
+        op = draw(0, 9)
+        if op == 0:  # the name: another entry's (a duplicate), empty, unterminated, non-ASCII
+            kind = draw(0, 3)
+            name = (
+                bytes(b[other : other + 32])
+                if kind == 0
+                else bytes(32)
+                if kind == 1
+                else b"x" * 32
+                if kind == 2
+                else b"\xff" + bytes(b[e + 1 : e + 32])
+            )
+            b[e : e + 32] = name
+        elif op == 1:  # two whole entries swapped, or one copied over another
+            rec = bytes(b[other : other + ENTRY_BYTES])
+            if draw(0, 1):
+                b[other : other + ENTRY_BYTES] = b[e : e + ENTRY_BYTES]
+            b[e : e + ENTRY_BYTES] = rec
+        else:
+            name, off, width = ENTRY_FIELDS[draw(0, len(ENTRY_FIELDS) - 1)]
+            if name == "qtype" and draw(0, 1):
+                codes = [int(q) for q in QType] + [0, 6, 0xFF]
+                v = codes[draw(0, len(codes) - 1)]
+            else:
+                others = [_u(b, x + o, w) for x in (e, other) for _, o, w in ENTRY_FIELDS]
+                others += [_u(b, o, w) for nm, o, w in header if nm in ("data_offset", "file_len")]
+                if name == "offset":  # the end of another tensor: adjacent or overlapping
+                    others.append(_u(b, other + off, 8) + _u(b, other + _ENTRY_BYTES_AT, 8))
+                v = _int_value(draw, _u(b, e + off, width), others, width)
+            b[e + off : e + off + width] = v.to_bytes(width, "little")
+    if draw(0, 7):
+        vqf_reseal(b, layout)
+    return bytes(b)
+
+
+# --------------------------------------------------------------------------------------------
+# structure-aware edits of a .ninfer directory: objects, bindings and files fields
+
+
+def mutate_ninfer_fields(doc: Any, draw: Draw) -> Any:
+    """One object, binding or file field set to a boundary number of the document itself (a
+    payload end, an object's end, a shape product ±1) or cross-referenced to another object.
+    A document an earlier edit left without that structure gets a plain JSON edit instead."""
+    try:
+        return _ninfer_fields(json.loads(json.dumps(doc)), draw)
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+        return mutate_json(doc, draw)
+
+
+def _ninfer_fields(doc: Any, draw: Draw) -> Any:
+    objects = (
+        [o for o in doc.get("objects", []) if isinstance(o, dict)] if isinstance(doc, dict) else []
+    )
+    if not objects:
+        return mutate_json(doc, draw)
+    ids = [o.get("id") for o in objects]
+    ends = [o.get("offset", 0) + o.get("bytes", 0) for o in objects
+            if isinstance(o.get("offset"), int) and isinstance(o.get("bytes"), int)]  # fmt: skip
+    sizes = [f.get("payload_bytes") for f in doc.get("files", []) if isinstance(f, dict)]
+    numbers = [v for v in ends + sizes if isinstance(v, int)] + [0, 1, 2**53, 2**64]
+
+    def near() -> int:
+        return numbers[draw(0, len(numbers) - 1)] + draw(-1, 1)
+
+    where = draw(0, 3)
+    bindings = doc.get("bindings") if isinstance(doc.get("bindings"), dict) else {}
+    if where == 0 or not bindings:  # an object field
+        o = objects[draw(0, len(objects) - 1)]
+        key = ("offset", "bytes", "shape", "format", "layout", "id", "kind", "file")[draw(0, 7)]
+        if key in ("offset", "bytes", "file"):
+            o[key] = near() if key != "file" else draw(-1, 3)
+        elif key == "shape" and isinstance(o.get("shape"), list):
+            shape = o["shape"]
+            op = draw(0, 3)
+            if op == 0 and shape:
+                shape[draw(0, len(shape) - 1)] += draw(-1, 1)
+            elif op == 1:
+                shape.append(draw(0, 2))
+            elif op == 2 and shape:
+                shape[draw(0, len(shape) - 1)] = INTERESTING_INTS[
+                    draw(0, len(INTERESTING_INTS) - 1)
+                ]
+            else:
+                o["shape"] = shape[::-1] if len(shape) > 1 else []
+        elif key == "id":
+            o["id"] = ids[draw(0, len(ids) - 1)]  # a duplicate id
+        else:
+            donors = [x[key] for x in objects if key in x] or [None]
+            o[key] = donors[draw(0, len(donors) - 1)]  # another object's format/layout/kind
+    elif where <= 2:  # a binding: its object, its parts, its ranges
+        names = sorted(bindings)
+        b = bindings[names[draw(0, len(names) - 1)]]
+        if not isinstance(b, dict):
+            bindings[names[0]] = {"object": ids[draw(0, len(ids) - 1)]}
+        elif "parts" in b and isinstance(b["parts"], list) and b["parts"]:
+            parts = b["parts"]
+            p = parts[draw(0, len(parts) - 1)]
+            op = draw(0, 4)
+            if op == 0 and isinstance(p, dict):
+                p["object"] = ids[draw(0, len(ids) - 1)]
+            elif op == 1 and isinstance(p, dict) and isinstance(p.get("range"), list):
+                r = p["range"]
+                if r:
+                    r[draw(0, len(r) - 1)] += draw(-1, 1) or 1
+            elif op == 2 and isinstance(p, dict):
+                p["range"] = [near() % 8, near() % 8] if draw(0, 1) else [0, near()]
+            elif op == 3:
+                parts.append(json.loads(json.dumps(p)))
+            else:
+                del parts[draw(0, len(parts) - 1)]
+        else:
+            op = draw(0, 2)
+            if op == 0:
+                b["object"] = ids[draw(0, len(ids) - 1)]
+            elif op == 1:  # a whole binding turned into parts of one or two objects
+                k = draw(0, 4)
+                b.pop("object", None)
+                first, second = ids[draw(0, len(ids) - 1)], ids[draw(0, len(ids) - 1)]
+                b["parts"] = [
+                    {"object": first, "range": [0, k]},
+                    {"object": second, "range": [k, near() % 9]},
+                ]
+            else:
+                b["range"] = [0, near()]
+    else:  # a file record: its size or path
+        files = [f for f in doc.get("files", []) if isinstance(f, dict)]
+        if files:
+            f = files[draw(0, len(files) - 1)]
+            if draw(0, 2):
+                f["payload_bytes"] = near()
+            else:
+                f["path"] = [None, "", ".", "..", "x/../y", files[0].get("path"), "a" * 300][
+                    draw(0, 6)
+                ]
+    return doc
+
+
+# --------------------------------------------------------------------------------------------
 # a whole mutation of a seed
 
 
@@ -265,11 +523,15 @@ def mutate(seed: Seed, draw: Draw) -> dict[str, bytes | None]:
         if data is None:
             continue
         kind = draw(0, 9)
-        if seed.format == "ninfer3" and name == seed.entry and kind < 4:
+        if seed.format == "ninfer3" and name == seed.entry and kind < 7:
             parts = split_entry(data)
             if parts is not None:
-                files[name] = reframe(data, mutate_json(parts[0], draw))
+                edit = mutate_json if kind < 3 else mutate_ninfer_fields
+                files[name] = reframe(data, edit(parts[0], draw))
                 continue
+        if seed.format == "vqf" and kind < 7:
+            files[name] = mutate_vqf_fields(data, draw)
+            continue
         if kind == 9 and name != seed.entry:  # a volume goes missing
             files[name] = None
             continue

@@ -17,7 +17,15 @@ from hypothesis import strategies as st
 
 from fuzz import worker as worker_module
 from fuzz.harness import Scratch, Worker, reproducer
-from fuzz.mutate import load_seeds, mutate, mutate_json, reframe, split_entry
+from fuzz.mutate import (
+    load_seeds,
+    mutate,
+    mutate_json,
+    mutate_ninfer_fields,
+    mutate_vqf_fields,
+    reframe,
+    split_entry,
+)
 
 EXAMPLES = 120  # per format; about 10-25 s each on 2 shared cores
 
@@ -118,3 +126,55 @@ def test_classifier_sees_crashes_and_timeouts(tmp_path):
         assert w.run(entry, True, True).outcome == "timeout"
         w.timeout = 30.0
         assert w.run(entry, False, True).outcome in ("ok", "typed")  # restarted after the kill
+
+
+def _script(*values: int):
+    """A draw that answers `values` in order (clamped to each call's range), then the low end."""
+    it = iter(values)
+    return lambda lo, hi: min(max(next(it, lo), lo), hi)
+
+
+def test_vqf_field_edit_reaches_the_directory_and_reseals_the_trailer(tmp_path):
+    """A directory-entry edit lands in the field the schema names and the FNV trailer is
+    recomputed, so validate reports no `vqf.trailer.fnv` and the reader sees the new value."""
+    from weightfile.ref.vqf.fnv1a64 import fnv1a64
+    from weightfile.spec.vqf.header import VQFHeader, field_offset
+    from weightfile.spec.vqf.tensor import VQFTensor
+
+    seed = next(s for s in load_seeds("vqf") if s.entry == "tiny-qwen3-q4.vqf")
+    data = seed.files[seed.entry]
+    # where=1 (an entry), entry 2, other 0, op 2 (a numeric field), field 1 (rows),
+    # value op 2 (nudge), +1, then reseal (draw 1 of 0..7)
+    out = mutate_vqf_fields(data, _script(1, 2, 0, 2, 1, 2, 1, 1))
+    assert len(out) == len(data) and out != data
+    rows_at = 448 + 64 * 2 + 32 + 4  # directory at 448, entry 2, rows after name and qtype
+    assert (
+        VQFTensor.parse(out[448 + 128 : 448 + 192])["rows"]
+        == int.from_bytes(data[rows_at : rows_at + 4], "little") + 1
+    )
+    entry = tmp_path / seed.entry
+    entry.write_bytes(out)
+    rules = {v.rule for v in worker_module.weightfile.validate(entry)}
+    assert "vqf.trailer.fnv" not in rules and "vqf.directory.geometry" in rules
+
+    def trailer(b: bytes) -> int:
+        file_len = int.from_bytes(b[field_offset(VQFHeader, "file_len") :][:8], "little")
+        return int.from_bytes(b[file_len : file_len + 8], "little")
+
+    n = int.from_bytes(data[12:16], "little")
+    start = int.from_bytes(data[field_offset(VQFHeader, "data_offset") :][:8], "little")
+    end = int.from_bytes(data[field_offset(VQFHeader, "file_len") :][:8], "little")
+    want = fnv1a64(out[448 : 448 + 64 * n] + out[start:end])  # the pure-Python oracle
+    assert trailer(out) == want != trailer(data)
+    # the same edit with the stale trailer kept (draw 0 of 0..7) keeps the seed's trailer
+    assert trailer(mutate_vqf_fields(data, _script(1, 2, 0, 2, 1, 2, 1, 0))) == trailer(data)
+
+
+def test_ninfer_field_edit_cross_references_an_object():
+    """A binding re-pointed at another object id is one of the structured edits."""
+    seed = next(s for s in load_seeds("ninfer3") if s.name.endswith("valid/single/tiny"))
+    doc, _, _ = split_entry(seed.files[seed.entry])
+    # where=1 (a binding), binding 1 (p.vec, sorted), op 0 (its object), id 2 (r.hello)
+    out = mutate_ninfer_fields(doc, _script(1, 1, 0, 2))
+    assert out["bindings"]["p.vec"] == {"object": "r.hello"}
+    assert doc["bindings"]["p.vec"] == {"object": "w.bf16"}  # the seed is not edited in place

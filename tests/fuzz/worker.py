@@ -7,7 +7,9 @@ allocate, not the interpreter.
 
 from __future__ import annotations
 
+import collections
 import errno
+import hashlib
 import json
 import resource
 import sys
@@ -24,7 +26,33 @@ def _bits(a: Any) -> Any:
     if isinstance(a, dict):
         return {k: _bits(v) for k, v in a.items()}
     a = np.asarray(a)
-    return (a.dtype.str, a.shape, a.tobytes())
+    return (a.dtype.str, a.shape, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
+
+
+#: ref results already computed, by everything a VQF ref decode reads: the codec the directory
+#: selects, the shape (rows = product of the leading axes, cols = the last) and the payload
+#: bytes. A mutated copy of a seed mostly keeps its other tensors byte-identical, so the slow
+#: oracle runs once per distinct (codec, shape, payload), not once per input. Bounded.
+_REF_MEMO: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+MEMO_SIZE = 20_000
+
+
+def _ref_bits(f: Any, name: str) -> Any:
+    key = None
+    if f.format == "vqf":
+        payload = f.file.payload(f.file.entry(name))
+        digest = hashlib.blake2b(payload, digest_size=16).digest()
+        key = (f.codec(name), f.shape(name), digest)
+        hit = _REF_MEMO.get(key)
+        if hit is not None:
+            _REF_MEMO.move_to_end(key)
+            return hit
+    bits = _bits(f.decode(name, engine="ref"))
+    if key is not None:
+        _REF_MEMO[key] = bits
+        if len(_REF_MEMO) > MEMO_SIZE:
+            _REF_MEMO.popitem(last=False)
+    return bits
 
 
 def run_one(path: str, ref: bool, decode: bool) -> tuple[str, str]:
@@ -40,10 +68,8 @@ def run_one(path: str, ref: bool, decode: bool) -> tuple[str, str]:
                 for name in names:
                     stage = f"decode {name!r}"
                     fast = f.decode(name, engine="fast")
-                    if ref:
-                        slow = f.decode(name, engine="ref")
-                        if _bits(fast) != _bits(slow):
-                            return "other", f"fast != ref for {name!r}"
+                    if ref and _bits(fast) != _ref_bits(f, name):
+                        return "other", f"fast != ref for {name!r}"
     except WeightfileError as exc:
         # A typed error at decode after a clean `validate` is allowed: payload contents (code
         # words, padding lanes) are checked when an object is decoded (spec/ninfer3.md §2.9).
