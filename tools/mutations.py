@@ -217,9 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m.id}: {r['result']} -- {r['detail']}", flush=True)
     killed = sum(r["result"] == "killed" for r in results)
     same = [m for m, r in zip(chosen, results, strict=True) if r["result"] == "equivalent"]
-    lines.append(
-        f"\n{killed} of {len(results)} killed, {len(same)} equivalent (proven, see below)"
-    )
+    lines.append(f"\n{killed} of {len(results)} killed, {len(same)} equivalent (proven, see below)")
     lines.extend(f"- `{m.id}` is equivalent: {m.equivalent}" for m in same)
     report = "\n".join(lines) + "\n"
     print(report)
