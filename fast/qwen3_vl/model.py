@@ -21,17 +21,16 @@ from weightfile.ref.layers.batch import PositionIds, gather_requests
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, layer_name
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3_vl.config import SpecialIds, VisionConfig
-from weightfile.ref.qwen3_vl.model import DEEPSTACK_OP, rope_index
+from weightfile.ref.qwen3_vl.model import DEEPSTACK_OP, ImagePrompt
 from weightfile.ref.qwen3_vl.vision import VisionInput, VisionOutput
-from weightfile.spec.errors import InvalidError
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .vision import FastVisionTower
 
 
-class FastQwen3VLModel:
-    """FastQwen3Model and FastVisionTower on one open VISION VQF; the interface of
-    ref/qwen3_vl/model.py's Qwen3VLModel."""
+class FastQwen3VLModel(ImagePrompt):
+    """FastQwen3Model and FastVisionTower on one open VISION VQF; the reference's image prompt
+    (ref/qwen3_vl/model.py's ImagePrompt: attached images, positions, the image-count check)."""
 
     def __init__(
         self,
@@ -46,45 +45,11 @@ class FastQwen3VLModel:
         self.text = FastQwen3Model(text_config, text_weights, profile, threads)
         self.vision = FastVisionTower(vision_config, vision_weights, threads)
         self.ids = ids
-        self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §1.2 (b))
-        self.pending_images: Sequence[VisionInput] = ()
-
-    def attach_images(self, images: Sequence[VisionInput]) -> None:
-        """The images the next fresh sequence's prompt refers to (see `forward`)."""
-        self.pending_images = tuple(images)
-
-    @property
-    def config(self) -> Qwen3Config:
-        return self.text.config
+        self.start_images()
 
     @property
     def threads(self) -> int:
         return self.text.threads
-
-    def new_cache(self) -> FastKVCache:
-        return self.text.new_cache()
-
-    def encode_images(
-        self, images: Sequence[VisionInput], trace: TraceHook | None = None
-    ) -> VisionOutput:
-        return self.vision.forward(images, trace)
-
-    def positions(
-        self, token_ids: Sequence[int], images: Sequence[VisionInput], start: int
-    ) -> PositionIds:
-        """The reference's MRoPE ids: get_rope_index on a fresh cache, text positions shifted by
-        δ on a continued one."""
-        if start == 0:
-            grids = [im.grid_thw for im in images]
-            merge = self.vision.config.spatial_merge_size
-            pos, self.rope_delta = rope_index(token_ids, self.ids.image, grids, merge)
-            return pos
-        if images:
-            raise InvalidError(
-                "frontend.image.count", "images are taken in the first call of a sequence only"
-            )
-        base = start + self.rope_delta
-        return [(p, p, p) for p in range(base, base + len(token_ids))]
 
     def forward(
         self,
@@ -95,22 +60,11 @@ class FastQwen3VLModel:
         images: Sequence[VisionInput] | None = None,
         vision_output: VisionOutput | None = None,
     ) -> np.ndarray:
-        """Logits float32 [T, vocab] of an expanded prompt, continuing `cache`; the images of
-        the first call default to those attached (Qwen3VLModel.forward's rules and errors)."""
-        if images is None:
-            images = ()
-            if cache.length == 0:
-                images, self.pending_images = self.pending_images, ()
-        slots = [i for i, tok in enumerate(token_ids) if tok == self.ids.image]
-        if images and vision_output is None:
-            vision_output = self.encode_images(images, trace)
-        n_rows = 0 if vision_output is None else len(vision_output.embeds)
-        if len(slots) != n_rows:
-            raise InvalidError(
-                "frontend.image.count",
-                f"{len(slots)} image tokens in the prompt, the images give {n_rows} rows",
-            )
-        pos = position_ids or self.positions(token_ids, images, cache.length)
+        """Logits float32 [T, vocab] of an expanded prompt, continuing `cache` (images as the
+        reference's `image_prompt` takes them)."""
+        slots, vision_output, pos = self.image_prompt(
+            token_ids, cache.length, position_ids, trace, images, vision_output
+        )
         if vision_output is None:  # no image rows: the text decoder as it is
             return self.text.forward(token_ids, cache, pos, trace)
         return self._forward_images(token_ids, cache, pos, trace, slots, vision_output)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,21 +85,17 @@ def rope_index(
     return pos, top + 1 - n
 
 
-class Qwen3VLModel:
-    """The text decoder of ref/qwen3 and the vision tower, bound to one numerics profile."""
+class ImagePrompt:
+    """What a Qwen3-VL model does around its two towers, whatever engine runs them: the images
+    attached for the next fresh sequence, the MRoPE positions (spec/models.md §1.2 (b)) and the
+    check of a prompt's image tokens against the images' rows. A subclass sets `text`, `vision`
+    and `ids` and calls `start_images()`; fast/qwen3_vl reuses this class as it is."""
 
-    def __init__(
-        self,
-        text_config: Qwen3Config,
-        text_weights: ModelWeights,
-        vision_config: VisionConfig,
-        vision_weights: VisionWeights,
-        ids: SpecialIds,
-        profile: NumericsProfile = CANONICAL,
-    ) -> None:
-        self.text = Qwen3Model(text_config, text_weights, profile)
-        self.vision = VisionTower(vision_config, vision_weights, profile)
-        self.ids = ids
+    text: Any  # Qwen3Model here, fast/qwen3's FastQwen3Model there: the same interface
+    vision: Any  # VisionTower or FastVisionTower
+    ids: SpecialIds
+
+    def start_images(self) -> None:
         self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §1.2 (b))
         self.pending_images: Sequence[VisionInput] = ()
 
@@ -135,6 +132,52 @@ class Qwen3VLModel:
         base = start + self.rope_delta
         return [(p, p, p) for p in range(base, base + len(token_ids))]
 
+    def image_prompt(
+        self,
+        token_ids: Sequence[int],
+        start: int,
+        position_ids: PositionIds | None,
+        trace: TraceHook | None,
+        images: Sequence[VisionInput] | None,
+        vision_output: VisionOutput | None,
+    ) -> tuple[list[int], VisionOutput | None, PositionIds]:
+        """The image-token slots, the images' rows (encoded here unless given) and the positions
+        of a prompt after `start` cached positions. Without `images`, the first call of a
+        sequence takes the images attached with `attach_images` (how run and trace hand them
+        over, so generation needs no change)."""
+        if images is None:
+            images = ()
+            if start == 0:
+                images, self.pending_images = self.pending_images, ()
+        slots = [i for i, tok in enumerate(token_ids) if tok == self.ids.image]
+        if images and vision_output is None:
+            vision_output = self.encode_images(images, trace)
+        n_rows = 0 if vision_output is None else len(vision_output.embeds)
+        if len(slots) != n_rows:
+            raise InvalidError(
+                "frontend.image.count",
+                f"{len(slots)} image tokens in the prompt, the images give {n_rows} rows",
+            )
+        return slots, vision_output, position_ids or self.positions(token_ids, images, start)
+
+
+class Qwen3VLModel(ImagePrompt):
+    """The text decoder of ref/qwen3 and the vision tower, bound to one numerics profile."""
+
+    def __init__(
+        self,
+        text_config: Qwen3Config,
+        text_weights: ModelWeights,
+        vision_config: VisionConfig,
+        vision_weights: VisionWeights,
+        ids: SpecialIds,
+        profile: NumericsProfile = CANONICAL,
+    ) -> None:
+        self.text = Qwen3Model(text_config, text_weights, profile)
+        self.vision = VisionTower(vision_config, vision_weights, profile)
+        self.ids = ids
+        self.start_images()
+
     def forward(
         self,
         token_ids: Sequence[int],
@@ -145,29 +188,16 @@ class Qwen3VLModel:
         vision_output: VisionOutput | None = None,
     ) -> np.ndarray:
         """Logits float32 [T, vocab] of an expanded prompt (each image's tokens already in place,
-        `expand_image_tokens`), continuing `cache`. Without `images`, the first call of a
-        sequence takes the images attached with `attach_images` (how run and trace hand them
-        over, so generation needs no change)."""
+        `expand_image_tokens`), continuing `cache` (images as `image_prompt` takes them)."""
         t = self.text
-        if images is None:
-            images = ()
-            if cache.length == 0:
-                images, self.pending_images = self.pending_images, ()
+        slots, vision_output, pos = self.image_prompt(
+            token_ids, cache.length, position_ids, trace, images, vision_output
+        )
 
         def hook(name: str, rows: list[Vec]) -> None:
             if trace is not None:
                 trace(name, as_rows(rows))
 
-        slots = [i for i, tok in enumerate(token_ids) if tok == self.ids.image]
-        if images and vision_output is None:
-            vision_output = self.encode_images(images, trace)
-        n_rows = 0 if vision_output is None else len(vision_output.embeds)
-        if len(slots) != n_rows:
-            raise InvalidError(
-                "frontend.image.count",
-                f"{len(slots)} image tokens in the prompt, the images give {n_rows} rows",
-            )
-        pos = position_ids or self.positions(token_ids, images, cache.length)
         caches = [cache] * len(token_ids)
         x = t.embed(token_ids)
         for r, s in enumerate(slots):  # masked_scatter: image rows in prompt order
