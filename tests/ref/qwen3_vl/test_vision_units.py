@@ -30,26 +30,38 @@ F32 = np.float32
 finite = st.floats(-30, 30, width=32, allow_nan=False)
 
 
+def round_f32(v: mpmath.mpf) -> np.float32:
+    """v rounded once to binary32: through binary64, except where binary64 lands exactly on a
+    binary32 midpoint (a double rounding there would tie to even), where v's side decides."""
+    d = float(v)
+    f = F32(d)
+    for n in (np.nextafter(f, F32(np.inf)), np.nextafter(f, F32(-np.inf))):
+        mid = (mpmath.mpf(float(f)) + mpmath.mpf(float(n))) / 2
+        if mpmath.mpf(d) == mid and abs(v - mpmath.mpf(float(n))) < abs(v - mpmath.mpf(float(f))):
+            return n
+    return f
+
+
 def mp_gelu_tanh(x: float) -> np.float32:
     """The definition at 100 digits, in the tanh form (the implementation uses another)."""
     with mpmath.workdps(100):
         v = mpmath.mpf(x)
         c = mpmath.sqrt(2 / mpmath.pi)
-        return F32(float(v / 2 * (1 + mpmath.tanh(c * (v + mpmath.mpf("0.044715") * v**3)))))
+        return round_f32(v / 2 * (1 + mpmath.tanh(c * (v + mpmath.mpf("0.044715") * v**3))))
 
 
 def mp_gelu_erf(x: float) -> np.float32:
     """The definition at 100 digits, in the erf form (the implementation uses erfc)."""
     with mpmath.workdps(100):
         v = mpmath.mpf(x)
-        return F32(float(v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2)))))
+        return round_f32(v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2))))
 
 
 @settings(max_examples=60, deadline=None)
-@given(x=finite)
+@given(x=finite | st.sampled_from([2.0**-149, -(2.0**-149), 3 * 2.0**-149, 2.0**-126]))
 def test_gelus_are_the_correctly_rounded_real_functions(x) -> None:
-    """The 100-digit value rounded to binary64 then binary32 is the correctly rounded binary32
-    value (a double rounding can only err within 2^-53 of a midpoint); x up to ±30 reaches the
+    """The 100-digit value rounded once to binary32 (`round_f32`: odd subnormals x put x/2
+    exactly on a midpoint, where only the real value's side decides); x up to ±30 reaches the
     far tails where 1 + tanh and 1 + erf cancel."""
     assert gelu_tanh(F32(x)) == mp_gelu_tanh(x)
     assert gelu_erf(F32(x)) == mp_gelu_erf(x)
