@@ -2,9 +2,10 @@
 bit.
 
 The forward-pass property runs tiny models (head_dim 8, the generic loop); here head_dim is a
-multiple of 32, the SSE2 path of Qwen3's 128: four positions' dots at once, 32 outputs held in
-registers across positions. Position counts cover the four-at-a-time loop and its tail; every
-kernel path usable here runs (spec/numerics.md §15.1: portable takes the plain C loop).
+multiple of 32, the vector path of Qwen3's 128 (fast/csrc/ops_body.h, AVX2 or NEON): several
+positions' dots at once, each output in its own lanes. Position counts cover the four-at-a-time
+loop and its tail; every kernel path usable here runs (spec/numerics.md §15.1: portable takes the
+plain C loop).
 """
 
 import numpy as np
