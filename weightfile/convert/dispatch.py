@@ -205,12 +205,9 @@ def gguf_architecture(src: Path) -> str:
     return str(metadata(GGUFState(src).reader).get("general.architecture", "unknown"))
 
 
-def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A llama.cpp qwen3 GGUF file -> VQF, copying Q8_0/Q4_0 blocks
-    (weightfile/convert/gguf_qwen3.py)."""
-    from .gguf_qwen3 import import_gguf
-
-    path = import_gguf(
+def _gguf_importer_to_vqf(importer, src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """One GGUF importer of weightfile/convert/ with the convert options every one of them takes."""
+    path = importer(
         src,
         dst,
         plan=options.vqf,
@@ -222,6 +219,14 @@ def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Pat
         progress=options.progress,
     )
     return [path]
+
+
+def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A llama.cpp qwen3 GGUF file -> VQF, copying Q8_0/Q4_0 blocks
+    (weightfile/convert/gguf_qwen3.py)."""
+    from .gguf_qwen3 import import_gguf
+
+    return _gguf_importer_to_vqf(import_gguf, src, dst, options)
 
 
 def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
@@ -246,18 +251,7 @@ def qwen3moe_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[
     (weightfile/convert/gguf_qwen3_moe.py)."""
     from .gguf_qwen3_moe import import_gguf_moe
 
-    path = import_gguf_moe(
-        src,
-        dst,
-        plan=options.vqf,
-        overwrite=options.overwrite,
-        codecs=codecs_package(options),
-        requantize=options.requantize,
-        passphrase=options.passphrase,
-        sign_key=options.sign_key,
-        progress=options.progress,
-    )
-    return [path]
+    return _gguf_importer_to_vqf(import_gguf_moe, src, dst, options)
 
 
 def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
