@@ -8,6 +8,8 @@ rows (missing tensor, qtype, size) of spec/vqf/rules.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
@@ -119,14 +121,34 @@ def bind_vision(
     vqf: VQFFile, text_width: int, matrix_words: MatrixWords = codec_matrix_words
 ) -> tuple[VisionConfig, VisionWeights]:
     """The tower's config and weights (spec/vqf.md §7.4 names, shapes from spec/vqf.md §8)."""
+    return bind_vision_with(
+        vqf,
+        text_width,
+        q8=lambda name, layers, out, inp: read_vision_q8(vqf, name, layers, out, inp, matrix_words),
+        dense=lambda name, layers, out, inp: _dense(vqf, name, layers, out, inp),
+        fc2_codes=lambda fc2: fc2,
+    )
+
+
+def bind_vision_with(
+    vqf: VQFFile,
+    text_width: int,
+    q8: Callable[[str, int, int, int], list],
+    dense: Callable[[str, int, int, int], list],
+    fc2_codes: Callable[[list], list[QuantMatrix]],
+) -> tuple[VisionConfig, VisionWeights]:
+    """bind_vision with the matrix readers given (`q8` and `dense` take a name, the layer count
+    and the [out, inp] shape; `fc2_codes` gives the QuantMatrix per block whose padding is
+    checked): the reference's readers above, or fast/qwen3_vl's FastMatrix views, with the same
+    checks in the same order."""
     c = vision_config_from_arch(vqf.header.arch, text_width)
     vd, vh, vf, vo = c.depth, c.hidden_size, c.intermediate_size, c.out_hidden_size
     vfp, mi, ds = _round_up(vf, QBLOCK), c.merged_dim, len(c.deepstack_visual_indexes)
-    qkv = read_vision_q8(vqf, "v_q8_qkv", vd, 3 * vh, vh, matrix_words)
-    proj = read_vision_q8(vqf, "v_q8_proj", vd, vh, vh, matrix_words)
-    fc1 = read_vision_q8(vqf, "v_q8_fc1", vd, vf, vh, matrix_words)
-    fc2 = read_vision_q8(vqf, "v_q8_fc2", vd, vh, vfp, matrix_words)
-    for i, m in enumerate(fc2):
+    qkv = q8("v_q8_qkv", vd, 3 * vh, vh)
+    proj = q8("v_q8_proj", vd, vh, vh)
+    fc1 = q8("v_q8_fc1", vd, vf, vh)
+    fc2 = q8("v_q8_fc2", vd, vh, vfp)
+    for i, m in enumerate(fc2_codes(fc2)):
         check_fc2_padding(m, vf, i)
     f = {
         n: read_norm(vqf, n, vd, width)
@@ -155,20 +177,20 @@ def bind_vision(
     merger = MergerWeights(
         norm_w=read_norm(vqf, "v_merger_nw", 1, vh)[0],
         norm_b=read_norm(vqf, "v_merger_nb", 1, vh)[0],
-        fc1=_dense(vqf, "v_merger_f1w", 1, mi, mi)[0],
+        fc1=dense("v_merger_f1w", 1, mi, mi)[0],
         fc1_b=read_norm(vqf, "v_merger_f1b", 1, mi)[0],
-        fc2=_dense(vqf, "v_merger_f2w", 1, vo, mi)[0],
+        fc2=dense("v_merger_f2w", 1, vo, mi)[0],
         fc2_b=read_norm(vqf, "v_merger_f2b", 1, vo)[0],
     )
     deepstack: tuple[MergerWeights, ...] = ()
     if ds:  # the v_ds_* tensors hold ds rows (spec/vqf.md §7.4); with ds = 0 they are empty
         nw, nb = read_norm(vqf, "v_ds_nw", ds, mi), read_norm(vqf, "v_ds_nb", ds, mi)
-        f1w, f1b = _dense(vqf, "v_ds_f1w", ds, mi, mi), read_norm(vqf, "v_ds_f1b", ds, mi)
-        f2w, f2b = _dense(vqf, "v_ds_f2w", ds, vo, mi), read_norm(vqf, "v_ds_f2b", ds, vo)
+        f1w, f1b = dense("v_ds_f1w", ds, mi, mi), read_norm(vqf, "v_ds_f1b", ds, mi)
+        f2w, f2b = dense("v_ds_f2w", ds, vo, mi), read_norm(vqf, "v_ds_f2b", ds, vo)
         deepstack = tuple(
             MergerWeights(nw[j], nb[j], f1w[j], f1b[j], f2w[j], f2b[j]) for j in range(ds)
         )
-    pe = _dense(vqf, "v_patch_embed", 1, vh, c.patch_dim)[0]
+    pe = dense("v_patch_embed", 1, vh, c.patch_dim)[0]
     weights = VisionWeights(
         patch_embed=pe,
         patch_bias=read_norm(vqf, "v_patch_bias", 1, vh)[0],
