@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-import pytest
+from strategies.ninfer3 import raises_rule
 
 from weightfile.ref.ninfer3 import read
 from weightfile.ref.ninfer3.plan import ResourceSpec
@@ -39,9 +39,8 @@ def test_the_cap_is_the_documented_256_mib():
 def test_writer_refuses_json_above_the_reader_cap(tmp_path, monkeypatch):
     json_bytes = _json_bytes(tmp_path)
     monkeypatch.setattr(read, "MAX_JSON_BYTES", json_bytes - 1)
-    with pytest.raises(UnsupportedError) as err:
+    with raises_rule(UnsupportedError, "ninfer3.writer.json_limit"):
         ArtifactWriter(tmp_path / "m.ninfer", **_kwargs(20_000))
-    assert err.value.rule == "ninfer3.writer.json_limit"
     assert os.listdir(tmp_path) == []  # nothing created, not even a temp
 
 
@@ -53,6 +52,5 @@ def test_at_the_cap_written_and_read_one_above_refused_by_both(tmp_path, monkeyp
     with read.open_artifact(entry) as artifact:
         assert bytes(artifact.object_bytes("r.blob")) == b"x" * 16
     monkeypatch.setattr(read, "MAX_JSON_BYTES", json_bytes - 1)
-    with pytest.raises(UnsupportedError) as err:
+    with raises_rule(UnsupportedError, "ninfer3.header.json_limit"):
         read.open_artifact(entry)
-    assert err.value.rule == "ninfer3.header.json_limit"
