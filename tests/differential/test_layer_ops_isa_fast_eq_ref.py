@@ -6,7 +6,8 @@ of model_ops.c. Here every path usable on this machine (`each_isa`) meets the re
 ref/numerics on hard inputs: lengths with and without a tail past the vector width, subnormals,
 -0.0, ties between scores (equal keys), scores whose exps underflow to 0 or to subnormals, and
 GQA groups from 1 to 16 query heads per kv head (odd groups take the one-query tail of the
-two-queries-at-a-time kernel). NEON runs the same body under qemu (tests/fast/neon_ops/).
+two-queries-at-a-time kernel). NEON runs the same body under qemu
+(tests/fast/neon/test_neon_ops.py).
 """
 
 from __future__ import annotations

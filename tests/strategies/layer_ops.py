@@ -1,6 +1,6 @@
 """Inputs and reference results for the per-layer operation properties (issue 19): hard float32
 vectors and the reference's GQA attention, shared by tests/differential/ and the qemu NEON suite
-(tests/fast/neon_ops/)."""
+(tests/fast/neon/test_neon_ops.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-/* Test driver for the forward-pass kernels under emulation (tests/fast/neon/test_neon_kernels.py).
+/* The one test driver of the kernels under emulation (tests/fast/neon/, conftest.py builds it).
  *
- * Built with the kernel sources of fast/csrc for aarch64 (-march=armv8.2-a+dotprod) and run
- * under qemu-aarch64, so the NEON / dotprod code paths execute on an x86 host. Usage:
+ * Built with every kernel source of fast/csrc for aarch64 (-march=armv8.2-a+dotprod) and run
+ * under qemu-aarch64, so the NEON / dotprod paths (the products, the per-layer operations of
+ * ops_body.h, the vision kernels) and the aarch64 libm execute on an x86 host. Usage:
  *   driver path                 print wf_simd_path() (2 = NEON + dotprod)
  *   driver OP IN OUT            run OP on the little-endian input file, write float32 results
  * IN starts with int64 parameters (per OP, below), then the arrays in the order listed.
@@ -13,6 +14,7 @@
 
 #include "wf_kernels.h"
 
+/* kernel entry points not declared in wf_kernels.h (the library's ctypes surface) */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
                              float *y, int32_t threads);
@@ -23,6 +25,12 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out);
+void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
+                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t g,
+                     float *scores, float *out);
+void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
+                  float eps, const float *cos, const float *sin, float *normed, float *rotated);
+void wf_exp_array(const float *x, int64_t n, float *out);
 
 static uint8_t *input;
 static size_t input_len, at;
@@ -43,6 +51,13 @@ static int64_t param(void) {
     return v;
 }
 
+static float f32_of_bits(int64_t bits) { /* a float32 parameter, passed as its bit pattern */
+    const uint32_t b = (uint32_t)bits;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
 static float *floats(int64_t n) {
     float *out = malloc(sizeof(float) * (size_t)(n ? n : 1));
     memcpy(out, take(sizeof(float) * (size_t)n), sizeof(float) * (size_t)n);
@@ -60,7 +75,7 @@ int main(int argc, char **argv) {
     fseek(f, 0, SEEK_END);
     input_len = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
-    input = malloc(input_len + 1);
+    input = malloc(input_len ? input_len : 1);
     if (fread(input, 1, input_len, f) != input_len) return 2;
     fclose(f);
     const char *op = argv[1];
@@ -90,10 +105,8 @@ int main(int argc, char **argv) {
             wf_matmat_q8_activation(&m, codes, scales, tokens, y, (int32_t)threads);
         }
     } else if (!strcmp(op, "rmsnorm")) { /* rows, n, eps bits; x [rows * n], w [n] */
-        int64_t rows = param(), n = param(), eps_bits = param();
-        float eps;
-        uint32_t b = (uint32_t)eps_bits;
-        memcpy(&eps, &b, 4);
+        int64_t rows = param(), n = param();
+        const float eps = f32_of_bits(param());
         float *x = floats(rows * n), *w = floats(n);
         ny = rows * n;
         y = malloc(sizeof(float) * (size_t)ny);
@@ -111,6 +124,54 @@ int main(int argc, char **argv) {
         ny = heads * hd;
         y = malloc(sizeof(float) * (size_t)ny);
         wf_attend(q, k, v, npos, kvh * hd, heads, kvh, hd, scores, y);
+    } else if (!strcmp(op, "layernorm")) { /* rows, n, eps bits, threads; x [rows*n], w [n], b [n] */
+        int64_t rows = param(), n = param();
+        const float eps = f32_of_bits(param());
+        int64_t threads = param();
+        float *x = floats(rows * n), *w = floats(n), *b = floats(n);
+        ny = rows * n;
+        y = malloc(sizeof(float) * (size_t)(ny ? ny : 1));
+        wf_layernorm_rows(x, rows, n, w, b, eps, y, (int32_t)threads);
+    } else if (!strcmp(op, "gelu")) { /* n, kind, threads; x [n] -> out [n], then flags [n] */
+        int64_t n = param(), kind = param(), threads = param();
+        float *x = floats(n);
+        uint8_t *flags = malloc((size_t)(n ? n : 1));
+        ny = 2 * n;
+        y = malloc(sizeof(float) * (size_t)(ny ? ny : 1));
+        wf_gelu(x, n, (int32_t)kind, 0x1p-36, y, flags, (int32_t)threads);
+        for (int64_t i = 0; i < n; i++) y[n + i] = (float)flags[i];
+    } else if (!strcmp(op, "segments")) {
+        /* tokens, heads, head_dim, threads, then seg_of[tokens], seg_len[tokens]; q, k, v */
+        int64_t t = param(), heads = param(), hd = param(), threads = param();
+        int64_t *seg_of = malloc(sizeof(int64_t) * (size_t)t), *seg_len = malloc(sizeof(int64_t) * (size_t)t);
+        for (int64_t i = 0; i < t; i++) seg_of[i] = param();
+        for (int64_t i = 0; i < t; i++) seg_len[i] = param();
+        float *q = floats(t * heads * hd), *k = floats(t * heads * hd), *v = floats(t * heads * hd);
+        ny = t * heads * hd;
+        y = malloc(sizeof(float) * (size_t)ny);
+        wf_attend_segments(q, k, v, t, heads, hd, seg_of, seg_len, y, (int32_t)threads);
+    } else if (!strcmp(op, "attend_group")) { /* npos, heads, kv_heads, head_dim; q, keys, values */
+        int64_t npos = param(), heads = param(), kvh = param(), hd = param();
+        float *q = floats(heads * hd), *k = floats(npos * kvh * hd), *v = floats(npos * kvh * hd);
+        float *scores = malloc(sizeof(float) * (size_t)(npos * (heads / kvh)));
+        ny = heads * hd;
+        y = malloc(sizeof(float) * (size_t)ny);
+        for (int64_t g = 0; g < kvh; g++)
+            wf_attend_group(q, k, v, npos, kvh * hd, heads, kvh, hd, g, scores, y);
+    } else if (!strcmp(op, "norm_rope")) { /* tokens, heads, head_dim, eps bits; x, w, cos, sin */
+        int64_t tokens = param(), heads = param(), hd = param();
+        const float eps = f32_of_bits(param());
+        float *x = floats(tokens * heads * hd), *w = floats(hd);
+        float *c = floats(tokens * hd / 2), *s = floats(tokens * hd / 2);
+        ny = 2 * tokens * heads * hd; /* normed, then rotated */
+        y = malloc(sizeof(float) * (size_t)ny);
+        wf_norm_rope(x, tokens, heads, hd, w, eps, c, s, y, y + ny / 2);
+    } else if (!strcmp(op, "exp")) { /* n; x */
+        int64_t n = param();
+        float *x = floats(n);
+        ny = n;
+        y = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        wf_exp_array(x, n, y);
     } else {
         fprintf(stderr, "unknown op %s\n", op);
         return 2;

@@ -1,21 +1,15 @@
 """The NEON / dotprod kernels equal the reference bit for bit, run under qemu-aarch64 (issue 6).
 
 driver.c is cross-compiled with the kernel sources for armv8.2-a+dotprod and run under
-qemu-user on Hypothesis inputs; the expected results come from ref/numerics. The driver reports
-the code path it was built with, and the test requires the dotprod one. Without the tools the
-tests skip, except under CI (env CI set), where a missing tool is a failure.
+qemu-user on Hypothesis inputs (tests/emulated); the expected results come from ref/numerics.
+The driver reports the code path it was built with, and the harness requires the dotprod one.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
+from emulated import QemuDriver, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.weights import (
@@ -26,7 +20,6 @@ from strategies.weights import (
     quantized_cases,
 )
 
-import weightfile.fast
 from weightfile.fast.numerics.matrix import KINDS
 from weightfile.ref.numerics import attention, norm, reduce, softmax
 from weightfile.ref.numerics import exp as exp_mod
@@ -41,56 +34,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
-CSRC = Path(weightfile.fast.__file__).with_name("csrc")
-FLAGS = ("-O2", "-ffp-contract=off", "-march=armv8.2-a+dotprod", "-static", "-std=c11")
-NEON_DOTPROD = 2
-
-
-@pytest.fixture(scope="module")
-def driver() -> Path:
-    missing = [t for t in (CC, QEMU) if shutil.which(t) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs {missing} (see .ci/run)")
-        pytest.skip(f"{missing} not installed")
-    out = Path(tempfile.mkdtemp()) / "driver"
-    # every kernel source, as the library is built: the whole of fast/csrc must cross-compile
-    sources = [str(Path(__file__).with_name("driver.c")), *map(str, sorted(CSRC.glob("*.c")))]
-    built = subprocess.run(
-        [CC, *FLAGS, f"-I{CSRC}", "-o", str(out), *sources, "-lm", "-lpthread"],
-        capture_output=True,
-        text=True,
-    )
-    assert built.returncode == 0, built.stderr
-    path = subprocess.run([QEMU, str(out), "path"], capture_output=True, text=True, check=True)
-    assert int(path.stdout) == NEON_DOTPROD, "the driver was not built with the NEON dotprod path"
-    return out
-
-
-def run(driver: Path, op: str, params: list[int], *arrays: np.ndarray | bytes) -> np.ndarray:
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "in", Path(tmp) / "out"
-        parts = [np.array(params, dtype="<i8").tobytes()]
-        parts += [
-            a if isinstance(a, bytes) else np.ascontiguousarray(a, "<f4").tobytes() for a in arrays
-        ]
-        src.write_bytes(b"".join(parts))
-        subprocess.run([QEMU, str(driver), op, str(src), str(dst)], check=True, timeout=120)
-        return np.frombuffer(dst.read_bytes(), dtype="<f4").astype(np.float32)
-
-
-def same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal uint32 views; a NaN's sign and payload are the hardware's (ARM's default NaN is
-    positive, x86's negative), so NaNs compare as NaN."""
-    want = np.asarray(want, dtype=np.float32).reshape(-1)
-    assert got.shape == want.shape
-    canon = np.uint32(0x7FC00000)
-    g = np.where(np.isnan(got), canon, got.view(np.uint32))
-    w = np.where(np.isnan(want), canon, want.view(np.uint32))
-    np.testing.assert_array_equal(g, w)
-
-
 def f32s(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
@@ -99,7 +42,7 @@ def f32s(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarra
 @pytest.mark.parametrize("layout", sorted(QUANT_LAYOUTS))
 @settings(max_examples=4)
 @given(data=st.data())
-def test_quantized_products_under_neon(driver: Path, layout: str, mode, data) -> None:
+def test_quantized_products_under_neon(driver: QemuDriver, layout: str, mode, data) -> None:
     words, payload, x = data.draw(quantized_cases(layout))
     rows, cols = words.shape
     tokens = len(x)
@@ -110,13 +53,13 @@ def test_quantized_products_under_neon(driver: Path, layout: str, mode, data) ->
     want = [k.matvec(words, list(row)) for row in x]
     for threads in (1, 3):  # one thread runs the 4-row kernels on every whole group of rows
         params = [rows, cols, tokens, KINDS[CODECS[layout].base], *geometry, len(payload), threads]
-        same_bits(run(driver, op, params, payload, x), want)
+        same_bits(driver.run(op, params, payload, x), want)
 
 
 @pytest.mark.parametrize("layout", ["q4_0_4x4", "q8_0_8x8"])
 @settings(max_examples=3)
 @given(seed=st.integers(0, 2**32 - 1), groups=st.integers(1, 2), tokens=st.integers(15, 19))
-def test_tiled_token_tiles_under_neon(driver: Path, layout: str, seed: int, groups, tokens):
+def test_tiled_token_tiles_under_neon(driver: QemuDriver, layout: str, seed: int, groups, tokens):
     """The dotprod row-group kernels of the tiled layouts with every token in one tile; past 16
     tokens their accumulators move to the heap."""
     rng = np.random.default_rng(seed)
@@ -128,26 +71,26 @@ def test_tiled_token_tiles_under_neon(driver: Path, layout: str, seed: int, grou
     want = [k.matvec(words, list(row)) for row in x]
     geometry = [t.group_rows, t.chunk_bytes, t.xor]
     params = [*words.shape, tokens, KINDS[CODECS[layout].base], *geometry, len(payload), 1]
-    same_bits(run(driver, "q8act", params, payload, x), want)
+    same_bits(driver.run("q8act", params, payload, x), want)
 
 
 @settings(max_examples=10)
 @given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 4), n=st.integers(1, 70))
-def test_rmsnorm_under_neon(driver: Path, seed: int, rows: int, n: int) -> None:
+def test_rmsnorm_under_neon(driver: QemuDriver, seed: int, rows: int, n: int) -> None:
     rng = np.random.default_rng(seed)
     x, w = f32s(rng, rows, n, scale=10.0 ** rng.integers(-3, 4)), f32s(rng, n)
     eps = np.float32(1e-6)
-    got = run(driver, "rmsnorm", [rows, n, int(eps.view(np.uint32))], x, w)
+    got = driver.run("rmsnorm", [rows, n, int(eps.view(np.uint32))], x, w)
     same_bits(got, [norm.rmsnorm(list(r), list(w), eps) for r in x])
 
 
 @settings(max_examples=10)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 80))
-def test_swiglu_under_neon(driver: Path, seed: int, n: int) -> None:
+def test_swiglu_under_neon(driver: QemuDriver, seed: int, n: int) -> None:
     rng = np.random.default_rng(seed)
     g, u = f32s(rng, n, scale=float(rng.choice([0.1, 5.0, 60.0]))), f32s(rng, n)
     g[: n // 8] = np.float32(rng.choice([-200.0, 120.0, 0.0, -0.0]))  # exp under/overflow
-    same_bits(run(driver, "swiglu", [n], g, u), exp_mod.silu(g) * u)
+    same_bits(driver.run("swiglu", [n], g, u), exp_mod.silu(g) * u)
 
 
 @settings(max_examples=10)
@@ -158,12 +101,12 @@ def test_swiglu_under_neon(driver: Path, seed: int, n: int) -> None:
     group=st.integers(1, 3),
     head_dim=st.sampled_from([4, 8, 16, 20]),
 )
-def test_attention_under_neon(driver: Path, seed, npos, kv_heads, group, head_dim) -> None:
+def test_attention_under_neon(driver: QemuDriver, seed, npos, kv_heads, group, head_dim) -> None:
     rng = np.random.default_rng(seed)
     heads = kv_heads * group
     q = f32s(rng, heads, head_dim, scale=3.0)
     k, v = f32s(rng, npos, kv_heads, head_dim, scale=3.0), f32s(rng, npos, kv_heads, head_dim)
-    got = run(driver, "attend", [npos, heads, kv_heads, head_dim], q, k, v)
+    got = driver.run("attend", [npos, heads, kv_heads, head_dim], q, k, v)
     sm = lambda s: softmax.softmax(s, exp_mod.exp)  # noqa: E731
     want = [
         attention.attend_head(

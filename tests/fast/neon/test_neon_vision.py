@@ -2,92 +2,41 @@
 LayerNorm with a bias, the GELUs (the aarch64 libm's binary64 estimates, with the flagged
 near-midpoint elements replaced by the reference's exact evaluation, as fast/qwen3_vl does) and
 the per-image bidirectional attention. Without the tools the tests skip, except under CI (env CI
-set), where a missing tool is a failure (tests/fast/neon/test_neon_kernels.py's rule)."""
+set), where a missing tool is a failure (tests/emulated)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
+from emulated import QemuDriver, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import weightfile.fast
 from weightfile.ref.numerics.attention import attend_head
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.qwen3_vl import numerics as ref
 from weightfile.spec.numerics.profile import CANONICAL
 
-CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
-CSRC = Path(weightfile.fast.__file__).with_name("csrc")
-FLAGS = ("-O2", "-ffp-contract=off", "-march=armv8.2-a+dotprod", "-static", "-std=c11")
-NEON_DOTPROD = 2
-
-
-@pytest.fixture(scope="module")
-def driver() -> Path:
-    missing = [t for t in (CC, QEMU) if shutil.which(t) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs {missing} (see .ci/run)")
-        pytest.skip(f"{missing} not installed")
-    out = Path(tempfile.mkdtemp()) / "driver_vision"
-    sources = [
-        str(Path(__file__).with_name("driver_vision.c")),
-        *map(str, sorted(CSRC.glob("*.c"))),
-    ]
-    built = subprocess.run(
-        [CC, *FLAGS, f"-I{CSRC}", "-o", str(out), *sources, "-lm", "-lpthread"],
-        capture_output=True,
-        text=True,
-    )
-    assert built.returncode == 0, built.stderr
-    path = subprocess.run([QEMU, str(out), "path"], capture_output=True, text=True, check=True)
-    assert int(path.stdout) == NEON_DOTPROD, "the driver was not built with the NEON dotprod path"
-    return out
-
-
-def run(driver: Path, op: str, params: list[int], *arrays: np.ndarray) -> np.ndarray:
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = Path(tmp) / "in", Path(tmp) / "out"
-        parts = [np.array(params, dtype="<i8").tobytes()]
-        parts += [np.ascontiguousarray(a, "<f4").tobytes() for a in arrays]
-        src.write_bytes(b"".join(parts))
-        subprocess.run([QEMU, str(driver), op, str(src), str(dst)], check=True, timeout=120)
-        return np.frombuffer(dst.read_bytes(), dtype="<f4").astype(np.float32)
-
-
-def same_bits(got: np.ndarray, want) -> None:
-    want = np.asarray(want, dtype=np.float32).reshape(-1)
-    assert got.shape == want.shape
-    bad = np.flatnonzero((got.view(np.uint32) != want.view(np.uint32)) & ~np.isnan(want))
-    assert bad.size == 0, f"{bad.size} differ, first at {bad[0]}: {got[bad[0]]} vs {want[bad[0]]}"
-
 
 @settings(max_examples=4, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 4), n=st.integers(1, 80))
-def test_layernorm_under_neon(driver: Path, seed: int, rows: int, n: int) -> None:
+def test_layernorm_under_neon(driver: QemuDriver, seed: int, rows: int, n: int) -> None:
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal((rows, n)) * rng.choice([1e-20, 1.0, 1e6])).astype(np.float32)
     w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     eps = np.float32(1e-6)
-    got = run(driver, "layernorm", [rows, n, int(eps.view(np.uint32)), 2], x, w, b)
+    got = driver.run("layernorm", [rows, n, int(eps.view(np.uint32)), 2], x, w, b)
     same_bits(got, [ref.layernorm(list(r), w, b, eps) for r in x])
 
 
 @pytest.mark.parametrize("kind", [0, 1])
-def test_gelu_under_neon(driver: Path, kind: int) -> None:
+def test_gelu_under_neon(driver: QemuDriver, kind: int) -> None:
     """4096 inputs across the active range plus specials; off the flagged elements the aarch64
     estimate's rounding is already the reference's correctly rounded value."""
     rng = np.random.default_rng(11 + kind)
     x = (rng.standard_normal(4096) * 4).astype(np.float32)
     x[:8] = [0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38, 30.0, -30.0]
-    out = run(driver, "gelu", [x.size, kind, 3], x)
+    out = driver.run("gelu", [x.size, kind, 3], x)
     got, flags = out[: x.size].copy(), out[x.size :]
     exact = ref.gelu_tanh if kind == 0 else ref.gelu_erf
     for i in np.flatnonzero(flags):
@@ -101,13 +50,13 @@ def test_gelu_under_neon(driver: Path, kind: int) -> None:
     sizes=st.lists(st.integers(1, 6), min_size=1, max_size=3),
     head_dim=st.sampled_from([4, 16, 32]),
 )
-def test_segment_attention_under_neon(driver: Path, seed: int, sizes, head_dim: int) -> None:
+def test_segment_attention_under_neon(driver: QemuDriver, seed: int, sizes, head_dim: int) -> None:
     rng = np.random.default_rng(seed)
     heads, t = 2, sum(sizes)
     q, k, v = (rng.standard_normal((t, heads * head_dim)).astype(np.float32) for _ in range(3))
     seg_of = [s for i, n in enumerate(sizes) for s in [sum(sizes[:i])] * n]
     seg_len = [n for n in sizes for _ in range(n)]
-    got = run(driver, "segments", [t, heads, head_dim, 2, *seg_of, *seg_len], q, k, v)
+    got = driver.run("segments", [t, heads, head_dim, 2, *seg_of, *seg_len], q, k, v)
     kk = kernels_for(CANONICAL)
     want = []
     for r in range(t):
