@@ -26,6 +26,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,6 +111,7 @@ def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
     if target.exists():
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
+    sweep_builds(out_dir)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".build-", suffix=".so")
     os.close(fd)
     try:
@@ -123,6 +125,23 @@ def build(cc: str, sources: list[Path], out_dir: Path) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+#: A `.build-*.so` older than this is a compile that was killed (kill -9, power loss: the
+#: `finally` never ran); a live compile of the kernels takes well under a minute.
+STALE_BUILD_SECONDS = 15 * 60
+
+
+def sweep_builds(out_dir: Path, now: float | None = None) -> None:
+    """Delete the half-written libraries that killed compiles left in the cache; a younger
+    one may be another process's compile in progress and is left alone."""
+    now = time.time() if now is None else now
+    for stale in out_dir.glob(".build-*.so"):
+        try:
+            if now - stale.stat().st_mtime > STALE_BUILD_SECONDS:
+                stale.unlink()
+        except OSError:  # gone already (another process swept it), or not ours to delete
+            pass
 
 
 @functools.cache

@@ -21,6 +21,30 @@ def test_build_is_cached_by_source_hash(tmp_path):
     assert _native.build(cc, [src], tmp_path / "out") != first
 
 
+def test_a_killed_compile_leaves_no_library_behind_for_long(tmp_path):
+    """A compile killed with SIGKILL never reaches build()'s cleanup; the next build in the
+    same cache deletes its leftover once it is older than any live compile, and leaves a
+    younger one (another process may be compiling into it)."""
+    import os
+    import time
+
+    cc = _native.compiler()
+    assert cc is not None, "CI machines have a C compiler"
+    out = tmp_path / "out"
+    out.mkdir()
+    old, young = out / ".build-killed.so", out / ".build-running.so"
+    old.write_bytes(b"half a library")
+    young.write_bytes(b"being written")
+    past = time.time() - _native.STALE_BUILD_SECONDS - 60
+    os.utime(old, (past, past))
+    src = tmp_path / "k.c"
+    src.write_text("int wf_one(void) { return 1; }\n")
+    built = _native.build(cc, [src], out)
+    assert not old.exists()
+    assert young.exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted([built.name, young.name])
+
+
 def test_no_compiler_gives_a_warning_and_the_reference_result(tmp_path):
     code = (
         "import warnings; warnings.simplefilter('error');\n"
