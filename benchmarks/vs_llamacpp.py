@@ -27,14 +27,17 @@ stops, exit 0). Issue 19 item 5:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +156,23 @@ def vqf_bytes_per_token(path: Path) -> int:
 
 
 # -- llama-bench: given, found, or built --------------------------------------------------------
+def download_sdist(sdist: Path, index: str = "https://pypi.org/simple/llama-cpp-python/") -> None:
+    """The sdist from the package index's simple page, checked against the sha256 the index
+    lists. (`pip download --no-binary :all:` would first build every build dependency from
+    source to read the metadata: many minutes for a file it then only unpacks.)"""
+    page = urllib.request.urlopen(index, timeout=60).read().decode()
+    found = re.search(rf'href="([^"#]*/{re.escape(sdist.name)})#sha256=([0-9a-f]{{64}})"', page)
+    if found is None:
+        raise SystemExit(f"skipped: {sdist.name} is not on {index}")
+    url, sha256 = found.groups()
+    data = urllib.request.urlopen(url, timeout=600).read()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise SystemExit(f"{url}: sha256 differs from the index's {sha256}")
+    partial = sdist.with_suffix(".part")
+    partial.write_bytes(data)
+    partial.replace(sdist)
+
+
 def build_llama_bench(folder: Path, jobs: int) -> Path:
     """pip download the sdist, CMake-configure its vendored llama.cpp (-DGGML_NATIVE=ON), build
     only the llama-bench target; reused when already built."""
@@ -166,8 +186,7 @@ def build_llama_bench(folder: Path, jobs: int) -> Path:
     name = SDIST.replace("==", "-")
     sdist = folder / f"{name}.tar.gz"
     if not sdist.is_file():
-        subprocess.run([sys.executable, "-m", "pip", "download", SDIST, "--no-deps",
-                        "--no-binary", ":all:", "-d", str(folder)], check=True)  # fmt: skip
+        download_sdist(sdist)
     source = folder / name / "vendor" / "llama.cpp"
     if not source.is_dir():
         with tarfile.open(sdist) as tar:
