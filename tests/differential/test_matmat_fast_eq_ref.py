@@ -215,3 +215,42 @@ def test_gemm_token_spans_equal_ref(layout: str) -> None:
     want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
     for _isa in each_isa():
         assert_same_bits(fast.matmat(x, threads=2), want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(GEMM_LAYOUTS),
+    bands=st.integers(1, 2),
+    extra_groups=st.integers(0, 3),
+    blocks=st.integers(1, 3),
+    tokens=st.sampled_from([1, 2, 3, 4, 5, 6, 7, 9]),
+    threads=st.integers(1, 2),
+    nan_blocks=st.booleans(),
+)
+def test_wide_bands_equal_ref(
+    seed: int,
+    layout: str,
+    bands: int,
+    extra_groups: int,
+    blocks: int,
+    tokens: int,
+    threads: int,
+    nan_blocks: bool,
+) -> None:
+    """The AVX-512 kernels (fast/csrc/qmatvec_avx512.c) take bands of 16 rows of a tiled payload
+    (8 of an untiled one) and tiles of 4 tokens; the rows after the last band go to the AVX2
+    kernels. Bands of 16 with up to three row groups left over, decode (1 token) and every token
+    remainder of the tiles, activations with NaN blocks (their scale is NaN, so NaN reaches the
+    float steps): every path here gives the reference's bits (spec/numerics.md §4.1, §15.1)."""
+    rng = np.random.default_rng(seed)
+    group = CODECS[layout].row_group
+    rows = 16 * bands + group * extra_groups if group > 1 else 8 * bands + extra_groups
+    words = quant_words(rng, layout, rows, 32 * blocks)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, tokens, words.shape[1])
+    if nan_blocks:
+        x[rng.integers(0, tokens), rng.integers(0, words.shape[1])] = np.nan
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=threads), want)
