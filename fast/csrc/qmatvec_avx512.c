@@ -217,6 +217,76 @@ AVX512 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
+/* Eight rows' partial vectors p[0..7] (low half block b, high half b+1) into the eight D of
+ * block b (*db) and of block b+1 (*db1), lane i = row i: two hadd levels leave rows 0-3 and
+ * 4-7 of both blocks complete, one cross-lane permute per block regroups them. */
+AVX512 INLINE void transpose_dots8(const __m256i p[8], __m256i *db, __m256i *db1) {
+    const __m256i h03 =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i h47 =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    *db = _mm256_permute2x128_si256(h03, h47, 0x20);
+    *db1 = _mm256_permute2x128_si256(h03, h47, 0x31);
+}
+
+/* One token (decode) on an untiled Q4 payload, rows r..r+7, blocks in pairs: one ymm holds row
+ * i's 16 payload bytes of block b (low half) and of b+1 (high half), so its low nibbles are
+ * elements 0-15 of both blocks and its high nibbles 16-31; two vpdpbusd against the matching
+ * activation halves give row i's partial vector of both blocks, and one reduction of the eight
+ * rows yields the sixteen D. (untiled_tile reduces once per block: slower than the AVX2 pair
+ * kernel here, this one is not.) The accumulator adds block b's product before block b+1's, the
+ * contract's ascending order; an odd last block goes through the same steps with its bytes in
+ * both halves, using only block b. */
+AVX512 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                              const float *xd, const int32_t *xsum8, float *y) {
+    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const uint8_t *p = m->data + r * row_bytes;
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2, p += 36) {
+        const int pair = b + 2 <= nb;
+        const int64_t b1 = pair ? b + 1 : b, off1 = pair ? 18 : 0;
+        const int8_t *x0 = xq + b * WF_QK, *x1 = xq + b1 * WF_QK;
+        const __m256i xlo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x1),
+                                             _mm_loadu_si128((const __m128i *)x0));
+        const __m256i xhi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(x1 + 16)),
+                                             _mm_loadu_si128((const __m128i *)(x0 + 16)));
+        __m256i part[8];
+        UNROLL
+        for (int i = 0; i < 8; i++) {
+            const uint8_t *blk = p + i * row_bytes;
+            /* eight interleaved row streams: fetch the same bytes of the next eight rows */
+            _mm_prefetch((const char *)(blk + 8 * row_bytes), _MM_HINT_T0);
+            const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk + off1 + 2)),
+                                               _mm_loadu_si128((const __m128i *)(blk + 2)));
+            const __m256i lo = _mm256_and_si256(q, low);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+            part[i] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, xlo),
+                                          hi, xhi);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+            scale_bits(p), scale_bits(p + row_bytes), scale_bits(p + 2 * row_bytes),
+            scale_bits(p + 3 * row_bytes), scale_bits(p + 4 * row_bytes),
+            scale_bits(p + 5 * row_bytes), scale_bits(p + 6 * row_bytes),
+            scale_bits(p + 7 * row_bytes)));
+        __m256i db, db1;
+        transpose_dots8(part, &db, &db1);
+        db = _mm256_sub_epi32(db, _mm256_set1_epi32(xsum8[b]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(db),
+                                               _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]))));
+        if (!pair) break;
+        const __m256 dw1 = _mm256_cvtph_ps(_mm_setr_epi16(
+            scale_bits(p + 18), scale_bits(p + 18 + row_bytes), scale_bits(p + 18 + 2 * row_bytes),
+            scale_bits(p + 18 + 3 * row_bytes), scale_bits(p + 18 + 4 * row_bytes),
+            scale_bits(p + 18 + 5 * row_bytes), scale_bits(p + 18 + 6 * row_bytes),
+            scale_bits(p + 18 + 7 * row_bytes)));
+        db1 = _mm256_sub_epi32(db1, _mm256_set1_epi32(xsum8[b1]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(db1),
+                                               _mm256_mul_ps(dw1, _mm256_set1_ps(xd[b1]))));
+    }
+    _mm256_storeu_ps(y + r, acc);
+}
+
 enum { G_NONE, G_Q4_4X4, G_Q8_8X8, G_Q4, G_Q8 };
 
 static int layout_of(const wf_matrix *m) {
@@ -253,7 +323,11 @@ AVX512 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int6
     const int64_t band = layout == G_Q4 || layout == G_Q8 ? 8 : 16;
     const int64_t bands_end = r0 + (r1 - r0) / band * band;
     if (tokens == 1) { /* decode: tiles of one token, the next band's weights prefetched */
-        for (int64_t r = r0; r < bands_end; r += band) tile(layout, m, r, xq, xd, xsum8, 0, 1, y);
+        for (int64_t r = r0; r < bands_end; r += band)
+            if (layout == G_Q4)
+                rows8_one_token_q4_untiled(m, r, xq, xd, xsum8, y);
+            else
+                tile(layout, m, r, xq, xd, xsum8, 0, 1, y);
         return bands_end;
     }
     /* Tokens in spans whose codes stay in a 256 KiB cache share: every band of the span reads
