@@ -6,8 +6,9 @@
  * reports AVX-512 F/BW/VL + VNNI and AVX2 + F16C (the rows left over go to the AVX2 kernels).
  *
  * One kernel per layout computes a tile of rows x up to TILE_TOKENS tokens, decode being the tile
- * of one token: 16 rows (Q4_0 4x4: four row groups; Q8_0 8x8: two) in the 16 lanes of a zmm, or 8
- * rows of an untiled payload in a ymm. The integer block dot D uses vpdpbusd (u8 x s8, four
+ * of one token: 16 rows (Q4_0 4x4: four row groups; Q8_0 8x8: two; untiled prefill: 16 rows
+ * transposed per block) in the 16 lanes of a zmm, or 8 rows of an untiled payload in a ymm (decode,
+ * and the last 8 rows of an untiled prefill). The integer block dot D uses vpdpbusd (u8 x s8, four
  * products summed into each int32 lane without saturation):
  *   Q4 codes enter as nibbles n in [0, 15] (unsigned already): D = sum(n x) - 8 sum(x);
  *   Q8 codes enter as w + 128 (w XOR 0x80, in [0, 255]):    D = sum((w + 128) x) - 128 sum(x).
@@ -169,7 +170,8 @@ AVX512 INLINE __m256i rows_of(const __m256i p[8]) {
                             _mm256_permute2x128_si256(h03, h47, 0x31));
 }
 
-/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0..: row
+/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0.. (Q8
+ * decode, and the last 8 rows of a prefill; untiled16_tile does the other prefill bands): row
  * i's 32 codes of block b in one ymm (Q4: nibbles, elements 0-15 in the low half, 16-31 in the
  * high one; Q8: w + 128), the token's 32 activation codes in order in another; one vpdpbusd per
  * row, then the eight rows' partial vectors are reduced together (rows_of). */
@@ -218,6 +220,98 @@ AVX512 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
     }
     UNROLL
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
+}
+
+/* Untiled Q4_0 / Q8_0 rows r..r+15, tokens t0.. (prefill): the 16 rows' codes of block b are
+ * transposed once per block into c[k], whose 32-bit lane i is row r+i's 4-byte piece k (Q4:
+ * nibbles of elements 4k..4k+3; Q8: w + 128), so the tile's tokens then take one vpdpbusd per
+ * piece against the activation piece broadcast to every lane, as the tiled layouts do, instead of
+ * reducing 16 rows' partial vectors per token. Register k of the transpose input holds rows k and
+ * k+8: Q8 as [row k pieces 0-7 | row k+8 pieces 0-7], Q4 as [row k pieces 0-3 | row k+8 pieces 0-3
+ * | row k 4-7 | row k+8 4-7] (low nibbles then high ones); dword and qword unpacks gather four
+ * rows per 128-bit lane, and one two-source qword permute per piece puts the four quarters of 16
+ * rows in order. Moving bytes is exact, so D is the per-row loop's. */
+AVX512 INLINE void untiled16_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
+                                  const float *xd, const int32_t *xsum8, int64_t t0,
+                                  const int nt, const int q4, float *y) {
+    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = nb * bytes;
+    const uint8_t *p = m->data + r * row_bytes;
+    const __m512i low = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
+    /* qword indices of piece k and piece k + 4 (0-7: u, 8-15: v, see below) */
+    const __m512i lo_idx = q4 ? _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11)
+                              : _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i hi_idx = q4 ? _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15)
+                              : _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    const int32_t xmul = q4 ? 1 : 16; /* Q4: 8·sum(x); Q8: 128·sum(x) */
+    __m512 acc[TILE_TOKENS];
+    UNROLL
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, p += bytes) {
+        __m512i z[8], tr[8], c[8];
+        UNROLL
+        for (int k = 0; k < 8; k++) {
+            const uint8_t *ra = p + k * row_bytes + 2, *rb = ra + 8 * row_bytes;
+            if (q4) {
+                const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)rb),
+                                                   _mm_loadu_si128((const __m128i *)ra));
+                z[k] = _mm512_and_si512(
+                    _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
+                    low);
+            } else {
+                z[k] = _mm512_xor_si512(
+                    _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)ra)),
+                        _mm256_loadu_si256((const __m256i *)rb), 1),
+                    bias);
+            }
+        }
+        /* per 128-bit lane: rows k, k+1 interleaved by dword, then rows 4j..4j+3 by qword */
+        UNROLL
+        for (int j = 0; j < 4; j++) {
+            tr[2 * j] = _mm512_unpacklo_epi32(z[2 * j], z[2 * j + 1]);
+            tr[2 * j + 1] = _mm512_unpackhi_epi32(z[2 * j], z[2 * j + 1]);
+        }
+        UNROLL
+        for (int h = 0; h < 2; h++) { /* rows 0-3 (h = 0) and 4-7 (h = 1) of each half */
+            const __m512i *t4 = tr + 4 * h;
+            __m512i *u = z + 4 * h; /* z is free again */
+            u[0] = _mm512_unpacklo_epi64(t4[0], t4[2]); /* pieces 0 (and 4) */
+            u[1] = _mm512_unpackhi_epi64(t4[0], t4[2]); /* 1 (5) */
+            u[2] = _mm512_unpacklo_epi64(t4[1], t4[3]); /* 2 (6) */
+            u[3] = _mm512_unpackhi_epi64(t4[1], t4[3]); /* 3 (7) */
+        }
+        UNROLL
+        for (int k = 0; k < 4; k++) { /* u = rows 0-3 and 8-11, v = rows 4-7 and 12-15 */
+            c[k] = _mm512_permutex2var_epi64(z[k], lo_idx, z[4 + k]);
+            c[k + 4] = _mm512_permutex2var_epi64(z[k], hi_idx, z[4 + k]);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_setr_epi16(
+            scale_bits(p), scale_bits(p + row_bytes), scale_bits(p + 2 * row_bytes),
+            scale_bits(p + 3 * row_bytes), scale_bits(p + 4 * row_bytes),
+            scale_bits(p + 5 * row_bytes), scale_bits(p + 6 * row_bytes),
+            scale_bits(p + 7 * row_bytes), scale_bits(p + 8 * row_bytes),
+            scale_bits(p + 9 * row_bytes), scale_bits(p + 10 * row_bytes),
+            scale_bits(p + 11 * row_bytes), scale_bits(p + 12 * row_bytes),
+            scale_bits(p + 13 * row_bytes), scale_bits(p + 14 * row_bytes),
+            scale_bits(p + 15 * row_bytes)));
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const int64_t tb = (t0 + t) * nb + b;
+            const int8_t *x = xq + tb * WF_QK;
+            __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+            UNROLL
+            for (int k = 0; k < 8; k += 2) {
+                d0 = _mm512_dpbusd_epi32(d0, c[k], piece16(x + 4 * k));
+                d1 = _mm512_dpbusd_epi32(d1, c[k + 1], piece16(x + 4 * k + 4));
+            }
+            const __m512i dots =
+                _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(xmul * xsum8[tb]));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
+                                                         _mm512_mul_ps(dw, _mm512_set1_ps(xd[tb]))));
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
 /* Eight rows' partial vectors p[0..7] (low half block b, high half b+1) into the eight D of
@@ -290,7 +384,9 @@ AVX512 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, con
     _mm256_storeu_ps(y + r, acc);
 }
 
-enum { G_NONE, G_Q4_4X4, G_Q8_8X8, G_Q4, G_Q8 };
+/* G_Q4 / G_Q8: untiled, 16 rows (untiled16_tile); G_Q4_8 / G_Q8_8: untiled, 8 rows (untiled_tile:
+ * decode, and the last 8 rows of a prefill band sequence). */
+enum { G_NONE, G_Q4_4X4, G_Q8_8X8, G_Q4, G_Q8, G_Q4_8, G_Q8_8 };
 
 static int layout_of(const wf_matrix *m) {
     if (m->group_rows <= 1) return m->kind == WF_W_Q4 ? G_Q4 : m->kind == WF_W_Q8 ? G_Q8 : G_NONE;
@@ -309,7 +405,9 @@ AVX512 INLINE void tile(int layout, const wf_matrix *m, int64_t r, const int8_t 
     switch (layout) {
     case G_Q4_4X4: q4_4x4_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
     case G_Q8_8X8: q8_8x8_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
-    case G_Q4: untiled_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
+    case G_Q4: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
+    case G_Q8: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 0, y); break;
+    case G_Q4_8: untiled_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
     default: untiled_tile(m, r, xq, xd, xsum8, t0, nt, 0, y); break;
     }
 }
@@ -329,37 +427,43 @@ AVX512 static void tiles(int layout, const wf_matrix *m, int64_t r, const int8_t
     }
 }
 
-/* spec/numerics.md §4.1 for bands of 16 rows (8 for untiled payloads) from r0, as many as fit
- * before r1, each starting on a row group of the layout, and every token; returns the first row
- * it left to the caller (r0 itself for other layouts). xsum8 is 8·sum(x) of every token's blocks. */
+/* spec/numerics.md §4.1 for bands of rows from r0, as many as fit before r1, each starting on a
+ * row group of the layout, and every token; returns the first row it left to the caller (r0
+ * itself for other layouts). Bands are 16 rows, except decode on untiled payloads (8) and a last
+ * band of 8 untiled rows in prefill. xsum8 is 8·sum(x) of every token's blocks. */
 AVX512 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1,
                                             const int8_t *xq, const float *xd,
                                             const int32_t *xsum8, int64_t tokens, float *y) {
     const int layout = layout_of(m);
     if (layout == G_NONE || (layout == G_Q8_8X8 && r0 % 8) || (layout == G_Q4_4X4 && r0 % 4))
         return r0;
-    const int64_t band = layout == G_Q4 || layout == G_Q8 ? 8 : 16;
-    const int64_t bands_end = r0 + (r1 - r0) / band * band;
+    const int untiled = layout == G_Q4 || layout == G_Q8;
+    const int narrow = layout == G_Q4 ? G_Q4_8 : G_Q8_8; /* the 8-row form, untiled only */
     if (tokens == 1) { /* decode: tiles of one token, the next band's weights prefetched */
-        for (int64_t r = r0; r < bands_end; r += band)
+        const int64_t band = untiled ? 8 : 16, end = r0 + (r1 - r0) / band * band;
+        for (int64_t r = r0; r < end; r += band)
             if (layout == G_Q4)
                 rows8_one_token_q4_untiled(m, r, xq, xd, xsum8, y);
             else
-                tile(layout, m, r, xq, xd, xsum8, 0, 1, y);
-        return bands_end;
+                tile(untiled ? narrow : layout, m, r, xq, xd, xsum8, 0, 1, y);
+        return end;
     }
+    const int64_t bands_end = r0 + (r1 - r0) / 16 * 16;
+    const int64_t end = untiled && r1 - bands_end >= 8 ? bands_end + 8 : bands_end;
     /* Tokens in spans whose codes stay in a 256 KiB cache share: every band of the span reads
      * them, so a long prompt must not stream all its codes from memory once per band. */
     int64_t span = (X_SPAN_BYTES / m->cols) / TILE_TOKENS * TILE_TOKENS;
     if (span < TILE_TOKENS) span = TILE_TOKENS;
     for (int64_t s0 = 0; s0 < tokens; s0 += span) {
         const int64_t s1 = s0 + span < tokens ? s0 + span : tokens;
-        for (int64_t r = r0; r < bands_end; r += band) {
+        for (int64_t r = r0; r < bands_end; r += 16)
             for (int64_t t0 = s0; t0 < s1; t0 += TILE_TOKENS)
                 tiles(layout, m, r, xq, xd, xsum8, t0, s1 - t0, y);
-        }
+        if (end > bands_end)
+            for (int64_t t0 = s0; t0 < s1; t0 += TILE_TOKENS)
+                tiles(narrow, m, bands_end, xq, xd, xsum8, t0, s1 - t0, y);
     }
-    return bands_end;
+    return end;
 }
 
 #else

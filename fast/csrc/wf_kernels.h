@@ -80,8 +80,8 @@ int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t
 int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                           const float *xd, const int32_t *xsum8, int64_t tokens, float *y);
 
-/* x86-64 (qmatvec_avx512.c): spec/numerics.md §4.1 with AVX-512 + VNNI for bands of 16 rows (8 for
- * untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
+/* x86-64 (qmatvec_avx512.c): spec/numerics.md §4.1 with AVX-512 + VNNI for bands of 16 rows (some
+ * of 8 on untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
  * the first row it left to the caller (r0 itself for other layouts). */
 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                      const float *xd, const int32_t *xsum8, int64_t tokens,
