@@ -5,8 +5,8 @@ sources, the flags, the compiler and the machine, so an edited kernel is rebuilt
 is never loaded. Every build uses `-ffp-contract=off`: a fused multiply-add rounds once where the
 reference rounds twice, which changes results (for example Q4_0 codes at exact .5 boundaries).
 On aarch64 the NEON/dotprod code paths are enabled by `-march`; on x86-64 the forward-pass
-products pick their AVX2 functions at run time (target attributes, CPU check); elsewhere the
-portable C is used.
+products pick their AVX2 or AVX-512 + VNNI functions at run time (target attributes, CPU
+check); elsewhere the portable C is used.
 When no compiler is available, `library()` returns None after one clear warning, and callers fall
 back to NumPy or to the reference.
 

@@ -8,8 +8,8 @@
  * (spec/numerics.md §3); every other operation is one IEEE binary32 operation, never fused
  * (-ffp-contract=off).
  *
- * The plain C here is the portable path; the AVX2 and NEON paths take the SIMD forms of ops_vec.c
- * (spec/numerics.md §15.1), which compute the same operations on the same outputs.
+ * The plain C here is the portable path; the AVX2 (and AVX-512) and NEON paths take the SIMD forms
+ * of ops_vec.c (spec/numerics.md §15.1), which compute the same operations on the same outputs.
  */
 #include <math.h>
 #include <string.h>

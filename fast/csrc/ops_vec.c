@@ -46,7 +46,9 @@ float wf_max_f32(const float *v, int64_t n); /* model_ops.c: spec/numerics.md §
 #include "ops_body.h"
 
 const wf_vec_ops *wf_vec_ops_for(int32_t isa) {
-    return isa == WF_ISA_AVX2 ? &avx2_ops : NULL; /* in force only where usable (wf_set_isa) */
+    /* in force only where usable (wf_set_isa); the avx512 path uses these AVX2 forms too (its
+     * own kernels are the quantized products, qmatvec_avx512.c) */
+    return isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512 ? &avx2_ops : NULL;
 }
 
 #elif defined(__ARM_NEON)

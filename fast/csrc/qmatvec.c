@@ -30,7 +30,8 @@ static int payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK 
  * unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t start = 0; start < n; start += WF_QK) {
-        if (wf_isa() == WF_ISA_AVX2) { /* whole blocks up to the first one holding a NaN */
+        /* whole blocks up to the first one holding a NaN; the avx512 path shares this AVX2 form */
+        if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) {
             start = wf_quantize_blocks_avx2(x, start, n, codes, scales);
             if (start >= n) break;
         }
@@ -286,13 +287,16 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
     int8_t tmp[WF_QK];
     if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
-    int32_t *xsum8 = isa == WF_ISA_AVX2 ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
-    if (xsum8 != NULL) { /* four rows at a time; the remaining rows below take the C loop */
+    const int x86 = isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512;
+    int32_t *xsum8 = x86 ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
+    if (xsum8 != NULL) { /* SIMD bands and row groups; the remaining rows below take the C loop */
         for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
             int32_t s = 0;
             for (int j = 0; j < WF_QK; j++) s += p->xq[i * WF_QK + j];
             xsum8[i] = 8 * s;
         }
+        if (isa == WF_ISA_AVX512) /* bands of 16 (8) rows; the AVX2 kernels take what is left */
+            r0 = wf_q8_activation_rows_avx512(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
         r0 = wf_q8_activation_rows_avx2(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
         free(xsum8);
     }

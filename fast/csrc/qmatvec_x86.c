@@ -30,7 +30,7 @@ int32_t wf_isa_cpu(int32_t isa) {
     }
 }
 
-int wf_x86_avx2(void) { return wf_isa() == WF_ISA_AVX2; }
+int wf_x86_avx2(void) { return wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512; }
 
 #define AVX2 __attribute__((target("avx2,f16c")))
 

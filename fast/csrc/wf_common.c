@@ -198,14 +198,21 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* x86-64 AVX-512: the kernels (qmatvec_avx512.c) leave the rows outside their bands, and the
+ * per-layer ops, to the AVX2 ones, so the path needs both instruction sets. */
+#if !defined(__ARM_NEON)
+static int32_t avx512_cpu(void) { return wf_isa_cpu(WF_ISA_AVX512) && wf_isa_cpu(WF_ISA_AVX2); }
+#endif
+
 /* The best path of this build: on Arm the NEON code is compiled in by -march, on x86-64 the AVX2
- * functions are chosen at run time (qmatvec_x86.c). AVX-512 has no kernels yet (issue 19). */
+ * and AVX-512 functions are chosen at run time (qmatvec_x86.c, qmatvec_avx512.c). */
 static int32_t best_isa(void) {
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
     return WF_ISA_DOTPROD;
 #elif defined(__ARM_NEON)
     return WF_ISA_NEON;
 #else
+    if (avx512_cpu()) return WF_ISA_AVX512;
     return wf_isa_cpu(WF_ISA_AVX2) ? WF_ISA_AVX2 : WF_ISA_PORTABLE;
 #endif
 }
@@ -218,7 +225,8 @@ int32_t wf_isa_usable(int32_t isa) {
 #if defined(__ARM_NEON)
     return isa == WF_ISA_NEON || isa == best_isa();
 #else
-    return isa == WF_ISA_AVX2 && wf_isa_cpu(WF_ISA_AVX2);
+    return (isa == WF_ISA_AVX2 && wf_isa_cpu(WF_ISA_AVX2)) ||
+           (isa == WF_ISA_AVX512 && avx512_cpu());
 #endif
 }
 

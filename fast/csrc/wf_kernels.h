@@ -61,7 +61,8 @@ int32_t wf_set_isa(int32_t isa);
 /* The path in use. */
 int32_t wf_isa(void);
 
-/* x86-64: 1 when the AVX2 path is in use (qmatvec_x86.c), and its spec/numerics.md §4.1 kernel
+/* x86-64: 1 when the AVX2 kernels are in use (the avx2 path, or the avx512 one, which leaves
+ * them the rows its bands do not cover; qmatvec_x86.c), and the AVX2 spec/numerics.md §4.1 kernel
  * for the whole groups of four rows in [r0, r1); returns the first row it left to the caller. */
 int wf_x86_avx2(void);
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
@@ -79,7 +80,15 @@ int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t
 int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                           const float *xd, const int32_t *xsum8, int64_t tokens, float *y);
 
-/* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2). */
+/* x86-64 (qmatvec_avx512.c): spec/numerics.md §4.1 with AVX-512 + VNNI for bands of 16 rows (some
+ * of 8 on untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
+ * the first row it left to the caller (r0 itself for other layouts). */
+int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
+                                     const float *xd, const int32_t *xsum8, int64_t tokens,
+                                     float *y);
+
+/* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2,
+ * 4 x86 AVX-512 + VNNI). */
 int32_t wf_simd_path(void);
 
 /* spec/numerics.md §9 one token's attention over npos rows of stride floats (model_ops.c). */

@@ -7,9 +7,11 @@ path usable here (spec/numerics.md §15.1); compared as uint32 views.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fixture)
     DENSE_LAYOUTS,
@@ -45,9 +47,15 @@ def ref_product(m, x: np.ndarray, mode: QuantizedMatmul) -> np.ndarray:
     )
 
 
+def canonical_bits(a: np.ndarray) -> np.ndarray:
+    """The uint32 words with every NaN as 0x7FC00000: NaN payload and sign are not specified
+    (spec/numerics.md §2.4), and a NaN block can meet an inf - inf NaN of the other sign."""
+    return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32))
+
+
 def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
     assert got.dtype == np.float32 and got.shape == want.shape
-    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(canonical_bits(got), canonical_bits(want))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -215,3 +223,56 @@ def test_gemm_token_spans_equal_ref(layout: str) -> None:
     want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
     for _isa in each_isa():
         assert_same_bits(fast.matmat(x, threads=2), want)
+
+
+def wide_band_examples(f: Callable[..., None]) -> Callable[..., None]:
+    """Every layout at 1 and 9 tokens with a band of 16 and leftover rows, whatever Hypothesis
+    draws (the untiled leftover of 9 rows is an 8-row band and one row)."""
+    for layout in GEMM_LAYOUTS:
+        for tokens in (1, 9):
+            f = example(
+                7, layout, 1, 1 if CODECS[layout].row_group > 1 else 9, 2, tokens, 1, False
+            )(f)
+    return f
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(GEMM_LAYOUTS),
+    bands=st.integers(1, 2),
+    extra=st.integers(0, 15),
+    blocks=st.integers(1, 3),
+    tokens=st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 9, 17]),
+    threads=st.integers(1, 2),
+    nan_blocks=st.booleans(),
+)
+@wide_band_examples
+def test_wide_bands_equal_ref(
+    seed: int,
+    layout: str,
+    bands: int,
+    extra: int,
+    blocks: int,
+    tokens: int,
+    threads: int,
+    nan_blocks: bool,
+) -> None:
+    """The AVX-512 kernels (fast/csrc/qmatvec_avx512.c) take bands of 16 rows (decode on an
+    untiled payload: 8; prefill ends an untiled run with a band of 8 when 8 rows are left) and
+    tiles of 8 tokens; the rows after the last band go to the AVX2 kernels. Bands of 16 with
+    leftover rows (up to 3 row groups of a tiled payload, up to 15 rows of an untiled one), decode
+    (1 token) and every token remainder of the tiles, activations with NaN blocks (their scale is
+    NaN, so NaN reaches the float steps): every path here gives the reference's bits
+    (spec/numerics.md §4.1, §15.1)."""
+    rng = np.random.default_rng(seed)
+    group = CODECS[layout].row_group
+    rows = 16 * bands + (group * (extra % 4) if group > 1 else extra)
+    words = quant_words(rng, layout, rows, 32 * blocks)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), *words.shape)
+    x = activations(rng, tokens, words.shape[1])
+    if nan_blocks:
+        x[rng.integers(0, tokens), rng.integers(0, words.shape[1])] = np.nan
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=threads), want)

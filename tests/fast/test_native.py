@@ -1,7 +1,11 @@
 """The kernel build: the contract's flags, a cache keyed by source, and a clear fallback."""
 
+import platform
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from weightfile.fast import _native
 
@@ -100,3 +104,28 @@ def test_each_isa_forces_every_usable_path_then_restores() -> None:
     seen = [(name, lib.wf_simd_path()) for name in _native.each_isa()]
     assert seen == [(n, _native.ISAS[n]) for n in _native.usable_isas()]
     assert _native.current_isa(lib) == before
+
+
+def cpu_flags() -> set[str]:
+    """The flags of the first processor in /proc/cpuinfo (Linux)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"),
+    reason="reads the x86-64 flags of /proc/cpuinfo",
+)
+def test_avx512_is_usable_iff_the_cpu_has_it() -> None:
+    """spec/numerics.md §15.1: the avx512 path is usable (and the default) exactly when the CPU
+    reports AVX-512 F/BW/VL + VNNI and AVX2 + F16C; avx2 stays usable beside it."""
+    flags = cpu_flags()
+    has_avx2 = {"avx2", "f16c"} <= flags
+    has_avx512 = has_avx2 and {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags
+    usable = _native.usable_isas()
+    assert ("avx512" in usable) == has_avx512
+    assert ("avx2" in usable) == has_avx2
+    best = "avx512" if has_avx512 else "avx2" if has_avx2 else "portable"
+    assert run_with_isa("") == f"path {best} {_native.ISAS[best]}"
