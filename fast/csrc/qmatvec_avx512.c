@@ -41,6 +41,22 @@ AVX512 INLINE __m512i piece16(const int8_t *x) {
     return _mm512_set1_epi32(v);
 }
 
+/* One block of one token for 16 rows in lanes: u[k] holds piece k (codes 4k..4k+3) of every
+ * row's block, unsigned as vpdpbusd takes them; D = the exact dot less `correction` (8·sum(x) for
+ * Q4 nibbles, 128·sum(x) for Q8 codes + 128); then the §4.1 float steps, multiply and add apart. */
+AVX512 INLINE __m512 add_block16(__m512 acc, const __m512i u[8], const int8_t *x,
+                                 int32_t correction, __m512 dw, float dx) {
+    __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+    UNROLL
+    for (int k = 0; k < 8; k += 2) {
+        d0 = _mm512_dpbusd_epi32(d0, u[k], piece16(x + 4 * k));
+        d1 = _mm512_dpbusd_epi32(d1, u[k + 1], piece16(x + 4 * k + 4));
+    }
+    const __m512i dots = _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(correction));
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
+                                            _mm512_mul_ps(dw, _mm512_set1_ps(dx))));
+}
+
 AVX512 INLINE long long bits64(const uint8_t *p) {
     long long v;
     memcpy(&v, p, 8);
@@ -135,17 +151,7 @@ AVX512 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int64_t tb = (t0 + t) * nb + b;
-            const int8_t *x = xq + tb * WF_QK;
-            __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
-            UNROLL
-            for (int c = 0; c < 8; c += 2) {
-                d0 = _mm512_dpbusd_epi32(d0, u[c], piece16(x + 4 * c));
-                d1 = _mm512_dpbusd_epi32(d1, u[c + 1], piece16(x + 4 * c + 4));
-            }
-            const __m512i dots =
-                _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(16 * xsum8[tb]));
-            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
-                                                         _mm512_mul_ps(dw, _mm512_set1_ps(xd[tb]))));
+            acc[t] = add_block16(acc[t], u, xq + tb * WF_QK, 16 * xsum8[tb], dw, xd[tb]);
         }
     }
     UNROLL
@@ -332,17 +338,7 @@ AVX512 INLINE void untiled16_tile(const wf_matrix *m, int64_t r, const int8_t *x
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int64_t tb = (t0 + t) * nb + b;
-            const int8_t *x = xq + tb * WF_QK;
-            __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
-            UNROLL
-            for (int k = 0; k < 8; k += 2) {
-                d0 = _mm512_dpbusd_epi32(d0, c[k], piece16(x + 4 * k));
-                d1 = _mm512_dpbusd_epi32(d1, c[k + 1], piece16(x + 4 * k + 4));
-            }
-            const __m512i dots =
-                _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(xmul * xsum8[tb]));
-            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
-                                                         _mm512_mul_ps(dw, _mm512_set1_ps(xd[tb]))));
+            acc[t] = add_block16(acc[t], c, xq + tb * WF_QK, xmul * xsum8[tb], dw, xd[tb]);
         }
     }
     UNROLL
