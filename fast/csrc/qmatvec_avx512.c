@@ -42,8 +42,9 @@ AVX512 INLINE __m512i piece16(const int8_t *x) {
 }
 
 /* One block of one token for 16 rows in lanes: u[k] holds piece k (codes 4k..4k+3) of every
- * row's block, unsigned as vpdpbusd takes them; D = the exact dot less `correction` (8·sum(x) for
- * Q4 nibbles, 128·sum(x) for Q8 codes + 128); then the §4.1 float steps, multiply and add apart. */
+ * row's block, unsigned as vpdpbusd takes them; D = the exact dot less `correction` (8·sum(x)
+ * for Q4 nibbles, 128·sum(x) for Q8 codes + 128); then the spec/numerics.md §4.1 float steps,
+ * multiply and add apart. */
 AVX512 INLINE __m512 add_block16(__m512 acc, const __m512i u[8], const int8_t *x,
                                  int32_t correction, __m512 dw, float dx) {
     __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
