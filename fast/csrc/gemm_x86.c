@@ -15,6 +15,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "x86_common.h"
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,f16c")))
@@ -121,24 +123,6 @@ AVX2 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, co
     }
     UNROLL
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
-}
-
-/* The f16 scale bits that begin a block (little-endian). */
-INLINE short scale_bits(const uint8_t *blk) {
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    return (short)d;
-}
-
-/* Eight rows' partial vectors p[i] (8 int32 each, summing to row i's D) into one vector whose
- * lane i is row i's D: two hadd levels, then the two 128-bit halves added. Integer: exact. */
-AVX2 INLINE __m256i rows_of(const __m256i p[8]) {
-    const __m256i h03 =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    const __m256i h47 =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
-                            _mm256_permute2x128_si256(h03, h47, 0x31));
 }
 
 /* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0..: row

@@ -22,6 +22,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "x86_common.h"
 #include <string.h>
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
@@ -192,24 +194,6 @@ AVX512 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const i
                                                _mm256_mul_ps(dw, _mm256_set1_ps(xd[b]))));
     }
     _mm256_storeu_ps(y + r, acc);
-}
-
-/* The f16 scale bits that begin a block (little-endian). */
-INLINE short scale_bits(const uint8_t *blk) {
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    return (short)d;
-}
-
-/* Eight rows' partial vectors p[i] (8 int32 each, summing to row i's D) into one vector whose
- * lane i is row i's D: two hadd levels, then the two 128-bit halves added. Integer: exact. */
-AVX512 INLINE __m256i rows_of(const __m256i p[8]) {
-    const __m256i h03 =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    const __m256i h47 =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
-                            _mm256_permute2x128_si256(h03, h47, 0x31));
 }
 
 /* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0.. (Q8

@@ -12,6 +12,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "x86_common.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,13 +165,6 @@ AVX2 static inline int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const i
     }
     *acc_out = acc;
     return b;
-}
-
-/* The f16 scale bits that begin a block (little-endian). */
-static inline short scale_bits(const uint8_t *blk) {
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    return (short)d;
 }
 
 /* The scales of the blocks at s + i·row_bytes, i = 0..7, widened by F16C (exact for every
