@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import statistics
@@ -173,9 +174,20 @@ def download_sdist(sdist: Path, index: str = "https://pypi.org/simple/llama-cpp-
     partial.replace(sdist)
 
 
+def no_amx_flags() -> list[str]:
+    """On x86-64, CMake flags that keep AMX out of a -march=native build. A VM can report AMX in
+    its CPU flags and grant the tile permission yet fault on the tiles: llama-bench from the
+    native build died with SIGILL at `tileloadd` on an Intel Xeon KVM guest (2026-12-02). Our
+    kernels use no AMX either, so both sides then run their AVX-512/VNNI code."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    off = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    return [f"-DCMAKE_C_FLAGS={off}", f"-DCMAKE_CXX_FLAGS={off}"]
+
+
 def build_llama_bench(folder: Path, jobs: int) -> Path:
-    """pip download the sdist, CMake-configure its vendored llama.cpp (-DGGML_NATIVE=ON), build
-    only the llama-bench target; reused when already built."""
+    """Download the sdist, CMake-configure its vendored llama.cpp (-DGGML_NATIVE=ON, no AMX: see
+    no_amx_flags), build only the llama-bench target; reused when already built."""
     binary = folder / "build" / "bin" / "llama-bench"
     if binary.is_file():
         return binary
@@ -194,7 +206,7 @@ def build_llama_bench(folder: Path, jobs: int) -> Path:
     subprocess.run(["cmake", "-S", str(source), "-B", str(folder / "build"),
                     "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF",
                     "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                    "-DLLAMA_BUILD_SERVER=OFF"], check=True)  # fmt: skip
+                    "-DLLAMA_BUILD_SERVER=OFF", *no_amx_flags()], check=True)  # fmt: skip
     subprocess.run(["cmake", "--build", str(folder / "build"), "-j", str(jobs),
                     "--target", "llama-bench"], check=True)  # fmt: skip
     return binary

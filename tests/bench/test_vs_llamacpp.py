@@ -88,3 +88,19 @@ def test_median_table_takes_quiet_rounds_only(script):
 )
 def test_a_round_is_quiet_only_when_every_probe_passes_both_rules(script, probes, want):
     assert script.is_quiet(probes, 1.15) is want
+
+
+@pytest.mark.parametrize(("machine", "amx_off"), [("x86_64", True), ("aarch64", False)])
+def test_the_native_build_keeps_amx_out_on_x86_only(script, monkeypatch, machine, amx_off):
+    """A KVM guest that reports AMX faulted on llama.cpp's `tileloadd` (SIGILL): the x86-64 build
+    turns the AMX ISA off for C and C++ alike; other machines get no x86 flags."""
+    monkeypatch.setattr(script.platform, "machine", lambda: machine)
+    flags = script.no_amx_flags()
+    if not amx_off:
+        assert flags == []
+        return
+    for lang in ("C", "CXX"):
+        (value,) = [f for f in flags if f.startswith(f"-DCMAKE_{lang}_FLAGS=")]
+        assert {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"} <= set(
+            value.split("=", 1)[1].split()
+        )
