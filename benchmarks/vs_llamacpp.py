@@ -33,6 +33,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -261,13 +262,25 @@ def is_quiet(probes: list[tuple[float, float]], limit: float) -> bool:
     return all(ratio <= limit and share <= limit for ratio, share in probes)
 
 
+def exit_reason(code: int) -> str:
+    """A child's return code in words: a signal by name (SIGILL with what usually causes it)."""
+    if code >= 0:
+        return f"exit {code}"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+    if -code == signal.SIGILL:
+        return (f"{name}: an instruction this CPU refused; a build made before --build turned "
+                f"AMX off, or for another CPU, needs its build folder removed")  # fmt: skip
+    return name
+
+
 # -- one round ----------------------------------------------------------------------------------
 def llama_rows(binary: Path, gguf_path: Path, tests: Tests, threads: list[int], reps: int):
     cmd = [str(binary), "-m", str(gguf_path), "-t", ",".join(map(str, threads)),
            "-r", str(reps), "-o", "json", *tests.llama_flags()]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"llama-bench failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        raise SystemExit(f"llama-bench failed ({exit_reason(done.returncode)}): "
+                         f"{done.stderr.strip()[-2000:]}")  # fmt: skip
     rows = json.loads(done.stdout)
     out = {}
     for r in rows:

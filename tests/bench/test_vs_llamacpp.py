@@ -104,3 +104,14 @@ def test_the_native_build_keeps_amx_out_on_x86_only(script, monkeypatch, machine
         assert {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"} <= set(
             value.split("=", 1)[1].split()
         )
+
+
+def test_a_crashed_llama_bench_is_named_by_its_signal(script, tmp_path):
+    """The SIGILL of an AMX build on a guest that faults on tiles printed only "failed (-4)"."""
+    fake = tmp_path / "llama-bench"
+    fake.write_text("#!/bin/sh\nkill -ILL $$\n")
+    fake.chmod(0o755)
+    with pytest.raises(SystemExit, match=r"failed \(SIGILL: an instruction this CPU refused"):
+        script.llama_rows(fake, tmp_path / "m.gguf", script.Tests("tg64"), [1], 1)
+    assert script.exit_reason(3) == "exit 3"
+    assert script.exit_reason(-9) == "SIGKILL"
