@@ -38,7 +38,8 @@ GEOMETRIES = {
 
 BASELINE = (
     "import weightfile.cli, weightfile.commands.convert, weightfile.convert.dispatch, "
-    "weightfile.convert.qwen3_vqf, weightfile.convert.gguf_qwen3, weightfile.convert.vqf_gguf, "
+    "weightfile.families.qwen3.to_vqf, weightfile.families.qwen3.from_gguf, "
+    "weightfile.convert.vqf_gguf, "
     "weightfile.fast.codecs.vqf, gguf, safetensors, ml_dtypes\n"
     "from weightfile.fast.vqf.fnv1a64 import fnv1a64; fnv1a64(b'x')\n"
     "import weightfile.fast.codecs.vqf as c; c.codec('q8_0'); c.codec('q4_0')"

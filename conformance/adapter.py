@@ -22,19 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from weightfile.families.qwen3.board_conformance import answer as board_answer
+from weightfile.families.qwen3.conformance import answer as model_answer
+from weightfile.families.qwen3.conformance import fast_opener
+from weightfile.families.qwen3_moe.conformance import answer as moe_answer
+from weightfile.families.qwen3_vl.conformance import answer as vl_answer
+from weightfile.families.qwen3_vl.conformance import fast_vl_model
+from weightfile.families.qwen35.conformance import answer as qwen35_answer
 from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import Violation, WeightfileError
 
-from .board_cases import answer as board_answer
 from .codec_cases import answer as codec_answer
-from .model_cases import answer as model_answer
-from .model_cases import fast_opener
-from .moe_cases import answer as moe_answer
 from .ninfer3_describe import describe_ninfer3
-from .qwen35_cases import answer as qwen35_answer
-from .vl_cases import answer as vl_answer
-from .vl_cases import fast_vl_model
 from .vqf_describe import describe_vqf
 
 ENGINES = ("ref", "fast")
@@ -55,8 +55,8 @@ FAST_NINFER3_MODEL = (
 
 #: Why `fast` answers `vqf-vl-model` with the reference while the family has no fast model.
 FAST_VL_MODEL = (
-    "the Qwen3-VL family has no fast model yet (weightfile/families.py): the reference forward "
-    "pass answers"
+    "the Qwen3-VL family has no fast model yet (weightfile/families/registry.py): the reference "
+    "forward pass answers"
 )
 
 
@@ -191,7 +191,9 @@ def notes(engine: str) -> dict[str, str]:
     if engine != "fast":
         return {}
     said = {"ninfer3-model": FAST_NINFER3_MODEL}
-    if not fast_vl_model():  # until weightfile/families.py's qwen3_vl row names a fast model
+    if (
+        not fast_vl_model()
+    ):  # until weightfile/families/registry.py's qwen3_vl row names a fast model
         said["vqf-vl-model"] = FAST_VL_MODEL
     return said
 

@@ -1,8 +1,10 @@
 """The deterministic generator of the conformance corpus (conformance/README.md, "Regenerating").
 
-Each case source (vqf_cases, ninfer3_cases, codec_cases, model_cases) yields its cases already
-checked against the reference; the generator adds the common case.json fields, the manifests and
-VERSION, and re-checks every spec number (spec_numbers) before anything is written. Nothing
+Each case source yields its cases already checked against the reference: the format-level ones
+here (vqf_cases, ninfer3_cases, codec_cases, protected_cases), then every model family's
+conformance builders, taken from its row of the family registry (weightfile/families/registry.py,
+`Family.builders`). The generator adds the common case.json fields, the manifests and VERSION,
+and re-checks every spec number (spec_numbers) before anything is written. Nothing
 depends on the clock, the machine or a random seed other than the fixed ones, so regenerating
 gives identical bytes.
 """
@@ -16,18 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import (
-    board_cases,
-    codec_cases,
-    model_cases,
-    moe_cases,
-    ninfer3_cases,
-    protected_cases,
-    qwen35_cases,
-    spec_numbers,
-    vl_cases,
-    vqf_cases,
-)
+from weightfile.families import builders, resolve
+
+from . import codec_cases, ninfer3_cases, protected_cases, spec_numbers, vqf_cases
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
@@ -45,6 +38,16 @@ BOARD_VERSION = "v3"
 NINFER3_MODEL_VERSION = "v2"
 #: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §1.2): images, DeepStack, MRoPE.
 VL_VERSION = "v4"
+#: Every corpus version, in the order VERSION lists them (the order they were published); a
+#: family's builder names one of these (weightfile/families/registry.py).
+VERSIONS: tuple[tuple[str, str], ...] = (
+    ("vqf", CORPUS_VERSION),
+    ("ninfer3", NINFER3_VERSION),
+    ("vqf", PROTECTED_VERSION),
+    ("vqf", BOARD_VERSION),
+    ("ninfer3", NINFER3_MODEL_VERSION),
+    ("vqf", VL_VERSION),
+)
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
 
@@ -52,8 +55,10 @@ def _json(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=True) + "\n").encode()
 
 
-#: (format, corpus version, kind, case source) in manifest order.
-SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...] = (
+Source = Callable[[Path, str], Iterator[Case]]
+
+#: The format-level sources: (format, corpus version, kind, case source) in manifest order.
+FORMAT_SOURCES: tuple[tuple[str, str, str, Source], ...] = (
     ("vqf", CORPUS_VERSION, "container", vqf_cases.valid_cases),
     ("vqf", CORPUS_VERSION, "container", vqf_cases.invalid_cases),
     ("ninfer3", NINFER3_VERSION, "container", ninfer3_cases.valid_cases),
@@ -61,28 +66,31 @@ SOURCES: tuple[tuple[str, str, str, Callable[[Path, str], Iterator[Case]]], ...]
     ("vqf", CORPUS_VERSION, "codec", lambda _, prefix: codec_cases.corpus_cases("vqf", prefix)),
     ("ninfer3", NINFER3_VERSION, "codec",
      lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
-    ("vqf", CORPUS_VERSION, "model", model_cases.corpus_cases),
-    ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.valid_cases),
-    ("ninfer3", NINFER3_VERSION, "model", qwen35_cases.invalid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
-    ("vqf", BOARD_VERSION, "board-model", board_cases.corpus_cases),
-    ("ninfer3", NINFER3_MODEL_VERSION, "model", qwen35_cases.valid_cases_v2),
-    ("vqf", BOARD_VERSION, "moe-model", moe_cases.corpus_cases),
-    ("vqf", VL_VERSION, "vl-model", vl_cases.corpus_cases),
 )  # fmt: skip
+
+
+def sources() -> tuple[tuple[str, str, str, Source], ...]:
+    """Every case source in manifest order: the format-level ones, then each family row's
+    builders in row order (imported here, on first use). Within one manifest that is the
+    published order: a format's container and codec cases precede its model cases, and each
+    corpus version after v1 holds one family's cases or follows the rows' order."""
+    family = tuple((b.format, b.version, b.kind, resolve(b.source)) for b in builders())
+    for fmt, version, kind, _ in family:
+        if (fmt, version) not in VERSIONS:
+            raise RuntimeError(f"a {kind} builder names an unknown corpus {fmt} {version}")
+    return FORMAT_SOURCES + family
 
 
 def corpus_files() -> dict[str, bytes]:
     """Every file of the corpus, by path relative to the corpus directory."""
     files: dict[str, bytes] = {}
     manifests: dict[str, list[str]] = {}
-    versions: dict[str, None] = {}  # "format version" lines, in first-use order
     with tempfile.TemporaryDirectory() as tmp:
-        for n, (fmt, version, kind, source) in enumerate(SOURCES):
+        for n, (fmt, version, kind, source) in enumerate(sources()):
             scratch = Path(tmp) / str(n)
             scratch.mkdir()
-            versions[f"{fmt} {version}"] = None
             for cid, fields, parts, want in source(scratch, f"{fmt}/{version}"):
                 manifests.setdefault(f"files-{fmt}-{version}", []).append(cid)
                 meta = {"id": cid, "format": fmt, "kind": kind, **fields,
@@ -97,7 +105,8 @@ def corpus_files() -> dict[str, bytes]:
         raise RuntimeError("the corpus disagrees with the spec: " + "; ".join(problems))
     for name, ids in manifests.items():
         files[name] = "".join(f"{cid}\n" for cid in ids).encode()
-    files["VERSION"] = "\n".join([*versions, f"generator {GENERATOR_VERSION}", ""]).encode()
+    lines = [f"{fmt} {version}" for fmt, version in VERSIONS]
+    files["VERSION"] = "\n".join([*lines, f"generator {GENERATOR_VERSION}", ""]).encode()
     return files
 
 

@@ -1,16 +1,23 @@
-"""The family registry (weightfile/families.py): every row resolves, each container's
-architecture picks the right row, an unknown architecture is a typed error, and the callers that
-load models ask the registry instead of importing a family themselves."""
+"""The family registry (weightfile/families/registry.py): every row resolves (its reading code,
+its importers, presets and conformance builders), the convert dispatch, the bench presets and the
+corpus generator are derived from the rows, each container's architecture picks the right row, an
+unknown architecture is a typed error, and the callers that load models ask the registry instead
+of importing a family themselves."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 from types import SimpleNamespace
+from unittest.mock import patch
 
 import pytest
 
 from weightfile import families
+from weightfile.bench import synthetic
+from weightfile.conformance import adapter, generate
+from weightfile.convert import dispatch
+from weightfile.convert.dispatch import CONVERTERS
 from weightfile.families import (
     NINFER,
     QWEN3,
@@ -35,6 +42,80 @@ NINFER_MODELS = [
     for name in ("dense-bf16", "dense-q4-q8-fused", "moe-q8-fused")
 ]
 CODE_FIELDS = ("binder", "reference", "fast", "trace")
+
+
+def test_the_family_folders_are_the_rows():
+    """One folder per row under weightfile/families/, and a row's code outside the oracle lives in
+    its own folder (or is format-level code the row names on purpose)."""
+    folders = {p.parent.name for p in (ROOT / "weightfile" / "families").glob("*/__init__.py")}
+    assert folders == {row.name for row in ROWS}
+    for row in ROWS:
+        refs = [i.converter for i in row.importers] + [b.source for b in row.builders]
+        refs += [row.presets] if row.presets is not None else []
+        assert refs, f"{row.name} names no importer, preset or builder"
+        for ref in refs:
+            assert ref.startswith(f"weightfile.families.{row.name}."), ref
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_importer_resolves_and_the_convert_dispatch_runs_it(row):
+    """Each (source kind, target kind) a row names is the dispatch's entry for that pair, and a
+    source of that kind is routed to it (`hf/*`: a folder of a model_type no row names)."""
+    for imp in row.importers:
+        assert callable(families.resolve(imp.converter)), imp.converter
+        assert CONVERTERS[(imp.source, imp.target)] == imp.converter
+        kind = "hf/unnamed_model_type" if imp.source == "hf/*" else imp.source
+        with patch.object(dispatch, "source_kind", lambda _src, kind=kind: kind):
+            s, t, run = dispatch.converter_for(Path("src"), Path(f"dst.{imp.target}"))
+        assert (s, t) == (kind, imp.target)
+        assert run is families.resolve(imp.converter)
+
+
+def test_the_convert_dispatch_is_the_rows_plus_the_format_level_converters():
+    assert {**families.importers(), **dispatch.FORMAT_CONVERTERS} == CONVERTERS
+    assert not set(families.importers()) & set(dispatch.FORMAT_CONVERTERS)
+    for ref in dispatch.FORMAT_CONVERTERS.values():
+        assert callable(families.resolve(ref))
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.presets], ids=lambda r: r.name)
+def test_every_preset_builds(row):
+    """A row's presets are the bench's synthetic models by that name, their configs build and
+    their files plan (the layout, not the GB of weights), with the header's family the row's."""
+    presets = row.code("presets")
+    assert presets
+    for s in presets:
+        assert synthetic.SPECS[s.name] is s and synthetic.spec_named(s.name) is s
+        assert s.config.num_hidden_layers == s.layers
+        rows, size = synthetic.planned_layout(s)
+        assert rows and size > 0
+        assert vqf_architecture(2, s.flags) in row.architectures
+
+
+def test_the_bench_presets_are_the_rows_presets():
+    names = [s.name for s in families.presets()]
+    assert len(names) == len(set(names))
+    assert list(synthetic.SPECS) == names
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_conformance_builder_is_in_the_generator(row):
+    """Each builder is one of the corpus generator's sources, under a published corpus version,
+    and its case kind is one the built-in adapter answers."""
+    sources = generate.sources()
+    for b in row.builders:
+        source = families.resolve(b.source)
+        assert callable(source)
+        assert (b.format, b.version, b.kind, source) in sources
+        assert (b.format, b.version) in generate.VERSIONS
+        assert f"{b.format}-{b.kind}" in adapter.KINDS
+
+
+def test_the_generator_sources_are_the_format_level_ones_then_the_rows_builders():
+    got = [(f, v, k) for f, v, k, _ in generate.sources()]
+    want = [(f, v, k) for f, v, k, _ in generate.FORMAT_SOURCES]
+    want += [(b.format, b.version, b.kind) for b in families.builders()]
+    assert got == want
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
@@ -149,8 +230,8 @@ CALLERS = (
     "weightfile/frontend/session.py",
     "weightfile/frontend/ninfer_session.py",
     "weightfile/bench/engines.py",
-    "conformance/model_cases.py",
-    "conformance/qwen35_cases.py",
+    "weightfile/families/qwen3/conformance.py",
+    "weightfile/families/qwen35/conformance.py",
     "conformance/adapter.py",
 )
 #: Where a family's models and binders live.

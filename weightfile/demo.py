@@ -26,15 +26,15 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from weightfile.convert.hf_names_qwen3 import (
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import (
     EMBED,
     FINAL_NORM,
     LAYER_TENSORS,
     LM_HEAD,
     layer_tensor,
 )
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
+from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.staging import staged_folder, sweep
 from weightfile.ref.vqf.encode import file_flags

@@ -75,7 +75,7 @@ def tiny_tensors(
 
 def example_state_dict(arch: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
     """transformers-named float32 weights of a small random Qwen3 with the shapes of `arch`."""
-    from weightfile.convert.hf_names_qwen3 import (
+    from weightfile.families.qwen3.hf_names import (
         EMBED,
         FINAL_NORM,
         LAYER_TENSORS,
@@ -111,8 +111,8 @@ def example_state_dict(arch: dict[str, Any], seed: int = 0) -> dict[str, np.ndar
 def example_tensors(arch: dict[str, Any], seed: int = 0) -> list[TensorSource]:
     """The bundled example's tensors: `example_state_dict` encoded as `import --qtype q4_0
     --layout tiled` encodes a checkpoint (reference codecs, so the bytes are the oracle's)."""
-    from weightfile.convert.qwen3_hf import config_from_hf
-    from weightfile.convert.qwen3_vqf import build_tensors
+    from weightfile.families.qwen3.hf import config_from_hf
+    from weightfile.families.qwen3.to_vqf import build_tensors
 
     hf = dict(
         vocab_size=arch["vocab_size"], hidden_size=arch["dim"], intermediate_size=arch["ffn_dim"],

@@ -134,7 +134,7 @@ def read_matrices(
     mats: list[Matrix] = []
     for layer in range(layers):
         chunk = bytes(payload[layer * step : (layer + 1) * step])
-        if e.qtype in (QType.F32, QType.F16):  # reference precision (convert/qwen3_vqf.py)
+        if e.qtype in (QType.F32, QType.F16):  # reference precision (families/qwen3/to_vqf.py)
             mats.append(DenseMatrix(dense_values(e.qtype, chunk).reshape(out, inp)))
             continue
         codes, scale_bits = words(name, e.qtype, vqf.header.flags, chunk, out, inp)

@@ -9,7 +9,7 @@
     model = Qwen35Model(config, weights)
     logits = model.forward([1, 2, 3], model.new_cache())   # float32 [3, vocab]
 
-A transformers checkpoint becomes the same pair through `weightfile.convert.qwen35_hf`
+A transformers checkpoint becomes the same pair through `weightfile.families.qwen35.hf`
 (conversion is not part of the oracle).
 """
 

@@ -214,7 +214,8 @@ def bind_vl_vqf(
 
 
 def bind_family(vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family=None):
-    """The registry's `binder` entry (weightfile/families.py): (VLConfig, (text, vision))."""
+    """The registry's `binder` entry (weightfile/families/registry.py): (VLConfig, (text,
+    vision))."""
     from .model import VLConfig
 
     tc, tw, vc, vw, ids = bind_vl_vqf(vqf, matrix_words, family)

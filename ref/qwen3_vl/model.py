@@ -224,8 +224,9 @@ class Qwen3VLModel(ImagePrompt):
 
 @dataclass(frozen=True)
 class VLConfig:
-    """What the family registry passes as `config` (weightfile/families.py): the text config
-    (its `vocab_size` is what the frontend checks ids against), the tower's, the special ids."""
+    """What the family registry passes as `config` (weightfile/families/registry.py): the text
+    config (its `vocab_size` is what the frontend checks ids against), the tower's, the special
+    ids."""
 
     text: Qwen3Config
     vision: VisionConfig

@@ -140,7 +140,7 @@ _RULES = (
     Rule("vqf.bind.vision_input", "InvalidError", "binder", "§8",
          "pixel_values or a grid the tower cannot take (not one frame, odd or short sides, "
          "rows not 3·T·P·P float32)"),
-    # --- importing a Hugging Face checkpoint (weightfile/convert/qwen3_vqf.py) ---
+    # --- importing a Hugging Face checkpoint (weightfile/families/qwen3/to_vqf.py) ---
     Rule("vqf.import.missing_file", "NotFoundError", "importer", "§8",
          "config.json or the *.safetensors files are absent"),
     Rule("vqf.import.config", "InvalidError", "importer", "§8",

@@ -145,7 +145,7 @@ def test_a_tokenizer_given_skips_the_embedded_one(tmp_path, capsys):
     model = CORPUS / "ninfer3/v1/model/qwen35/dense-bf16/model.ninfer"
     assert main(["run", str(model), "--prompt", "x", "--max-tokens", "1"]) == 1
     assert "frontend.resource.invalid" in _one_line(capsys)
-    from weightfile.conformance.qwen35_files import word_level_tokenizer
+    from weightfile.families.qwen35.conformance_files import word_level_tokenizer
 
     tok = tmp_path / "tok.json"
     tok.write_bytes(word_level_tokenizer(64))

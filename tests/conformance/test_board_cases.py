@@ -1,12 +1,13 @@
-"""The `vqf-board-model` conformance cases (conformance/board_cases.py, spec/numerics.md §20)."""
+"""The `vqf-board-model` conformance cases (weightfile/families/qwen3/board_conformance.py,
+spec/numerics.md §20)."""
 
 from __future__ import annotations
 
 import json
 
 from weightfile.conformance.generate import CORPUS_DIR
-from weightfile.conformance.model_cases import run as canonical_run
 from weightfile.conformance.runner import builtin_implementation, run_corpus
+from weightfile.families.qwen3.conformance import run as canonical_run
 from weightfile.ref.qwen3.bind_vqf import bind_vqf
 from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.ref.vqf.read import open_vqf

@@ -17,9 +17,7 @@ import pytest
 from weightfile.cli import main
 from weightfile.conformance.adapter import Answer, answer
 from weightfile.conformance.generate import CORPUS_DIR, drift
-from weightfile.conformance.model_cases import fast_opener
 from weightfile.conformance.ninfer3_mutations import CASES as NINFER3_CASES
-from weightfile.conformance.qwen35_mutations import MUTATIONS as QWEN35_MUTATIONS
 from weightfile.conformance.runner import (
     Implementation,
     builtin_implementation,
@@ -27,6 +25,8 @@ from weightfile.conformance.runner import (
     command_implementation,
     run_corpus,
 )
+from weightfile.families.qwen3.conformance import fast_opener
+from weightfile.families.qwen35.conformance_mutations import MUTATIONS as QWEN35_MUTATIONS
 from weightfile.ref.crypto import sm2
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES

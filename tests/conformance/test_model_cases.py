@@ -66,9 +66,9 @@ def test_the_fast_engine_runs_model_cases_through_the_familys_fast_model(monkeyp
     """The fast engine answers model cases through the registry row's fast model,
     weightfile.fast.qwen3.open_model (called with the open file and threads=), and a model that
     is off by one ulp anywhere fails."""
-    from weightfile.conformance import model_cases
-    from weightfile.conformance.model_cases import ref_model
     from weightfile.conformance.runner import builtin_implementation, run_corpus
+    from weightfile.families.qwen3 import conformance as model_cases
+    from weightfile.families.qwen3.conformance import ref_model
     from weightfile.fast import qwen3 as fast_qwen3
 
     calls = []
@@ -100,8 +100,8 @@ def test_the_fast_engine_runs_model_cases_through_the_familys_fast_model(monkeyp
 
 
 def test_without_c_kernels_fast_skips_vqf_model_cases_instead_of_answering_with_ref(monkeypatch):
-    from weightfile.conformance import model_cases
     from weightfile.conformance.runner import builtin_implementation, run_corpus
+    from weightfile.families.qwen3 import conformance as model_cases
 
     monkeypatch.setattr(model_cases, "library", lambda: None)
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")

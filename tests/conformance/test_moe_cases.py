@@ -1,4 +1,5 @@
-"""The `vqf-moe-model` conformance cases (conformance/moe_cases.py, spec/models.md §1.3.1)."""
+"""The `vqf-moe-model` conformance cases (weightfile/families/qwen3_moe/conformance.py,
+spec/models.md §1.3.1)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 import numpy as np
 
 from weightfile.conformance.generate import CORPUS_DIR
-from weightfile.conformance.model_cases import digest
 from weightfile.conformance.runner import Answer, builtin_implementation, judge, run_corpus
+from weightfile.families.qwen3.conformance import digest
 from weightfile.ref.vqf.read import open_vqf
 
 MOE = "vqf/v3/moe-model/qwen3_moe"

@@ -151,7 +151,7 @@ def test_the_run_command_prints_the_fast_note_on_stderr_only(capsys):
 
 
 def test_the_readme_lists_every_rejected_model_rule():
-    from weightfile.conformance.qwen35_mutations import MUTATIONS
+    from weightfile.families.qwen35.conformance_mutations import MUTATIONS
     from weightfile.spec.ninfer3.rules import RULES
 
     readme = (CORPUS_DIR.parent / "README.md").read_text()

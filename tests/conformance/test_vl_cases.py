@@ -1,6 +1,6 @@
-"""The `vqf-vl-model` conformance cases (conformance/vl_cases.py, spec/models.md §1.2): the
-committed answers against independent sources (transformers' image processor, hand-expanded
-prompts and positions), and the runner's judgement of a wrong answer."""
+"""The `vqf-vl-model` conformance cases (weightfile/families/qwen3_vl/conformance.py,
+spec/models.md §1.2): the committed answers against independent sources (transformers' image
+processor, hand-expanded prompts and positions), and the runner's judgement of a wrong answer."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from weightfile.conformance.generate import CORPUS_DIR
-from weightfile.conformance.model_cases import digest
 from weightfile.conformance.runner import Answer, builtin_implementation, judge, run_corpus
+from weightfile.families.qwen3.conformance import digest
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.vqf.flags import VQFFlag
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from weightfile.convert import qwen3_vqf, qwen35_ninfer
 from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.families.qwen3 import to_vqf as qwen3_vqf
+from weightfile.families.qwen35 import to_ninfer as qwen35_ninfer
 from weightfile.spec.errors import InvalidError, MalformedError, NotFoundError, UnsupportedError
 
 QWEN35 = qwen35_ninfer.RULES

@@ -17,9 +17,9 @@ import pytest
 
 from weightfile.cli import main
 from weightfile.convert.dispatch import CONVERTERS, ConvertOptions, convert, source_kind
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_vqf import import_checkpoint, plan_tensors
 from weightfile.convert.vqf_plan import VQFPlan, plan_flags
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.to_vqf import import_checkpoint, plan_tensors
 from weightfile.ref.codecs.vqf import codec
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import UnsupportedError

@@ -3,7 +3,7 @@
 back gives the imported file's bytes again (every block copied, tiled as the Hugging Face
 importer tiles it), and a GGUF expert tensor of another block type needs --requantize.
 
-Golden values: the Hugging Face importer's own file (weightfile/convert/qwen3_moe_vqf.py, tied
+Golden values: the Hugging Face importer's own file (weightfile/families/qwen3_moe/to_vqf.py, tied
 to transformers by tests/convert/test_qwen3_moe_vqf.py) and gguf.quants' decoder.
 """
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
-from weightfile.convert import qwen3_vqf
 from weightfile.convert.checkpoint import Checkpoint
-from weightfile.convert.qwen3_vqf import RULES, row_bands
+from weightfile.families.qwen3 import to_vqf as qwen3_vqf
+from weightfile.families.qwen3.to_vqf import RULES, row_bands
 from weightfile.ref.codecs.vqf import f16 as ref_f16
 from weightfile.ref.vqf.encode import encode
 from weightfile.ref.vqf.read import open_vqf
@@ -104,7 +104,7 @@ def test_the_checkpoint_reads_a_band_of_rows_alone(tmp_path):
 
 CHILD = """
 import resource, sys
-import weightfile.convert.qwen3_vqf as q
+import weightfile.families.qwen3.to_vqf as q
 from weightfile.cli import main
 q.BAND_BYTES = 1 << 20  # 1 MiB bands: what they cost stays far below the tensor measured
 code = main(sys.argv[1:])

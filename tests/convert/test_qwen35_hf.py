@@ -12,7 +12,7 @@ import pytest
 from strategies.ninfer3 import raises_rule
 from strategies.qwen35 import tiny_config, tiny_config_json
 
-from weightfile.convert.qwen35_hf import canonical_from_hf, text_config_from_hf, weights_from_hf
+from weightfile.families.qwen35.hf import canonical_from_hf, text_config_from_hf, weights_from_hf
 from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 

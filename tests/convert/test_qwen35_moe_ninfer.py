@@ -20,7 +20,7 @@ from strategies.qwen35_moe_checkpoint import (
     write_checkpoint,
 )
 
-from weightfile.convert.qwen35_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
 from weightfile.model_file import NInferModelFile
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.ninfer3.read import open_artifact

@@ -17,7 +17,7 @@ import pytest
 from strategies.qwen35_checkpoint import FORMATS, SIZES, canonical, write_checkpoint
 
 from weightfile.cli import main
-from weightfile.convert.qwen35_ninfer import import_checkpoint
+from weightfile.families.qwen35.to_ninfer import import_checkpoint
 from weightfile.fast.codecs.ninfer3.codec import get_codec
 from weightfile.model_file import NInferModelFile
 from weightfile.ref.ninfer3.read import open_artifact

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from strategies.qwen35_checkpoint import load_canonical, torch, write_checkpoint
 
-from weightfile.convert.qwen35_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
 from weightfile.model_file import NInferModelFile
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen35.bind import bind_ninfer

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from weightfile.convert.hf_names_qwen35 import parameter_values, source
-from weightfile.convert.qwen35_ninfer import SHAPE_RULE
-from weightfile.convert.qwen35_ninfer_config import derived_mrope_section, text_config
-from weightfile.convert.qwen35_ninfer_plan import bindings, plan_parents, uses
+from weightfile.families.qwen35.hf_names import parameter_values, source
+from weightfile.families.qwen35.to_ninfer import SHAPE_RULE
+from weightfile.families.qwen35.to_ninfer_config import derived_mrope_section, text_config
+from weightfile.families.qwen35.to_ninfer_plan import bindings, plan_parents, uses
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import interleaved_counts
 from weightfile.spec.ninfer3.text_names import text_parameters

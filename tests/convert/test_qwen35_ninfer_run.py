@@ -9,7 +9,7 @@ from strategies.qwen35_checkpoint import TEMPLATE, write_checkpoint
 from strategies.tiny_vqf import bpe_tokenizer
 
 from weightfile.cli import main
-from weightfile.convert.qwen35_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
 from weightfile.frontend.chat import render_chat
 from weightfile.frontend.generate import stream_tokens
 from weightfile.ref.ninfer3.read import open_artifact

@@ -17,8 +17,8 @@ import pytest
 from strategies.qwen3_moe_checkpoint import TOKENS, build_model, load_weights, run, save
 
 from weightfile.cli import main
-from weightfile.convert.qwen3_moe_vqf import import_qwen3_moe
-from weightfile.convert.qwen3_vqf import tokenizer_sidecar
+from weightfile.families.qwen3.to_vqf import tokenizer_sidecar
+from weightfile.families.qwen3_moe.to_vqf import import_qwen3_moe
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_moe.bind_vqf import bind_vqf

@@ -1,5 +1,5 @@
-"""`weightfile import` of a Qwen3-VL checkpoint (weightfile/convert/qwen3_vl_vqf.py): a VISION VQF
-the strict validator accepts and the binder reads back; the 2B geometry's vision sizes of
+"""`weightfile import` of a Qwen3-VL checkpoint (weightfile/families/qwen3_vl/to_vqf.py): a
+VISION VQF the strict validator accepts and the binder reads back; the 2B geometry's vision sizes of
 spec/vqf.md §7.6; the refusals."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from strategies.qwen3_vl import IMAGE_ID, shared_checkpoint
 
 from weightfile.cli import main
-from weightfile.convert.qwen3_vl_vqf import text_config, vision_arch, vision_directory
+from weightfile.families.qwen3_vl.to_vqf import text_config, vision_arch, vision_directory
 from weightfile.ref.qwen3_vl.bind_vqf import bind_vl_vqf
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate

@@ -14,15 +14,15 @@ import pytest
 
 from weightfile.cli import main
 from weightfile.convert.checkpoint import Checkpoint
-from weightfile.convert.hf_names_qwen3 import (
+from weightfile.families.qwen3.hf import config_from_hf, weights_from_state_dict
+from weightfile.families.qwen3.hf_names import (
     EMBED,
     FINAL_NORM,
     LAYER_TENSORS,
     LM_HEAD,
     layer_tensor,
 )
-from weightfile.convert.qwen3_hf import config_from_hf, weights_from_state_dict
-from weightfile.convert.qwen3_vqf import RULES, import_checkpoint, tokenizer_sidecar
+from weightfile.families.qwen3.to_vqf import RULES, import_checkpoint, tokenizer_sidecar
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.qwen3.bind_vqf import bind_vqf
 from weightfile.ref.qwen3.decoder import Qwen3Model

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from strategies.qwen3_vl import IMAGE_ID, VE_ID, VS_ID, save_checkpoint, shared_vqf
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
-from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint
+from weightfile.families.qwen3_vl.to_vqf import import_vl_checkpoint
 from weightfile.fast._native import each_isa, library
 from weightfile.fast.qwen3_vl import open_model
 from weightfile.ref.layers.trace import TraceRecorder

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from weightfile.conformance.ninfer3_mutations import CASES as NINFER3_CASES
-from weightfile.conformance.qwen35_mutations import MUTATIONS as QWEN35_CASES
 from weightfile.conformance.vqf_mutations import CASES as VQF_CASES
+from weightfile.families.qwen35.conformance_mutations import MUTATIONS as QWEN35_CASES
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.rules import PREFIXES, RULES, Rule, lookup
 

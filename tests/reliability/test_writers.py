@@ -238,7 +238,7 @@ def test_the_api_writer_hashes_with_the_c_kernel_where_it_builds() -> None:
         data = bytes(range(256)) * 3
         assert fast_fnv(data) == ref_fnv(data)
     # the convert writers publish through it too
-    from weightfile.convert import qwen3_vqf
+    from weightfile.families.qwen3 import to_vqf as qwen3_vqf
 
     assert qwen3_vqf.write_vqf is fast_write.write_vqf
     assert isinstance(TensorSource, type)

@@ -109,7 +109,7 @@ def shared_checkpoint() -> Path:
 
 def shared_vqf() -> Path:
     """shared_checkpoint() imported once as q8_0 legacy, with the fast codecs (same bytes)."""
-    from weightfile.convert.qwen3_vl_vqf import import_vl_checkpoint
+    from weightfile.families.qwen3_vl.to_vqf import import_vl_checkpoint
 
     out = _root() / "q8_0.vqf"
     if not out.is_file():

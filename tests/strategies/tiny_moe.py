@@ -1,7 +1,7 @@
 """Random tiny Qwen3-MoE VQF files (version 3), for the binder and the fast == ref properties.
 
 The weights are a random transformers-named state dict written by the importer's own inventory
-builder (weightfile/convert/qwen3_moe_vqf.py), so the files are what `weightfile import` writes.
+builder (weightfile/families/qwen3_moe/to_vqf.py), so the files are what `weightfile import` writes.
 Router ties are drawn on purpose: duplicated router rows (every odd expert a copy of expert 0)
 give experts bit-equal logits, and a zero router gives every expert the same logit (the tie
 rule of spec/numerics.md §18.3 decides).
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
-from weightfile.convert.hf_names_qwen3_moe import ATTENTION_FIELDS, expert_tensor, router_tensor
-from weightfile.convert.qwen3_moe_vqf import build_tensors
-from weightfile.convert.qwen3_vqf import arch_from_config
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
+from weightfile.families.qwen3.to_vqf import arch_from_config
+from weightfile.families.qwen3_moe.hf_names import ATTENTION_FIELDS, expert_tensor, router_tensor
+from weightfile.families.qwen3_moe.to_vqf import build_tensors
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.vqf.flags import VQFFlag

@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_vqf import VQF_NORMS, arch_from_config, build_tensors
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
+from weightfile.families.qwen3.to_vqf import VQF_NORMS, arch_from_config, build_tensors
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import encode, file_flags

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from weightfile.bench.progress import Progress
+from weightfile.bench.synthetic_spec import MoeSyntheticSpec, SyntheticSpec, VLSyntheticSpec
 from weightfile.demo import cache_root
-from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.vqf.encode import encode, file_flags
+from weightfile.families import presets
+from weightfile.ref.vqf.encode import encode
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
-from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.inventory import ORDER_INDEX, Geometry, TensorKind, inventory
 from weightfile.spec.vqf.placement import file_size_for
 from weightfile.spec.vqf.qtypes import QType
@@ -48,137 +48,10 @@ EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F1
 PROJ_STD = 0.02
 
 
-@dataclass(frozen=True)
-class SyntheticSpec:
-    """The geometry (spec/vqf.md §7.1 symbols in comments) and quantization of one synthetic
-    model."""
-
-    name: str
-    qtype: str  # "q4_0" (wmode q4) or "q8_0" (wmode q8)
-    vocab: int  # V
-    hidden: int  # d
-    intermediate: int  # ff
-    layers: int  # nl
-    heads: int
-    kv_heads: int
-    head_dim: int  # hd
-    rope_theta: float = 1_000_000.0
-    norm_eps: float = 1e-6
-    max_seq_len: int = 8192
-    seed: int = 2026
-
-    @property
-    def config(self) -> Qwen3Config:
-        return Qwen3Config(
-            vocab_size=self.vocab,
-            hidden_size=self.hidden,
-            intermediate_size=self.intermediate,
-            num_hidden_layers=self.layers,
-            num_attention_heads=self.heads,
-            num_key_value_heads=self.kv_heads,
-            head_dim=self.head_dim,
-            rope_theta=self.rope_theta,
-            rms_norm_eps=self.norm_eps,
-        )
-
-    @property
-    def qtype_code(self) -> QType:
-        return {"q4_0": QType.Q4_0, "q8_0": QType.Q8_0}[self.qtype]
-
-    @property
-    def flags(self) -> int:
-        return file_flags(self.qtype_code, "tiled")
-
-
-@dataclass(frozen=True)
-class VLSyntheticSpec(SyntheticSpec):
-    """A Qwen3-VL file with its vision tower (flag VISION, spec/vqf.md §7.4, §8): the text fields
-    of SyntheticSpec plus the vision_config geometry. A subclass, so the text-only specs' cache
-    keys do not change."""
-
-    vis_depth: int = 0  # vd
-    vis_hidden: int = 0  # vh
-    vis_heads: int = 0
-    vis_ffn: int = 0  # vf
-    vis_max_pos: int = 0  # vmp (S·S)
-    deepstack: tuple[int, ...] = ()  # deepstack_visual_indexes, ds = len
-    mrope_section: tuple[int, ...] = (24, 20, 20)
-    #: vision_start, vision_end, image, video token ids (Qwen3-VL's public config)
-    special_ids: tuple[int, int, int, int] = (151_652, 151_653, 151_655, 151_656)
-
-    @property
-    def flags(self) -> int:
-        return file_flags(self.qtype_code, "tiled") | int(VQFFlag.VISION)
-
-
-@dataclass(frozen=True)
-class MoeSyntheticSpec(SyntheticSpec):
-    """A Qwen3-MoE (version-3) synthetic model: `intermediate` is the stacked width E·Ie
-    (spec/vqf.md §7.1, §8). A subclass, so the dense specs' cache keys do not change."""
-
-    experts: int = 0  # E
-    top_k: int = 0  # k
-    moe_ffn: int = 0  # Ie
-
-    @property
-    def flags(self) -> int:
-        return file_flags(self.qtype_code, "tiled") | int(VQFFlag.MOE)
-
-
-def _family(base: str, geometry: dict[str, int | float]) -> dict[str, SyntheticSpec]:
-    return {
-        f"{base}-{q}": SyntheticSpec(name=f"{base}-{q}", qtype=q, **geometry)  # type: ignore[arg-type]
-        for q in ("q4_0", "q8_0")
-    }
-
-
-#: Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (spec/vqf.md §7.6; theta from its
-#: public config). `tiny-*` is for tests: every dimension a multiple of the tiling groups.
-SPECS: dict[str, SyntheticSpec] = {
-    **_family("qwen3-0.6b", dict(vocab=151_936, hidden=1024, intermediate=3072, layers=28,
-                                 heads=16, kv_heads=8, head_dim=128)),
-    **_family("qwen3-vl-2b-text", dict(vocab=151_936, hidden=2048, intermediate=6144, layers=28,
-                                       heads=16, kv_heads=8, head_dim=128, rope_theta=5e6)),
-    **_family("tiny", dict(vocab=256, hidden=64, intermediate=128, layers=2, heads=4,
-                           kv_heads=2, head_dim=16, max_seq_len=512)),
-}  # fmt: skip
-#: Qwen3-30B-A3B (issue 17): 128 experts of 768, top 8, every layer MoE; the whole q4_0 file is
-#: ~17 GB, so benchmarks take a few layers with the `-L<n>` suffix (spec_named).
-SPECS |= {
-    f"qwen3-30b-a3b-{q}": MoeSyntheticSpec(
-        name=f"qwen3-30b-a3b-{q}", qtype=q, vocab=151_936, hidden=2048,
-        intermediate=128 * 768, layers=48, heads=32, kv_heads=4, head_dim=128,
-        experts=128, top_k=8, moe_ffn=768,
-    )
-    for q in ("q4_0", "q8_0")
-}  # fmt: skip
-#: Qwen3-VL-2B with its vision tower (spec/vqf.md §7.6; the public vision_config, as in
-#: spec/models.md §1.2: DeepStack after blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80
-#: pads fc2 to 96 columns (spec/vqf.md §7.4).
-SPECS |= {
-    f"qwen3-vl-2b-{q}": VLSyntheticSpec(
-        name=f"qwen3-vl-2b-{q}", qtype=q, vocab=151_936, hidden=2048, intermediate=6144,
-        layers=28, heads=16, kv_heads=8, head_dim=128, rope_theta=5e6, vis_depth=24,
-        vis_hidden=1024, vis_heads=16, vis_ffn=4096, vis_max_pos=2304, deepstack=(5, 11, 17),
-    )
-    for q in ("q4_0", "q8_0")
-}  # fmt: skip
-SPECS |= {
-    f"tiny-vl-{q}": VLSyntheticSpec(
-        name=f"tiny-vl-{q}", qtype=q, vocab=256, hidden=64, intermediate=128, layers=2, heads=4,
-        kv_heads=2, head_dim=16, max_seq_len=512, vis_depth=2, vis_hidden=64, vis_heads=4,
-        vis_ffn=80, vis_max_pos=64, deepstack=(0,), mrope_section=(4, 2, 2),
-        special_ids=(250, 251, 252, 253),
-    )
-    for q in ("q4_0", "q8_0")
-}  # fmt: skip
-SPECS |= {
-    f"tiny-moe-{q}": MoeSyntheticSpec(
-        name=f"tiny-moe-{q}", qtype=q, vocab=256, hidden=64, intermediate=8 * 32, layers=2,
-        heads=4, kv_heads=2, head_dim=16, max_seq_len=512, experts=8, top_k=2, moe_ffn=32,
-    )
-    for q in ("q4_0", "q8_0")
-}  # fmt: skip
+#: Every family's presets (weightfile/families/<family>/presets.py), by name, in row order:
+#: Qwen3-0.6B (the issue's numbers), Qwen3-VL-2B's text tower, Qwen3-VL-2B with its tower,
+#: Qwen3-30B-A3B (issue 17) and the `tiny-*` ones for tests.
+SPECS: dict[str, SyntheticSpec] = {s.name: s for s in presets()}
 
 
 def spec_named(name: str) -> SyntheticSpec:

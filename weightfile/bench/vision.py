@@ -4,7 +4,7 @@ the vision tower and the vision linears' achieved GFLOP/s, per engine and thread
 The image is a seeded 448×448 RGB picture through the Hugging Face recipe (weightfile/frontend/
 image.py): grid 28×28 = 784 patches, 196 image tokens after the 2×2 merge (spec/models.md §1.2).
 
-Engines come from the file's row of the family registry (weightfile/families.py):
+Engines come from the file's row of the family registry (weightfile/families/registry.py):
 
 * fast: the row's fast model `encode_images` at each thread count, when the row has one. Until
   then the report says so and the image is encoded by ref (the `engine` field names what ran).
@@ -299,8 +299,8 @@ def image_section(
             ran = "ref"
             notes.append(
                 "image encode: engine fast asked, but this family has no fast vision tower yet "
-                "(weightfile/families.py); the image was encoded by ref (the fast vision linears "
-                "rows time the C Q8_0 product alone)"
+                "(weightfile/families/registry.py); the image was encoded by ref (the fast vision "
+                "linears rows time the C Q8_0 product alone)"
             )
     if ran == "ref":
         ref = ref_encode(vqf, image, reps)

@@ -3,9 +3,13 @@
 
 One table, `CONVERTERS`, maps the pair to a "module:function" converter, imported only when it
 runs. A source kind is `hf/<model_type>` for a Hugging Face folder (its config.json's
-model_type), else the container its magic names (`vqf`, `ninfer`, `gguf`); the target kind is
-the destination's extension. An importer for another architecture is one more row.
-Every converter takes (src, dst, options) and returns the paths it published.
+model_type), `gguf/<general.architecture>` for a GGUF file, else the container its magic names
+(`vqf`, `ninfer`); the target kind is the destination's extension. The table is derived: every
+family's importers come from its row of the family registry (weightfile/families/registry.py,
+`Family.importers`, the converters in `weightfile/families/<family>/importers.py`); the one
+format-level converter, VQF -> GGUF, is declared here. An importer for another architecture is
+one more entry in its family's row. Every converter takes (src, dst, options) and returns the
+paths it published; the helpers below are what the family converters share.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from weightfile.families import importers
 from weightfile.spec.errors import UnsupportedError
 
 from .vqf_plan import VQFPlan
@@ -40,20 +45,14 @@ class ConvertOptions:
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]
 
-#: (source kind, target kind) -> "module:function" of weightfile.convert. `hf/*` is any folder
-#: no row of its own model_type names: its importer reports a config it cannot take.
-CONVERTERS: dict[tuple[str, str], str] = {
-    ("hf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
-    ("hf/qwen3_moe", "vqf"): "weightfile.convert.dispatch:qwen3_moe_hf_to_vqf",
-    ("hf/qwen3_vl", "vqf"): "weightfile.convert.dispatch:qwen3_vl_hf_to_vqf",
-    ("hf/*", "vqf"): "weightfile.convert.dispatch:qwen3_hf_to_vqf",
-    ("hf/*", "ninfer"): "weightfile.convert.dispatch:qwen35_hf_to_ninfer",
-    ("gguf/qwen3", "vqf"): "weightfile.convert.dispatch:qwen3_gguf_to_vqf",
-    ("gguf/qwen3moe", "vqf"): "weightfile.convert.dispatch:qwen3moe_gguf_to_vqf",
-    ("gguf/qwen3vl", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
-    ("gguf/clip", "vqf"): "weightfile.convert.dispatch:refuse_gguf_vision",
+#: The converters no family owns: VQF -> GGUF exports a dense or a MoE file (vqf_gguf.py).
+FORMAT_CONVERTERS: dict[tuple[str, str], str] = {
     ("vqf", "gguf"): "weightfile.convert.dispatch:vqf_to_gguf",
 }
+#: (source kind, target kind) -> "module:function": the family rows' importers, then the
+#: format-level converters. `hf/*` is any folder no row of its own model_type names: its
+#: importer reports a config it cannot take.
+CONVERTERS: dict[tuple[str, str], str] = {**importers(), **FORMAT_CONVERTERS}
 
 #: A destination's extension -> its target kind.
 TARGET_EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer", ".gguf": "gguf"}
@@ -119,23 +118,6 @@ def codecs_package(options: ConvertOptions) -> str:
     return f"weightfile.{options.engine}.codecs.vqf"
 
 
-def qwen3_hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A Hugging Face Qwen3 folder -> VQF (weightfile/convert/qwen3_vqf.py)."""
-    from .qwen3_vqf import import_checkpoint
-
-    path = import_checkpoint(
-        src,
-        dst,
-        plan=options.vqf,
-        overwrite=options.overwrite,
-        codecs=codecs_package(options),
-        passphrase=options.passphrase,
-        sign_key=options.sign_key,
-        progress=options.progress,
-    )
-    return [path]
-
-
 #: The weight modes the family importers (Qwen3-MoE, Qwen3-VL) write, as their --qtype.
 FAMILY_QTYPES = {"q8": "q8_0", "q4": "q4_0", "f32": "f32", "f16": "f16"}
 
@@ -173,40 +155,18 @@ def family_hf_to_vqf(importer: str, family: str) -> Converter:
     return convert
 
 
-#: A Hugging Face Qwen3-MoE folder -> a version-3 VQF (weightfile/convert/qwen3_moe_vqf.py).
-qwen3_moe_hf_to_vqf = family_hf_to_vqf(
-    "weightfile.convert.qwen3_moe_vqf:import_qwen3_moe", "Qwen3-MoE"
-)
-#: A Hugging Face Qwen3-VL folder -> VQF with VISION (weightfile/convert/qwen3_vl_vqf.py).
-qwen3_vl_hf_to_vqf = family_hf_to_vqf(
-    "weightfile.convert.qwen3_vl_vqf:import_vl_checkpoint", "Qwen3-VL"
-)
-
-
-def qwen35_hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set (weightfile/convert/qwen35_ninfer.py);
-    the `.ninfer` writer never replaces a file set (spec/ninfer3.md §1.7)."""
-    from .qwen35_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
-
-    if options.overwrite:
-        raise UnsupportedError(
-            "qwen35.import.force", "--force is VQF only; remove the .ninfer file set first"
-        )
-    if options.passphrase is not None or options.sign_key is not None:
-        raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
-    codecs = FAST_CODECS if options.engine == "fast" else REF_CODECS
-    return import_checkpoint(src, dst, fmt=options.ninfer_format, codecs=codecs)
-
-
 def gguf_architecture(src: Path) -> str:
     """general.architecture of a GGUF file (vqf.import.gguf when gguf-py cannot read it)."""
-    from .gguf_qwen3 import GGUFState, metadata
+    from weightfile.families.qwen3.from_gguf import GGUFState, metadata
 
     return str(metadata(GGUFState(src).reader).get("general.architecture", "unknown"))
 
 
-def _gguf_importer_to_vqf(importer, src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """One GGUF importer of weightfile/convert/ with the convert options every one of them takes."""
+def gguf_importer_to_vqf(
+    importer: Callable[..., Path], src: Path, dst: Path, options: ConvertOptions
+) -> list[Path]:
+    """One GGUF importer (weightfile/families/*/from_gguf.py) with the convert options every one
+    of them takes."""
     path = importer(
         src,
         dst,
@@ -219,14 +179,6 @@ def _gguf_importer_to_vqf(importer, src: Path, dst: Path, options: ConvertOption
         progress=options.progress,
     )
     return [path]
-
-
-def qwen3_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A llama.cpp qwen3 GGUF file -> VQF, copying Q8_0/Q4_0 blocks
-    (weightfile/convert/gguf_qwen3.py)."""
-    from .gguf_qwen3 import import_gguf
-
-    return _gguf_importer_to_vqf(import_gguf, src, dst, options)
 
 
 def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
@@ -244,24 +196,6 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         progress=options.progress,
     )
     return [path]
-
-
-def qwen3moe_gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A llama.cpp qwen3moe GGUF file -> a version-3 VQF, copying Q8_0/Q4_0 blocks
-    (weightfile/convert/gguf_qwen3_moe.py)."""
-    from .gguf_qwen3_moe import import_gguf_moe
-
-    return _gguf_importer_to_vqf(import_gguf_moe, src, dst, options)
-
-
-def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """GGUF Qwen3-VL (qwen3vl text + clip mmproj) -> VQF is not written (spec/vqf.md §7.7)."""
-    raise UnsupportedError(
-        "vqf.import.source",
-        f"{src.name}: a Qwen3-VL GGUF does not convert to VQF: llama.cpp splits the model into a "
-        "text GGUF and an mmproj (clip) GGUF, and VQF's VISION tensors (spec/vqf.md §7.4) "
-        "would have to be joined from both; convert the Hugging Face folder instead",
-    )
 
 
 def describe_pair(src: Path, dst: Path) -> tuple[str, str]:

@@ -27,14 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen3.from_gguf import GGUF_LAYER
+from weightfile.families.qwen3.to_vqf import row_bands
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
 from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-from .gguf_qwen3 import GGUF_LAYER
-from .qwen3_vqf import row_bands
 
 #: VQF projection short name -> LayerWeights field (the GGUF_LAYER key).
 FIELDS = {

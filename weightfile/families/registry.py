@@ -1,10 +1,17 @@
-"""The family registry: which code serves a model file (issue 12; spec/vqf.md §2.5, §9;
+"""The family registry: one row per model family (issues 12, 27; spec/vqf.md §2.5, §9;
 spec/ninfer3.md §6.1).
 
-One row per model family maps (container, architecture) to its reference binder, reference
-model, fast model (or None) and trace-name table. `weightfile run` / `trace` (weightfile/frontend),
-`bench` (weightfile/bench/engines.py) and the conformance generator's model cases ask this module
-and nothing else which family a file is and how to load it.
+A row says, for one family, everything the rest of the library asks about it:
+* reading: which (container, architecture) pairs it serves, its reference binder, reference model,
+  fast model (or None) and trace-name table. `weightfile run` / `trace` (weightfile/frontend),
+  `bench` (weightfile/bench/engines.py) and the conformance adapters ask this module and nothing
+  else which family a file is and how to load it;
+* writing: its importers by (source kind, target kind), from which the convert dispatch table
+  (weightfile/convert/dispatch.py, `CONVERTERS`) is derived;
+* its synthetic bench presets, from which `weightfile.bench.synthetic.SPECS` is derived;
+* its conformance builders (format, corpus version, kind, case source), from which the corpus
+  generator's model cases (conformance/generate.py, `SOURCES`) are derived.
+Numerics profiles are not in the row: they are their own registry, keyed by family name.
 
 The architecture is what the container says:
 * VQF stores no architecture string; the header's version and flags decide (`vqf_architecture`):
@@ -14,17 +21,23 @@ The architecture is what the container says:
   spec/ninfer3.md §6.1).
 
 A row names its code as "module:attribute" strings, imported on first use, so that opening a VQF
-never imports the `.ninfer` families and the other way round; tests/test_families.py resolves
-every row. A family that is recognised but not implemented has a `refusal` instead: using it
-raises that typed error.
+never imports the `.ninfer` families (nor a converter) and the other way round;
+tests/test_families.py resolves every row. A family that is recognised but not implemented has a
+`refusal` instead: using it raises that typed error.
 
-Adding a family is one package plus one row:
-* `ref/<family>/`: config, weights, binder (source -> (config, weights)), model (built from the
-  family-neutral `weightfile.ref.layers`) and `trace.py`, the trace-name table its blocks record
-  through `layers.trace.emit`, with `names_for(config)`;
-* optionally `fast/<family>/` with `open_model(source, *, threads)`, bit for bit the reference;
+Adding a family is one folder plus one row:
+* the model, in the oracle and (optionally) the fast path: `ref/<family>/` with config, weights,
+  binder (source -> (config, weights)), model (built from the family-neutral
+  `weightfile.ref.layers`) and `trace.py` (`names_for(config)`, the trace-name table its blocks
+  record through `layers.trace.emit`); `fast/<family>/` with `open_model(source, *, threads)`,
+  bit for bit the reference;
+* everything API-side in `weightfile/families/<family>/`: its converters (`to_vqf.py`,
+  `to_ninfer.py`, `from_gguf.py`, and `importers.py`, the (src, dst, ConvertOptions) entry points
+  the dispatch runs), its Hugging Face name maps and config readers (`hf_names.py`, `hf.py`), its
+  synthetic bench presets (`presets.py`) and its conformance case builders (`conformance.py`);
 * one `Family` row in `ROWS` below naming them (for Qwen3-MoE: replace the row's refusal).
-tests/test_families.py then checks the row resolves and its architectures look it up.
+tests/test_families.py then checks the row resolves, its architectures look it up, its importers
+are in the convert dispatch, its presets build and its builders are in the corpus generator.
 """
 
 from __future__ import annotations
@@ -79,6 +92,36 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class Importer:
+    """A converter a family offers the convert dispatch (weightfile/convert/dispatch.py).
+
+    source     the source kind: `hf/<model_type>` (`hf/*`: any folder no row names by its
+               model_type), `gguf/<general.architecture>`, or a container name
+    target     the target kind: the destination's extension without the dot
+    converter  "module:function" taking (src, dst, ConvertOptions) -> the published paths
+    """
+
+    source: str
+    target: str
+    converter: str
+
+
+@dataclass(frozen=True)
+class Builder:
+    """A conformance case source of the corpus generator (conformance/generate.py).
+
+    format, version  the corpus it writes into (`conformance/corpus/<format>/<version>/`)
+    kind             the case.json `kind`
+    source           "module:function" taking (scratch folder, id prefix) -> an iterator of Case
+    """
+
+    format: str
+    version: str
+    kind: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Family:
     """One registry row. Code references are "module:attribute" strings:
 
@@ -88,6 +131,10 @@ class Family:
     fast       (source, threads=n) -> a model whose weights stay in the open file; None: no
                fast forward pass (engine fast runs the reference)
     trace      config -> every trace name of a forward pass, in recording order
+    importers  the converters writing this family, by (source kind, target kind)
+    presets    a tuple of `weightfile.bench.synthetic_spec.SyntheticSpec`: the synthetic models
+               `weightfile bench` can generate, in listing order
+    builders   the conformance case sources, in the corpus manifests' order
     """
 
     name: str
@@ -98,6 +145,9 @@ class Family:
     fast: str | None = None
     trace: str | None = None
     refusal: Refusal | None = None
+    importers: tuple[Importer, ...] = ()
+    presets: str | None = None
+    builders: tuple[Builder, ...] = ()
 
     def code(self, field: str) -> Any:
         """The object a code field names, imported on first use."""
@@ -107,7 +157,7 @@ class Family:
         return resolve(ref)
 
     def preload(self) -> None:
-        """Import every module the row names (code, not model data)."""
+        """Import every module the reading fields name (code, not model data)."""
         for field in ("binder", "reference", "fast", "trace"):
             if getattr(self, field) is not None:
                 self.code(field)
@@ -153,6 +203,23 @@ ROWS: tuple[Family, ...] = (
         reference="weightfile.ref.qwen3.decoder:Qwen3Model",
         fast="weightfile.fast.qwen3:open_model",
         trace="weightfile.ref.qwen3.trace:names_for",
+        importers=(
+            Importer("hf/qwen3", VQF, "weightfile.families.qwen3.importers:hf_to_vqf"),
+            # a folder no row names by its model_type: the Qwen3 importer reports its config
+            Importer("hf/*", VQF, "weightfile.families.qwen3.importers:hf_to_vqf"),
+            Importer("gguf/qwen3", VQF, "weightfile.families.qwen3.importers:gguf_to_vqf"),
+        ),
+        presets="weightfile.families.qwen3.presets:PRESETS",
+        builders=(
+            Builder("vqf", "v1", "model", "weightfile.families.qwen3.conformance:corpus_cases"),
+            # the kestrel-board profile's model cases (spec/numerics.md §20)
+            Builder(
+                "vqf",
+                "v3",
+                "board-model",
+                "weightfile.families.qwen3.board_conformance:corpus_cases",
+            ),
+        ),
     ),
     Family(
         name="qwen3_vl",
@@ -162,6 +229,18 @@ ROWS: tuple[Family, ...] = (
         reference="weightfile.ref.qwen3_vl.model:reference_model",
         fast="weightfile.fast.qwen3_vl:open_model",
         trace="weightfile.ref.qwen3_vl.trace:names_for",
+        importers=(
+            Importer("hf/qwen3_vl", VQF, "weightfile.families.qwen3_vl.importers:hf_to_vqf"),
+            # llama.cpp splits Qwen3-VL into a text and an mmproj (clip) GGUF: refused
+            Importer("gguf/qwen3vl", VQF, "weightfile.families.qwen3_vl.importers:refuse_gguf"),
+            Importer("gguf/clip", VQF, "weightfile.families.qwen3_vl.importers:refuse_gguf"),
+        ),
+        presets="weightfile.families.qwen3_vl.presets:PRESETS",
+        builders=(
+            Builder(
+                "vqf", "v4", "vl-model", "weightfile.families.qwen3_vl.conformance:corpus_cases"
+            ),
+        ),
     ),
     Family(
         name="qwen3_moe",
@@ -171,6 +250,16 @@ ROWS: tuple[Family, ...] = (
         reference="weightfile.ref.qwen3_moe.decoder:Qwen3MoeModel",
         fast="weightfile.fast.qwen3_moe:open_model",
         trace="weightfile.ref.qwen3_moe.trace:names_for",
+        importers=(
+            Importer("hf/qwen3_moe", VQF, "weightfile.families.qwen3_moe.importers:hf_to_vqf"),
+            Importer("gguf/qwen3moe", VQF, "weightfile.families.qwen3_moe.importers:gguf_to_vqf"),
+        ),
+        presets="weightfile.families.qwen3_moe.presets:PRESETS",
+        builders=(
+            Builder(
+                "vqf", "v3", "moe-model", "weightfile.families.qwen3_moe.conformance:corpus_cases"
+            ),
+        ),
     ),
     Family(
         name="qwen35",
@@ -179,8 +268,42 @@ ROWS: tuple[Family, ...] = (
         binder="weightfile.ref.qwen35.bind:bind_ninfer",
         reference="weightfile.ref.qwen35.model:Qwen35Model",
         trace="weightfile.ref.qwen35.trace:names_for",
+        # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
+        importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
+        builders=(
+            Builder("ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:valid_cases"),
+            Builder(
+                "ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:invalid_cases"
+            ),
+            # with a tokenizer the installed `tokenizers` accepts (CHANGELOG.md, "ninfer3 v2")
+            Builder(
+                "ninfer3", "v2", "model", "weightfile.families.qwen35.conformance:valid_cases_v2"
+            ),
+        ),
     ),
 )
+
+
+def importers() -> dict[tuple[str, str], str]:
+    """(source kind, target kind) -> "module:function" of every row's importers, in row order;
+    each pair claimed by exactly one row."""
+    table: dict[tuple[str, str], str] = {}
+    for row in ROWS:
+        for imp in row.importers:
+            if (imp.source, imp.target) in table:
+                raise RuntimeError(f"{imp.source} -> {imp.target} is claimed twice")
+            table[(imp.source, imp.target)] = imp.converter
+    return table
+
+
+def builders() -> tuple[Builder, ...]:
+    """Every row's conformance builders, in row order."""
+    return tuple(b for row in ROWS for b in row.builders)
+
+
+def presets() -> tuple[Any, ...]:
+    """Every row's synthetic bench presets, in row order (imports the preset modules)."""
+    return tuple(s for row in ROWS if row.presets is not None for s in row.code("presets"))
 
 
 def resolve(ref: str) -> Any:

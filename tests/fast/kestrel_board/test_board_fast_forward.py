@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weightfile.conformance.board_cases import BoardCase, write_model
+from weightfile.families.qwen3.board_conformance import BoardCase, write_model
 from weightfile.fast.kestrel_board.model import bind_board_fast
 from weightfile.ref.kestrel_board.model import bind_board, generate
 from weightfile.ref.vqf.read import open_vqf

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from weightfile.convert.qwen3_hf import weights_from_state_dict
+from weightfile.families.qwen3.hf import weights_from_state_dict
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.qwen3.config import Qwen3Config

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from strategies.qwen35 import bf16_round, matrix_layout, text_file
 
-from weightfile.convert.qwen35_hf import canonical_from_hf, weights_from_hf
+from weightfile.families.qwen35.hf import canonical_from_hf, weights_from_hf
 from weightfile.ref.codecs.ninfer3.codec import get_codec
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen35.bind import bind_ninfer

@@ -11,7 +11,7 @@ import pytest
 from strategies.tiny_moe import MoeSpec, moe_config, moe_file_parts, state_dict, write_moe_file
 
 from weightfile import families
-from weightfile.convert.hf_names_qwen3_moe import expert_tensor, router_tensor
+from weightfile.families.qwen3_moe.hf_names import expert_tensor, router_tensor
 from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 from weightfile.ref.qwen3_moe.bind_vqf import bind_vqf
 from weightfile.ref.qwen3_moe.decoder import Qwen3MoeModel

@@ -17,24 +17,23 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.hf_names_qwen3 import (
+from weightfile.conformance.case_types import Case
+from weightfile.conformance.seeded import uniform
+from weightfile.families.qwen3.conformance import digest
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import (
     EMBED,
     FINAL_NORM,
     LAYER_TENSORS,
     LM_HEAD,
     layer_tensor,
 )
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
+from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.ref.kestrel_board.model import bind_board, generate
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType
-
-from .case_types import Case
-from .model_cases import digest
-from .seeded import uniform
 
 #: The tiny Qwen3 of the board cases (a transformers-style config, untied lm_head).
 BOARD_HF: dict[str, Any] = dict(

@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
+from weightfile.conformance.case_types import Case
+from weightfile.conformance.seeded import uniform
 from weightfile.families import vqf_family
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
+from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.fast._native import library
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
@@ -29,9 +31,6 @@ from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.qtypes import QType
-
-from .case_types import Case
-from .seeded import uniform
 
 #: The tiny Qwen3 every model case uses (a transformers-style config).
 TINY_HF: dict[str, Any] = dict(

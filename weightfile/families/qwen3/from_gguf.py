@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD
 from weightfile.spec.errors import InvalidError, MalformedError, NotFoundError, UnsupportedError
-
-from .hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD
 
 #: GGUF tensor name -> transformers name (llama.cpp's qwen3 names).
 GGUF_NAMES: dict[str, str] = {
@@ -224,7 +223,7 @@ def import_gguf(
     progress: Any = None,
 ) -> Path:
     """Write the VQF of a qwen3 GGUF file (module docstring); returns the path."""
-    from .qwen3_vqf import write_planned
+    from weightfile.families.qwen3.to_vqf import write_planned
 
     state = GGUFState(src, requantize=requantize)
     cfg = hf_config(state)

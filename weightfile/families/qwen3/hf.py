@@ -12,11 +12,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from weightfile.families.qwen3.hf_names import (
+    EMBED,
+    FINAL_NORM,
+    LAYER_TENSORS,
+    LM_HEAD,
+    layer_tensor,
+)
 from weightfile.ref.numerics.matrix import DenseMatrix
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3.weights import LayerWeights, ModelWeights
-
-from .hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD, layer_tensor
 
 #: The LayerWeights fields that are matrices, and those that are norm vectors.
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

@@ -33,6 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.convert.checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from weightfile.convert.vqf_plan import VQFPlan, plan_flags
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from weightfile.fast.vqf.write import write_vqf  # the C FNV where it builds (issue 14)
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
@@ -49,11 +53,6 @@ from weightfile.spec.errors import (
 )
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
-from .hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
-from .qwen3_hf import config_from_hf
-from .vqf_plan import VQFPlan, plan_flags
 
 #: The rule ids the checkpoint reader raises for this importer (spec/vqf/rules.py).
 RULES = CheckpointRules(

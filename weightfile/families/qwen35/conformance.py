@@ -16,17 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from weightfile.conformance.case_types import Case
+from weightfile.conformance.sections import published_section
 from weightfile.families import Family, ninfer_family
+from weightfile.families.qwen3.conformance import run
+from weightfile.families.qwen35.conformance_files import (
+    RESOURCES_V2,
+    Layout,
+    config_json,
+    parameters,
+    text_directory,
+)
+from weightfile.families.qwen35.conformance_mutations import BASES, MUTATIONS
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import WeightfileError
 from weightfile.spec.ninfer3.rules import RULES
-
-from .case_types import Case
-from .model_cases import run
-from .qwen35_files import RESOURCES_V2, Layout, config_json, parameters, text_directory
-from .qwen35_mutations import BASES, MUTATIONS
-from .sections import published_section
 
 MODEL_NAME = "model.ninfer"
 

@@ -20,13 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.conformance import seeded
 from weightfile.ref.codecs.ninfer3.codec import get_codec
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import write_artifact
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.text_names import TextParameter, fusion_groups, text_parameters
-
-from . import seeded
 
 GDN = "linear_attention"
 ATTENTION = "full_attention"

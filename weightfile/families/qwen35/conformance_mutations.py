@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .qwen35_files import (
+from weightfile.families.qwen35.conformance_files import (
     MIXERS,
     WIDE,
     Layout,

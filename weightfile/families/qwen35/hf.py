@@ -16,6 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen35.hf_names import (
+    TOP_TENSORS,
+    VL_TEXT_MODEL_PREFIX,
+    fused_experts_name,
+    parameter_values,
+    source,
+    split_layer,
+    text_model_prefix,
+)
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
 from weightfile.ref.qwen35.weights import Qwen35Weights, weights_from_parameters
 from weightfile.spec.errors import InvalidError, NotFoundError, UnsupportedError
@@ -31,16 +40,6 @@ from weightfile.spec.ninfer3.text_config import (
     keys_of,
 )
 from weightfile.spec.ninfer3.text_names import text_parameters
-
-from .hf_names_qwen35 import (
-    TOP_TENSORS,
-    VL_TEXT_MODEL_PREFIX,
-    fused_experts_name,
-    parameter_values,
-    source,
-    split_layer,
-    text_model_prefix,
-)
 
 #: transformers' defaults where a saved config may omit a key (Qwen3_5TextConfig, 5.x).
 HF_DEFAULT_MROPE_SECTION = [11, 11, 10]

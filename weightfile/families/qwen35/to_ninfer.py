@@ -29,17 +29,22 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.convert.checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from weightfile.families.qwen35 import hf_names as hf_names_qwen35
+from weightfile.families.qwen35.hf_names import (
+    LM_HEAD,
+    fused_experts_name,
+    source,
+    split_layer,
+    text_model_prefix,
+)
+from weightfile.families.qwen35.to_ninfer_config import text_config
+from weightfile.families.qwen35.to_ninfer_plan import Parent, bindings, plan_parents, uses
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import ArtifactWriter
 from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
-
-from . import hf_names_qwen35
-from .checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
-from .hf_names_qwen35 import LM_HEAD, fused_experts_name, source, split_layer, text_model_prefix
-from .qwen35_ninfer_config import text_config
-from .qwen35_ninfer_plan import Parent, bindings, plan_parents, uses
 
 #: The rule ids the checkpoint reader raises for this importer (spec/ninfer3/rules.py).
 RULES = CheckpointRules(

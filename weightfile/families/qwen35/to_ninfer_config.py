@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from weightfile.families.qwen35.hf import text_config_from_hf
 from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.text_config import MODEL_TYPES, MOE_ARCHITECTURE, rotary_dim
-
-from .qwen35_hf import text_config_from_hf
 
 CONFIG_RULE = "qwen35.import.config"
 UNSUPPORTED_RULE = "qwen35.import.unsupported"

@@ -20,12 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, layer_tensor
-from weightfile.convert.hf_names_qwen3_moe import ATTENTION_FIELDS, expert_tensor, router_tensor
-from weightfile.convert.qwen3_hf import config_from_hf
-from weightfile.convert.qwen3_moe_vqf import build_tensors
-from weightfile.convert.qwen3_vqf import arch_from_config
+from weightfile.conformance.case_types import Case
+from weightfile.conformance.seeded import uniform
 from weightfile.families import vqf_family
+from weightfile.families.qwen3.conformance import digest, fast_opener, ref_model
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, layer_tensor
+from weightfile.families.qwen3.to_vqf import arch_from_config
+from weightfile.families.qwen3_moe.hf_names import ATTENTION_FIELDS, expert_tensor, router_tensor
+from weightfile.families.qwen3_moe.to_vqf import build_tensors
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.vqf.encode import REF_CODECS, file_flags
@@ -33,10 +36,6 @@ from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-from .case_types import Case
-from .model_cases import digest, fast_opener, ref_model
-from .seeded import uniform
 
 #: The tiny Qwen3-MoE of every case (transformers-style; E = 4 experts of 32, top 2, tied output).
 MOE_HF: dict[str, Any] = dict(

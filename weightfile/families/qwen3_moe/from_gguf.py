@@ -4,11 +4,11 @@ The inverse of the qwen3moe export (weightfile/convert/vqf_gguf.py `expert_jobs`
 router `ffn_gate_inp` [E, d] becomes moe_router's rows, `ffn_{gate,up}_exps` [E, Ie, d] the
 expert-stacked gate/up rows, and `ffn_down_exps` [E, d, Ie] the column bands of down (spec/vqf.md
 §7.1 MoE stacking). Each expert's blocks are tiled as the Hugging Face MoE importer tiles them
-(weightfile/convert/qwen3_moe_vqf.py, one expert at a time), so GGUF -> VQF writes the bytes that
-importer writes from the same weights. Attention, norms, embedding and lm_head go as in the dense
-GGUF importer (weightfile/convert/gguf_qwen3.py); a tensor whose GGUF type is not its entry's
-block type is requantized only with `requantize=True`, else `vqf.import.requantize`. Weight modes
-q8 and q4 only (the family importers' set, `vqf.import.option` otherwise).
+(weightfile/families/qwen3_moe/to_vqf.py, one expert at a time), so GGUF -> VQF writes the bytes
+that importer writes from the same weights. Attention, norms, embedding and lm_head go as in the
+dense GGUF importer (weightfile/families/qwen3/from_gguf.py); a tensor whose GGUF type is not its
+entry's block type is requantized only with `requantize=True`, else `vqf.import.requantize`.
+Weight modes q8 and q4 only (the family importers' set, `vqf.import.option` otherwise).
 """
 
 from __future__ import annotations
@@ -21,18 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.qwen3_moe.bands import join_col_bands
-from weightfile.ref.vqf.encode import encode, file_flags
-from weightfile.ref.vqf.write import TensorSource
-from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
-from weightfile.spec.errors import NotFoundError, UnsupportedError
-from weightfile.spec.vqf.flags import VQFFlag
-from weightfile.spec.vqf.qtypes import QType
-
-from .gguf_qwen3 import COPYABLE, GGUFState, hf_config
-from .hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
-from .qwen3_moe_vqf import moe_sizes, refuse_inexpressible, require_geometry
-from .qwen3_vqf import (
+from weightfile.families.qwen3.from_gguf import COPYABLE, GGUFState, hf_config
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
+from weightfile.families.qwen3.to_vqf import (
     VQF_PROJECTIONS,
     arch_from_config,
     checked_config,
@@ -41,6 +32,14 @@ from .qwen3_vqf import (
     row_chunks,
     with_progress,
 )
+from weightfile.families.qwen3_moe.to_vqf import moe_sizes, refuse_inexpressible, require_geometry
+from weightfile.ref.qwen3_moe.bands import join_col_bands
+from weightfile.ref.vqf.encode import encode, file_flags
+from weightfile.ref.vqf.write import TensorSource
+from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
+from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.qtypes import QType
 
 QTYPE_OF_WMODE = {"q8": QType.Q8_0, "q4": QType.Q4_0}
 

@@ -8,7 +8,7 @@ tensor per expert and role).
 
 from __future__ import annotations
 
-from .hf_names_qwen3 import layer_tensor
+from weightfile.families.qwen3.hf_names import layer_tensor
 
 #: The Qwen3 LayerWeights fields a MoE layer keeps (the dense mlp.* ones are not there).
 ATTENTION_FIELDS = (

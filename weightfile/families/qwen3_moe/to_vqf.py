@@ -7,7 +7,7 @@ weights are renormalised, there is no shared expert. A checkpoint whose config s
 shared expert) cannot be written faithfully and is refused (vqf.import.moe_config) before a
 tensor is read.
 
-The inventory is the dense importer's (weightfile/convert/qwen3_vqf.py: embedding, norms,
+The inventory is the dense importer's (weightfile/families/qwen3/to_vqf.py: embedding, norms,
 attention projections, lm_head) plus `moe_router` (F32, the layers' routers stacked
 [nl·E, d]) and the stacked expert matrices: per layer, gate and up are the experts' encodings
 one after the other (expert e's rows [e·Ie, (e+1)·Ie)), down the experts' column bands joined
@@ -25,6 +25,23 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
+from weightfile.families.qwen3.to_vqf import (
+    LAYOUTS,
+    QTYPES,
+    RULES,
+    arch_from_config,
+    publish_protected,
+    require,
+)
+from weightfile.families.qwen3_moe.hf_names import (
+    ARCHITECTURE,
+    MODEL_TYPE,
+    expert_tensor,
+    router_tensor,
+)
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
@@ -35,12 +52,6 @@ from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-from .checkpoint import Checkpoint, chat_template, read_json
-from .hf_names_qwen3 import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
-from .hf_names_qwen3_moe import ARCHITECTURE, MODEL_TYPE, expert_tensor, router_tensor
-from .qwen3_hf import config_from_hf
-from .qwen3_vqf import LAYOUTS, QTYPES, RULES, arch_from_config, publish_protected, require
 
 CONFIG_RULE = "vqf.import.moe_config"
 

@@ -25,8 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.hf_names_qwen3 import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.convert.hf_names_qwen3_vl import (
+from weightfile.conformance.case_types import Case
+from weightfile.conformance.seeded import uniform, words
+from weightfile.families import vqf_family
+from weightfile.families.qwen3.conformance import digest
+from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
+from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
+from weightfile.families.qwen3_vl.hf_names import (
     BLOCK_TENSORS,
     MERGER_TENSORS,
     PATCH_BIAS,
@@ -35,9 +40,7 @@ from weightfile.convert.hf_names_qwen3_vl import (
     block_tensor,
     merger_tensor,
 )
-from weightfile.convert.qwen3_vl_vqf import build_vision_tensors, text_config, vision_arch
-from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
-from weightfile.families import vqf_family
+from weightfile.families.qwen3_vl.to_vqf import build_vision_tensors, text_config, vision_arch
 from weightfile.fast._native import library
 from weightfile.frontend.image import ImageSettings, preprocess, settings_for
 from weightfile.ref.layers.sampling import greedy
@@ -50,10 +53,6 @@ from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-from .case_types import Case
-from .model_cases import digest
-from .seeded import uniform, words
 
 #: The tiny Qwen3-VL of every case, as a transformers-style config.json (nested text and vision
 #: configs, the special ids at the top level).

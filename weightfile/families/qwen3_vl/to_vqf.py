@@ -23,27 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.frontend.chat import chat_template_path
-from weightfile.frontend.tokenizer import sidecar_path
-from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
-from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
-from weightfile.spec.vqf.flags import VQFFlag
-from weightfile.spec.vqf.inventory import KINDS, VISION_KINDS, Geometry
-from weightfile.spec.vqf.qtypes import QType
-
-from .checkpoint import Checkpoint, chat_template, read_json
-from .hf_names_qwen3_vl import (
-    PATCH_BIAS,
-    PATCH_EMBED,
-    POS_EMBED,
-    TextView,
-    block_tensor,
-    merger_tensor,
-)
-from .qwen3_hf import config_from_hf
-from .qwen3_vqf import (
+from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.families.qwen3.hf import config_from_hf
+from weightfile.families.qwen3.to_vqf import (
     LAYOUTS,
     QTYPES,
     RULES,
@@ -53,6 +35,23 @@ from .qwen3_vqf import (
     require,
     require_tileable,
 )
+from weightfile.families.qwen3_vl.hf_names import (
+    PATCH_BIAS,
+    PATCH_EMBED,
+    POS_EMBED,
+    TextView,
+    block_tensor,
+    merger_tensor,
+)
+from weightfile.frontend.chat import chat_template_path
+from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
+from weightfile.ref.vqf.write import TensorSource, write_vqf
+from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.inventory import KINDS, VISION_KINDS, Geometry
+from weightfile.spec.vqf.qtypes import QType
 
 ARCHITECTURE = "Qwen3VLForConditionalGeneration"
 DEFAULT_MROPE = (24, 20, 20)  # spec/models.md §1.2: when rope_parameters has no mrope_section

@@ -1,0 +1,33 @@
+"""The Qwen3 family's converters as the convert dispatch runs them, (src, dst, ConvertOptions)
+-> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §7.7, §8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from weightfile.convert.dispatch import ConvertOptions, codecs_package, gguf_importer_to_vqf
+
+
+def hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A Hugging Face Qwen3 folder -> VQF (weightfile/families/qwen3/to_vqf.py)."""
+    from .to_vqf import import_checkpoint
+
+    path = import_checkpoint(
+        src,
+        dst,
+        plan=options.vqf,
+        overwrite=options.overwrite,
+        codecs=codecs_package(options),
+        passphrase=options.passphrase,
+        sign_key=options.sign_key,
+        progress=options.progress,
+    )
+    return [path]
+
+
+def gguf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A llama.cpp qwen3 GGUF file -> VQF, copying Q8_0/Q4_0 blocks
+    (weightfile/families/qwen3/from_gguf.py)."""
+    from .from_gguf import import_gguf
+
+    return gguf_importer_to_vqf(import_gguf, src, dst, options)

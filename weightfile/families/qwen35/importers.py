@@ -1,0 +1,25 @@
+"""The Qwen3.5 family's converter as the convert dispatch runs it, (src, dst, ConvertOptions) ->
+the published paths (weightfile/convert/dispatch.py; spec/ninfer3.md §6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from weightfile.convert.dispatch import ConvertOptions
+from weightfile.spec.errors import UnsupportedError
+
+
+def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
+    """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set
+    (weightfile/families/qwen35/to_ninfer.py); the `.ninfer` writer never replaces a file set
+    (spec/ninfer3.md §1.7)."""
+    from .to_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
+
+    if options.overwrite:
+        raise UnsupportedError(
+            "qwen35.import.force", "--force is VQF only; remove the .ninfer file set first"
+        )
+    if options.passphrase is not None or options.sign_key is not None:
+        raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
+    codecs = FAST_CODECS if options.engine == "fast" else REF_CODECS
+    return import_checkpoint(src, dst, fmt=options.ninfer_format, codecs=codecs)
