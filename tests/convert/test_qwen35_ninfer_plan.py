@@ -88,7 +88,7 @@ def test_text_config_refusals_are_typed(change, error, path):
 
 
 def test_the_normaliser_and_validator_errors_pass_through_typed():
-    with pytest.raises(InvalidError) as info:  # qwen35_hf.text_config_from_hf's own check
+    with pytest.raises(InvalidError) as info:  # qwen35.hf.text_config_from_hf's own check
         text_config({**HF, "model_type": "qwen3"})
     assert info.value.path == "model_type"
     with pytest.raises(InvalidError) as info:  # the spec/ninfer3.md §6.1 validator's

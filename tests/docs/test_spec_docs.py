@@ -8,8 +8,9 @@ from pathlib import Path
 from weightfile.spec.vqf.rules import RETIRED, RULES
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Where rule ids are raised: the oracle, and the importers (vqf.import.*), which are API-side.
-RAISING = ("ref", "weightfile/convert")
+#: Where rule ids are raised: the oracle, and the importers (vqf.import.*), which are API-side
+#: (format-level in weightfile/convert/, per family in weightfile/families/).
+RAISING = ("ref", "weightfile/convert", "weightfile/families")
 
 
 def implementation_source() -> str:

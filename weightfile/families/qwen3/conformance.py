@@ -4,8 +4,8 @@ cases"). The file's family, its models and trace names come from the family regi
 (weightfile.families); the expected answer is its reference forward pass, and `answer` is also
 what the built-in adapters print, with the ref or the fast model.
 
-The `.ninfer` Qwen3.5 cases (`ninfer3-model`, qwen35_cases.py) reuse `run` with their own trace
-names.
+The `.ninfer` Qwen3.5 cases (`ninfer3-model`, weightfile/families/qwen35/conformance.py) reuse
+`run` with their own trace names; the Qwen3-VL, Qwen3-MoE and board cases reuse `digest`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 file can break (spec/ninfer3.md §2.5, §2.6, §2.9, §6.1, §6.2; conformance/README.md "Model cases").
 
 Each entry edits the directory of an unedited base file (`BASES`) so that the container stays
-valid and the binder stops at exactly that rule; qwen35_cases.invalid_cases checks both. Rules
+valid and the binder stops at exactly that rule; conformance.invalid_cases checks both. Rules
 left out: `ninfer3.text.hf_*` (the importer's, about a transformers checkpoint, not a file);
 `ninfer3.binder.component` and `component_target` (the text binder selects `text`, which a valid
 container must have, ninfer3.components.text, and which targets nothing).

@@ -4,7 +4,7 @@ spec/ninfer3.md §6).
 Three steps, each usable alone: `text_config_from_hf` normalises a transformers config into the
 closed spec/ninfer3.md §6.1 object (the importer uses it); `canonical_from_hf` maps a whole state
 dict (a transformers one, or a `checkpoint.Checkpoint`) onto the spec/ninfer3.md §6.2 names through
-the per-parameter mapping of `hf_names_qwen35`, which the importer streams tensor by tensor;
+the per-parameter mapping of `hf_names`, which the importer streams tensor by tensor;
 `weights_from_hf` does both and arranges the weights for the reference decoder
 (`weightfile.ref.qwen35`).
 """
@@ -111,7 +111,7 @@ def canonical_from_hf(
 ) -> dict[str, np.ndarray]:
     """Every spec/ninfer3.md §6.2 text parameter as a float32 array, from a transformers state dict.
 
-    Each parameter comes from its tensor as `hf_names_qwen35.source` says: the VL prefix when the
+    Each parameter comes from its tensor as `hf_names.source` says: the VL prefix when the
     state dict has the VL embedding, fused v5 experts in a layer that has them, and with tied
     embeddings `text/output_head` is the embedding itself (no lm_head.weight is read).
     """

@@ -1,7 +1,7 @@
 """Where each canonical Qwen3.5 text parameter (spec/ninfer3.md §6.2) is in a transformers
 checkpoint.
 
-The one mapping from transformers names to canonical ones: `qwen35_hf.canonical_from_hf` (a
+The one mapping from transformers names to canonical ones: `qwen35.hf.canonical_from_hf` (a
 whole state dict) and the `.ninfer` importer (one tensor at a time, read lazily) both ask
 `source` for a parameter's tensor and take its values with `parameter_values`.
 

@@ -4,13 +4,13 @@
 The steps, in order:
 
 1. `components.text.config` from config.json, closed as spec/ninfer3.md §6.1 requires
-   (`qwen35_ninfer_config`);
+   (`to_ninfer_config`);
 2. the parents, bindings and uses of the canonical spec/ninfer3.md §6.2 parameters
-   (`qwen35_ninfer_plan`);
+   (`to_ninfer_plan`);
 3. the four text resources of spec/ninfer3.md §6.2, unmodified `raw_bytes_v1` objects placed first,
    as in the examples (spec/ninfer3.md §5), under the roles `tokenizer.json`,
    `tokenizer_config.json`, `chat_template.jinja` and `generation_config.json`;
-4. the parents, each read from the checkpoint (`checkpoint`, `hf_names_qwen35`), encoded by its
+4. the parents, each read from the checkpoint (`checkpoint`, `hf_names`), encoded by its
    (format, layout) codec and streamed to the writer one object at a time (spec/ninfer3.md §1.7), so
    only one parent is ever in memory.
 

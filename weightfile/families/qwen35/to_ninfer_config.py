@@ -1,6 +1,6 @@
 """`components.text.config` from a Hugging Face Qwen3.5 config.json (spec/ninfer3.md §6.1).
 
-The normalisation into the closed key set is `qwen35_hf.text_config_from_hf` and the
+The normalisation into the closed key set is `hf.text_config_from_hf` and the
 spec/ninfer3.md §6.1 rules are `weightfile.ref.qwen35.config.validate_text_config`; the importer
 adds three things around them:
 

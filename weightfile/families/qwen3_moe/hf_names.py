@@ -1,9 +1,9 @@
 """Where each Qwen3-MoE weight is in a Hugging Face Qwen3MoeForCausalLM checkpoint
 (spec/models.md §2, spec/vqf.md §7.1).
 
-Attention, norms, the embedding and the output are Qwen3's names (hf_names_qwen3); the FFN of
-every layer is a router and per-expert SwiGLU tensors, as `save_pretrained` writes them (one
-tensor per expert and role).
+Attention, norms, the embedding and the output are Qwen3's names
+(weightfile/families/qwen3/hf_names.py); the FFN of every layer is a router and per-expert
+SwiGLU tensors, as `save_pretrained` writes them (one tensor per expert and role).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A Hugging Face Qwen3-VL checkpoint folder -> a VISION VQF file (spec/vqf.md §7.1, §7.4, §8).
 
 The text tower goes through the Qwen3 importer's `build_tensors` on a view of the checkpoint under
-Qwen3's names (`hf_names_qwen3_vl.TextView`), so both write the text tensors one way. The vision
+Qwen3's names (`qwen3_vl.hf_names.TextView`), so both write the text tensors one way. The vision
 tower follows spec/vqf.md §7.4: the four block matrices as Q8_0 legacy whatever the text qtype
 (the fc2 rows zero-padded to a multiple of 32 columns first), everything else F32. The arch takes
 the nested `text_config` / `vision_config` and the top-level special token ids (spec/vqf.md §8).
