@@ -59,7 +59,7 @@ CANONICAL = NumericsProfile(
 
 #: The Kestrel RK3588 board engine's numerics (spec/numerics.md §20): not batch invariant, its
 #: rules depend on the phase (prefill or decode), the token's place in its mini-batch and the
-#: weight's qtype. Its operations live in `ref/kestrel_board`, not in `kernels_for`'s tables,
+#: weight's qtype. Its operations live in `ref/qwen3/board`, not in `kernels_for`'s tables,
 #: which refuse it (fma=True): the board forward pass is a different sequence of operations.
 KESTREL_BOARD = NumericsProfile(
     name="kestrel-board",

@@ -1,7 +1,7 @@
 """`run` and `trace` under a numerics profile, with arrays named as the board's dumps name them.
 
-`--profile kestrel-board` binds a dense Qwen3 VQF into `ref.kestrel_board.BoardModel`
-(spec/numerics.md §20.9); `--engine fast` binds `fast.kestrel_board.FastBoardModel` instead,
+`--profile kestrel-board` binds a dense Qwen3 VQF into `ref.qwen3.board.BoardModel`
+(spec/numerics.md §20.9); `--engine fast` binds `fast.qwen3.board.FastBoardModel` instead,
 the same numbers from the C kernels (the reference with a note when they cannot be built).
 `pack_arrays` runs a prompt path and greedy decode steps under either profile and names every
 array as the board engine's dumps do (spec/numerics.md §20.9.3), so a board team can
@@ -38,7 +38,7 @@ def load_board_session(
 ) -> Session:
     """The kestrel-board model of a dense Qwen3 VQF and its tokenizer (spec/numerics.md §20.9)."""
     from weightfile.fast._native import library
-    from weightfile.ref.kestrel_board.model import bind_board
+    from weightfile.ref.qwen3.board.model import bind_board
 
     if sniff(path) == "ninfer":
         raise UnsupportedError(
@@ -51,7 +51,7 @@ def load_board_session(
         if engine == "fast" and library() is None:
             note = BOARD_FAST_NOTE
         if engine == "fast" and note is None:
-            from weightfile.fast.kestrel_board.model import bind_board_fast
+            from weightfile.fast.qwen3.board.model import bind_board_fast
 
             model = bind_board_fast(vqf, threads=threads)
         else:
@@ -73,7 +73,7 @@ def pack_arrays(
     (spec/numerics.md §20.9.3); ops (kestrel-board only) adds the per-op intermediates."""
     stops = frozenset(s.stop_ids)
     if profile == BOARD:
-        from weightfile.ref.kestrel_board.model import generate
+        from weightfile.ref.qwen3.board.model import generate
 
         return generate(s.model, ids, steps, path, ops, stops)  # type: ignore[arg-type]
     return canonical_arrays(s, ids, steps, path, stops)
