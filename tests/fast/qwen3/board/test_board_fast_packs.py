@@ -18,7 +18,7 @@ import pytest
 
 from weightfile.cli import main
 from weightfile.fast.qwen3.board.model import FastBoardModel, bind_board_fast
-from weightfile.frontend.session import load_session
+from weightfile.frontend.dispatch import load_session
 from weightfile.ref.qwen3.board.model import generate
 from weightfile.ref.vqf.read import open_vqf
 
