@@ -1,4 +1,5 @@
-"""The `kestrel-board` numerics profile in the C kernels (fast/csrc/board.c).
+"""The Qwen3 family's board model (the `kestrel-board` numerics profile) in the C kernels
+(fast/csrc/board.c).
 
 spec/numerics.md §20. `ops` has the same public functions as the reference modules of
 `ref.qwen3.board` (quantizers, products, norms, exp/SiLU, RoPE, attention heads) and `model`
