@@ -3,8 +3,8 @@
 A profile is declarative: it names, for every operation of the forward pass, the rule that
 fixes its float32 operation sequence. `ref.numerics.kernels` turns the canonical profile (with
 either quantized-matmul mode) into the functions the family forward passes call; a profile
-whose rules are a different sequence of operations (the board's, §20) is run by its own models,
-which the profile registry `weightfile/profiles.py` names per model family.
+whose rules are a different sequence of operations (the board's, spec/numerics.md §20) is run
+by its own models, which the profile registry `weightfile/profiles.py` names per family.
 """
 
 from __future__ import annotations
