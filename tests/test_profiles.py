@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from weightfile import families, profiles
-from weightfile.cli import build_parser
+from weightfile.cli import build_parser, main
 from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.numerics.profile import CANONICAL, KESTREL_BOARD, NumericsProfile
 
@@ -97,3 +97,16 @@ def test_the_board_profile_refuses_a_ninfer_file_by_its_container():
         board.require_container(families.NINFER)
     assert (exc.value.rule, exc.value.path) == ("frontend.profile.unsupported", "--profile")
     assert "the kestrel-board profile runs dense Qwen3 VQF files, not .ninfer" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["tiny-moe-q4_0", "tiny-vl-q8_0"])
+def test_run_refuses_a_family_the_board_profile_does_not_run(name, tmp_path, capsys):
+    """`run --profile kestrel-board` on a Qwen3-MoE or Qwen3-VL file: the typed refusal (exit 3)
+    with the binder's rule id, before any weight is bound."""
+    from weightfile.bench.synthetic import synthetic_model
+
+    path, _ = synthetic_model(name, tmp_path)
+    argv = ["run", str(path), "--token-ids", "1", "--profile", "kestrel-board"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "vqf.bind.unsupported" in err and "kestrel-board profile runs dense Qwen3" in err
