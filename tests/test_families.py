@@ -227,6 +227,7 @@ def test_a_config_without_a_readable_architecture_is_validated_not_guessed(confi
 
 #: Modules that load models: they must get them from the registry, never import a family.
 CALLERS = (
+    "weightfile/frontend/dispatch.py",
     "weightfile/frontend/session.py",
     "weightfile/frontend/ninfer_session.py",
     "weightfile/bench/engines.py",

@@ -1,6 +1,6 @@
 /* The kestrel-board numerics profile in portable C (spec/numerics.md §20).
  *
- * Every function here computes what ref/kestrel_board computes, operation for operation: the
+ * Every function here computes what ref/qwen3/board computes, operation for operation: the
  * same float32 roundings in the same order, fmaf() where the board fuses (C99 fmaf rounds once),
  * and the host C library's expf/cosf/sinf where the board calls its libm (spec/numerics.md §20.2).
  * The libm functions are called through volatile pointers so the compiler can neither fold nor

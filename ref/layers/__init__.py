@@ -4,7 +4,7 @@ Each module holds one idea, written as plain functions over a numerics profile's
 (spec/numerics.md §1), so a family package (`ref/qwen3/`, `ref/qwen35/`, ...) only says how its
 layers are wired:
 
-    tokens.py     per-token application of one operation, with its `Site`
+    tokens.py     per-token application of one operation
     heads.py      splitting a vector into heads and joining them back
     batch.py      a batch of requests flattened to tokens and split back; text position ids
     norm.py       RMSNorm variants: plain, per head, zero-centred (1 + w), gated

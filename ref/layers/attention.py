@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.kernels import Kernels
 
 from .heads import split_heads
 from .tokens import Vec
 
-#: attend(q, keys, values, site) -> the attention output of one token [heads*head_dim].
-Attend = Callable[[Vec, list[list[Vec]], list[list[Vec]], Site], Vec]
+#: attend(q, keys, values) -> the attention output of one token [heads*head_dim].
+Attend = Callable[[Vec, list[list[Vec]], list[list[Vec]]], Vec]
 
 
 def attend(
@@ -26,14 +26,13 @@ def attend(
     values: list[list[Vec]],
     head_dim: int,
     group_size: int,
-    site: Site,
 ) -> Vec:
     """spec/numerics.md §9 One token's GQA: query head h over kv head h // group_size, for the
     cached positions given ([pos][kv_head][head_dim])."""
     out: Vec = []
     for h, qh in enumerate(split_heads(q, head_dim)):
         g = h // group_size  # query head h reads kv head h // (heads / kv_heads)
-        out += kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values], site)
+        out += kernels.attend(qh, [k[g] for k in keys], [v[g] for v in values])
     return out
 
 
@@ -58,7 +57,6 @@ def causal_attention(
             q[t],
             c.keys[layer][: ends[t]],
             c.values[layer][: ends[t]],
-            Site("attn", layer, t, len(q)),
         )
         for t, c in enumerate(caches)
     ]

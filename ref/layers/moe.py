@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from weightfile.ref.numerics.f32 import ZERO
-from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.kernels import Kernels
 from weightfile.ref.numerics.matrix import Matrix
 
 from .swiglu import SwigluWeights, swiglu_ffn
@@ -55,12 +55,11 @@ def routed_experts(
     experts: Sequence[SwigluWeights],
     k: int,
     n: Vec,
-    site: Site,
 ) -> tuple[Vec, list[tuple[int, np.float32]], Vec]:
     """(router logits [E], the routes (expert, weight) in ascending expert index, the weighted
     sum of the chosen experts' SwiGLU outputs [H]) for one token's normed vector n
     (spec/numerics.md §18.3, §10.1). Only the k chosen experts are computed."""
-    logits = kernels.matvec(router, n, site)
+    logits = kernels.matvec(router, n)
     routes = route(kernels, logits, k)
-    out = combine(routes, lambda e: swiglu_ffn(kernels, experts[e], n, site)[3], len(n))
+    out = combine(routes, lambda e: swiglu_ffn(kernels, experts[e], n)[3], len(n))
     return logits, routes, out

@@ -15,24 +15,24 @@ import numpy as np
 
 from weightfile.ref.numerics import deltanet
 from weightfile.ref.numerics.f32 import ONE
-from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.kernels import Kernels
 
 from .heads import split_heads
 from .tokens import Vec
 
 
-def rmsnorm(kernels: Kernels, x: Sequence[np.float32], weight, eps: np.float32, site: Site) -> Vec:
+def rmsnorm(kernels: Kernels, x: Sequence[np.float32], weight, eps: np.float32) -> Vec:
     """spec/numerics.md §5.1 RMSNorm of one vector with the weight as given."""
-    return kernels.rmsnorm(x, weight, eps, site)
+    return kernels.rmsnorm(x, weight, eps)
 
 
 def head_rmsnorm(
-    kernels: Kernels, v: Vec, weight: np.ndarray, head_dim: int, eps: np.float32, site: Site
+    kernels: Kernels, v: Vec, weight: np.ndarray, head_dim: int, eps: np.float32
 ) -> Vec:
     """q_norm / k_norm: spec/numerics.md §5.1 over every head, one weight [head_dim] shared."""
     out: Vec = []
     for head in split_heads(v, head_dim):
-        out += kernels.rmsnorm(head, weight, eps, site)
+        out += kernels.rmsnorm(head, weight, eps)
     return out
 
 

@@ -1,18 +1,17 @@
 """The SwiGLU feed-forward network: down(silu(gate(n)) · up(n)) (spec/numerics.md §7, §3.4).
 
-`swiglu_ffn` runs one token through one FFN under one site (a MoE expert, or a dense FFN whose
-profile site is the whole FFN); `swiglu_rows` runs all tokens of a call with one site per
-operation, the four operations in the order gate, up, swiglu, down.
+`swiglu_ffn` runs one token through one FFN (a MoE expert, or a dense FFN); `swiglu_rows` runs
+all tokens of a call one operation at a time, in the order gate, up, swiglu, down.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.kernels import Kernels
 from weightfile.ref.numerics.matrix import Matrix
 
-from .tokens import Vec, per_token
+from .tokens import Vec, each
 
 
 class SwigluWeights(Protocol):
@@ -26,21 +25,20 @@ class SwigluWeights(Protocol):
     def down(self) -> Matrix: ...
 
 
-def swiglu_ffn(kernels: Kernels, w: SwigluWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec]:
+def swiglu_ffn(kernels: Kernels, w: SwigluWeights, n: Vec) -> tuple[Vec, Vec, Vec, Vec]:
     """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (spec/numerics.md §7)."""
-    g, u = kernels.matvec(w.gate, n, site), kernels.matvec(w.up, n, site)
-    sw = kernels.swiglu(g, u, site)
-    return g, u, sw, kernels.matvec(w.down, sw, site)
+    g, u = kernels.matvec(w.gate, n), kernels.matvec(w.up, n)
+    sw = kernels.swiglu(g, u)
+    return g, u, sw, kernels.matvec(w.down, sw)
 
 
 def swiglu_rows(
-    kernels: Kernels, layer: int, gate: Matrix, up: Matrix, down: Matrix, n: list[Vec]
+    kernels: Kernels, gate: Matrix, up: Matrix, down: Matrix, n: list[Vec]
 ) -> tuple[list[Vec], list[Vec], list[Vec], list[Vec]]:
-    """(gate, up, swiglu, down) rows of every token, each operation under its own site named
-    gate_proj, up_proj, swiglu, down_proj (spec/numerics.md §7)."""
-    each = per_token(layer, len(n))
-    g = each("gate_proj", lambda v, s: kernels.matvec(gate, v, s), n)
-    u = each("up_proj", lambda v, s: kernels.matvec(up, v, s), n)
-    sw = each("swiglu", kernels.swiglu, g, u)
-    d = each("down_proj", lambda v, s: kernels.matvec(down, v, s), sw)
+    """(gate, up, swiglu, down) rows of every token, each operation over all tokens before the
+    next (spec/numerics.md §7)."""
+    g = each(lambda v: kernels.matvec(gate, v), n)
+    u = each(lambda v: kernels.matvec(up, v), n)
+    sw = each(kernels.swiglu, g, u)
+    d = each(lambda v: kernels.matvec(down, v), sw)
     return g, u, sw, d

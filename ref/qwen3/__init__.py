@@ -6,4 +6,5 @@
     bind_vqf.py  a VQF file to (config, weights) (spec/vqf.md §7, §8)
     decoder.py   Qwen3Model: the forward pass, its blocks built from `weightfile.ref.layers`
     trace.py     the trace-name table the blocks record under (spec/numerics.md §10)
+    board/       the board model: the decoder under the kestrel-board profile (spec/numerics.md §20)
 """

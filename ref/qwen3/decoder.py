@@ -17,9 +17,9 @@ from weightfile.ref.layers.batch import PositionIds, gather_requests, split_per_
 from weightfile.ref.layers.heads import split_heads
 from weightfile.ref.layers.norm import head_rmsnorm
 from weightfile.ref.layers.swiglu import swiglu_rows
-from weightfile.ref.layers.tokens import Vec, per_token
+from weightfile.ref.layers.tokens import Vec, each
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows, emit
-from weightfile.ref.numerics.kernels import Kernels, Site, kernels_for
+from weightfile.ref.numerics.kernels import Kernels, kernels_for
 from weightfile.ref.numerics.rope import apply_rope
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
@@ -66,10 +66,10 @@ class Qwen3Model:
                 raise ValueError(f"token id {t} outside the vocabulary of {vocab}")
         return [list(self.weights.embed[t]) for t in token_ids]
 
-    def head_norm(self, vectors: Vec, weight: np.ndarray, site: Site) -> Vec:
+    def head_norm(self, vectors: Vec, weight: np.ndarray) -> Vec:
         """q_norm / k_norm: RMSNorm over head_dim per head, before RoPE."""
         c = self.config
-        return head_rmsnorm(self.kernels, vectors, weight, c.head_dim, c.eps_f32, site)
+        return head_rmsnorm(self.kernels, vectors, weight, c.head_dim, c.eps_f32)
 
     def rope_heads(self, vectors: Vec, position_ids: Sequence[int]) -> Vec:
         """RoPE with rotate_half on every head of one token."""
@@ -79,10 +79,10 @@ class Qwen3Model:
             out += apply_rope(head, cos, sin)
         return out
 
-    def attend(self, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
+    def attend(self, q: Vec, keys: list[list[Vec]], values: list[list[Vec]]) -> Vec:
         """Causal GQA attention of one token over cached positions 0..p. [heads*head_dim]"""
         c = self.config
-        return attention.attend(self.kernels, q, keys, values, c.head_dim, c.group_size, site)
+        return attention.attend(self.kernels, q, keys, values, c.head_dim, c.group_size)
 
     # --- the layer and the model -----------------------------------------------------------
 
@@ -94,18 +94,17 @@ class Qwen3Model:
         caches[t] is the cache of token t's sequence; tokens of one sequence come in order.
         """
         k, eps, hd = self.kernels, self.config.eps_f32, self.config.head_dim
-        each = per_token(i, len(x))
-        n = each("attn_norm", lambda v, s: k.rmsnorm(v, lw.attn_norm, eps, s), x)
-        q = each("q_proj", lambda v, s: k.matvec(lw.q_proj, v, s), n)
-        kk = each("k_proj", lambda v, s: k.matvec(lw.k_proj, v, s), n)
-        vv = each("v_proj", lambda v, s: k.matvec(lw.v_proj, v, s), n)
-        qn = each("q_norm", lambda v, s: self.head_norm(v, lw.q_norm, s), q)
-        kn = each("k_norm", lambda v, s: self.head_norm(v, lw.k_norm, s), kk)
+        n = each(lambda v: k.rmsnorm(v, lw.attn_norm, eps), x)
+        q = each(lambda v: k.matvec(lw.q_proj, v), n)
+        kk = each(lambda v: k.matvec(lw.k_proj, v), n)
+        vv = each(lambda v: k.matvec(lw.v_proj, v), n)
+        qn = each(lambda v: self.head_norm(v, lw.q_norm), q)
+        kn = each(lambda v: self.head_norm(v, lw.k_norm), kk)
         qr = [self.rope_heads(v, p) for v, p in zip(qn, pos, strict=True)]
         kr = [self.rope_heads(v, p) for v, p in zip(kn, pos, strict=True)]
         att = attention.causal_attention(i, qr, kr, vv, caches, hd, self.attend)
-        o = each("o_proj", lambda v, s: k.matvec(lw.o_proj, v, s), att)
-        h = each("attn_residual", k.add, x, o)
+        o = each(lambda v: k.matvec(lw.o_proj, v), att)
+        h = each(k.add, x, o)
         rows = dict(
             attn_norm=n, q_proj=q, k_proj=kk, v_proj=vv, q_norm=qn, k_norm=kn, q_rope=qr,
             k_rope=kr, attn=att, o_proj=o, attn_residual=h,
@@ -116,10 +115,9 @@ class Qwen3Model:
     def mlp_block(self, i: int, lw: LayerWeights, h: list[Vec], hook) -> list[Vec]:
         """out = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)."""
         k, eps = self.kernels, self.config.eps_f32
-        each = per_token(i, len(h))
-        n = each("ffn_norm", lambda v, s: k.rmsnorm(v, lw.ffn_norm, eps, s), h)
-        g, u, sw, d = swiglu_rows(k, i, lw.gate_proj, lw.up_proj, lw.down_proj, n)
-        out = each("ffn_residual", k.add, h, d)
+        n = each(lambda v: k.rmsnorm(v, lw.ffn_norm, eps), h)
+        g, u, sw, d = swiglu_rows(k, lw.gate_proj, lw.up_proj, lw.down_proj, n)
+        out = each(k.add, h, d)
         rows = dict(ffn_norm=n, gate_proj=g, up_proj=u, swiglu=sw, down_proj=d, ffn_residual=out)
         emit(hook, i, MLP_OPS, rows)
         return out
@@ -157,11 +155,11 @@ class Qwen3Model:
         for i, lw in enumerate(self.weights.layers):
             x = self.attention_block(i, lw, x, pos, caches, hook)
             x = self.mlp_block(i, lw, x, hook)
-        k, each = self.kernels, per_token(None, len(x))
+        k = self.kernels
         eps, final_norm = self.config.eps_f32, self.weights.final_norm
-        n = each("final_norm", lambda v, s: k.rmsnorm(v, final_norm, eps, s), x)
+        n = each(lambda v: k.rmsnorm(v, final_norm, eps), x)
         hook(FINAL_NORM, n)
         head = self.weights.output_matrix()
-        logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
+        logits = each(lambda v: k.matvec(head, v), n)
         hook(LOGITS, logits)
         return split_per_request(logits, requests)

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from weightfile.ref.layers import attention
-from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.tokens import each
 from weightfile.ref.layers.trace import emit
-from weightfile.ref.numerics.kernels import Site
 
 from .cache import Qwen35Cache
 from .ops import Ops, Vec
@@ -19,11 +18,11 @@ from .trace import ATTENTION_OPS
 from .weights import AttentionWeights
 
 
-def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]], site: Site) -> Vec:
+def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]]) -> Vec:
     """Causal GQA attention of one token: query head h reads kv head h // group
     (spec/ninfer3.md §9)."""
     c = ops.config
-    return attention.attend(ops.kernels, q, keys, values, c.head_dim, c.group_size, site)
+    return attention.attend(ops.kernels, q, keys, values, c.head_dim, c.group_size)
 
 
 def attention_block(
@@ -38,20 +37,19 @@ def attention_block(
 ) -> list[Vec]:
     """One full-attention mixer plus its residual, for every token of the call."""
     k, hd = ops.kernels, ops.config.head_dim
-    each = per_token(i, len(x))
-    n = each("attn_norm", lambda v, s: ops.norm(v, input_norm, s), x)
-    q = each("q_proj", lambda v, s: k.matvec(w.query, v, s), n)
-    gt = each("attn_gate", lambda v, s: k.matvec(w.gate, v, s), n)
-    kk = each("k_proj", lambda v, s: k.matvec(w.key, v, s), n)
-    vv = each("v_proj", lambda v, s: k.matvec(w.value, v, s), n)
-    qn = each("q_norm", lambda v, s: ops.head_norm(v, w.query_norm, hd, s), q)
-    kn = each("k_norm", lambda v, s: ops.head_norm(v, w.key_norm, hd, s), kk)
+    n = each(lambda v: ops.norm(v, input_norm), x)
+    q = each(lambda v: k.matvec(w.query, v), n)
+    gt = each(lambda v: k.matvec(w.gate, v), n)
+    kk = each(lambda v: k.matvec(w.key, v), n)
+    vv = each(lambda v: k.matvec(w.value, v), n)
+    qn = each(lambda v: ops.head_norm(v, w.query_norm, hd), q)
+    kn = each(lambda v: ops.head_norm(v, w.key_norm, hd), kk)
     qr = [ops.partial_rope(v, p) for v, p in zip(qn, pos, strict=True)]
     kr = [ops.partial_rope(v, p) for v, p in zip(kn, pos, strict=True)]
     att = attention.causal_attention(i, qr, kr, vv, caches, hd, lambda *a: attend(ops, *a))
     gated = [ops.gate(a, g) for a, g in zip(att, gt, strict=True)]
-    o = each("o_proj", lambda v, s: k.matvec(w.output, v, s), gated)
-    h = each("attn_residual", k.add, x, o)
+    o = each(lambda v: k.matvec(w.output, v), gated)
+    h = each(k.add, x, o)
     rows = dict(
         attn_norm=n, q_proj=q, attn_gate=gt, k_proj=kk, v_proj=vv, q_norm=qn, k_norm=kn, q_rope=qr,
         k_rope=kr, attn=att, gated_attn=gated, o_proj=o, attn_residual=h,

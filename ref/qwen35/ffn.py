@@ -10,22 +10,21 @@ from __future__ import annotations
 
 from weightfile.ref.layers.moe import routed_experts
 from weightfile.ref.layers.swiglu import swiglu_ffn
-from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.tokens import each
 from weightfile.ref.layers.trace import emit
-from weightfile.ref.numerics.kernels import Site
 
 from .ops import Ops, Vec
 from .trace import DENSE_OPS, MOE_OPS
 from .weights import FfnWeights, MoeWeights
 
 
-def moe_token(ops: Ops, w: MoeWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec, Vec]:
+def moe_token(ops: Ops, w: MoeWeights, n: Vec) -> tuple[Vec, Vec, Vec, Vec, Vec]:
     """(router logits, routed sum, shared expert, [shared gate], output) for one token."""
     k = ops.kernels
     topk = ops.config.num_experts_per_tok
-    logits, _, routed = routed_experts(k, w.router, w.experts, topk, n, site)
-    shared = swiglu_ffn(k, w.shared, n, site)[3]
-    score = ops.sigmoid(k.matvec(w.shared_score, n, site)[0])
+    logits, _, routed = routed_experts(k, w.router, w.experts, topk, n)
+    shared = swiglu_ffn(k, w.shared, n)[3]
+    score = ops.sigmoid(k.matvec(w.shared_score, n)[0])
     out = [r + score * s for r, s in zip(routed, shared, strict=True)]
     return logits, routed, shared, [score], out
 
@@ -35,17 +34,16 @@ def ffn_block(
 ) -> list[Vec]:
     """out = h + FFN(zero-centred RMSNorm(h)) for every token of the call."""
     k = ops.kernels
-    each = per_token(i, len(h))
-    n = each("ffn_norm", lambda v, s: ops.norm(v, post_norm, s), h)
+    n = each(lambda v: ops.norm(v, post_norm), h)
     if isinstance(w, MoeWeights):
-        parts = each("moe", lambda v, s: moe_token(ops, w, v, s), n)
+        parts = each(lambda v: moe_token(ops, w, v), n)
         table = MOE_OPS
     else:
-        parts = each("mlp", lambda v, s: swiglu_ffn(k, w, v, s), n)
+        parts = each(lambda v: swiglu_ffn(k, w, v), n)
         table = DENSE_OPS
     # The table's middle entries (between ffn_norm and ffn_residual) name the parts, in order.
     middle = table[1:-1]
     columns = {name: [p[j] for p in parts] for j, name in enumerate(middle)}
-    out = each("ffn_residual", k.add, h, columns[middle[-1]])
+    out = each(k.add, h, columns[middle[-1]])
     emit(hook, i, table, {"ffn_norm": n, **columns, "ffn_residual": out})
     return out

@@ -14,7 +14,7 @@ import numpy as np
 
 from weightfile.ref.layers.heads import join_heads, split_heads
 from weightfile.ref.layers.norm import gated_rmsnorm
-from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.tokens import each
 from weightfile.ref.layers.trace import emit
 from weightfile.ref.numerics.deltanet import causal_conv, delta_rule_step, l2normalize
 from weightfile.ref.numerics.f32 import F32
@@ -68,16 +68,14 @@ def gdn_block(
     """One Gated DeltaNet mixer plus its residual, for every token of the call, in order."""
     k, c = ops.kernels, ops.config
     kg, dv = c.gdn_key_dim, c.linear_value_head_dim
-    each = per_token(i, len(x))
-    n = each("attn_norm", lambda v, s: ops.norm(v, input_norm, s), x)
+    n = each(lambda v: ops.norm(v, input_norm), x)
     qkv = each(
-        "gdn_qkv",
-        lambda v, s: k.matvec(w.query, v, s) + k.matvec(w.key, v, s) + k.matvec(w.value, v, s),
+        lambda v: k.matvec(w.query, v) + k.matvec(w.key, v) + k.matvec(w.value, v),
         n,
     )
-    z = each("gdn_z", lambda v, s: k.matvec(w.z, v, s), n)
-    a = each("gdn_a", lambda v, s: k.matvec(w.a_projection, v, s), n)
-    b = each("gdn_b", lambda v, s: k.matvec(w.b_projection, v, s), n)
+    z = each(lambda v: k.matvec(w.z, v), n)
+    a = each(lambda v: k.matvec(w.a_projection, v), n)
+    b = each(lambda v: k.matvec(w.b_projection, v), n)
     rows: dict[str, list[Vec]] = {op: [] for op in GDN_TOKEN_OPS}
     for t, cache in enumerate(caches):  # tokens of one sequence arrive in order
         window = [*cache.conv[i], qkv[t]]
@@ -96,8 +94,8 @@ def gdn_block(
         )  # fmt: skip
         for op in GDN_TOKEN_OPS:
             rows[op].append(token[op])
-    o = each("gdn_out", lambda v, s: k.matvec(w.output, v, s), rows["gdn_norm"])
-    h = each("attn_residual", k.add, x, o)
+    o = each(lambda v: k.matvec(w.output, v), rows["gdn_norm"])
+    h = each(k.add, x, o)
     rows |= dict(attn_norm=n, gdn_qkv=qkv, gdn_z=z, gdn_a=a, gdn_b=b, gdn_out=o, attn_residual=h)
     emit(hook, i, GDN_OPS, rows)
     return h

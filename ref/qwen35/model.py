@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from weightfile.ref.layers.batch import gather_requests, split_per_request
-from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.tokens import each
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows
 from weightfile.ref.numerics.kernels import Kernels, kernels_for
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
@@ -107,10 +107,10 @@ class Qwen35Model:
             x = ffn_block(self.ops, i, lw.ffn, self.post_norms[i], x, hook)
         for _, cache, _ in requests:
             cache.length += sum(1 for c in caches if c is cache)
-        k, each = self.kernels, per_token(None, len(x))
-        n = each("final_norm", lambda v, s: self.ops.norm(v, self.final_norm, s), x)
+        k = self.kernels
+        n = each(lambda v: self.ops.norm(v, self.final_norm), x)
         hook(FINAL_NORM, n)
-        logits = each("lm_head", lambda v, s: k.matvec(self.weights.output_head, v, s), n)
+        logits = each(lambda v: k.matvec(self.weights.output_head, v), n)
         hook(LOGITS, logits)
         return split_per_request(logits, requests)
 

@@ -17,7 +17,7 @@ from weightfile.ref.layers.heads import split_heads
 from weightfile.ref.layers.norm import head_rmsnorm, rmsnorm, zero_centred
 from weightfile.ref.layers.tokens import Vec
 from weightfile.ref.numerics.f32 import F32, ONE
-from weightfile.ref.numerics.kernels import Kernels, Site
+from weightfile.ref.numerics.kernels import Kernels
 from weightfile.ref.numerics.log import softplus
 from weightfile.ref.numerics.rope import RopeTables, apply_rope
 
@@ -40,13 +40,13 @@ class Ops:
         """spec/numerics.md §16.3 softplus with the canonical log1p and exp."""
         return F32(softplus(x))
 
-    def norm(self, x: Sequence[np.float32], effective_weight: np.ndarray, site: Site) -> Vec:
+    def norm(self, x: Sequence[np.float32], effective_weight: np.ndarray) -> Vec:
         """spec/numerics.md §5.1 RMSNorm with the config's eps; zero-centred callers pass 1 + w."""
-        return rmsnorm(self.kernels, x, effective_weight, self.config.eps_f32, site)
+        return rmsnorm(self.kernels, x, effective_weight, self.config.eps_f32)
 
-    def head_norm(self, v: Vec, effective_weight: np.ndarray, head_dim: int, site: Site) -> Vec:
+    def head_norm(self, v: Vec, effective_weight: np.ndarray, head_dim: int) -> Vec:
         """q_norm / k_norm: RMSNorm over head_dim per head (zero-centred weight, shared)."""
-        return head_rmsnorm(self.kernels, v, effective_weight, head_dim, self.config.eps_f32, site)
+        return head_rmsnorm(self.kernels, v, effective_weight, head_dim, self.config.eps_f32)
 
     def partial_rope(self, v: Vec, position_ids: Sequence[int]) -> Vec:
         """spec/numerics.md §8 rotate_half RoPE on the first rotary_dim dims of every head,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from weightfile.ref.layers.moe import routed_experts
-from weightfile.ref.layers.tokens import Vec, per_token
+from weightfile.ref.layers.tokens import Vec, each
 from weightfile.ref.layers.trace import emit
-from weightfile.ref.numerics.kernels import Site, kernels_for
+from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.qwen3.decoder import Qwen3Model
 from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
@@ -37,22 +37,21 @@ class Qwen3MoeModel(Qwen3Model):
         self.kernels = kernels_for(profile)
         self.rope = self.kernels.rope_tables(config.theta_f32, config.head_dim)
 
-    def moe_token(self, lw: MoeLayerWeights, n: Vec, site: Site) -> tuple[Vec, Vec, Vec, Vec]:
+    def moe_token(self, lw: MoeLayerWeights, n: Vec) -> tuple[Vec, Vec, Vec, Vec]:
         """(router logits [E], chosen experts [k], their weights [k], MoE output [H]) of one
         token: spec/numerics.md §18.3 without the shared expert."""
         k = self.config.num_experts_per_tok
-        logits, routes, out = routed_experts(self.kernels, lw.router, lw.experts, k, n, site)
+        logits, routes, out = routed_experts(self.kernels, lw.router, lw.experts, k, n)
         experts = [np.float32(e) for e, _ in routes]  # indices < 2^24: exact
         return logits, experts, [w for _, w in routes], out
 
     def mlp_block(self, i: int, lw: MoeLayerWeights, h: list[Vec], hook) -> list[Vec]:  # type: ignore[override]
         """out = h + MoE(n), n = post_attention_layernorm(h), for every token of the call."""
         k, eps = self.kernels, self.config.eps_f32
-        each = per_token(i, len(h))
-        n = each("ffn_norm", lambda v, s: k.rmsnorm(v, lw.ffn_norm, eps, s), h)
-        parts = each("moe", lambda v, s: self.moe_token(lw, v, s), n)
+        n = each(lambda v: k.rmsnorm(v, lw.ffn_norm, eps), h)
+        parts = each(lambda v: self.moe_token(lw, v), n)
         logits, experts, weights, moe = ([p[j] for p in parts] for j in range(4))
-        out = each("ffn_residual", k.add, h, moe)
+        out = each(k.add, h, moe)
         rows = dict(
             ffn_norm=n, router_logits=logits, moe_experts=experts, moe_weights=weights,
             moe_out=moe, ffn_residual=out,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from weightfile.ref.layers.batch import PositionIds
-from weightfile.ref.layers.tokens import Vec, per_token
+from weightfile.ref.layers.tokens import Vec, each
 from weightfile.ref.layers.trace import EMBED, FINAL_NORM, LOGITS, TraceHook, as_rows, layer_name
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3.decoder import KVCache, Qwen3Model
@@ -212,12 +212,12 @@ class Qwen3VLModel(ImagePrompt):
                 for r, s in enumerate(slots):
                     x[s] = t.kernels.add(x[s], list(ds[i][r]))
                 hook(layer_name(i, DEEPSTACK_OP), x)
-        k, each = t.kernels, per_token(None, len(x))
+        k = t.kernels
         eps, final_norm = t.config.eps_f32, t.weights.final_norm
-        n = each("final_norm", lambda v, s: k.rmsnorm(v, final_norm, eps, s), x)
+        n = each(lambda v: k.rmsnorm(v, final_norm, eps), x)
         hook(FINAL_NORM, n)
         head = t.weights.output_matrix()
-        logits = each("lm_head", lambda v, s: k.matvec(head, v, s), n)
+        logits = each(lambda v: k.matvec(head, v), n)
         hook(LOGITS, logits)
         return as_rows(logits)
 

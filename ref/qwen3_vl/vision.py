@@ -25,7 +25,7 @@ import numpy as np
 from weightfile.ref.layers.trace import TraceHook, as_rows
 from weightfile.ref.numerics.attention import attend_head
 from weightfile.ref.numerics.f32 import ZERO
-from weightfile.ref.numerics.kernels import Kernels, Site, kernels_for
+from weightfile.ref.numerics.kernels import Kernels, kernels_for
 from weightfile.ref.numerics.matrix import Matrix
 from weightfile.ref.numerics.rope import apply_rope
 from weightfile.spec.errors import InvalidError
@@ -108,12 +108,12 @@ class VisionTower:
 
     # --- one operation per method ---------------------------------------------------------
 
-    def linear(self, m: Matrix, bias: np.ndarray, x: Vec, site: Site) -> Vec:
+    def linear(self, m: Matrix, bias: np.ndarray, x: Vec) -> Vec:
         """spec/numerics.md §21.3 y = W x ⊕ b; an input shorter than W's columns (fc2's padded
         columns, spec/vqf.md §7.4) is extended with +0.0."""
         if len(x) < m.shape[1]:
             x = list(x) + [ZERO] * (m.shape[1] - len(x))
-        return add_bias(self.kernels.matvec(m, x, site), bias)
+        return add_bias(self.kernels.matvec(m, x), bias)
 
     def norm(self, x: Vec, w: np.ndarray, b: np.ndarray) -> Vec:
         return layernorm(x, w, b, self.config.eps)
@@ -144,22 +144,18 @@ class VisionTower:
 
     def block(self, i: int, bw: VisionBlockWeights, x: list[Vec], rc, segments, hook) -> list:
         """x += proj(attn(norm1 x)); x += fc2(gelu_tanh(fc1(norm2 x)))."""
-        k, d, n = self.kernels, self.config.hidden_size, len(x)
-
-        def s(op: str, t: int) -> Site:
-            return Site(f"vision.{op}", i, t, n)
-
+        k, d = self.kernels, self.config.hidden_size
         n1 = [self.norm(v, bw.norm1_w, bw.norm1_b) for v in x]
-        qkv = [self.linear(bw.qkv, bw.qkv_b, v, s("qkv", t)) for t, v in enumerate(n1)]
+        qkv = [self.linear(bw.qkv, bw.qkv_b, v) for v in n1]
         q = [self.rope(v[:d], p) for v, p in zip(qkv, rc, strict=True)]
         kk = [self.rope(v[d : 2 * d], p) for v, p in zip(qkv, rc, strict=True)]
         att = self.attention(q, kk, [v[2 * d :] for v in qkv], segments)
-        o = [self.linear(bw.proj, bw.proj_b, v, s("proj", t)) for t, v in enumerate(att)]
+        o = [self.linear(bw.proj, bw.proj_b, v) for v in att]
         h = [k.add(a, b) for a, b in zip(x, o, strict=True)]
         n2 = [self.norm(v, bw.norm2_w, bw.norm2_b) for v in h]
-        f1 = [self.linear(bw.fc1, bw.fc1_b, v, s("fc1", t)) for t, v in enumerate(n2)]
+        f1 = [self.linear(bw.fc1, bw.fc1_b, v) for v in n2]
         g = [[gelu_tanh(e) for e in v] for v in f1]
-        f2 = [self.linear(bw.fc2, bw.fc2_b, v, s("fc2", t)) for t, v in enumerate(g)]
+        f2 = [self.linear(bw.fc2, bw.fc2_b, v) for v in g]
         out = [k.add(a, b) for a, b in zip(h, f2, strict=True)]
         rows = dict(
             norm1=n1, qkv=qkv, q_rope=q, k_rope=kk, attn=att, proj=o, attn_residual=h, norm2=n2,
@@ -181,10 +177,9 @@ class VisionTower:
             pre = [self.norm(v, mw.norm_w, mw.norm_b) for v in x]
             hook(f"{name}.norm", pre)
             n = [window(pre, w, unit) for w in range(0, len(pre), unit)]
-        m = len(n)
-        f1 = [self.linear(mw.fc1, mw.fc1_b, v, Site(name, None, t, m)) for t, v in enumerate(n)]
+        f1 = [self.linear(mw.fc1, mw.fc1_b, v) for v in n]
         g = [[gelu_erf(e) for e in v] for v in f1]
-        out = [self.linear(mw.fc2, mw.fc2_b, v, Site(name, None, t, m)) for t, v in enumerate(g)]
+        out = [self.linear(mw.fc2, mw.fc2_b, v) for v in g]
         hook(f"{name}.fc1", f1)
         hook(f"{name}.gelu", g)
         hook(name, out)
@@ -210,12 +205,7 @@ class VisionTower:
             rows += list(np.asarray(im.pixel_values, np.float32))
             rc += coords
             pos += [bilinear_row(w.pos_embed, r, cc, gh, gw, c.side) for r, cc in coords]
-        n = len(rows)
-        op = "vision.patch_embed"
-        pe = [
-            self.linear(w.patch_embed, w.patch_bias, list(r), Site(op, None, t, n))
-            for t, r in enumerate(rows)
-        ]
+        pe = [self.linear(w.patch_embed, w.patch_bias, list(r)) for r in rows]
         x = [self.kernels.add(a, b) for a, b in zip(pe, pos, strict=True)]
         hook("vision.patch_embed", pe)
         hook("vision.pos_embed", pos)

@@ -1,9 +1,10 @@
 """Numerics profiles: which rule each operation follows (spec/numerics.md §1–§2).
 
 A profile is declarative: it names, for every operation of the forward pass, the rule that
-fixes its float32 operation sequence. `ref.numerics.kernels` turns a profile into functions;
-the forward pass only ever calls those functions, so a second profile (the board engine's
-numerics, a later issue) is a new `NumericsProfile` value plus the kernels it names.
+fixes its float32 operation sequence. `ref.numerics.kernels` turns the canonical profile (with
+either quantized-matmul mode) into the functions the family forward passes call; a profile
+whose rules are a different sequence of operations (the board's, spec/numerics.md §20) is run
+by its own models, which the profile registry `weightfile/profiles.py` names per family.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ CANONICAL = NumericsProfile(
 
 #: The Kestrel RK3588 board engine's numerics (spec/numerics.md §20): not batch invariant, its
 #: rules depend on the phase (prefill or decode), the token's place in its mini-batch and the
-#: weight's qtype. Its operations live in `ref/kestrel_board`, not in `kernels_for`'s tables,
-#: which refuse it (fma=True): the board forward pass is a different sequence of operations.
+#: weight's qtype. Its operations live in the Qwen3 family's board model (`ref/qwen3/board`),
+#: which weightfile/profiles.py names; `kernels_for` refuses it (fma=True): the board forward
+#: pass is a different sequence of operations.
 KESTREL_BOARD = NumericsProfile(
     name="kestrel-board",
     dot="board_kernel_forms",  # spec/numerics.md §20.4, §20.8.2
@@ -73,17 +75,3 @@ KESTREL_BOARD = NumericsProfile(
     rope_tables="libm_powf_cosf_sinf_per_call",  # spec/numerics.md §20.7
     fma=True,
 )
-
-#: Profiles by name (the CLI's --profile choice).
-PROFILES: dict[str, NumericsProfile] = {
-    CANONICAL.name: CANONICAL,
-    KESTREL_BOARD.name: KESTREL_BOARD,
-}
-
-
-def profile_named(name: str) -> NumericsProfile:
-    """Look a profile up by name; KeyError lists the known names."""
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise KeyError(f"unknown numerics profile {name!r}; known: {sorted(PROFILES)}") from None

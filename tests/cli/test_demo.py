@@ -10,8 +10,8 @@ import pytest
 
 from weightfile.cli import main
 from weightfile.demo import DemoSizes, demo_model
+from weightfile.frontend.dispatch import load_session
 from weightfile.frontend.generate import stream_tokens
-from weightfile.frontend.session import load_session
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.vqf.validate import validate
 

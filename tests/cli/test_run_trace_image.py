@@ -63,8 +63,8 @@ def test_decode_after_an_image_continues_its_positions(model, tmp_path) -> None:
     """Prefill [prompt, x] at once == prefill prompt, then x as a decode step (spec/numerics.md
     §12): the decode step's MRoPE ids come from δ (spec/models.md §1.2 (b)), so a text position
     counted from the token index instead would change its logits."""
+    from weightfile.frontend.dispatch import load_session
     from weightfile.frontend.image import image_prompt_ids
-    from weightfile.frontend.session import load_session
 
     path, img = model
     s = load_session(path, None, False)

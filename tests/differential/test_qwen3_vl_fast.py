@@ -162,7 +162,7 @@ def test_trace_engine_fast_is_engine_ref(tmp_path) -> None:
 
     from weightfile.cli import main
     from weightfile.fast.qwen3_vl import FastQwen3VLModel
-    from weightfile.frontend.session import load_session
+    from weightfile.frontend.dispatch import load_session
 
     s = load_session(shared_vqf(), None, False, engine="fast")
     assert isinstance(s.model, FastQwen3VLModel) and s.note is None

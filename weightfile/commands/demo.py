@@ -27,8 +27,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from weightfile.demo import DEFAULT_PROMPT, demo_model, verify
+    from weightfile.frontend.dispatch import load_session
     from weightfile.frontend.generate import stream_tokens
-    from weightfile.frontend.session import load_session, prompt_ids
+    from weightfile.frontend.session import prompt_ids
     from weightfile.frontend.tokenizer import TextStream
 
     start = time.perf_counter()

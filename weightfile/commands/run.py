@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from weightfile import profiles
+
 from ._common import (
     UsageError,
     add_passphrase_argument,
@@ -47,9 +49,9 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the big cores of a big.LITTLE machine, else no pinning)",
     )  # fmt: skip
     parser.add_argument(
-        "--profile", choices=("canonical", "kestrel-board"), default="canonical",
-        help="numerics: canonical (spec/numerics.md §1), or kestrel-board, the RK3588 engine's "
-        "own arithmetic bit for bit (spec/numerics.md §20; reference engine, VQF only)",
+        "--profile", choices=profiles.names(), default=profiles.DEFAULT,
+        help="numerics (weightfile/profiles.py): " + "; ".join(
+            f"{p.name}: {p.summary}, runs {p.runs}" for p in profiles.ROWS),
     )  # fmt: skip
     parser.add_argument(
         "--prompt-path", choices=("prefill", "tokenwise"), default="prefill",
@@ -130,8 +132,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from weightfile.frontend.dispatch import load_session
     from weightfile.frontend.generate import stream_tokens
-    from weightfile.frontend.session import load_session
     from weightfile.frontend.tokenizer import TextStream
 
     board_options(args)
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         print(s.note, file=sys.stderr)
     ids = model_prompt_ids(s, args)
     args.max_tokens = within_context(s.arch, len(ids), args.max_tokens)
-    if args.profile != "canonical" or args.save_logits is not None:
+    if not profiles.profile_named(args.profile).canonical or args.save_logits is not None:
         return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
     if s.tokenizer is None:  # ids in, ids out
@@ -181,11 +183,12 @@ def board_options(args: argparse.Namespace) -> None:
     """The combinations --profile, --prompt-path, --save-logits and --save-ops refuse."""
     if args.save_ops and args.save_logits is None:
         raise UsageError("--save-ops needs --save-logits OUT.npz")
-    if args.save_ops and args.profile != "kestrel-board":
-        raise UsageError("--save-ops needs --profile kestrel-board (canonical ops: trace)")
-    greedy_only = args.profile != "canonical" or args.save_logits is not None
-    if greedy_only and args.temperature > 0:
-        raise UsageError("kestrel-board and --save-logits decode greedily: no --temperature")
+    canonical = profiles.profile_named(args.profile).canonical
+    others = " or ".join(p.name for p in profiles.ROWS if not p.canonical)
+    if args.save_ops and canonical:
+        raise UsageError(f"--save-ops needs --profile {others} (canonical ops: trace)")
+    if (not canonical or args.save_logits is not None) and args.temperature > 0:
+        raise UsageError(f"{others} and --save-logits decode greedily: no --temperature")
 
 
 def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:

@@ -52,7 +52,8 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from weightfile.frontend.session import load_session
+    from weightfile.frontend.dispatch import load_session
+    from weightfile.profiles import profile_named
     from weightfile.ref.layers.trace import TraceRecorder
 
     from ._common import check_destination
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if s.note:
         print(s.note, file=sys.stderr)
     ids = model_prompt_ids(s, args)
-    if args.profile != "canonical":
+    if not profile_named(args.profile).canonical:
         return board_trace(args, s, ids)
     recorder = TraceRecorder()
     images = tuple(getattr(s.model, "pending_images", ()))  # Qwen3-VL: what --image attached

@@ -1,6 +1,6 @@
 """A `weightfile run` / `trace` session on a `.ninfer` file: the reference model of the file's
-family (weightfile.families), and the frontend from the file's own resources (spec/ninfer3.md
-§6.2)."""
+family (weightfile.families) under the profile (weightfile.profiles), and the frontend from the
+file's own resources (spec/ninfer3.md §6.2). `dispatch.load_session` calls it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 
 from weightfile.families import ninfer_family
+from weightfile.profiles import Profile
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 
 from .resources import load_text_resources
-from .session import Session, engine_for
+from .session import CANONICAL, Session, engine_for
 from .tokenizer import load_tokenizer
 
 
@@ -21,6 +22,7 @@ def load_ninfer_session(
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
     engine: str = "ref",
+    profile: Profile = CANONICAL,
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
     resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one.
@@ -32,11 +34,11 @@ def load_ninfer_session(
 
     with open_artifact(path) as artifact:
         family = ninfer_family(artifact)
-        engine, note = engine_for(family, engine)
+        engine, note = engine_for(family, engine, profile)
         # A fast .ninfer model would read the open artifact; none exists, and the session
         # closes the file, so a row with one must be wired here first.
         assert engine != "fast", f"{family.name}: a fast model needs the artifact kept open"
-        model = family.reference_model(artifact, codec_for=get_codec)
+        model = profile.reference_model(family, artifact, codec_for=get_codec)
         res = load_text_resources(
             artifact,
             need_tokenizer=need_tokenizer and tokenizer is None,
@@ -51,6 +53,7 @@ def load_ninfer_session(
         stop_ids=res.eos_ids,
         chat_template=res.chat_template,
         note=note,
+        family=family.name,
     )
     if tokenizer is not None:
         s.tokenizer = load_tokenizer(tokenizer)

@@ -1,13 +1,12 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
-The file's family comes from the registry (`weightfile.families`). Engine "ref" binds the VQF
-into the family's reference model (weights decoded, file closed); engine "fast" opens the
-family's fast model (weights left in the mapped file, which the session keeps open), bit for bit
-the same results. A `.ninfer` file (found by its magic) is loaded by
-`ninfer_session.load_ninfer_session` instead, its frontend from the file's own resources. A
-family without a fast forward pass runs its reference model under engine "fast", and the session
-carries a one-line note for the callers to print; without the C kernels (no compiler), engine
-"fast" does the same.
+The session type and the engine choice; `dispatch.load_session` builds a session (the family
+from `weightfile.families`, the models from the profile registry `weightfile.profiles`). Engine
+"ref" binds the file into the reference model (weights decoded, file closed); engine "fast" opens
+the fast model (weights left in the mapped file, which the session keeps open), bit for bit the
+same results. A family without a fast forward pass runs its reference model under engine "fast",
+and the session carries a one-line note for the callers to print; without the C kernels (no
+compiler), engine "fast" does the same.
 """
 
 from __future__ import annotations
@@ -20,10 +19,10 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from weightfile.families import Family, Model, vqf_family
+from weightfile.families import Family, Model
 from weightfile.fast._native import library
-from weightfile.formats import sniff
-from weightfile.ref.vqf.read import VQFFile, open_vqf
+from weightfile.profiles import DEFAULT, Profile, profile_named
+from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.errors import InvalidError, NotFoundError
 
 from .chat import CHATML, chat_template_path, render_chat
@@ -34,19 +33,27 @@ CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
 NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
 #: A family without a fast forward pass (today the .ninfer Qwen3.5 family).
 NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
+#: The profile of a session that names none.
+CANONICAL = profile_named(DEFAULT)
 
 
-def engine_for(family: Family, engine: str) -> tuple[str, str | None]:
+def engine_for(family: Family, engine: str, profile: Profile = CANONICAL) -> tuple[str, str | None]:
     """(the engine that runs, the note saying why it is not the one asked for, or None); a
-    family the registry refuses raises its typed error here."""
+    family the registry refuses, or the profile does not run, raises its typed error here."""
     family.require_supported()
+    has_fast = profile.has_fast(family)  # first: it refuses a family the profile does not run
     if engine != "fast":
         return engine, None
-    if not family.has_fast:
+    if not has_fast:
         return "ref", NINFER_FAST_NOTE
     if library() is None:  # no compiler: say so, then run the reference
-        return "ref", NO_KERNELS_NOTE
+        return "ref", NO_KERNELS_NOTE if profile.canonical else no_kernels_note(profile)
     return "fast", None
+
+
+def no_kernels_note(profile: Profile) -> str:
+    """The no-compiler note of a profile with its own models."""
+    return f"note: the C kernels are unavailable; engine fast runs the {profile.name} reference"
 
 
 @dataclass
@@ -61,50 +68,18 @@ class Session:
     chat_template: str | None = None
     source: VQFFile | None = None  # the open file a fast model reads its weights from
     note: str | None = None  # one line for stderr: engine fast ran the reference
+    family: str | None = None  # the family registry's name of the file's family
 
 
-def load_session(
-    path: str | os.PathLike[str],
-    tokenizer: str | os.PathLike[str] | None,
-    need_tokenizer: bool,
-    engine: str = "ref",
-    threads: int = 1,
-    passphrase: bytes | None = None,
-    profile: str = "canonical",
+def attach_tokenizer(
+    s: Session, path: str | os.PathLike[str], tokenizer: str | os.PathLike[str] | None, need: bool
 ) -> Session:
-    """Bind the VQF at `path`; attach its tokenizer if found (required when `need_tokenizer`).
-
-    `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md §4.2).
-    `profile` "kestrel-board" binds the board's numerics instead (spec/numerics.md §20).
-    """
-    if profile != "canonical":
-        from .board_session import load_board_session
-
-        return load_board_session(path, tokenizer, need_tokenizer, engine, passphrase, threads)
-    if sniff(path) == "ninfer":
-        from .ninfer_session import load_ninfer_session
-
-        return load_ninfer_session(path, tokenizer, need_tokenizer, engine)
-    vqf = open_vqf(path, passphrase=passphrase)
-    try:
-        family = vqf_family(vqf)
-        engine, note = engine_for(family, engine)
-        if engine == "fast":
-            model = family.fast_model(vqf, threads=threads)
-        else:
-            model = family.reference_model(vqf)
-        arch = dict(vqf.header.arch)
-    except BaseException:
-        vqf.close()
-        raise
-    if engine != "fast":  # the reference decoded its weights: the file is not needed any more
-        vqf.close()
-    s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
-    s.source = vqf if engine == "fast" else None
+    """Attach the model's tokenizer (the given one, else the sidecar beside `path`); a missing
+    one is an error only when it is needed or was named."""
     try:
         s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))
     except NotFoundError:
-        if need_tokenizer or tokenizer is not None:
+        if need or tokenizer is not None:
             raise
     return s
 

@@ -11,15 +11,14 @@ from hypothesis import strategies as st
 from weightfile.ref.layers import attention, moe, norm, swiglu
 from weightfile.ref.layers.batch import gather_requests, split_per_request, text_position_ids
 from weightfile.ref.layers.heads import join_heads, split_heads
-from weightfile.ref.layers.tokens import per_token
+from weightfile.ref.layers.tokens import each
 from weightfile.ref.layers.trace import emit, layer_name, model_names
 from weightfile.ref.numerics.f32 import F32
-from weightfile.ref.numerics.kernels import Site, kernels_for
+from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
 from weightfile.spec.numerics.profile import CANONICAL
 
 K = kernels_for(CANONICAL)
-SITE = Site("test")
 
 
 def bits(v) -> list[int]:
@@ -34,12 +33,12 @@ def test_split_then_join_heads_is_the_identity(heads, head_dim):
     assert join_heads(parts) == v
 
 
-def test_per_token_builds_one_site_per_token():
+def test_each_applies_the_operation_to_every_token_in_order():
     seen = []
-    each = per_token(3, 2)
-    rows = each("op", lambda a, b, s: seen.append(s) or [a[0] + b[0]], [[1], [2]], [[10], [20]])
-    assert rows == [[11], [22]]
-    assert seen == [Site("op", 3, 0, 2), Site("op", 3, 1, 2)]
+    rows = each(lambda a, b: seen.append(a) or [a[0] + b[0]], [[1], [2]], [[10], [20]])
+    assert rows == [[11], [22]] and seen == [[1], [2]]
+    with pytest.raises(ValueError):  # rows of different token counts
+        each(lambda a, b: a, [[1], [2]], [[10]])
 
 
 class Cache:
@@ -91,8 +90,8 @@ def test_head_rmsnorm_is_the_plain_norm_of_each_head():
     v = [F32(x) for x in (1, 2, 3, 4, -1, 0.5)]
     w = np.array([1.0, 0.5, 2.0], dtype=np.float32)
     eps = F32(1e-6)
-    got = norm.head_rmsnorm(K, v, w, 3, eps, SITE)
-    want = norm.rmsnorm(K, v[:3], w, eps, SITE) + norm.rmsnorm(K, v[3:], w, eps, SITE)
+    got = norm.head_rmsnorm(K, v, w, 3, eps)
+    want = norm.rmsnorm(K, v[:3], w, eps) + norm.rmsnorm(K, v[3:], w, eps)
     assert bits(got) == bits(want)
 
 
@@ -115,9 +114,9 @@ class Ffn:
 def test_swiglu_rows_equal_swiglu_ffn_token_by_token():
     w = Ffn(np.random.default_rng(0))
     n = [[F32(0.5), F32(-1)], [F32(2), F32(0.25)]]
-    rows = swiglu.swiglu_rows(K, 0, w.gate, w.up, w.down, n)
+    rows = swiglu.swiglu_rows(K, w.gate, w.up, w.down, n)
     for t, v in enumerate(n):
-        one = swiglu.swiglu_ffn(K, w, v, SITE)
+        one = swiglu.swiglu_ffn(K, w, v)
         assert all(bits(rows[j][t]) == bits(one[j]) for j in range(4))
 
 
@@ -126,7 +125,7 @@ def test_gqa_attend_reads_kv_head_h_over_group():
     q = [F32(1), F32(0), F32(0), F32(1)]
     keys = [[[F32(1), F32(0)]], [[F32(0), F32(1)]]]  # [pos][kv_head][head_dim]
     values = [[[F32(2), F32(0)]], [[F32(0), F32(4)]]]
-    out = attention.attend(K, q, keys, values, 2, 2, SITE)
+    out = attention.attend(K, q, keys, values, 2, 2)
     h0 = K.attend(q[:2], [k[0] for k in keys], [v[0] for v in values])
     h1 = K.attend(q[2:], [k[0] for k in keys], [v[0] for v in values])
     assert bits(out) == bits(h0 + h1)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from weightfile.spec.numerics import constants as k
-from weightfile.spec.numerics.profile import CANONICAL, PROFILES, QuantizedMatmul, profile_named
+from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 
 DOC = Path(__file__).resolve().parents[3] / "spec" / "numerics.md"
 
@@ -52,23 +52,18 @@ def test_doc_quotes_the_constants() -> None:
 
 
 def test_canonical_profile() -> None:
-    assert profile_named("canonical") is CANONICAL and set(PROFILES) == {
-        "canonical",
-        "kestrel-board",
-    }
-    assert CANONICAL.fma is False
+    assert CANONICAL.name == "canonical" and CANONICAL.fma is False
     assert CANONICAL.quantized_matmul is QuantizedMatmul.Q8_ACTIVATION
     other = CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS)
     assert other.quantized_matmul is QuantizedMatmul.F32_WEIGHTS and other.name == "canonical"
-    with pytest.raises(KeyError, match="known"):
-        profile_named("board")
 
 
 def test_kestrel_board_profile_is_registered_and_refused_by_the_canonical_kernels() -> None:
-    """The board profile is looked up by its CLI name; kernels_for refuses it (it has FMA)."""
+    """The board profile (its CLI name; the registry is tests/test_profiles.py): kernels_for
+    refuses it (it has FMA)."""
     from weightfile.ref.numerics.kernels import kernels_for
     from weightfile.spec.numerics.profile import KESTREL_BOARD
 
-    assert profile_named("kestrel-board") is KESTREL_BOARD and KESTREL_BOARD.fma is True
+    assert KESTREL_BOARD.name == "kestrel-board" and KESTREL_BOARD.fma is True
     with pytest.raises(NotImplementedError):
         kernels_for(KESTREL_BOARD)

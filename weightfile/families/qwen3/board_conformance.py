@@ -2,10 +2,10 @@
 and a prompt path -> greedy tokens, logits and per-op digests under the `kestrel-board`
 numerics profile (spec/numerics.md §20; README "Board model cases").
 
-The expected answer is the reference board profile (`ref/kestrel_board`), which reproduces the
-board engine's own outputs bit for bit (tests/ref/kestrel_board). The geometry differs from the
+The expected answer is the reference board profile (`ref/qwen3/board`), which reproduces the
+board engine's own outputs bit for bit (tests/ref/qwen3/board). The geometry differs from the
 canonical model cases' because the board needs head_dim a multiple of 32 (spec/numerics.md
-§20.9). The `fast` adapter answers with the fast board engine (fast/kestrel_board).
+§20.9). The `fast` adapter answers with the fast board engine (fast/qwen3/board).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from weightfile.families.qwen3.hf_names import (
     layer_tensor,
 )
 from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
-from weightfile.ref.kestrel_board.model import bind_board, generate
+from weightfile.ref.qwen3.board.model import bind_board, generate
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.write import write_vqf
@@ -102,7 +102,7 @@ def answer(folder: Path, case: dict[str, Any], engine: str = "ref") -> dict[str,
     prompt, steps = [int(t) for t in case["prompt"]], int(case["new_tokens"])
     with open_vqf(folder / case["model"]) as vqf:
         if engine == "fast":
-            from weightfile.fast.kestrel_board.model import bind_board_fast
+            from weightfile.fast.qwen3.board.model import bind_board_fast
 
             model = bind_board_fast(vqf)
         else:

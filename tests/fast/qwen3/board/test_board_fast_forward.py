@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weightfile.families.qwen3.board_conformance import BoardCase, write_model
-from weightfile.fast.kestrel_board.model import bind_board_fast
-from weightfile.ref.kestrel_board.model import bind_board, generate
+from weightfile.fast.qwen3.board.model import bind_board_fast
+from weightfile.ref.qwen3.board.model import bind_board, generate
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.vqf.qtypes import QType
 

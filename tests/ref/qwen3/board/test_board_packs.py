@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from weightfile.ref.kestrel_board.model import BoardModel, bind_board, generate
+from weightfile.ref.qwen3.board.model import BoardModel, bind_board, generate
 from weightfile.ref.vqf.read import open_vqf
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "kestrel-board"
+DATA = Path(__file__).resolve().parents[3] / "data" / "kestrel-board"
 CASES = sorted(p.name for p in DATA.glob("*-tiled-*")) if DATA.is_dir() else []
 STEPS = 8  # the packs' greedy continuation length
 

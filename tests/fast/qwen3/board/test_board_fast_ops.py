@@ -1,4 +1,4 @@
-"""fast.kestrel_board.ops == ref.kestrel_board, bit for bit, one operation at a time
+"""fast.qwen3.board.ops == ref.qwen3.board, bit for bit, one operation at a time
 (spec/numerics.md §20.3-§20.8).
 
 The strategies aim at the hard cases: activation values on the x/d + 0.5 ties (amax 127 makes
@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from weightfile.fast.kestrel_board import ops
-from weightfile.fast.kestrel_board.model import FastKV
-from weightfile.ref.kestrel_board import attention as ref_att
-from weightfile.ref.kestrel_board import expsilu as ref_exp
-from weightfile.ref.kestrel_board import matmul as ref_mm
-from weightfile.ref.kestrel_board import norm as ref_norm
-from weightfile.ref.kestrel_board import quant as ref_q
-from weightfile.ref.kestrel_board import rope as ref_rope
+from weightfile.fast.qwen3.board import ops
+from weightfile.fast.qwen3.board.model import FastKV
 from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.qwen3.board import attention as ref_att
+from weightfile.ref.qwen3.board import expsilu as ref_exp
+from weightfile.ref.qwen3.board import matmul as ref_mm
+from weightfile.ref.qwen3.board import norm as ref_norm
+from weightfile.ref.qwen3.board import quant as ref_q
+from weightfile.ref.qwen3.board import rope as ref_rope
 
 F32 = np.float32
 EXAMPLES = settings(max_examples=25, deadline=None)

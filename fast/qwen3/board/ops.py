@@ -1,6 +1,6 @@
 """The board's operations through the C kernels of fast/csrc/board.c (spec/numerics.md §20).
 
-Each function has the name, arguments and results of its reference twin in `ref.kestrel_board`
+Each function has the name, arguments and results of its reference twin in `ref.qwen3.board`
 and computes the same bits: the C does the same float32 operations in the same order, fmaf()
 where the reference's `fma_f32` rounds once, and the host libm's expf/cosf/sinf (the reference's
 libm check runs first, so both engines refuse the same hosts). Products and attention split
@@ -17,10 +17,10 @@ from functools import cache
 import numpy as np
 
 from weightfile.fast._native import library
-from weightfile.ref.kestrel_board import libm
-from weightfile.ref.kestrel_board.quant import f16_round
-from weightfile.ref.kestrel_board.rope import inv_freq
 from weightfile.ref.numerics.matrix import QuantMatrix
+from weightfile.ref.qwen3.board import libm
+from weightfile.ref.qwen3.board.quant import f16_round
+from weightfile.ref.qwen3.board.rope import inv_freq
 from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.numerics.constants import QBLOCK
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from weightfile.fast.kestrel_board import ops
+from weightfile.fast.qwen3.board import ops
 
 
 @pytest.fixture(autouse=True)

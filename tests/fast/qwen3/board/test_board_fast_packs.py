@@ -2,7 +2,7 @@
 
 The oracle is tests/data/kestrel-board/ (the engine's `engine.npz`, computed by the Kestrel
 engine's code under qemu; nothing in it comes from weightfile). The comparison helpers are the
-reference tests' (tests/ref/kestrel_board/test_board_packs.py): uint32 bit patterns for floats,
+reference tests' (tests/ref/qwen3/board/test_board_packs.py): uint32 bit patterns for floats,
 exact int32 for token ids, never a tolerance. Each case runs with 1 thread on one prompt path and
 3 threads on the other, so both thread counts meet every case.
 """
@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
-from weightfile.fast.kestrel_board.model import FastBoardModel, bind_board_fast
-from weightfile.frontend.session import load_session
-from weightfile.ref.kestrel_board.model import generate
+from weightfile.fast.qwen3.board.model import FastBoardModel, bind_board_fast
+from weightfile.frontend.dispatch import load_session
+from weightfile.ref.qwen3.board.model import generate
 from weightfile.ref.vqf.read import open_vqf
 
-_REF = Path(__file__).resolve().parents[2] / "ref" / "kestrel_board" / "test_board_packs.py"
+_REF = Path(__file__).resolve().parents[3] / "ref" / "qwen3" / "board" / "test_board_packs.py"
 _spec = importlib.util.spec_from_file_location("board_pack_helpers", _REF)
 packs = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(packs)  # type: ignore[union-attr]

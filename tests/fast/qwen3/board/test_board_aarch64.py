@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import weightfile.fast
-from weightfile.fast.kestrel_board import ops
+from weightfile.fast.qwen3.board import ops
 from weightfile.ref.numerics.matrix import QuantMatrix
 
 CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"

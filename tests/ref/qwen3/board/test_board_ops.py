@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weightfile.ref.kestrel_board import libm
-from weightfile.ref.kestrel_board.expsilu import exp_neon4, frecpe, reciprocal
-from weightfile.ref.kestrel_board.fma import fma_f32
-from weightfile.ref.kestrel_board.model import BoardModel
-from weightfile.ref.kestrel_board.quant import act_codes, quantize_kv
+from weightfile.ref.qwen3.board import libm
+from weightfile.ref.qwen3.board.expsilu import exp_neon4, frecpe, reciprocal
+from weightfile.ref.qwen3.board.fma import fma_f32
+from weightfile.ref.qwen3.board.model import BoardModel
+from weightfile.ref.qwen3.board.quant import act_codes, quantize_kv
 from weightfile.spec.errors import UnsupportedError
 
 F32 = np.float32

@@ -1,4 +1,4 @@
-/* aarch64 driver for fast/csrc/board.c (tests/fast/kestrel_board/test_board_aarch64.py).
+/* aarch64 driver for fast/csrc/board.c (tests/fast/qwen3/board/test_board_aarch64.py).
  *
  * Reads one little-endian input file: int64 rows, cols, then int8 weights [rows, cols], uint16
  * scale bits [rows, cols/32], float32 activations [cols]; writes float32 results: the four

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from weightfile.fast.codecs.vqf import codec as fast_codec
-from weightfile.ref.kestrel_board.attention import attention_scale
-from weightfile.ref.kestrel_board.model import BoardModel, Record
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3.bind_vqf import bind_vqf, dense_plan
+from weightfile.ref.qwen3.board.attention import attention_scale
+from weightfile.ref.qwen3.board.model import BoardModel, Record
 from weightfile.ref.qwen3.weights import LayerWeights
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.codecs.vqf.registry import codec_for
