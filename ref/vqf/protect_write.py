@@ -302,8 +302,8 @@ def _digest_plaintext(
 
 
 def _sig_block(private_key: bytes, digest: bytes, nonce: int | None) -> bytes:
-    """The 200-byte sig block: pub, (r, s) over D, D, the fixed ID (spec/vqf.md §4.3 signing
-    steps 1–6, §2.3)."""
+    """The 200-byte sig block (spec/vqf.md §2.3): pub, (r, s) over D, D and the fixed ID, as
+    spec/vqf.md §4.3 signing steps 1–6 make them."""
     pub, r, s = sm2.sign(private_key, digest, k=nonce)
     return VQFSig.build(
         {
