@@ -243,6 +243,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         getattr(lib, name).argtypes = (u8p, i64, f32p)
         getattr(lib, name).restype = None
     _declare_forward(lib, i64, i32)
+    _declare_layers(lib, i64, i32)
+    _declare_vision(lib, i64, i32)
 
 
 class WfMatrix(ctypes.Structure):
@@ -319,6 +321,11 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # scores holds (heads / kv_heads) * positions floats
     lib.wf_attend_group.argtypes = (p, p, p, i64, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend_group.restype = None
+
+
+def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
+    """The whole-layer kernels of layers.c, passed addresses as `_declare_forward`'s are."""
+    p, f32 = ctypes.c_void_p, ctypes.c_float
     # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
     # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
     # slots i64 [T], scratch f32, threads, min work per thread; returns 0
@@ -328,6 +335,11 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_forward_layers.restype = i32
     lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
     lib.wf_forward_scratch_floats.restype = i64
+
+
+def _declare_vision(lib: ctypes.CDLL, i64: object, i32: object) -> None:
+    """The vision tower's kernels of vision.c, passed addresses as `_declare_forward`'s are."""
+    p, f32 = ctypes.c_void_p, ctypes.c_float
     # vision.c: x, rows, n, w, b, eps, out (f32), threads
     lib.wf_layernorm_rows.argtypes = (p, i64, i64, p, p, f32, p, i32)
     lib.wf_layernorm_rows.restype = None

@@ -142,8 +142,34 @@ def bind_vision_with(
     checked): the reference's readers above, or fast/qwen3_vl's FastMatrix views, with the same
     checks in the same order."""
     c = vision_config_from_arch(vqf.header.arch, text_width)
-    vd, vh, vf, vo = c.depth, c.hidden_size, c.intermediate_size, c.out_hidden_size
-    vfp, mi, ds = _round_up(vf, QBLOCK), c.merged_dim, len(c.deepstack_visual_indexes)
+    blocks = _vision_blocks(vqf, c, q8, fc2_codes)
+    merger = _merger(vqf, c, dense)
+    deepstack = _deepstack_mergers(vqf, c, dense)
+    vh = c.hidden_size
+    pe = dense("v_patch_embed", 1, vh, c.patch_dim)[0]
+    weights = VisionWeights(
+        patch_embed=pe,
+        patch_bias=read_norm(vqf, "v_patch_bias", 1, vh)[0],
+        pos_embed=read_norm(vqf, "v_pos_embed", 1, c.num_position_embeddings * vh)[0].reshape(
+            c.num_position_embeddings, vh
+        ),
+        blocks=blocks,
+        merger=merger,
+        deepstack=deepstack,
+    )
+    return c, weights
+
+
+def _vision_blocks(
+    vqf: VQFFile,
+    c: VisionConfig,
+    q8: Callable[[str, int, int, int], list],
+    fc2_codes: Callable[[list], list[QuantMatrix]],
+) -> tuple[VisionBlockWeights, ...]:
+    """The vd blocks (spec/vqf.md §7.4): the four Q8_0 matrices, fc2's zero padding checked,
+    then the biases and LayerNorm vectors, one row per block."""
+    vd, vh, vf = c.depth, c.hidden_size, c.intermediate_size
+    vfp = _round_up(vf, QBLOCK)
     qkv = q8("v_q8_qkv", vd, 3 * vh, vh)
     proj = q8("v_q8_proj", vd, vh, vh)
     fc1 = q8("v_q8_fc1", vd, vf, vh)
@@ -157,7 +183,7 @@ def bind_vision_with(
             ("v_norm2_w", vh), ("v_norm2_b", vh), ("v_fc1_bias", vf), ("v_fc2_bias", vh),
         )
     }  # fmt: skip
-    blocks = tuple(
+    return tuple(
         VisionBlockWeights(
             norm1_w=f["v_norm1_w"][i],
             norm1_b=f["v_norm1_b"][i],
@@ -174,7 +200,14 @@ def bind_vision_with(
         )
         for i in range(vd)
     )
-    merger = MergerWeights(
+
+
+def _merger(
+    vqf: VQFFile, c: VisionConfig, dense: Callable[[str, int, int, int], list]
+) -> MergerWeights:
+    """The main merger (spec/vqf.md §7.4 v_merger_*): its norm is vh wide, before the shuffle."""
+    vh, vo, mi = c.hidden_size, c.out_hidden_size, c.merged_dim
+    return MergerWeights(
         norm_w=read_norm(vqf, "v_merger_nw", 1, vh)[0],
         norm_b=read_norm(vqf, "v_merger_nb", 1, vh)[0],
         fc1=dense("v_merger_f1w", 1, mi, mi)[0],
@@ -182,26 +215,19 @@ def bind_vision_with(
         fc2=dense("v_merger_f2w", 1, vo, mi)[0],
         fc2_b=read_norm(vqf, "v_merger_f2b", 1, vo)[0],
     )
-    deepstack: tuple[MergerWeights, ...] = ()
-    if ds:  # the v_ds_* tensors hold ds rows (spec/vqf.md §7.4); with ds = 0 they are empty
-        nw, nb = read_norm(vqf, "v_ds_nw", ds, mi), read_norm(vqf, "v_ds_nb", ds, mi)
-        f1w, f1b = dense("v_ds_f1w", ds, mi, mi), read_norm(vqf, "v_ds_f1b", ds, mi)
-        f2w, f2b = dense("v_ds_f2w", ds, vo, mi), read_norm(vqf, "v_ds_f2b", ds, vo)
-        deepstack = tuple(
-            MergerWeights(nw[j], nb[j], f1w[j], f1b[j], f2w[j], f2b[j]) for j in range(ds)
-        )
-    pe = dense("v_patch_embed", 1, vh, c.patch_dim)[0]
-    weights = VisionWeights(
-        patch_embed=pe,
-        patch_bias=read_norm(vqf, "v_patch_bias", 1, vh)[0],
-        pos_embed=read_norm(vqf, "v_pos_embed", 1, c.num_position_embeddings * vh)[0].reshape(
-            c.num_position_embeddings, vh
-        ),
-        blocks=blocks,
-        merger=merger,
-        deepstack=deepstack,
-    )
-    return c, weights
+
+
+def _deepstack_mergers(
+    vqf: VQFFile, c: VisionConfig, dense: Callable[[str, int, int, int], list]
+) -> tuple[MergerWeights, ...]:
+    """The ds deepstack mergers (spec/vqf.md §7.4 v_ds_*): norms mi wide, after the shuffle."""
+    vo, mi, ds = c.out_hidden_size, c.merged_dim, len(c.deepstack_visual_indexes)
+    if not ds:  # the v_ds_* tensors hold ds rows; with ds = 0 they are empty
+        return ()
+    nw, nb = read_norm(vqf, "v_ds_nw", ds, mi), read_norm(vqf, "v_ds_nb", ds, mi)
+    f1w, f1b = dense("v_ds_f1w", ds, mi, mi), read_norm(vqf, "v_ds_f1b", ds, mi)
+    f2w, f2b = dense("v_ds_f2w", ds, vo, mi), read_norm(vqf, "v_ds_f2b", ds, vo)
+    return tuple(MergerWeights(nw[j], nb[j], f1w[j], f1b[j], f2w[j], f2b[j]) for j in range(ds))
 
 
 def bind_vl_vqf(

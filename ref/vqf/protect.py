@@ -230,13 +230,56 @@ def pass_region(
     candidate kind's plaintext of an ENC file.
     """
     directory = bytes(view[DIRECTORY_OFFSET : directory_end(h.n_tensors)])
+    macs = _start_tags(keys, mac_headers, directory)
+    streams, sm3s = _start_digests(keys, h, entries, digest_header, directory)
+    f = hasher(directory, FNV_OFFSET_BASIS) if fnv else None
+    pads = _PadCopies(pad_ranges(h, entries) if keys is not None else [])
+    for pos in range(h.data_offset, h.file_len, chunk):
+        stored = bytes(view[pos : min(pos + chunk, h.file_len)])  # the private copy
+        end = pos + len(stored)
+        for m in macs:
+            m.update(stored)
+        for kind, ks in streams.items():
+            sm3s[kind].update(stored if ks is None else ks.apply(stored))
+        if f is not None:
+            f = hasher(stored, f)
+        pads.take(pos, stored)
+        if sink is not None:
+            sink(pos, stored)
+        if progress is not None:
+            progress(len(stored))
+        if release is not None:  # the copy is all the pass needs: drop the mapped pages
+            release(pos, end)
     result = RegionPass()
+    result.tags = [m.finalize() for m in macs]
+    result.digests = {kind: s.finalize() for kind, s in sm3s.items()}
+    result.fnv = f
+    result.pads = [(s, bytes(b)) for s, b in pads.copies.items()]
+    return result
+
+
+def _start_tags(keys: Keys | None, mac_headers: Sequence[bytes], directory: bytes) -> list:
+    """One HMAC-SM3 per requested H′, fed H′ ‖ directory bytes; the ciphertext follows
+    (spec/vqf.md §4.2, the tag)."""
     macs = []
     for prefix in mac_headers:
         m = hmac_sm3(keys.mac)  # type: ignore[union-attr]
         m.update(prefix)
         m.update(directory)
         macs.append(m)
+    return macs
+
+
+def _start_digests(
+    keys: Keys | None,
+    h: Header,
+    entries: Sequence[Entry],
+    digest_header: bytes | None,
+    directory: bytes,
+) -> tuple[dict[str, Keystream | None], dict]:
+    """D's SM3 fed H″ ‖ directory bytes, with the keystream that turns each chunk into the
+    plaintext it covers (spec/vqf.md §4.3): none for a plaintext file, one per candidate writer
+    kind for an ENC file (spec/vqf.md §0 item 7). Nothing when D is not asked for."""
     streams: dict[str, Keystream | None] = {}
     if digest_header is not None:
         if keys is None:
@@ -247,38 +290,28 @@ def pass_region(
     for kind in streams:
         sm3s[kind] = sm3_hasher()
         sm3s[kind].update(digest_header + directory)  # type: ignore[operator]
-    f = hasher(directory, FNV_OFFSET_BASIS) if fnv else None
-    pads = pad_ranges(h, entries) if keys is not None else []
-    pad_i = 0
-    pad_bytes: dict[int, bytearray] = {}
-    for pos in range(h.data_offset, h.file_len, chunk):
-        stored = bytes(view[pos : min(pos + chunk, h.file_len)])  # the private copy
+    return streams, sm3s
+
+
+class _PadCopies:
+    """The stored bytes of each tensor's pad (spec/vqf.md §3.3), gathered chunk by chunk for
+    `detect_kind` (spec/vqf.md §0 item 7); a pad may straddle two chunks."""
+
+    def __init__(self, pads: list[tuple[int, int]]) -> None:
+        self.pads = pads
+        self.next = 0
+        self.copies: dict[int, bytearray] = {}
+
+    def take(self, pos: int, stored: bytes) -> None:
         end = pos + len(stored)
-        for m in macs:
-            m.update(stored)
-        for kind, ks in streams.items():
-            sm3s[kind].update(stored if ks is None else ks.apply(stored))
-        if f is not None:
-            f = hasher(stored, f)
-        while pad_i < len(pads) and pads[pad_i][0] < end:  # a pad may straddle two chunks
-            s, e = pads[pad_i]
-            pad_bytes.setdefault(s, bytearray()).extend(
+        while self.next < len(self.pads) and self.pads[self.next][0] < end:
+            s, e = self.pads[self.next]
+            self.copies.setdefault(s, bytearray()).extend(
                 stored[max(s, pos) - pos : min(e, end) - pos]
             )
             if e > end:
                 break
-            pad_i += 1
-        if sink is not None:
-            sink(pos, stored)
-        if progress is not None:
-            progress(len(stored))
-        if release is not None:  # the copy is all the pass needs: drop the mapped pages
-            release(pos, end)
-    result.tags = [m.finalize() for m in macs]
-    result.digests = {kind: s.finalize() for kind, s in sm3s.items()}
-    result.fnv = f
-    result.pads = [(s, bytes(b)) for s, b in pad_bytes.items()]
-    return result
+            self.next += 1
 
 
 def tags_equal(a: bytes, b: bytes) -> bool:

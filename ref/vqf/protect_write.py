@@ -77,6 +77,20 @@ def _check_fnv(vqf: VQFFile, computed: int | None) -> None:
         )
 
 
+def _require_unprotected(h: Header) -> None:
+    """Only a plaintext, unsigned file is encrypted: a signature covers the ENC flag and the IV
+    (spec/vqf.md §0 item 8), so a file is encrypted first and signed after."""
+    if h.encrypted or h.signed:
+        raise InvalidError(
+            "vqf.writer.protect",
+            "the source is already encrypted"
+            if h.encrypted
+            else "the source is signed: encrypt the unsigned file, then sign the encrypted one",
+            offset=FLAGS_AT,
+            path="header.flags",
+        )
+
+
 def encrypt_vqf(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
@@ -101,15 +115,7 @@ def encrypt_vqf(
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
         h = vqf.header
         _require_current(vqf, "encrypt")
-        if h.encrypted or h.signed:
-            raise InvalidError(
-                "vqf.writer.protect",
-                "the source is already encrypted"
-                if h.encrypted
-                else "the source is signed: encrypt the unsigned file, then sign the encrypted one",
-                offset=FLAGS_AT,
-                path="header.flags",
-            )
+        _require_unprotected(h)
         stored_header, rest = _head(vqf)
         header = _with_flags(stored_header, set_=VQFFlag.ENC)
         header[IV_AT : IV_AT + 16] = iv
@@ -228,58 +234,88 @@ def sign_vqf(
             out.write(stored)
 
         if h.encrypted:
-            if passphrase is None:
-                raise UnsupportedError(
-                    "vqf.enc.no_key",
-                    "signing an encrypted file needs its passphrase",
-                    path="flags",
-                )
-            keys = protect.derive_keys(passphrase)
-            done = protect.pass_region(
-                vqf.bytes_at(0, vqf.size),
-                h,
-                vqf.entries,
-                keys=keys,
-                sink=copy,
-                digest_header=covered,
-                mac_headers=[protect.covered_header(stored_header), covered],
-                release=vqf.release_pages,
-            )
-            if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
-                raise protect.tag_error(h)
-            kind = protect.detect_kind(keys, h, vqf.entries, done.pads)
-            digest = done.digests[protect.stream_kind(kind)]
-            trailer = done.tags[1]
+            digest, trailer = _digest_encrypted(vqf, stored_header, covered, passphrase, copy)
         else:
-            done = protect.pass_region(
-                vqf.bytes_at(0, vqf.size),
-                h,
-                vqf.entries,
-                fnv=True,
-                hasher=hasher,
-                sink=copy,
-                release=vqf.release_pages,
-                digest_header=covered,
-            )
-            _check_fnv(vqf, done.fnv)
-            digest = done.digests[protect.ONE_STREAM]
-            trailer = bytes(vqf.bytes_at(h.file_len, vqf.size))
-        pub, r, s = sm2.sign(private_key, digest, k=nonce)
-        sig = VQFSig.build(
-            {
-                "pub": pub,
-                "r": r,
-                "s": s,
-                "digest": digest,
-                "id": sm2.SIGNER_ID.ljust(32, b"\0"),
-                "id_len": len(sm2.SIGNER_ID),
-                "rsvd": 0,
-            }
-        )
+            digest, trailer = _digest_plaintext(vqf, covered, hasher, copy)
+        sig = _sig_block(private_key, digest, nonce)
         out.write(trailer)
         out.seek(protect.SIG_AT)
         out.write(sig)
     return Path(dst)
+
+
+def _digest_encrypted(
+    vqf: VQFFile,
+    stored_header: bytes,
+    covered: bytes,
+    passphrase: bytes | None,
+    sink: Callable[[int, bytes], None],
+) -> tuple[bytes, bytes]:
+    """D over an ENC file's plaintext and its new tag (spec/vqf.md §4.2, §4.3), in one pass.
+
+    The old tag (over the stored H′) must match before anything is signed; the new one covers
+    H′ with SIGNED set and the sig block zeroed, `covered`, which is also D's H″. D is taken
+    under the writer kind the pads show.
+    """
+    h = vqf.header
+    if passphrase is None:
+        raise UnsupportedError(
+            "vqf.enc.no_key",
+            "signing an encrypted file needs its passphrase",
+            path="flags",
+        )
+    keys = protect.derive_keys(passphrase)
+    done = protect.pass_region(
+        vqf.bytes_at(0, vqf.size),
+        h,
+        vqf.entries,
+        keys=keys,
+        sink=sink,
+        digest_header=covered,
+        mac_headers=[protect.covered_header(stored_header), covered],
+        release=vqf.release_pages,
+    )
+    if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
+        raise protect.tag_error(h)
+    kind = protect.detect_kind(keys, h, vqf.entries, done.pads)
+    return done.digests[protect.stream_kind(kind)], done.tags[1]
+
+
+def _digest_plaintext(
+    vqf: VQFFile, covered: bytes, hasher: Hasher, sink: Callable[[int, bytes], None]
+) -> tuple[bytes, bytes]:
+    """D over a plaintext file's stored bytes (spec/vqf.md §4.3) and its FNV-1a-64 trailer, kept
+    as it is once it matched (spec/vqf.md §3.5)."""
+    h = vqf.header
+    done = protect.pass_region(
+        vqf.bytes_at(0, vqf.size),
+        h,
+        vqf.entries,
+        fnv=True,
+        hasher=hasher,
+        sink=sink,
+        release=vqf.release_pages,
+        digest_header=covered,
+    )
+    _check_fnv(vqf, done.fnv)
+    return done.digests[protect.ONE_STREAM], bytes(vqf.bytes_at(h.file_len, vqf.size))
+
+
+def _sig_block(private_key: bytes, digest: bytes, nonce: int | None) -> bytes:
+    """The 200-byte sig block (spec/vqf.md §2.3): pub, (r, s) over D, D and the fixed ID, as
+    spec/vqf.md §4.3 signing steps 1–6 make them."""
+    pub, r, s = sm2.sign(private_key, digest, k=nonce)
+    return VQFSig.build(
+        {
+            "pub": pub,
+            "r": r,
+            "s": s,
+            "digest": digest,
+            "id": sm2.SIGNER_ID.ljust(32, b"\0"),
+            "id_len": len(sm2.SIGNER_ID),
+            "rsvd": 0,
+        }
+    )
 
 
 def protect_vqf(

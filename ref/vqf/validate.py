@@ -440,23 +440,8 @@ def check_protection(
             report(*problem)
     if not (h.encrypted or h.signed):
         return
-    if h.encrypted and passphrase is None:
-        report(
-            "vqf.enc.no_key",
-            "encrypted file: no passphrase given (--passphrase-file or "
-            "VLLM_VQF_KEY), so its tag and contents are unverified",
-            h.file_len,
-            "trailer",
-        )
+    if not report_missing_keys(h, report, passphrase, trusted):
         return
-    if h.signed and trusted is None:
-        report(
-            "vqf.sig.no_key",
-            "signed file: no trusted public key given (--sign-pub or "
-            "VLLM_VQF_SIGN_PUB), so its signature is unverified",
-            sig_field_offset(VQFHeader, "r"),
-            "header.sig",
-        )
     covered = protect.covered_header(vqf.bytes_at(0, HEADER_BYTES))
     view = vqf.bytes_at(0, vqf.size)
     digest_header = covered if h.signed and trusted is not None else None
@@ -475,14 +460,8 @@ def check_protection(
     )
     kind: str | None = protect.ONE_STREAM
     if keys is not None:
-        if not protect.tags_equal(done.tags[0], vqf.stored_tag()):
-            report(
-                "vqf.enc.tag",
-                "HMAC-SM3 tag mismatch (wrong passphrase, or the file was changed)",
-                h.file_len,
-                "trailer",
-            )
-            return
+        if not tag_matches(vqf, done, report):
+            return  # fail closed: nothing derived from the plaintext is reported
         kind = protect.detect_kind(keys, h, vqf.entries, done.pads)
         if kind is None:
             report_encrypted_pads(keys, vqf, done.pads, report)
@@ -490,6 +469,46 @@ def check_protection(
         digest = done.digests[protect.stream_kind(kind)]
         for problem in protect.check_signature(h.sig, digest, trusted):  # type: ignore[arg-type]
             report(*problem)
+
+
+def report_missing_keys(
+    h: Header, report: Reporter, passphrase: bytes | None, trusted: bytes | None
+) -> bool:
+    """A protected file checked without its key is reported unverifiable, never valid
+    (spec/vqf.md §4, strict verification). False when nothing more can be checked: an ENC file
+    without its passphrase."""
+    if h.encrypted and passphrase is None:
+        report(
+            "vqf.enc.no_key",
+            "encrypted file: no passphrase given (--passphrase-file or "
+            "VLLM_VQF_KEY), so its tag and contents are unverified",
+            h.file_len,
+            "trailer",
+        )
+        return False
+    if h.signed and trusted is None:
+        report(
+            "vqf.sig.no_key",
+            "signed file: no trusted public key given (--sign-pub or "
+            "VLLM_VQF_SIGN_PUB), so its signature is unverified",
+            sig_field_offset(VQFHeader, "r"),
+            "header.sig",
+        )
+    return True
+
+
+def tag_matches(vqf: VQFFile, done: protect.RegionPass, report: Reporter) -> bool:
+    """The stored tag equals HMAC-SM3(H′ ‖ directory ‖ ciphertext) (spec/vqf.md §4.2); a
+    mismatch is reported as `vqf.enc.tag`."""
+    if protect.tags_equal(done.tags[0], vqf.stored_tag()):
+        return True
+    report(
+        "vqf.enc.tag",
+        "HMAC-SM3 tag mismatch (wrong passphrase, or the file was changed)",
+        vqf.header.file_len,
+        "trailer",
+    )
+    return False
 
 
 def report_encrypted_pads(

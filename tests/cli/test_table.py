@@ -48,7 +48,8 @@ def test_inspect_and_bench_draw_with_it():
     from weightfile.ref.vqf import describe as vqf_describe
 
     assert "aligned(" in pyinspect.getsource(inspect_command.format_vqf)
-    assert "aligned(" in pyinspect.getsource(inspect_command.format_ninfer3)
+    for section in ("files", "objects", "bindings_and_uses"):  # format_ninfer3's tables
+        assert "aligned(" in pyinspect.getsource(getattr(inspect_command, f"_ninfer3_{section}"))
     assert "markdown(" in pyinspect.getsource(bench_table.format_md)
     assert "two_columns(" in pyinspect.getsource(bench_table.format_report)
     for module in (vqf_describe, ninfer_describe):

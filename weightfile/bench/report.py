@@ -299,14 +299,7 @@ def run_bench(
     open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
     """
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    fast = engines.fast_open_model() is not None
-    notes = [] if fast else [NO_FAST]
-    if engines.fast_matrix_from_entry() is None:
-        notes.append(NO_FAST_MATRIX)
-    with open_vqf(path, passphrase=passphrase) as vqf:
-        vqf.plaintext_region()  # an ENC model without its passphrase fails here, not midway
-        if vqf.header.encrypted:
-            notes.append(ENCRYPTED)
+    fast, notes = _opening_notes(path, passphrase)
     timed = len(plan.threads) * len(plan.tests) * plan.repetitions if fast else 0
     bar = Progress(timed + int(ref), progress)
     try:
@@ -315,38 +308,16 @@ def run_bench(
         with open_vqf(path, passphrase=passphrase) as vqf:
             shapes = engines.matrix_shapes(vqf)
             per_token = weight_bytes_per_token(vqf)
-            report: dict[str, Any] = {
-                "schema": SCHEMA,
-                "build": build_section(),
-                "timestamp": started,
-                "machine": machine_section(),
-                "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf)},
-                "fast_engine": fast,
-                "repetitions": plan.repetitions,
-                "open_seconds": measure.open_seconds(path, passphrase),
-            }
-            bar.phase("checksum, dequantize")
-            report.update(file_section(vqf, shapes))
-            report.update(bandwidth_section(bw, per_token))
-            report["memory_bandwidth"]["by_threads"] = {str(n): v for n, v in by_threads.items()}
-            bar.phase("matvec")
-            report["matvec"] = matvec_rows(vqf, shapes, plan.threads, bw.single_core)
-            rows = []
-            if ref:
-                bar.phase("ref")
-                rows.append(measure.ref_row(vqf, max(plan.gens, default=measure.REF_GEN)))
-                bar.tick()
-            rows += fast_rows(vqf, plan, bar) if fast else []
+            report = _report_head(path, vqf, synthetic, started, fast, plan, passphrase)
+            _file_sections(report, vqf, shapes, bw, by_threads, per_token, plan, bar)
+            rows = _test_rows(vqf, plan, bar, ref, fast)
             if vqf.header.is_moe and fast:  # only the chosen experts' bands are read (issue 17)
                 bar.phase("experts chosen per decoded token")
                 report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
                 per_token = round(report["moe_roofline"]["weight_bytes_per_token"])
             if vision.is_vision_file(vqf):  # issue 18 item 8: the image-encode rows
                 bar.phase(f"image encode ({image_engine})")
-                report["image_encode"], image_notes = vision.image_section(
-                    vqf, image_engine, plan.threads, plan.repetitions, image_side
-                )
-                notes += image_notes
+                notes += _image_encode(report, vqf, image_engine, plan, image_side)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":
@@ -356,19 +327,114 @@ def run_bench(
         report["peak_rss"] = None
         if rss:
             bar.phase("peak RSS (child process)")
-            file_bytes = report["model"]["file_bytes"]
-            tokens = max([*plan.prompts, *plan.gens, 1])
-            report["peak_rss"] = peak_rss_row(path, c, file_bytes, plan.threads, tokens, fast,
-                                              measurable, passphrase)  # fmt: skip
-            if report["peak_rss"] is None:
-                notes.append("peak RSS: n/a (no fast engine, and the reference is too slow here)")
-            elif report["peak_rss"]["within_bound"] is None:
-                notes.append(RSS_TINY)
+            notes += _peak_rss(report, path, c, plan, fast, measurable, passphrase)
     finally:
         bar.close()
     report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
+
+
+def _opening_notes(
+    path: str | os.PathLike[str], passphrase: bytes | None
+) -> tuple[bool, list[str]]:
+    """Whether the fast engine is there, and the notes the report starts with; an ENC model
+    without its passphrase stops here (`vqf.enc.no_key`), before any measurement."""
+    fast = engines.fast_open_model() is not None
+    notes = [] if fast else [NO_FAST]
+    if engines.fast_matrix_from_entry() is None:
+        notes.append(NO_FAST_MATRIX)
+    with open_vqf(path, passphrase=passphrase) as vqf:
+        vqf.plaintext_region()  # an ENC model without its passphrase fails here, not midway
+        if vqf.header.encrypted:
+            notes.append(ENCRYPTED)
+    return fast, notes
+
+
+def _report_head(
+    path: str | os.PathLike[str],
+    vqf: Any,
+    synthetic: str | None,
+    started: str,
+    fast: bool,
+    plan: Plan,
+    passphrase: bytes | None,
+) -> dict[str, Any]:
+    """The report's first members: what was measured, where, when, and the open time."""
+    return {
+        "schema": SCHEMA,
+        "build": build_section(),
+        "timestamp": started,
+        "machine": machine_section(),
+        "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf)},
+        "fast_engine": fast,
+        "repetitions": plan.repetitions,
+        "open_seconds": measure.open_seconds(path, passphrase),
+    }
+
+
+def _file_sections(
+    report: dict[str, Any],
+    vqf: Any,
+    shapes: dict[str, tuple[int, int, int]],
+    bw: Bandwidth,
+    by_threads: dict[int, float],
+    per_token: int,
+    plan: Plan,
+    bar: Progress,
+) -> None:
+    """The checksum and dequantize timings, the memory bandwidth and the matvec rows."""
+    bar.phase("checksum, dequantize")
+    report.update(file_section(vqf, shapes))
+    report.update(bandwidth_section(bw, per_token))
+    report["memory_bandwidth"]["by_threads"] = {str(n): v for n, v in by_threads.items()}
+    bar.phase("matvec")
+    report["matvec"] = matvec_rows(vqf, shapes, plan.threads, bw.single_core)
+
+
+def _test_rows(
+    vqf: Any, plan: Plan, bar: Progress, ref: bool, fast: bool
+) -> list[measure.BenchRow]:
+    """The reference's decode row (timed or estimated), then the fast engine's pp and tg rows
+    at each thread count."""
+    rows = []
+    if ref:
+        bar.phase("ref")
+        rows.append(measure.ref_row(vqf, max(plan.gens, default=measure.REF_GEN)))
+        bar.tick()
+    rows += fast_rows(vqf, plan, bar) if fast else []
+    return rows
+
+
+def _image_encode(
+    report: dict[str, Any], vqf: Any, image_engine: str, plan: Plan, image_side: int
+) -> list[str]:
+    """The `image_encode` section of a Qwen3-VL file; returns its notes."""
+    report["image_encode"], image_notes = vision.image_section(
+        vqf, image_engine, plan.threads, plan.repetitions, image_side
+    )
+    return image_notes
+
+
+def _peak_rss(
+    report: dict[str, Any],
+    path: str | os.PathLike[str],
+    c: Any,
+    plan: Plan,
+    fast: bool,
+    measurable: bool,
+    passphrase: bytes | None,
+) -> list[str]:
+    """The `peak_rss` row, measured in a child process; returns its notes."""
+    file_bytes = report["model"]["file_bytes"]
+    tokens = max([*plan.prompts, *plan.gens, 1])
+    report["peak_rss"] = peak_rss_row(path, c, file_bytes, plan.threads, tokens, fast,
+                                      measurable, passphrase)  # fmt: skip
+    if report["peak_rss"] is None:
+        return ["peak RSS: n/a (no fast engine, and the reference is too slow here)"]
+    if report["peak_rss"]["within_bound"] is None:
+        return [RSS_TINY]
+    return []
 
 
 def moe_section(vqf: Any, plan: Plan, single_core: float) -> dict[str, float]:

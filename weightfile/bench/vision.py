@@ -263,6 +263,58 @@ def ref_linear_rates(vqf: VQFFile, c: VisionConfig, patches: int, ref: dict[str,
 # --- the report section --------------------------------------------------------------------------
 
 
+def _fast_encode(
+    vqf: VQFFile,
+    c: VisionConfig,
+    image: VisionInput,
+    threads: Sequence[int],
+    reps: int,
+    rows: list[dict[str, Any]],
+    linears: list[dict[str, Any]],
+    notes: list[str],
+) -> None:
+    """The fast tower's encode rows per thread count (none when the family has no fast tower)
+    and the C Q8_0 product's vision-linear rows, appended to `rows`, `linears` and `notes`."""
+    patches = image.pixel_values.shape[0]
+    for n in threads:
+        model = fast_vision_model(vqf, n)
+        if model is None:
+            break
+        # untimed: the first call's costs (library load, first-touch pages)
+        model.encode_images([warm_up_image(image, c.spatial_merge_size)])
+        rows.append(encode_row("fast", n, "measured", [timed_encode(model, image)
+                                                       for _ in range(reps)]))  # fmt: skip
+    # the C product the fast tower runs needs only the kernels, not the tower
+    fast_linears = fast_linear_rates(vqf, c, patches, threads)
+    if fast_linears is None:
+        notes.append("vision linears GFLOP/s (fast): n/a (no C kernels)")
+    linears += fast_linears or []
+
+
+def _ref_encode(
+    vqf: VQFFile,
+    c: VisionConfig,
+    image: VisionInput,
+    reps: int,
+    rows: list[dict[str, Any]],
+    linears: list[dict[str, Any]],
+    notes: list[str],
+) -> None:
+    """The reference's encode row (timed, or estimated on a large tower) and its vision-linear
+    rows, appended to `rows`, `linears` and `notes`."""
+    patches = image.pixel_values.shape[0]
+    ref = ref_encode(vqf, image, reps)
+    rows.append({k: v for k, v in ref.items() if k != "linear_seconds"})
+    linears += ref_linear_rates(vqf, c, patches, ref)
+    if ref["method"] == "estimated":
+        notes.append(
+            "ref image encode estimated: each vision linear's reference product timed on its "
+            f"first {engines.ESTIMATE_ROWS} rows and scaled to all rows and patches, plus one "
+            "query's attention over the image scaled to every query, head and block "
+            "(LayerNorm, GELU, rotary and position rows not counted)"
+        )
+
+
 def image_section(
     vqf: VQFFile,
     engine: str,
@@ -282,19 +334,7 @@ def image_section(
     linears: list[dict[str, Any]] = []
     ran = engine
     if engine == "fast":
-        for n in threads:
-            model = fast_vision_model(vqf, n)
-            if model is None:
-                break
-            # untimed: the first call's costs (library load, first-touch pages)
-            model.encode_images([warm_up_image(image, c.spatial_merge_size)])
-            rows.append(encode_row("fast", n, "measured", [timed_encode(model, image)
-                                                           for _ in range(reps)]))  # fmt: skip
-        # the C product the fast tower runs needs only the kernels, not the tower
-        fast_linears = fast_linear_rates(vqf, c, patches, threads)
-        if fast_linears is None:
-            notes.append("vision linears GFLOP/s (fast): n/a (no C kernels)")
-        linears += fast_linears or []
+        _fast_encode(vqf, c, image, threads, reps, rows, linears, notes)
         if not rows:
             ran = "ref"
             notes.append(
@@ -303,16 +343,7 @@ def image_section(
                 "linears rows time the C Q8_0 product alone)"
             )
     if ran == "ref":
-        ref = ref_encode(vqf, image, reps)
-        rows.append({k: v for k, v in ref.items() if k != "linear_seconds"})
-        linears += ref_linear_rates(vqf, c, patches, ref)
-        if ref["method"] == "estimated":
-            notes.append(
-                "ref image encode estimated: each vision linear's reference product timed on its "
-                f"first {engines.ESTIMATE_ROWS} rows and scaled to all rows and patches, plus one "
-                "query's attention over the image scaled to every query, head and block "
-                "(LayerNorm, GELU, rotary and position rows not counted)"
-            )
+        _ref_encode(vqf, c, image, reps, rows, linears, notes)
     section = {
         "image": {
             "side": side,

@@ -71,6 +71,14 @@ def register(sub: Any) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("model", nargs="?", help="a .vqf file")
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
+    _test_arguments(parser)
+    _output_arguments(parser)
+    _run_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _test_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is measured: the thread counts and the pp and tg tests, as llama-bench names them."""
     lists = dict(action=ExtendLists, nargs="+", default=None, metavar="LIST")
     parser.add_argument(
         "-t",
@@ -97,6 +105,10 @@ def register(sub: Any) -> None:
                         help="shorthand for -p N -n N")  # fmt: skip
     parser.add_argument("-r", "--repetitions", type=positive_int, default=5,
                         metavar="N", help="timed runs of each test (default 5)")  # fmt: skip
+
+
+def _output_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the report is printed: the format, a plot, the progress bar."""
     parser.add_argument("-o", "--output", choices=FORMATS, default=None,
                         help="md (tables), csv or jsonl (one line per test), json (everything; "
                         "schema in weightfile/bench/report.py) (default: md)")  # fmt: skip
@@ -110,6 +122,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="no progress bar (it is drawn on a terminal only, on stderr)",
     )
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the run is made: synthetic models' cache, the image engine, the optional rows, CPUs,
+    the bandwidth probe's buffer and an encrypted model's passphrase."""
     parser.add_argument(
         "--cache-dir",
         default=None,
@@ -135,7 +152,6 @@ def register(sub: Any) -> None:
     parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
                         help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
-    parser.set_defaults(run=run)
 
 
 def output_format(args: argparse.Namespace) -> str:

@@ -176,9 +176,17 @@ def format_ninfer3(description: dict[str, Any]) -> str:
         f"  entry_payload_start  {h['entry_payload_start']:,}",
         f"  payload_bytes        {description['payload_bytes']:,}",
         f"  file_bytes (set)     {description['file_bytes']:,}",
-        "",
-        f"Files ({len(description['files'])})",
     ]
+    out += _ninfer3_files(description)
+    out += _ninfer3_components(description)
+    out += _ninfer3_objects(description)
+    out += _ninfer3_bindings_and_uses(description)
+    return "\n".join(out) + "\n"
+
+
+def _ninfer3_files(description: dict[str, Any]) -> list[str]:
+    """The files table: each volume's payload share, logical range and size on disk."""
+    out = ["", f"Files ({len(description['files'])})"]
     rows = [
         [
             str(f["index"]),
@@ -193,7 +201,12 @@ def format_ninfer3(description: dict[str, Any]) -> str:
     out += aligned(
         ["#", "name", "payload_bytes", "logical range", "size", "on disk"], rows, rule=True
     )
-    out += ["", f"Components ({len(description['components'])})"]
+    return out
+
+
+def _ninfer3_components(description: dict[str, Any]) -> list[str]:
+    """Each component with its target, config, resources and proposal."""
+    out = ["", f"Components ({len(description['components'])})"]
     for c in description["components"]:
         target = f" -> {c['target']}" if c["target"] else ""
         out.append(f"  {c['id']}{target}")
@@ -203,7 +216,12 @@ def format_ninfer3(description: dict[str, Any]) -> str:
             out.append(f"    resource {role:<28} {object_id}")
         if c["proposal"]:
             out.append(f"    proposal {c['proposal']}")
-    out += ["", f"Objects ({len(description['objects'])})"]
+    return out
+
+
+def _ninfer3_objects(description: dict[str, Any]) -> list[str]:
+    """The objects table, and the objects that span more than one file."""
+    out = ["", f"Objects ({len(description['objects'])})"]
     rows = [
         [
             o["id"],
@@ -223,7 +241,12 @@ def format_ninfer3(description: dict[str, Any]) -> str:
     spanning = [o for o in description["objects"] if len(o["files"]) > 1]
     if spanning:
         out.append("  * spans files: " + ", ".join(_span(o) for o in spanning))
-    out += ["", f"Bindings ({len(description['bindings'])})"]
+    return out
+
+
+def _ninfer3_bindings_and_uses(description: dict[str, Any]) -> list[str]:
+    """The bindings table, then the uses table."""
+    out = ["", f"Bindings ({len(description['bindings'])})"]
     rows = [[b["name"], _binding_text(b)] for b in description["bindings"]]
     out += aligned(["parameter", "binding"], rows, rule=True)
     out += ["", f"Uses ({len(description['uses'])})"]
@@ -237,7 +260,7 @@ def format_ninfer3(description: dict[str, Any]) -> str:
         for u in description["uses"]
     ]
     out += aligned(["parameter", "input", "policy", "auxiliaries"], rows, rule=True)
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _compact(value: Any, width: int = 60) -> str:

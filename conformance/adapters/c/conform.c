@@ -162,6 +162,40 @@ static void print_name(const unsigned char *field) {
     putchar('"');
 }
 
+/* The description of an accepted VQF file (README, "want.json"). */
+static void describe_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t n,
+                         uint64_t data_offset, uint64_t file_len, uint64_t stored) {
+    printf("{\"format\": \"vqf\", \"header\": {\"layout\": \"%s\", \"version\": \"%u\", "
+           "\"flags\": \"%u\", \"n_tensors\": \"%u\", \"data_offset\": \"%llu\", "
+           "\"file_len\": \"%llu\", \"fnv1a64\": \"%016llx\"}, \"arch\": {",
+           legacy ? "legacy" : "current", version, flags, n, (unsigned long long)data_offset,
+           (unsigned long long)file_len, (unsigned long long)stored);
+    for (size_t i = 0; i < N_ARCH; i++) {
+        int w = arch_word_of(i);
+        uint64_t at = 16 + 4 * (uint64_t)w;
+        int absent = legacy && w >= MOE_TAIL_WORD;
+        printf("%s\"%s\": ", i ? ", " : "", ARCH[i].name);
+        if (ARCH[i].type == 'a')
+            printf("[\"%d\", \"%d\", \"%d\", \"%d\"]", (int32_t)u32(at), (int32_t)u32(at + 4),
+                   (int32_t)u32(at + 8), (int32_t)u32(at + 12));
+        else if (ARCH[i].type == 'f') printf("\"%08x\"", u32(at));
+        else printf("\"%u\"", absent ? 0u : u32(at));
+    }
+    printf("}, \"tensors\": [");
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
+        char digest[65];
+        sha256_hex(file + off, len, digest);
+        printf("%s{\"name\": ", i ? ", " : "");
+        print_name(file + e);
+        printf(", \"qtype\": \"%u\", \"rows\": \"%u\", \"cols\": \"%u\", \"offset\": \"%llu\", "
+               "\"bytes\": \"%llu\", \"sha256\": \"%s\"}",
+               u32(e + 32), u32(e + 36), u32(e + 40), (unsigned long long)off,
+               (unsigned long long)len, digest);
+    }
+    printf("]}\n");
+}
+
 static int check_vqf(void) {
     /* spec/vqf.md §9 step 1: a header plus one directory entry. */
     if (file_size < HEADER_BYTES + ENTRY_BYTES)
@@ -209,36 +243,7 @@ static int check_vqf(void) {
         if (stored != 0 && stored != h)
             return reject("ChecksumError", "vqf.trailer.fnv", "FNV-1a-64 mismatch");
     }
-    /* The description (README, "want.json"). */
-    printf("{\"format\": \"vqf\", \"header\": {\"layout\": \"%s\", \"version\": \"%u\", "
-           "\"flags\": \"%u\", \"n_tensors\": \"%u\", \"data_offset\": \"%llu\", "
-           "\"file_len\": \"%llu\", \"fnv1a64\": \"%016llx\"}, \"arch\": {",
-           legacy ? "legacy" : "current", version, flags, n, (unsigned long long)data_offset,
-           (unsigned long long)file_len, (unsigned long long)stored);
-    for (size_t i = 0; i < N_ARCH; i++) {
-        int w = arch_word_of(i);
-        uint64_t at = 16 + 4 * (uint64_t)w;
-        int absent = legacy && w >= MOE_TAIL_WORD;
-        printf("%s\"%s\": ", i ? ", " : "", ARCH[i].name);
-        if (ARCH[i].type == 'a')
-            printf("[\"%d\", \"%d\", \"%d\", \"%d\"]", (int32_t)u32(at), (int32_t)u32(at + 4),
-                   (int32_t)u32(at + 8), (int32_t)u32(at + 12));
-        else if (ARCH[i].type == 'f') printf("\"%08x\"", u32(at));
-        else printf("\"%u\"", absent ? 0u : u32(at));
-    }
-    printf("}, \"tensors\": [");
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
-        char digest[65];
-        sha256_hex(file + off, len, digest);
-        printf("%s{\"name\": ", i ? ", " : "");
-        print_name(file + e);
-        printf(", \"qtype\": \"%u\", \"rows\": \"%u\", \"cols\": \"%u\", \"offset\": \"%llu\", "
-               "\"bytes\": \"%llu\", \"sha256\": \"%s\"}",
-               u32(e + 32), u32(e + 36), u32(e + 40), (unsigned long long)off,
-               (unsigned long long)len, digest);
-    }
-    printf("]}\n");
+    describe_vqf(legacy, version, flags, n, data_offset, file_len, stored);
     return 0;
 }
 
@@ -653,33 +658,31 @@ static void print_binding(const jnode *b) {
     printf("]");
 }
 
-static int check_ninfer3(const char *entry_path) {
-    uint64_t size;
-    unsigned char *entry = slurp(entry_path, &size);
-    if (!entry) fail("MalformedError", "ninfer3.header.truncated", "cannot open the entry");
-    file = entry; /* u32/u64 read from `file` */
-    /* spec/ninfer3.md §1.3 steps 1-3 */
+/* spec/ninfer3.md §1.3 steps 1-3: the entry's fixed header; returns json_bytes. */
+static uint64_t check_entry_header(const unsigned char *entry, uint64_t size) {
     if (size < 32) fail("MalformedError", "ninfer3.header.truncated", "entry < 32 bytes");
     if (memcmp(entry, "NINFER\0\3", 8)) fail("MalformedError", "ninfer3.header.magic", "magic");
     uint64_t json_bytes = u64(8);
     if (json_bytes < 1 || json_bytes > size - 32)
         fail("MalformedError", "ninfer3.header.json_bytes", "json_bytes out of range");
-    /* spec/ninfer3.md §2.1: the JSON text */
+    return json_bytes;
+}
+
+/* spec/ninfer3.md §2.1: the JSON text, parsed strictly into the directory's root value. */
+static const jnode *parse_directory(const unsigned char *entry, uint64_t json_bytes) {
     jt = entry + 32, jlen = (size_t)json_bytes, jpos = 0;
     if (jlen >= 3 && !memcmp(jt, "\xEF\xBB\xBF", 3)) jfail("ninfer3.json.bom");
     if (!utf8_valid(jt, jlen)) jfail("ninfer3.json.utf8");
     const jnode *root = jvalue(0);
     ws();
     if (jpos != jlen) jfail("ninfer3.json.syntax");
-    /* spec/ninfer3.md §2.2 root */
-    closed(root, LIST("components", "objects", "bindings", "uses", "files"),
-           LIST("metadata", "provenance"));
-    /* spec/ninfer3.md §1.4 files */
-    const jnode *files = member(root, "files");
+    return root;
+}
+
+/* spec/ninfer3.md §1.4: the files list; returns the logical payload's size. */
+static uint64_t check_files(const jnode *files, const char *entry_name) {
     if (files->t != J_ARR) BAD("ninfer3.record.type", "files is not an array");
     if (files->n == 0) BAD("ninfer3.files.empty", "files is empty");
-    const char *slash = strrchr(entry_path, '/');
-    const char *entry_name = slash ? slash + 1 : entry_path;
     uint64_t payload = 0;
     for (size_t i = 0; i < files->n; i++) {
         const jnode *f = files->items[i];
@@ -699,8 +702,12 @@ static int check_ninfer3(const char *entry_path) {
         if (pb > UINT64_MAX - payload) BAD("ninfer3.files.total", "total > 2^64-1");
         payload += pb;
     }
-    /* spec/ninfer3.md §2.4 objects */
-    const jnode *objects = member(root, "objects");
+    return payload;
+}
+
+/* spec/ninfer3.md §2.4: the objects, each within the payload and above the previous one's end,
+ * recorded in objs[]. */
+static void check_objects(const jnode *objects, uint64_t payload) {
     if (objects->t != J_ARR) BAD("ninfer3.record.type", "objects is not an array");
     if (objects->n == 0) BAD("ninfer3.objects.empty", "objects is empty");
     objs = calloc(objects->n, sizeof *objs);
@@ -731,8 +738,22 @@ static int check_ninfer3(const char *entry_path) {
         prev_end = d->offset + d->bytes;
         n_objs++;
     }
-    /* spec/ninfer3.md §2.3 components */
-    const jnode *comps = member(root, "components");
+}
+
+/* spec/ninfer3.md §2.3: one component's proposal, allowed on the text component only. */
+static void check_proposal(const jnode *comp_id, const jnode *prop) {
+    if (!str_is(comp_id, "text"))
+        BAD("ninfer3.components.proposal_component", "proposal off text");
+    closed(prop, LIST("domain"), LIST("rows"));
+    const jnode *dom = member(prop, "domain"), *rows = member(prop, "rows");
+    if (str_is(dom, "full") && !rows) return;
+    if (!str_is(dom, "indexed") || !rows)
+        BAD("ninfer3.components.proposal_domain", "domain / rows");
+    need_positive(rows);
+}
+
+/* spec/ninfer3.md §2.3: the components, a text one among them; targets and resources resolve. */
+static void check_components(const jnode *comps) {
     if (comps->t != J_OBJ) BAD("ninfer3.record.type", "components is not an object");
     for (size_t i = 0; i < comps->n; i++) need_id(comps->keys[i]);
     if (!member(comps, "text")) BAD("ninfer3.components.text", "no text component");
@@ -752,26 +773,21 @@ static int check_ninfer3(const char *entry_path) {
             }
         }
         const jnode *prop = member(c, "proposal");
-        if (prop) {
-            if (!str_is(comps->keys[i], "text"))
-                BAD("ninfer3.components.proposal_component", "proposal off text");
-            closed(prop, LIST("domain"), LIST("rows"));
-            const jnode *dom = member(prop, "domain"), *rows = member(prop, "rows");
-            if (str_is(dom, "full") && !rows) continue;
-            if (!str_is(dom, "indexed") || !rows)
-                BAD("ninfer3.components.proposal_domain", "domain / rows");
-            need_positive(rows);
-        }
+        if (prop) check_proposal(comps->keys[i], prop);
     }
-    /* spec/ninfer3.md §2.5 bindings */
-    const jnode *bindings = member(root, "bindings");
+}
+
+/* spec/ninfer3.md §2.5: the bindings, each named by an ID. */
+static void check_bindings(const jnode *bindings) {
     if (bindings->t != J_OBJ) BAD("ninfer3.record.type", "bindings is not an object");
     for (size_t i = 0; i < bindings->n; i++) {
         need_id(bindings->keys[i]);
         check_binding(bindings->items[i]);
     }
-    /* spec/ninfer3.md §2.6 uses */
-    const jnode *uses = member(root, "uses");
+}
+
+/* spec/ninfer3.md §2.6: the uses, each of a bound parameter, (parameter, input) unique. */
+static void check_uses(const jnode *uses, const jnode *bindings) {
     if (uses->t != J_ARR) BAD("ninfer3.record.type", "uses is not an array");
     for (size_t i = 0; i < uses->n; i++) {
         const jnode *u = uses->items[i];
@@ -790,22 +806,31 @@ static int check_ninfer3(const char *entry_path) {
             for (size_t j = 0; j < aux->n; j++) need_id(aux->keys[j]), check_binding(aux->items[j]);
         }
     }
-    /* spec/ninfer3.md §2.7 metadata and provenance */
+}
+
+/* spec/ninfer3.md §2.7: metadata and provenance. */
+static void check_metadata(const jnode *root) {
     const jnode *meta = member(root, "metadata"), *prov = member(root, "provenance");
     if ((meta && meta->t != J_OBJ) || (prov && prov->t != J_OBJ))
         BAD("ninfer3.record.type", "metadata / provenance is not an object");
     if (member(meta, "name")) need_id(member(meta, "name"));
-    /* spec/ninfer3.md §1.3 step 5 */
-    uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0], "payload_bytes")->u;
-    if (size != start + first) fail("MalformedError", "ninfer3.entry.length", "entry length");
-    /* spec/ninfer3.md §2.9 deferred object checks, in directory order */
+}
+
+/* spec/ninfer3.md §2.9: the deferred object checks, in directory order. */
+static void check_deferred_objects(void) {
     for (size_t i = 0; i < n_objs; i++) {
         if (objs[i].tensor) check_tensor(&objs[i]);
         else if (!str_is(member(objs[i].node, "encoding"), "raw_bytes_v1"))
             BAD("ninfer3.object.encoding", "encoding is not raw_bytes_v1");
     }
-    /* spec/ninfer3.md §1.3 step 6: every continuation volume; the logical payload assembled on the
-     * way */
+}
+
+/* spec/ninfer3.md §1.3 step 6: every continuation volume; returns the logical payload assembled
+ * on the way (the entry's own part first, from `start`). */
+static unsigned char *assemble_payload(const char *entry_path, const char *entry_name,
+                                       const unsigned char *entry, const jnode *files,
+                                       uint64_t start, uint64_t payload) {
+    uint64_t first = member(files->items[0], "payload_bytes")->u;
     unsigned char *logical = malloc(payload ? (size_t)payload : 1);
     if (!logical) exit(2);
     memcpy(logical, entry + start, (size_t)first);
@@ -831,12 +856,12 @@ static int check_ninfer3(const char *entry_path) {
         free(vol);
         free(path);
     }
-    /* The description (README, "The .ninfer description") */
-    printf("{\"format\": \"ninfer3\", \"header\": {\"json_bytes\": \"%llu\", \"artifact_id\": \"",
-           (unsigned long long)json_bytes);
-    for (int i = 16; i < 32; i++) printf("%02x", entry[i]);
-    printf("\", \"entry_payload_start\": \"%llu\"}, \"payload_bytes\": \"%llu\", \"files\": [",
-           (unsigned long long)start, (unsigned long long)payload);
+    return logical;
+}
+
+/* ---- the .ninfer description (README, "The .ninfer description") ---- */
+
+static void print_files(const jnode *files) {
     for (size_t i = 0; i < files->n; i++) {
         const jnode *p = member(files->items[i], "path");
         printf("%s{\"index\": \"%zu\", \"path\": ", i ? ", " : "", i);
@@ -844,7 +869,9 @@ static int check_ninfer3(const char *entry_path) {
         printf(", \"payload_bytes\": \"%llu\"}",
                (unsigned long long)member(files->items[i], "payload_bytes")->u);
     }
-    printf("], \"components\": [");
+}
+
+static void print_components(const jnode *comps) {
     for (size_t i = 0; i < comps->n; i++) {
         const jnode *c = comps->items[i], *target = member(c, "target"), *res = member(c, "resources");
         printf("%s{\"id\": ", i ? ", " : "");
@@ -860,7 +887,9 @@ static int check_ninfer3(const char *entry_path) {
         }
         printf("}}");
     }
-    printf("], \"objects\": [");
+}
+
+static void print_objects(const unsigned char *logical) {
     for (size_t i = 0; i < n_objs; i++) {
         const object *o = &objs[i];
         char digest[65];
@@ -884,7 +913,9 @@ static int check_ninfer3(const char *entry_path) {
         printf(", \"offset\": \"%llu\", \"bytes\": \"%llu\", \"sha256\": \"%s\"}",
                (unsigned long long)o->offset, (unsigned long long)o->bytes, digest);
     }
-    printf("], \"bindings\": [");
+}
+
+static void print_bindings(const jnode *bindings) {
     for (size_t i = 0; i < bindings->n; i++) {
         printf("%s{\"name\": ", i ? ", " : "");
         json_str(bindings->keys[i]->s);
@@ -892,7 +923,9 @@ static int check_ninfer3(const char *entry_path) {
         print_binding(bindings->items[i]);
         printf("}");
     }
-    printf("], \"uses\": [");
+}
+
+static void print_uses(const jnode *uses) {
     for (size_t i = 0; i < uses->n; i++) {
         const jnode *u = uses->items[i], *pol = member(u, "activation_policy");
         const jnode *aux = member(u, "auxiliaries");
@@ -912,7 +945,54 @@ static int check_ninfer3(const char *entry_path) {
         }
         printf("}}");
     }
+}
+
+static void describe_ninfer3(const unsigned char *entry, uint64_t json_bytes, uint64_t start,
+                             uint64_t payload, const jnode *root, const unsigned char *logical) {
+    printf("{\"format\": \"ninfer3\", \"header\": {\"json_bytes\": \"%llu\", \"artifact_id\": \"",
+           (unsigned long long)json_bytes);
+    for (int i = 16; i < 32; i++) printf("%02x", entry[i]);
+    printf("\", \"entry_payload_start\": \"%llu\"}, \"payload_bytes\": \"%llu\", \"files\": [",
+           (unsigned long long)start, (unsigned long long)payload);
+    print_files(member(root, "files"));
+    printf("], \"components\": [");
+    print_components(member(root, "components"));
+    printf("], \"objects\": [");
+    print_objects(logical);
+    printf("], \"bindings\": [");
+    print_bindings(member(root, "bindings"));
+    printf("], \"uses\": [");
+    print_uses(member(root, "uses"));
     printf("]}\n");
+}
+
+/* The whole .ninfer check, step by step in the order of spec/ninfer3.md §1.3 and §2.9, then the
+ * description. Every failure exits through fail(). */
+static int check_ninfer3(const char *entry_path) {
+    uint64_t size;
+    unsigned char *entry = slurp(entry_path, &size);
+    if (!entry) fail("MalformedError", "ninfer3.header.truncated", "cannot open the entry");
+    file = entry; /* u32/u64 read from `file` */
+    uint64_t json_bytes = check_entry_header(entry, size);
+    const jnode *root = parse_directory(entry, json_bytes);
+    /* spec/ninfer3.md §2.2 root */
+    closed(root, LIST("components", "objects", "bindings", "uses", "files"),
+           LIST("metadata", "provenance"));
+    const jnode *files = member(root, "files"), *bindings = member(root, "bindings");
+    const char *slash = strrchr(entry_path, '/');
+    const char *entry_name = slash ? slash + 1 : entry_path;
+    uint64_t payload = check_files(files, entry_name);
+    check_objects(member(root, "objects"), payload);
+    check_components(member(root, "components"));
+    check_bindings(bindings);
+    check_uses(member(root, "uses"), bindings);
+    check_metadata(root);
+    /* spec/ninfer3.md §1.3 step 5 */
+    uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0], "payload_bytes")->u;
+    if (size != start + first) fail("MalformedError", "ninfer3.entry.length", "entry length");
+    check_deferred_objects();
+    unsigned char *logical = assemble_payload(entry_path, entry_name, entry, files, start, payload);
+    describe_ninfer3(entry, json_bytes, start, payload, root, logical);
     return 0;
 }
 
