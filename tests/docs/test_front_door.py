@@ -3,6 +3,7 @@
 The README keeps the two set-up commands (CI runs the second verbatim: .ci/run), names every
 command and sends the reader to docs/commands.md, where every command has its row. Every relative
 link of the README and of docs/ leads to a file that exists, and an anchor to a heading in it.
+The README's layout map names the renovated tree: each entry exists where the map puts it.
 """
 
 from __future__ import annotations
@@ -105,3 +106,21 @@ def test_docs_has_the_pages_the_readme_sends_readers_to() -> None:
     linked = set(LINK.findall(README.read_text(encoding="utf-8")))
     for page in ("commands", "api", "design", "performance", "fuzzing", "mutations", "layout"):
         assert f"docs/{page}.md" in linked, page
+
+
+def test_every_path_of_the_readme_layout_map_exists() -> None:
+    """Each entry of the map (a folder/ or a file.ext) exists under the folder it is indented in."""
+    block = FENCE.findall(section(README.read_text(encoding="utf-8"), "Layout"))[0][1]
+    missing, parents = [], [(-1, "")]  # (indent, folder) of the enclosing entries
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        column = re.split(r"\s{2,}", line.strip())[0].split()  # the names, before the description
+        names = [n for n in column if re.fullmatch(r"[\w<>]+(?:/[\w<>]+)*/|[\w.]+\.\w+", n)]
+        if not names or len(names) != len(column):
+            continue  # a description's continuation line
+        while parents[-1][0] >= indent:
+            parents.pop()
+        base = parents[-1][1]
+        missing += [base + n for n in names if "<" not in n and not (ROOT / base / n).exists()]
+        parents.append((indent, base + names[0]))
+    assert missing == [], missing
