@@ -123,7 +123,7 @@ def test_malformed_token_ids_are_usage_errors(model_path, tmp_path, capsys, ids)
 
 
 def test_fast_without_the_c_kernels_runs_the_reference_with_a_note(model_path, capsys, monkeypatch):
-    """No compiler: the README promises a note and the reference's tokens, not a traceback."""
+    """No compiler: docs/commands.md promises a note and the reference's tokens, no traceback."""
     import weightfile.frontend.session as session
 
     monkeypatch.setattr(session, "library", lambda: None)
