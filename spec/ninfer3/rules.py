@@ -10,12 +10,12 @@ and that the code raises no id missing from this table.
 
 from __future__ import annotations
 
-from weightfile.spec.rules import Rule, table
+from weightfile.spec.rule import Rule, table
 
 MAL, INV, EXISTS = "MalformedError", "InvalidError", "DestinationExistsError"
 UNS, NOT_FOUND = "UnsupportedError", "NotFoundError"
 
-# The layer that raises each area's rules (spec/rules.py ORIGINS); the rest are "container".
+# The layer that raises each area's rules (spec/rule.py ORIGINS); the rest are "container".
 _ORIGIN = {
     "part": "reader",
     "range": "reader",

@@ -4,12 +4,12 @@ The table is declarative: the reader, the writer and the validator raise these i
 each one, and the conformance corpus names them. `loader` rules are the engine's own chain
 (spec/vqf.md §9, each row naming its step, or the spec/vqf.md §2.4 detection step it belongs to);
 `strict` rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are
-of the one `Rule` type (spec/rules.py), which merges this table with the others.
+of the one `Rule` type (spec/rule.py); spec/rules.py merges this table with the others.
 """
 
 from __future__ import annotations
 
-from weightfile.spec.rules import Rule, table
+from weightfile.spec.rule import Rule, table
 
 _RULES = (
     # --- file framing and header (spec/vqf.md §9 steps 1-5, spec/vqf.md §2.4) ---
