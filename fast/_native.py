@@ -53,7 +53,7 @@ GCC_FLAGS = ("-fvect-cost-model=dynamic",)
 ARCH_FLAGS = {"aarch64": ("-march=armv8.2-a+dotprod",), "arm64": ("-march=armv8.2-a+dotprod",)}
 
 
-#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/wf_kernels.h (spec/numerics.md §15.1).
+#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/cpu.h (spec/numerics.md §15.1).
 ISAS = {"portable": 0, "neon": 1, "dotprod": 2, "avx2": 3, "avx512": 4}
 ISA_ENV = "WEIGHTFILE_ISA"
 ISA_RULE = "native.isa"

@@ -1,4 +1,5 @@
-"""No import cycle among the modules of the `weightfile` package, function-level imports included.
+"""No import cycle among the modules of the `weightfile` package, function-level imports included,
+and no call cycle among the C files of fast/csrc.
 
 A cycle hidden inside a function (an import moved "below" to dodge the circle at load time) is
 still a cycle for a reader and for a tool: neither module can be read or tested alone. The graph is
@@ -10,6 +11,7 @@ does), and its strongly connected components must all be single modules.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -135,6 +137,44 @@ def test_cycles_are_found():
     """A toy graph with a two-module and a three-module circle yields both, and nothing else."""
     toy = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c", "a"}, "f": {"a"}}
     assert sorted(cycles(toy)) == [["a", "b"], ["c", "d", "e"]]
+
+
+def c_call_graph(csrc: Path) -> dict[str, set[str]]:
+    """C file -> the C files defining the non-static `wf_*` functions it calls."""
+    texts = {f.name: re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S) for f in csrc.glob("*.c")}
+    defined: dict[str, set[str]] = {}
+    for name, text in texts.items():
+        for m in C_DEFINITION.finditer(text):
+            defined.setdefault(m.group(1), set()).add(name)
+    return {
+        name: {f for called in C_CALL.findall(text) for f in defined.get(called, ()) if f != name}
+        for name, text in texts.items()
+    }
+
+
+# A definition at the start of a line (not static): type, name, parameters, then the body's brace.
+C_DEFINITION = re.compile(r"^(?!static)[A-Za-z_][\w \*]*?\b(wf_\w+)\s*\([^;{]*\)\s*\{", re.M)
+C_CALL = re.compile(r"\b(wf_\w+)\s*\(")
+
+
+def test_the_c_call_graph_sees_calls_across_files(tmp_path):
+    (tmp_path / "a.c").write_text("int wf_a(void) { return wf_b(); }\n")
+    (tmp_path / "b.c").write_text(
+        "/* wf_a() */\nstatic int h(void);\nint wf_b(void) { return 1; }\n"
+    )
+    (tmp_path / "c.c").write_text(
+        "const int *wf_c(int x,\n             int y) {\n  return wf_a();\n}\n"
+    )
+    assert c_call_graph(tmp_path) == {"a.c": {"b.c"}, "b.c": set(), "c.c": {"a.c"}}
+
+
+def test_no_call_cycle_among_the_c_files():
+    """CPU detection (cpu.c), the block fetch and pool (wf_common.c) and the scalar exp
+    (scalar_ops.c) sit below the kernels that use them."""
+    found = cycles(c_call_graph(ROOT / "fast" / "csrc"))
+    assert not found, "call cycles among fast/csrc files:\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_no_import_cycle():
