@@ -1,12 +1,12 @@
 /* The forward pass's vector operations in the canonical order (spec/numerics.md §3, §5-§7, §9).
  *
  * Each function mirrors one function of ref/numerics: RMSNorm (spec/numerics.md §5.1), the binary32
- * exp over arrays (spec/numerics.md §6; the scalar exp is scalar_ops.c's), SiLU (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one
- * token's causal GQA attention (spec/numerics.md §9). They live in C because the
- * spec/numerics.md §3 lane order of their sums, and the per-position loop of attention, cost a
- * Python call per element or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum
- * (spec/numerics.md §3); every other operation is one IEEE binary32 operation, never fused
- * (-ffp-contract=off).
+ * exp over arrays (spec/numerics.md §6; the scalar exp is scalar_ops.c's), SiLU
+ * (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one token's causal GQA attention
+ * (spec/numerics.md §9). They live in C because the spec/numerics.md §3 lane order of their sums,
+ * and the per-position loop of attention, cost a Python call per element or per position in NumPy.
+ * Sums go through wf_dot_f32 / lanes_sum (spec/numerics.md §3); every other operation is one IEEE
+ * binary32 operation, never fused (-ffp-contract=off).
  *
  * The plain C here is the portable path; the AVX2 (and AVX-512) and NEON paths take the SIMD forms
  * of ops_vec.c (spec/numerics.md §15.1), which compute the same operations on the same outputs.
