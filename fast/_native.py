@@ -286,6 +286,8 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
         getattr(lib, name).restype = i32
     lib.wf_isa.argtypes = ()
     lib.wf_isa.restype = i32
+    lib.wf_threads_for.argtypes = (i32, i64, i64)  # threads asked, work, least work per thread
+    lib.wf_threads_for.restype = i32
     lib.wf_quantize_activation.argtypes = (p, i64, p, p)  # x f32, n, codes i8, scales f32
     lib.wf_quantize_activation.restype = None
     # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads

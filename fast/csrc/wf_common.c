@@ -187,6 +187,12 @@ static int ensure_workers(int want) {
     return pool.workers;
 }
 
+int32_t wf_threads_for(int32_t asked, int64_t work, int64_t min_work) {
+    int64_t t = work / (min_work > 0 ? min_work : 1);
+    if (t > asked) t = asked;
+    return t < 1 ? 1 : (int32_t)t;
+}
+
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((int64_t)threads > n) threads = (int32_t)n;

@@ -46,6 +46,12 @@ static inline float wf_combine_lanes(const float l[WF_LANES]) {
 float wf_dot_f32(const float *a, const float *b, int64_t n);
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 
+/* The thread policy, its one copy (fast/numerics/matrix.py threads_for asks it): `asked`, capped
+ * so that each thread gets at least `min_work` of `work` (weight elements x tokens, or
+ * multiply-adds), and at least 1. Starting threads costs more than a small product saves; every
+ * count gives the same bits (spec/numerics.md §15.2), so only speed depends on it. */
+int32_t wf_threads_for(int32_t asked, int64_t work, int64_t min_work);
+
 /* Run fn(ctx, begin, end) over [0, n) split into `threads` contiguous parts (pthreads). */
 typedef void (*wf_range_fn)(void *ctx, int64_t begin, int64_t end);
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
