@@ -1,6 +1,6 @@
-/* The scalar spec/numerics.md §6 exp and §5.2 maximum. The plain C of model_ops.c (the portable
- * path) and the SIMD forms of ops_vec.c (for the elements after their last whole vector) both call
- * them, so they sit below both files.
+/* The scalar spec/numerics.md §6 exp and spec/numerics.md §5.2 maximum. The plain C of model_ops.c
+ * (the portable path) and the SIMD forms of ops_vec.c (for the elements after their last whole
+ * vector) both call them, so they sit below both files.
  */
 #include <math.h>
 #include <stdint.h>

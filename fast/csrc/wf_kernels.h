@@ -85,8 +85,8 @@ int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1,
                                      const float *xd, const int32_t *xsum8, int64_t tokens,
                                      float *y);
 
-/* scalar_ops.c: the scalar spec/numerics.md §6 exp and the §5.2 maximum (the first NaN if any,
- * else the first largest value). */
+/* scalar_ops.c: the scalar spec/numerics.md §6 exp and the spec/numerics.md §5.2 maximum (the
+ * first NaN if any, else the first largest value). */
 float wf_exp(float x);
 float wf_max_f32(const float *v, int64_t n);
 
