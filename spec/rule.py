@@ -93,6 +93,8 @@ def table(rows: Iterable[Rule]) -> dict[str, Rule]:
     return out
 
 
-#: The error classes the tables name most, in short (spec/errors.py).
+#: The error classes of the rows, in short (spec/errors.py): every table writes a row as
+#: Rule(id, CLASS, origin, section, meaning, step=..., doc=..., untested=..., retired=...).
 MAL, INV, UNS = "MalformedError", "InvalidError", "UnsupportedError"
-NOT_FOUND = "NotFoundError"
+NOT_FOUND, CHECKSUM, CLOSED = "NotFoundError", "ChecksumError", "ClosedError"
+EXISTS = "DestinationExistsError"
