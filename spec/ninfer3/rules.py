@@ -232,13 +232,3 @@ IMPORT_RULES: dict[str, Rule] = table(
              "--force given for a .ninfer output (the writer never replaces a file set)"),
     )
 )  # fmt: skip
-
-
-def rules_markdown() -> str:
-    """The rule table as Markdown, spliced into spec/ninfer3/README.md between markers."""
-    lines = ["| rule id | error class | meaning | § |", "|---|---|---|---|"]
-    for r in RULES.values():
-        meaning = r.meaning.replace("|", "\\|")
-        section = r.section.removeprefix("§")  # the README's column predates the § form
-        lines.append(f"| `{r.id}` | {r.error_class} | {meaning} | {section} |")
-    return "\n".join(lines) + "\n"

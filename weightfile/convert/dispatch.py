@@ -264,10 +264,4 @@ def refuse_gguf_vision(src: Path, dst: Path, options: ConvertOptions) -> list[Pa
     )
 
 
-def describe_pair(src: Path, dst: Path) -> tuple[str, str]:
-    """(source kind, target kind), for messages."""
-    s, t, _ = converter_for(src, dst)
-    return s, t
-
-
 __all__: list[Any] = ["CONVERTERS", "ConvertOptions", "convert", "converter_for"]

@@ -53,15 +53,6 @@ def is_qwen3_moe(cfg: Mapping[str, Any]) -> bool:
     )
 
 
-def checkpoint_is_qwen3_moe(folder: str | os.PathLike[str]) -> bool:
-    """Whether the folder's config.json describes Qwen3-MoE (False when it cannot be read: the
-    dense importer then reports the problem)."""
-    try:
-        return is_qwen3_moe(read_json(Path(folder), "config.json", RULES))
-    except (InvalidError, ValueError):
-        return False
-
-
 def refuse_inexpressible(cfg: Mapping[str, Any]) -> None:
     """Refuse a config a version-3 file cannot state (spec/models.md §1.3.1;
     vqf.import.moe_config): the file means all layers MoE, normalised top-k, no shared expert."""
