@@ -274,10 +274,10 @@ class WfLayer(ctypes.Structure):
 
 
 def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
-    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
-    as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
-    ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of the
-    dtype in each comment, which they allocate themselves."""
+    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c, cpu.c, ...). Their arrays
+    are passed as addresses (`address`): a decode step makes dozens of calls on small arrays,
+    where the ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of
+    the dtype in each comment, which they allocate themselves."""
     p, f32 = ctypes.c_void_p, ctypes.c_float
     lib.wf_simd_path.argtypes = ()
     lib.wf_simd_path.restype = i32
