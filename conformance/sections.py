@@ -9,7 +9,7 @@ strings, so they stay exactly as published.
 
 from __future__ import annotations
 
-from weightfile.spec.rules import Rule
+from weightfile.spec.rule import Rule
 
 
 def published_section(rule: Rule) -> str:

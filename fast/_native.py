@@ -53,7 +53,7 @@ GCC_FLAGS = ("-fvect-cost-model=dynamic",)
 ARCH_FLAGS = {"aarch64": ("-march=armv8.2-a+dotprod",), "arm64": ("-march=armv8.2-a+dotprod",)}
 
 
-#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/wf_kernels.h (spec/numerics.md §15.1).
+#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/cpu.h (spec/numerics.md §15.1).
 ISAS = {"portable": 0, "neon": 1, "dotprod": 2, "avx2": 3, "avx512": 4}
 ISA_ENV = "WEIGHTFILE_ISA"
 ISA_RULE = "native.isa"
@@ -276,10 +276,10 @@ class WfLayer(ctypes.Structure):
 
 
 def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
-    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c). Their arrays are passed
-    as addresses (`address`): a decode step makes dozens of calls on small arrays, where the
-    ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of the
-    dtype in each comment, which they allocate themselves."""
+    """The forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c, cpu.c, ...). Their arrays
+    are passed as addresses (`address`): a decode step makes dozens of calls on small arrays,
+    where the ndpointer checks cost more than the kernels. Callers hand in C-contiguous arrays of
+    the dtype in each comment, which they allocate themselves."""
     p, f32 = ctypes.c_void_p, ctypes.c_float
     lib.wf_simd_path.argtypes = ()
     lib.wf_simd_path.restype = i32
@@ -288,6 +288,8 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
         getattr(lib, name).restype = i32
     lib.wf_isa.argtypes = ()
     lib.wf_isa.restype = i32
+    lib.wf_threads_for.argtypes = (i32, i64, i64)  # threads asked, work, least work per thread
+    lib.wf_threads_for.restype = i32
     lib.wf_quantize_activation.argtypes = (p, i64, p, p)  # x f32, n, codes i8, scales f32
     lib.wf_quantize_activation.restype = None
     # matrix, codes i8 [T, cols], scales f32 [T, cols/32], T, y f32 [T, rows], threads

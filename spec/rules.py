@@ -1,14 +1,9 @@
-"""One `Rule` type and one registry of every rule id the project raises (spec/README.md).
+"""One registry of every rule id the project raises (spec/README.md).
 
-A rule row says which error class a rule raises, which layer raises it (`origin`), where the
-specification states it (`doc` and `section`, a heading of `spec/<doc>.md`, plus `step` when the
-rule is one numbered step of a procedure, e.g. spec/vqf.md §9 step 12) and what it means.
-
-The rows live in per-area tables, all of this one type: the VQF container (spec/vqf/rules.py),
-the `.ninfer` v3 container and binders and the Qwen3.5 importer (spec/ninfer3/rules.py), and the
-layers no single container owns (here: the codecs, format sniffing, the frontend, the CLI).
-`RULES` merges them into one mapping and refuses a duplicate id. It is built on first use, so
-the area modules can import `Rule` from here without an import cycle.
+The rows, all of the one `Rule` type (spec/rule.py), live in per-area tables: the VQF container
+(spec/vqf/rules.py), the `.ninfer` v3 container and binders and the Qwen3.5 importer
+(spec/ninfer3/rules.py), and the layers no single container owns (here: the codecs, format
+sniffing, the frontend, the CLI). `RULES` merges them into one mapping and refuses a duplicate id.
 
 Codec rules are families: ``vqf.codec.*.length`` stands for ``vqf.codec.<codec>.length`` for
 every codec of the registry, because each codec raises the same rule under its own name
@@ -17,92 +12,22 @@ every codec of the registry, because each codec raises the same rule under its o
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
-
-from weightfile.spec.errors import ERROR_CLASSES
-
-#: Every rule id starts with one of these (the first dotted segment).
-PREFIXES = ("vqf", "ninfer3", "qwen35", "format", "frontend", "bench", "demo", "native")
-
-#: The in-tree documents a section can point into (spec/<doc>.md).
-DOCS = ("vqf", "ninfer3", "numerics", "models")
-
-#: Which layer raises the rule.
-ORIGINS = (
-    "loader",  # the Kestrel loader chain, spec/vqf.md §9
-    "strict",  # the strict checks the engine does not make, spec/vqf.md §9.1
-    "feature",  # a registered feature not implemented yet
-    "protected",  # ENC/SIGNED checks that need a passphrase or trusted key (spec/vqf.md §4)
-    "container",  # .ninfer framing and directory validation
-    "reader",  # lookups and range reads by callers
-    "deferred",  # .ninfer checks made when an object is used
-    "binder",  # binding a file to a model family
-    "codec",  # tensor payload encode/decode
-    "importer",  # converting a Hugging Face checkpoint
-    "writer",  # writer inputs
-    "frontend",  # tokenizer, prompt and chat template of run/trace
-    "cli",  # command-line usage that raises one of our errors
+from weightfile.spec.ninfer3.rules import IMPORT_RULES
+from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
+from weightfile.spec.rule import (
+    DOCS,
+    INV,
+    MAL,
+    NOT_FOUND,
+    ORIGINS,
+    PREFIXES,
+    UNS,
+    Rule,
+    table,
 )
+from weightfile.spec.vqf.rules import RULES as VQF_RULES
 
-ID = re.compile(r"[a-z][a-z0-9_]*(\.([a-z0-9_]+|\*))+")
-SECTION = re.compile(r"§\d+(\.\d+)*(-§\d+(\.\d+)*)?")
-# The document a rule's id implies when its row names none.
-_DOC_OF_PREFIX = {"vqf": "vqf", "ninfer3": "ninfer3", "qwen35": "ninfer3"}
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One rule: id, error class, layer, where it is specified and what it means."""
-
-    id: str  # dotted, lowercase; `*` in a codec family row stands for one codec name
-    error_class: str  # a name of spec.errors.ERROR_CLASSES
-    origin: str  # one of ORIGINS
-    # a heading of spec/<doc>.md: "spec/vqf.md §9", "spec/vqf.md §2.4", "spec/vqf.md §9.1",
-    # "spec/vqf.md §5.6-§5.8"
-    section: str
-    meaning: str
-    step: int | None = None  # the numbered step of the procedure under `section`
-    doc: str = ""  # vqf | ninfer3 | numerics | models; derived from the id prefix when empty
-    untested: str = ""  # why no test can raise this rule; empty when a test does
-    retired: str = ""  # the rule that reports the same input now; a retired rule is never raised
-
-    def __post_init__(self) -> None:
-        if not self.doc:
-            object.__setattr__(self, "doc", _DOC_OF_PREFIX.get(self.id.split(".")[0], ""))
-        assert ID.fullmatch(self.id) and self.id.split(".")[0] in PREFIXES, self.id
-        assert self.error_class in ERROR_CLASSES, (self.id, self.error_class)
-        assert self.origin in ORIGINS, (self.id, self.origin)
-        assert self.doc in DOCS, (self.id, self.doc)
-        assert SECTION.fullmatch(self.section), (self.id, self.section)
-
-    @property
-    def where(self) -> str:
-        """The citation in the project's one form, e.g. ``spec/vqf.md §9 step 12``."""
-        step = f" step {self.step}" if self.step is not None else ""
-        return f"spec/{self.doc}.md {self.section}{step}"
-
-    def matches(self, rule_id: str) -> bool:
-        """True when `rule_id` is this row's id, or one member of this codec family."""
-        if "*" not in self.id:
-            return rule_id == self.id
-        return re.fullmatch(re.escape(self.id).replace(r"\*", r"[a-z0-9_]+"), rule_id) is not None
-
-
-def table(rows: Iterable[Rule]) -> dict[str, Rule]:
-    """The rows keyed by id; a duplicate id is our own bug."""
-    out: dict[str, Rule] = {}
-    for r in rows:
-        assert r.id not in out, f"duplicate rule id {r.id}"
-        out[r.id] = r
-    return out
-
-
-MAL, INV, UNS = "MalformedError", "InvalidError", "UnsupportedError"
-NOT_FOUND = "NotFoundError"
+__all__ = ["DOCS", "ORIGINS", "PREFIXES", "RULES", "Rule", "lookup", "table"]
 
 # -- codecs: one family row per rule each codec raises under its own name ---------------------
 CODEC_RULES = table(
@@ -242,31 +167,16 @@ COMMON_RULES = table(
 )  # fmt: skip
 
 
-def _areas() -> list[Mapping[str, Rule]]:
-    # Imported here, not at the top: the area modules import `Rule` from this module.
-    from weightfile.spec.ninfer3.rules import IMPORT_RULES
-    from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
-    from weightfile.spec.vqf.rules import RULES as VQF_RULES
-
-    return [VQF_RULES, NINFER3_RULES, IMPORT_RULES, CODEC_RULES, COMMON_RULES]
-
-
-@cache
-def all_rules() -> dict[str, Rule]:
-    """Every row of every area table, keyed by id; a duplicate id across areas is refused."""
-    return table(r for area in _areas() for r in area.values())
+#: Every row of every area table, keyed by id; a duplicate id across areas is refused.
+RULES: dict[str, Rule] = table(
+    r
+    for area in (VQF_RULES, NINFER3_RULES, IMPORT_RULES, CODEC_RULES, COMMON_RULES)
+    for r in area.values()
+)
 
 
 def lookup(rule_id: str) -> Rule | None:
     """The row of a concrete rule id (a codec id resolves to its family row), or None."""
-    rules = all_rules()
-    if rule_id in rules:
-        return rules[rule_id]
-    return next((r for r in rules.values() if "*" in r.id and r.matches(rule_id)), None)
-
-
-def __getattr__(name: str) -> Any:
-    """`RULES` is the merged table, built when first asked for (module docstring)."""
-    if name == "RULES":
-        return all_rules()
-    raise AttributeError(name)
+    if rule_id in RULES:
+        return RULES[rule_id]
+    return next((r for r in RULES.values() if "*" in r.id and r.matches(rule_id)), None)

@@ -19,7 +19,7 @@ from construct import (
     Struct,
 )
 
-from weightfile.spec.rules import Rule
+from weightfile.spec.rule import Rule
 
 _FORMATS = {
     "<I": "u32",

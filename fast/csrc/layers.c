@@ -41,21 +41,12 @@ typedef struct {
     const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
 } wf_layer;
 
-/* The product-thread rule of fast/numerics/matrix.py threads_for: each thread gets at least
- * min_work (its MIN_ELEMENTS_PER_THREAD) weight elements x tokens; only speed depends on it. */
-static int64_t min_work = 1 << 17;
-
-static int32_t threads_for(int32_t asked, int64_t work) {
-    int64_t t = work / min_work;
-    if (t > asked) t = asked;
-    return t < 1 ? 1 : (int32_t)t;
-}
-
 /* Products `which[0..n)` of layer L applied to the same activations (float x, and its codes
  * xq / scales xd when some product takes them): those taking codes as one pool call, the others
  * one by one, as fast/numerics/matrix.py project does. */
 static void project(const wf_layer *L, const int *which, int n, const float *x, const int8_t *xq,
-                    const float *xd, int64_t T, float *const *ys, int32_t threads) {
+                    const float *xd, int64_t T, float *const *ys, int32_t threads,
+                    int64_t min_work) {
     const wf_matrix *set[P_COUNT];
     float *set_y[P_COUNT];
     int count = 0;
@@ -66,12 +57,13 @@ static void project(const wf_layer *L, const int *which, int n, const float *x, 
             set[count] = m, set_y[count++] = ys[i];
             rows += m->rows;
         } else {
-            wf_matmat_f32(m, x, T, ys[i], threads_for(threads, m->rows * m->cols * T));
+            const int64_t work = m->rows * m->cols * T;
+            wf_matmat_f32(m, x, T, ys[i], wf_threads_for(threads, work, min_work));
         }
     }
     if (count > 0)
         wf_matmat_q8_activation_set(set, count, xq, xd, T, set_y,
-                                    threads_for(threads, rows * set[0]->cols * T));
+                                    wf_threads_for(threads, rows * set[0]->cols * T, min_work));
 }
 
 static int any_codes(const wf_layer *L, int a, int b, int c) {
@@ -121,7 +113,7 @@ int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
  * at cache row slots[t] of its layer (keys / values [layers, capacity, kv_dim]); every token's
  * K/V is written before any attends, and token t reads rows 0..slots[t] (spec/numerics.md §9).
  * cos / sin [T, head_dim/2] are the tokens' spec/numerics.md §8.2-§8.3 rows. `scratch` holds
- * wf_forward_scratch_floats(layers, T) floats; min_work_per_thread is threads_for's bound (the
+ * wf_forward_scratch_floats(layers, T) floats; min_work is wf_threads_for's bound (the
  * tests lower it so that tiny models use threads). Attention runs on the pool too: its units are
  * (token, kv head) groups of query heads. Returns 0; an allocation failure inside a kernel leaves
  * NaN (outputs are NaN-filled first), so it cannot pass for a result. */
@@ -129,9 +121,8 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
                           int64_t kv_heads, int64_t head_dim, float eps, float *x, int64_t T,
                           const float *cos, const float *sin, float *keys, float *values,
                           int64_t capacity, const int64_t *slots, float *scratch,
-                          int32_t threads, int64_t min_work_per_thread) {
+                          int32_t threads, int64_t min_work) {
     if (nlayers <= 0 || T <= 0) return 0;
-    min_work = min_work_per_thread > 0 ? min_work_per_thread : 1;
     const wf_layer *L0 = layers;
     const int64_t hid = L0->mat[P_Q]->cols, qd = L0->mat[P_Q]->rows, kvd = L0->mat[P_K]->rows;
     const int64_t inter = L0->mat[P_GATE]->rows;
@@ -159,7 +150,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
     for (int64_t t = 0; t < T; t++) npos_max = slots[t] + 1 > npos_max ? slots[t] + 1 : npos_max;
     int64_t attention_work = 0; /* multiply-adds of q.k and p.v, for the thread count */
     for (int64_t t = 0; t < T; t++) attention_work += 2 * (slots[t] + 1) * qd;
-    const int32_t attention_threads = threads_for(threads, attention_work);
+    const int32_t attention_threads = wf_threads_for(threads, attention_work, min_work);
     static const int QKV[3] = {P_Q, P_K, P_V}, O[1] = {P_O}, GU[2] = {P_GATE, P_UP};
     static const int DOWN[1] = {P_DOWN};
     for (int32_t i = 0; i < nlayers; i++) {
@@ -171,7 +162,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         else
             wf_rmsnorm_rows(x, T, hid, L->attn_norm, eps, n);
         float *const qkv[3] = {q, k, v};
-        project(L, QKV, 3, n, xq, xd, T, qkv, threads);
+        project(L, QKV, 3, n, xq, xd, T, qkv, threads, min_work);
         wf_norm_rope(q, T, heads, head_dim, L->q_norm, eps, cos, sin, qn, qr);
         wf_norm_rope(k, T, kv_heads, head_dim, L->k_norm, eps, cos, sin, kn, kr);
         for (int64_t t = 0; t < T; t++) {
@@ -183,7 +174,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         wf_parallel_for(T * kv_heads * UNIT_SPAN, attention_threads, attention_units, &job);
         if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
         float *const oy[1] = {o};
-        project(L, O, 1, att, xq, xd, T, oy, threads);
+        project(L, O, 1, att, xq, xd, T, oy, threads, min_work);
         for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §5.3 */
         /* x = h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h) */
         if (any_codes(L, P_GATE, P_UP, -1))
@@ -191,11 +182,11 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         else
             wf_rmsnorm_rows(h, T, hid, L->ffn_norm, eps, n);
         float *const gu[2] = {g, u};
-        project(L, GU, 2, n, xq, xd, T, gu, threads);
+        project(L, GU, 2, n, xq, xd, T, gu, threads, min_work);
         wf_swiglu(g, u, T * inter, sw);
         if (L->codes[P_DOWN]) wf_quantize_activation(sw, T * inter, xq, xd);
         float *const dy[1] = {d};
-        project(L, DOWN, 1, sw, xq, xd, T, dy, threads);
+        project(L, DOWN, 1, sw, xq, xd, T, dy, threads, min_work);
         for (int64_t j = 0; j < T * hid; j++) x[j] = h[j] + d[j];
     }
     return 0;

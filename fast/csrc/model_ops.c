@@ -1,12 +1,12 @@
 /* The forward pass's vector operations in the canonical order (spec/numerics.md §3, §5-§7, §9).
  *
  * Each function mirrors one function of ref/numerics: RMSNorm (spec/numerics.md §5.1), the binary32
- * exp (spec/numerics.md §6), SiLU (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one
- * token's causal GQA attention (spec/numerics.md §9). They live in C because the
- * spec/numerics.md §3 lane order of their sums, and the per-position loop of attention, cost a
- * Python call per element or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum
- * (spec/numerics.md §3); every other operation is one IEEE binary32 operation, never fused
- * (-ffp-contract=off).
+ * exp over arrays (spec/numerics.md §6; the scalar exp is scalar_ops.c's), SiLU
+ * (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one token's causal GQA attention
+ * (spec/numerics.md §9). They live in C because the spec/numerics.md §3 lane order of their sums,
+ * and the per-position loop of attention, cost a Python call per element or per position in NumPy.
+ * Sums go through wf_dot_f32 / lanes_sum (spec/numerics.md §3); every other operation is one IEEE
+ * binary32 operation, never fused (-ffp-contract=off).
  *
  * The plain C here is the portable path; the AVX2 (and AVX-512) and NEON paths take the SIMD forms
  * of ops_vec.c (spec/numerics.md §15.1), which compute the same operations on the same outputs.
@@ -19,12 +19,6 @@
 
 /* The SIMD table of the path in use, NULL on the portable path. */
 static inline const wf_vec_ops *vec(void) { return wf_vec_ops_for(wf_isa()); }
-
-static float f32_of(uint32_t b) {
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
 
 /* spec/numerics.md §3 the canonical sum of n float32 terms. */
 static float lanes_sum(const float *v, int64_t n) {
@@ -86,32 +80,6 @@ void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *
     wf_quantize_activation(out, nrows * n, codes, scales);
 }
 
-/* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
-static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
-
-/* spec/numerics.md §6 Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two powers
- * of two; the constants are the bit patterns of spec/numerics/constants.py. */
-float wf_exp(float x) {
-    const float log2e = f32_of(0x3FB8AA3Bu), ln2_hi = f32_of(0x3F317200u),
-                ln2_lo = f32_of(0x35BFBE8Eu), x_max = f32_of(0x42B17217u),
-                x_min = f32_of(0xC2CFF1B4u);
-    static const uint32_t poly[6] = {0x39500D01u, 0x3AB60B61u, 0x3C088889u,
-                                     0x3D2AAAABu, 0x3E2AAAABu, 0x3F000000u};
-    if (x != x) return x + x; /* NaN in, the same NaN (quieted) out, as NumPy's maximum gives */
-    if (x > x_max) return INFINITY;
-    if (x < x_min) return 0.0f;
-    float k = rintf(x * log2e);
-    float hi = x - k * ln2_hi, lo = k * ln2_lo;
-    float r = hi - lo;
-    float c = (hi - r) - lo;
-    float q = f32_of(poly[0]);
-    for (int i = 1; i < 6; i++) q = q * r + f32_of(poly[i]);
-    float y = 1.0f + (r + (c + (r * r) * q));
-    float a = k > 127.0f ? 127.0f : (k < -126.0f ? k + 64.0f : k);
-    float b = k > 127.0f ? k - 127.0f : (k < -126.0f ? -64.0f : 0.0f);
-    return (y * pow2(a)) * pow2(b);
-}
-
 /* spec/numerics.md §6 element-wise over n floats, a vector at a time on a SIMD path: the lanes
  * swiglu and softmax use, open to a direct test against the reference's exp (swiglu's 1 + exp
  * hides exp's low bits). */
@@ -135,17 +103,6 @@ void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, i
                         float *scales) {
     wf_swiglu(g, u, n, out);
     wf_quantize_activation(out, n, codes, scales);
-}
-
-/* spec/numerics.md §5.2 maximum: the first NaN if any, else the first largest value. */
-float wf_max_f32(const float *v, int64_t n) {
-    float best = v[0];
-    if (best != best) return best;
-    for (int64_t i = 1; i < n; i++) {
-        if (v[i] != v[i]) return v[i];
-        if (v[i] > best) best = v[i];
-    }
-    return best;
 }
 
 /* spec/numerics.md §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */

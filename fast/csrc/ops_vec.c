@@ -12,9 +12,6 @@
 #include "ops_vec.h"
 #include "wf_kernels.h"
 
-float wf_exp(float x);            /* model_ops.c: the scalar spec/numerics.md §6 exp */
-float wf_max_f32(const float *v, int64_t n); /* model_ops.c: spec/numerics.md §5.2 maximum */
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 

@@ -24,8 +24,6 @@
 
 enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64 };
 
-static int payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK / 2; }
-
 /* spec/numerics.md §4.1 steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127), all 0
  * unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
@@ -49,46 +47,6 @@ void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *sca
             codes[start + i] = (int8_t)q;
         }
     }
-}
-
-/* Row r, block column b: the f16 scale bits and the 32 signed codes. An untiled Q8 block is
- * returned in place; everything else is unpacked into `tmp`. */
-const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
-                             uint16_t *d) {
-    const int64_t nb = m->cols / WF_QK;
-    const int p = payload_bytes(m->kind);
-    const uint8_t *scale, *src;
-    uint8_t gathered[WF_QK];
-    if (m->group_rows <= 1) {
-        const uint8_t *block = m->data + (r * nb + b) * (2 + p);
-        scale = block;
-        src = block + 2;
-    } else {
-        /* spec/vqf.md §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
-        const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
-        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
-        scale = group + 2 * mm;
-        const uint8_t *row = group + 2 * g + k * mm;
-        if (k == 4) /* chunk c: k bytes at 2G + c·kG + km (fixed sizes, so memcpy is inlined) */
-            for (int c = 0; c < p / 4; c++) memcpy(gathered + 4 * c, row + c * 4 * g, 4);
-        else
-            for (int c = 0; c < p / k; c++) memcpy(gathered + c * k, row + c * k * g, (size_t)k);
-        const uint8_t mask = (uint8_t)m->xor_mask;
-        for (int j = 0; j < WF_QK; j++) gathered[j] ^= mask;
-        src = gathered;
-    }
-    *d = (uint16_t)(scale[0] | (scale[1] << 8));
-    if (m->kind == WF_W_Q8) {
-        if (src != gathered) return (const int8_t *)src;
-        memcpy(tmp, gathered, WF_QK);
-        return tmp;
-    }
-    for (int j = 0; j < WF_QK / 2; j++) {
-        /* byte j: element j low nibble, j + 16 high (spec/vqf.md §5.7) */
-        tmp[j] = (int8_t)((src[j] & 0x0F) - 8);
-        tmp[j + WF_QK / 2] = (int8_t)((src[j] >> 4) - 8);
-    }
-    return tmp;
 }
 
 /* spec/numerics.md §4.1 step 3: the exact integer dot of one block; `isa` is wf_isa() (the
@@ -134,7 +92,7 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
         for (int i = 0; i < 4; i++) {
             uint16_t d;
             if (m->group_rows <= 1) /* the same block of the next four rows, as on x86 */
-                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 + payload_bytes(m->kind)));
+                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 + wf_payload_bytes(m->kind)));
             const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
             dw[i] = f16[d];
             lo[i] = vld1q_s8(w);

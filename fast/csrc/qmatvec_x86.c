@@ -17,23 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int32_t wf_isa_cpu(int32_t isa) {
-    __builtin_cpu_init();
-    switch (isa) {
-    case WF_ISA_PORTABLE:
-        return 1;
-    case WF_ISA_AVX2: /* every AVX2 CPU has F16C, but the kernels use both: ask for both */
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    case WF_ISA_AVX512: /* what AVX-512 int8 kernels need: F, BW, VL and VNNI (vpdpbusd) */
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-    default:
-        return 0;
-    }
-}
-
-int wf_x86_avx2(void) { return wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512; }
-
 #define AVX2 __attribute__((target("avx2,f16c")))
 
 /* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
@@ -577,18 +560,6 @@ AVX2 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t 
 }
 
 #else
-
-int wf_x86_avx2(void) { return 0; }
-
-int32_t wf_isa_cpu(int32_t isa) {
-#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-    return isa == WF_ISA_PORTABLE || isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD;
-#elif defined(__ARM_NEON)
-    return isa == WF_ISA_PORTABLE || isa == WF_ISA_NEON;
-#else
-    return isa == WF_ISA_PORTABLE;
-#endif
-}
 
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,

@@ -1,4 +1,5 @@
-/* Helpers every forward-pass kernel shares: f16 widening, the canonical dot, row threads.
+/* Helpers every forward-pass kernel shares: f16 widening, the canonical dot, row threads, and the
+ * fetch of one row's block from a file-encoded (possibly tiled) matrix.
  *
  * wf_dot_f32 is spec/numerics.md §3.3: products rounded one by one, element i added to lane
  * i mod 8 in ascending i from +0.0, lanes combined by the fixed tree of spec/numerics.md §3.2. On
@@ -186,6 +187,12 @@ static int ensure_workers(int want) {
     return pool.workers;
 }
 
+int32_t wf_threads_for(int32_t asked, int64_t work, int64_t min_work) {
+    int64_t t = work / (min_work > 0 ? min_work : 1);
+    if (t > asked) t = asked;
+    return t < 1 ? 1 : (int32_t)t;
+}
+
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if ((int64_t)threads > n) threads = (int32_t)n;
@@ -221,51 +228,42 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool.busy);
 }
 
-/* x86-64 AVX-512: the kernels (qmatvec_avx512.c) leave the rows outside their bands, and the
- * per-layer ops, to the AVX2 ones, so the path needs both instruction sets. */
-#if !defined(__ARM_NEON)
-static int32_t avx512_cpu(void) { return wf_isa_cpu(WF_ISA_AVX512) && wf_isa_cpu(WF_ISA_AVX2); }
-#endif
-
-/* The best path of this build: on Arm the NEON code is compiled in by -march, on x86-64 the AVX2
- * and AVX-512 functions are chosen at run time (qmatvec_x86.c, qmatvec_avx512.c). */
-static int32_t best_isa(void) {
-#if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-    return WF_ISA_DOTPROD;
-#elif defined(__ARM_NEON)
-    return WF_ISA_NEON;
-#else
-    if (avx512_cpu()) return WF_ISA_AVX512;
-    return wf_isa_cpu(WF_ISA_AVX2) ? WF_ISA_AVX2 : WF_ISA_PORTABLE;
-#endif
-}
-
-/* -1 until first read; written only between calls (wf_set_isa), so workers read a settled value. */
-static _Atomic int32_t active_isa = -1;
-
-int32_t wf_isa_usable(int32_t isa) {
-    if (isa == WF_ISA_PORTABLE) return 1;
-#if defined(__ARM_NEON)
-    return isa == WF_ISA_NEON || isa == best_isa();
-#else
-    return (isa == WF_ISA_AVX2 && wf_isa_cpu(WF_ISA_AVX2)) ||
-           (isa == WF_ISA_AVX512 && avx512_cpu());
-#endif
-}
-
-int32_t wf_isa(void) {
-    int32_t isa = atomic_load_explicit(&active_isa, memory_order_relaxed);
-    if (isa < 0) {
-        isa = best_isa();
-        atomic_store(&active_isa, isa);
+/* Row r, block column b: the f16 scale bits and the 32 signed codes. An untiled Q8 block is
+ * returned in place; everything else is unpacked into `tmp`. */
+const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
+                             uint16_t *d) {
+    const int64_t nb = m->cols / WF_QK;
+    const int p = wf_payload_bytes(m->kind);
+    const uint8_t *scale, *src;
+    uint8_t gathered[WF_QK];
+    if (m->group_rows <= 1) {
+        const uint8_t *block = m->data + (r * nb + b) * (2 + p);
+        scale = block;
+        src = block + 2;
+    } else {
+        /* spec/vqf.md §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
+        const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
+        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        scale = group + 2 * mm;
+        const uint8_t *row = group + 2 * g + k * mm;
+        if (k == 4) /* chunk c: k bytes at 2G + c·kG + km (fixed sizes, so memcpy is inlined) */
+            for (int c = 0; c < p / 4; c++) memcpy(gathered + 4 * c, row + c * 4 * g, 4);
+        else
+            for (int c = 0; c < p / k; c++) memcpy(gathered + c * k, row + c * k * g, (size_t)k);
+        const uint8_t mask = (uint8_t)m->xor_mask;
+        for (int j = 0; j < WF_QK; j++) gathered[j] ^= mask;
+        src = gathered;
     }
-    return isa;
+    *d = (uint16_t)(scale[0] | (scale[1] << 8));
+    if (m->kind == WF_W_Q8) {
+        if (src != gathered) return (const int8_t *)src;
+        memcpy(tmp, gathered, WF_QK);
+        return tmp;
+    }
+    for (int j = 0; j < WF_QK / 2; j++) {
+        /* byte j: element j low nibble, j + 16 high (spec/vqf.md §5.7) */
+        tmp[j] = (int8_t)((src[j] & 0x0F) - 8);
+        tmp[j + WF_QK / 2] = (int8_t)((src[j] >> 4) - 8);
+    }
+    return tmp;
 }
-
-int32_t wf_set_isa(int32_t isa) {
-    if (!wf_isa_usable(isa)) return -1;
-    atomic_store(&active_isa, isa);
-    return 0;
-}
-
-int32_t wf_simd_path(void) { return wf_isa(); }

@@ -1,4 +1,5 @@
-/* Shared declarations of the forward-pass kernels (qmatvec.c, model_ops.c, wf_parallel.c).
+/* Shared declarations of the forward-pass kernels (qmatvec.c, model_ops.c, wf_common.c, ...;
+ * the kernel paths are cpu.h's).
  *
  * Everything follows spec/numerics.md: sums in the canonical 8-lane order with the fixed
  * halving tree (spec/numerics.md §3), no fused multiply-add (build with -ffp-contract=off),
@@ -9,6 +10,8 @@
 #define WF_KERNELS_H
 
 #include <stdint.h>
+
+#include "cpu.h"
 
 enum { WF_QK = 32, WF_LANES = 8 };
 
@@ -25,6 +28,9 @@ typedef struct {
     int32_t kind, group_rows, chunk_bytes, xor_mask;
 } wf_matrix;
 
+/* Bytes after the f16 scale in one base block of `kind` (WF_W_Q8 or WF_W_Q4). */
+static inline int wf_payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK / 2; }
+
 /* Exact binary16 -> binary32 widening (table built once). */
 float wf_f16_to_f32(uint16_t h);
 const float *wf_f16_table(void);
@@ -40,6 +46,12 @@ static inline float wf_combine_lanes(const float l[WF_LANES]) {
 float wf_dot_f32(const float *a, const float *b, int64_t n);
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 
+/* The thread policy, its one copy (fast/numerics/matrix.py threads_for asks it): `asked`, capped
+ * so that each thread gets at least `min_work` of `work` (weight elements x tokens, or
+ * multiply-adds), and at least 1. Starting threads costs more than a small product saves; every
+ * count gives the same bits (spec/numerics.md §15.2), so only speed depends on it. */
+int32_t wf_threads_for(int32_t asked, int64_t work, int64_t min_work);
+
 /* Run fn(ctx, begin, end) over [0, n) split into `threads` contiguous parts (pthreads). */
 typedef void (*wf_range_fn)(void *ctx, int64_t begin, int64_t end);
 void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
@@ -48,23 +60,9 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* Kernel paths (spec/numerics.md §15.1). Every path gives the same bits; which one runs is chosen
- * once per process (the best this CPU and build have) and can be forced by wf_set_isa. */
-enum { WF_ISA_PORTABLE = 0, WF_ISA_NEON = 1, WF_ISA_DOTPROD = 2, WF_ISA_AVX2 = 3, WF_ISA_AVX512 = 4 };
-/* 1 when this CPU has the instructions of `isa` (qmatvec_x86.c on x86-64, compile time on Arm). */
-int32_t wf_isa_cpu(int32_t isa);
-/* 1 when this build has kernels for `isa` and the CPU can run them. */
-int32_t wf_isa_usable(int32_t isa);
-/* Make `isa` the path every later call takes; 0 on success, -1 (nothing changed) when unusable.
- * Call it between products, never during one. */
-int32_t wf_set_isa(int32_t isa);
-/* The path in use. */
-int32_t wf_isa(void);
-
-/* x86-64: 1 when the AVX2 kernels are in use (the avx2 path, or the avx512 one, which leaves
- * them the rows its bands do not cover; qmatvec_x86.c), and the AVX2 spec/numerics.md §4.1 kernel
- * for the whole groups of four rows in [r0, r1); returns the first row it left to the caller. */
-int wf_x86_avx2(void);
+/* x86-64: the AVX2 spec/numerics.md §4.1 kernel for the whole groups of four rows in [r0, r1),
+ * which the avx2 path and the avx512 one (for the rows its bands do not cover) take
+ * (qmatvec_x86.c); returns the first row it left to the caller. */
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,
                                    float *y);
@@ -87,9 +85,10 @@ int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1,
                                      const float *xd, const int32_t *xsum8, int64_t tokens,
                                      float *y);
 
-/* The path the kernels take: WF_ISA_* (0 portable C, 1 NEON, 2 NEON + dotprod, 3 x86 AVX2,
- * 4 x86 AVX-512 + VNNI). */
-int32_t wf_simd_path(void);
+/* scalar_ops.c: the scalar spec/numerics.md §6 exp and the spec/numerics.md §5.2 maximum (the
+ * first NaN if any, else the first largest value). */
+float wf_exp(float x);
+float wf_max_f32(const float *v, int64_t n);
 
 /* spec/numerics.md §9 one token's attention over npos rows of stride floats (model_ops.c). */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,

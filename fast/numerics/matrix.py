@@ -27,8 +27,9 @@ from weightfile.spec.vqf.qtypes import tensor_bytes
 #: (spec/vqf.md §5.4, §5.5); tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
 KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
 QUANTIZED = (0, 1)
-#: Below this many weight elements x tokens a product runs on one thread: starting threads would
-#: cost more than they save. Any count gives the same bits, so this is only about speed.
+#: The least work (weight elements x tokens) worth a thread of its own, the bound the C thread
+#: policy (wf_threads_for) is given on every call; tests lower it so that tiny products use
+#: threads. Any count gives the same bits (spec/numerics.md §15.2), so this is only about speed.
 MIN_ELEMENTS_PER_THREAD = 1 << 17
 
 
@@ -41,8 +42,10 @@ def kernels() -> ctypes.CDLL:
 
 
 def threads_for(asked: int, work: int) -> int:
-    """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of `work` (elements)."""
-    return max(1, min(int(asked), work // MIN_ELEMENTS_PER_THREAD))
+    """`asked`, capped so that each thread has MIN_ELEMENTS_PER_THREAD of `work` (elements): the
+    C kernels' policy (fast/csrc/wf_kernels.h wf_threads_for), asked rather than restated, since
+    wf_forward_layers applies it to every product inside one C call."""
+    return int(kernels().wf_threads_for(int(asked), int(work), MIN_ELEMENTS_PER_THREAD))
 
 
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

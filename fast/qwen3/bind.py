@@ -65,13 +65,13 @@ def stacked(
     return [matrix_from_entry(vqf, e, out, inp, layer=i, mode=mode) for i in range(layers)]
 
 
-def bind(vqf: VQFFile, mode: QuantizedMatmul, family: str | None = None):
+def bind(vqf: VQFFile, mode: QuantizedMatmul, projection_set: str | None = None):
     """(config, FastWeights) of a dense Qwen3 / Qwen3-VL-text VQF; errors as bind_vqf's."""
-    p = dense_plan(vqf, family)
+    p = dense_plan(vqf, projection_set)
     c: Qwen3Config = p.config
-    fam, lm_name, shapes = p.family, p.lm_name, p.shapes
+    pset, lm_name, shapes = p.projection_set, p.lm_name, p.shapes
     nl, d, hd = c.num_hidden_layers, c.hidden_size, c.head_dim
-    m = {k: stacked(vqf, f"{fam}_{k}", nl, *oi, mode) for k, oi in shapes.items()}
+    m = {k: stacked(vqf, f"{pset}_{k}", nl, *oi, mode) for k, oi in shapes.items()}
     norms = {n: read_norm(vqf, n, nl, d) for n in ("attn_norm", "ffn_norm")}
     norms |= {n: read_norm(vqf, n, nl, hd) for n in ("q_norm", "k_norm")}
     layers = tuple(

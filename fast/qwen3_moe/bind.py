@@ -98,14 +98,14 @@ def layer_views(vqf: VQFFile, name: str, layers: int, out: int, inp: int) -> tup
     ]
 
 
-def bind(vqf: VQFFile, mode: QuantizedMatmul, family: str | None = None):
+def bind(vqf: VQFFile, mode: QuantizedMatmul, projection_set: str | None = None):
     """(config, FastMoeWeights) of a version-3 VQF; errors as ref.qwen3_moe.bind_vqf's."""
-    p = moe_plan(vqf, family)
+    p = moe_plan(vqf, projection_set)
     c: Qwen3MoeConfig = p.config
     nl, d, hd, ff = c.num_hidden_layers, c.hidden_size, c.head_dim, c.intermediate_size
     attn = {"q": (c.q_dim, d), "k": (c.kv_dim, d), "v": (c.kv_dim, d), "o": (d, c.q_dim)}
-    m = {k: stacked(vqf, f"{p.family}_{k}", nl, *oi, mode) for k, oi in attn.items()}
-    ffn = {k: layer_views(vqf, f"{p.family}_{k}", nl, *oi)
+    m = {k: stacked(vqf, f"{p.projection_set}_{k}", nl, *oi, mode) for k, oi in attn.items()}
+    ffn = {k: layer_views(vqf, f"{p.projection_set}_{k}", nl, *oi)
            for k, oi in {"gate": (ff, d), "up": (ff, d), "down": (d, ff)}.items()}  # fmt: skip
     read_router(vqf, nl, c.num_experts, d)  # the reference's checks (and its errors)
     routers = [

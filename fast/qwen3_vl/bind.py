@@ -61,8 +61,8 @@ def bind_vision(
     )
 
 
-def bind_vl(vqf: VQFFile, mode: QuantizedMatmul, family: str | None = None):
+def bind_vl(vqf: VQFFile, mode: QuantizedMatmul, projection_set: str | None = None):
     """(text config, text FastWeights, vision config, vision weights, special ids)."""
-    tc, tw = bind_text(vqf, mode, family)
+    tc, tw = bind_text(vqf, mode, projection_set)
     vc, vw = bind_vision(vqf, tc.hidden_size, mode)
     return tc, tw, vc, vw, special_ids(vqf.header.arch)

@@ -140,10 +140,6 @@ class Artifact:
             self.object(object_id)
         return ranges
 
-    def uses_of(self, parameter: str) -> list[Use]:
-        """Every Use of `parameter`, in directory order (spec/ninfer3.md §2.6)."""
-        return [u for u in self.directory.uses if u.parameter == parameter]
-
     def activation_divisor(self, use: Use) -> float | None:
         """The Use's activation_input_divisor: one finite, positive FP32 element
         (spec/ninfer3.md §2.6)."""

@@ -31,7 +31,9 @@ from .weights import LayerWeights, ModelWeights, widen_f16
 #: scale_bits uint16 [rows, cols/32]). The lead wires this to codec_for(...).decode_words.
 MatrixWords = Callable[[str, int, int, bytes, int, int], tuple[np.ndarray, np.ndarray]]
 
-FAMILIES = ("q4", "q8")  # the engine's decode prefers Q4 when a file has both (spec/vqf.md §7.2)
+#: The projection sets a file can hold: the q4_* or q8_* matrices. The engine's decode prefers Q4
+#: when a file has both (spec/vqf.md §7.2).
+PROJECTION_SETS = ("q4", "q8")
 
 
 def require_entry(vqf: VQFFile, name: str) -> Entry:
@@ -81,16 +83,19 @@ def config_from_arch(arch: dict, tied: bool) -> Qwen3Config:
         ) from None
 
 
-def choose_family(vqf: VQFFile, family: str | None) -> str:
-    """The projection family to bind: the one asked for, else q4 if present, else q8."""
-    if family is not None and family not in FAMILIES:
-        raise UnsupportedError("vqf.bind.unsupported", f"unknown family {family!r}", path="family")
-    present = [f for f in FAMILIES if any(e.name == f"{f}_q" for e in vqf.entries)]
-    if family is None:
+def choose_projection_set(vqf: VQFFile, projection_set: str | None) -> str:
+    """The projection set to bind (q4_* or q8_* matrices): the one asked for, else q4 if present,
+    else q8. The error keeps the rule's word (vqf.bind.unsupported: "an unknown family")."""
+    if projection_set is not None and projection_set not in PROJECTION_SETS:
+        raise UnsupportedError(
+            "vqf.bind.unsupported", f"unknown family {projection_set!r}", path="family"
+        )
+    present = [f for f in PROJECTION_SETS if any(e.name == f"{f}_q" for e in vqf.entries)]
+    if projection_set is None:
         if not present:
             raise NotFoundError("vqf.bind.missing_tensor", "neither q4_q nor q8_q", path="q8_q")
         return present[0]
-    return family
+    return projection_set
 
 
 def read_embedding(vqf: VQFFile, c: Qwen3Config) -> np.ndarray:
@@ -161,17 +166,17 @@ def codec_matrix_words(
 
 @dataclass(frozen=True)
 class DensePlan:
-    """What a dense Qwen3 VQF binds (spec/vqf.md §7.1): its config, projection family, lm_head
+    """What a dense Qwen3 VQF binds (spec/vqf.md §7.1): its config, projection set, lm_head
     tensor name (None: tied to token_embed) and the physical [out, in] shape of each per-layer
     matrix."""
 
     config: Qwen3Config
-    family: str
+    projection_set: str
     lm_name: str | None
     shapes: dict[str, tuple[int, int]]
 
 
-def dense_plan(vqf: VQFFile, family: str | None = None) -> DensePlan:
+def dense_plan(vqf: VQFFile, projection_set: str | None = None) -> DensePlan:
     """Refuse what the Qwen3 decoder cannot bind (MoE, no q/k norms), then plan the binding.
 
     Shared by every binder (the reference's and the fast path's), so both refuse and pick the
@@ -183,9 +188,9 @@ def dense_plan(vqf: VQFFile, family: str | None = None) -> DensePlan:
         )
     if not arch.get("has_q_norm"):
         raise UnsupportedError("vqf.bind.unsupported", "Qwen3 needs q/k norms", path="arch")
-    fam = choose_family(vqf, family)
+    pset = choose_projection_set(vqf, projection_set)
     names = {e.name for e in vqf.entries}
-    lm_name = next((f"{f}_lm" for f in (fam, *FAMILIES) if f"{f}_lm" in names), None)
+    lm_name = next((f"{f}_lm" for f in (pset, *PROJECTION_SETS) if f"{f}_lm" in names), None)
     c = config_from_arch(arch, tied=lm_name is None)
     d = c.hidden_size
     shapes = {  # physical [out, in] per layer (spec/vqf.md §7.1)
@@ -193,17 +198,17 @@ def dense_plan(vqf: VQFFile, family: str | None = None) -> DensePlan:
         "gate": (c.intermediate_size, d), "up": (c.intermediate_size, d),
         "down": (d, c.intermediate_size),
     }  # fmt: skip
-    return DensePlan(c, fam, lm_name, shapes)
+    return DensePlan(c, pset, lm_name, shapes)
 
 
 def bind_vqf(
-    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
+    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, projection_set: str | None = None
 ) -> tuple[Qwen3Config, ModelWeights]:
     """The decoder config and weights of a dense Qwen3 (or Qwen3-VL text tower) VQF file."""
-    p = dense_plan(vqf, family)
-    c, fam, lm_name, shapes = p.config, p.family, p.lm_name, p.shapes
+    p = dense_plan(vqf, projection_set)
+    c, pset, lm_name, shapes = p.config, p.projection_set, p.lm_name, p.shapes
     nl, d, hd = c.num_hidden_layers, c.hidden_size, c.head_dim
-    m = {k: read_matrices(vqf, f"{fam}_{k}", nl, *oi, matrix_words) for k, oi in shapes.items()}
+    m = {k: read_matrices(vqf, f"{pset}_{k}", nl, *oi, matrix_words) for k, oi in shapes.items()}
     norms = {n: read_norm(vqf, n, nl, d) for n in ("attn_norm", "ffn_norm")}
     norms |= {n: read_norm(vqf, n, nl, hd) for n in ("q_norm", "k_norm")}
     layers = tuple(

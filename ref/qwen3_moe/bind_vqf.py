@@ -22,7 +22,7 @@ import numpy as np
 from weightfile.ref.numerics.matrix import DenseMatrix, Matrix, QuantMatrix
 from weightfile.ref.qwen3.bind_vqf import (
     MatrixWords,
-    choose_family,
+    choose_projection_set,
     codec_matrix_words,
     config_from_arch,
     read_embedding,
@@ -139,26 +139,26 @@ def split_experts(
 
 @dataclass(frozen=True)
 class MoePlan:
-    """What a version-3 file binds: config, projection family, lm_head name (None: tied)."""
+    """What a version-3 file binds: config, projection set, lm_head name (None: tied)."""
 
     config: Qwen3MoeConfig
-    family: str
+    projection_set: str
     lm_name: str | None
 
 
-def moe_plan(vqf: VQFFile, family: str | None = None) -> MoePlan:
+def moe_plan(vqf: VQFFile, projection_set: str | None = None) -> MoePlan:
     """Refuse what the Qwen3-MoE decoder cannot bind, then plan the binding (shared by the
     reference and the fast binder, so both refuse the same way and in the same order)."""
     a = require_moe_arch(vqf)
-    fam = choose_family(vqf, family)
-    if fam == "q8" and vqf.header.flags & (VQFFlag.G256 | VQFFlag.Q8BUF_Q4):
+    pset = choose_projection_set(vqf, projection_set)
+    if pset == "q8" and vqf.header.flags & (VQFFlag.G256 | VQFFlag.Q8BUF_Q4):
         # the engine's expert kernels are Q4 and Q8 (spec/vqf.md §7.1); 256-wide scale runs
         # would not stay inside one expert's down band
         raise UnsupportedError("vqf.bind.unsupported", "G256 / Q4I8 expert matrices are not bound",
                                path="flags")  # fmt: skip
     require_bands(a)
     names = {e.name for e in vqf.entries}
-    lm_name = next((f"{f}_lm" for f in (fam, "q4", "q8") if f"{f}_lm" in names), None)
+    lm_name = next((f"{f}_lm" for f in (pset, "q4", "q8") if f"{f}_lm" in names), None)
     dense = config_from_arch(a, tied=lm_name is None)
     try:
         c = Qwen3MoeConfig(
@@ -169,15 +169,15 @@ def moe_plan(vqf: VQFFile, family: str | None = None) -> MoePlan:
         )
     except ValueError as exc:  # the checks above leave none: our bug if it happens
         raise RuntimeError(f"MoE config after the arch checks: {exc}") from None
-    return MoePlan(c, fam, lm_name)
+    return MoePlan(c, pset, lm_name)
 
 
 def bind_vqf(
-    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
+    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, projection_set: str | None = None
 ) -> tuple[Qwen3MoeConfig, MoeModelWeights]:
     """The decoder config and weights of a Qwen3-MoE (version 3) VQF file."""
-    p = moe_plan(vqf, family)
-    c, fam = p.config, p.family
+    p = moe_plan(vqf, projection_set)
+    c, pset = p.config, p.projection_set
     nl, d, hd, ff = c.num_hidden_layers, c.hidden_size, c.head_dim, c.intermediate_size
     shapes = {
         "q": (c.q_dim, d),
@@ -188,7 +188,7 @@ def bind_vqf(
         "up": (ff, d),
         "down": (d, ff),
     }
-    m = {k: read_matrices(vqf, f"{fam}_{k}", nl, *oi, matrix_words) for k, oi in shapes.items()}
+    m = {k: read_matrices(vqf, f"{pset}_{k}", nl, *oi, matrix_words) for k, oi in shapes.items()}
     router = read_router(vqf, nl, c.num_experts, d)
     norms = {n: read_norm(vqf, n, nl, d) for n in ("attn_norm", "ffn_norm")}
     norms |= {n: read_norm(vqf, n, nl, hd) for n in ("q_norm", "k_norm")}

@@ -231,18 +231,20 @@ def _deepstack_mergers(
 
 
 def bind_vl_vqf(
-    vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family: str | None = None
+    vqf: VQFFile,
+    matrix_words: MatrixWords = codec_matrix_words,
+    projection_set: str | None = None,
 ) -> tuple[Qwen3Config, ModelWeights, VisionConfig, VisionWeights, SpecialIds]:
     """Text tower, vision tower and special ids of a Qwen3-VL VQF file."""
-    tc, tw = bind_vqf(vqf, matrix_words, family)
+    tc, tw = bind_vqf(vqf, matrix_words, projection_set)
     vc, vw = bind_vision(vqf, tc.hidden_size, matrix_words)
     return tc, tw, vc, vw, special_ids(vqf.header.arch)
 
 
-def bind_family(vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, family=None):
-    """The registry's `binder` entry (weightfile/families/registry.py): (VLConfig, (text,
-    vision))."""
+def bind_family(vqf: VQFFile, matrix_words: MatrixWords = codec_matrix_words, projection_set=None):
+    """The registry's `binder` entry (weightfile/families/registry.py):
+    (VLConfig, (text, vision))."""
     from .model import VLConfig
 
-    tc, tw, vc, vw, ids = bind_vl_vqf(vqf, matrix_words, family)
+    tc, tw, vc, vw, ids = bind_vl_vqf(vqf, matrix_words, projection_set)
     return VLConfig(tc, vc, ids), (tw, vw)

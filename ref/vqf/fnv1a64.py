@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from weightfile.spec.vqf.constants import FNV_OFFSET_BASIS, FNV_PRIME
 
-from .read import VQFFile
+from .records import VQFFile
 
 _MASK64 = (1 << 64) - 1
 

@@ -50,7 +50,7 @@ from weightfile.spec.vqf.placement import directory_end, round_up
 from .fnv1a64 import fnv1a64
 
 if TYPE_CHECKING:
-    from .read import Entry, Header
+    from .records import Entry, Header
 
 CHUNK = 1 << 20  # the engine's loader chunk; a multiple of 16, so chunking never moves the counter
 FILE_LEN_AT = field_offset(VQFHeader, "file_len")

@@ -193,8 +193,8 @@ DIRECTORY_ORDER: tuple[TensorKind, ...] = (
 KINDS: dict[str, TensorKind] = {k.name: k for k in DIRECTORY_ORDER}
 ORDER_INDEX: dict[str, int] = {k.name: i for i, k in enumerate(DIRECTORY_ORDER)}
 
-#: wmode -> the matrix families it emits (spec/vqf.md §7.2); x8 copies are an option of wmode q4.
-WMODE_FAMILIES: dict[str, tuple[str, ...]] = {
+#: wmode -> the projection sets it emits (spec/vqf.md §7.2); x8 copies are an option of wmode q4.
+WMODE_PROJECTION_SETS: dict[str, tuple[str, ...]] = {
     "dual": ("q8", "q4"),
     "q4": ("q4",),
     "q8": ("q8",),
@@ -207,9 +207,11 @@ def inventory(
     arch: Mapping[str, Any], wmode: str, *, x8: bool = False, vision: bool | None = None
 ) -> list[TensorKind]:
     """The tensors a writer emits for `arch` in `wmode`, in spec/vqf.md §3.4 order."""
-    if wmode not in WMODE_FAMILIES:
-        raise ValueError(f"unknown wmode {wmode!r}; expected one of {sorted(WMODE_FAMILIES)}")
-    families = set(WMODE_FAMILIES[wmode]) | ({"x8"} if x8 else set())
+    if wmode not in WMODE_PROJECTION_SETS:
+        raise ValueError(
+            f"unknown wmode {wmode!r}; expected one of {sorted(WMODE_PROJECTION_SETS)}"
+        )
+    sets = set(WMODE_PROJECTION_SETS[wmode]) | ({"x8"} if x8 else set())
     if vision is None:
         vision = bool(arch.get("vis_depth"))
     kinds: list[TensorKind] = []
@@ -218,7 +220,7 @@ def inventory(
             continue
         if kind.family == "router" and not arch.get("n_experts"):
             continue
-        if kind.family in ("q8", "q4", "x8") and kind.family not in families:
+        if kind.family in ("q8", "q4", "x8") and kind.family not in sets:
             continue
         if kind.family.startswith("vision") and not vision:
             continue

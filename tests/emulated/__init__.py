@@ -22,7 +22,7 @@ import weightfile.fast
 CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
 CSRC = Path(weightfile.fast.__file__).with_name("csrc")
 FLAGS = ("-O2", "-ffp-contract=off", "-march=armv8.2-a+dotprod", "-static", "-std=c11")
-NEON_DOTPROD = 2  #: wf_simd_path() of the NEON + dotprod build (fast/csrc/wf_kernels.h)
+NEON_DOTPROD = 2  #: wf_simd_path() of the NEON + dotprod build (fast/csrc/cpu.h)
 
 
 class QemuDriver:

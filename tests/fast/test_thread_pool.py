@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import os, threading
@@ -52,3 +54,19 @@ def test_pool_is_deterministic_concurrent_and_fork_safe() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_the_thread_policy_is_the_c_one(monkeypatch) -> None:
+    """fast/numerics/matrix.py threads_for asks wf_threads_for (wf_common.c), the one copy of
+    the rule: the threads asked, capped at one per MIN_ELEMENTS_PER_THREAD of work, at least 1."""
+    from weightfile.fast._native import library
+    from weightfile.fast.numerics import matrix
+
+    if library() is None:
+        pytest.skip("no C compiler: the kernels cannot be built")
+    monkeypatch.setattr(matrix, "MIN_ELEMENTS_PER_THREAD", 100)
+    got = [
+        matrix.threads_for(asked, work) for asked, work in ((8, 350), (2, 10**12), (4, 99), (4, 0))
+    ]
+    assert got == [3, 2, 1, 1]
+    assert library().wf_threads_for(8, 350, 0) == 8  # a bound below 1 counts as 1

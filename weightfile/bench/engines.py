@@ -28,7 +28,7 @@ from weightfile.fast._native import library
 from weightfile.fast.numerics.matrix import matrix_from_entry
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import QuantMatrix
-from weightfile.ref.qwen3.bind_vqf import FAMILIES, choose_family, codec_matrix_words
+from weightfile.ref.qwen3.bind_vqf import PROJECTION_SETS, choose_projection_set, codec_matrix_words
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
 from weightfile.spec.vqf.inventory import Geometry, inventory
@@ -100,9 +100,9 @@ def open_ref(vqf: VQFFile) -> Any:
     return text_family(vqf).reference_model(vqf)
 
 
-def family_of(vqf: VQFFile) -> str:
-    """The projection family the decoder binds: q4 when present, else q8 (bind_vqf)."""
-    return choose_family(vqf, None)
+def projection_set_of(vqf: VQFFile) -> str:
+    """The projection set the decoder binds: q4 when present, else q8 (bind_vqf)."""
+    return choose_projection_set(vqf, None)
 
 
 def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
@@ -111,8 +111,8 @@ def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
     arch = vqf.header.arch
     g = Geometry.from_arch(arch)
     shapes = {}
-    for kind in inventory(arch, family_of(vqf)):
-        if kind.family in FAMILIES:
+    for kind in inventory(arch, projection_set_of(vqf)):
+        if kind.family in PROJECTION_SETS:
             count, out, inp = kind.physical(g)
             shapes[kind.name] = (out, inp, count)
     return shapes

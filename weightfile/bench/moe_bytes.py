@@ -22,7 +22,7 @@ from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.vqf.qtypes import tensor_bytes
 
-from .engines import family_of
+from .engines import projection_set_of
 from .roofline import EMBED, NORMS
 
 ROLES = ("gate", "up", "down")
@@ -32,7 +32,7 @@ ROUTER = "moe_router"
 def shared_bytes(vqf: VQFFile) -> int:
     """What every decode step reads whatever it routes to: norms, the router, the bound
     family's attention matrices and lm_head, one embedding row."""
-    prefix = family_of(vqf) + "_"
+    prefix = projection_set_of(vqf) + "_"
     experts = {prefix + r for r in ROLES}
     total = sum(
         e.bytes
@@ -48,7 +48,7 @@ def shared_bytes(vqf: VQFFile) -> int:
 
 def expert_bytes(vqf: VQFFile) -> int:
     """One expert of one layer: its gate, up and down bands (each stacked tensor / (nl·E))."""
-    prefix = family_of(vqf) + "_"
+    prefix = projection_set_of(vqf) + "_"
     arch = vqf.header.arch
     bands = int(arch["n_layers"]) * int(arch["n_experts"])
     return sum(e.bytes for e in vqf.entries if e.name in {prefix + r for r in ROLES}) // bands

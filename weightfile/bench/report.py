@@ -12,7 +12,7 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        shared machine every rate below is only as good as this; pinned_cpus
                        (the cpulist the run was pinned to, "0-3", or null: weightfile/cpus.py)}
     model             {path, synthetic (name or null), file_bytes, params (elements of the tensors
-                       the decoder binds), family ("q4"/"q8"),
+                       the decoder binds), family (the projection set, "q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
                        encrypted (ENC: every open authenticates and decrypts, spec/vqf.md §4.2)}
     fast_engine       true when the family's fast model exists (the matvec rows need only
@@ -137,7 +137,7 @@ def model_section(path: str | os.PathLike[str], vqf: Any, synthetic: str | None)
         "path": str(path),
         "synthetic": synthetic,
         "file_bytes": Path(path).stat().st_size,
-        "family": engines.family_of(vqf),
+        "family": engines.projection_set_of(vqf),  # the report's key predates the word
         "geometry": geometry(c),
         "encrypted": bool(vqf.header.encrypted),
     }
@@ -200,7 +200,7 @@ def thread_bandwidths(buffer_bytes: int, threads: list[int]) -> tuple[Bandwidth,
 def model_params(vqf: Any) -> int:
     """Elements of every tensor the decoder binds (what llama-bench calls params): the
     embedding, the norms and the bound family's matrices (spec/vqf.md §7.1)."""
-    prefix = engines.family_of(vqf) + "_"
+    prefix = engines.projection_set_of(vqf) + "_"
     keep = lambda n: n == EMBED or n in NORMS or n.startswith(prefix)  # noqa: E731
     return sum(e.rows * e.cols for e in vqf.entries if keep(e.name))
 

@@ -10,16 +10,14 @@ kestrel-board`: the prompt path and one decode step in the board dumps' names
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._common import passphrase
-from .run import add_prompt_arguments, model_prompt_ids, threads
+from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
 
 
 def register(sub: Any) -> None:
@@ -34,21 +32,6 @@ def register(sub: Any) -> None:
     add_prompt_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="the .npz to write")
     parser.set_defaults(run=run)
-
-
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write through a temporary file beside `path`, so a failure leaves nothing there."""
-    from ._common import check_destination
-
-    check_destination(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

@@ -198,10 +198,4 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     return [path]
 
 
-def describe_pair(src: Path, dst: Path) -> tuple[str, str]:
-    """(source kind, target kind), for messages."""
-    s, t, _ = converter_for(src, dst)
-    return s, t
-
-
 __all__: list[Any] = ["CONVERTERS", "ConvertOptions", "convert", "converter_for"]

@@ -69,7 +69,7 @@ def export_gguf(
                 "separate mmproj (clip) GGUF, which this exporter does not write",
             )
         names = {e.name for e in vqf.entries}
-        family = "q4" if "q4_q" in names else "q8"
+        projection_set = "q4" if "q4_q" in names else "q8"
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
         os.close(fd)
         try:
@@ -77,7 +77,7 @@ def export_gguf(
             w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
             add_metadata(w, a, moe)
             add_tokenizer(w, sidecar_path(src), a)
-            add_tensors(w, vqf, a, flags, family, codecs, progress)
+            add_tensors(w, vqf, a, flags, projection_set, codecs, progress)
             w.close()
             os.replace(tmp, out) if overwrite else publish_new(tmp, out)
         finally:
@@ -188,14 +188,14 @@ def add_tensors(
     vqf: Any,
     a: dict[str, Any],
     flags: int,
-    family: str,
+    projection_set: str,
     codecs: str,
     progress: Callable[[str, int], None] | None = None,
 ) -> None:
     """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §7.7): every tensor's info goes into
     the header first, then each tensor's bytes are made, written and dropped in turn, and the
     VQF pages it read are released, so memory holds one tensor, not the model."""
-    jobs = tensor_jobs(vqf, a, flags, family, codecs)
+    jobs = tensor_jobs(vqf, a, flags, projection_set, codecs)
     for j in jobs:
         w.add_tensor_info(j.name, j.shape, np.dtype(j.dtype), j.nbytes, raw_dtype=j.raw)
     w.write_header_to_file()
@@ -208,7 +208,9 @@ def add_tensors(
             progress(j.name, len(jobs))
 
 
-def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str) -> list[Job]:
+def tensor_jobs(
+    vqf: Any, a: dict[str, Any], flags: int, projection_set: str, codecs: str
+) -> list[Job]:
     """The GGUF tensors of a dense Qwen3 VQF file in llama.cpp's order, none made yet."""
     import gguf
 
@@ -278,18 +280,23 @@ def tensor_jobs(vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: st
     for short, (rows, cols) in shapes.items():
         if moe and short in ("gate", "up", "down"):
             continue
-        e = vqf.entry(f"{family}_{short}")
+        e = vqf.entry(f"{projection_set}_{short}")
         for i in range(nl):
             jobs.append(blocks(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", e, rows, cols, i, nl))
     if moe:
-        jobs += expert_jobs(vqf, a, flags, family, codecs, values)
-    if f"{family}_lm" in {e.name for e in vqf.entries}:
-        jobs.append(blocks("output.weight", vqf.entry(f"{family}_lm"), V, d))
+        jobs += expert_jobs(vqf, a, flags, projection_set, codecs, values)
+    if f"{projection_set}_lm" in {e.name for e in vqf.entries}:
+        jobs.append(blocks("output.weight", vqf.entry(f"{projection_set}_lm"), V, d))
     return jobs
 
 
 def expert_jobs(
-    vqf: Any, a: dict[str, Any], flags: int, family: str, codecs: str, values: Callable[..., Job]
+    vqf: Any,
+    a: dict[str, Any],
+    flags: int,
+    projection_set: str,
+    codecs: str,
+    values: Callable[..., Job],
 ) -> list[Job]:
     """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §7.1 MoE
     stacking): per layer the router rows (F32 [E, d]), gate and up as [E, Ie, d] (expert e owns
@@ -308,7 +315,7 @@ def expert_jobs(
         jobs.append(replace(job, name=f"blk.{i}.ffn_gate_inp.weight"))
 
     def experts(role: str, i: int) -> Job:
-        e = vqf.entry(f"{family}_{role}")
+        e = vqf.entry(f"{projection_set}_{role}")
         rows, cols = (ne * ie, d) if role != "down" else (d, ne * ie)
         step = e.bytes // nl
         lo = e.offset + i * step

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
-from weightfile.spec.vqf.inventory import WMODE_FAMILIES
+from weightfile.spec.vqf.inventory import WMODE_PROJECTION_SETS
 
 #: Engine weight modes (spec/vqf.md §7.2), then the reference-precision files (spec/vqf.md §7.1).
-WMODES = (*WMODE_FAMILIES, "f32", "f16")
+WMODES = (*WMODE_PROJECTION_SETS, "f32", "f16")
 LAYOUTS = ("tiled", "legacy")
 QUANTIZERS = ("kestrel", "kestrel_legacy")
 EMBEDDINGS = ("f16", "f32")
@@ -53,9 +53,9 @@ class VQFPlan:
             object.__setattr__(self, "embedding", "f32")  # an all-F32 file (spec/vqf.md §7.7)
 
     @property
-    def families(self) -> tuple[str, ...]:
-        """The matrix families written: q8, q4 or both (f32/f16 files use the q8 names)."""
-        return WMODE_FAMILIES.get(self.wmode, ("q8",))
+    def projection_sets(self) -> tuple[str, ...]:
+        """The projection sets written: q8, q4 or both (f32/f16 files use the q8 names)."""
+        return WMODE_PROJECTION_SETS.get(self.wmode, ("q8",))
 
 
 def q4_gate(c: Qwen3Config) -> bool:

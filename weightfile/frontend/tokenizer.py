@@ -45,11 +45,6 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
         raise InvalidError("frontend.tokenizer.invalid", f"{exc}", path=str(path)) from None
 
 
-def token_id(tok: Tokenizer, text: str) -> int | None:
-    """The id of a special token such as <|im_end|>, or None when the vocabulary lacks it."""
-    return tok.token_to_id(text)
-
-
 class TextStream:
     """Turns generated ids into text pieces as they arrive, through the library's own streaming
     detokenizer (`tokenizers.decoders.DecodeStream`): each token costs one step, not a decode of

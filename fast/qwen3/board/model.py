@@ -171,4 +171,4 @@ def bind_board_fast(vqf: VQFFile, threads: int = 1) -> FastBoardModel:
     ops.lib()  # refuse early: no C kernels, or a libm that is not the board's
     plan = dense_plan(vqf)
     config, weights = bind_vqf(vqf, fast_matrix_words)
-    return FastBoardModel(config, weights, plan.family, threads)
+    return FastBoardModel(config, weights, plan.projection_set, threads)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from .fma import fma_f32
-from .libm import expf
 
 F32 = np.float32
 LOG2E = F32(1.4426950408889634)
@@ -70,8 +69,3 @@ def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
         raise ValueError(f"silu_mul of {len(g)} elements: not a whole number of 4-lane groups")
     r = reciprocal(exp_neon4(-g) + F32(1.0))
     return (g * r) * u
-
-
-def expf_each(x: np.ndarray) -> np.ndarray:
-    """libm expf element by element (spec/numerics.md §20.2)."""
-    return np.array([expf(v) for v in np.asarray(x, dtype=F32)], dtype=F32)

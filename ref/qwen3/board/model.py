@@ -268,4 +268,4 @@ def bind_board(vqf: VQFFile) -> BoardModel:
     and the projections' qtype (spec/numerics.md §20.9)."""
     plan = dense_plan(vqf)
     config, weights = bind_vqf(vqf)
-    return BoardModel(config, weights, plan.family)
+    return BoardModel(config, weights, plan.projection_set)

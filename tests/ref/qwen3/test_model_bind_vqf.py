@@ -112,7 +112,7 @@ def test_dual_file_family_option(tmp_path: Path) -> None:
     path = write(tmp_path / "dual.vqf", srcs)
     with open_vqf(path) as vqf:
         _, default = bind_vqf(vqf, legacy_words)  # the engine's decode choice: q4 first
-        _, q8 = bind_vqf(vqf, legacy_words, family="q8")
+        _, q8 = bind_vqf(vqf, legacy_words, projection_set="q8")
     assert same_matrix(default.layers[1].down_proj, w4.layers[1].down_proj)
     assert same_matrix(q8.layers[1].down_proj, w8.layers[1].down_proj)
 

@@ -5,7 +5,7 @@ every per-layer matrix stacked layer after layer, each layer encoded by the code
 the matrix shape select (`weightfile.ref.vqf.encode`), so what the importer writes is exactly what
 the binder reads back. Tensors are read from the checkpoint one at a time (`checkpoint.Checkpoint`).
 
-qtype picks the projection family: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and f16 are
+qtype picks the projection set: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and f16 are
 *reference-precision* files for diffing against transformers: the projections are stored under the
 q8_* names with qtype F32 / F16, which the engine does not read and the strict validator reports
 (vqf.directory.qtype); ref/qwen3/bind_vqf.py binds them as float32 matrices. The token embedding is
@@ -69,8 +69,8 @@ WMODE_OF_QTYPE = {QType.F32: "f32", QType.F16: "f16", QType.Q8_0: "q8", QType.Q4
 MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (spec/vqf.md §8)
 LAYOUTS = ("legacy", "tiled")  # the layouts of the family importers (Qwen3-MoE, Qwen3-VL)
 
-#: The VQF per-layer stacked name (spec/vqf.md §7.1) of each LayerWeights projection; family prefix
-#: aside.
+#: The VQF per-layer stacked name (spec/vqf.md §7.1) of each LayerWeights projection, without
+#: its projection-set prefix.
 VQF_PROJECTIONS: dict[str, str] = {
     "q_proj": "q",
     "k_proj": "k",
@@ -160,11 +160,11 @@ def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
             )
 
 
-def family_qtype(family: str, wmode: str) -> QType:
-    """The directory qtype of a matrix family in a weight mode (spec/vqf.md §7.1, §7.2)."""
-    if family == "x8":
+def projection_set_qtype(projection_set: str, wmode: str) -> QType:
+    """The directory qtype of a projection set in a weight mode (spec/vqf.md §7.1, §7.2)."""
+    if projection_set == "x8":
         return QType.Q4_8X8L
-    if family == "q4":
+    if projection_set == "q4":
         return QType.Q4_0
     return {"f32": QType.F32, "f16": QType.F16}.get(wmode, QType.Q8_0)
 
@@ -244,20 +244,21 @@ def plan_tensors(
         "o_proj": (d, c.q_dim), "gate_proj": (c.intermediate_size, d),
         "up_proj": (c.intermediate_size, d), "down_proj": (d, c.intermediate_size),
     }  # fmt: skip
-    families = list(p.families) + (["x8"] if flags & VQFFlag.X8 else [])
-    for family in families:
-        qtype = family_qtype(family, p.wmode)
+    projection_sets = list(p.projection_sets) + (["x8"] if flags & VQFFlag.X8 else [])
+    for projection_set in projection_sets:
+        qtype = projection_set_qtype(projection_set, p.wmode)
         for field, short in VQF_PROJECTIONS.items():
-            name = f"{family}_{short}"
+            name = f"{projection_set}_{short}"
             rows, cols = shapes[field]
-            if family == "x8":
+            if projection_set == "x8":
                 data = x8_layers(f"q4_{short}", field, (rows, cols))
             else:
                 data = layers(name, qtype, field, (rows, cols))
             # directory shape of spec/vqf.md §7.1: nl·in × out
             out.append(TensorSource(name, qtype, nl * cols, rows, data))
-        if family != "x8":
-            out.append(TensorSource(f"{family}_lm", qtype, V, d, lm_head(f"{family}_lm", qtype)))
+        if projection_set != "x8":
+            lm = f"{projection_set}_lm"
+            out.append(TensorSource(lm, qtype, V, d, lm_head(lm, qtype)))
     return out
 
 

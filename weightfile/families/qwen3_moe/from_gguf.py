@@ -108,7 +108,7 @@ def import_gguf_moe(
     flags = file_flags(q, plan.layout) | int(VQFFlag.MOE)
     mode = plan.quantizer
     d, hd, nl, V = c.hidden_size, c.head_dim, c.num_hidden_layers, c.vocab_size
-    family = "q4" if q == QType.Q4_0 else "q8"
+    projection_set = "q4" if q == QType.Q4_0 else "q8"
     tile = import_module(codecs)
 
     def embedding() -> Iterator[bytes]:
@@ -158,7 +158,7 @@ def import_gguf_moe(
             yield join_col_bands(layout, parts, d, ie) if role == "down" else b"".join(parts)
 
     def lm_head() -> Iterator[bytes]:
-        yield matrix(f"{family}_lm", LM_HEAD if LM_HEAD in state else EMBED, (V, d))
+        yield matrix(f"{projection_set}_lm", LM_HEAD if LM_HEAD in state else EMBED, (V, d))
 
     tensors = [
         TensorSource("token_embed", QType.F16, V, d, embedding()),
@@ -172,14 +172,15 @@ def import_gguf_moe(
     shapes = {"q_proj": (c.q_dim, d), "k_proj": (c.kv_dim, d), "v_proj": (c.kv_dim, d),
               "o_proj": (d, c.q_dim)}  # fmt: skip
     for field, (rows, cols) in shapes.items():
-        name = f"{family}_{VQF_PROJECTIONS[field]}"
+        name = f"{projection_set}_{VQF_PROJECTIONS[field]}"
         tensors.append(TensorSource(name, q, nl * cols, rows, attention(name, field, (rows, cols))))
     ff = ne * ie
     for role in ("gate", "up"):
-        name = f"{family}_{role}"
+        name = f"{projection_set}_{role}"
         tensors.append(TensorSource(name, q, nl * ff, d, experts(name, role)))
-    tensors.append(TensorSource(f"{family}_down", q, nl * d, ff, experts(f"{family}_down", "down")))
-    tensors.append(TensorSource(f"{family}_lm", q, V, d, lm_head()))
+    down = f"{projection_set}_down"
+    tensors.append(TensorSource(down, q, nl * d, ff, experts(down, "down")))
+    tensors.append(TensorSource(f"{projection_set}_lm", q, V, d, lm_head()))
     if progress is not None:
         tensors = with_progress(tensors, progress)
     arch = {**arch_from_config(cfg, c), "n_experts": ne, "moe_ffn": ie, "top_k": k}

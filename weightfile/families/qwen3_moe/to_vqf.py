@@ -64,15 +64,6 @@ def is_qwen3_moe(cfg: Mapping[str, Any]) -> bool:
     )
 
 
-def checkpoint_is_qwen3_moe(folder: str | os.PathLike[str]) -> bool:
-    """Whether the folder's config.json describes Qwen3-MoE (False when it cannot be read: the
-    dense importer then reports the problem)."""
-    try:
-        return is_qwen3_moe(read_json(Path(folder), "config.json", RULES))
-    except (InvalidError, ValueError):
-        return False
-
-
 def refuse_inexpressible(cfg: Mapping[str, Any]) -> None:
     """Refuse a config a version-3 file cannot state (spec/models.md §1.3.1;
     vqf.import.moe_config): the file means all layers MoE, normalised top-k, no shared expert."""
@@ -145,21 +136,21 @@ def expert_matrices(
     ie: int,
     qtype: QType,
     flags: int,
-    family: str,
+    projection_set: str,
     codecs: str,
 ) -> list[TensorSource]:
-    """{family}_gate, _up, _down: every layer's experts stacked (spec/vqf.md §7.1)."""
+    """{projection_set}_gate, _up, _down: every layer's experts stacked (spec/vqf.md §7.1)."""
     d, nl, ff = c.hidden_size, c.num_hidden_layers, ne * ie
     out = []
     for role in ("gate", "up"):
-        name = f"{family}_{role}"
+        name = f"{projection_set}_{role}"
         parts = [
             encode(qtype, flags, name, require(sd, expert_tensor(i, e, role), (ie, d)), codecs)
             for i in range(nl)
             for e in range(ne)
         ]
         out.append(TensorSource(name, qtype, nl * ff, d, b"".join(parts)))
-    name = f"{family}_down"
+    name = f"{projection_set}_down"
     codec = {QType.F32: "f32", QType.F16: "f16"}.get(qtype) or codec_for(
         qtype, flags, name, shape=(d, ie)
     )
@@ -179,7 +170,7 @@ def build_tensors(
 ) -> list[TensorSource]:
     """The spec/vqf.md §7.1 inventory of a version-3 file, read tensor by tensor."""
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
-    family = "q4" if qtype == QType.Q4_0 else "q8"
+    projection_set = "q4" if qtype == QType.Q4_0 else "q8"
     embed = require(sd, EMBED, (c.vocab_size, d))
     if qtype == QType.F32:
         out = [TensorSource("token_embed", QType.F32, c.vocab_size, d, embed.tobytes())]
@@ -201,15 +192,15 @@ def build_tensors(
         "o_proj": (d, c.q_dim),
     }
     for field, (rows, cols) in shapes.items():
-        name = f"{family}_{field[0]}"
+        name = f"{projection_set}_{field[0]}"
         parts = [
             encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), codecs)
             for i in range(nl)
         ]
         out.append(TensorSource(name, qtype, nl * cols, rows, b"".join(parts)))
-    out += expert_matrices(sd, c, ne, ie, qtype, flags, family, codecs)
+    out += expert_matrices(sd, c, ne, ie, qtype, flags, projection_set, codecs)
     lm = require(sd, LM_HEAD, (c.vocab_size, d)) if LM_HEAD in sd else embed
-    name = f"{family}_lm"
+    name = f"{projection_set}_lm"
     out.append(TensorSource(name, qtype, c.vocab_size, d, encode(qtype, flags, name, lm, codecs)))
     return out
 

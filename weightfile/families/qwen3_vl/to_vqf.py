@@ -13,7 +13,6 @@ more than 4 DeepStack indexes, an activation other than gelu_pytorch_tanh) and t
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -61,16 +60,6 @@ MAX_DEEPSTACK = 4  # vis_ds_idx has four slots (spec/vqf.md §2.2)
 def is_qwen3_vl(cfg: Mapping[str, Any]) -> bool:
     """config.json of a Qwen3-VL checkpoint: model_type qwen3_vl, or the architecture's name."""
     return cfg.get("model_type") == "qwen3_vl" or ARCHITECTURE in (cfg.get("architectures") or [])
-
-
-def wants_vl(folder: str | os.PathLike[str]) -> bool:
-    """True when `folder`'s config.json names Qwen3-VL (`weightfile import` dispatches on it); an
-    unreadable config is left to the importer, which reports it."""
-    try:
-        cfg = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(cfg, dict) and is_qwen3_vl(cfg)
 
 
 def _config_error(detail: str) -> InvalidError:
