@@ -23,6 +23,7 @@ from weightfile.convert.qwen3_hf import config_from_hf
 from weightfile.convert.qwen3_vqf import arch_from_config, build_tensors
 from weightfile.families import vqf_family
 from weightfile.fast._native import library
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.vqf.encode import file_flags
@@ -140,9 +141,9 @@ def answer_model(vqf: VQFFile, model: Any, prompt: list[int], new_tokens: int) -
     return run(model, prompt, new_tokens, names)
 
 
-def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """Run a model case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
-    opener = ref_model if engine == "ref" else fast_opener()
+    opener = ref_model if backend is REFERENCE else fast_opener()
     if opener is None:
         raise RuntimeError("no C kernels")
     with open_vqf(folder / case["model"]) as vqf:

@@ -33,7 +33,9 @@ from typing import Any
 import numpy as np
 
 from weightfile.families import vqf_family
+from weightfile.fast.backend import FAST
 from weightfile.frontend.image import PreparedImage, preprocess, settings_for
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.numerics.attention import attend_head
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
@@ -265,7 +267,7 @@ def ref_linear_rates(vqf: VQFFile, c: VisionConfig, patches: int, ref: dict[str,
 
 def image_section(
     vqf: VQFFile,
-    engine: str,
+    backend: Backend,
     threads: Sequence[int],
     repetitions: int,
     side: int = IMAGE_SIDE,
@@ -280,8 +282,8 @@ def image_section(
     reps = min(repetitions, MAX_REPETITIONS)
     rows: list[dict[str, Any]] = []
     linears: list[dict[str, Any]] = []
-    ran = engine
-    if engine == "fast":
+    ran = backend
+    if backend is FAST:
         for n in threads:
             model = fast_vision_model(vqf, n)
             if model is None:
@@ -296,13 +298,13 @@ def image_section(
             notes.append("vision linears GFLOP/s (fast): n/a (no C kernels)")
         linears += fast_linears or []
         if not rows:
-            ran = "ref"
+            ran = REFERENCE
             notes.append(
                 "image encode: engine fast asked, but this family has no fast vision tower yet "
                 "(weightfile/families.py); the image was encoded by ref (the fast vision linears "
                 "rows time the C Q8_0 product alone)"
             )
-    if ran == "ref":
+    if ran is REFERENCE:
         ref = ref_encode(vqf, image, reps)
         rows.append({k: v for k, v in ref.items() if k != "linear_seconds"})
         linears += ref_linear_rates(vqf, c, patches, ref)
@@ -321,8 +323,8 @@ def image_section(
             "patches": patches,
             "tokens": prepared.n_tokens,
         },
-        "engine_asked": engine,
-        "engine": ran,
+        "engine_asked": backend.name,
+        "engine": ran.name,
         "flops_per_image": {
             "linears": 2 * work.linears,
             "attention": 2 * work.attention,

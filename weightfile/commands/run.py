@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from weightfile.backends import ENGINES, backend_named
+
 from ._common import (
     UsageError,
     add_passphrase_argument,
@@ -31,7 +33,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokenizer.json (default: the .ninfer's own, MODEL.tokenizer.json)",
     )
     parser.add_argument(
-        "--engine", choices=("ref", "fast"), default="ref",
+        "--engine", choices=ENGINES, default="ref",
         help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits "
         "(a .ninfer file runs the reference, with a note)",
     )  # fmt: skip
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.tokenizer,
         args.prompt is not None,
-        args.engine,
+        backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),
         profile=args.profile,

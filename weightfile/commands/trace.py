@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.backends import backend_named
+
 from ._common import passphrase
 from .run import add_prompt_arguments, model_prompt_ids, threads
 
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.tokenizer,
         args.prompt is not None,
-        args.engine,
+        backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),
         profile=args.profile,

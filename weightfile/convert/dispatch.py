@@ -18,6 +18,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from weightfile.fast.backend import FAST
+from weightfile.ref.backend import Backend
 from weightfile.spec.errors import UnsupportedError
 
 from .vqf_plan import VQFPlan
@@ -30,7 +32,7 @@ class ConvertOptions:
     vqf: VQFPlan = field(default_factory=VQFPlan)
     ninfer_format: str = "bf16"
     overwrite: bool = False
-    engine: str = "fast"  # which codecs encode: ref or fast (the same bytes)
+    backend: Backend = FAST  # whose codecs encode: REFERENCE or FAST (the same bytes)
     passphrase: bytes | None = None
     sign_key: bytes | None = None
     #: called as each tensor is written: (its name, how many tensors the file has)
@@ -115,10 +117,6 @@ def convert(
     return run(Path(src), Path(dst), options)
 
 
-def codecs_package(options: ConvertOptions) -> str:
-    return f"weightfile.{options.engine}.codecs.vqf"
-
-
 def qwen3_hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     """A Hugging Face Qwen3 folder -> VQF (weightfile/convert/qwen3_vqf.py)."""
     from .qwen3_vqf import import_checkpoint
@@ -128,7 +126,7 @@ def qwen3_hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]
         dst,
         plan=options.vqf,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         passphrase=options.passphrase,
         sign_key=options.sign_key,
         progress=options.progress,
@@ -164,7 +162,7 @@ def family_hf_to_vqf(importer: str, family: str) -> Converter:
             qtype=family_qtype_of(options, family),
             layout=options.vqf.layout,
             overwrite=options.overwrite,
-            codecs=codecs_package(options),
+            backend=options.backend,
             passphrase=options.passphrase,
             sign_key=options.sign_key,
         )
@@ -186,7 +184,7 @@ qwen3_vl_hf_to_vqf = family_hf_to_vqf(
 def qwen35_hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set (weightfile/convert/qwen35_ninfer.py);
     the `.ninfer` writer never replaces a file set (spec/ninfer3.md §1.7)."""
-    from .qwen35_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
+    from .qwen35_ninfer import import_checkpoint
 
     if options.overwrite:
         raise UnsupportedError(
@@ -194,8 +192,7 @@ def qwen35_hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[P
         )
     if options.passphrase is not None or options.sign_key is not None:
         raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
-    codecs = FAST_CODECS if options.engine == "fast" else REF_CODECS
-    return import_checkpoint(src, dst, fmt=options.ninfer_format, codecs=codecs)
+    return import_checkpoint(src, dst, fmt=options.ninfer_format, backend=options.backend)
 
 
 def gguf_architecture(src: Path) -> str:
@@ -212,7 +209,7 @@ def _gguf_importer_to_vqf(importer, src: Path, dst: Path, options: ConvertOption
         dst,
         plan=options.vqf,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         requantize=options.requantize,
         passphrase=options.passphrase,
         sign_key=options.sign_key,
@@ -239,7 +236,7 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         src,
         dst,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         passphrase=options.passphrase,
         progress=options.progress,
     )

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from weightfile.fast.backend import FAST
 from weightfile.formats import sniff
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import NotFoundError, UnsupportedError
@@ -32,7 +34,7 @@ def load_board_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
-    engine: str = "ref",
+    backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     threads: int = 1,
 ) -> Session:
@@ -48,9 +50,9 @@ def load_board_session(
         )
     with open_vqf(path, passphrase=passphrase) as vqf:
         note = None
-        if engine == "fast" and library() is None:
+        if backend is FAST and library() is None:
             note = BOARD_FAST_NOTE
-        if engine == "fast" and note is None:
+        if backend is FAST and note is None:
             from weightfile.fast.kestrel_board.model import bind_board_fast
 
             model = bind_board_fast(vqf, threads=threads)

@@ -1,8 +1,8 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
-The file's family comes from the registry (`weightfile.families`). Engine "ref" binds the VQF
-into the family's reference model (weights decoded, file closed); engine "fast" opens the
-family's fast model (weights left in the mapped file, which the session keeps open), bit for bit
+The file's family comes from the registry (`weightfile.families`). Backend REFERENCE (engine
+"ref") binds the VQF into the family's reference model (weights decoded, file closed); FAST opens
+the family's fast model (weights left in the mapped file, which the session keeps open), bit for bit
 the same results. A `.ninfer` file (found by its magic) is loaded by
 `ninfer_session.load_ninfer_session` instead, its frontend from the file's own resources. A
 family without a fast forward pass runs its reference model under engine "fast", and the session
@@ -22,7 +22,9 @@ from tokenizers import Tokenizer
 
 from weightfile.families import Family, Model, vqf_family
 from weightfile.fast._native import library
+from weightfile.fast.backend import FAST
 from weightfile.formats import sniff
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.spec.errors import InvalidError, NotFoundError
 
@@ -36,17 +38,17 @@ NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the ref
 NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
 
 
-def engine_for(family: Family, engine: str) -> tuple[str, str | None]:
-    """(the engine that runs, the note saying why it is not the one asked for, or None); a
+def engine_for(family: Family, backend: Backend) -> tuple[Backend, str | None]:
+    """(the backend that runs, the note saying why it is not the one asked for, or None); a
     family the registry refuses raises its typed error here."""
     family.require_supported()
-    if engine != "fast":
-        return engine, None
+    if backend is not FAST:
+        return backend, None
     if not family.has_fast:
-        return "ref", NINFER_FAST_NOTE
+        return REFERENCE, NINFER_FAST_NOTE
     if library() is None:  # no compiler: say so, then run the reference
-        return "ref", NO_KERNELS_NOTE
-    return "fast", None
+        return REFERENCE, NO_KERNELS_NOTE
+    return FAST, None
 
 
 @dataclass
@@ -67,7 +69,7 @@ def load_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
-    engine: str = "ref",
+    backend: Backend = REFERENCE,
     threads: int = 1,
     passphrase: bytes | None = None,
     profile: str = "canonical",
@@ -80,16 +82,16 @@ def load_session(
     if profile != "canonical":
         from .board_session import load_board_session
 
-        return load_board_session(path, tokenizer, need_tokenizer, engine, passphrase, threads)
+        return load_board_session(path, tokenizer, need_tokenizer, backend, passphrase, threads)
     if sniff(path) == "ninfer":
         from .ninfer_session import load_ninfer_session
 
-        return load_ninfer_session(path, tokenizer, need_tokenizer, engine)
+        return load_ninfer_session(path, tokenizer, need_tokenizer, backend)
     vqf = open_vqf(path, passphrase=passphrase)
     try:
         family = vqf_family(vqf)
-        engine, note = engine_for(family, engine)
-        if engine == "fast":
+        backend, note = engine_for(family, backend)
+        if backend is FAST:
             model = family.fast_model(vqf, threads=threads)
         else:
             model = family.reference_model(vqf)
@@ -97,10 +99,10 @@ def load_session(
     except BaseException:
         vqf.close()
         raise
-    if engine != "fast":  # the reference decoded its weights: the file is not needed any more
+    if backend is not FAST:  # the reference decoded its weights: the file is not needed any more
         vqf.close()
     s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
-    s.source = vqf if engine == "fast" else None
+    s.source = vqf if backend is FAST else None
     try:
         s.tokenizer = load_tokenizer(find_tokenizer(path, tokenizer))
     except NotFoundError:
