@@ -14,7 +14,6 @@ object's deferred checks and every continuation volume (weightfile has one `.nin
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from weightfile.backends import ENGINES, backend_named
 from weightfile.families.qwen3.board_conformance import answer as board_answer
 from weightfile.families.qwen3.conformance import answer as model_answer
 from weightfile.families.qwen3.conformance import fast_opener
@@ -29,15 +29,17 @@ from weightfile.families.qwen3_moe.conformance import answer as moe_answer
 from weightfile.families.qwen3_vl.conformance import answer as vl_answer
 from weightfile.families.qwen3_vl.conformance import fast_vl_model
 from weightfile.families.qwen35.conformance import answer as qwen35_answer
+from weightfile.ref.backend import Backend
 from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.vqf.read import open_vqf
+from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.spec.errors import Violation, WeightfileError
 
 from .codec_cases import answer as codec_answer
 from .ninfer3_describe import describe_ninfer3
 from .vqf_describe import describe_vqf
 
-ENGINES = ("ref", "fast")
 #: Every case kind (`<format>-<kind>`), in the order the README documents them.
 KINDS = (
     "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
@@ -75,35 +77,35 @@ def rejection(v: Violation) -> str:
 
 
 def answer(kind: str, path: str, engine: str) -> Answer:
-    """Run `engine` on the case input at `path` as the protocol command would."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    """Run `engine` on the case input at `path` as the protocol command would; the engine's
+    name becomes its Backend here, once (weightfile/backends.py)."""
+    backend = backend_named(engine)
     if kind == "vqf-container":
-        return vqf_container(path, engine)
+        return vqf_container(path, backend)
     if kind == "ninfer3-container":
         return ninfer3_container(path)
     if kind in ("vqf-codec", "ninfer3-codec"):
-        return codec_case(Path(path), engine)
+        return codec_case(Path(path), backend)
     if kind == "vqf-model":
         folder = Path(path)
         case = json.loads((folder / "case.json").read_text())
-        result = model_answer(engine, folder, case)
+        result = model_answer(backend, folder, case)
         return Answer(0, json.dumps(result, indent=2) + "\n", "")
     if kind == "ninfer3-model":
-        return ninfer3_model(Path(path), engine)
+        return ninfer3_model(Path(path), backend)
     if kind == "vqf-moe-model":  # spec/models.md §1.3.1: the family's ref or fast forward pass
         folder = Path(path)
-        moe = moe_answer(engine, folder, json.loads((folder / "case.json").read_text()))
+        moe = moe_answer(backend, folder, json.loads((folder / "case.json").read_text()))
         return Answer(0, json.dumps(moe, indent=2) + "\n", "")
     if kind == "vqf-protected":
-        return vqf_protected(path, engine)
+        return vqf_protected(path, backend)
     if kind == "vqf-board-model":  # the board profile on the engine asked for
         folder = Path(path)
-        board = board_answer(folder, json.loads((folder / "case.json").read_text()), engine)
+        board = board_answer(folder, json.loads((folder / "case.json").read_text()), backend)
         return Answer(0, json.dumps(board, indent=2) + "\n", "")
     if kind == "vqf-vl-model":  # spec/models.md §1.2: images through the family's models
         folder = Path(path)
-        vl = vl_answer(engine, folder, json.loads((folder / "case.json").read_text()))
+        vl = vl_answer(backend, folder, json.loads((folder / "case.json").read_text()))
         return Answer(0, json.dumps(vl, indent=2) + "\n", "")
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
@@ -117,39 +119,38 @@ def ninfer3_container(path: str) -> Answer:
         return Answer(0, json.dumps(describe_ninfer3(artifact), indent=2) + "\n", "")
 
 
-def ninfer3_model(folder: Path, engine: str) -> Answer:
+def ninfer3_model(folder: Path, backend: Backend) -> Answer:
     """Open and bind the Qwen3.5 file (a rejected file: the first rule broken), then run it."""
     case = json.loads((folder / "case.json").read_text())
     try:
-        result = qwen35_answer(engine, folder, case)
+        result = qwen35_answer(backend, folder, case)
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     return Answer(0, json.dumps(result, indent=2) + "\n", "")
 
 
-def codec_case(folder: Path, engine: str) -> Answer:
+def codec_case(folder: Path, backend: Backend) -> Answer:
     """Encode values.bin (when given) and decode payload.bin with the engine's codec."""
     case = json.loads((folder / "case.json").read_text())
     values = (folder / case["values"]).read_bytes() if "values" in case else None
     payload = (folder / case["payload"]).read_bytes()
     try:
-        result = codec_answer(engine, case, values, payload)
+        result = codec_answer(backend, case, values, payload)
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     return Answer(0, json.dumps(result, indent=2) + "\n", "")
 
 
-def vqf_container(path: str, engine: str) -> Answer:
-    """The VQF loader chain, then the strict checks."""
-    read = importlib.import_module(f"weightfile.{engine}.vqf.read")
-    validate = importlib.import_module(f"weightfile.{engine}.vqf.validate")
+def vqf_container(path: str, backend: Backend) -> Answer:
+    """The VQF loader chain, then the strict checks (the checksum by `backend`; both engines
+    read with the one zero-copy reader, fast/vqf/read.py)."""
     try:
-        vqf = read.open_vqf(path)  # the loader chain (spec/ninfer3.md §9), tensor ranges included
+        vqf = open_vqf(path)  # the loader chain (spec/ninfer3.md §9), tensor ranges included
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     with vqf:
         # spec/vqf.md §9.1 and the trailer (spec/vqf.md §3.5)
-        found = validate.validate(path, checksum=True)
+        found = validate_vqf(path, checksum=True, backend=backend)
         if found:
             return Answer(1, "", rejection(found[0]))
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
@@ -165,20 +166,18 @@ def case_keys() -> tuple[bytes | None, bytes | None]:
     return passphrase, parse_public_key(pub) if pub else None
 
 
-def vqf_protected(path: str, engine: str) -> Answer:
+def vqf_protected(path: str, backend: Backend) -> Answer:
     """A protected container (spec/vqf.md §4) with the case's keys: the loader chain with the
     tag checked before any plaintext is used, then the strict checks with the signature checked
     against the trusted key, then the description of the plaintext."""
-    read = importlib.import_module(f"weightfile.{engine}.vqf.read")
-    validate = importlib.import_module(f"weightfile.{engine}.vqf.validate")
     passphrase, trusted_pub = case_keys()
     try:
-        vqf = read.open_vqf(path, passphrase=passphrase)
+        vqf = open_vqf(path, passphrase=passphrase)
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     with vqf:
-        found = validate.validate(
-            path, checksum=True, passphrase=passphrase, trusted_pub=trusted_pub
+        found = validate_vqf(
+            path, checksum=True, passphrase=passphrase, trusted_pub=trusted_pub, backend=backend
         )
         if found:
             return Answer(1, "", rejection(found[0]))

@@ -10,13 +10,13 @@ little-endian array bytes (dtype and shape given), so comparison is bit for bit.
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from weightfile.ref.backend import Backend
 from weightfile.spec.codecs.ninfer3.formats import FORMATS, GroupedFormat
 from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
 from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
@@ -50,19 +50,16 @@ def array_json(a: np.ndarray) -> dict[str, Any]:
     return {"dtype": a.dtype.name, "shape": [str(n) for n in a.shape], "hex": le.tobytes().hex()}
 
 
-def engine_codec(engine: str, case: dict[str, Any]) -> Any:
-    """The engine's codec for a case.json `codec` member (module for VQF, Codec for .ninfer)."""
+def engine_codec(backend: Backend, case: dict[str, Any]) -> Any:
+    """The backend's codec for a case.json `codec` member (module for VQF, Codec for .ninfer)."""
     if case["format"] == "vqf":
-        return importlib.import_module(f"weightfile.{engine}.codecs.vqf").codec(
-            case["codec"]["name"]
-        )
-    get = importlib.import_module(f"weightfile.{engine}.codecs.ninfer3.codec").get_codec
-    return get(case["codec"]["format"] or None, case["codec"]["layout"])
+        return backend.vqf_codecs.codec(case["codec"]["name"])
+    return backend.ninfer_codecs.get_codec(case["codec"]["format"] or None, case["codec"]["layout"])
 
 
-def answer(engine: str, case: dict[str, Any], values: bytes | None, payload: bytes) -> Any:
+def answer(backend: Backend, case: dict[str, Any], values: bytes | None, payload: bytes) -> Any:
     """What a codec case's implementation prints: encoded digest, words and values."""
-    codec = engine_codec(engine, case)
+    codec = engine_codec(backend, case)
     shape = tuple(int(n) for n in case["shape"])
     out: dict[str, Any] = {}
     if case["format"] == "vqf":

@@ -110,7 +110,8 @@ def declared_notes(reply: Answer) -> dict[str, str]:
 
 
 def builtin_implementation(engine: str) -> Implementation:
-    """The ref or fast engine answered in-process (the same code the adapter command runs)."""
+    """The ref or fast engine answered in-process (the same code the adapter command runs); the
+    name is the protocol's `--engine`, mapped to its Backend by `adapter.answer`."""
     kinds = frozenset(supported_kinds(engine))
     ask = lambda kind, path: answer(kind, str(path), engine)  # noqa: E731
     return Implementation(ask, kinds, unsupported(engine), notes(engine))

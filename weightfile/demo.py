@@ -35,6 +35,7 @@ from weightfile.families.qwen3.hf_names import (
     layer_tensor,
 )
 from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
+from weightfile.fast.backend import FAST
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.staging import staged_folder, sweep
 from weightfile.ref.vqf.encode import file_flags
@@ -148,7 +149,7 @@ def build(folder: Path, corpus: str, s: DemoSizes) -> Path:
     sd = demo_state_dict(hf, bigram_freq(lines, tok, v), s)
     flags = file_flags(QType.Q8_0, "tiled")
     path = folder / "demo.vqf"
-    tensors = build_tensors(sd, c, QType.Q8_0, flags, "weightfile.fast.codecs.vqf")
+    tensors = build_tensors(sd, c, QType.Q8_0, flags, FAST)
     write_vqf(path, arch=arch_from_config(hf, c), tensors=tensors, flags=flags)
     tok.save(str(sidecar_path(path)))
     return path

@@ -6,24 +6,26 @@
         f.decode_words("q4_q")         # the logical words: {"codes": ..., "scales": ...}
 
 `engine="fast"` (the default) uses the vectorised codecs; `engine="ref"` the readable oracle — both
-give the same bits. Shapes are logical: a VQF per-layer stacked matrix comes out as [n_layers, out,
-in] (spec/vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer object in its declared
-shape; a .ninfer binding of parts as the rows it selects (spec/ninfer3.md §2.5).
+give the same bits; a `Backend` (ref/backend.py) may be passed instead of its name
+(weightfile/backends.py maps the names). Shapes are logical: a VQF per-layer stacked matrix comes
+out as [n_layers, out, in] (spec/vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer
+object in its declared shape; a .ninfer binding of parts as the rows it selects (spec/ninfer3.md
+§2.5).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from weightfile.backends import as_backend
 from weightfile.formats import sniff
+from weightfile.ref.backend import Backend
 from weightfile.ref.ninfer3.bindings import (
     element_ranges,
     require_common_words,
@@ -40,14 +42,6 @@ from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import NotFoundError, Violation, WeightfileError
 from weightfile.spec.vqf.inventory import KINDS, Geometry
 
-ENGINES = ("ref", "fast")
-
-
-def _engine(engine: str) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-    return engine
-
 
 class _ReadOnlyTensors:
     """The read-only mapping face both file classes share: name -> float32 array.
@@ -61,7 +55,7 @@ class _ReadOnlyTensors:
     def names(self) -> list[str]:
         raise NotImplementedError
 
-    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
+    def decode(self, name: str, *, engine: str | Backend = "fast") -> np.ndarray:
         raise NotImplementedError
 
     def keys(self) -> list[str]:
@@ -146,11 +140,11 @@ class VQFModelFile(_ReadOnlyTensors):
         tiled layout, spec/vqf.md §5.6) that hold those rows of a matrix."""
         return TensorSlice(self, name)
 
-    def _decode_lead(self, name: str, start: int, stop: int, engine: str) -> np.ndarray:
+    def _decode_lead(self, name: str, start: int, stop: int, backend: Backend) -> np.ndarray:
         """Entries [start, stop) of the first logical axis of `name`, decoded from their bytes."""
         from weightfile.spec.codecs.vqf.layouts import TILED
 
-        e, module, rows, cols = self._prepare(name, engine)
+        e, module, rows, cols = self._prepare(name, backend)
         count, out, inner = self._matrices(e)
         shape = self.shape(name)
         payload = self.file.payload(e)
@@ -190,13 +184,13 @@ class VQFModelFile(_ReadOnlyTensors):
         return codec_for(e.qtype, self.file.header.flags, e.name, q8_tiling=self.q8_tiling,
                          shape=(out, inner))  # fmt: skip
 
-    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
-        e, module, rows, cols = self._prepare(name, engine)
+    def decode(self, name: str, *, engine: str | Backend = "fast") -> np.ndarray:
+        e, module, rows, cols = self._prepare(name, as_backend(engine))
         values = module.decode(self.file.payload(e), rows, cols)
         return np.asarray(values).reshape(self.shape(name))
 
-    def decode_words(self, name: str, *, engine: str = "fast") -> dict[str, np.ndarray]:
-        e, module, rows, cols = self._prepare(name, engine)
+    def decode_words(self, name: str, *, engine: str | Backend = "fast") -> dict[str, np.ndarray]:
+        e, module, rows, cols = self._prepare(name, as_backend(engine))
         words = module.decode_words(self.file.payload(e), rows, cols)
         count, out, _ = self._matrices(e)
         lead = (count, out) if count > 1 and out > 1 else (rows,)
@@ -215,11 +209,10 @@ class VQFModelFile(_ReadOnlyTensors):
             return kind.physical(self.geometry)
         return (1, e.rows, e.cols)
 
-    def _prepare(self, name: str, engine: str) -> tuple[Entry, ModuleType, int, int]:
+    def _prepare(self, name: str, backend: Backend) -> tuple[Entry, Any, int, int]:
         e = self.file.entry(name)
         count, out, inner = self._matrices(e)
-        package = f"weightfile.{_engine(engine)}.codecs.vqf"
-        module = importlib.import_module(package).codec(self.codec(name))
+        module = backend.vqf_codecs.codec(self.codec(name))
         return e, module, count * out, inner
 
     def close(self) -> None:
@@ -279,11 +272,11 @@ class NInferModelFile(_ReadOnlyTensors):
             return (total,)
         return (total // row, *tuple(d.objects_by_id[ranges[0].object_id].shape or ())[1:])
 
-    def _decode_lead(self, name: str, start: int, stop: int, engine: str) -> np.ndarray:
+    def _decode_lead(self, name: str, start: int, stop: int, backend: Backend) -> np.ndarray:
         """Rows [start, stop) of `name` (elements, for a binding joined as a flat run)."""
         d = self.artifact.directory
         if name in d.objects_by_id:
-            return self._object_rows(name, start, stop, engine, {})
+            return self._object_rows(name, start, stop, backend, {})
         ranges = element_ranges(d.bindings[name], d.objects_by_id)
         row = whole_row_width(ranges, d.objects_by_id)
         unit = row or 1
@@ -295,19 +288,19 @@ class NInferModelFile(_ReadOnlyTensors):
             if lo < hi:
                 first = r.begin // unit + lo - at
                 get = self._object_rows if row else self._object_elements
-                pieces.append(get(r.object_id, first, first + hi - lo, engine, whole))
+                pieces.append(get(r.object_id, first, first + hi - lo, backend, whole))
             at += n
         # the dtype a full decode joins to, even when the cut leaves some parents out
         dtype = np.result_type(*(_decoded_dtype(d.objects_by_id[r.object_id]) for r in ranges))
         return np.concatenate(pieces).astype(dtype, copy=False)
 
     def _object_rows(
-        self, oid: str, r0: int, r1: int, engine: str, whole: dict[str, np.ndarray]
+        self, oid: str, r0: int, r1: int, backend: Backend, whole: dict[str, np.ndarray]
     ) -> np.ndarray:
         """Rows [r0, r1) of the first axis of object `oid`, decoded from those rows' bytes."""
         o = self.artifact.object(oid)  # the deferred descriptor checks, as a full decode
         shape = tuple(o.shape) if o.shape is not None else (o.bytes,)
-        codec = self._codec(oid, engine)
+        codec = self._codec(oid, backend)
         if (r0, r1) != (0, shape[0]):
             rest = shape[1:]
             if o.layout in (CONTIGUOUS_LE_V1, RAW_BYTES_V1):
@@ -317,27 +310,27 @@ class NInferModelFile(_ReadOnlyTensors):
             if codec.row_slice is not None and len(shape) == 2:
                 child = codec.row_slice(self.artifact.object_bytes(oid), shape, range(r0, r1))
                 return np.asarray(codec.decode(child, (r1 - r0, *rest)))
-        return self._object_rows_whole(oid, engine, whole)[r0:r1]
+        return self._object_rows_whole(oid, backend, whole)[r0:r1]
 
     def _object_elements(
-        self, oid: str, e0: int, e1: int, engine: str, whole: dict[str, np.ndarray]
+        self, oid: str, e0: int, e1: int, backend: Backend, whole: dict[str, np.ndarray]
     ) -> np.ndarray:
         """Elements [e0, e1) of object `oid` in C order: the rows holding them, then cut."""
         o = self.artifact.object(oid)
         shape = tuple(o.shape) if o.shape is not None else (o.bytes,)
         if not shape:  # a scalar: its one element
-            return np.asarray(self._object_rows_whole(oid, engine, whole)).reshape(-1)[e0:e1]
+            return np.asarray(self._object_rows_whole(oid, backend, whole)).reshape(-1)[e0:e1]
         width = math.prod(shape[1:])
         if width == 0:
             return np.zeros(0, _decoded_dtype(o))
         r0, r1 = e0 // width, -(-e1 // width)
-        rows = self._object_rows(oid, r0, r1, engine, whole).reshape(-1)
+        rows = self._object_rows(oid, r0, r1, backend, whole).reshape(-1)
         return rows[e0 - r0 * width : e1 - r0 * width]
 
-    def _object_rows_whole(self, oid: str, engine: str, whole: dict[str, np.ndarray]) -> Any:
+    def _object_rows_whole(self, oid: str, backend: Backend, whole: dict[str, np.ndarray]) -> Any:
         """The whole object decoded, once per slice (nvfp4 tiles, a scalar, every row)."""
         if oid not in whole:
-            whole[oid] = np.asarray(self._object(oid, engine, False))
+            whole[oid] = np.asarray(self._object(oid, backend, False))
         return whole[oid]
 
     def _path(self) -> Path:
@@ -346,30 +339,29 @@ class NInferModelFile(_ReadOnlyTensors):
     def _closed(self) -> bool:
         return bool(getattr(self.artifact, "closed", False))
 
-    def decode(self, name: str, *, engine: str = "fast") -> np.ndarray:
-        return self._resolve(name, engine, words=False)  # type: ignore[return-value]
+    def decode(self, name: str, *, engine: str | Backend = "fast") -> np.ndarray:
+        return self._resolve(name, as_backend(engine), words=False)  # type: ignore[return-value]
 
-    def decode_words(self, name: str, *, engine: str = "fast") -> dict[str, np.ndarray]:
-        return self._resolve(name, engine, words=True)  # type: ignore[return-value]
+    def decode_words(self, name: str, *, engine: str | Backend = "fast") -> dict[str, np.ndarray]:
+        return self._resolve(name, as_backend(engine), words=True)  # type: ignore[return-value]
 
-    def _codec(self, object_id: str, engine: str) -> Any:
+    def _codec(self, object_id: str, backend: Backend) -> Any:
         o = self.artifact.object(object_id)
-        module = importlib.import_module(f"weightfile.{_engine(engine)}.codecs.ninfer3.codec")
-        return module.get_codec(o.format, o.layout or o.encoding)
+        return backend.ninfer_codecs.get_codec(o.format, o.layout or o.encoding)
 
-    def _object(self, object_id: str, engine: str, words: bool) -> Any:
+    def _object(self, object_id: str, backend: Backend, words: bool) -> Any:
         o = self.artifact.object(object_id)
-        codec = self._codec(object_id, engine)
+        codec = self._codec(object_id, backend)
         payload = self.artifact.object_bytes(object_id)
         shape = o.shape if o.shape is not None else (o.bytes,)
         return codec.decode_words(payload, shape) if words else codec.decode(payload, shape)
 
-    def _resolve(self, name: str, engine: str, *, words: bool) -> Any:
+    def _resolve(self, name: str, backend: Backend, *, words: bool) -> Any:
         """An object, or a binding's parts joined (spec/ninfer3.md §2.5): the rows they select
         when every part is whole rows of one row shape, else their elements as one flat run."""
         d = self.artifact.directory
         if name in d.objects_by_id:
-            return self._object(name, engine, words)
+            return self._object(name, backend, words)
         if name not in d.bindings:
             raise NotFoundError("ninfer3.binder.parameter", f"no object or binding {name!r}")
         binding = d.bindings[name]
@@ -383,7 +375,7 @@ class NInferModelFile(_ReadOnlyTensors):
         pieces = []
         for r in ranges:
             if r.object_id not in decoded:
-                decoded[r.object_id] = self._object(r.object_id, engine, words)
+                decoded[r.object_id] = self._object(r.object_id, backend, words)
             whole = decoded[r.object_id]
             if row:
                 pieces.append(_row_slice(whole, r.begin // row, r.end // row, words))
@@ -438,7 +430,7 @@ def validate(
     path: str | os.PathLike[str],
     *,
     checksum: bool = False,
-    hasher: Callable[[memoryview, int], int] | None = None,
+    engine: str | Backend = "ref",
     progress: Progress | None = None,
     passphrase: bytes | None = None,
     trusted_pub: bytes | None = None,
@@ -448,12 +440,12 @@ def validate(
     The format is chosen as `open` chooses it (weightfile/formats.py): a file neither its magic nor
     its extension places is one `format.magic` violation. VQF: the loader chain (spec/vqf.md §9)
     then every strict check (spec/vqf.md §9.1), and with `checksum` the FNV-1a-64 trailer
-    (spec/vqf.md §3.5) through `hasher` (default: the reference one) and `progress`. `.ninfer`: a
-    framing or JSON failure alone, else every directory, binding and use rule (spec/ninfer3.md §2.9)
-    and for a file set that opens, every deferred object check and continuation volume; it has no
-    checksum and no encryption, so `checksum`, `hasher`, `progress`, `passphrase` and
-    `trusted_pub` do not apply. An ENC or SIGNED VQF is checked with `passphrase` /
-    `trusted_pub` as `validate_vqf` does (spec/vqf.md §4).
+    (spec/vqf.md §3.5) by `engine`'s checksum ("ref" or "fast", or a Backend) and `progress`.
+    `.ninfer`: a framing or JSON failure alone, else every directory, binding and use rule
+    (spec/ninfer3.md §2.9) and for a file set that opens, every deferred object check and
+    continuation volume; it has no checksum and no encryption, so `checksum`, `engine`,
+    `progress`, `passphrase` and `trusted_pub` do not apply. An ENC or SIGNED VQF is checked with
+    `passphrase` / `trusted_pub` as `validate_vqf` does (spec/vqf.md §4).
     """
     try:
         kind = sniff(path)
@@ -465,9 +457,8 @@ def validate(
             "progress": progress,
             "passphrase": passphrase,
             "trusted_pub": trusted_pub,
+            "backend": as_backend(engine),
         }
-        if hasher is not None:
-            options["hasher"] = hasher
         return validate_vqf(path, **options)
     return verify_ninfer3(path)
 
@@ -489,7 +480,7 @@ class TensorSlice:
         """As safetensors' slice: the shape as a list."""
         return list(self.shape)
 
-    def __getitem__(self, key: Any, *, engine: str = "fast") -> np.ndarray:
+    def __getitem__(self, key: Any, *, engine: str | Backend = "fast") -> np.ndarray:
         rest: tuple[Any, ...] = ()
         if isinstance(key, tuple):
             key, rest = (key[0], key[1:]) if key else (slice(None), ())
@@ -498,13 +489,14 @@ class TensorSlice:
             index = key + n if key < 0 else key
             if not 0 <= index < n:
                 raise IndexError(f"index {key} out of range for {self.name} of {n} rows")
-            return self._owner._decode_lead(self.name, index, index + 1, engine)[0][rest]
+            row = self._owner._decode_lead(self.name, index, index + 1, as_backend(engine))
+            return row[0][rest]
         if not isinstance(key, slice):
             raise TypeError("get_slice takes an int or a slice on the first axis")
         start, stop, step = key.indices(self.shape[0])
         if stop <= start:
             return np.zeros((0, *self.shape[1:]), np.float32)[(slice(None), *rest)]
-        rows = self._owner._decode_lead(self.name, start, stop, engine)
+        rows = self._owner._decode_lead(self.name, start, stop, as_backend(engine))
         return rows[::step][(slice(None), *rest)]
 
     def __repr__(self) -> str:

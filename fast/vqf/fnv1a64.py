@@ -5,8 +5,6 @@ Falls back to the reference loop (slow) when the C kernels cannot be built on th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from weightfile.fast._native import library
@@ -29,10 +27,9 @@ def fnv1a64(data: bytes | bytearray | memoryview, h: int = FNV_OFFSET_BASIS) -> 
 def file_checksum(
     vqf: VQFFile,
     *,
-    hasher: Callable[[memoryview, int], int] = fnv1a64,
     chunk: int = 64 << 20,
     progress: ref.Progress | None = None,
 ) -> int:
     """FNV-1a-64 over directory then data region (spec/vqf.md §3.5), in 64 MiB steps for
     progress."""
-    return ref.file_checksum(vqf, hasher=hasher, chunk=chunk, progress=progress)
+    return ref.file_checksum(vqf, hasher=fnv1a64, chunk=chunk, progress=progress)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import functools
 
+from weightfile.fast.backend import FAST
 from weightfile.ref.vqf import protect_write as ref
 
-from .fnv1a64 import fnv1a64
-
-encrypt_vqf = functools.partial(ref.encrypt_vqf, hasher=fnv1a64)
-decrypt_vqf = functools.partial(ref.decrypt_vqf, hasher=fnv1a64)
-sign_vqf = functools.partial(ref.sign_vqf, hasher=fnv1a64)
-protect_vqf = functools.partial(ref.protect_vqf, hasher=fnv1a64)
+encrypt_vqf = functools.partial(ref.encrypt_vqf, backend=FAST)
+decrypt_vqf = functools.partial(ref.decrypt_vqf, backend=FAST)
+sign_vqf = functools.partial(ref.sign_vqf, backend=FAST)
+protect_vqf = functools.partial(ref.protect_vqf, backend=FAST)
 read_private_key = ref.read_private_key
 write_private_key = ref.write_private_key
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import functools
 
+from weightfile.fast.backend import FAST
 from weightfile.ref.vqf import validate as ref
 
-from .fnv1a64 import fnv1a64
-
-validate = functools.partial(ref.validate, hasher=fnv1a64)
+validate = functools.partial(ref.validate, backend=FAST)
 
 __all__ = ["validate"]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import functools
 
+from weightfile.fast.backend import FAST
 from weightfile.ref.vqf import write as ref
 from weightfile.ref.vqf.write import TensorSource
 
-from .fnv1a64 import fnv1a64
-
-write_vqf = functools.partial(ref.write_vqf, hasher=fnv1a64)
+write_vqf = functools.partial(ref.write_vqf, backend=FAST)
 
 __all__ = ["TensorSource", "write_vqf"]

@@ -11,17 +11,12 @@ demo's closed-form model, a seeded synthetic model, a conformance case):
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import numpy as np
 
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
-
-#: Where the encoders come from: the reference codecs, or (a caller's choice) the fast ones,
-#: which produce the same bytes (tests/differential).
-REF_CODECS = "weightfile.ref.codecs.vqf"
 
 
 def file_flags(qtype: QType, layout: str) -> int:
@@ -37,7 +32,7 @@ def encode(
     flags: int,
     name: str,
     m: np.ndarray,
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     mode: str | None = None,
 ) -> bytes:
     """One [out, in] matrix in the layout the flags and its shape select (spec/vqf.md §5, §7.1).
@@ -45,7 +40,8 @@ def encode(
     F32 and F16 matrices are the reference-precision files' plain encodings; quantized ones take
     the registry's layout for the entry name (tiled, or untiled where the shape is not whole
     tiles, spec/vqf.md §5.6), quantised by encoder `mode` (the codec's default when None,
-    spec/vqf.md §6)."""
+    spec/vqf.md §6). The codecs are `backend`'s: the reference ones, or (a caller's choice) the
+    fast ones, which produce the same bytes (tests/differential)."""
     rows, cols = m.shape
     if qtype == QType.F32:
         codec = "f32"
@@ -54,5 +50,5 @@ def encode(
     else:
         codec = codec_for(qtype, flags, name, shape=(rows, cols))
     if mode is None or qtype in (QType.F32, QType.F16):
-        return import_module(codecs).codec(codec).encode(m, rows, cols)
-    return import_module(codecs).codec(codec).encode(m, rows, cols, mode=mode)
+        return backend.vqf_codecs.codec(codec).encode(m, rows, cols)
+    return backend.vqf_codecs.codec(codec).encode(m, rows, cols, mode=mode)

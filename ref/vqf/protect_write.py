@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
 from weightfile.ref.staging import staged_folder
@@ -32,12 +33,9 @@ from weightfile.spec.vqf.placement import directory_end
 from weightfile.spec.vqf.sig import VQFSig
 
 from . import protect
-from .fnv1a64 import fnv1a64
 from .read import Header, VQFFile, open_vqf
 from .write import staged
 
-#: FNV-1a-64 continued from h (ref/vqf/fnv1a64.py, or the C kernel of fast/vqf)
-Hasher = Callable[[bytes, int], int]
 FLAGS_AT = field_offset(VQFHeader, "flags")
 IV_AT = field_offset(VQFHeader, "enc_iv")
 
@@ -98,7 +96,7 @@ def encrypt_vqf(
     *,
     overwrite: bool = False,
     iv: bytes | None = None,
-    hasher: Hasher = fnv1a64,
+    backend: Backend = REFERENCE,
 ) -> Path:
     """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
 
@@ -137,7 +135,7 @@ def encrypt_vqf(
             h,
             vqf.entries,
             fnv=True,
-            hasher=hasher,
+            hasher=backend.checksum,
             sink=write,
             release=vqf.release_pages,
         )
@@ -152,7 +150,7 @@ def decrypt_vqf(
     passphrase: bytes,
     *,
     overwrite: bool = False,
-    hasher: Hasher = fnv1a64,
+    backend: Backend = REFERENCE,
 ) -> Path:
     """Write the plaintext file of an ENC file: ENC and the IV cleared, an FNV-1a-64 trailer.
 
@@ -190,11 +188,11 @@ def decrypt_vqf(
             raise protect.tag_error(h)
         kind = protect.stream_kind(protect.detect_kind(keys, h, vqf.entries, done.pads))
         ks = protect.Keystream(keys, h, vqf.entries, kind)
-        f = hasher(rest[: directory_end(h.n_tensors) - HEADER_BYTES], FNV_OFFSET_BASIS)
+        f = backend.checksum(rest[: directory_end(h.n_tensors) - HEADER_BYTES], FNV_OFFSET_BASIS)
         for pos in range(h.data_offset, h.file_len, protect.CHUNK):  # our own staged copy
             out.seek(pos)
             plain = ks.apply(out.read(min(protect.CHUNK, h.file_len - pos)))
-            f = hasher(plain, f)
+            f = backend.checksum(plain, f)
             out.seek(pos)
             out.write(plain)
         out.seek(h.file_len)
@@ -210,7 +208,7 @@ def sign_vqf(
     *,
     passphrase: bytes | None = None,
     overwrite: bool = False,
-    hasher: Hasher = fnv1a64,
+    backend: Backend = REFERENCE,
     nonce: int | None = None,
 ) -> Path:
     """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
@@ -236,7 +234,7 @@ def sign_vqf(
         if h.encrypted:
             digest, trailer = _digest_encrypted(vqf, stored_header, covered, passphrase, copy)
         else:
-            digest, trailer = _digest_plaintext(vqf, covered, hasher, copy)
+            digest, trailer = _digest_plaintext(vqf, covered, backend, copy)
         sig = _sig_block(private_key, digest, nonce)
         out.write(trailer)
         out.seek(protect.SIG_AT)
@@ -282,7 +280,7 @@ def _digest_encrypted(
 
 
 def _digest_plaintext(
-    vqf: VQFFile, covered: bytes, hasher: Hasher, sink: Callable[[int, bytes], None]
+    vqf: VQFFile, covered: bytes, backend: Backend, sink: Callable[[int, bytes], None]
 ) -> tuple[bytes, bytes]:
     """D over a plaintext file's stored bytes (spec/vqf.md §4.3) and its FNV-1a-64 trailer, kept
     as it is once it matched (spec/vqf.md §3.5)."""
@@ -292,7 +290,7 @@ def _digest_plaintext(
         h,
         vqf.entries,
         fnv=True,
-        hasher=hasher,
+        hasher=backend.checksum,
         sink=sink,
         release=vqf.release_pages,
         digest_header=covered,
@@ -325,7 +323,7 @@ def protect_vqf(
     passphrase: bytes | None = None,
     private_key: bytes | None = None,
     overwrite: bool = False,
-    hasher: Hasher = fnv1a64,
+    backend: Backend = REFERENCE,
 ) -> Path:
     """Publish `src` at `dst` encrypted (with `passphrase`), then signed (with `private_key`).
 
@@ -344,13 +342,13 @@ def protect_vqf(
             "vqf.writer.destination", f"{dst} exists (pass overwrite=True to replace it)"
         )
     if private_key is None:
-        return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, hasher=hasher)
+        return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, backend=backend)
     if passphrase is None:
-        return sign_vqf(src, dst, private_key, overwrite=overwrite, hasher=hasher)
+        return sign_vqf(src, dst, private_key, overwrite=overwrite, backend=backend)
     with staged_folder(dst) as private:  # swept by the next write if this process is killed
-        middle = encrypt_vqf(src, private / "enc.vqf", passphrase, hasher=hasher)
+        middle = encrypt_vqf(src, private / "enc.vqf", passphrase, backend=backend)
         return sign_vqf(
-            middle, dst, private_key, passphrase=passphrase, overwrite=overwrite, hasher=hasher
+            middle, dst, private_key, passphrase=passphrase, overwrite=overwrite, backend=backend
         )
 
 

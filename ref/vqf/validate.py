@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
 from typing import Any
 
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.spec.errors import Violation, WeightfileError
 from weightfile.spec.vqf.constants import ALIGN, HEADER_BYTES, NAME_BYTES
 from weightfile.spec.vqf.flags import KNOWN_MASK, VQFFlag
@@ -25,7 +25,7 @@ from weightfile.spec.vqf.sig import VQFSig
 from weightfile.spec.vqf.tensor import VQFTensor
 
 from . import protect
-from .fnv1a64 import Progress, file_checksum, fnv1a64
+from .fnv1a64 import Progress, file_checksum
 from .read import Entry, Header, VQFFile, open_vqf
 
 
@@ -33,7 +33,7 @@ def validate(
     path: str | os.PathLike[str],
     *,
     checksum: bool = False,
-    hasher: Callable[[memoryview, int], int] = fnv1a64,
+    backend: Backend = REFERENCE,
     progress: Progress | None = None,
     passphrase: bytes | None = None,
     trusted_pub: bytes | None = None,
@@ -43,7 +43,8 @@ def validate(
     An ENC file is authenticated with `passphrase` whenever it is given (spec/vqf.md §4.2), and a
     SIGNED file's signature is checked against `trusted_pub` whenever it is given, whatever the
     engine's policy would do (spec/vqf.md §4.3). Without them the file is reported as unverifiable
-    (`vqf.enc.no_key`, `vqf.sig.no_key`, UnsupportedError), never as valid.
+    (`vqf.enc.no_key`, `vqf.sig.no_key`, UnsupportedError), never as valid. With `checksum`, the
+    FNV-1a-64 trailer (spec/vqf.md §3.5) is recomputed by `backend.checksum`.
     """
     try:
         vqf = open_vqf(path, check_ranges=False)
@@ -62,7 +63,7 @@ def validate(
         check_zero_fill(vqf, report)
         check_protection(vqf, report, passphrase, trusted_pub, progress)
         if checksum and not vqf.header.encrypted:
-            check_fnv(vqf, report, hasher, progress)
+            check_fnv(vqf, report, backend.checksum, progress)
         return found
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.staging import create_temp, os_failures, sweep
 from weightfile.spec.errors import DestinationExistsError, InvalidError
 from weightfile.spec.records import build_record
@@ -42,7 +43,7 @@ from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 from weightfile.spec.vqf.tensor import VQFTensor, encode_name
 from weightfile.spec.vqf.trailer import VQFTrailerFNV
 
-from .fnv1a64 import fnv1a64, fnv1a64_zeros
+from .fnv1a64 import fnv1a64_zeros
 
 Payload = bytes | bytearray | memoryview | Iterable[bytes | bytearray | memoryview] | None
 
@@ -66,31 +67,30 @@ class TensorSource:
 
     @classmethod
     def from_array(
-        cls, name: str, array: Any, *, qtype: int, flags: int = 0, codecs: str | None = None
+        cls, name: str, array: Any, *, qtype: int, flags: int = 0, backend: Backend = REFERENCE
     ) -> TensorSource:
         """A tensor encoded from floats in its logical shape (what `weightfile.open(...)
         .decode(name)` returns): a vector, or a per-layer stack of vectors for a norm; an
         [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, spec/vqf.md
         §7.1). Quantized matrices take the layout `flags` and the name select (spec/vqf.md §5),
-        so pass the file's flags."""
+        so pass the file's flags. `backend`'s codecs encode (the same bytes either way)."""
         import numpy as np
 
         from weightfile.spec.vqf.inventory import KINDS
 
-        from .encode import REF_CODECS, encode
+        from .encode import encode
 
         a = np.asarray(array, dtype=np.float32)
         kind = KINDS.get(name)
         qt = QType(qtype)
-        where = codecs or REF_CODECS
         if a.ndim == 1 or (kind is not None and kind.family == "norm"):
-            data = encode(qt, flags, name, a.reshape(1, -1), where)
+            data = encode(qt, flags, name, a.reshape(1, -1), backend)
             return cls(name, qt, a.size, 1, data)
         if a.ndim == 2:
-            return cls(name, qt, a.shape[0], a.shape[1], encode(qt, flags, name, a, where))
+            return cls(name, qt, a.shape[0], a.shape[1], encode(qt, flags, name, a, backend))
         if a.ndim == 3:
             count, out, inner = a.shape
-            data = b"".join(encode(qt, flags, name, m, where) for m in a)
+            data = b"".join(encode(qt, flags, name, m, backend) for m in a)
             return cls(name, qt, count * inner, out, data)
         raise InvalidError(
             "vqf.writer.payload", f"{name}: an array of {a.ndim} dimensions is no VQF tensor"
@@ -107,7 +107,7 @@ def write_vqf(
     layout: str = "current",
     overwrite: bool = False,
     order: str = "spec",
-    hasher: Any = fnv1a64,
+    backend: Backend = REFERENCE,
 ) -> Path:
     """Write `tensors` as a VQF file at `path` and return the path.
 
@@ -115,6 +115,7 @@ def write_vqf(
     spec/vqf.md §3.4 order (unknown names after the known ones, in the order given); order="given"
     keeps the caller's order, for building test files. ENC and SIGNED files are made from the
     written plaintext file by `protect_write.encrypt_vqf` and `sign_vqf` (spec/vqf.md §4).
+    `backend.checksum` computes the FNV-1a-64 trailer (spec/vqf.md §3.5).
     """
     path = Path(path)
     if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
@@ -140,8 +141,8 @@ def write_vqf(
     with staged(path, overwrite) as out:
         out.write(header)
         out.write(directory)
-        h = hasher(directory, FNV_OFFSET_BASIS)
-        h = write_data(out, ordered, offsets, data_offset, file_len, h, hasher)
+        h = backend.checksum(directory, FNV_OFFSET_BASIS)
+        h = write_data(out, ordered, offsets, data_offset, file_len, h, backend.checksum)
         out.write(VQFTrailerFNV.build({"fnv1a64": h}))
     return path
 

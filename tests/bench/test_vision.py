@@ -9,6 +9,7 @@ from weightfile.bench import engines, vision
 from weightfile.bench.synthetic import SPECS, planned_layout, synthetic_model, with_progress
 from weightfile.bench.table import image_lines
 from weightfile.families import vqf_family
+from weightfile.fast.backend import FAST
 from weightfile.ref.qwen3_vl.vision import VisionInput
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate
@@ -89,7 +90,7 @@ def test_fast_asked_without_a_fast_tower_runs_ref_and_says_so(tiny_vl, monkeypat
     # as while the family row names no fast model (or it has no vision tower)
     monkeypatch.setattr(vision, "fast_vision_model", lambda v, n: None)
     with open_vqf(tiny_vl) as vqf:
-        section, notes = vision.image_section(vqf, "fast", [1, 2], repetitions=1)
+        section, notes = vision.image_section(vqf, FAST, [1, 2], repetitions=1)
     assert (section["engine_asked"], section["engine"]) == ("fast", "ref")
     assert [(r["engine"], r["threads"], r["method"]) for r in section["rows"]] == [
         ("ref", 1, "estimated")
@@ -128,7 +129,7 @@ def test_a_fast_tower_is_timed_at_every_thread_count(tiny_vl, monkeypatch):
     towers: dict[int, FakeTower] = {}
     monkeypatch.setattr(vision, "fast_vision_model", lambda v, n: towers.setdefault(n, FakeTower()))
     with open_vqf(tiny_vl) as vqf:
-        section, _ = vision.image_section(vqf, "fast", [1, 2], repetitions=2)
+        section, _ = vision.image_section(vqf, FAST, [1, 2], repetitions=2)
     assert section["engine"] == "fast"
     assert [(r["engine"], r["threads"], len(r["samples_seconds"])) for r in section["rows"]] == [
         ("fast", 1, 2),

@@ -341,13 +341,17 @@ def test_every_command_has_parsing_arguments():
 
 def test_ctrl_c_during_a_checksum_and_a_corpus_run(monkeypatch, capsys):
     """Two real places: the FNV pass of verify --checksum and a conformance case."""
+    from dataclasses import replace
+
+    from weightfile import backends
     from weightfile.conformance import runner
-    from weightfile.fast.vqf import fnv1a64
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fnv1a64, "fnv1a64", interrupted)
+    # verify --engine fast (the default) hashes with the checksum of the backend it names
+    interrupting = replace(backends.backend_named("fast"), checksum=interrupted)
+    monkeypatch.setitem(backends.BACKENDS, "fast", interrupting)
     monkeypatch.setattr(runner, "run_case", interrupted)
     assert main(["verify", "--checksum", str(EXAMPLE_PATH)]) == EXIT_INTERRUPTED
     assert _one_line(capsys) == "weightfile verify: interrupted"

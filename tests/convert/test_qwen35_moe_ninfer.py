@@ -20,7 +20,8 @@ from strategies.qwen35_moe_checkpoint import (
     write_checkpoint,
 )
 
-from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import import_checkpoint
+from weightfile.fast.backend import FAST
 from weightfile.model_file import NInferModelFile
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.ninfer3.read import open_artifact
@@ -66,7 +67,7 @@ def reference(path) -> tuple[np.ndarray, list[np.ndarray]]:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_moe_import_gives_transformers_logits_and_experts(checkpoint, tmp_path, fmt):
     folder, model = checkpoint
-    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt=fmt, codecs=FAST_CODECS)[0]
+    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt=fmt, backend=FAST)[0]
     if fmt == "bf16":
         oracle = model  # bf16-valued weights: the file holds them exactly
     else:

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from strategies.qwen35_checkpoint import load_canonical, torch, write_checkpoint
 
-from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import import_checkpoint
+from weightfile.fast.backend import FAST
 from weightfile.model_file import NInferModelFile
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen35.bind import bind_ninfer
@@ -63,14 +64,14 @@ def check(got: np.ndarray, want: np.ndarray) -> None:
 
 def test_bf16_import_gives_transformers_logits(checkpoint, tmp_path):
     folder, model = checkpoint
-    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt="bf16", codecs=FAST_CODECS)[0]
+    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt="bf16", backend=FAST)[0]
     check(reference_logits(out), transformers_logits(model))
 
 
 @pytest.mark.parametrize("fmt", ["q4_g64_fp16", "q8_g32_fp16"])
 def test_quantized_import_gives_transformers_logits_on_its_weights(checkpoint, tmp_path, fmt):
     folder, model = checkpoint
-    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt=fmt, codecs=FAST_CODECS)[0]
+    out = import_checkpoint(folder, tmp_path / "m.ninfer", fmt=fmt, backend=FAST)[0]
     dequantized = type(model)(model.config).eval()
     load_canonical(dequantized, file_parameters(out))
     want = transformers_logits(dequantized)

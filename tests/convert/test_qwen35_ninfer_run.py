@@ -9,7 +9,8 @@ from strategies.qwen35_checkpoint import TEMPLATE, write_checkpoint
 from strategies.tiny_vqf import bpe_tokenizer
 
 from weightfile.cli import main
-from weightfile.families.qwen35.to_ninfer import FAST_CODECS, import_checkpoint
+from weightfile.families.qwen35.to_ninfer import import_checkpoint
+from weightfile.fast.backend import FAST
 from weightfile.frontend.chat import render_chat
 from weightfile.frontend.generate import stream_tokens
 from weightfile.ref.ninfer3.read import open_artifact
@@ -26,7 +27,7 @@ def imported(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf35")
     write_checkpoint(folder, tied=False, seed=9)
     out = tmp_path_factory.mktemp("out") / "m.ninfer"
-    import_checkpoint(folder, out, fmt="q8_g32_fp16", codecs=FAST_CODECS)
+    import_checkpoint(folder, out, fmt="q8_g32_fp16", backend=FAST)
     assert sorted(p.name for p in out.parent.iterdir()) == ["m.ninfer"]  # no sidecars
     return out
 

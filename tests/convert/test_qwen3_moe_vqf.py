@@ -19,6 +19,7 @@ from strategies.qwen3_moe_checkpoint import TOKENS, build_model, load_weights, r
 from weightfile.cli import main
 from weightfile.families.qwen3.to_vqf import tokenizer_sidecar
 from weightfile.families.qwen3_moe.to_vqf import import_qwen3_moe
+from weightfile.fast.backend import FAST  # the same bytes as the reference codecs, faster
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_moe.bind_vqf import bind_vqf
@@ -30,7 +31,6 @@ from weightfile.spec.numerics.profile import CANONICAL, QuantizedMatmul
 pytest.importorskip("torch", reason="the MoE oracle needs the 'external' extra (torch)")
 pytest.importorskip("transformers", reason="the MoE oracle needs transformers")
 
-FAST_CODECS = "weightfile.fast.codecs.vqf"  # the same bytes as the reference codecs, faster
 F32_WEIGHTS = CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS)
 
 
@@ -76,7 +76,7 @@ def test_quantized_imports_match_transformers_on_their_dequantized_weights(
 ):
     folder, model, (original, _, _) = checkpoint
     config, weights = bound(
-        import_qwen3_moe(folder, tmp_path / "m.vqf", qtype=qtype, layout=layout, codecs=FAST_CODECS)
+        import_qwen3_moe(folder, tmp_path / "m.vqf", qtype=qtype, layout=layout, backend=FAST)
     )
     assert isinstance(weights.layers[0].experts[3].down, QuantMatrix)
     load_weights(model, config, weights)  # the fixture's model is not used after this module

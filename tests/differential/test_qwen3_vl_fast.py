@@ -26,6 +26,7 @@ from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autous
 
 from weightfile.families.qwen3_vl.to_vqf import import_vl_checkpoint
 from weightfile.fast._native import each_isa, library
+from weightfile.fast.backend import FAST
 from weightfile.fast.qwen3_vl import open_model
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen3_vl.bind_vqf import bind_family
@@ -49,7 +50,7 @@ def files():
     b = root / "b.vqf"
     import_vl_checkpoint(
         save_checkpoint(root / "hf-b", seed=3, **B_VISION), b, qtype="q4_0", layout="tiled",
-        codecs="weightfile.fast.codecs.vqf",
+        backend=FAST,
     )  # fmt: skip
     out = {}
     for key, path in (("a", shared_vqf()), ("b", b)):
@@ -164,7 +165,7 @@ def test_trace_engine_fast_is_engine_ref(tmp_path) -> None:
     from weightfile.fast.qwen3_vl import FastQwen3VLModel
     from weightfile.frontend.dispatch import load_session
 
-    s = load_session(shared_vqf(), None, False, engine="fast")
+    s = load_session(shared_vqf(), None, False, backend=FAST)
     assert isinstance(s.model, FastQwen3VLModel) and s.note is None
     Image.fromarray(image_array()).save(tmp_path / "i.png")
     base = ["trace", str(shared_vqf()), "--token-ids", f"1,{VS_ID},{IMAGE_ID},{VE_ID},3"]

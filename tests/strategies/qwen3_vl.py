@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from weightfile.fast.backend import FAST
+
 torch = pytest.importorskip("torch", reason="the oracle needs the 'external' extra (torch)")
 transformers = pytest.importorskip(
     "transformers", reason="the oracle needs the 'external' extra (transformers)"
@@ -113,5 +115,5 @@ def shared_vqf() -> Path:
 
     out = _root() / "q8_0.vqf"
     if not out.is_file():
-        import_vl_checkpoint(shared_checkpoint(), out, codecs="weightfile.fast.codecs.vqf")
+        import_vl_checkpoint(shared_checkpoint(), out, backend=FAST)
     return out

@@ -20,6 +20,7 @@ from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer
 from weightfile.families.qwen3.to_vqf import arch_from_config
 from weightfile.families.qwen3_moe.hf_names import ATTENTION_FIELDS, expert_tensor, router_tensor
 from weightfile.families.qwen3_moe.to_vqf import build_tensors
+from weightfile.fast.backend import FAST
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.vqf.flags import VQFFlag
@@ -35,7 +36,6 @@ MOE_FORMATS = {
     "f16": (QType.F16, 0),
 }
 TIES = ("none", "duplicate", "zero")
-FAST_CODECS = "weightfile.fast.codecs.vqf"
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def moe_file_parts(spec: MoeSpec) -> tuple[dict[str, Any], list[TensorSource], i
     flags |= VQFFlag.MOE | (0 if qtype == QType.F32 else VQFFlag.EMB_F16)
     tensors = build_tensors(
         state_dict(spec), c, c.num_experts, c.moe_intermediate_size, qtype, int(flags),
-        FAST_CODECS,
+        FAST,
     )  # fmt: skip
     if c.tie_word_embeddings:  # the importer always writes an lm_head; a tied file has none
         tensors = [t for t in tensors if not t.name.endswith("_lm")]

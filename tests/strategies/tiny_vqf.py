@@ -12,6 +12,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
 from weightfile.families.qwen3.to_vqf import VQF_NORMS, arch_from_config, build_tensors
+from weightfile.fast.backend import FAST
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import encode, file_flags
@@ -90,7 +91,6 @@ MATRIX_FORMATS = {
     "f32": (QType.F32, 0),
     "f16": (QType.F16, 0),
 }
-FAST_CODECS = "weightfile.fast.codecs.vqf"
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def write_model_file(path: Path, spec: ModelSpec) -> Path:
     for short, (rows, cols) in shapes.items():
         layers = 1 if short == "lm" else nl
         name = f"{family}_{short}"
-        parts = [encode(qtype, flags, name, values(rows, cols), FAST_CODECS) for _ in range(layers)]
+        parts = [encode(qtype, flags, name, values(rows, cols), FAST) for _ in range(layers)]
         mats.append(TensorSource(name, qtype, layers * cols, rows, b"".join(parts)))
     hf = {"bos_token_id": 0, "eos_token_id": 0}
     arch = arch_from_config(hf, c)

@@ -23,6 +23,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from weightfile.backends import ENGINES, backend_named
+from weightfile.fast.backend import FAST
+from weightfile.ref.backend import Backend
 from weightfile.ref.qwen3.config import Qwen3Config
 
 #: "A small multiple of the largest layer's activations."
@@ -75,7 +78,7 @@ def peak_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | str]:
+def child(path: str, backend: Backend, threads: int, tokens: int) -> dict[str, int | str]:
     """Open, prefill `tokens`, decode `tokens`; the RSS before opening and the peak after.
 
     An encrypted model's passphrase comes from VLLM_VQF_KEY, which `measure_peak_rss` sets in
@@ -91,12 +94,12 @@ def child(path: str, engine: str, threads: int, tokens: int) -> dict[str, int | 
     engines.preload()
     baseline = status_bytes("VmRSS") or peak_bytes()
     with open_vqf(path, passphrase=os.environb.get(b"VLLM_VQF_KEY") or None) as vqf:
-        model = engines.open_fast(vqf, threads) if engine == "fast" else engines.open_ref(vqf)
+        model = engines.open_fast(vqf, threads) if backend is FAST else engines.open_ref(vqf)
         if model is None:
             raise SystemExit("the fast engine is not available in this tree")
         vocab = model.config.vocab_size
         time_forward(model, token_ids(vocab, tokens), token_ids(vocab, tokens, seed=7))
-    return {"engine": engine, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak_bytes()}
+    return {"engine": backend.name, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak_bytes()}
 
 
 def measure_peak_rss(
@@ -122,11 +125,11 @@ def measure_peak_rss(
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m weightfile.bench.peak_rss")
     p.add_argument("model")
-    p.add_argument("--engine", choices=("fast", "ref"), default="fast")
+    p.add_argument("--engine", choices=ENGINES, default="fast")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tokens", type=int, default=8)
     a = p.parse_args(argv)
-    print(json.dumps(child(a.model, a.engine, a.threads, a.tokens)))
+    print(json.dumps(child(a.model, backend_named(a.engine), a.threads, a.tokens)))
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.fast.backend import FAST
+from weightfile.ref.backend import Backend
 from weightfile.ref.qwen3.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
 
@@ -288,12 +290,12 @@ def run_bench(
     bandwidth_buffer: int = DEFAULT_BUFFER,
     passphrase: bytes | None = None,
     progress: bool = False,
-    image_engine: str = "fast",
+    image_backend: Backend = FAST,
     image_side: int = IMAGE_SIDE,
 ) -> dict[str, Any]:
     """Every measurement of the report, in one process (the peak RSS in a child).
 
-    On a Qwen3-VL file `image_engine` encodes one image_side² image (the `image_encode` section).
+    On a Qwen3-VL file `image_backend` encodes one image_side² image (the `image_encode` section).
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
     open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
@@ -316,8 +318,8 @@ def run_bench(
                 report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
                 per_token = round(report["moe_roofline"]["weight_bytes_per_token"])
             if vision.is_vision_file(vqf):  # issue 18 item 8: the image-encode rows
-                bar.phase(f"image encode ({image_engine})")
-                notes += _image_encode(report, vqf, image_engine, plan, image_side)
+                bar.phase(f"image encode ({image_backend.name})")
+                notes += _image_encode(report, vqf, image_backend, plan, image_side)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":
@@ -407,11 +409,11 @@ def _test_rows(
 
 
 def _image_encode(
-    report: dict[str, Any], vqf: Any, image_engine: str, plan: Plan, image_side: int
+    report: dict[str, Any], vqf: Any, image_backend: Backend, plan: Plan, image_side: int
 ) -> list[str]:
     """The `image_encode` section of a Qwen3-VL file; returns its notes."""
     report["image_encode"], image_notes = vision.image_section(
-        vqf, image_engine, plan.threads, plan.repetitions, image_side
+        vqf, image_backend, plan.threads, plan.repetitions, image_side
     )
     return image_notes
 

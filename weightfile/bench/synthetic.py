@@ -21,7 +21,6 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, replace
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from weightfile.bench.progress import Progress
 from weightfile.bench.synthetic_spec import MoeSyntheticSpec, SyntheticSpec, VLSyntheticSpec
 from weightfile.demo import cache_root
 from weightfile.families import presets
+from weightfile.fast.backend import FAST
 from weightfile.ref.vqf.encode import encode
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
@@ -39,7 +39,6 @@ from weightfile.spec.vqf.placement import file_size_for
 from weightfile.spec.vqf.qtypes import QType
 
 GENERATOR_VERSION = 3  # bump when the bytes a spec produces change
-FAST_CODECS = "weightfile.fast.codecs.vqf"
 #: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling equals
 #: whole-matrix tiling (spec/vqf.md §7.5); small enough that a chunk and the encoder's temporaries
 #: stay about one layer's largest matrix (the generator's peak RAM is one chunk's worth).
@@ -118,7 +117,7 @@ def _embed_chunk(s: SyntheticSpec, start: int) -> np.ndarray:
 
 
 def _embed_payload(s: SyntheticSpec) -> Iterator[bytes]:
-    f16 = import_module(f"{FAST_CODECS}.f16")
+    f16 = FAST.vqf_codecs.codec("f16")
     for start in range(0, s.vocab, ROW_CHUNK):
         chunk = _embed_chunk(s, start)
         yield f16.encode(chunk, chunk.shape[0], s.hidden, mode="trunc_ftz")
@@ -126,7 +125,7 @@ def _embed_payload(s: SyntheticSpec) -> Iterator[bytes]:
 
 def _lm_payload(s: SyntheticSpec, name: str) -> Iterator[bytes]:
     for start in range(0, s.vocab, ROW_CHUNK):
-        yield encode(s.qtype_code, s.flags, name, _embed_chunk(s, start), FAST_CODECS)
+        yield encode(s.qtype_code, s.flags, name, _embed_chunk(s, start), FAST)
 
 
 def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) -> Iterator[bytes]:
@@ -137,7 +136,7 @@ def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) 
     index = ORDER_INDEX[kind.name]
     for layer in range(s.layers):
         m = _normal(s, (out, inp), PROJ_STD, 1, index, layer)
-        yield encode(s.qtype_code, s.flags, kind.name, m, FAST_CODECS)
+        yield encode(s.qtype_code, s.flags, kind.name, m, FAST)
 
 
 def _vision_q8_payload(s: SyntheticSpec, name: str, g: Geometry) -> Iterator[bytes]:
@@ -150,7 +149,7 @@ def _vision_q8_payload(s: SyntheticSpec, name: str, g: Geometry) -> Iterator[byt
         m = _normal(s, (out, inp), PROJ_STD, 2, index, block)
         if inp < g.vfp and name == "v_q8_fc2":
             m = np.concatenate([m, np.zeros((out, g.vfp - inp), np.float32)], axis=1)
-        yield encode(QType.Q8_0, 0, name, m, FAST_CODECS)
+        yield encode(QType.Q8_0, 0, name, m, FAST)
 
 
 #: The vision LayerNorm weights (ones, like the text norms); every other F32 vision tensor is

@@ -33,7 +33,9 @@ from typing import Any
 import numpy as np
 
 from weightfile.families import vqf_family
+from weightfile.fast.backend import FAST
 from weightfile.frontend.image import PreparedImage, preprocess, settings_for
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.numerics.attention import attend_head
 from weightfile.ref.numerics.kernels import kernels_for
 from weightfile.ref.numerics.matrix import DenseMatrix
@@ -317,7 +319,7 @@ def _ref_encode(
 
 def image_section(
     vqf: VQFFile,
-    engine: str,
+    backend: Backend,
     threads: Sequence[int],
     repetitions: int,
     side: int = IMAGE_SIDE,
@@ -332,17 +334,17 @@ def image_section(
     reps = min(repetitions, MAX_REPETITIONS)
     rows: list[dict[str, Any]] = []
     linears: list[dict[str, Any]] = []
-    ran = engine
-    if engine == "fast":
+    ran = backend
+    if backend is FAST:
         _fast_encode(vqf, c, image, threads, reps, rows, linears, notes)
         if not rows:
-            ran = "ref"
+            ran = REFERENCE
             notes.append(
                 "image encode: engine fast asked, but this family has no fast vision tower yet "
                 "(weightfile/families/registry.py); the image was encoded by ref (the fast vision "
                 "linears rows time the C Q8_0 product alone)"
             )
-    if ran == "ref":
+    if ran is REFERENCE:
         _ref_encode(vqf, c, image, reps, rows, linears, notes)
     section = {
         "image": {
@@ -352,8 +354,8 @@ def image_section(
             "patches": patches,
             "tokens": prepared.n_tokens,
         },
-        "engine_asked": engine,
-        "engine": ran,
+        "engine_asked": backend.name,
+        "engine": ran.name,
         "flops_per_image": {
             "linears": 2 * work.linears,
             "attention": 2 * work.attention,

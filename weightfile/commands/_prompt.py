@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from weightfile import profiles
+from weightfile.backends import ENGINES
 
 from ._common import add_passphrase_argument, check_destination, positive_int, token_ids
 
@@ -32,7 +33,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokenizer.json (default: the .ninfer's own, MODEL.tokenizer.json)",
     )
     parser.add_argument(
-        "--engine", choices=("ref", "fast"), default="ref",
+        "--engine", choices=ENGINES, default="ref",
         help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits "
         "(a .ninfer file runs the reference, with a note)",
     )  # fmt: skip

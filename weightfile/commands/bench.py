@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from weightfile.backends import ENGINES, backend_named
+
 from ._common import (
     EXIT_UNVERIFIABLE,
     UsageError,
@@ -137,7 +139,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     # Qwen3-VL (issue 18 item 8): which engine encodes the bench image
     parser.add_argument(
         "--engine",
-        choices=("ref", "fast"),
+        choices=ENGINES,
         default="fast",
         help="the engine that encodes the 448x448 bench image of a Qwen3-VL model (default fast; "
         "a family without a fast vision tower runs ref, and the report says so)",
@@ -221,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         bandwidth_buffer=args.bandwidth_mib << 20,
         passphrase=passphrase(args),
         progress=not args.quiet,
-        image_engine=args.engine,
+        image_backend=backend_named(args.engine),
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))

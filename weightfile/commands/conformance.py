@@ -18,6 +18,8 @@ import json
 import sys
 from typing import Any
 
+from weightfile.backends import ENGINES
+
 from ._common import UsageError
 
 
@@ -31,9 +33,7 @@ def register(sub: Any) -> None:
         metavar="COMMAND",
         help="a command; asked `kinds` once, then run with KIND PATH appended per case",
     )
-    who.add_argument(
-        "--builtin", choices=("ref", "fast"), default="ref", help="a built-in implementation"
-    )
+    who.add_argument("--builtin", choices=ENGINES, default="ref", help="a built-in implementation")
     run_p.add_argument(
         "--run", dest="pattern", metavar="GLOB", default="*", help="only case ids matching GLOB"
     )

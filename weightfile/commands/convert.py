@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from weightfile.backends import ENGINES, backend_named
+
 from ._common import UsageError, add_passphrase_argument
 
 NINFER_FORMATS = ("bf16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16")
@@ -72,7 +74,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
     parser.add_argument(
-        "--engine", choices=("ref", "fast"), default="fast", help="which codecs encode (same bytes)"
+        "--engine", choices=ENGINES, default="fast", help="which codecs encode (same bytes)"
     )
     parser.add_argument(
         "--encrypt",
@@ -126,7 +128,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
         vqf=plan,
         ninfer_format=args.format,
         overwrite=args.force,
-        engine=args.engine,
+        backend=backend_named(args.engine),
         passphrase=key,
         sign_key=sign_key,
         progress=bar,

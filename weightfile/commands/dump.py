@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.backends import ENGINES, backend_named
+from weightfile.ref.backend import Backend
+
 from ._common import add_passphrase_argument, passphrase
 
 
@@ -38,7 +41,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="every tensor, dequantized to float32, into OUT.safetensors (no NAME)",
     )
-    parser.add_argument("--engine", choices=("ref", "fast"), default="fast")
+    parser.add_argument("--engine", choices=ENGINES, default="fast")
     parser.add_argument(
         "--q8-tiling",
         choices=("4x4",),
@@ -59,20 +62,21 @@ def run(args: argparse.Namespace) -> int:
     key = passphrase(args)
     if key is not None:
         options["passphrase"] = key
+    backend = backend_named(args.engine)
     with open_model_file(args.file, **options) as f:
         if args.all:
-            summary = dump_all(f, args.out, args.engine)
+            summary = dump_all(f, args.out, backend)
         elif args.raw:
             data = raw_bytes(f, args.name)
             args.out.write_bytes(data)
             summary = f"{len(data)} bytes"
         elif args.words:
-            words = f.decode_words(args.name, engine=args.engine)
+            words = f.decode_words(args.name, engine=backend)
             with open(args.out, "wb") as out:  # a file object: savez adds no ".npz"
                 np.savez(out, **words)
             summary = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in words.items())
         else:
-            values = f.decode(args.name, engine=args.engine)
+            values = f.decode(args.name, engine=backend)
             with open(args.out, "wb") as out:  # a file object: save adds no ".npy"
                 np.save(out, values)
             summary = f"{values.dtype}{list(values.shape)}"
@@ -99,7 +103,7 @@ def tensor_names(f: Any) -> list[str]:
     return [o.id for o in f.artifact.directory.objects if o.kind != "resource"]
 
 
-def dump_all(f: Any, out: Path, engine: str) -> str:
+def dump_all(f: Any, out: Path, backend: Backend) -> str:
     from safetensors.numpy import save_file
 
     from weightfile.progress import each
@@ -109,7 +113,7 @@ def dump_all(f: Any, out: Path, engine: str) -> str:
     check_destination(out)  # first: safetensors' own error would be a raw SafetensorError
     names = tensor_names(f)
     tensors = {
-        name: np.ascontiguousarray(f.decode(name, engine=engine), dtype=np.float32)
+        name: np.ascontiguousarray(f.decode(name, engine=backend), dtype=np.float32)
         for name in each(names, "tensors", total=len(names))
     }
     save_file(tensors, str(out), metadata={"source": str(f._path()), "format": f.format})

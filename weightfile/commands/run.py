@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from weightfile import profiles
+from weightfile.backends import backend_named
 
 from ._common import UsageError, nonnegative_int, passphrase, positive_int, temperature
 from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.tokenizer,
         args.prompt is not None,
-        args.engine,
+        backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),
         profile=args.profile,

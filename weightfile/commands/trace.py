@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.backends import backend_named
+
 from ._common import passphrase
 from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
 
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.tokenizer,
         args.prompt is not None,
-        args.engine,
+        backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),
         profile=args.profile,

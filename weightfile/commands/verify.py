@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from weightfile.backends import ENGINES, backend_named
 from weightfile.formats import sniff
 from weightfile.spec.errors import WeightfileError
 
@@ -34,9 +35,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--checksum", action="store_true", help="also hash the file (FNV-1a-64 for VQF)"
     )
-    parser.add_argument(
-        "--engine", choices=("ref", "fast"), default="fast", help="checksum implementation"
-    )
+    parser.add_argument("--engine", choices=ENGINES, default="fast", help="checksum implementation")
     parser.add_argument(
         "--json",
         action="store_true",
@@ -124,10 +123,6 @@ def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
     from weightfile.progress import ProgressBar
     from weightfile.ref.vqf.read import open_vqf
 
-    if args.engine == "fast":
-        from weightfile.fast.vqf.fnv1a64 import fnv1a64 as hasher
-    else:
-        from weightfile.ref.vqf.fnv1a64 import fnv1a64 as hasher
     bar = None
     if args.checksum:
         try:
@@ -140,7 +135,7 @@ def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
         return validate(
             path,
             checksum=args.checksum,
-            hasher=hasher,
+            engine=backend_named(args.engine),
             progress=bar,
             passphrase=passphrase(args),
             trusted_pub=trusted_pub("verify", args),

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from weightfile.families import importers
+from weightfile.fast.backend import FAST
+from weightfile.ref.backend import Backend
 from weightfile.spec.errors import UnsupportedError
 
 from .vqf_plan import VQFPlan
@@ -35,7 +37,7 @@ class ConvertOptions:
     vqf: VQFPlan = field(default_factory=VQFPlan)
     ninfer_format: str = "bf16"
     overwrite: bool = False
-    engine: str = "fast"  # which codecs encode: ref or fast (the same bytes)
+    backend: Backend = FAST  # whose codecs encode: REFERENCE or FAST (the same bytes)
     passphrase: bytes | None = None
     sign_key: bytes | None = None
     #: called as each tensor is written: (its name, how many tensors the file has)
@@ -114,10 +116,6 @@ def convert(
     return run(Path(src), Path(dst), options)
 
 
-def codecs_package(options: ConvertOptions) -> str:
-    return f"weightfile.{options.engine}.codecs.vqf"
-
-
 #: The weight modes the family importers (Qwen3-MoE, Qwen3-VL) write, as their --qtype.
 FAMILY_QTYPES = {"q8": "q8_0", "q4": "q4_0", "f32": "f32", "f16": "f16"}
 
@@ -146,7 +144,7 @@ def family_hf_to_vqf(importer: str, family: str) -> Converter:
             qtype=family_qtype_of(options, family),
             layout=options.vqf.layout,
             overwrite=options.overwrite,
-            codecs=codecs_package(options),
+            backend=options.backend,
             passphrase=options.passphrase,
             sign_key=options.sign_key,
         )
@@ -172,7 +170,7 @@ def gguf_importer_to_vqf(
         dst,
         plan=options.vqf,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         requantize=options.requantize,
         passphrase=options.passphrase,
         sign_key=options.sign_key,
@@ -191,7 +189,7 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         src,
         dst,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         passphrase=options.passphrase,
         progress=options.progress,
     )

@@ -21,7 +21,6 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 from weightfile.families.qwen3.from_gguf import GGUF_LAYER
 from weightfile.families.qwen3.to_vqf import row_bands
 from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
 from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
@@ -47,7 +47,7 @@ def export_gguf(
     out: str | os.PathLike[str],
     *,
     overwrite: bool = False,
-    codecs: str = "weightfile.ref.codecs.vqf",
+    backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> Path:
@@ -77,7 +77,7 @@ def export_gguf(
             w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
             add_metadata(w, a, moe)
             add_tokenizer(w, sidecar_path(src), a)
-            add_tensors(w, vqf, a, flags, projection_set, codecs, progress)
+            add_tensors(w, vqf, a, flags, projection_set, backend, progress)
             w.close()
             os.replace(tmp, out) if overwrite else publish_new(tmp, out)
         finally:
@@ -189,13 +189,13 @@ def add_tensors(
     a: dict[str, Any],
     flags: int,
     projection_set: str,
-    codecs: str,
+    backend: Backend,
     progress: Callable[[str, int], None] | None = None,
 ) -> None:
     """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §7.7): every tensor's info goes into
     the header first, then each tensor's bytes are made, written and dropped in turn, and the
     VQF pages it read are released, so memory holds one tensor, not the model."""
-    jobs = tensor_jobs(vqf, a, flags, projection_set, codecs)
+    jobs = tensor_jobs(vqf, a, flags, projection_set, backend)
     for j in jobs:
         w.add_tensor_info(j.name, j.shape, np.dtype(j.dtype), j.nbytes, raw_dtype=j.raw)
     w.write_header_to_file()
@@ -209,7 +209,7 @@ def add_tensors(
 
 
 def tensor_jobs(
-    vqf: Any, a: dict[str, Any], flags: int, projection_set: str, codecs: str
+    vqf: Any, a: dict[str, Any], flags: int, projection_set: str, backend: Backend
 ) -> list[Job]:
     """The GGUF tensors of a dense Qwen3 VQF file in llama.cpp's order, none made yet."""
     import gguf
@@ -263,7 +263,7 @@ def tensor_jobs(
 
             def band(a: int, b: int) -> np.ndarray:
                 part = vqf.payload(e)[i * step + a * per_row : i * step + b * per_row]
-                return plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs, (a, b))[0]
+                return plain_blocks(e.qtype, flags, e.name, part, rows, cols, backend, (a, b))[0]
 
             bands = row_bands(rows, cols) if n == 1 else [(0, rows)]  # a layer is small
             return Banded(step, [
@@ -284,7 +284,7 @@ def tensor_jobs(
         for i in range(nl):
             jobs.append(blocks(f"blk.{i}.{GGUF_LAYER[FIELDS[short]]}", e, rows, cols, i, nl))
     if moe:
-        jobs += expert_jobs(vqf, a, flags, projection_set, codecs, values)
+        jobs += expert_jobs(vqf, a, flags, projection_set, backend, values)
     if f"{projection_set}_lm" in {e.name for e in vqf.entries}:
         jobs.append(blocks("output.weight", vqf.entry(f"{projection_set}_lm"), V, d))
     return jobs
@@ -295,7 +295,7 @@ def expert_jobs(
     a: dict[str, Any],
     flags: int,
     projection_set: str,
-    codecs: str,
+    backend: Backend,
     values: Callable[..., Job],
 ) -> list[Job]:
     """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §7.1 MoE
@@ -322,7 +322,7 @@ def expert_jobs(
 
         def make() -> np.ndarray:
             part = vqf.payload(e)[i * step : (i + 1) * step]
-            plain = plain_blocks(e.qtype, flags, e.name, part, rows, cols, codecs)[0]
+            plain = plain_blocks(e.qtype, flags, e.name, part, rows, cols, backend)[0]
             if role != "down":
                 return plain.reshape(ne, ie, -1)
             return np.ascontiguousarray(plain.reshape(d, ne, -1).transpose(1, 0, 2))
@@ -344,7 +344,7 @@ def plain_blocks(
     payload: Any,
     rows: int,
     cols: int,
-    codecs: str,
+    backend: Backend,
     band: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, Any]:
     """One matrix (or the rows `band` of it, whose bytes `payload` is) as GGUF Q8_0 / Q4_0 blocks
@@ -359,7 +359,7 @@ def plain_blocks(
     n = rows if band is None else band[1] - band[0]
     raw = bytes(payload)
     if CODECS[layout].tiling is not None:
-        raw = import_module(codecs).codec(layout).untile(raw, n, cols)
+        raw = backend.vqf_codecs.codec(layout).untile(raw, n, cols)
     Q = gguf.GGMLQuantizationType
     kind = Q.Q4_0 if qtype == QType.Q4_0 else Q.Q8_0
     return np.frombuffer(raw, np.uint8).reshape(n, -1), kind

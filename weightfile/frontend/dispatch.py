@@ -3,7 +3,7 @@
 The container comes from the file's magic (`weightfile.formats.sniff`), the family from the family
 registry (`weightfile.families`), the models from the profile registry (`weightfile.profiles`:
 canonical runs every family's own models, kestrel-board the Qwen3 board model, spec/numerics.md
-§20.9), and the engine from `session.engine_for`. A `.ninfer` file is loaded by
+§20.9), and the backend from `session.engine_for`. A `.ninfer` file is loaded by
 `ninfer_session.load_ninfer_session`, its frontend from the file's own resources. The session
 types live in `session`, apart from this dispatcher, so no session module imports another back.
 """
@@ -14,8 +14,10 @@ import os
 from pathlib import Path
 
 from weightfile.families import NINFER, vqf_family
+from weightfile.fast.backend import FAST
 from weightfile.formats import sniff
 from weightfile.profiles import DEFAULT, Profile, profile_named
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.vqf.read import open_vqf
 
 from .ninfer_session import load_ninfer_session
@@ -26,7 +28,7 @@ def load_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
-    engine: str = "ref",
+    backend: Backend = REFERENCE,
     threads: int = 1,
     passphrase: bytes | None = None,
     profile: str = DEFAULT,
@@ -41,15 +43,15 @@ def load_session(
     container = sniff(path)
     row.require_container(container)
     if container == NINFER:
-        return load_ninfer_session(path, tokenizer, need_tokenizer, engine, row)
-    return load_vqf_session(path, tokenizer, need_tokenizer, engine, threads, passphrase, row)
+        return load_ninfer_session(path, tokenizer, need_tokenizer, backend, row)
+    return load_vqf_session(path, tokenizer, need_tokenizer, backend, threads, passphrase, row)
 
 
 def load_vqf_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
-    engine: str,
+    backend: Backend,
     threads: int,
     passphrase: bytes | None,
     profile: Profile,
@@ -59,8 +61,8 @@ def load_vqf_session(
     vqf = open_vqf(path, passphrase=passphrase)
     try:
         family = vqf_family(vqf)
-        engine, note = engine_for(family, engine, profile)
-        if engine == "fast":
+        backend, note = engine_for(family, backend, profile)
+        if backend is FAST:
             model = profile.fast_model(family, vqf, threads=threads)
         else:
             model = profile.reference_model(family, vqf)
@@ -68,9 +70,9 @@ def load_vqf_session(
     except BaseException:
         vqf.close()
         raise
-    if engine != "fast":  # the reference decoded its weights: the file is not needed any more
+    if backend is not FAST:  # the reference decoded its weights: the file is not needed any more
         vqf.close()
     s = Session(model, arch, Path(path), stop_ids={int(arch["eos_id"])}, note=note)
-    s.source = vqf if engine == "fast" else None
+    s.source = vqf if backend is FAST else None
     s.family = family.name
     return attach_tokenizer(s, path, tokenizer, need_tokenizer)

@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 
 from weightfile.families import ninfer_family
+from weightfile.fast.backend import FAST
 from weightfile.profiles import Profile
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 
@@ -21,7 +23,7 @@ def load_ninfer_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
     need_tokenizer: bool,
-    engine: str = "ref",
+    backend: Backend = REFERENCE,
     profile: Profile = CANONICAL,
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
@@ -30,15 +32,13 @@ def load_ninfer_session(
     The objects are decoded by the fast codecs, which give the reference codecs' bits
     (tests/differential), so only the forward pass is the slow, readable one.
     """
-    from weightfile.fast.codecs.ninfer3.codec import get_codec
-
     with open_artifact(path) as artifact:
         family = ninfer_family(artifact)
-        engine, note = engine_for(family, engine, profile)
+        backend, note = engine_for(family, backend, profile)
         # A fast .ninfer model would read the open artifact; none exists, and the session
         # closes the file, so a row with one must be wired here first.
-        assert engine != "fast", f"{family.name}: a fast model needs the artifact kept open"
-        model = profile.reference_model(family, artifact, codec_for=get_codec)
+        assert backend is not FAST, f"{family.name}: a fast model needs the artifact kept open"
+        model = profile.reference_model(family, artifact, codec_for=FAST.ninfer_codecs.get_codec)
         res = load_text_resources(
             artifact,
             need_tokenizer=need_tokenizer and tokenizer is None,

@@ -1,12 +1,12 @@
 """What `weightfile run` and `weightfile trace` share: a model, its tokenizer, the prompt ids.
 
-The session type and the engine choice; `dispatch.load_session` builds a session (the family
-from `weightfile.families`, the models from the profile registry `weightfile.profiles`). Engine
-"ref" binds the file into the reference model (weights decoded, file closed); engine "fast" opens
-the fast model (weights left in the mapped file, which the session keeps open), bit for bit the
-same results. A family without a fast forward pass runs its reference model under engine "fast",
-and the session carries a one-line note for the callers to print; without the C kernels (no
-compiler), engine "fast" does the same.
+The session type and the backend choice; `dispatch.load_session` builds a session (the family
+from `weightfile.families`, the models from the profile registry `weightfile.profiles`). Backend
+REFERENCE (engine "ref") binds the file into the reference model (weights decoded, file closed);
+FAST (engine "fast") opens the fast model (weights left in the mapped file, which the session
+keeps open), bit for bit the same results. A family without a fast forward pass runs its
+reference model under engine "fast", and the session carries a one-line note for the callers to
+print; without the C kernels (no compiler), engine "fast" does the same.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from tokenizers import Tokenizer
 
 from weightfile.families import Family, Model
 from weightfile.fast._native import library
+from weightfile.fast.backend import FAST
 from weightfile.profiles import DEFAULT, Profile, profile_named
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.errors import InvalidError, NotFoundError
 
@@ -37,18 +39,20 @@ NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs
 CANONICAL = profile_named(DEFAULT)
 
 
-def engine_for(family: Family, engine: str, profile: Profile = CANONICAL) -> tuple[str, str | None]:
-    """(the engine that runs, the note saying why it is not the one asked for, or None); a
+def engine_for(
+    family: Family, backend: Backend, profile: Profile = CANONICAL
+) -> tuple[Backend, str | None]:
+    """(the backend that runs, the note saying why it is not the one asked for, or None); a
     family the registry refuses, or the profile does not run, raises its typed error here."""
     family.require_supported()
     has_fast = profile.has_fast(family)  # first: it refuses a family the profile does not run
-    if engine != "fast":
-        return engine, None
+    if backend is not FAST:
+        return backend, None
     if not has_fast:
-        return "ref", NINFER_FAST_NOTE
+        return REFERENCE, NINFER_FAST_NOTE
     if library() is None:  # no compiler: say so, then run the reference
-        return "ref", NO_KERNELS_NOTE if profile.canonical else no_kernels_note(profile)
-    return "fast", None
+        return REFERENCE, NO_KERNELS_NOTE if profile.canonical else no_kernels_note(profile)
+    return FAST, None
 
 
 def no_kernels_note(profile: Profile) -> str:

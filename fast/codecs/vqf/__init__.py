@@ -38,4 +38,5 @@ def codec(name: str) -> CodecModule:
         raise KeyError(name)
     if CODECS[name].tiling is not None:
         return TiledCodec(name)
+    # Lazy on purpose, as in ref/codecs/vqf: a module of this package, found by its registry name.
     return importlib.import_module(f"{__name__}.{name}")

@@ -1,8 +1,8 @@
 """`get_codec(format, layout)`: one registered `.ninfer` v3 pair, its functions bound
 (spec/ninfer3.md §3.1, §4.1).
 
-The same `Codec` record is built by `fast.codecs.ninfer3.codec` from the fast modules, so callers
-switch engines by switching the import.
+The same `Codec` record is built by `fast.codecs.ninfer3.codec` from the fast modules; callers
+switch engines by the `Backend` they hold (ref/backend.py).
 """
 
 from __future__ import annotations
@@ -53,7 +53,11 @@ class Codec:
 
 
 def bind(package: str, pair: CodecPair) -> Codec:
-    """Bind the pair's format name into every public function of its module in `package`."""
+    """Bind the pair's format name into every public function of its module in `package`.
+
+    `package` is this module's own package or fast's twin (`__package__` of the caller): the
+    registry names the module, and only the pair asked for is imported; callers choose ref or fast
+    by the `Backend` (ref/backend.py) whose `get_codec` they call, never by a string."""
     module = importlib.import_module(f"{package}.{pair.module}")
     fn = {
         name: partial(getattr(module, name), pair.format)

@@ -38,4 +38,6 @@ def codec(name: str) -> CodecModule:
         raise KeyError(name)
     if CODECS[name].tiling is not None:
         return TiledCodec(name)
+    # Lazy on purpose: a module of this very package, found by its registry name, so no edge
+    # leaves the package and a caller decoding one codec does not import the others.
     return importlib.import_module(f"{__name__}.{name}")

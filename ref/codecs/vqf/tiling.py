@@ -85,7 +85,9 @@ class CodecModule(Protocol):
 class TiledCodec:
     """A tiled layout with a codec module's functions: its base codec on the untiled bytes."""
 
-    #: The package whose untiled codec modules a layout's `base` names.
+    #: The package whose untiled codec modules a layout's `base` names. Kept a name, resolved
+    #: lazily: fast's subclass reuses this class by naming its own package, so the string never
+    #: leaves one codec package (ref -> ref, fast -> fast), and only the base asked for is loaded.
     PACKAGE = "weightfile.ref.codecs.vqf"
 
     def __init__(self, name: str) -> None:

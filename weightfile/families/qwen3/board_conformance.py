@@ -29,6 +29,8 @@ from weightfile.families.qwen3.hf_names import (
     layer_tensor,
 )
 from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
+from weightfile.fast.backend import FAST
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.board.model import bind_board, generate
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import open_vqf
@@ -95,13 +97,13 @@ def write_model(path: Path, case: BoardCase) -> Path:
     return write_vqf(path, arch=arch_from_config(BOARD_HF, c), tensors=tensors, flags=flags)
 
 
-def answer(folder: Path, case: dict[str, Any], engine: str = "ref") -> dict[str, Any]:
+def answer(folder: Path, case: dict[str, Any], backend: Backend = REFERENCE) -> dict[str, Any]:
     """The protocol's answer: greedy tokens, every logits row (the prompt path's rows, then one
     per decode step) and the SHA-256 of every per-op intermediate (spec/numerics.md §20.9.3).
-    engine "fast" binds the C board engine (the corpus itself is generated with "ref")."""
+    FAST binds the C board engine (the corpus itself is generated with REFERENCE)."""
     prompt, steps = [int(t) for t in case["prompt"]], int(case["new_tokens"])
     with open_vqf(folder / case["model"]) as vqf:
-        if engine == "fast":
+        if backend is FAST:
             from weightfile.fast.qwen3.board.model import bind_board_fast
 
             model = bind_board_fast(vqf)

@@ -25,6 +25,7 @@ from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
 from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.fast._native import library
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.vqf.encode import file_flags
@@ -139,9 +140,9 @@ def answer_model(vqf: VQFFile, model: Any, prompt: list[int], new_tokens: int) -
     return run(model, prompt, new_tokens, names)
 
 
-def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """Run a model case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
-    opener = ref_model if engine == "ref" else fast_opener()
+    opener = ref_model if backend is REFERENCE else fast_opener()
     if opener is None:
         raise RuntimeError("no C kernels")
     with open_vqf(folder / case["model"]) as vqf:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD
+from weightfile.ref.backend import Backend
 from weightfile.spec.errors import InvalidError, MalformedError, NotFoundError, UnsupportedError
 
 #: GGUF tensor name -> transformers name (llama.cpp's qwen3 names).
@@ -216,7 +217,7 @@ def import_gguf(
     *,
     plan: Any,
     overwrite: bool = False,
-    codecs: str,
+    backend: Backend,
     requantize: bool = False,
     passphrase: bytes | None = None,
     sign_key: bytes | None = None,
@@ -228,6 +229,6 @@ def import_gguf(
     state = GGUFState(src, requantize=requantize)
     cfg = hf_config(state)
     return write_planned(
-        state, cfg, out, plan=plan, overwrite=overwrite, codecs=codecs, passphrase=passphrase,
+        state, cfg, out, plan=plan, overwrite=overwrite, backend=backend, passphrase=passphrase,
         sign_key=sign_key, progress=progress, blocks=state.blocks,
     )  # fmt: skip

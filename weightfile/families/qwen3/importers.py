@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from weightfile.convert.dispatch import ConvertOptions, codecs_package, gguf_importer_to_vqf
+from weightfile.convert.dispatch import ConvertOptions, gguf_importer_to_vqf
 
 
 def hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
@@ -17,7 +17,7 @@ def hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         dst,
         plan=options.vqf,
         overwrite=options.overwrite,
-        codecs=codecs_package(options),
+        backend=options.backend,
         passphrase=options.passphrase,
         sign_key=options.sign_key,
         progress=options.progress,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,10 @@ from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer
 from weightfile.fast.vqf.write import write_vqf  # the C FNV where it builds (issue 14)
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.staging import staged_folder
-from weightfile.ref.vqf.encode import REF_CODECS, encode
+from weightfile.ref.vqf.encode import encode
 from weightfile.ref.vqf.write import TensorSource, iter_payload
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.errors import (
@@ -131,14 +131,18 @@ def require(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]) -> 
 
 
 def build_tensors(
-    sd: Mapping[str, np.ndarray], c: Qwen3Config, qtype: QType, flags: int, codecs: str = REF_CODECS
+    sd: Mapping[str, np.ndarray],
+    c: Qwen3Config,
+    qtype: QType,
+    flags: int,
+    backend: Backend = REFERENCE,
 ) -> list[TensorSource]:
     """The spec/vqf.md §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict,
     every payload encoded now (the demo, the conformance models and the test strategies)."""
     p = VQFPlan(wmode=WMODE_OF_QTYPE[qtype], layout="legacy")
     return [
         TensorSource(t.name, t.qtype, t.rows, t.cols, b"".join(t.data))  # type: ignore[arg-type]
-        for t in plan_tensors(sd, c, p, flags, codecs)
+        for t in plan_tensors(sd, c, p, flags, backend)
     ]
 
 
@@ -174,7 +178,7 @@ def plan_tensors(
     c: Qwen3Config,
     p: VQFPlan,
     flags: int,
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     blocks: BlockSource | None = None,
 ) -> list[TensorSource]:
     """The spec/vqf.md §3.4 directory of plan `p`, each payload a generator that reads and
@@ -184,7 +188,7 @@ def plan_tensors(
     mode = None if p.wmode in ("f32", "f16") else p.quantizer
 
     def embedding() -> Iterator[bytes]:
-        f16 = import_module(f"{codecs}.f16")
+        f16 = backend.vqf_codecs.codec("f16")
         for chunk in row_chunks(sd, EMBED, (V, d)):
             if p.embedding == "f32":
                 yield chunk.tobytes()
@@ -199,10 +203,10 @@ def plan_tensors(
             yield require(sd, layer_tensor(i, field), (n,)).tobytes()
 
     def matrix(name: str, qtype: QType, source: str, shape: tuple[int, int]) -> bytes:
-        copied = copy_blocks(blocks, qtype, flags, name, source, shape, codecs)
+        copied = copy_blocks(blocks, qtype, flags, name, source, shape, backend)
         if copied is not None:
             return copied
-        return encode(qtype, flags, name, require(sd, source, shape), codecs, mode)
+        return encode(qtype, flags, name, require(sd, source, shape), backend, mode)
 
     def layers(name: str, qtype: QType, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         for i in range(nl):
@@ -210,7 +214,7 @@ def plan_tensors(
 
     def x8_layers(q4_name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §0 item 14)
-        shuffle = import_module(codecs).codec("q4_0_8x8l")
+        shuffle = backend.vqf_codecs.codec("q4_0_8x8l")
         for q4 in layers(q4_name, QType.Q4_0, field, shape):
             yield shuffle.tile(q4, *shape)
 
@@ -219,9 +223,9 @@ def plan_tensors(
         # is chosen for the whole [V, d], and every layout is row-local in whole row groups
         source = LM_HEAD if LM_HEAD in sd else EMBED
         layout = layout_of(qtype, flags, name, (V, d))
-        codec = import_module(codecs).codec(layout)
+        codec = backend.vqf_codecs.codec(layout)
         for start, stop in row_bands(V, d):
-            copied = copy_blocks(blocks, qtype, flags, name, source, (V, d), codecs, (start, stop))
+            copied = copy_blocks(blocks, qtype, flags, name, source, (V, d), backend, (start, stop))
             if copied is not None:
                 yield copied
                 continue
@@ -274,7 +278,7 @@ def copy_blocks(
     name: str,
     source: str,
     shape: tuple[int, int],
-    codecs: str,
+    backend: Backend,
     band: tuple[int, int] | None = None,
 ) -> bytes | None:
     """The entry's payload (or the rows `band` of it) from ready untiled blocks, tiled as its
@@ -292,7 +296,7 @@ def copy_blocks(
     return (
         raw
         if layout == CODECS[layout].base
-        else import_module(codecs).codec(layout).tile(raw, stop - start, shape[1])
+        else backend.vqf_codecs.codec(layout).tile(raw, stop - start, shape[1])
     )
 
 
@@ -380,7 +384,7 @@ def import_checkpoint(
     qtype: str | None = None,
     layout: str = "tiled",
     overwrite: bool = False,
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     sign_key: bytes | None = None,
     plan: VQFPlan | None = None,
@@ -408,7 +412,7 @@ def import_checkpoint(
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
         path = write_planned(
-            checkpoint, cfg, out, plan=plan, overwrite=overwrite, codecs=codecs,
+            checkpoint, cfg, out, plan=plan, overwrite=overwrite, backend=backend,
             passphrase=passphrase, sign_key=sign_key, progress=progress,
         )  # fmt: skip
     tok = src / "tokenizer.json"
@@ -427,7 +431,7 @@ def write_planned(
     *,
     plan: VQFPlan,
     overwrite: bool,
-    codecs: str,
+    backend: Backend,
     passphrase: bytes | None,
     sign_key: bytes | None,
     progress: Any,
@@ -442,7 +446,7 @@ def write_planned(
     c = checked_config(cfg)
     flags = plan_flags(c, plan)
     arch = arch_from_config(cfg, c)
-    tensors = plan_tensors(sd, c, plan, flags, codecs, blocks)
+    tensors = plan_tensors(sd, c, plan, flags, backend, blocks)
     if progress is not None:
         tensors = with_progress(tensors, progress)
     if passphrase is None and sign_key is None:

@@ -11,7 +11,7 @@ get_codec`, as weightfile/frontend/ninfer_session.py does) and runs the referenc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from weightfile.families.qwen35.conformance_files import (
     text_directory,
 )
 from weightfile.families.qwen35.conformance_mutations import BASES, MUTATIONS
+from weightfile.ref.backend import Backend
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import WeightfileError
@@ -59,27 +60,18 @@ CASES = (
 )  # fmt: skip
 
 
-def engine_codecs(engine: str) -> Callable[[str, str], Any]:
-    """The `get_codec` the engine decodes objects with."""
-    if engine == "ref":
-        from weightfile.ref.codecs.ninfer3.codec import get_codec
-    else:
-        from weightfile.fast.codecs.ninfer3.codec import get_codec
-    return get_codec
-
-
-def open_model(entry: Path, engine: str) -> tuple[Family, Any]:
+def open_model(entry: Path, backend: Backend) -> tuple[Family, Any]:
     """Container checks (open + every deferred check), then the family's bind, as one load:
     (the family, its reference model)."""
     with open_artifact(entry) as nf:
         family = ninfer_family(nf)
-        return family, family.reference_model(nf, codec_for=engine_codecs(engine))
+        return family, family.reference_model(nf, codec_for=backend.ninfer_codecs.get_codec)
 
 
-def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """The model answer; a file the binder rejects raises its typed error (the adapter turns
     it into the protocol's rejection)."""
-    family, model = open_model(folder / case["model"], engine)
+    family, model = open_model(folder / case["model"], backend)
     names = family.trace_names(model.config)
     return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
 

@@ -13,7 +13,7 @@ def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set
     (weightfile/families/qwen35/to_ninfer.py); the `.ninfer` writer never replaces a file set
     (spec/ninfer3.md §1.7)."""
-    from .to_ninfer import FAST_CODECS, REF_CODECS, import_checkpoint
+    from .to_ninfer import import_checkpoint
 
     if options.overwrite:
         raise UnsupportedError(
@@ -21,5 +21,4 @@ def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         )
     if options.passphrase is not None or options.sign_key is not None:
         raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
-    codecs = FAST_CODECS if options.engine == "fast" else REF_CODECS
-    return import_checkpoint(src, dst, fmt=options.ninfer_format, codecs=codecs)
+    return import_checkpoint(src, dst, fmt=options.ninfer_format, backend=options.backend)

@@ -15,15 +15,14 @@ The steps, in order:
    only one parent is ever in memory.
 
 The writer publishes atomically: a failure at any step leaves nothing at the destination. The
-codecs come from `weightfile.ref.codecs.ninfer3` by default; the CLI passes the fast ones, which
-produce the same bytes (tests/differential/test_ninfer3_*_fast_eq_ref.py).
+codecs are the `Backend`'s (ref/backend.py): the reference ones by default; the CLI passes FAST,
+whose codecs produce the same bytes (tests/differential/test_ninfer3_*_fast_eq_ref.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from weightfile.families.qwen35.hf_names import (
 )
 from weightfile.families.qwen35.to_ninfer_config import text_config
 from weightfile.families.qwen35.to_ninfer_plan import Parent, bindings, plan_parents, uses
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import ArtifactWriter
 from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
@@ -58,8 +58,6 @@ RULES = CheckpointRules(
 #: A checkpoint tensor whose shape does not fit the config (the mapping's own rule is
 #: `ninfer3.text.hf_shape`; the importer reports it under its family).
 SHAPE_RULE = "qwen35.import.shape"
-REF_CODECS = "weightfile.ref.codecs.ninfer3.codec"
-FAST_CODECS = "weightfile.fast.codecs.ninfer3.codec"
 CHAT_TEMPLATE = "chat_template.jinja"
 
 
@@ -153,9 +151,9 @@ def parent_values(
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
 
-def encode_parent(parent: Parent, values: np.ndarray, codecs: str) -> bytes:
+def encode_parent(parent: Parent, values: np.ndarray, backend: Backend) -> bytes:
     """The object bytes of one parent; a codec failure names the parent."""
-    codec = import_module(codecs).get_codec(parent.format, parent.layout)
+    codec = backend.ninfer_codecs.get_codec(parent.format, parent.layout)
     try:
         return codec.encode(values, parent.shape)
     except WeightfileError as exc:
@@ -169,7 +167,7 @@ def import_checkpoint(
     out: str | os.PathLike[str],
     *,
     fmt: str = "bf16",
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     limit: int = DEFAULT_LIMIT,
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written."""
@@ -221,5 +219,5 @@ def import_checkpoint(
             tensor = LastTensor(checkpoint.tensor)
             for parent in parents:
                 values = parent_values(parent, config, prefix, tensor, fused)
-                writer.write(parent.id, encode_parent(parent, values, codecs))
+                writer.write(parent.id, encode_parent(parent, values, backend))
             return writer.finish()

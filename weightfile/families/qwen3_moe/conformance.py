@@ -29,9 +29,10 @@ from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, layer_tensor
 from weightfile.families.qwen3.to_vqf import arch_from_config
 from weightfile.families.qwen3_moe.hf_names import ATTENTION_FIELDS, expert_tensor, router_tensor
 from weightfile.families.qwen3_moe.to_vqf import build_tensors
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
-from weightfile.ref.vqf.encode import REF_CODECS, file_flags
+from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
 from weightfile.ref.vqf.write import write_vqf
 from weightfile.spec.vqf.flags import VQFFlag
@@ -110,7 +111,7 @@ def write_model(path: Path, case: MoeCase) -> Path:
     ne, k, ie = sizes()
     c = config_from_hf({**MOE_HF, "intermediate_size": ne * ie})
     flags = file_flags(case.qtype, case.layout) | int(VQFFlag.MOE)
-    tensors = build_tensors(state_dict(case), c, ne, ie, case.qtype, flags, REF_CODECS)
+    tensors = build_tensors(state_dict(case), c, ne, ie, case.qtype, flags, REFERENCE)
     arch = {**arch_from_config(MOE_HF, c), "n_experts": ne, "moe_ffn": ie, "top_k": k}
     return write_vqf(path, arch=arch, tensors=tensors, flags=flags)
 
@@ -158,9 +159,9 @@ def answer_model(vqf: VQFFile, model: Any, prompt: list[int], new_tokens: int) -
     return run_moe(model, prompt, new_tokens, vqf_family(vqf).trace_names(model.config))
 
 
-def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """Run an MoE case with the `ref` or `fast` forward pass (the file stays open meanwhile)."""
-    opener: Callable[[VQFFile], Any] | None = ref_model if engine == "ref" else fast_opener()
+    opener: Callable[[VQFFile], Any] | None = ref_model if backend is REFERENCE else fast_opener()
     if opener is None:
         raise RuntimeError("no C kernels")
     with open_vqf(folder / case["model"]) as vqf:

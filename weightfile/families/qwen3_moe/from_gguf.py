@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from weightfile.families.qwen3.to_vqf import (
     with_progress,
 )
 from weightfile.families.qwen3_moe.to_vqf import moe_sizes, refuse_inexpressible, require_geometry
+from weightfile.ref.backend import Backend
 from weightfile.ref.qwen3_moe.bands import join_col_bands
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource
@@ -85,7 +85,7 @@ def import_gguf_moe(
     *,
     plan: Any,
     overwrite: bool = False,
-    codecs: str,
+    backend: Backend,
     requantize: bool = False,
     passphrase: bytes | None = None,
     sign_key: bytes | None = None,
@@ -109,10 +109,10 @@ def import_gguf_moe(
     mode = plan.quantizer
     d, hd, nl, V = c.hidden_size, c.head_dim, c.num_hidden_layers, c.vocab_size
     projection_set = "q4" if q == QType.Q4_0 else "q8"
-    tile = import_module(codecs)
+    tile = backend.vqf_codecs
 
     def embedding() -> Iterator[bytes]:
-        f16 = import_module(f"{codecs}.f16")
+        f16 = backend.vqf_codecs.codec("f16")
         for chunk in row_chunks(state, EMBED, (V, d)):
             yield f16.encode(chunk, len(chunk), d, mode="trunc_ftz")
 
@@ -131,10 +131,10 @@ def import_gguf_moe(
             yield np.ascontiguousarray(values, dtype=np.float32).reshape(ne, d).tobytes()
 
     def matrix(name: str, source: str, shape: tuple[int, int]) -> bytes:
-        copied = copy_blocks(state.blocks, q, flags, name, source, shape, codecs)
+        copied = copy_blocks(state.blocks, q, flags, name, source, shape, backend)
         if copied is not None:
             return copied
-        return encode(q, flags, name, state[source], codecs, mode)
+        return encode(q, flags, name, state[source], backend, mode)
 
     def attention(name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
         for i in range(nl):
@@ -150,7 +150,7 @@ def import_gguf_moe(
             for x in range(ne):
                 raw = expert_blocks(state, t, CODECS[layout].base, x)
                 if raw is None:
-                    parts.append(encode(q, flags, name, expert_values(state, t, x), codecs, mode))
+                    parts.append(encode(q, flags, name, expert_values(state, t, x), backend, mode))
                 elif layout != CODECS[layout].base:
                     parts.append(codec.tile(raw, *shape))
                 else:

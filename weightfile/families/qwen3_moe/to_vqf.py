@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +43,10 @@ from weightfile.families.qwen3_moe.hf_names import (
 )
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3_moe.bands import join_col_bands
-from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
+from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
 from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
@@ -137,7 +137,7 @@ def expert_matrices(
     qtype: QType,
     flags: int,
     projection_set: str,
-    codecs: str,
+    backend: Backend,
 ) -> list[TensorSource]:
     """{projection_set}_gate, _up, _down: every layer's experts stacked (spec/vqf.md §7.1)."""
     d, nl, ff = c.hidden_size, c.num_hidden_layers, ne * ie
@@ -145,7 +145,7 @@ def expert_matrices(
     for role in ("gate", "up"):
         name = f"{projection_set}_{role}"
         parts = [
-            encode(qtype, flags, name, require(sd, expert_tensor(i, e, role), (ie, d)), codecs)
+            encode(qtype, flags, name, require(sd, expert_tensor(i, e, role), (ie, d)), backend)
             for i in range(nl)
             for e in range(ne)
         ]
@@ -157,7 +157,7 @@ def expert_matrices(
     layers = []
     for i in range(nl):
         bands = [
-            encode(qtype, flags, name, require(sd, expert_tensor(i, e, "down"), (d, ie)), codecs)
+            encode(qtype, flags, name, require(sd, expert_tensor(i, e, "down"), (d, ie)), backend)
             for e in range(ne)
         ]
         layers.append(join_col_bands(codec, bands, d, ie))
@@ -166,7 +166,7 @@ def expert_matrices(
 
 
 def build_tensors(
-    sd: Checkpoint, c: Qwen3Config, ne: int, ie: int, qtype: QType, flags: int, codecs: str
+    sd: Checkpoint, c: Qwen3Config, ne: int, ie: int, qtype: QType, flags: int, backend: Backend
 ) -> list[TensorSource]:
     """The spec/vqf.md §7.1 inventory of a version-3 file, read tensor by tensor."""
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
@@ -176,7 +176,7 @@ def build_tensors(
         out = [TensorSource("token_embed", QType.F32, c.vocab_size, d, embed.tobytes())]
     else:
         # truncating like the engine writer, as the dense importer does (spec/vqf.md §5.2)
-        data = import_module(f"{codecs}.f16").encode(embed, c.vocab_size, d, mode="trunc_ftz")
+        data = backend.vqf_codecs.codec("f16").encode(embed, c.vocab_size, d, mode="trunc_ftz")
         out = [TensorSource("token_embed", QType.F16, c.vocab_size, d, data)]
     out.append(TensorSource("final_norm", QType.F32, d, 1, require(sd, FINAL_NORM, (d,)).tobytes()))
     for field in ("attn_norm", "ffn_norm", "q_norm", "k_norm"):
@@ -194,14 +194,14 @@ def build_tensors(
     for field, (rows, cols) in shapes.items():
         name = f"{projection_set}_{field[0]}"
         parts = [
-            encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), codecs)
+            encode(qtype, flags, name, require(sd, layer_tensor(i, field), (rows, cols)), backend)
             for i in range(nl)
         ]
         out.append(TensorSource(name, qtype, nl * cols, rows, b"".join(parts)))
-    out += expert_matrices(sd, c, ne, ie, qtype, flags, projection_set, codecs)
+    out += expert_matrices(sd, c, ne, ie, qtype, flags, projection_set, backend)
     lm = require(sd, LM_HEAD, (c.vocab_size, d)) if LM_HEAD in sd else embed
     name = f"{projection_set}_lm"
-    out.append(TensorSource(name, qtype, c.vocab_size, d, encode(qtype, flags, name, lm, codecs)))
+    out.append(TensorSource(name, qtype, c.vocab_size, d, encode(qtype, flags, name, lm, backend)))
     return out
 
 
@@ -212,7 +212,7 @@ def import_qwen3_moe(
     qtype: str = "q8_0",
     layout: str = "legacy",
     overwrite: bool = False,
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     sign_key: bytes | None = None,
 ) -> Path:
@@ -241,7 +241,7 @@ def import_qwen3_moe(
     flags = file_flags(q, layout) | int(VQFFlag.MOE)
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()
-        tensors = build_tensors(checkpoint, c, ne, ie, q, flags, codecs)
+        tensors = build_tensors(checkpoint, c, ne, ie, q, flags, backend)
     arch = {**arch_from_config(cfg, c), "n_experts": ne, "moe_ffn": ie, "top_k": k}
     if passphrase is None and sign_key is None:
         path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)

@@ -42,7 +42,9 @@ from weightfile.families.qwen3_vl.hf_names import (
 )
 from weightfile.families.qwen3_vl.to_vqf import build_vision_tensors, text_config, vision_arch
 from weightfile.fast._native import library
+from weightfile.fast.backend import FAST
 from weightfile.frontend.image import ImageSettings, preprocess, settings_for
+from weightfile.ref.backend import Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen3.trace import names_for as text_names
@@ -78,7 +80,6 @@ VL_HF: dict[str, Any] = {
 }  # fmt: skip
 #: The NumPy codecs encode the files: bytes equal to the reference's (tests/differential), in a
 #: fraction of the time.
-FAST_CODECS = "weightfile.fast.codecs.vqf"
 #: The processor's pixel limits of every case (a 4-pixel patch merges in 8-pixel windows).
 MIN_PIXELS = 64
 MAX_PIXELS = 1024
@@ -180,8 +181,8 @@ def write_model(path: Path, case: VLCase) -> Path:
     merged, c = text_config(VL_HF)
     arch = arch_from_config(merged, c) | vision_arch(VL_HF, c)
     flags = file_flags(case.qtype, case.layout) | VQFFlag.VISION
-    tensors = build_tensors(text_state_dict(case.seed, c), c, case.qtype, flags, FAST_CODECS)
-    tensors += build_vision_tensors(vision_state_dict(case.seed, arch), arch, FAST_CODECS)
+    tensors = build_tensors(text_state_dict(case.seed, c), c, case.qtype, flags, FAST)
+    tensors += build_vision_tensors(vision_state_dict(case.seed, arch), arch, FAST)
     return write_vqf(path, arch=arch, tensors=tensors, flags=int(flags))
 
 
@@ -241,18 +242,18 @@ def fast_vl_model() -> bool:
     return lookup(VQF, QWEN3_VL).has_fast
 
 
-def open_engine(engine: str, vqf: VQFFile) -> Any:
+def open_engine(backend: Backend, vqf: VQFFile) -> Any:
     """The family's reference model, or its fast model (`fast` with a fast row and C kernels;
     a row without one answers with the reference, as the adapter's `kinds` notes say)."""
     family = vqf_family(vqf)
-    if engine == "fast" and family.has_fast:
+    if backend is FAST and family.has_fast:
         if library() is None:
             raise RuntimeError("no C kernels")
         return family.fast_model(vqf, threads=1)
     return family.reference_model(vqf)
 
 
-def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
+def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
     """The protocol's answer (README "Qwen3-VL model cases")."""
     limits = case["image_processor"]
     with open_vqf(folder / case["model"]) as vqf:
@@ -269,7 +270,7 @@ def answer(engine: str, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
         prompt = expand_image_tokens([int(t) for t in case["prompt"]], pad, counts)
         grids = [im.grid_thw for im in images]
         positions, delta = rope_index(prompt, pad, grids, arch["vis_merge"])
-        model = open_engine(engine, vqf)
+        model = open_engine(backend, vqf)
         cache = model.new_cache()
         trace = TraceRecorder()
         model.attach_images(images)

@@ -44,8 +44,9 @@ from weightfile.families.qwen3_vl.hf_names import (
 )
 from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.vqf.encode import REF_CODECS, encode, file_flags
+from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
@@ -129,7 +130,7 @@ def vision_arch(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
 
 
 def build_vision_tensors(
-    sd: Mapping[str, np.ndarray], arch: Mapping[str, Any], codecs: str = REF_CODECS
+    sd: Mapping[str, np.ndarray], arch: Mapping[str, Any], backend: Backend = REFERENCE
 ) -> list[TensorSource]:
     """The 27 tensors of spec/vqf.md §7.4 in table order; directory rows × cols as the inventory
     states them."""
@@ -150,7 +151,7 @@ def build_vision_tensors(
             m = require(sd, block_tensor(i, name), shape)
             if name == "v_q8_fc2" and vfp != vf:  # spec/vqf.md §7.4: rows padded with zeros
                 m = np.concatenate([m, np.zeros((vh, vfp - vf), np.float32)], axis=1)
-            parts.append(encode(QType.Q8_0, 0, name, m, codecs))
+            parts.append(encode(QType.Q8_0, 0, name, m, backend))
         data[name] = b"".join(parts)
     data["v_patch_embed"] = require(sd, PATCH_EMBED, patch).tobytes()
     data["v_patch_bias"] = require(sd, PATCH_BIAS, (vh,)).tobytes()
@@ -186,7 +187,7 @@ def import_vl_checkpoint(
     qtype: str = "q8_0",
     layout: str = "legacy",
     overwrite: bool = False,
-    codecs: str = REF_CODECS,
+    backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     sign_key: bytes | None = None,
 ) -> Path:
@@ -215,8 +216,8 @@ def import_vl_checkpoint(
     arch = arch_from_config(merged, c) | vision_arch(cfg, c)
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()
-        tensors = build_tensors(TextView(checkpoint), c, q, flags, codecs)
-        tensors += build_vision_tensors(checkpoint, arch, codecs)
+        tensors = build_tensors(TextView(checkpoint), c, q, flags, backend)
+        tensors += build_vision_tensors(checkpoint, arch, backend)
     if passphrase is None and sign_key is None:
         path = write_vqf(out, arch=arch, tensors=tensors, flags=int(flags), overwrite=overwrite)
     else:

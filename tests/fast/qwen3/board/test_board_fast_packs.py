@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
+from weightfile.fast.backend import FAST
 from weightfile.fast.qwen3.board.model import FastBoardModel, bind_board_fast
 from weightfile.frontend.dispatch import load_session
+from weightfile.ref.backend import REFERENCE
 from weightfile.ref.qwen3.board.model import generate
 from weightfile.ref.vqf.read import open_vqf
 
@@ -60,9 +62,9 @@ def test_fast_board_engine_reproduces_the_engine_bit_for_bit(case: str, path: st
 def test_engine_fast_binds_the_fast_board_model_without_a_note() -> None:
     """`--engine fast --profile kestrel-board` runs the C kernels, not the reference."""
     path = packs.DATA / "a-q8_0-tiled-p5" / "model.vqf"
-    s = load_session(path, None, False, "fast", threads=2, profile="kestrel-board")
+    s = load_session(path, None, False, FAST, threads=2, profile="kestrel-board")
     assert isinstance(s.model, FastBoardModel) and s.model.threads == 2 and s.note is None
-    r = load_session(path, None, False, "ref", profile="kestrel-board")
+    r = load_session(path, None, False, REFERENCE, profile="kestrel-board")
     assert not isinstance(r.model, FastBoardModel)
 
 
