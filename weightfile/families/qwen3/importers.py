@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from weightfile.convert.dispatch import ConvertOptions, gguf_importer_to_vqf
+from weightfile.convert.options import ConvertOptions, gguf_importer_to_vqf
 
 
 def hf_to_vqf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from weightfile.convert.dispatch import ConvertOptions
+from weightfile.convert.options import ConvertOptions
 from weightfile.spec.errors import UnsupportedError
 
 

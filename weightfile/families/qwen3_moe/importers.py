@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from weightfile.convert.dispatch import ConvertOptions, family_hf_to_vqf, gguf_importer_to_vqf
+from weightfile.convert.options import ConvertOptions, family_hf_to_vqf, gguf_importer_to_vqf
 
 #: A Hugging Face Qwen3-MoE folder -> a version-3 VQF (weightfile/families/qwen3_moe/to_vqf.py).
 hf_to_vqf = family_hf_to_vqf("weightfile.families.qwen3_moe.to_vqf:import_qwen3_moe", "Qwen3-MoE")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from weightfile.convert.dispatch import ConvertOptions, family_hf_to_vqf
+from weightfile.convert.options import ConvertOptions, family_hf_to_vqf
 from weightfile.spec.errors import UnsupportedError
 
 #: A Hugging Face Qwen3-VL folder -> VQF with VISION (weightfile/families/qwen3_vl/to_vqf.py).
