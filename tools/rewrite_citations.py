@@ -382,6 +382,11 @@ def markdown_lines(text: str) -> Iterator[tuple[int, str]]:
         offset += len(line) + 1
 
 
+def blank_code(span: re.Match[str]) -> str:
+    """An inline code span as spaces, unless it holds nothing but a citation (`spec/x.md §y`)."""
+    return span.group(0) if WHOLE_CITATION.fullmatch(span.group(0)[1:-1]) else " " * len(span[0])
+
+
 def markdown_prose(text: str) -> Iterator[Prose]:
     """Every paragraph (a heading ends one), inline code blanked."""
     para: list[str] = []
@@ -394,7 +399,7 @@ def markdown_prose(text: str) -> Iterator[Prose]:
             continue
         if not para:
             start = offset
-        para.append(CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line))
+        para.append(CODE_SPAN.sub(blank_code, line))
         end = offset + len(line) + 1
         if line.startswith("#"):
             yield Prose(start, "\n".join(para))
@@ -429,6 +434,7 @@ CITATION = re.compile(
     r"§(?:(?P<num>" + NUM + r")(?:[-–](?P<end>" + NUM + r"))?|(?P<id>" + ID + r"))"
     r"(?P<tail>,?\s+(?:step|item)s?\s+\d+(?:[-–]\d+)?)?"
 )
+WHOLE_CITATION = re.compile(r"spec/[a-z0-9]+\.md\s+§(?:" + NUM + r"|" + ID + r")")
 # What may stand between two citations of one group: a range dash, a slash, a comma, "and" ...
 CONTINUATION = re.compile(r"\s*(?:[-–/&]|,|,?\s+(?:and|or|to|through|then))\s*")
 RANGE = re.compile(r"\s*[-–]\s*")
