@@ -49,7 +49,9 @@ ORIGINS = (
 )
 
 ID = re.compile(r"[a-z][a-z0-9_]*(\.([a-z0-9_]+|\*))+")
-SECTION = re.compile(r"§\d+(\.\d+)*(-§\d+(\.\d+)*)?")
+# A heading of spec/<doc>.md: its id ("§board"), or, for the VQF and .ninfer rules, the
+# fact-sheet number the corpus publishes ("§9.1", "§5.6-§5.8"; conformance/sections.py).
+SECTION = re.compile(r"§(?:[a-z][a-z0-9-]*|\d+(\.\d+)*(-§\d+(\.\d+)*)?)")
 # The document a rule's id implies when its row names none.
 _DOC_OF_PREFIX = {"vqf": "vqf", "ninfer3": "ninfer3", "qwen35": "ninfer3"}
 
@@ -183,11 +185,11 @@ COMMON_RULES = table(
         Rule("format.file.write", MAL, "writer", "§9.1",
              "a writer's OS call fails: read-only folder, permission, disk full, file too large",
              doc="ninfer3"),
-        Rule("frontend.token_ids", INV, "frontend", "§10",
+        Rule("frontend.token_ids", INV, "frontend", "§qwen3-forward",
              "--token-ids is not a comma-separated list of ids inside the vocabulary",
-             doc="numerics"),
-        Rule("frontend.prompt", INV, "frontend", "§10",
-             "the prompt encodes to no tokens or to ids outside the vocabulary", doc="numerics"),
+             doc="models"),
+        Rule("frontend.prompt", INV, "frontend", "§qwen3-forward",
+             "the prompt encodes to no tokens or to ids outside the vocabulary", doc="models"),
         Rule("frontend.tokenizer.missing", NOT_FOUND, "frontend", "§2.3",
              "no tokenizer.json given, beside the model or in the file", doc="ninfer3"),
         Rule("frontend.tokenizer.invalid", INV, "frontend", "§2.3",
@@ -199,13 +201,13 @@ COMMON_RULES = table(
              "the chat template breaks out of jinja2's sandbox", doc="ninfer3"),
         Rule("frontend.chat_template.error", INV, "frontend", "§2.3",
              "the chat template fails to render", doc="ninfer3"),
-        Rule("frontend.profile.libm", UNS, "feature", "§20.2",
+        Rule("frontend.profile.libm", UNS, "feature", "§board-c-library",
              "the kestrel-board profile needs the host's glibc libm (expf, powf, cosf, sinf)",
              doc="numerics"),
-        Rule("frontend.profile.unsupported", UNS, "feature", "§20",
+        Rule("frontend.profile.unsupported", UNS, "feature", "§board",
              "the kestrel-board profile was asked for a file it does not run (.ninfer)",
              doc="numerics"),
-        Rule("frontend.npz.invalid", INV, "frontend", "§20.9.3",
+        Rule("frontend.npz.invalid", INV, "frontend", "§board-prompts",
              "weightfile diff: an input is not an .npz of arrays", doc="numerics"),
         Rule("frontend.chat_template.recursion", INV, "frontend", "§2.3",
              "rendering the chat template recurses too deeply", doc="ninfer3"),
@@ -215,24 +217,24 @@ COMMON_RULES = table(
         Rule("frontend.chat_template.time", INV, "frontend", "§2.3",
              "rendering the chat template runs past its time limit", doc="ninfer3"),
         # Qwen3-VL images (weightfile/frontend/image.py, the multimodal prompt)
-        Rule("frontend.image.unreadable", INV, "frontend", "§1.2",
+        Rule("frontend.image.unreadable", INV, "frontend", "§qwen3-vl",
              "an --image file is missing or not a picture Pillow can decode", doc="models"),
-        Rule("frontend.image.aspect", INV, "frontend", "§1.2",
+        Rule("frontend.image.aspect", INV, "frontend", "§qwen3-vl",
              "smart_resize refuses the image: a side ratio above 200 or an empty side",
              doc="models"),
-        Rule("frontend.image.grid", INV, "frontend", "§1.2",
+        Rule("frontend.image.grid", INV, "frontend", "§qwen3-vl",
              "the patch grid cannot be merged in 2x2 windows (odd or too small side)",
              doc="models"),
-        Rule("frontend.image.mode", UNS, "frontend", "§1.2",
+        Rule("frontend.image.mode", UNS, "frontend", "§qwen3-vl",
              "an image preprocessing other than hf or board", doc="models"),
-        Rule("frontend.image.count", INV, "frontend", "§1.2",
+        Rule("frontend.image.count", INV, "frontend", "§qwen3-vl",
              "the prompt has more or fewer image places than images given", doc="models"),
-        Rule("bench.synthetic.name", NOT_FOUND, "cli", "§6", "no synthetic model of that name",
-             doc="models"),
-        Rule("native.isa", UNS, "cli", "§15.1",
+        Rule("bench.synthetic.name", NOT_FOUND, "cli", "§machine-anchors",
+             "no synthetic model of that name", doc="models"),
+        Rule("native.isa", UNS, "cli", "§kernel-paths",
              "WEIGHTFILE_ISA names no kernel path, or one this CPU or build cannot run",
              doc="numerics"),
-        Rule("native.cpus", UNS, "cli", "§15.2",
+        Rule("native.cpus", UNS, "cli", "§threads",
              "--cpus names a CPU this machine lacks or this process may not use, or is no "
              "cpulist", doc="numerics"),
         Rule("demo.verify", INV, "cli", "§9.1",
