@@ -582,52 +582,133 @@ def rewrite_chunk(p: Prose, me: str | None) -> tuple[list[Change], list[Cite]]:
 
 
 # --- wrapping a Python or C line the rewrite made too long ----------------------------------------
-MARKER = re.compile(r"(\s*)(#+:? |//+ |\* |/\*+ )?")
+@dataclass(frozen=True)
+class Continued:
+    """How a prose line continues: where its prose starts and how its next line starts."""
+
+    body: int  # where the prose of the line starts
+    follow: str  # how its next line starts
+    line_comment: bool  # `#`, `//` or a C block comment: a citation group ends with the line
+    inline: bool  # a comment after code: it ends on this line
 
 
-def wrap(line: str, suffix: str) -> list[str]:
-    """`line` cut at spaces into lines of at most LIMIT characters, as the comment continues."""
+def continuation(line: str, suffix: str, next_indent: str) -> Continued:
+    indent = indent_of(line)
+    text = line[len(indent) :]
+    if suffix == ".py":
+        if m := re.match(r"#+:? ", text):
+            return Continued(len(indent) + m.end(), indent + m.group(0), True, False)
+        if m := re.search(r"  #:? ", line):  # after code: the comment continues on its own line
+            opens = line[: m.start()].rstrip().endswith(":") and len(next_indent) > len(indent)
+            return Continued(m.end(), (next_indent if opens else indent) + "# ", True, True)
+        quote = 3 if text.startswith(('"""', "'''")) else 0  # a docstring line
+        bullet = re.match(r"(?:[*-]|\d+\.) ", text[quote:])
+        hanging = " " * (bullet.end() if bullet else 0)
+        return Continued(len(indent) + quote, indent + hanging, False, False)
+    # C: a citation group does not go on past a line's "*" or "//", so every line stands alone.
+    if m := re.match(r"//+ ", text):
+        return Continued(len(indent) + m.end(), indent + m.group(0), True, False)
+    if m := re.match(r"/\*+ |\* ", text):
+        follow = indent + ("* " if m.group(0) == "* " else " * ")
+        return Continued(len(indent) + m.end(), follow, True, False)
+    if m := re.search(r"//+ ", line):
+        return Continued(m.end(), indent + m.group(0), True, True)
+    if m := re.search(r"/\*+ ", line):
+        return Continued(m.end(), indent + "   ", True, True)
+    return Continued(len(indent), indent, True, False)  # a line inside a block comment
+
+
+# A line that starts so would continue a citation group (or lose its document) on a line that
+# is read apart from the one before it.
+GROUP_GOES_ON = re.compile(r"(?:(?:and|or|to|through|then|[-–/&,])\s+)?§")
+
+
+def shorten_rule(line: str) -> str:
+    """A banner comment (`# --- title -----`) too long: its run of dashes shortened to fit."""
+    excess = len(line) - LIMIT
+    run = max(re.findall(r"-{4,}", line), key=len, default="")
+    if excess <= 0 or len(run) - excess < 3:
+        return line
+    return line.replace(run, run[: len(run) - excess], 1)
+
+
+def split(line: str, suffix: str, next_indent: str) -> tuple[str, str, bool] | None:
+    """(`line` up to a space at most LIMIT characters in, the rest as the next line, whether the
+    comment ends on `line`); None when `line` is short enough or cannot be cut.
+
+    Never before "step"/"item" (it belongs to the id before it), and in a line comment, whose
+    lines are read one by one, never before a `§` (it would lose its document)."""
     if len(line) <= LIMIT:
-        return [line]
-    m = MARKER.match(line)
-    indent, marker = m.group(1), m.group(2) or ""
-    if marker:
-        body = m.end()
-        follow = indent + (" * " if marker.startswith("/*") else marker)
-    else:
-        inline = re.search(r"  # " if suffix == ".py" else r"//+ |/\*+ ", line)
-        if inline:
-            body = inline.end()
-            token = inline.group(0).strip()
-            follow = indent + ("   " if token.startswith("/*") else token + " ")
-        else:
-            body = len(indent) + (3 if line[len(indent) :].startswith(('"""', "'''")) else 0)
-            follow = indent
+        return None
+    c = continuation(line, suffix, next_indent)
     cut = next(
         (
             k
-            for k in range(min(LIMIT, len(line) - 1), body, -1)
-            if line[k] == " " and line[k + 1] != "§" and line[:k].strip() != line[:body].strip()
+            for k in range(min(LIMIT, len(line) - 1), c.body, -1)
+            if line[k] == " "
+            and line[c.body : k].strip()
+            and not re.match(r"(?:steps?|items?)\b", line[k + 1 :])
+            and not (c.line_comment and GROUP_GOES_ON.match(line, k + 1))
+            and line[k + 1 :].strip() not in ("*/", "*/ */")
         ),
         None,
     )
     if cut is None:
-        return [line]
-    rest = follow + line[cut + 1 :].lstrip(" ")
-    if len(rest) >= len(line):
-        return [line]
-    return [line[:cut].rstrip(), *wrap(rest, suffix)]
+        return None
+    closing = ('"""', "'''", "*/")
+    ends = c.inline or any(q in line[c.body :] for q in closing)
+    return line[:cut].rstrip(), c.follow + line[cut + 1 :].lstrip(" "), ends
+
+
+def joins(line: str, follow: str) -> bool:
+    """Whether `line` continues the paragraph whose lines start with `follow`."""
+    text = line[len(follow) :]
+    return (
+        line.startswith(follow)
+        and text.strip() != ""
+        and not text.startswith(" ")
+        and not re.match(r"(?:[*-]|\d+\.) |\"\"\"|'''|\*/", text)
+    )
+
+
+def indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" "))]
+
+
+def reflow(lines: list[str], rows: set[int], suffix: str) -> list[str]:
+    """The lines, each of `rows` that is too long cut at a space; the words cut off go to the
+    start of the paragraph's next line when there is one (which is then cut in turn)."""
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        current = shorten_rule(lines[k]) if k in rows else lines[k]
+        while k in rows or len(current) > LIMIT:
+            after = next((ln for ln in lines[k + 1 :] if ln.strip()), "")
+            cut = split(current, suffix, indent_of(after))
+            if cut is None:
+                break
+            head, rest, ends = cut
+            out.append(head)
+            follow = continuation(current, suffix, indent_of(after)).follow
+            if not ends and k + 1 < len(lines) and joins(lines[k + 1], follow):
+                k += 1
+                current = rest.rstrip() + " " + lines[k][len(follow) :]
+            else:
+                current = rest
+        out.append(current)
+        k += 1
+    return out
 
 
 def apply(text: str, changes: list[Change], suffix: str) -> str:
     """`text` with the changes made, the lines they lengthened wrapped (Python and C only)."""
     out: list[str] = []
-    touched: list[int] = []  # offsets in the new text of the changed citations
+    spans: list[tuple[int, int]] = []  # where the new citations are in the new text
     pos = length = 0
     for ch in sorted(changes, key=lambda ch: ch.start):
         out.append(text[pos : ch.start])
         length += ch.start - pos
-        touched.append(length)
+        spans.append((length, length + len(ch.new)))
         out.append(ch.new)
         length += len(ch.new)
         pos = ch.end
@@ -635,13 +716,8 @@ def apply(text: str, changes: list[Change], suffix: str) -> str:
     new = "".join(out)
     if suffix not in (".py", ".c", ".h"):
         return new
-    lines = new.split("\n")
-    rows = {new.count("\n", 0, offset) for offset in touched}
-    return "\n".join(
-        wrapped
-        for k, line in enumerate(lines)
-        for wrapped in (wrap(line, suffix) if k in rows else [line])
-    )
+    rows = {r for a, b in spans for r in range(new.count("\n", 0, a), new.count("\n", 0, b) + 1)}
+    return "\n".join(reflow(new.split("\n"), rows, suffix))
 
 
 def rewrite(path: Path, text: str, root: Path = ROOT) -> tuple[str, list[Change], list[Cite]]:

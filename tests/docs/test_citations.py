@@ -254,6 +254,16 @@ def test_the_rewrite_wraps_a_comment_it_makes_too_long() -> None:
     assert rc.rewrite(ROOT / "ref" / "x.py", new)[1] == []  # idempotent
 
 
+def test_a_line_comment_is_never_cut_inside_a_citation_group() -> None:
+    # The cut would fall before "and §this-tree", which on the next comment line has no document.
+    line = "# section -> number of subsections, as in the fact sheet "
+    line += "(plus our spec/ninfer3.md §0 and §9)"
+    new, _, _ = rc.rewrite(ROOT / "tests" / "x.py", line + "\n")
+    assert all(len(ln) <= rc.LIMIT for ln in new.splitlines())
+    chunks = [p.text for p in rc.prose(ROOT / "tests" / "x.py", new)]
+    assert all(c.doc == "ninfer3" for chunk in chunks for c in rc.parse(chunk, None))
+
+
 def test_a_bare_section_after_prose_is_not_a_continuation() -> None:
     [first, second] = rc.parse("spec/vqf.md §strict-checks and the trailer (§fnv-trailer)", None)
     assert first.doc == "vqf" and not second.cont and second.doc is None

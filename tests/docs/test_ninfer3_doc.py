@@ -15,11 +15,9 @@ from weightfile.spec.ninfer3.rules import RULES
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "spec" / "ninfer3.md"
 HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", re.M)
-CROSS = re.compile(r"spec/(\w+)\.md §(\d+(?:\.\d+)?)")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
-BARE = re.compile(r"(?<![\w/.`])§(\d+(?:\.\d+)?)")
 
-# section -> number of subsections, as in the fact sheet (plus our spec/ninfer3.md §0 and §9)
+# section -> number of subsections, as in the fact sheet (plus our sections 0 and 9)
 SECTIONS = {0: 9, 1: 9, 2: 9, 3: 8, 4: 7, 5: 0, 6: 2, 8: 0, 9: 1}
 
 
