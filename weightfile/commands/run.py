@@ -48,13 +48,13 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--profile", choices=("canonical", "kestrel-board"), default="canonical",
-        help="numerics: canonical (spec/numerics.md §1), or kestrel-board, the RK3588 engine's "
-        "own arithmetic bit for bit (spec/numerics.md §20; reference engine, VQF only)",
+        help="numerics: canonical (spec/numerics.md §profiles), or kestrel-board, the RK3588 "
+        "engine's own arithmetic bit for bit (spec/numerics.md §board; reference engine, VQF only)",
     )  # fmt: skip
     parser.add_argument(
         "--prompt-path", choices=("prefill", "tokenwise"), default="prefill",
         help="kestrel-board: the engine's batched prefill, or each prompt token through the "
-        "decode step (spec/numerics.md §20.9.3)",
+        "decode step (spec/numerics.md §board-prompts)",
     )  # fmt: skip
     add_passphrase_argument(parser)
     parser.add_argument(
