@@ -18,8 +18,13 @@ list of the sections it covers, each whole section by its own id. A citation in 
 
 Only prose is read and rewritten, the same prose tests/docs/test_citations.py checks: Python
 comments and docstrings, C comments, comment lines of TOML and .gitattributes, and markdown
-outside fenced code, inline code spans and spliced tables. A Python or C line the rewrite makes
-longer than 100 characters is wrapped at a space, never between a document and its `§`.
+outside fenced code, inline code spans (except a span holding just a citation) and spliced
+tables. A Python or C line the rewrite makes longer than 100 characters is cut at a space and the
+rest of its paragraph reflowed; a line comment (`#`, `//`) or C comment line is never cut inside a
+citation group, since the test reads such lines one by one.
+
+Run it after merging work that may still write numeric citations: it is idempotent, and
+`--check` (exit 0) says the tree holds none.
 
 Usage:
     python tools/rewrite_citations.py            rewrite the tree, printing every change
