@@ -41,7 +41,9 @@ ORIGINS = (
 )
 
 ID = re.compile(r"[a-z][a-z0-9_]*(\.([a-z0-9_]+|\*))+")
-SECTION = re.compile(r"§\d+(\.\d+)*(-§\d+(\.\d+)*)?")
+# A heading of spec/<doc>.md: its id ("§board"), or, for the VQF and .ninfer rules, the
+# fact-sheet number the corpus publishes ("§9.1", "§5.6-§5.8"; conformance/sections.py).
+SECTION = re.compile(r"§(?:[a-z][a-z0-9-]*|\d+(\.\d+)*(-§\d+(\.\d+)*)?)")
 # The document a rule's id implies when its row names none.
 _DOC_OF_PREFIX = {"vqf": "vqf", "ninfer3": "ninfer3", "qwen35": "ninfer3"}
 
