@@ -5,9 +5,9 @@ measures, side by side on this machine (issue 6 targets):
 * single-core read bandwidth: one pass over a 256 MiB buffer, best of the passes run just
   before each matvec sweep (so both see the same load of a shared machine);
 * Q4_0 / Q8_0 matvec at 2048 x 6144, untiled and in the engine's tiled layouts (the
-  spec/numerics.md §4.1 canonical mode) as GB/s of weights read, on 1 and 2 threads, over enough
-  distinct matrices that they cannot stay in the last-level cache; its share of the single-core
-  bandwidth (target: Q4_0 >= 50%);
+  spec/numerics.md §q8-activation canonical mode) as GB/s of weights read, on 1 and 2 threads, over
+  enough distinct matrices that they cannot stay in the last-level cache; its share of the
+  single-core bandwidth (target: Q4_0 >= 50%);
 * the prefill product (a [2048, 6144] matrix times 64 and 512 quantized token rows) in
   multiply-adds/s per layout, on 1 and 2 threads;
 * decode tokens/s of `weightfile demo`'s model, ref and fast, after the same 8-token prefill,
@@ -33,7 +33,7 @@ from weightfile.ref.vqf.read import open_vqf
 ROWS, COLS = 2048, 6144
 BLOCK_BYTES = {"q4_0": 18, "q8_0": 34}
 #: The layouts measured: the legacy untiled rows and the engine's tiled layouts
-#: (spec/vqf.md §5.6-§5.8).
+#: (spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l).
 CODECS = ("q4_0", "q4_0_4x4", "q8_0", "q8_0_8x8")
 LLC_MULTIPLE_BYTES = 128 * 2**20  # more than any last-level cache this runs on
 
@@ -89,9 +89,9 @@ def matvec_bandwidth(codec: str, threads: int, repeat: int, probe: ReadProbe) ->
 
 
 def prefill_product_rate(codec: str, tokens: int, threads: int, repeat: int) -> float:
-    """Multiply-adds/s of the spec/numerics.md §4.1 product of one [2048, 6144] matrix with
-    `tokens` activation rows already quantized (the blocked prefill product, fast/csrc/gemm_x86.c
-    on x86-64 AVX2), best of `repeat` runs."""
+    """Multiply-adds/s of the spec/numerics.md §q8-activation product of one [2048, 6144] matrix
+    with `tokens` activation rows already quantized (the blocked prefill product,
+    fast/csrc/gemm_x86.c on x86-64 AVX2), best of `repeat` runs."""
     rng = np.random.default_rng(1)
     m = random_matrix(codec, rng)
     codes, scales = quantize_activation(rng.standard_normal((tokens, COLS)).astype(np.float32))

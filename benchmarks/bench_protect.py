@@ -4,9 +4,9 @@
 
 The baseline is the OpenSSL command line doing the same cryptographic work over the same bytes:
 `openssl enc -d -sm4-ctr` over the data region plus `openssl dgst -sm3 -mac HMAC` over the tagged
-bytes, two processes, their wall times added. Ours (spec/vqf.md §4.2) is one streaming pass that
-copies each 1 MiB chunk out of the map, MACs the copy and decrypts it, the pass `verify` and the
-writers make; the tag check alone (`validate`) and `decrypt` end to end (tag, decrypt, FNV, a
+bytes, two processes, their wall times added. Ours (spec/vqf.md §sm4-hmac) is one streaming pass
+that copies each 1 MiB chunk out of the map, MACs the copy and decrypts it, the pass `verify` and
+the writers make; the tag check alone (`validate`) and `decrypt` end to end (tag, decrypt, FNV, a
 plaintext file written) are shown too. Each of ours runs in a child process, so its peak RSS is
 its own: it is measured at two file sizes to show it does not grow with the file.
 

@@ -9,7 +9,7 @@ GGUF export is the same model.
   `weightfile convert m.vqf m.gguf` (the tiles undone, the Q8_0/Q4_0 blocks copied). Without a
   tokenizer the GGUF names llama.cpp's `none` tokenizer model, so both sides take token ids.
 * Ours: `weightfile run --engine fast --token-ids ... --save-logits` (greedy; the arrays of
-  spec/numerics.md §20.9.3, the prompt's last-position logits and each decode step's).
+  spec/numerics.md §board-prompts, the prompt's last-position logits and each decode step's).
 * llama.cpp: libllama (`--llama-dir` holds libllama.so) through the ctypes bindings of the
   llama_cpp_python source tree that built it (`--bindings`, default the sdist beside the build),
   loaded without the package's high-level layer: the prompt in one batch, then one token per

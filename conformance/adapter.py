@@ -5,10 +5,11 @@
 
 A valid file: the description as JSON on stdout, exit 0. A rejected file: one line
 `ErrorClass: rule-id: message` on stderr, exit 1 (conformance/README.md, "Protocol"). For VQF the
-loader chain of spec/vqf.md §9 runs first (open_vqf), then the strict checks of spec/vqf.md §9.1
-with the FNV trailer checked; for `.ninfer` the open-time checks of spec/ninfer3.md §2.9, then every
-object's deferred checks and every continuation volume (weightfile has one `.ninfer` reader, so
-`fast` answers container cases with it too). The first violation found is the one reported.
+loader chain of spec/vqf.md §loader-chain runs first (open_vqf), then the strict checks of
+spec/vqf.md §strict-checks with the FNV trailer checked; for `.ninfer` the open-time checks of
+spec/ninfer3.md §validation, then every object's deferred checks and every continuation volume
+(weightfile has one `.ninfer` reader, so `fast` answers container cases with it too). The first
+violation found is the one reported.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return Answer(0, json.dumps(result, indent=2) + "\n", "")
     if kind == "ninfer3-model":
         return ninfer3_model(Path(path), backend)
-    if kind == "vqf-moe-model":  # spec/models.md §1.3.1: the family's ref or fast forward pass
+    if kind == "vqf-moe-model":  # spec/models.md §qwen3-moe-vqf-v3: the family's ref or fast
+        # forward pass
         folder = Path(path)
         moe = moe_answer(backend, folder, json.loads((folder / "case.json").read_text()))
         return Answer(0, json.dumps(moe, indent=2) + "\n", "")
@@ -103,7 +105,7 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         folder = Path(path)
         board = board_answer(folder, json.loads((folder / "case.json").read_text()), backend)
         return Answer(0, json.dumps(board, indent=2) + "\n", "")
-    if kind == "vqf-vl-model":  # spec/models.md §1.2: images through the family's models
+    if kind == "vqf-vl-model":  # spec/models.md §qwen3-vl: images through the family's models
         folder = Path(path)
         vl = vl_answer(backend, folder, json.loads((folder / "case.json").read_text()))
         return Answer(0, json.dumps(vl, indent=2) + "\n", "")
@@ -145,11 +147,12 @@ def vqf_container(path: str, backend: Backend) -> Answer:
     """The VQF loader chain, then the strict checks (the checksum by `backend`; both engines
     read with the one zero-copy reader, fast/vqf/read.py)."""
     try:
-        vqf = open_vqf(path)  # the loader chain (spec/ninfer3.md §9), tensor ranges included
+        vqf = open_vqf(path)  # the loader chain (spec/ninfer3.md §this-tree), tensor ranges
+        # included
     except WeightfileError as exc:
         return Answer(1, "", rejection(exc.violation))
     with vqf:
-        # spec/vqf.md §9.1 and the trailer (spec/vqf.md §3.5)
+        # spec/vqf.md §strict-checks and the trailer (spec/vqf.md §fnv-trailer)
         found = validate_vqf(path, checksum=True, backend=backend)
         if found:
             return Answer(1, "", rejection(found[0]))
@@ -167,8 +170,8 @@ def case_keys() -> tuple[bytes | None, bytes | None]:
 
 
 def vqf_protected(path: str, backend: Backend) -> Answer:
-    """A protected container (spec/vqf.md §4) with the case's keys: the loader chain with the
-    tag checked before any plaintext is used, then the strict checks with the signature checked
+    """A protected container (spec/vqf.md §protected) with the case's keys: the loader chain with
+    the tag checked before any plaintext is used, then the strict checks with the signature checked
     against the trusted key, then the description of the plaintext."""
     passphrase, trusted_pub = case_keys()
     try:

@@ -121,8 +121,8 @@ SCALE_WORDS = (0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000)
 
 
 def hand_packed_blocks(name: str, count: int) -> bytes:
-    """`count` blocks packed by hand from spec/vqf.md §5.3 (Q8_0: f16 d, 32 int8) or
-    spec/vqf.md §5.7 (Q4_0: f16 d, 16 bytes, element j in the low nibble of byte j and j+16 in the
+    """`count` blocks packed by hand from spec/vqf.md §q8-0 (Q8_0: f16 d, 32 int8) or
+    spec/vqf.md §q4-0 (Q4_0: f16 d, 16 bytes, element j in the low nibble of byte j and j+16 in the
     high nibble), with every code of the domain and the scales of SCALE_WORDS."""
     out = bytearray()
     for b in range(count):
@@ -147,7 +147,7 @@ def grouped_extremes(fmt: GroupedFormat, shape: tuple[int, int]) -> dict[str, np
 
 
 def nvfp4_words(shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    """Every E2M1 code, E4M3FN scales from 0x01 to 0x7E, divisor 0.5 (spec/ninfer3.md §3.4)."""
+    """Every E2M1 code, E4M3FN scales from 0x01 to 0x7E, divisor 0.5 (spec/ninfer3.md §nvfp4)."""
     n, k = shape
     codes = (np.arange(n * k) % 16).astype(np.uint8).reshape(shape)
     scale_words = [0x01, 0x08, 0x38, 0x40, 0x7E, 0x00, 0x30]

@@ -30,13 +30,13 @@ CORPUS_VERSION = "v1"  # the VQF corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
 PROTECTED_VERSION = "v2"
 NINFER3_VERSION = "v1"
-#: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §20)
-#: and the Qwen3-MoE model cases (`vqf-moe-model`, spec/models.md §1.3.1).
+#: The kestrel-board profile's model cases (the `vqf-board-model` kind, spec/numerics.md §board)
+#: and the Qwen3-MoE model cases (`vqf-moe-model`, spec/models.md §qwen3-moe-vqf-v3).
 BOARD_VERSION = "v3"
 #: The .ninfer Qwen3.5 model cases with a tokenizer the installed `tokenizers` accepts, beside
 #: v1 (whose files stay as published) and run with it (CHANGELOG.md, "ninfer3 v2").
 NINFER3_MODEL_VERSION = "v2"
-#: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §1.2): images, DeepStack, MRoPE.
+#: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §qwen3-vl): images, DeepStack, MRoPE.
 VL_VERSION = "v4"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).

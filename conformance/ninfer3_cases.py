@@ -4,8 +4,9 @@ Valid sets cover the header layouts (JSON space-padded to a 4096 boundary, the r
 with a zero-filled alignment area, a larger JSON reserve), single files and sharded sets with
 continuation volumes (a small explicit writer limit keeps them tiny), every tensor (format,
 layout) pair and resources. Before a case is kept, the reference `verify` must find no violation
-(valid) or exactly the targeted rule (invalid); the framing numbers of spec/ninfer3.md §1.9 are
-checked against the files written (see SPEC_CHECKS in conformance/spec_numbers.py).
+(valid) or exactly the targeted rule (invalid); the framing numbers of spec/ninfer3.md
+§framing-numbers are checked against the files written (see SPEC_CHECKS in
+conformance/spec_numbers.py).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def pair_payload(fmt: str, layout: str, shape: tuple[int, ...]) -> bytes:
 
 def every_pair(folder: Path) -> None:
     """Every tensor pair plus a resource, split into volumes under a 10,240-byte limit
-    (spec/ninfer3.md §1.7)."""
+    (spec/ninfer3.md §writer)."""
     specs: list[Any] = []
     data: dict[str, bytes] = {}
     for fmt, layout in (k for k in CODECS if k[0] is not None):
@@ -80,7 +81,7 @@ def every_pair(folder: Path) -> None:
 
 
 def large_resource(folder: Path) -> None:
-    """spec/ninfer3.md §1.9: one 27,610-byte resource under limit 12,288 gives files
+    """spec/ninfer3.md §framing-numbers: one 27,610-byte resource under limit 12,288 gives files
     8192/8192/8192/3034."""
     blob = bytes((i * 31 + 7) % 251 for i in range(27_610))
     write_artifact(folder / "large.ninfer", {"r.large": blob},
@@ -91,7 +92,7 @@ def large_resource(folder: Path) -> None:
 
 def big_reserve(folder: Path) -> None:
     """The tiny directory with an 8,160-byte JSON reserve: the payload starts at 8192
-    (spec/ninfer3.md §1.7)."""
+    (spec/ninfer3.md §writer)."""
     write_set(folder, tiny_set(json_bytes=8160))
 
 

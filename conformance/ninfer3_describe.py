@@ -2,11 +2,11 @@
 
 As for VQF, every value is a JSON string: integers in decimal, the artifact id and digests as
 lowercase hex. Each object's bytes are given as the SHA-256 of its logical payload bytes [offset,
-offset + bytes), read across continuation volumes as spec/ninfer3.md §1.6 maps them; the directory
-parts are the ones of spec/ninfer3.md §1.4 (files), spec/ninfer3.md §2.3 (components),
-spec/ninfer3.md §2.4 (objects), spec/ninfer3.md §2.5 (bindings) and spec/ninfer3.md §2.6 (uses).
-Component configs, metadata and provenance are free JSON and are not described (an implementation
-need not agree with us on how to print a float).
+offset + bytes), read across continuation volumes as spec/ninfer3.md §range-reads maps them; the
+directory parts are the ones of spec/ninfer3.md §files-table (files), spec/ninfer3.md §component
+(components), spec/ninfer3.md §objects (objects), spec/ninfer3.md §binding (bindings) and
+spec/ninfer3.md §use (uses). Component configs, metadata and provenance are free JSON and are not
+described (an implementation need not agree with us on how to print a float).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from weightfile.spec.ninfer3.framing import entry_payload_start
 
 def binding_value(binding: Binding) -> dict[str, Any]:
     """A whole binding {object} or a parts binding {parts: [{object, range: [b, e]}]}
-    (spec/ninfer3.md §2.5)."""
+    (spec/ninfer3.md §binding)."""
     if binding.object_id is not None:
         return {"object": binding.object_id}
     assert binding.parts is not None

@@ -1,10 +1,12 @@
-"""Hand-built `.ninfer` v3 file sets for the conformance corpus (spec/ninfer3.md §1.1-§1.4, §1.9).
+"""Hand-built `.ninfer` v3 file sets for the conformance corpus (spec/ninfer3.md §entry-header,
+§volume-header, §header-checks, §files-table, §framing-numbers).
 
-The two base sets are the spec's own spec/ninfer3.md §1.9 fixtures: the hand-made tiny single file
-(265-byte payload, JSON space-padded to json_bytes 4064, file size 4,361) and the C++ reader fixture
-(files 500 / 780 / 64, `json_bytes` the raw JSON length, alignment area zero-filled). `write_set`
-writes any directory by hand with the framing constants of spec/ninfer3/framing.py, so an invalid
-directory, header or volume can be written too; the reference writer is used only for valid sets.
+The two base sets are the spec's own spec/ninfer3.md §framing-numbers fixtures: the hand-made tiny
+single file (265-byte payload, JSON space-padded to json_bytes 4064, file size 4,361) and the C++
+reader fixture (files 500 / 780 / 64, `json_bytes` the raw JSON length, alignment area zero-filled).
+`write_set` writes any directory by hand with the framing constants of spec/ninfer3/framing.py, so
+an invalid directory, header or volume can be written too; the reference writer is used only for
+valid sets.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from weightfile.spec.ninfer3.framing import (
 )
 
 ENTRY_NAME = "model.ninfer"
-FIXED_ID = bytes(range(16))  # spec/ninfer3.md §1.9: the hand-made files use 00 01 .. 0f
+FIXED_ID = bytes(range(16))  # spec/ninfer3.md §framing-numbers: the hand-made files use 00 01 .. 0f
 
 
 def _tensor(oid: str, shape: list[int], fmt: str, offset: int, size: int, layout: str) -> Any:
@@ -42,8 +44,8 @@ def _resource(oid: str, offset: int, size: int) -> Any:
 
 
 def tiny_doc() -> dict[str, Any]:
-    """The spec/ninfer3.md §1.9 hand-made tiny single file's directory: 265-byte payload, three
-    objects."""
+    """The spec/ninfer3.md §framing-numbers hand-made tiny single file's directory: 265-byte
+    payload, three objects."""
     return {
         "components": {"text": {"config": {}, "resources": {"greeting": "r.hello"}}},
         "objects": [
@@ -67,14 +69,14 @@ def tiny_doc() -> dict[str, Any]:
     }
 
 
-#: spec/ninfer3.md §1.9: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1 LE at 0; fp32 2.0 at 256; "hello"
-#: at 260.
+#: spec/ninfer3.md §framing-numbers: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1 LE at 0; fp32 2.0 at
+#: 256; "hello" at 260.
 TINY_PAYLOAD = bytes.fromhex("00000080803fc17f") + bytes(248) + bytes.fromhex("00000040") + b"hello"
 
 
 def sharded_doc() -> dict[str, Any]:
-    """The spec/ninfer3.md §1.9 C++ reader fixture's file table (500 / 780 / 64) over a tiny-like
-    directory.
+    """The spec/ninfer3.md §framing-numbers C++ reader fixture's file table (500 / 780 / 64) over a
+    tiny-like directory.
 
     The 528-byte q5 [2,130] object at 256 straddles the entry and part 1; the resource at
     1250..1290 straddles parts 1 and 2.
@@ -110,11 +112,11 @@ def encode(doc: Any) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class SetSpec:
-    """How to frame one file set by hand (spec/ninfer3.md §1.1-§1.2)."""
+    """How to frame one file set by hand (spec/ninfer3.md §entry-header, §volume-header)."""
 
     text: bytes  # the JSON text, before padding
     payload: bytes  # the logical payload
-    # None: pad with spaces to the next 4096 boundary (spec/ninfer3.md §1.7)
+    # None: pad with spaces to the next 4096 boundary (spec/ninfer3.md §writer)
     json_bytes: int | None = None
     fill: bytes = b" "  # what pads the JSON up to json_bytes
     artifact_id: bytes = FIXED_ID

@@ -1,5 +1,6 @@
 """The `.ninfer` v3 mutation table: for every rule a file set can break (spec/ninfer3/rules.py), a
-writer of the spec/ninfer3.md §1.9 tiny file (or the C++ sharded fixture) with that one rule broken.
+writer of the spec/ninfer3.md §framing-numbers tiny file (or the C++ sharded fixture) with that one
+rule broken.
 
 Rules a file cannot break on its own are left out, and conformance/README.md lists them: a range
 read past the payload and a lookup of an absent object (requests, not files), the architecture
@@ -93,7 +94,8 @@ def use(**fields: Any) -> Callable[[dict[str, Any]], Any]:
 
 
 def huge_parts(d: dict[str, Any]) -> None:
-    """Two parts of 2^63 elements each: the running total passes 2^64 - 1 (spec/ninfer3.md §2.5)."""
+    """Two parts of 2^63 elements each: the running total passes 2^64 - 1 (spec/ninfer3.md
+    §binding)."""
     part = {"object": "w.huge", "range": [0, 2**63]}
     d["objects"][1].update(id="w.huge", shape=[2**63, 1])  # shapes are opaque at open time
     d["bindings"] = {"p.x": {"parts": [part, part]}}
@@ -120,7 +122,7 @@ def drop(folder: Path) -> None:
 
 #: rule id -> (what the case does, how to write it)
 CASES: dict[str, tuple[str, Mutation]] = {
-    # -- framing (spec/ninfer3.md §1.3)
+    # -- framing (spec/ninfer3.md §header-checks)
     # -------------------------------------------------------------------------
     "ninfer3.header.truncated": ("an entry of 31 bytes", tiny_then(lambda p: resize(p, 31))),
     "ninfer3.header.magic": (
@@ -145,7 +147,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         "a NaN literal in the text component's config",
         tiny_text(lambda t: t.replace(b'"config":{}', b'"config":{"x":NaN}')),
     ),
-    # -- records and value domains (spec/ninfer3.md §2.1, §2.8)
+    # -- records and value domains (spec/ninfer3.md §general, §closed-sets)
     # -------------------------------------------------
     "ninfer3.record.type": ("objects is an object", tiny(lambda d: d.update(objects={}))),
     "ninfer3.record.members": ("an unlisted root member", tiny(lambda d: d.update(extra=1))),
@@ -153,7 +155,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
     "ninfer3.value.u64": ("offset 256.0", tiny(obj(1, offset=256.0))),
     "ninfer3.value.positive_u64": ("bytes 0", tiny(obj(1, bytes=0))),
     "ninfer3.value.shape": ("a shape dim 0", tiny(obj(0, shape=[0]))),
-    # -- files (spec/ninfer3.md §1.4)
+    # -- files (spec/ninfer3.md §files-table)
     # -------------------------------------------------------------------------
     "ninfer3.files.empty": ("files is []", tiny_entry_only(lambda d: d.update(files=[]))),
     "ninfer3.files.entry_path": (
@@ -167,7 +169,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         tiny_entry_only(two_files(ENTRY_NAME)),
     ),
     "ninfer3.files.total": ("payload_bytes sum to 2^64", tiny_entry_only(files_total)),
-    # -- objects (spec/ninfer3.md §2.4)
+    # -- objects (spec/ninfer3.md §objects)
     # -----------------------------------------------------------------------
     "ninfer3.objects.empty": (
         "objects is [] (and nothing refers to one)",
@@ -184,7 +186,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         "r.hello renamed w.bf16",
         tiny(obj(2, id="w.bf16"), text(resources={})),
     ),
-    # -- components (spec/ninfer3.md §2.3)
+    # -- components (spec/ninfer3.md §component)
     # --------------------------------------------------------------------
     "ninfer3.components.text": (
         "the text component renamed main",
@@ -210,7 +212,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         "a full-domain proposal with rows",
         tiny(text(proposal={"domain": "full", "rows": 3})),
     ),
-    # -- bindings (spec/ninfer3.md §2.5)
+    # -- bindings (spec/ninfer3.md §binding)
     # ----------------------------------------------------------------------
     "ninfer3.bindings.form": ("a binding {}", tiny(bind("p.x", {}))),
     "ninfer3.bindings.parts_empty": ("parts []", tiny(bind("p.x", {"parts": []}))),
@@ -228,7 +230,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         tiny(bind("p.x", {"parts": [{"object": "w.bf16", "range": [0, 5]}]})),
     ),
     "ninfer3.bindings.total": ("two parts of 2^63 elements", tiny(huge_parts)),
-    # -- uses (spec/ninfer3.md §2.6)
+    # -- uses (spec/ninfer3.md §use)
     # --------------------------------------------------------------------------
     "ninfer3.uses.parameter": ("a use of p.absent", tiny(use(parameter="p.absent"))),
     "ninfer3.uses.unique": (
@@ -236,10 +238,10 @@ CASES: dict[str, tuple[str, Mutation]] = {
         tiny(lambda d: d["uses"].append(dict(d["uses"][0]))),
     ),
     "ninfer3.uses.policy": ("activation_policy a16only", tiny(use(activation_policy="a16only"))),
-    # -- entry length (spec/ninfer3.md §1.3 step 5)
+    # -- entry length (spec/ninfer3.md §header-checks step 5)
     # -----------------------------------------------------------
     "ninfer3.entry.length": ("the entry one byte short", tiny_then(lambda p: resize(p, 4360))),
-    # -- continuation volumes (spec/ninfer3.md §1.3 step 6)
+    # -- continuation volumes (spec/ninfer3.md §header-checks step 6)
     # ---------------------------------------------------
     "ninfer3.part.missing": ("optional.bin is absent", sharded_then(drop)),
     "ninfer3.part.truncated": (
@@ -262,7 +264,7 @@ CASES: dict[str, tuple[str, Mutation]] = {
         "weights-second.bin one byte too long",
         sharded_then(lambda f: resize(f / "weights-second.bin", 4096 + 781)),
     ),
-    # -- deferred object checks (spec/ninfer3.md §2.9, §4.1)
+    # -- deferred object checks (spec/ninfer3.md §validation, §layout-registry)
     # --------------------------------------------------
     "ninfer3.object.format": ("format bf17", tiny(obj(0, format="bf17"))),
     "ninfer3.object.layout": ("layout contiguous_be_v1", tiny(obj(0, layout="contiguous_be_v1"))),

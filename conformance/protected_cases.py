@@ -1,10 +1,10 @@
 """The protected VQF cases of corpus vqf v2: ENC, SIGNED and ENC+SIGNED files with their keys.
 
-spec/vqf.md §4. Each case is a `vqf-protected` container case whose `case.json` carries `keys`: the
-published test passphrase and/or the trusted public key an implementation must use, which the runner
-hands to the command as the engine's own environment variables (conformance/README.md,
-"Protected cases"). The private key that signed the files is published beside them: it protects
-nothing and lets anyone rebuild the files.
+spec/vqf.md §protected. Each case is a `vqf-protected` container case whose `case.json` carries
+`keys`: the published test passphrase and/or the trusted public key an implementation must use,
+which the runner hands to the command as the engine's own environment variables
+(conformance/README.md, "Protected cases"). The private key that signed the files is published
+beside them: it protects nothing and lets anyone rebuild the files.
 
 Encryption and signatures are randomised by design (a fresh IV, a fresh SM2 nonce k); the generator
 fixes both (`IV`, `NONCE`) through the writers' generator-only parameters, so the corpus regenerates
@@ -105,7 +105,7 @@ def flip(path: Path, offset: int) -> Path:
 
 
 def sig_at(name: str) -> int:
-    """The byte offset of a field of the sig block (spec/vqf.md §2.3)."""
+    """The byte offset of a field of the sig block (spec/vqf.md §signature-block)."""
     return sig_field_offset(VQFHeader, name)
 
 
@@ -139,7 +139,7 @@ def _digest(scratch: Path, name: str) -> Path:
 
 def _pub(scratch: Path, name: str) -> Path:
     """The signer's pub field replaced by another key's; (r, s) still verify under the trusted
-    key, which the loader uses (spec/vqf.md §4.3)."""
+    key, which the loader uses (spec/vqf.md §sm2-signature)."""
     return patch(signed(scratch, name), sig_at("pub"), sm2.public_key(OTHER_KEY))
 
 

@@ -169,7 +169,8 @@ def case_kind(case: dict[str, Any]) -> str:
     return f"{case['format']}-{case['kind']}"
 
 
-#: The one conformance level below a whole kind: the VQF engine's own load chain (spec/vqf.md §9).
+#: The one conformance level below a whole kind: the VQF engine's own load chain
+#: (spec/vqf.md §loader-chain).
 LOADER_LEVEL = "vqf-container:loader"
 
 
@@ -177,7 +178,8 @@ def declared(case: dict[str, Any], kinds: frozenset[str]) -> bool:
     """Whether an implementation declaring `kinds` answers `case` (README, "Case kinds").
 
     `vqf-container:loader` takes every valid VQF container case and the invalid ones whose origin is
-    `loader`; the strict checks of spec/vqf.md §9.1 and the unimplemented features are skipped.
+    `loader`; the strict checks of spec/vqf.md §strict-checks and the unimplemented features are
+    skipped.
     """
     kind = case_kind(case)
     if kind in kinds:

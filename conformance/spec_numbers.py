@@ -31,7 +31,7 @@ def f32s(*values: float) -> np.ndarray:
 
 
 def spec_66_input() -> np.ndarray:
-    """spec/vqf.md §6.6: x_i = f32((i − 12)·0.1), i = 0..31."""
+    """spec/vqf.md §test-vectors: x_i = f32((i − 12)·0.1), i = 0..31."""
     return np.array([(i - 12) * 0.1 for i in range(32)], dtype=np.float32)
 
 
@@ -39,7 +39,8 @@ def spec_66_input() -> np.ndarray:
 
 
 def vqf_6_6(_: Files) -> list[str]:
-    """spec/vqf.md §6.6 test vectors: the Q8_0 and Q4_0 blocks of x_i, and the all-zero blocks."""
+    """spec/vqf.md §test-vectors test vectors: the Q8_0 and Q4_0 blocks of x_i, and the all-zero
+    blocks."""
     x, zero = spec_66_input().reshape(1, 32), np.zeros((1, 32), np.float32)
     q8, q4 = vqf_codec("q8_0"), vqf_codec("q4_0")
     q8_hex = "a923b0b6bdc4cbd1d8dfe5ecf3f900070d141b21282f353c434a50575e646b72787f"
@@ -54,7 +55,7 @@ def vqf_6_6(_: Files) -> list[str]:
 
 
 def vqf_5_2(_: Files) -> list[str]:
-    """spec/vqf.md §5.2: f32 1e-6 → 0x0000 under the truncating converter (RNE would give
+    """spec/vqf.md §f16: f32 1e-6 → 0x0000 under the truncating converter (RNE would give
     0x0011)."""
     f16, x = vqf_codec("f16"), f32s(1e-6).reshape(1, 1)
     return [
@@ -64,8 +65,8 @@ def vqf_5_2(_: Files) -> list[str]:
 
 
 def vqf_5_9(_: Files) -> list[str]:
-    """spec/vqf.md §5.9 sizes: 4N, 2N, ceil(N/32)·34, ceil(N/32)·18; spec/vqf.md §5.6-§5.8 group
-    blocks 272/136/72/144."""
+    """spec/vqf.md §size-function sizes: 4N, 2N, ceil(N/32)·34, ceil(N/32)·18; spec/vqf.md
+    §q8-tiled, §q4-0, §q4-8x8l group blocks 272/136/72/144."""
     want = {"f32": 4 * 40, "f16": 2 * 40, "q8_0": 2 * 34, "q4_0": 2 * 18, "q4i8": 2 * 34,
             "g256": 2 * 34}  # fmt: skip
     out = [f"§5.9 {n}: {payload_size(n, 1, 40)} != {w}" for n, w in want.items()
@@ -77,8 +78,8 @@ def vqf_5_9(_: Files) -> list[str]:
 
 
 def vqf_5_6_address(_: Files) -> list[str]:
-    """spec/vqf.md §5.6: in 8x8, row m's code j of a block sits at 16 + 32·(j div 4) + 4m + (j mod
-    4)."""
+    """spec/vqf.md §q8-tiled: in 8x8, row m's code j of a block sits at 16 + 32·(j div 4) + 4m + (j
+    mod 4)."""
     x = (np.arange(256, dtype=np.float32) % 61 - 30).reshape(8, 32)
     payload = vqf_codec("q8_0_8x8").encode(x, 8, 32)
     codes = vqf_codec("q8_0").decode_words(vqf_codec("q8_0").encode(x, 8, 32), 8, 32)["codes"]
@@ -95,8 +96,8 @@ def vqf_5_6_address(_: Files) -> list[str]:
 
 
 def ninfer_1_9_tiny(files: Files) -> list[str]:
-    """spec/ninfer3.md §1.9 hand-made tiny file: json_bytes 4064, size 4,361, header hex, payload
-    layout."""
+    """spec/ninfer3.md §framing-numbers hand-made tiny file: json_bytes 4064, size 4,361, header
+    hex, payload layout."""
     blob = files[f"{NINFER}/single/tiny/model.ninfer"]
     head = "4e494e4645520003" + "e00f000000000000" + bytes(range(16)).hex()
     return [
@@ -108,8 +109,8 @@ def ninfer_1_9_tiny(files: Files) -> list[str]:
 
 
 def ninfer_1_9_large(files: Files) -> list[str]:
-    """spec/ninfer3.md §1.9 limit 12,288 and a 27,610-byte resource: sizes 12,288 ×3 and 7,130, part
-    2 header."""
+    """spec/ninfer3.md §framing-numbers limit 12,288 and a 27,610-byte resource: sizes 12,288 ×3 and
+    7,130, part 2 header."""
     folder = f"{NINFER}/sharded/large-resource"
     names = ["large.ninfer"] + [f"large.ninfer.part-{i:04d}" for i in (1, 2, 3)]
     sizes = [len(files.get(f"{folder}/{n}", b"")) for n in names]
@@ -121,16 +122,16 @@ def ninfer_1_9_large(files: Files) -> list[str]:
 
 
 def ninfer_1_9_cpp(files: Files) -> list[str]:
-    """spec/ninfer3.md §1.9 C++ fixture: payloads 500 / 780 / 64, so files 4096 + 500 / 4096 + 780 /
-    4096 + 64."""
+    """spec/ninfer3.md §framing-numbers C++ fixture: payloads 500 / 780 / 64, so files 4096 + 500 /
+    4096 + 780 / 4096 + 64."""
     folder = f"{NINFER}/sharded/cpp-fixture"
     sizes = [len(files[f"{folder}/{n}"]) for n in ("weights-second.bin", "optional.bin")]
     return expect("§1.9 C++ fixture part sizes", sizes, [4096 + 780, 4096 + 64])
 
 
 def ninfer_sizes(_: Files) -> list[str]:
-    """spec/ninfer3.md §4.7 worked sizes, spec/ninfer3.md §4.4 nvfp4 [128,64] = 4612,
-    spec/ninfer3.md §4.5 fp8 [2,4] = 260."""
+    """spec/ninfer3.md §worked-sizes worked sizes, spec/ninfer3.md §block-scale nvfp4 [128,64] =
+    4612, spec/ninfer3.md §row-scale fp8 [2,4] = 260."""
     cases = [
         ("q5_g64_fp16", "row_split_k128_v1", (2, 130), 528),
         ("q4_g64_fp16", "row_split_k128_v1", (256, 128), 17_408),
@@ -158,7 +159,7 @@ def grouped_words(fmt: str, values: list[float], shape: tuple[int, int]) -> dict
 
 
 def ninfer_3_6(_: Files) -> list[str]:
-    """spec/ninfer3.md §3.6 worked vectors of the grouped_absmax encoder."""
+    """spec/ninfer3.md §grouped-absmax worked vectors of the grouped_absmax encoder."""
     q4 = grouped_words("q4_g64_fp16", [1.0, -0.5, 0.25], (1, 64))
     tie = grouped_words("q4_g64_fp16", list(f32s(8.83681869506836, -3.156738519668579)), (1, 64))
     tiny = grouped_words("q4_g64_fp16", [1e-9], (1, 64))
@@ -180,8 +181,8 @@ def ninfer_3_6(_: Files) -> list[str]:
 
 
 def q5_bytes() -> list[str]:
-    """spec/ninfer3.md §3.6: the Q5 [2,130] payload's byte 0 = 0x8F, byte 1 = 0x04, 256 = 0x02,
-    512.. = 44 2C."""
+    """spec/ninfer3.md §grouped-absmax: the Q5 [2,130] payload's byte 0 = 0x8F, byte 1 = 0x04, 256 =
+    0x02, 512.. = 44 2C."""
     x = np.zeros((2, 130), np.float32)
     x[0, :3] = [1.0, -0.5, 0.25]
     p = get_codec("q5_g64_fp16", "row_split_k128_v1").encode(x, (2, 130))
@@ -200,8 +201,8 @@ def row_split_bytes(fmt: str, codes: list[list[int]], scales: list[list[int]], k
 
 
 def ninfer_4_3(_: Files) -> list[str]:
-    """spec/ninfer3.md §4.3 known packed bytes (group scales 1.5, 0.25) and the C++ fixture's Q5
-    [2,130]."""
+    """spec/ninfer3.md §row-split known packed bytes (group scales 1.5, 0.25) and the C++ fixture's
+    Q5 [2,130]."""
     table = [  # format, K, first codes, base hex, high hex, scale_offset, total
         ("q4_g64_fp16", 65, [-8, -7, -1, 0, 1, 7], "980f71", "", 256, 260),
         ("q5_g64_fp16", 130, [-16, -15, -1, 0, 1, 15], "100ff1", "07", 512, 520),
@@ -225,7 +226,7 @@ def ninfer_4_3(_: Files) -> list[str]:
 
 
 def ninfer_3_7(_: Files) -> list[str]:
-    """spec/ninfer3.md §3.7 fp8_row_maxabs worked examples."""
+    """spec/ninfer3.md §fp8-row-maxabs fp8_row_maxabs worked examples."""
     codec = get_codec("fp8_e4m3fn_row_bf16", "row_scale_v1")
     rows = [([1.0, -2.0, 0.30078125, -1e-6], 0x3B92, [0x76, 0xFE, 0x68, 0x80]),
             ([448.0, 1.0], 0x3F80, [0x7E, 0x38])]  # fmt: skip
@@ -239,8 +240,8 @@ def ninfer_3_7(_: Files) -> list[str]:
 
 
 def ninfer_4_5(_: Files) -> list[str]:
-    """spec/ninfer3.md §4.5: [2,4] codes 00 80 38 B8 / 40 C0 7E FE, scales 0.5 and 2.0 decode as
-    stated."""
+    """spec/ninfer3.md §row-scale: [2,4] codes 00 80 38 B8 / 40 C0 7E FE, scales 0.5 and 2.0 decode
+    as stated."""
     codec = get_codec("fp8_e4m3fn_row_bf16", "row_scale_v1")
     codes = np.array([[0x00, 0x80, 0x38, 0xB8], [0x40, 0xC0, 0x7E, 0xFE]], dtype=np.uint8)
     payload = codec.encode_words(
@@ -252,8 +253,8 @@ def ninfer_4_5(_: Files) -> list[str]:
 
 
 def ninfer_5_example_2(_: Files) -> list[str]:
-    """spec/ninfer3.md §5 example 2 placed by the reference planner: offsets, and files under limit
-    64,000,000."""
+    """spec/ninfer3.md §examples example 2 placed by the reference planner: offsets, and files under
+    limit 64,000,000."""
     bf16, row = "bf16", "row_split_k128_v1"
     specs = [ResourceSpec("r.tokenizer", 12_809_320), ResourceSpec("r.tokenizer_config", 17_928),
              ResourceSpec("r.chat_template", 8_952), ResourceSpec("r.generation_config", 202),

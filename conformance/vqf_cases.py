@@ -1,5 +1,5 @@
-"""The VQF container cases: valid files and one invalid file per VQF file rule (spec/vqf.md §9,
-§9.1).
+"""The VQF container cases: valid files and one invalid file per VQF file rule (spec/vqf.md
+§loader-chain, §strict-checks).
 
 Valid cases are written by the reference writer from seeded tiny models across header layouts,
 versions, wmodes, tilings and embedding types; invalid cases are the mutation table

@@ -3,7 +3,7 @@
 Every value is a string so that any language can produce it without a float or 64-bit-integer
 question: integers in decimal, float32 arch fields as the 8 lowercase hex digits of their bit
 pattern, byte strings as lowercase hex, and each tensor's payload as the SHA-256 of its raw bytes
-(spec/vqf.md §2.2 header, spec/vqf.md §3.1 directory, spec/vqf.md §3.5 trailer).
+(spec/vqf.md §header-layout header, spec/vqf.md §entry directory, spec/vqf.md §fnv-trailer trailer).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from weightfile.spec.vqf.sig import VQFSig
 
 SIG_AT = field_offset(VQFHeader, "sig")
 
-#: The arch fields stored as float32 (spec/vqf.md §2.2); every other arch field is an integer or
-#: array.
+#: The arch fields stored as float32 (spec/vqf.md §header-layout); every other arch field is an
+#: integer or array.
 FLOAT_FIELDS = frozenset({"rope_theta", "norm_eps"})
 
 
@@ -35,15 +35,16 @@ def arch_value(name: str, value: Any) -> str | list[str]:
 
 
 def trailer(vqf: VQFFile) -> dict[str, str]:
-    """The stored trailer: an FNV-1a-64 (spec/vqf.md §3.5), or an ENC file's HMAC-SM3 tag
-    (spec/vqf.md §4.2) as 64 lowercase hex digits."""
+    """The stored trailer: an FNV-1a-64 (spec/vqf.md §fnv-trailer), or an ENC file's HMAC-SM3 tag
+    (spec/vqf.md §sm4-hmac) as 64 lowercase hex digits."""
     if vqf.header.encrypted:
         return {"hmac_sm3": vqf.stored_tag().hex()}
     return {"fnv1a64": f"{vqf.stored_fnv():016x}"}
 
 
 def signature(vqf: VQFFile) -> dict[str, dict[str, str]]:
-    """A SIGNED file's sig block fields pub, r, s, digest as lowercase hex (spec/vqf.md §2.3)."""
+    """A SIGNED file's sig block fields pub, r, s, digest as lowercase hex (spec/vqf.md
+    §signature-block)."""
     if not vqf.header.signed:
         return {}
     sig = VQFSig.parse(bytes(vqf.bytes_at(SIG_AT, SIG_AT + SIG_BYTES)))

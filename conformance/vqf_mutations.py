@@ -1,5 +1,6 @@
-"""The mutation table: for every VQF file rule (spec/vqf.md §9, §9.1 and the unimplemented features
-of spec/vqf.md §4), the fewest byte changes to a valid base file that break that rule alone.
+"""The mutation table: for every VQF file rule (spec/vqf.md §loader-chain, §strict-checks and the
+unimplemented features of spec/vqf.md §protected), the fewest byte changes to a valid base file that
+break that rule alone.
 
 Each mutation goes through the schemas (vqf_patch) and refreshes the FNV trailer when the covered
 bytes change. The conformance generator turns every entry into an invalid case; the tests in

@@ -1,5 +1,5 @@
-"""Byte patchers for VQF files that go through the schemas (spec/vqf.md §2-§3.5), so a change breaks
-exactly the field it names. The conformance generator and the tests both use them.
+"""Byte patchers for VQF files that go through the schemas (spec/vqf.md §header, §directory), so a
+change breaks exactly the field it names. The conformance generator and the tests both use them.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def read_header(path: Path) -> Any:
 
 
 def refresh_fnv(path: Path) -> None:
-    """Recompute the FNV-1a-64 trailer of a current-layout plaintext file (spec/vqf.md §3.5)."""
+    """Recompute the FNV-1a-64 trailer of a current-layout plaintext file (spec/vqf.md
+    §fnv-trailer)."""
     h = read_header(path)
     blob = path.read_bytes()
     dir_end = DIRECTORY_OFFSET + ENTRY_BYTES * h.n_tensors

@@ -10,7 +10,7 @@ check); elsewhere the portable C is used.
 When no compiler is available, `library()` returns None after one clear warning, and callers fall
 back to NumPy or to the reference.
 
-Every kernel path gives the same bits (spec/numerics.md §15.1); `WEIGHTFILE_ISA` forces one
+Every kernel path gives the same bits (spec/numerics.md §kernel-paths); `WEIGHTFILE_ISA` forces one
 (portable, avx2, avx512 on x86-64; portable, neon, dotprod on aarch64), and a path this CPU or
 build cannot run is an `UnsupportedError`, never a silent fallback. `forced_isa` switches paths
 inside one process (the tests run every property on every usable path).
@@ -53,7 +53,7 @@ GCC_FLAGS = ("-fvect-cost-model=dynamic",)
 ARCH_FLAGS = {"aarch64": ("-march=armv8.2-a+dotprod",), "arm64": ("-march=armv8.2-a+dotprod",)}
 
 
-#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/cpu.h (spec/numerics.md §15.1).
+#: WEIGHTFILE_ISA names -> the WF_ISA_* numbers of fast/csrc/cpu.h (spec/numerics.md §kernel-paths).
 ISAS = {"portable": 0, "neon": 1, "dotprod": 2, "avx2": 3, "avx512": 4}
 ISA_ENV = "WEIGHTFILE_ISA"
 ISA_RULE = "native.isa"
@@ -165,7 +165,8 @@ def library() -> ctypes.CDLL | None:
 
 
 def usable_isas(lib: ctypes.CDLL | None = None) -> list[str]:
-    """The kernel paths this build can run on this CPU, portable first (spec/numerics.md §15.1)."""
+    """The kernel paths this build can run on this CPU, portable first (spec/numerics.md
+    §kernel-paths)."""
     lib = library() if lib is None else lib
     if lib is None:
         return []
@@ -183,7 +184,7 @@ def current_isa(lib: ctypes.CDLL | None = None) -> str:
 def set_isa(lib: ctypes.CDLL, name: str) -> None:
     """Make `name` the path of every later kernel call; `UnsupportedError` (rule native.isa)
     when it is not a path name, this CPU lacks its instructions, or this build has no kernels
-    for it (spec/numerics.md §15.1)."""
+    for it (spec/numerics.md §kernel-paths)."""
     usable = ", ".join(usable_isas(lib))
     if name not in ISAS:
         raise UnsupportedError(

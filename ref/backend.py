@@ -1,10 +1,10 @@
 """`Backend`: what a caller picks when it picks an engine, as one value; `REFERENCE`, the oracle's.
 
 A backend carries the three things the two engines (the readable reference, the vectorised fast
-path) differ in and callers choose between: the VQF codecs (spec/vqf.md §5-§6), the `.ninfer` v3
-codecs (spec/ninfer3.md §3-§4) and the FNV-1a-64 file checksum (spec/vqf.md §3.5). Both produce
-the same bits (tests/differential). `fast/backend.py` defines `FAST`; `weightfile/backends.py` maps
-the CLI's `--engine ref|fast` to one of the two.
+path) differ in and callers choose between: the VQF codecs (spec/vqf.md §encodings, §quantisation),
+the `.ninfer` v3 codecs (spec/ninfer3.md §formats, §layouts) and the FNV-1a-64 file checksum
+(spec/vqf.md §fnv-trailer). Both produce the same bits (tests/differential). `fast/backend.py`
+defines `FAST`; `weightfile/backends.py` maps the CLI's `--engine ref|fast` to one of the two.
 
 The value is passed, never a module name: every edge stays an import that readers, tools and
 tests/test_layering.py see, and the oracle reaches the fast codecs only when a caller hands it FAST.
@@ -22,7 +22,7 @@ from weightfile.ref.codecs.ninfer3.codec import Codec
 from weightfile.ref.codecs.vqf.tiling import CodecModule
 from weightfile.ref.vqf.fnv1a64 import fnv1a64
 
-#: FNV-1a-64 continued from `h` over `data` (spec/vqf.md §3.5).
+#: FNV-1a-64 continued from `h` over `data` (spec/vqf.md §fnv-trailer).
 Checksum = Callable[[bytes | bytearray | memoryview, int], int]
 
 
@@ -38,7 +38,8 @@ class NInferCodecs(Protocol):
     """A `.ninfer` v3 codec lookup: `ref.codecs.ninfer3.codec` or `fast.codecs.ninfer3.codec`."""
 
     def get_codec(self, format_name: str | None, layout: str) -> Codec:
-        """The bound codec of one registered (format, layout) pair (spec/ninfer3.md §4.1)."""
+        """The bound codec of one registered (format, layout) pair (spec/ninfer3.md
+        §layout-registry)."""
         ...
 
 

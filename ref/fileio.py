@@ -1,4 +1,5 @@
-"""Opening, mapping and re-checking input files safely, for both containers (spec/ninfer3.md §9.1).
+"""Opening, mapping and re-checking input files safely, for both containers (spec/ninfer3.md
+§safe-files).
 
 Every file a reader touches (a VQF file, a `.ninfer` entry, a continuation volume, the few bytes
 `sniff` looks at) is opened here: `O_NONBLOCK` so that a FIFO or a device cannot block the open,
@@ -55,7 +56,8 @@ def kind_of(mode: int) -> str:
 
 
 def access_error(exc: OSError, path: str | os.PathLike[str], doing: str) -> FileAccessError:
-    """Our error for an OS failure while `doing` something to `path` (spec/ninfer3.md §9.1)."""
+    """Our error for an OS failure while `doing` something to `path` (spec/ninfer3.md
+    §safe-files)."""
     rule = "format.file.missing" if exc.errno == errno.ENOENT else "format.file.unreadable"
     if exc.errno == errno.ENXIO:
         rule = "format.file.not_regular"
@@ -72,7 +74,8 @@ def open_regular(
 ) -> tuple[int, int]:
     """(fd, size) of `path` opened read-only; a non-regular file or any OS failure is a
     `FileAccessError` naming `shown` (default `path`) and leaves no descriptor open
-    (spec/ninfer3.md §9.1). `nofollow` refuses a final symlink (for an already resolved path)."""
+    (spec/ninfer3.md §safe-files). `nofollow` refuses a final symlink (for an already resolved
+    path)."""
     name = str(path if shown is None else shown)
     flags = _READ_FLAGS | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0)
     try:
@@ -137,7 +140,7 @@ def map_readonly(fd: int, size: int, path: str | os.PathLike[str]) -> mmap.mmap:
 
 def require_unshrunk(fd: int, size: int, path: str | os.PathLike[str]) -> None:
     """Refuse to hand out a view of a map whose file is now shorter than `size` bytes: reading a
-    page past the new end would kill the process with SIGBUS (spec/ninfer3.md §9.1)."""
+    page past the new end would kill the process with SIGBUS (spec/ninfer3.md §safe-files)."""
     try:
         now = os.fstat(fd).st_size
     except OSError as exc:
@@ -153,7 +156,7 @@ def require_unshrunk(fd: int, size: int, path: str | os.PathLike[str]) -> None:
 
 def resolve_inside(volume: Path, entry: Path) -> Path | None:
     """`volume` with every symlink followed when it lies in the folder of the entry (every
-    symlink followed), else None (spec/ninfer3.md §9.1). A loop resolves to itself and fails
+    symlink followed), else None (spec/ninfer3.md §safe-files). A loop resolves to itself and fails
     when opened."""
     real = Path(os.path.realpath(volume))
     return real if real.parent == Path(os.path.realpath(entry)).parent else None

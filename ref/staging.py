@@ -1,5 +1,5 @@
 """Temporary files of the writers: created locked, swept when their writer is gone
-(spec/ninfer3.md §9.1, "Writers").
+(spec/ninfer3.md §safe-files, "Writers").
 
 Both writers (VQF, `.ninfer`) stage every file as `.<name>.<16 hex digits>.tmp` in the destination
 folder (a private intermediate folder gets the same kind of name) and hold an exclusive `flock` on
@@ -38,7 +38,7 @@ TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{16}\.tmp")
 
 
 def write_error(exc: OSError, path: str | os.PathLike[str], doing: str) -> FileAccessError:
-    """Our error for a writer's OS failure (spec/ninfer3.md §9.1)."""
+    """Our error for a writer's OS failure (spec/ninfer3.md §safe-files)."""
     return FileAccessError(
         "format.file.write", f"cannot {doing}: {describe(exc)}", path=str(path), errno=exc.errno
     )
@@ -126,7 +126,7 @@ def _head(path: Path) -> bytes:
 def remove_orphans(folder: Path, entry: str, artifact_id: bytes) -> list[Path]:
     """After a `.ninfer` writer died publishing `entry` (continuations linked, the entry not):
     remove each `<entry>.part-*` whose header names `artifact_id`, unless an entry with that
-    artifact_id was published after all (spec/ninfer3.md §9.1)."""
+    artifact_id was published after all (spec/ninfer3.md §safe-files)."""
     published = _head(folder / entry)
     if published[:8] == ENTRY_MAGIC and published[16:32] == artifact_id:
         return []  # the publication completed; only its temporary file was left

@@ -97,7 +97,7 @@ class ClosedError(WeightfileError):
 class FileAccessError(MalformedError, OSError):
     """A file that cannot be read or written safely: missing, not a regular file, unreadable, a
     symlink loop, too large to map, shortened after it was opened, or an OS failure of a writer
-    (spec/ninfer3.md §9.1). It is an `OSError` too, so callers that handle OS failures keep
+    (spec/ninfer3.md §safe-files). It is an `OSError` too, so callers that handle OS failures keep
     doing so; conformance reports it as ``MalformedError``."""
 
     def __init__(

@@ -2,7 +2,7 @@
 
 A rule row says which error class a rule raises, which layer raises it (`origin`), where the
 specification states it (`doc` and `section`, a heading of `spec/<doc>.md`, plus `step` when the
-rule is one numbered step of a procedure, e.g. spec/vqf.md §9 step 12) and what it means.
+rule is one numbered step of a procedure, e.g. spec/vqf.md §loader-chain step 12) and what it means.
 
 This module sits below every per-area table (spec/vqf/rules.py, spec/ninfer3/rules.py and the
 shared rows of spec/rules.py), so the areas import the type from here and spec/rules.py imports the
@@ -25,10 +25,10 @@ DOCS = ("vqf", "ninfer3", "numerics", "models")
 
 #: Which layer raises the rule.
 ORIGINS = (
-    "loader",  # the Kestrel loader chain, spec/vqf.md §9
-    "strict",  # the strict checks the engine does not make, spec/vqf.md §9.1
+    "loader",  # the Kestrel loader chain, spec/vqf.md §loader-chain
+    "strict",  # the strict checks the engine does not make, spec/vqf.md §strict-checks
     "feature",  # a registered feature not implemented yet
-    "protected",  # ENC/SIGNED checks that need a passphrase or trusted key (spec/vqf.md §4)
+    "protected",  # ENC/SIGNED checks that need a passphrase or trusted key (spec/vqf.md §protected)
     "container",  # .ninfer framing and directory validation
     "reader",  # lookups and range reads by callers
     "deferred",  # .ninfer checks made when an object is used
@@ -75,7 +75,7 @@ class Rule:
 
     @property
     def where(self) -> str:
-        """The citation in the project's one form, e.g. ``spec/vqf.md §9 step 12``."""
+        """The citation in the project's one form, e.g. ``spec/vqf.md §loader-chain step 12``."""
         step = f" step {self.step}" if self.step is not None else ""
         return f"spec/{self.doc}.md {self.section}{step}"
 

@@ -32,7 +32,8 @@ __all__ = ["DOCS", "ORIGINS", "PREFIXES", "RULES", "Rule", "lookup", "table"]
 # -- codecs: one family row per rule each codec raises under its own name ---------------------
 CODEC_RULES = table(
     (
-        # VQF codecs (spec/vqf.md §5, §6; spec/codecs/vqf/registry.py, ref/codecs/vqf/)
+        # VQF codecs (spec/vqf.md §encodings, §quantisation; spec/codecs/vqf/registry.py,
+        # ref/codecs/vqf/)
         Rule("vqf.codec.qtype", UNS, "codec", "§3.2", "a qtype that names no VQF encoding"),
         Rule("vqf.codec.q8_tiling", INV, "codec", "§5.6",
              "q8_tiling is not legacy/4x4, or 4x4 contradicts flag Q8_8X8"),
@@ -53,7 +54,7 @@ CODEC_RULES = table(
              "G256: a block past the last group's written ones is not zero"),
         Rule("vqf.codec.*.scale_shared", INV, "codec", "§5.5",
              "G256: the blocks of one 256-element group do not share one scale"),
-        # .ninfer v3 codecs (spec/ninfer3.md §3, §4; spec/codecs/ninfer3/registry.py)
+        # .ninfer v3 codecs (spec/ninfer3.md §formats, §layouts; spec/codecs/ninfer3/registry.py)
         Rule("ninfer3.codec.unknown_pair", INV, "codec", "§4.1",
              "no codec for the (format, layout) pair"),
         Rule("ninfer3.codec.*.length", MAL, "codec", "§4.1", "payload length != encoded size"),
@@ -93,7 +94,7 @@ COMMON_RULES = table(
         Rule("format.magic", MAL, "reader", "§2.1",
              "the first bytes are neither the VQF nor the .ninfer magic, and the file name "
              "has no known extension", doc="vqf"),
-        # opening and writing files, both containers (spec/ninfer3.md §9.1)
+        # opening and writing files, both containers (spec/ninfer3.md §safe-files)
         Rule("format.file.missing", MAL, "reader", "§9.1", "the file does not exist",
              doc="ninfer3"),
         Rule("format.file.not_regular", MAL, "reader", "§9.1",

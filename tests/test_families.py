@@ -180,7 +180,7 @@ def test_a_dense_vqf_file_is_the_qwen3_family(path):
 
 
 def test_every_closed_set_ninfer_architecture_has_a_row():
-    """spec/ninfer3.md §6.1 closes the architecture set: each one is served."""
+    """spec/ninfer3.md §qwen35-config closes the architecture set: each one is served."""
     assert set(MODEL_TYPES) == {DENSE_ARCHITECTURE, MOE_ARCHITECTURE}
     for arch in MODEL_TYPES:
         assert lookup(NINFER, arch).name == "qwen35"

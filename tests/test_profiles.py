@@ -1,6 +1,6 @@
 """The profile registry (weightfile/profiles.py): every row resolves, the CLI's --profile choices
 are its names, and a profile refuses the families and containers it does not run with the typed
-errors the board profile raised before the registry (spec/numerics.md §1, §20)."""
+errors the board profile raised before the registry (spec/numerics.md §profiles, §board)."""
 
 from __future__ import annotations
 

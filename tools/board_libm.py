@@ -1,4 +1,5 @@
-"""Measure how often the C library matters to the kestrel-board profile (spec/numerics.md §20.10).
+"""Measure how often the C library matters to the kestrel-board profile (spec/numerics.md
+§board-c-matters).
 
 Builds one probe twice -- for the host, and statically for aarch64 (run under qemu-aarch64) --
 that writes expf, sinf, cosf and powf(1e6, x) of every STRIDE-th binary32 bit pattern, then

@@ -2,7 +2,7 @@
 
 Usage: python tools/exp_error.py [--stride N]
 
-Every finite binary32 x in [X_MIN, X_MAX] (spec/numerics.md §6) is fed to
+Every finite binary32 x in [X_MIN, X_MAX] (spec/numerics.md §exp) is fed to
 `weightfile.ref.numerics.exp.exp` -- the very function the reference uses -- in chunks. The true
 value is exp in binary64 (error below 1e-15 relative, i.e. ~1e-8 of a binary32 ulp); where that
 leaves the correctly rounded binary32 result in doubt (within 2^-48 relative of a rounding

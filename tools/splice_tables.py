@@ -44,14 +44,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # --- spec/ninfer3.md: the registries and the Qwen3.5 text tables, rendered from spec/ ----------
 
-#: Bits of the word formats the spec/ninfer3.md §3.1 records name by spelling (their definitions,
-#: spec/ninfer3.md §3.2-§3.5).
+#: Bits of the word formats the spec/ninfer3.md §format-registry records name by spelling (their
+#: definitions, spec/ninfer3.md §direct-formats, §grouped-formats, §nvfp4, §fp8-row).
 _WORD_BITS = {"e2m1": 4, "e4m3fn": 8, "binary16": 16, "bf16": 16, "fp32": 32}
 
 
 def _format_cells(f: Format) -> tuple[object, ...]:
-    """kind, code word, group, legal codes, scale and bits per weight of one spec/ninfer3.md §3.1
-    format."""
+    """kind, code word, group, legal codes, scale and bits per weight of one spec/ninfer3.md
+    §format-registry format."""
     if isinstance(f, DirectFormat):
         bits = 8 * f.word_bytes
         word = f"{bits}-bit " + ("IEEE bits" if f.kind == "float" else "two's complement")
@@ -73,8 +73,8 @@ def _format_cells(f: Format) -> tuple[object, ...]:
 
 
 def _format_row(f: Format) -> list[object]:
-    """One spec/ninfer3.md §3.1 registry row, with the layout and encoder the codec registry pairs
-    it with."""
+    """One spec/ninfer3.md §format-registry registry row, with the layout and encoder the codec
+    registry pairs it with."""
     codecs = [c for c in CODECS.values() if c.format == f.name]
     layout = ", ".join(f"`{c.layout}`" for c in codecs)
     encoder = ", ".join(c.encoder or "none (import only)" for c in codecs)
@@ -82,13 +82,15 @@ def _format_row(f: Format) -> list[object]:
 
 
 def ninfer3_format_table() -> str:
-    """The closed format registry (spec/ninfer3.md §3.1), from spec/codecs/ninfer3/formats.py."""
+    """The closed format registry (spec/ninfer3.md §format-registry), from
+    spec/codecs/ninfer3/formats.py."""
     head = ["format", "kind", "code word", "group", "legal codes", "scale", "bits/weight"]
     return markdown_table([*head, "layout", "encoder"], map(_format_row, FORMATS.values()))
 
 
 def ninfer3_layout_table() -> str:
-    """Layouts and the resource encoding (spec/ninfer3.md §4.1), from spec/ninfer3/registry.py."""
+    """Layouts and the resource encoding (spec/ninfer3.md §layout-registry), from
+    spec/ninfer3/registry.py."""
     rows = [
         [f"`{x.name}`", "tensor layout", ", ".join(f"`{a}`" for a in x.accepts), x.alignment]
         for x in LAYOUTS.values()
@@ -104,7 +106,8 @@ def _members(names: tuple[str, ...]) -> str:
 
 
 def ninfer3_record_table() -> str:
-    """The closed JSON records and their members (spec/ninfer3.md §2.8), from directory.py."""
+    """The closed JSON records and their members (spec/ninfer3.md §closed-sets), from
+    directory.py."""
     d = ninfer3_directory
     records = (d.ROOT, d.COMPONENT, d.PROPOSAL, d.TENSOR, d.RESOURCE, d.FILE)
     records += (d.WHOLE_BINDING, d.PARTS_BINDING, d.PART, d.USE)
@@ -113,13 +116,13 @@ def ninfer3_record_table() -> str:
 
 
 def ninfer3_policy_table() -> str:
-    """The activation policies and what each admits (spec/ninfer3.md §2.6), from directory.py."""
+    """The activation policies and what each admits (spec/ninfer3.md §use), from directory.py."""
     rows = [[f"`{p}`", ", ".join(a)] for p, a in ninfer3_directory.ACTIVATION_POLICIES.items()]
     return markdown_table(["activation_policy", "activation precisions it admits"], rows)
 
 
 def ninfer3_row_split_table() -> str:
-    """The per-format constants of row_split_k128_v1 (spec/ninfer3.md §4.3)."""
+    """The per-format constants of row_split_k128_v1 (spec/ninfer3.md §row-split)."""
     rows = [
         [f"`{n}`", g.code_bits, g.group_size, g.base_bytes_per_group, g.high_bytes_per_group]
         for n, g in ROW_SPLIT_GEOMETRY.items()
@@ -131,7 +134,7 @@ def ninfer3_row_split_table() -> str:
 
 
 def ninfer3_text_config_table() -> str:
-    """The closed key set of components.text.config (spec/ninfer3.md §6.1)."""
+    """The closed key set of components.text.config (spec/ninfer3.md §qwen35-config)."""
     rows = [[f"`{k.name}`", k.group.value, k.domain.value] for k in CONFIG_KEYS.values()]
     return markdown_table(["key", "presence group", "value domain"], rows)
 
@@ -182,7 +185,8 @@ _SYMBOLS = {
 
 
 def ninfer3_text_names_table() -> str:
-    """The canonical text parameters, shapes as formulas (spec/ninfer3.md §6.2), from text_names."""
+    """The canonical text parameters, shapes as formulas (spec/ninfer3.md §qwen35-names), from
+    text_names."""
     config: dict[str, object] = {key: _Sym(sym) for key, sym in _SYMBOLS.items()}
     # one layer of each type: layer 0 full attention, layer 1 Gated DeltaNet; then the MoE FFN
     config |= {"num_hidden_layers": 2, "layer_types": [FULL_ATTENTION, LINEAR_ATTENTION]}

@@ -1,7 +1,7 @@
 """Which CPUs the fast engine runs on: `--cpus LIST` of `bench` and `run` (issue 19 item 4).
 
 The whole process is pinned (every thread it has, and so every thread it starts later: the C
-row pool, spec/numerics.md §15.2, starts its workers on first use) before the first forward
+row pool, spec/numerics.md §threads, starts its workers on first use) before the first forward
 pass. A CPU that does not exist, or that this process may not use (a cgroup or taskset limit),
 is refused with `UnsupportedError` (rule native.cpus) before anything is pinned. On a
 big.LITTLE board (cores of different `cpu_capacity`, or else of different cpufreq maximum, as

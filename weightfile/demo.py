@@ -136,7 +136,7 @@ def build(folder: Path, corpus: str, s: DemoSizes) -> Path:
     """Write demo.vqf and its tokenizer sidecar into `folder`; returns the model path."""
     lines = [ln for ln in corpus.splitlines() if ln.strip()]
     tok = train_tokenizer(lines, s.vocab)
-    # padded: tiled matrices need whole tiles (spec/vqf.md §7.5)
+    # padded: tiled matrices need whole tiles (spec/vqf.md §repack-gates)
     v = -(-tok.get_vocab_size() // 32) * 32
     hf = dict(
         vocab_size=v, hidden_size=s.hidden, intermediate_size=s.intermediate,

@@ -3,9 +3,9 @@
 `weightfile verify --example` and `weightfile inspect --example` use the committed copy in
 weightfile/data/; a test regenerates it and requires identical bytes. It is a well-formed model:
 seeded float weights (unit norms, projections of standard deviation 1/sqrt(fan-in), an embedding
-of unit variance) encoded by the same Q4_0 encoders `import` uses (spec/vqf.md §5), so every scale
-is a finite f16 and `run` generates from it. `tiny_tensors` is the older byte-level generator the
-conformance corpus is built from; its raw random bytes exercise the container, not a model.
+of unit variance) encoded by the same Q4_0 encoders `import` uses (spec/vqf.md §encodings), so every
+scale is a finite f16 and `run` generates from it. `tiny_tensors` is the older byte-level generator
+the conformance corpus is built from; its raw random bytes exercise the container, not a model.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from weightfile.spec.vqf.qtypes import QType
 
 EXAMPLE_PATH = Path(__file__).with_name("data") / "tiny-qwen3-q4.vqf"
 
-#: A Qwen3-shaped arch small enough to commit (every tiling gate of spec/vqf.md §7.5 passes).
+#: A Qwen3-shaped arch small enough to commit (every tiling gate of spec/vqf.md §repack-gates
+#: passes).
 TINY_ARCH: dict[str, Any] = {
     "dim": 64,
     "n_layers": 2,
@@ -44,7 +45,8 @@ TINY_FLAGS = VQFFlag.Q8_8X8 | VQFFlag.Q4_4X4 | VQFFlag.EMB_F16
 
 
 def synthetic_payload(qtype: int, elements: int, rng: np.random.Generator) -> bytes:
-    """Deterministic bytes of a plausible payload for `qtype` (spec/vqf.md §5.1–§5.3, §5.7)."""
+    """Deterministic bytes of a plausible payload for `qtype` (spec/vqf.md §f32, §f16, §q8-0,
+    §q4-0)."""
     if qtype == QType.F32:
         return (1.0 + 0.1 * rng.standard_normal(elements)).astype("<f4").tobytes()
     if qtype == QType.F16:

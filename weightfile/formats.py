@@ -1,5 +1,5 @@
-"""Which container a file is, from its first bytes or else its name (spec/vqf.md §2.1,
-spec/ninfer3.md §1.1).
+"""Which container a file is, from its first bytes or else its name (spec/vqf.md §constants,
+spec/ninfer3.md §entry-header).
 
 The magic decides. When the first bytes name no format, the extension does: a `.vqf` file is
 read as VQF and a `.ninfer` file as `.ninfer`, so that format's own reader reports what is
@@ -24,7 +24,8 @@ EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer"}
 
 def sniff(path: str | os.PathLike[str]) -> str:
     """'vqf' or 'ninfer' (module docstring); else a MalformedError naming the bytes found."""
-    head = read_head(path, 8)  # a regular file only: a FIFO must not block (spec/ninfer3.md §9.1)
+    head = read_head(path, 8)  # a regular file only: a FIFO must not block
+    # (spec/ninfer3.md §safe-files)
     if head[:4] == VQF_MAGIC:
         return "vqf"
     if head == ENTRY_MAGIC:

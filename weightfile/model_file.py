@@ -8,9 +8,9 @@
 `engine="fast"` (the default) uses the vectorised codecs; `engine="ref"` the readable oracle — both
 give the same bits; a `Backend` (ref/backend.py) may be passed instead of its name
 (weightfile/backends.py maps the names). Shapes are logical: a VQF per-layer stacked matrix comes
-out as [n_layers, out, in] (spec/vqf.md §7.1), a per-layer vector as [n_layers, width]; a .ninfer
-object in its declared shape; a .ninfer binding of parts as the rows it selects (spec/ninfer3.md
-§2.5).
+out as [n_layers, out, in] (spec/vqf.md §text-tensors), a per-layer vector as [n_layers, width]; a
+.ninfer object in its declared shape; a .ninfer binding of parts as the rows it selects
+(spec/ninfer3.md §binding).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class _ReadOnlyTensors:
 
 class VQFModelFile(_ReadOnlyTensors):
     """A VQF file whose tensors decode through the codec the flags and name select
-    (spec/numerics.md §3.2, §5)."""
+    (spec/numerics.md §combining-tree, §norms)."""
 
     format = "vqf"
 
@@ -108,9 +108,9 @@ class VQFModelFile(_ReadOnlyTensors):
         q8_tiling: str | None = None,
         passphrase: bytes | None = None,
     ) -> None:
-        # an ENC file is authenticated, then decrypted into private memory (spec/vqf.md §4.2)
+        # an ENC file is authenticated, then decrypted into private memory (spec/vqf.md §sm4-hmac)
         self.file: VQFFile = open_vqf(path, passphrase=passphrase)
-        self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (spec/vqf.md §0 item 3)
+        self.q8_tiling = q8_tiling  # the 4x4 Q8 tiling sets no flag (spec/vqf.md §decisions item 3)
         self.geometry = Geometry.from_arch(self.file.header.arch)
 
     def names(self) -> list[str]:
@@ -118,7 +118,7 @@ class VQFModelFile(_ReadOnlyTensors):
 
     def metadata(self) -> dict[str, Any]:
         """The header as plain data: version, layout, flags (value and names), the arch fields
-        (spec/vqf.md §2.2, §2.5, §8)."""
+        (spec/vqf.md §header-layout, §flags, §arch-semantics)."""
         from weightfile.spec.vqf.flags import VQFFlag
 
         h = self.file.header
@@ -137,7 +137,7 @@ class VQFModelFile(_ReadOnlyTensors):
         """A lazy view of tensor `name` (as `safetensors.safe_open(...).get_slice`): `shape` and
         `dtype` read the directory only; `view[a:b]` decodes only the bytes of those entries
         of the first logical axis — layers of a stacked tensor, or the row groups (G rows of a
-        tiled layout, spec/vqf.md §5.6) that hold those rows of a matrix."""
+        tiled layout, spec/vqf.md §q8-tiled) that hold those rows of a matrix."""
         return TensorSlice(self, name)
 
     def _decode_lead(self, name: str, start: int, stop: int, backend: Backend) -> np.ndarray:
@@ -194,16 +194,16 @@ class VQFModelFile(_ReadOnlyTensors):
         words = module.decode_words(self.file.payload(e), rows, cols)
         count, out, _ = self._matrices(e)
         lead = (count, out) if count > 1 and out > 1 else (rows,)
-        # the row width is spelled out, not -1: a tensor of 0 rows (spec/vqf.md §5.9 allows it)
-        # has 0 words, and numpy cannot infer a -1 axis from an empty array
+        # the row width is spelled out, not -1: a tensor of 0 rows (spec/vqf.md §size-function
+        # allows it) has 0 words, and numpy cannot infer a -1 axis from an empty array
         return {
             k: v.reshape(*lead, math.prod(v.shape[1:])) if v.shape[:1] == (rows,) else v
             for k, v in words.items()
         }
 
     def _matrices(self, e: Entry) -> tuple[int, int, int]:
-        """(count, out, in) of the physical matrices stacked in `e` (spec/vqf.md §7.1), or 1 × rows
-        × cols."""
+        """(count, out, in) of the physical matrices stacked in `e` (spec/vqf.md §text-tensors), or
+        1 × rows × cols."""
         kind = KINDS.get(e.name)
         if kind is not None and kind.elements(self.geometry) == e.rows * e.cols:
             return kind.physical(self.geometry)
@@ -238,7 +238,8 @@ class NInferModelFile(_ReadOnlyTensors):
         return [o.id for o in d.objects] + sorted(d.bindings)
 
     def metadata(self) -> dict[str, Any]:
-        """The directory's `metadata` and `provenance` objects (spec/ninfer3.md §2.7), copied."""
+        """The directory's `metadata` and `provenance` objects (spec/ninfer3.md §metadata),
+        copied."""
         d = self.artifact.directory
         return {
             "format": "ninfer3",
@@ -249,10 +250,10 @@ class NInferModelFile(_ReadOnlyTensors):
     def get_slice(self, name: str) -> TensorSlice:
         """A lazy view of object or binding `name` (as `safetensors.safe_open(...).get_slice`):
         `shape` reads the directory only; `view[a:b]` decodes only those rows. A binding's rows
-        map onto its parts (spec/ninfer3.md §2.5), and each part decodes just the object rows
+        map onto its parts (spec/ninfer3.md §binding), and each part decodes just the object rows
         (or elements) it contributes: contiguous words are read as that byte range, row-split
-        and row-scale objects through their row slice (spec/ninfer3.md §4.3, §4.5). nvfp4's
-        128-row scale tiles are decoded whole and cut. Checks of the rows not read (a bad
+        and row-scale objects through their row slice (spec/ninfer3.md §row-split, §row-scale).
+        nvfp4's 128-row scale tiles are decoded whole and cut. Checks of the rows not read (a bad
         scale elsewhere in the object) are not made; `decode` and `verify` make them."""
         return TensorSlice(self, name)
 
@@ -357,7 +358,7 @@ class NInferModelFile(_ReadOnlyTensors):
         return codec.decode_words(payload, shape) if words else codec.decode(payload, shape)
 
     def _resolve(self, name: str, backend: Backend, *, words: bool) -> Any:
-        """An object, or a binding's parts joined (spec/ninfer3.md §2.5): the rows they select
+        """An object, or a binding's parts joined (spec/ninfer3.md §binding): the rows they select
         when every part is whole rows of one row shape, else their elements as one flat run."""
         d = self.artifact.directory
         if name in d.objects_by_id:
@@ -379,7 +380,8 @@ class NInferModelFile(_ReadOnlyTensors):
             whole = decoded[r.object_id]
             if row:
                 pieces.append(_row_slice(whole, r.begin // row, r.end // row, words))
-            else:  # the parts' elements in C order, one run after another (spec/ninfer3.md §2.5)
+            else:  # the parts' elements in C order, one run after another
+                # (spec/ninfer3.md §binding)
                 pieces.append(np.asarray(whole).reshape(-1)[r.begin : r.end])
         if words:  # per-row arrays are joined; a per-object scalar (nvfp4's divisor) is listed
             return {
@@ -401,7 +403,8 @@ class NInferModelFile(_ReadOnlyTensors):
 
 
 def _word_bytes(o: Any) -> int:
-    """Bytes per element of a contiguous or raw-bytes object (spec/ninfer3.md §3.2, §4.2)."""
+    """Bytes per element of a contiguous or raw-bytes object (spec/ninfer3.md §direct-formats,
+    §contiguous)."""
     return 1 if o.layout == RAW_BYTES_V1 else FORMATS[o.format].word_bytes
 
 
@@ -438,14 +441,14 @@ def validate(
     """Every rule violation of a VQF or .ninfer v3 file; [] when it is valid.
 
     The format is chosen as `open` chooses it (weightfile/formats.py): a file neither its magic nor
-    its extension places is one `format.magic` violation. VQF: the loader chain (spec/vqf.md §9)
-    then every strict check (spec/vqf.md §9.1), and with `checksum` the FNV-1a-64 trailer
-    (spec/vqf.md §3.5) by `engine`'s checksum ("ref" or "fast", or a Backend) and `progress`.
-    `.ninfer`: a framing or JSON failure alone, else every directory, binding and use rule
-    (spec/ninfer3.md §2.9) and for a file set that opens, every deferred object check and
-    continuation volume; it has no checksum and no encryption, so `checksum`, `engine`,
-    `progress`, `passphrase` and `trusted_pub` do not apply. An ENC or SIGNED VQF is checked with
-    `passphrase` / `trusted_pub` as `validate_vqf` does (spec/vqf.md §4).
+    its extension places is one `format.magic` violation. VQF: the loader chain (spec/vqf.md
+    §loader-chain) then every strict check (spec/vqf.md §strict-checks), and with `checksum` the
+    FNV-1a-64 trailer (spec/vqf.md §fnv-trailer) by `engine`'s checksum ("ref" or "fast", or a
+    Backend) and `progress`. `.ninfer`: a framing or JSON failure alone, else every directory,
+    binding and use rule (spec/ninfer3.md §validation) and for a file set that opens, every deferred
+    object check and continuation volume; it has no checksum and no encryption, so `checksum`,
+    `engine`, `progress`, `passphrase` and `trusted_pub` do not apply. An ENC or SIGNED VQF is
+    checked with `passphrase` / `trusted_pub` as `validate_vqf` does (spec/vqf.md §protected).
     """
     try:
         kind = sniff(path)
@@ -508,8 +511,9 @@ def write_vqf(path: str | os.PathLike[str], *, arch: Mapping[str, Any], **option
     """`ref.vqf.write.write_vqf` for users: an arch missing a field a decoder needs is refused.
 
     The reference writer deliberately writes any arch (the conformance corpus needs broken files);
-    this one raises `vqf.writer.arch` first, naming every missing or zero field (spec/vqf.md §8),
-    so what it writes is a file `verify` and `inspect` accept as far as the arch goes."""
+    this one raises `vqf.writer.arch` first, naming every missing or zero field (spec/vqf.md
+    §arch-semantics), so what it writes is a file `verify` and `inspect` accept as far as the arch
+    goes."""
     from weightfile.fast.vqf.write import write_vqf as write_any  # the C FNV (issue 14)
     from weightfile.ref.vqf.write import require_complete_arch
 

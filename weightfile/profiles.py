@@ -1,5 +1,5 @@
 """The profile registry: which models run a model family under a numerics profile
-(spec/numerics.md §1, §20; issue 27).
+(spec/numerics.md §profiles, §board; issue 27).
 
 A numerics profile fixes the float32 operation sequence of every operation
 (`weightfile.spec.numerics.profile.NumericsProfile`, declarative). A row here names it and, per
@@ -7,9 +7,10 @@ model family (the names of the family registry, `weightfile.families`), the code
 family's file under it:
 
 * `canonical` runs every family with the family's own reference and fast models (the family
-  registry's rows: one forward pass per family, batch invariant, spec/numerics.md §12);
+  registry's rows: one forward pass per family, batch invariant, spec/numerics.md
+  §batch-invariance);
 * `kestrel-board` runs the dense Qwen3 family only, with its board models (`ref/qwen3/board`,
-  `fast/qwen3/board`, spec/numerics.md §20.9): a different sequence of operations, not a
+  `fast/qwen3/board`, spec/numerics.md §board-forward): a different sequence of operations, not a
   different kernel table.
 
 Code is named as "module:attribute" strings, imported on first use (as in the family registry).
@@ -39,7 +40,7 @@ class FamilyModels:
     fast       (open source, threads=n) -> the same numbers from the C kernels; None: engine
                fast runs the reference
     generate   (model, prompt, steps, path, ops, stop_ids) -> the prompt path and greedy decode
-               steps in the engine dumps' names (spec/numerics.md §20.9.3); None: the
+               steps in the engine dumps' names (spec/numerics.md §board-prompts); None: the
                canonical, batch-invariant pass (weightfile/frontend/board_session.py)
     """
 
@@ -64,7 +65,8 @@ class Profile:
 
     @property
     def canonical(self) -> bool:
-        """True for the profile every family runs with its own models (spec/numerics.md §1)."""
+        """True for the profile every family runs with its own models (spec/numerics.md
+        §profiles)."""
         return self.models is None
 
     def require_container(self, container: str) -> None:

@@ -1,12 +1,12 @@
-/* The kestrel-board numerics profile in portable C (spec/numerics.md §20).
+/* The kestrel-board numerics profile in portable C (spec/numerics.md §board).
  *
  * Every function here computes what ref/qwen3/board computes, operation for operation: the
  * same float32 roundings in the same order, fmaf() where the board fuses (C99 fmaf rounds once),
- * and the host C library's expf/cosf/sinf where the board calls its libm (spec/numerics.md §20.2).
- * The libm functions are called through volatile pointers so the compiler can neither fold nor
- * merge them (GCC would turn a cosf/sinf pair into sincosf, a different routine).
- * Built with -ffp-contract=off like every file in fast/csrc. Products split over output rows
- * only, so results do not depend on the thread count.
+ * and the host C library's expf/cosf/sinf where the board calls its libm
+ * (spec/numerics.md §board-c-library). The libm functions are called through volatile pointers so
+ * the compiler can neither fold nor merge them (GCC would turn a cosf/sinf pair into sincosf, a
+ * different routine). Built with -ffp-contract=off like every file in fast/csrc. Products split
+ * over output rows only, so results do not depend on the thread count.
  */
 #include <math.h>
 #include <pthread.h>
@@ -69,7 +69,7 @@ static void wfb_parallel(int64_t n, int32_t threads, int64_t work, wfb_range_fn 
     }
 }
 
-/* ---- spec/numerics.md §20.3.1 activation quantization ------------------------------------ */
+/* ---- spec/numerics.md §board-activations activation quantization ----------------------------- */
 
 void wfb_quantize_act(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t b = 0; b < n / QB; b++) {
@@ -91,7 +91,7 @@ void wfb_quantize_act(const float *x, int64_t n, int8_t *codes, float *scales) {
     }
 }
 
-/* ---- spec/numerics.md §20.4 the products -------------------------------------------------- */
+/* ---- spec/numerics.md §board-products the products ------------------------------------------- */
 
 enum { FORM_Q4_DECODE = 0, FORM_SINGLE_CHAIN = 1, FORM_Q8_PREFILL = 2 };
 
@@ -157,7 +157,7 @@ void wfb_matvec(const int8_t *w, const uint16_t *sb, int64_t rows, int64_t cols,
     wfb_parallel(rows, threads, rows * cols, wfb_mv_rows, &p);
 }
 
-/* ---- spec/numerics.md §20.5 RMSNorm ------------------------------------------------------- */
+/* ---- spec/numerics.md §board-rmsnorm RMSNorm ------------------------------------------------- */
 
 static float wfb_sumsq_tree8(const float *x, int64_t n) {
     float ss = 0.0f;
@@ -190,7 +190,7 @@ void wfb_rmsnorm(const float *x, const float *w, int64_t n, int64_t count, float
     }
 }
 
-/* ---- spec/numerics.md §20.6 exp_neon4, reciprocal, SiLU ---------------------------------- */
+/* ---- spec/numerics.md §board-exp exp_neon4, reciprocal, SiLU --------------------------------- */
 
 static float wfb_exp4_one(float x) {
     static const float taylor[7] = {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 1.0f / 2, 1.0f,
@@ -253,7 +253,7 @@ int32_t wfb_silu_mul(const float *g, const float *u, int64_t n, float *out) {
     return bad;
 }
 
-/* ---- spec/numerics.md §20.7 RoPE ---------------------------------------------------------- */
+/* ---- spec/numerics.md §board-rope RoPE ------------------------------------------------------- */
 
 void wfb_rope(const float *x, int64_t heads, int64_t head_dim, int64_t pos,
               const float *inv_freq, float *out) {
@@ -272,7 +272,7 @@ void wfb_rope(const float *x, int64_t heads, int64_t head_dim, int64_t pos,
     }
 }
 
-/* ---- spec/numerics.md §20.3.2-§20.3.3 and §20.8 attention --------------------------------- */
+/* ---- spec/numerics.md §board-query, §board-kv-cache and §board-attention attention ----------- */
 
 static float wfb_amax_or_one(const float *v, int64_t n) {
     float a = 0.0f;

@@ -1,4 +1,4 @@
-/* CPU detection and the kernel path in use (spec/numerics.md §15.1; declared in cpu.h).
+/* CPU detection and the kernel path in use (spec/numerics.md §kernel-paths; declared in cpu.h).
  *
  * On x86-64 the AVX2 and AVX-512 kernels are compiled with target attributes into a baseline
  * build, so whether they may run is asked of the CPU (GCC's __builtin_cpu_supports); on Arm the

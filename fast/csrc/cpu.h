@@ -1,4 +1,4 @@
-/* Kernel paths and CPU detection (spec/numerics.md §15.1), defined in cpu.c.
+/* Kernel paths and CPU detection (spec/numerics.md §kernel-paths), defined in cpu.c.
  *
  * Every path gives the same bits; which one runs is chosen once per process (the best this CPU
  * and build have) and can be forced by wf_set_isa. cpu.c calls no other kernel file, so every
@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-enum { WF_ISA_PORTABLE = 0, WF_ISA_NEON = 1, WF_ISA_DOTPROD = 2, WF_ISA_AVX2 = 3, WF_ISA_AVX512 = 4 };
-/* 1 when this CPU has the instructions of `isa` (asked at run time on x86-64, compile time on
+enum { WF_ISA_PORTABLE = 0, WF_ISA_NEON = 1, WF_ISA_DOTPROD = 2, WF_ISA_AVX2 = 3, WF_ISA_AVX512 = 4
+}; /* 1 when this CPU has the instructions of `isa` (asked at run time on x86-64, compile time on
  * Arm). */
 int32_t wf_isa_cpu(int32_t isa);
 /* 1 when this build has kernels for `isa` and the CPU can run them. */

@@ -1,4 +1,4 @@
-/* FNV-1a-64 (spec/vqf.md §3.5); must equal ref/vqf/fnv1a64.py:fnv1a64 for every input.
+/* FNV-1a-64 (spec/vqf.md §fnv-trailer); must equal ref/vqf/fnv1a64.py:fnv1a64 for every input.
  *
  * The hash is a serial chain (each step needs the previous h), so neither SIMD nor threads can
  * help: the loop runs at one multiply latency per byte. Unrolling only trims loop overhead.

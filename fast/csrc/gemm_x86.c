@@ -1,12 +1,14 @@
-/* Prefill as a blocked matrix-matrix product with AVX2 (spec/numerics.md §4.1, §15.1).
+/* Prefill as a blocked matrix-matrix product with AVX2
+ * (spec/numerics.md §q8-activation, §kernel-paths).
  *
- * A tile is 8 rows x up to 3 tokens (more spill registers) whose eight-lane float32 accumulators (lane i = row r+i) stay
- * in registers over all blocks of the row; the 8 rows' weights of one block are unpacked once per
- * tile and reused by its tokens, and a band of 8 rows runs every token tile before the next band,
- * so each weight byte comes from memory once per product (later tiles find it in L1). Every
- * output still performs acc = acc + (float)D * (d_w * d_x) over its blocks in ascending order from
- * +0.0, with D the exact int32 block dot (every integer step below is exact), so the bits are the
- * scalar loop's; tiling only changes which outputs are computed together (spec/numerics.md §12).
+ * A tile is 8 rows x up to 3 tokens (more spill registers) whose eight-lane float32 accumulators
+ * (lane i = row r+i) stay in registers over all blocks of the row; the 8 rows' weights of one block
+ * are unpacked once per tile and reused by its tokens, and a band of 8 rows runs every token tile
+ * before the next band, so each weight byte comes from memory once per product (later tiles find it
+ * in L1). Every output still performs acc = acc + (float)D * (d_w * d_x) over its blocks in
+ * ascending order from +0.0, with D the exact int32 block dot (every integer step below is exact),
+ * so the bits are the scalar loop's; tiling only changes which outputs are computed together
+ * (spec/numerics.md §batch-invariance).
  *
  * Q4 codes enter as nibbles n in [0, 15] (maddubs takes them unsigned) and D = sum(n x) - 8 sum(x)
  * (xsum8 = 8 sum(x) per token and block). Q8 codes go through maddubs(|w|, x sign(w)).
@@ -39,7 +41,7 @@ AVX2 INLINE __m256 accumulate(__m256 acc, __m256i dots, __m256 dw, float dx) {
                                             _mm256_mul_ps(dw, _mm256_set1_ps(dx))));
 }
 
-/* Q4_0 4x4 (spec/vqf.md §5.7), rows r..r+7 = row groups A and B, tokens t0..t0+nt-1: group block
+/* Q4_0 4x4 (spec/vqf.md §q4-0), rows r..r+7 = row groups A and B, tokens t0..t0+nt-1: group block
  * b is 4 f16 scales and 4 chunks of 16 bytes, chunk c holding payload bytes 4c..4c+3 of rows 0..3
  * (XOR 0x88). One register holds chunk c of A (low half) and of B (high half), so 32-bit lane i
  * is row r+i's bytes 4c..4c+3: low nibbles elements 4c..4c+3, high ones 16+4c..16+4c+3. Against
@@ -88,8 +90,8 @@ AVX2 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, co
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
-/* Q8_0 8x8 (spec/vqf.md §5.6), rows r..r+7 = one row group (r % 8 == 0), tokens t0..: group block
- * b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes 4c..4c+3 of rows
+/* Q8_0 8x8 (spec/vqf.md §q8-tiled), rows r..r+7 = one row group (r % 8 == 0), tokens t0..: group
+ * block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes 4c..4c+3 of rows
  * 0..7, so 32-bit lane i is row r+i's piece c. |w| is made once per block for the tile's tokens;
  * each maddubs pair is at most 2·128·127 and is widened to int32 at once, so D is exact. */
 AVX2 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
@@ -125,7 +127,7 @@ AVX2 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, co
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
-/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0..: row
+/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §q8-0), tokens t0..: row
  * i's 32 codes of block b in one register (Q4: nibbles, elements 0-15 low half, 16-31 high), the
  * token's 32 activation codes in order in another; the eight rows' partial vectors are reduced
  * together (rows_of). */
@@ -200,9 +202,9 @@ AVX2 INLINE void tile(int layout, const wf_matrix *m, int64_t r, const int8_t *x
     }
 }
 
-/* spec/numerics.md §4.1 for bands of 8 rows from r0 (as many as fit before r1, each starting on a
- * row group of the layout) and every token: the rows it leaves, from the returned one, go to the
- * caller. xsum8 is 8·sum(x) of every token's blocks (used by Q4). */
+/* spec/numerics.md §q8-activation for bands of 8 rows from r0 (as many as fit before r1, each
+ * starting on a row group of the layout) and every token: the rows it leaves, from the returned
+ * one, go to the caller. xsum8 is 8·sum(x) of every token's blocks (used by Q4). */
 AVX2 int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                const float *xd, const int32_t *xsum8, int64_t tokens, float *y) {
     const int layout = gemm_layout(m);

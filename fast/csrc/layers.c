@@ -1,12 +1,12 @@
-/* The decoder layers of a Qwen3 dense forward pass as one C call (spec/models.md §1.1;
- * spec/numerics.md §10): per layer RMSNorm, the q/k/v products, q/k norm + RoPE, the KV-cache
- * write, attention, o_proj + residual, RMSNorm, gate/up, SwiGLU, down + residual.
+/* The decoder layers of a Qwen3 dense forward pass as one C call (spec/models.md §qwen3;
+ * spec/models.md §qwen3-forward): per layer RMSNorm, the q/k/v products, q/k norm + RoPE, the
+ * KV-cache write, attention, o_proj + residual, RMSNorm, gate/up, SwiGLU, down + residual.
  *
  * Nothing here has an order of its own: each step is the kernel the Python driver
  * (fast/qwen3/decoder.py) calls for it, in the same sequence, so every output is the same bits as
  * the step-by-step path (and the reference). Which products share one pool call, and the thread
  * counts, only change how outputs are grouped, never an output's operations
- * (spec/numerics.md §3.4). The point is to make a decode step one call, not a dozen per layer.
+ * (spec/numerics.md §matmul). The point is to make a decode step one call, not a dozen per layer.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,9 +32,9 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
 
 enum { P_Q, P_K, P_V, P_O, P_GATE, P_UP, P_DOWN, P_COUNT };
 
-/* One layer's weights. codes[i] = 1 when product i takes spec/numerics.md §4.1 activation codes
- * (a quantized matrix in q8_activation mode), 0 when it takes float activations
- * (spec/numerics.md §4.2, or a dense F32 / F16 matrix). */
+/* One layer's weights. codes[i] = 1 when product i takes spec/numerics.md §q8-activation activation
+ * codes (a quantized matrix in q8_activation mode), 0 when it takes float activations
+ * (spec/numerics.md §f32-weights, or a dense F32 / F16 matrix). */
 typedef struct {
     const wf_matrix *mat[P_COUNT];
     int32_t codes[P_COUNT];
@@ -111,12 +111,13 @@ int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
 
 /* x [T, hidden] holds the embeddings on entry and the last layer's output on return. Token t is
  * at cache row slots[t] of its layer (keys / values [layers, capacity, kv_dim]); every token's
- * K/V is written before any attends, and token t reads rows 0..slots[t] (spec/numerics.md §9).
- * cos / sin [T, head_dim/2] are the tokens' spec/numerics.md §8.2-§8.3 rows. `scratch` holds
- * wf_forward_scratch_floats(layers, T) floats; min_work is wf_threads_for's bound (the
- * tests lower it so that tiny models use threads). Attention runs on the pool too: its units are
- * (token, kv head) groups of query heads. Returns 0; an allocation failure inside a kernel leaves
- * NaN (outputs are NaN-filled first), so it cannot pass for a result. */
+ * K/V is written before any attends, and token t reads rows 0..slots[t]
+ * (spec/numerics.md §attention). cos / sin [T, head_dim/2] are the tokens'
+ * spec/numerics.md §cos-sin, §mrope-positions rows. `scratch` holds
+ * wf_forward_scratch_floats(layers, T) floats; min_work is wf_threads_for's bound (the tests lower
+ * it so that tiny models use threads). Attention runs on the pool too: its units are (token, kv
+ * head) groups of query heads. Returns 0; an allocation failure inside a kernel leaves NaN (outputs
+ * are NaN-filled first), so it cannot pass for a result. */
 int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads,
                           int64_t kv_heads, int64_t head_dim, float eps, float *x, int64_t T,
                           const float *cos, const float *sin, float *keys, float *values,
@@ -175,7 +176,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads, min_work);
-        for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §5.3 */
+        for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §residual */
         /* x = h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h) */
         if (any_codes(L, P_GATE, P_UP, -1))
             wf_rmsnorm_quantize(h, T, hid, L->ffn_norm, eps, n, xq, xd);

@@ -1,15 +1,17 @@
-/* The forward pass's vector operations in the canonical order (spec/numerics.md §3, §5-§7, §9).
+/* The forward pass's vector operations in the canonical order
+ * (spec/numerics.md §lanes8-tree, §norms, §exp, §silu, §attention).
  *
- * Each function mirrors one function of ref/numerics: RMSNorm (spec/numerics.md §5.1), the binary32
- * exp over arrays (spec/numerics.md §6; the scalar exp is scalar_ops.c's), SiLU
- * (spec/numerics.md §7), softmax (spec/numerics.md §5.2) and one token's causal GQA attention
- * (spec/numerics.md §9). They live in C because the spec/numerics.md §3 lane order of their sums,
- * and the per-position loop of attention, cost a Python call per element or per position in NumPy.
- * Sums go through wf_dot_f32 / lanes_sum (spec/numerics.md §3); every other operation is one IEEE
- * binary32 operation, never fused (-ffp-contract=off).
+ * Each function mirrors one function of ref/numerics: RMSNorm (spec/numerics.md §rmsnorm), the
+ * binary32 exp over arrays (spec/numerics.md §exp; the scalar exp is scalar_ops.c's), SiLU
+ * (spec/numerics.md §silu), softmax (spec/numerics.md §softmax) and one token's causal GQA
+ * attention (spec/numerics.md §attention). They live in C because the spec/numerics.md §lanes8-tree
+ * lane order of their sums, and the per-position loop of attention, cost a Python call per element
+ * or per position in NumPy. Sums go through wf_dot_f32 / lanes_sum (spec/numerics.md §lanes8-tree);
+ * every other operation is one IEEE binary32 operation, never fused (-ffp-contract=off).
  *
  * The plain C here is the portable path; the AVX2 (and AVX-512) and NEON paths take the SIMD forms
- * of ops_vec.c (spec/numerics.md §15.1), which compute the same operations on the same outputs.
+ * of ops_vec.c (spec/numerics.md §kernel-paths), which compute the same operations on the same
+ * outputs.
  */
 #include <math.h>
 #include <string.h>
@@ -20,16 +22,16 @@
 /* The SIMD table of the path in use, NULL on the portable path. */
 static inline const wf_vec_ops *vec(void) { return wf_vec_ops_for(wf_isa()); }
 
-/* spec/numerics.md §3 the canonical sum of n float32 terms. */
+/* spec/numerics.md §lanes8-tree the canonical sum of n float32 terms. */
 static float lanes_sum(const float *v, int64_t n) {
     float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int64_t i = 0; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + v[i];
     return wf_combine_lanes(l);
 }
 
-/* spec/numerics.md §5.1 for nrows vectors of length n: r = 1 / sqrt(ss / n + eps); out_i = (x_i *
- * r) * w_i. ss is the canonical sum of x_i * x_i, which is the spec/numerics.md §3.3 dot of x with
- * itself. */
+/* spec/numerics.md §rmsnorm for nrows vectors of length n: r = 1 / sqrt(ss / n + eps); out_i = (x_i
+ * * r) * w_i. ss is the canonical sum of x_i * x_i, which is the spec/numerics.md §dot dot of x
+ * with itself. */
 void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                      float *out) {
     const wf_vec_ops *ops = vec();
@@ -45,8 +47,8 @@ void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, f
     }
 }
 
-/* spec/numerics.md §5.1 then §8.4 for the q or k heads of T tokens: each head_dim vector is
- * RMS-normed with w (into `normed`) and rotated with its token's cos / sin rows [T, head_dim/2]
+/* spec/numerics.md §rmsnorm then §rotation for the q or k heads of T tokens: each head_dim vector
+ * is RMS-normed with w (into `normed`) and rotated with its token's cos / sin rows [T, head_dim/2]
  * (into `rotated`): x'_j = x_j c_j - x_{j+h} s_j, x'_{j+h} = x_{j+h} c_j + x_j s_j, each product
  * and sum rounded once, as the element-wise NumPy the reference follows. */
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
@@ -71,16 +73,16 @@ void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_di
     }
 }
 
-/* spec/numerics.md §5.1 then §4.1 steps 1-2 on the normed rows: the products that read them (q/k/v,
- * gate/up) get their quantized activations from the same call; `out` keeps the normed rows for the
- * trace. n is a multiple of WF_QK (the caller checks). */
+/* spec/numerics.md §rmsnorm then §q8-activation steps 1-2 on the normed rows: the products that
+ * read them (q/k/v, gate/up) get their quantized activations from the same call; `out` keeps the
+ * normed rows for the trace. n is a multiple of WF_QK (the caller checks). */
 void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                          float *out, int8_t *codes, float *scales) {
     wf_rmsnorm_rows(x, nrows, n, w, eps, out);
     wf_quantize_activation(out, nrows * n, codes, scales);
 }
 
-/* spec/numerics.md §6 element-wise over n floats, a vector at a time on a SIMD path: the lanes
+/* spec/numerics.md §exp element-wise over n floats, a vector at a time on a SIMD path: the lanes
  * swiglu and softmax use, open to a direct test against the reference's exp (swiglu's 1 + exp
  * hides exp's low bits). */
 void wf_exp_array(const float *x, int64_t n, float *out) {
@@ -89,15 +91,16 @@ void wf_exp_array(const float *x, int64_t n, float *out) {
     for (; i < n; i++) out[i] = wf_exp(x[i]);
 }
 
-/* spec/numerics.md §7 swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
+/* spec/numerics.md §silu swiglu: out_i = (g_i / (1 + exp(-g_i))) * u_i. */
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out) {
     const wf_vec_ops *ops = vec();
     int64_t i = ops != NULL ? ops->swiglu(g, u, n, out) : 0;
     for (; i < n; i++) out[i] = (g[i] / (1.0f + wf_exp(-g[i]))) * u[i];
 }
 
-/* spec/numerics.md §7 then §4.1 steps 1-2: down_proj's quantized activations from the same call as
- * swiglu; `out` keeps the swiglu rows for the trace. n is a multiple of WF_QK (the caller checks).
+/* spec/numerics.md §silu then §q8-activation steps 1-2: down_proj's quantized activations from the
+ * same call as swiglu; `out` keeps the swiglu rows for the trace. n is a multiple of WF_QK (the
+ * caller checks).
  */
 void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
                         float *scales) {
@@ -105,7 +108,7 @@ void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, i
     wf_quantize_activation(out, n, codes, scales);
 }
 
-/* spec/numerics.md §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
+/* spec/numerics.md §softmax in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
 static void softmax(float *s, int64_t n) {
     float m = wf_max_f32(s, n);
     for (int64_t i = 0; i < n; i++) s[i] = s[i] - m;
@@ -114,7 +117,7 @@ static void softmax(float *s, int64_t n) {
     for (int64_t i = 0; i < n; i++) s[i] = s[i] / total;
 }
 
-/* spec/numerics.md §9 for query head h of one token, plain C: scores = dot(q_h, k_j) * (1 /
+/* spec/numerics.md §attention for query head h of one token, plain C: scores = dot(q_h, k_j) * (1 /
  * sqrt(head_dim)) over cached positions j = 0..npos-1 of kv head h / (heads / kv_heads) (rows of
  * `stride` floats), softmax, then o = o + p_j * v_j over positions in order. `scores` holds npos
  * floats. */
@@ -136,8 +139,8 @@ static void attend_head_c(const float *q, const float *keys, const float *values
     }
 }
 
-/* spec/numerics.md §9 for the heads / kv_heads query heads of one token that read kv head g:
- * `scores` holds (heads / kv_heads) * npos floats. A SIMD path takes the group's queries
+/* spec/numerics.md §attention for the heads / kv_heads query heads of one token that read kv head
+ * g: `scores` holds (heads / kv_heads) * npos floats. A SIMD path takes the group's queries
  * together against the cache (each query's scores, softmax and sums in their own order, so the
  * same bits as one head at a time); head_dim must then be a multiple of 32 (Qwen3's 128). */
 void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
@@ -154,8 +157,8 @@ void wf_attend_group(const float *q, const float *keys, const float *values, int
         attend_head_c(q, keys, values, npos, stride, heads, kv_heads, head_dim, h, scores, out);
 }
 
-/* spec/numerics.md §9 for query head h of one token alone (the group form on a one-head group
- * would take its neighbours too): the plain C, or on a SIMD path the group kernel's one-query
+/* spec/numerics.md §attention for query head h of one token alone (the group form on a one-head
+ * group would take its neighbours too): the plain C, or on a SIMD path the group kernel's one-query
  * form through a one-head view. */
 void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
@@ -171,8 +174,9 @@ void wf_attend_head(const float *q, const float *keys, const float *values, int6
     attend_head_c(q, keys, values, npos, stride, heads, kv_heads, head_dim, h, scores, out);
 }
 
-/* spec/numerics.md §9 one token, every query head (wf_attend_head for h = 0..heads-1): `scores`
- * holds npos floats, as it always has (the one-call forward, layers.c, takes whole groups). */
+/* spec/numerics.md §attention one token, every query head (wf_attend_head for h = 0..heads-1):
+ * `scores` holds npos floats, as it always has (the one-call forward, layers.c, takes whole
+ * groups). */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out) {

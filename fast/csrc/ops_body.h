@@ -7,12 +7,13 @@
  * k in [-126, 127]) VNEG (sign flip).
  *
  * Every vector operation here is one IEEE binary32 operation on independent lanes; the only sums
- * are the spec/numerics.md §3.1 lanes, held as NR = 8 / W registers (lane i of register r is the
- * canonical lane r·W + i), combined by the spec/numerics.md §3.2 tree (wf_combine_lanes).
+ * are the spec/numerics.md §lanes lanes, held as NR = 8 / W registers (lane i of register r is the
+ * canonical lane r·W + i), combined by the spec/numerics.md §combining-tree tree
+ * (wf_combine_lanes).
  */
 #define NR (8 / W)
 
-/* spec/numerics.md §6, wf_exp's operations in its order on every lane: the step 1 clamped input
+/* spec/numerics.md §exp, wf_exp's operations in its order on every lane: the step 1 clamped input
  * (as ref/numerics/exp.py), out-of-range and NaN lanes replaced at the end. rint(t) is
  * (t + 1.5·2^23) - 1.5·2^23, which rounds to the nearest integer, ties to even, for |t| < 2^22
  * (here |t| <= 151); only the sign of a zero k can differ from rintf, and a zero k gives
@@ -48,7 +49,7 @@ ATTR static int64_t SFX(exp_array)(const float *x, int64_t n, float *out) {
     return i;
 }
 
-/* spec/numerics.md §7: out_i = (g_i / (1 + exp(-g_i))) * u_i, two independent chains at a time
+/* spec/numerics.md §silu: out_i = (g_i / (1 + exp(-g_i))) * u_i, two independent chains at a time
  * (exp is latency-bound); -g is a sign flip, as C's unary minus. */
 ATTR static int64_t SFX(swiglu)(const float *g, const float *u, int64_t n, float *out) {
     const V one = VSET1(1.0f);
@@ -66,7 +67,7 @@ ATTR static int64_t SFX(swiglu)(const float *g, const float *u, int64_t n, float
     return i;
 }
 
-/* spec/numerics.md §3.3 dot of any length: whole groups of 8 in the NR lane registers, then the
+/* spec/numerics.md §dot dot of any length: whole groups of 8 in the NR lane registers, then the
  * tail element i into lane i mod 8, as wf_dot_f32. */
 ATTR static float SFX(dot)(const float *a, const float *b, int64_t n) {
     V acc[NR];
@@ -81,7 +82,7 @@ ATTR static float SFX(dot)(const float *a, const float *b, int64_t n) {
     return wf_combine_lanes(l);
 }
 
-/* spec/numerics.md §3.1-§3.2 sum of any length, as dot with the products left out. */
+/* spec/numerics.md §lanes, §combining-tree sum of any length, as dot with the products left out. */
 ATTR static float SFX(sum)(const float *a, int64_t n) {
     V acc[NR];
     for (int r = 0; r < NR; r++) acc[r] = VZERO();
@@ -94,7 +95,8 @@ ATTR static float SFX(sum)(const float *a, int64_t n) {
     return wf_combine_lanes(l);
 }
 
-/* spec/numerics.md §5.1: ss = dot(x, x); r = 1 / sqrt(ss / n + eps); out_i = (x_i * r) * w_i. */
+/* spec/numerics.md §rmsnorm: ss = dot(x, x); r = 1 / sqrt(ss / n + eps); out_i = (x_i * r) *
+ * w_i. */
 ATTR static void SFX(rmsnorm_rows)(const float *x, int64_t nrows, int64_t n, const float *w,
                                    float eps, float *out) {
     for (int64_t row = 0; row < nrows; row++) {
@@ -109,7 +111,7 @@ ATTR static void SFX(rmsnorm_rows)(const float *x, int64_t nrows, int64_t n, con
     }
 }
 
-/* spec/numerics.md §8.4: o_j = v_j c_j - v_{j+h} s_j, o_{j+h} = v_{j+h} c_j + v_j s_j. */
+/* spec/numerics.md §rotation: o_j = v_j c_j - v_{j+h} s_j, o_{j+h} = v_{j+h} c_j + v_j s_j. */
 ATTR static void SFX(rotate)(const float *v, const float *c, const float *s, int64_t h, float *o) {
     int64_t j = 0;
     for (; j + W <= h; j += W) {
@@ -123,7 +125,7 @@ ATTR static void SFX(rotate)(const float *v, const float *c, const float *s, int
     }
 }
 
-/* spec/numerics.md §5.2 in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
+/* spec/numerics.md §softmax in place: p_i = exp(s_i - m) / S, S the canonical sum of the exps. */
 ATTR static void SFX(softmax)(float *s, int64_t n) {
     const float m = wf_max_f32(s, n);
     const V mv = VSET1(m);
@@ -136,7 +138,7 @@ ATTR static void SFX(softmax)(float *s, int64_t n) {
     for (; i < n; i++) s[i] = s[i] / total;
 }
 
-/* One spec/numerics.md §3.1 lane block: eight binary32 lanes as a GCC vector (one AVX register,
+/* One spec/numerics.md §lanes lane block: eight binary32 lanes as a GCC vector (one AVX register,
  * two NEON ones: GCC splits what the target lacks), lane i the canonical lane i. Its + and * are
  * lane-wise IEEE operations, never fused (-ffp-contract=off). Named variables, not arrays, so that
  * the accumulators stay in registers. */
@@ -150,7 +152,7 @@ ATTR static inline float SFX(combine8)(L8 acc) {
     return wf_combine_lanes(l);
 }
 
-/* NQ (1, 2) queries' spec/numerics.md §3.3 dots with NK (1, 4) key rows (n % 8 == 0):
+/* NQ (1, 2) queries' spec/numerics.md §dot dots with NK (1, 4) key rows (n % 8 == 0):
  * out[a * ostride + b] = dot(q_a, k_b), each dot in its own lane block, so each keeps the
  * canonical order; a key load serves NQ queries and a query load NK keys. */
 ATTR static inline __attribute__((always_inline)) void
@@ -182,7 +184,7 @@ SFX(dot_tile)(const float *q0, const float *q1, const int NQ, const float *k, in
     }
 }
 
-/* spec/numerics.md §9 step 4 for NQ (1, 2) queries (probabilities p_a = p + a * npos):
+/* spec/numerics.md §attention step 4 for NQ (1, 2) queries (probabilities p_a = p + a * npos):
  * o_a,c = o_a,c + p_a,j * v_j,c over j = 0..npos-1 in order, from +0, 32 outputs of each query
  * in registers across the positions (head_dim % 32 == 0); a value load serves NQ queries. */
 ATTR static inline __attribute__((always_inline)) void

@@ -1,8 +1,8 @@
 /* The SIMD forms of the per-layer operations: AVX2 on x86-64 (chosen at run time, target
  * attributes, as qmatvec_x86.c), NEON on aarch64 (compiled in by -march). One body, ops_body.h,
  * is written over a vector type and included once per path, so the paths cannot drift apart;
- * model_ops.c picks the table of the path in use (spec/numerics.md §15.1) and keeps the plain C
- * loops for the portable path. Every path gives the plain C's bits: see ops_body.h.
+ * model_ops.c picks the table of the path in use (spec/numerics.md §kernel-paths) and keeps the
+ * plain C loops for the portable path. Every path gives the plain C's bits: see ops_body.h.
  */
 #include <math.h>
 #include <stddef.h>

@@ -1,13 +1,14 @@
 /* Quantized and dense matrix products on weights in their VQF file encoding
- * (spec/numerics.md §3.3, §4.1, §4.2; spec/vqf.md §5.3-§5.8).
+ * (spec/numerics.md §dot, §q8-activation, §f32-weights;
+ * spec/vqf.md §q8-0, §q4i8, §g256, §q8-tiled, §q4-0, §q4-8x8l).
  *
  * y[t, r] = sum over the columns of W[r, :] and X[t, :], for every row r and token t. The order
  * inside one (t, r) product is the contract's, so rows can be split across threads freely.
- * spec/numerics.md §4.1 q8_activation: X is quantized per 32-block once (wf_quantize_activation);
- * each block dot is an exact int32; acc = acc + (float)D * (d_w * d_x) over blocks in ascending
- * order. spec/numerics.md §4.2 f32_weights: the row is rebuilt as code * d_w (exact) and dotted
- * with X in spec/numerics.md §3 order. Dense F32 / F16 rows use the spec/numerics.md §3.3 dot
- * directly.
+ * spec/numerics.md §q8-activation q8_activation: X is quantized per 32-block once
+ * (wf_quantize_activation); each block dot is an exact int32; acc = acc + (float)D * (d_w * d_x)
+ * over blocks in ascending order. spec/numerics.md §f32-weights f32_weights: the row is rebuilt as
+ * code * d_w (exact) and dotted with X in spec/numerics.md §lanes8-tree order. Dense F32 / F16 rows
+ * use the spec/numerics.md §dot dot directly.
  *
  * Weights are read from the mapped payload: one row's block at a time is fetched into a small
  * int8[32] (Q4 nibbles n become n - 8; tiled layouts gather row m's bytes from its group block).
@@ -24,8 +25,9 @@
 
 enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64 };
 
-/* spec/numerics.md §4.1 steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127), all 0
- * unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the reference. */
+/* spec/numerics.md §q8-activation steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127),
+ * all 0 unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the
+ * reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t start = 0; start < n; start += WF_QK) {
         /* whole blocks up to the first one holding a NaN; the avx512 path shares this AVX2 form */
@@ -49,8 +51,8 @@ void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *sca
     }
 }
 
-/* spec/numerics.md §4.1 step 3: the exact integer dot of one block; `isa` is wf_isa() (the
- * NEON forms only when that path is in use, so a forced portable run executes the C loop). */
+/* spec/numerics.md §q8-activation step 3: the exact integer dot of one block; `isa` is wf_isa()
+ * (the NEON forms only when that path is in use, so a forced portable run executes the C loop). */
 static inline int32_t block_dot(const int8_t *w, const int8_t *x, int32_t isa) {
     (void)isa;
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
@@ -75,15 +77,15 @@ portable:;
 }
 
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-/* spec/numerics.md §4.1 for rows r..r+3 with the dotprod instructions: lane i of every vector is
- * row r+i, so each lane performs acc = acc + (float)D * (d_w * d_x) over ascending blocks, like the
- * C loop. */
+/* spec/numerics.md §q8-activation for rows r..r+3 with the dotprod instructions: lane i of every
+ * vector is row r+i, so each lane performs acc = acc + (float)D * (d_w * d_x) over ascending
+ * blocks, like the C loop. */
 static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                        int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK;
     const float *f16 = wf_f16_table();
-    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * tokens);
-    if (acc == NULL) return;
+    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) *
+    tokens); if (acc == NULL) return;
     for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
     for (int64_t b = 0; b < nb; b++) {
         int8_t tmp[4][WF_QK];
@@ -92,7 +94,8 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
         for (int i = 0; i < 4; i++) {
             uint16_t d;
             if (m->group_rows <= 1) /* the same block of the next four rows, as on x86 */
-                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 + wf_payload_bytes(m->kind)));
+                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 +
+                wf_payload_bytes(m->kind)));
             const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
             dw[i] = f16[d];
             lo[i] = vld1q_s8(w);
@@ -117,10 +120,10 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
 #endif
 
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-/* spec/numerics.md §4.1 on a Q4_0 4x4 payload (spec/vqf.md §5.7), rows r..r+3 = one row group,
- * every token: group block b is 4 f16 scales then 4 chunks of 16 bytes, chunk c holding payload
- * bytes 4c..4c+3 of rows 0..3 (XOR 0x88), byte 4c+k carrying element 4c+k in its low nibble and
- * 16+4c+k in its high one. So 32-bit lane i of a chunk's nibbles is row i's piece, and one sdot
+/* spec/numerics.md §q8-activation on a Q4_0 4x4 payload (spec/vqf.md §q4-0), rows r..r+3 = one row
+ * group, every token: group block b is 4 f16 scales then 4 chunks of 16 bytes, chunk c holding
+ * payload bytes 4c..4c+3 of rows 0..3 (XOR 0x88), byte 4c+k carrying element 4c+k in its low nibble
+ * and 16+4c+k in its high one. So 32-bit lane i of a chunk's nibbles is row i's piece, and one sdot
  * against the activation piece broadcast to every lane adds row i's partial dot to lane i: no
  * gather, no transpose. The nibbles n become codes n - 8 once per block (all tokens reuse them);
  * every integer step is exact, so D is the scalar loop's, and lane i of token t's accumulator
@@ -130,8 +133,8 @@ static void rows4_neon_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq, c
     const int64_t nb = m->cols / WF_QK;
     const float *f16 = wf_f16_table();
     const uint8_t *g = m->data + (r / 4) * nb * 72;
-    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * tokens);
-    if (acc == NULL) return;
+    float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) *
+    tokens); if (acc == NULL) return;
     for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
     const uint8x16_t mask = vdupq_n_u8(0x88), low = vdupq_n_u8(0x0F);
     const int8x16_t eight = vdupq_n_s8(8);
@@ -166,10 +169,10 @@ static void rows4_neon_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq, c
     if (acc != stack_acc) free(acc);
 }
 
-/* spec/numerics.md §4.1 on a Q8_0 8x8 payload (spec/vqf.md §5.6), rows r..r+7 = one row group,
- * every token: group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload
- * bytes 4c..4c+3 of rows 0..7 (no XOR); its first 16 bytes are rows 0-3, the next rows 4-7, so
- * sdot against the broadcast activation piece c adds each row's partial dot to its own lane. */
+/* spec/numerics.md §q8-activation on a Q8_0 8x8 payload (spec/vqf.md §q8-tiled), rows r..r+7 = one
+ * row group, every token: group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding
+ * payload bytes 4c..4c+3 of rows 0..7 (no XOR); its first 16 bytes are rows 0-3, the next rows 4-7,
+ * so sdot against the broadcast activation piece c adds each row's partial dot to its own lane. */
 static void rows8_neon_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                               int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
@@ -229,9 +232,9 @@ static int is_q8_8x8(const wf_matrix *m) {
 
 typedef struct {
     const wf_matrix *m;
-    const int8_t *xq;  /* [T, cols] activation codes (spec/numerics.md §4.1) */
+    const int8_t *xq;  /* [T, cols] activation codes (spec/numerics.md §q8-activation) */
     const float *xd;   /* [T, cols / 32] activation scales */
-    const float *x;    /* [T, cols] float activations (spec/numerics.md §4.2 and dense) */
+    const float *x;    /* [T, cols] float activations (spec/numerics.md §f32-weights and dense) */
     int64_t tokens;
     float *y;          /* [T, rows] */
 } product;
@@ -291,7 +294,8 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     if (acc != stack_acc) free(acc);
 }
 
-/* One row as float32: spec/numerics.md §4.2 code * d (exact), or the dense F32 / widened F16 words.
+/* One row as float32: spec/numerics.md §f32-weights code * d (exact), or the dense F32 / widened
+ * F16 words.
  */
 static void row_values(const wf_matrix *m, int64_t r, float *out) {
     const float *f16 = wf_f16_table();
@@ -329,8 +333,8 @@ static void fill_nan(float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-/* y[T, rows] = X W^T with float32 weights: spec/numerics.md §4.2 for quantized,
- * spec/numerics.md §3.3 for F32 / F16. */
+/* y[T, rows] = X W^T with float32 weights: spec/numerics.md §f32-weights for quantized,
+ * spec/numerics.md §dot for F32 / F16. */
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
     product p = {m, NULL, NULL, x, tokens, y};
     fill_nan(y, tokens * m->rows);
@@ -361,8 +365,8 @@ static void q8_activation_set_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-/* ys[i][T, rows_i] = X W_i^T with spec/numerics.md §4.1 activation codes, for quantized matrices of
- * equal cols. */
+/* ys[i][T, rows_i] = X W_i^T with spec/numerics.md §q8-activation activation codes, for quantized
+ * matrices of equal cols. */
 void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
                                  const float *xd, int64_t tokens, float *const *ys,
                                  int32_t threads) {
@@ -375,8 +379,8 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
     wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
 }
 
-/* y[T, rows] = X W^T with spec/numerics.md §4.1 activation codes (quantized weights only): a set of
- * one. */
+/* y[T, rows] = X W^T with spec/numerics.md §q8-activation activation codes (quantized weights
+ * only): a set of one. */
 void wf_matmat_q8_activation(const wf_matrix *m, const int8_t *xq, const float *xd, int64_t tokens,
                              float *y, int32_t threads) {
     wf_matmat_q8_activation_set(&m, 1, xq, xd, tokens, &y, threads);

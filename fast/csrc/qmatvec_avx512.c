@@ -1,5 +1,5 @@
-/* The spec/numerics.md §4.1 q8_activation product with AVX-512 + VNNI on x86-64, decode (one
- * token) and prefill (many), chosen at run time (spec/numerics.md §15.1).
+/* The spec/numerics.md §q8-activation q8_activation product with AVX-512 + VNNI on x86-64, decode
+ * (one token) and prefill (many), chosen at run time (spec/numerics.md §kernel-paths).
  *
  * The library is built for the baseline x86-64 ISA, so these functions carry a target attribute
  * and qmatvec.c calls them only on the avx512 path, which wf_isa_usable grants only when the CPU
@@ -16,7 +16,8 @@
  * The float part of each (row, token) is the scalar sequence acc = acc + (float)D * (d_w * d_x)
  * over ascending blocks from +0.0, separate multiplies and adds (no FMA: the lanes are outputs,
  * never parts of one sum), so the bits are the portable loop's and the AVX2 kernels' for any
- * thread count; tiling only changes which outputs are computed together (spec/numerics.md §12).
+ * thread count; tiling only changes which outputs are computed together
+ * (spec/numerics.md §batch-invariance).
  */
 #include "wf_kernels.h"
 
@@ -45,8 +46,8 @@ AVX512 INLINE __m512i piece16(const int8_t *x) {
 
 /* One block of one token for 16 rows in lanes: u[k] holds piece k (codes 4k..4k+3) of every
  * row's block, unsigned as vpdpbusd takes them; D = the exact dot less `correction` (8·sum(x)
- * for Q4 nibbles, 128·sum(x) for Q8 codes + 128); then the spec/numerics.md §4.1 float steps,
- * multiply and add apart. */
+ * for Q4 nibbles, 128·sum(x) for Q8 codes + 128); then the spec/numerics.md §q8-activation
+ * float steps, multiply and add apart. */
 AVX512 INLINE __m512 add_block16(__m512 acc, const __m512i u[8], const int8_t *x,
                                  int32_t correction, __m512 dw, float dx) {
     __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
@@ -66,7 +67,7 @@ AVX512 INLINE long long bits64(const uint8_t *p) {
     return v;
 }
 
-/* Q4_0 4x4 (spec/vqf.md §5.7), rows r..r+15 = row groups 0-3 from r (r % 4 == 0), tokens
+/* Q4_0 4x4 (spec/vqf.md §q4-0), rows r..r+15 = row groups 0-3 from r (r % 4 == 0), tokens
  * t0..t0+nt-1: group block b is 4 f16 scales and 4 chunks of 16 bytes, chunk c holding payload
  * bytes 4c..4c+3 of the group's rows 0..3 (XOR 0x88); byte 4c+k carries element 4c+k in its low
  * nibble and 16+4c+k in its high one. Chunk c of group g goes to 128-bit lane g, so 32-bit lane
@@ -113,14 +114,15 @@ AVX512 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
             const __m512i dots =
                 _mm512_sub_epi32(_mm512_add_epi32(dl, dh), _mm512_set1_epi32(xsum8[tb]));
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
-                                                         _mm512_mul_ps(dw, _mm512_set1_ps(xd[tb]))));
+                                                         _mm512_mul_ps(dw,
+                                                         _mm512_set1_ps(xd[tb]))));
         }
     }
     UNROLL
     for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
-/* Q8_0 8x8 (spec/vqf.md §5.6), rows r..r+15 = row groups A and B from r (r % 8 == 0), tokens
+/* Q8_0 8x8 (spec/vqf.md §q8-tiled), rows r..r+15 = row groups A and B from r (r % 8 == 0), tokens
  * t0..: group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
  * 4c..4c+3 of the group's rows 0..7 (no XOR). Chunk c of A fills the low 256 bits and of B the
  * high ones, so 32-bit lane i is row r+i's piece c; the codes become w + 128 once per block for
@@ -196,7 +198,7 @@ AVX512 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const i
     _mm256_storeu_ps(y + r, acc);
 }
 
-/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §5.3), tokens t0.. (Q8
+/* Untiled Q4_0 / Q8_0 rows r..r+7 (18- or 34-byte blocks, spec/vqf.md §q8-0), tokens t0.. (Q8
  * decode, and the last 8 rows of a prefill; untiled16_tile does the other prefill bands): row
  * i's 32 codes of block b in one ymm (Q4: nibbles, elements 0-15 in the low half, 16-31 in the
  * high one; Q8: w + 128), the token's 32 activation codes in order in another; one vpdpbusd per
@@ -241,7 +243,8 @@ AVX512 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
             const __m256i dots =
                 _mm256_sub_epi32(rows_of(part), _mm256_set1_epi32(xmul * xsum8[tb]));
             acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dots),
-                                                         _mm256_mul_ps(dw, _mm256_set1_ps(xd[tb]))));
+                                                         _mm256_mul_ps(dw,
+                                                         _mm256_set1_ps(xd[tb]))));
         }
     }
     UNROLL
@@ -443,10 +446,10 @@ AVX512 static void tiles(int layout, const wf_matrix *m, int64_t r, const int8_t
     }
 }
 
-/* spec/numerics.md §4.1 for bands of rows from r0, as many as fit before r1, each starting on a
- * row group of the layout, and every token; returns the first row it left to the caller (r0
- * itself for other layouts). Bands are 16 rows, except decode on untiled payloads (8) and a last
- * band of 8 untiled rows in prefill. xsum8 is 8·sum(x) of every token's blocks. */
+/* spec/numerics.md §q8-activation for bands of rows from r0, as many as fit before r1, each
+ * starting on a row group of the layout, and every token; returns the first row it left to the
+ * caller (r0 itself for other layouts). Bands are 16 rows, except decode on untiled payloads (8)
+ * and a last band of 8 untiled rows in prefill. xsum8 is 8·sum(x) of every token's blocks. */
 AVX512 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1,
                                             const int8_t *xq, const float *xd,
                                             const int32_t *xsum8, int64_t tokens, float *y) {

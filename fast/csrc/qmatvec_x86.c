@@ -1,5 +1,5 @@
-/* The spec/numerics.md §4.1 q8_activation product with AVX2 on x86-64, chosen at run time
- * (spec/numerics.md §4.1).
+/* The spec/numerics.md §q8-activation q8_activation product with AVX2 on x86-64, chosen at run time
+ * (spec/numerics.md §q8-activation).
  *
  * The library is built for the baseline x86-64 ISA, so this file compiles its functions with
  * target("avx2,f16c") and qmatvec.c calls them only when the CPU reports both (every AVX2 CPU has
@@ -20,9 +20,11 @@
 #define AVX2 __attribute__((target("avx2,f16c")))
 
 /* The 32 codes of row r, block b and its scale bits: Q8 codes as stored, Q4 as the nibbles
- * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) - 8sum(x)). */
+ * n in [0, 15] (the caller subtracts 8·sum(x) once for the block: sum((n-8)x) = sum(nx) -
+ * 8sum(x)). */
 /* Tiled layouts: where 4-byte piece i (bytes 4i..4i+3) of a row's block payload sits, in ints
- * from the row's first chunk: chunk 4i/k, so (4i/k)·kG + 4i%k bytes (spec/vqf.md §5.6-§5.8). */
+ * from the row's first chunk: chunk 4i/k, so (4i/k)·kG + 4i%k bytes
+ * (spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l). */
 AVX2 static __m256i tile_index(const wf_matrix *m) {
     int idx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     const int k = m->chunk_bytes, g = m->group_rows;
@@ -183,12 +185,12 @@ AVX2 static inline void transpose_dots8(const __m256i p[8], __m256i *db, __m256i
     *db1 = _mm256_permute2x128_si256(h03, h47, 0x31);
 }
 
-/* One token (decode) on an untiled Q4 payload (spec/vqf.md §5.7 legacy 18-byte blocks), rows r..r+7
- * with row i in lane i of one float32x8 accumulator: per pair of blocks, each row's payload bytes
- * of both blocks share one register, the eight rows' partial vectors are reduced together, and the
- * accumulator adds block b's (float)D · (d_w · d_x) before block b+1's, the contract's ascending
- * order (spec/numerics.md §4.1). An odd last block goes through the same steps with its bytes in
- * both halves, using only block b. */
+/* One token (decode) on an untiled Q4 payload (spec/vqf.md §q4-0 legacy 18-byte blocks), rows
+ * r..r+7 with row i in lane i of one float32x8 accumulator: per pair of blocks, each row's payload
+ * bytes of both blocks share one register, the eight rows' partial vectors are reduced together,
+ * and the accumulator adds block b's (float)D · (d_w · d_x) before block b+1's, the contract's
+ * ascending order (spec/numerics.md §q8-activation). An odd last block goes through the same steps
+ * with its bytes in both halves, using only block b. */
 AVX2 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
                                             const float *xd, const int32_t *xsum8, float *y) {
     const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
@@ -255,7 +257,7 @@ AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, c
     _mm_storeu_ps(y + r, acc);
 }
 
-/* One token (decode) on a Q4_0 4x4 payload (spec/vqf.md §5.7), rows r..r+3 = one row group (r % 4
+/* One token (decode) on a Q4_0 4x4 payload (spec/vqf.md §q4-0), rows r..r+3 = one row group (r % 4
  * == 0): group block b is 4 f16 scales then 4 chunks of 16 bytes, chunk c holding payload bytes
  * 4c..4c+3 of rows 0..3 (XOR 0x88). Byte 4c+k of a row carries element 4c+k in its low nibble and
  * 16+4c+k in its high one, so against activation codes broadcast per 4-byte piece (permutes of x),
@@ -302,8 +304,8 @@ AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, co
     _mm_storeu_ps(y + r, acc);
 }
 
-/* One token (decode) on a Q8_0 8x8 payload (spec/vqf.md §5.6), rows r..r+7 = one row group (r % 8
- * == 0): group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
+/* One token (decode) on a Q8_0 8x8 payload (spec/vqf.md §q8-tiled), rows r..r+7 = one row group (r
+ * % 8 == 0): group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
  * 4c..4c+3 of rows 0..7 (no XOR). Against the activation piece 4c..4c+3 broadcast to every lane,
  * 32-bit lane i of a chunk's products is row i's partial dot: maddubs of |w| and x·sign(w) (at most
  * 2·128·127 per int16 pair), widened to int32 at once and summed over the chunks, so D is exact.
@@ -429,7 +431,8 @@ static int is_q8_8x8(const wf_matrix *m) {
 }
 
 /* One token (decode): the accumulator stays in a register. */
-AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+AVX2 static inline void rows4_one_token(const wf_matrix *m, int64_t r, const int8_t *xq, const float
+*xd,
                                  const int32_t *xsum8, float *y) {
     if (m->group_rows <= 1) {
         rows4_one_token_untiled(m, r, xq, xd, xsum8, y);
@@ -487,11 +490,11 @@ AVX2 static void rows4(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
     if (acc != stack_acc) free(acc);
 }
 
-/* spec/numerics.md §4.1 steps 1-2 for the 32-element blocks [start, n) with AVX2; returns the
- * first block start it left to the caller (a block holding a NaN: the scalar loop keeps the first
- * NaN's bits as amax). amax is a maximum of non-NaN magnitudes, exact in any order; x ⊘ d is the
- * IEEE division and rounding to nearest-even is rintf's (default rounding mode), so the codes are
- * the scalar loop's. */
+/* spec/numerics.md §q8-activation steps 1-2 for the 32-element blocks [start, n) with AVX2; returns
+ * the first block start it left to the caller (a block holding a NaN: the scalar loop keeps the
+ * first NaN's bits as amax). amax is a maximum of non-NaN magnitudes, exact in any order; x ⊘ d is
+ * the IEEE division and rounding to nearest-even is rintf's (default rounding mode), so the codes
+ * are the scalar loop's. */
 AVX2 int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
                                      float *scales) {
     const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f);

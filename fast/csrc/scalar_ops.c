@@ -1,6 +1,6 @@
-/* The scalar spec/numerics.md §6 exp and spec/numerics.md §5.2 maximum. The plain C of model_ops.c
- * (the portable path) and the SIMD forms of ops_vec.c (for the elements after their last whole
- * vector) both call them, so they sit below both files.
+/* The scalar spec/numerics.md §exp exp and spec/numerics.md §softmax maximum. The plain C of
+ * model_ops.c (the portable path) and the SIMD forms of ops_vec.c (for the elements after their
+ * last whole vector) both call them, so they sit below both files.
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,8 +17,8 @@ static float f32_of(uint32_t b) {
 /* 2^k for an integer-valued k in [-126, 127], from the exponent bits. */
 static float pow2(float k) { return f32_of((uint32_t)((int32_t)k + 127) << 23); }
 
-/* spec/numerics.md §6 Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two powers
- * of two; the constants are the bit patterns of spec/numerics/constants.py. */
+/* spec/numerics.md §exp Cody-Waite reduction, degree-7 Taylor by Horner, exact scaling by two
+ * powers of two; the constants are the bit patterns of spec/numerics/constants.py. */
 float wf_exp(float x) {
     const float log2e = f32_of(0x3FB8AA3Bu), ln2_hi = f32_of(0x3F317200u),
                 ln2_lo = f32_of(0x35BFBE8Eu), x_max = f32_of(0x42B17217u),
@@ -40,7 +40,7 @@ float wf_exp(float x) {
     return (y * pow2(a)) * pow2(b);
 }
 
-/* spec/numerics.md §5.2 maximum: the first NaN if any, else the first largest value. */
+/* spec/numerics.md §softmax maximum: the first NaN if any, else the first largest value. */
 float wf_max_f32(const float *v, int64_t n) {
     float best = v[0];
     if (best != best) return best;

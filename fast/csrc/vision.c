@@ -1,10 +1,11 @@
-/* The Qwen3-VL vision tower's element-wise and per-image kernels (spec/numerics.md §21).
+/* The Qwen3-VL vision tower's element-wise and per-image kernels (spec/numerics.md §vision).
  *
- * LayerNorm with a bias (spec/numerics.md §21.1), the two GELUs (spec/numerics.md §21.2) and
- * bidirectional attention inside each image (spec/numerics.md §21.6). They mirror
- * ref/qwen3_vl/numerics.py and ref/qwen3_vl/vision.py operation for operation; sums are the
- * canonical 8-lane sums of spec/numerics.md §3, every other step one IEEE binary32 operation
- * (-ffp-contract=off). Rows are independent, so any thread split gives the same bits.
+ * LayerNorm with a bias (spec/numerics.md §vision-layernorm), the two GELUs
+ * (spec/numerics.md §vision-gelu) and bidirectional attention inside each image
+ * (spec/numerics.md §vision-attention). They mirror ref/qwen3_vl/numerics.py and
+ * ref/qwen3_vl/vision.py operation for operation; sums are the canonical 8-lane sums of
+ * spec/numerics.md §lanes8-tree, every other step one IEEE binary32 operation (-ffp-contract=off).
+ * Rows are independent, so any thread split gives the same bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@
 /* math.pi of ref/qwen3_vl/numerics.py: the binary64 nearest to π. */
 #define WF_PI 3.14159265358979323846
 
-/* spec/numerics.md §3: the canonical sum of x (lane i mod 8, ascending, then the fixed tree). */
+/* spec/numerics.md §lanes8-tree: the canonical sum of x (lane i mod 8, ascending, then the fixed
+ * tree). */
 static float lanes_sum(const float *x, int64_t n) {
     float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     int64_t i = 0;
@@ -31,7 +33,7 @@ typedef struct {
     float eps;
 } layernorm_job;
 
-/* spec/numerics.md §21.1 mean = Σx ⊘ n; d = x ⊖ mean; var = Σ d⊗d ⊘ n;
+/* spec/numerics.md §vision-layernorm mean = Σx ⊘ n; d = x ⊖ mean; var = Σ d⊗d ⊘ n;
  * r = 1 ⊘ sqrt(var ⊕ eps); out = ((d ⊗ r) ⊗ w) ⊕ b. `out` holds d while var is summed. */
 static void layernorm_rows(void *ctx, int64_t begin, int64_t end) {
     const layernorm_job *j = ctx;
@@ -54,7 +56,7 @@ void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, 
     wf_parallel_for(rows, threads, layernorm_rows, &job);
 }
 
-/* spec/numerics.md §21.2: the binary32 nearest to the binary64 estimate `c` when no binary32
+/* spec/numerics.md §vision-gelu: the binary32 nearest to the binary64 estimate `c` when no binary32
  * rounding midpoint lies within guard·|c| of it (then the estimate's error, far below the guard,
  * cannot move the rounding); else *flag = 1 and the caller evaluates the real function exactly. */
 static float round_guarded(double c, double guard, uint8_t *flag) {
@@ -138,8 +140,9 @@ static void attend_tokens(void *ctx, int64_t begin, int64_t end) {
     free(scores);
 }
 
-/* spec/numerics.md §21.6: token t's heads attend to the seg_len[t] rows from seg_of[t] of k and
- * v (its image), all [tokens, width] with width = heads·head_dim; spec/numerics.md §9 per head. */
+/* spec/numerics.md §vision-attention: token t's heads attend to the seg_len[t] rows from seg_of[t]
+ * of k and v (its image), all [tokens, width] with width = heads·head_dim;
+ * spec/numerics.md §attention per head. */
 void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads) {

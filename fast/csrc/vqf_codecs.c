@@ -1,4 +1,6 @@
-/* VQF Q8_0 / Q4_0 block kernels (spec/vqf.md §5.3, §5.7, §6.1-§6.5) for weightfile.fast.
+/* VQF Q8_0 / Q4_0 block kernels
+ * (spec/vqf.md §q8-0, §q4-0, §quant-q8-0, §quant-q4-0, §quant-q4i8-g256, §f16-rne, §vs-ggml) for
+ * weightfile.fast.
  *
  * Scalar C that must equal ref/codecs/vqf/q8_0.py and q4_0.py bit for bit. Build with
  * -O2 -ffp-contract=off and without -ffast-math: every multiply, divide and add rounds
@@ -19,7 +21,7 @@ enum { QK = 32, MODE_KESTREL = 0, MODE_KESTREL_LEGACY = 1, MODE_GGML = 2 };
 static uint32_t bits_of(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static float float_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 
-/* f32 -> f16, round to nearest even; NaN -> sign | 0x7E00 (spec/vqf.md §6.4). */
+/* f32 -> f16, round to nearest even; NaN -> sign | 0x7E00 (spec/vqf.md §f16-rne). */
 static uint16_t f16_rne(float f) {
     uint32_t b = bits_of(f), sign = (b >> 16) & 0x8000u, a = b & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
@@ -36,7 +38,7 @@ static uint16_t f16_rne(float f) {
     return (uint16_t)(sign | q);
 }
 
-/* f32 -> f16 by truncation with flush to zero (spec/vqf.md §5.2). */
+/* f32 -> f16 by truncation with flush to zero (spec/vqf.md §f16). */
 static uint16_t f16_trunc_ftz(float f) {
     uint32_t b = bits_of(f), sign = (b >> 16) & 0x8000u;
     int32_t e = (int32_t)((b >> 23) & 0xFFu) - 112;
@@ -62,7 +64,8 @@ static inline int32_t sat(float v, float lo, float hi) {
     return (int32_t)v; /* in range, so truncation toward zero is defined */
 }
 
-static void put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v & 0xFF); p[1] = (uint8_t)(v >> 8); }
+static void put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v & 0xFF); p[1] = (uint8_t)(v >> 8);
+}
 
 /* max |x_i| over one block of 32 by a fixed pairwise tree (max is exact in any order). */
 static float block_amax(const float *x) {

@@ -1,11 +1,11 @@
 /* Helpers every forward-pass kernel shares: f16 widening, the canonical dot, row threads, and the
  * fetch of one row's block from a file-encoded (possibly tiled) matrix.
  *
- * wf_dot_f32 is spec/numerics.md §3.3: products rounded one by one, element i added to lane
- * i mod 8 in ascending i from +0.0, lanes combined by the fixed tree of spec/numerics.md §3.2. On
- * NEON the eight lanes are two float32x4 registers (lanes 0-3 and 4-7), so vaddq(lo, hi) is the
- * tree's first level; the portable loop is written lane-wise so that GCC turns it into the same
- * 8-wide adds.
+ * wf_dot_f32 is spec/numerics.md §dot: products rounded one by one, element i added to lane
+ * i mod 8 in ascending i from +0.0, lanes combined by the fixed tree of
+ * spec/numerics.md §combining-tree. On NEON the eight lanes are two float32x4 registers (lanes 0-3
+ * and 4-7), so vaddq(lo, hi) is the tree's first level; the portable loop is written lane-wise so
+ * that GCC turns it into the same 8-wide adds.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -74,8 +74,9 @@ float wf_dot_f32(const float *a, const float *b, int64_t n) {
  * same bits, and the split is dynamic: the caller and the workers claim chunks of rows,
  * CHUNK_ALIGN-aligned (whole row groups of every tiling), from a shared counter until none are
  * left. A worker that is descheduled (a shared machine, or a little core of a big.LITTLE board)
- * then delays a call by one chunk, not by half of it. The counter carries the call's generation in its top bits, so a worker that
- * wakes after its call ended cannot claim rows of the next one with the old call's arguments.
+ * then delays a call by one chunk, not by half of it. The counter carries the call's generation in
+ * its top bits, so a worker that wakes after its call ended cannot claim rows of the next one with
+ * the old call's arguments.
  *
  * Waking a sleeping thread costs tens of microseconds, about as much as a small product, and a
  * decode step's products come a few tens of microseconds apart. So a worker spins (2^18 loads, a
@@ -241,7 +242,8 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
         scale = block;
         src = block + 2;
     } else {
-        /* spec/vqf.md §5.6-§5.8: row m's payload byte j at 2G + (j/k)(kG) + km + j%k, XOR undone */
+        /* spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l: row m's payload byte j at 2G + (j/k)(kG) + km +
+         * j%k, XOR undone */
         const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
         const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
         scale = group + 2 * mm;
@@ -261,7 +263,7 @@ const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *t
         return tmp;
     }
     for (int j = 0; j < WF_QK / 2; j++) {
-        /* byte j: element j low nibble, j + 16 high (spec/vqf.md §5.7) */
+        /* byte j: element j low nibble, j + 16 high (spec/vqf.md §q4-0) */
         tmp[j] = (int8_t)((src[j] & 0x0F) - 8);
         tmp[j + WF_QK / 2] = (int8_t)((src[j] >> 4) - 8);
     }

@@ -2,9 +2,9 @@
  * the kernel paths are cpu.h's).
  *
  * Everything follows spec/numerics.md: sums in the canonical 8-lane order with the fixed
- * halving tree (spec/numerics.md §3), no fused multiply-add (build with -ffp-contract=off),
- * quantized products in the spec/numerics.md §4.1 (q8_activation) or spec/numerics.md §4.2
- * (f32_weights) mode.
+ * halving tree (spec/numerics.md §lanes8-tree), no fused multiply-add (build with
+ * -ffp-contract=off), quantized products in the spec/numerics.md §q8-activation (q8_activation) or
+ * spec/numerics.md §f32-weights (f32_weights) mode.
  */
 #ifndef WF_KERNELS_H
 #define WF_KERNELS_H
@@ -15,12 +15,13 @@
 
 enum { WF_QK = 32, WF_LANES = 8 };
 
-/* Weight encodings a matrix can have (spec/vqf.md §5). Q8 covers q8_0, g256 and q4i8: all three
- * store 34-byte blocks of an f16 scale and 32 int8 codes. Q4 is the 18-byte nibble block. */
+/* Weight encodings a matrix can have (spec/vqf.md §encodings). Q8 covers q8_0, g256 and q4i8: all
+ * three store 34-byte blocks of an f16 scale and 32 int8 codes. Q4 is the 18-byte nibble block. */
 enum { WF_W_Q8 = 0, WF_W_Q4 = 1, WF_W_F32 = 2, WF_W_F16 = 3 };
 
 /* A weight matrix [rows, cols] in its file encoding. group_rows = 1 for untiled payloads; else
- * the spec/vqf.md §5.6-§5.8 tile geometry (G rows per group, k-byte chunks, XOR on payload bytes).
+ * the spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l tile geometry (G rows per group, k-byte chunks, XOR on
+ * payload bytes).
  */
 typedef struct {
     const uint8_t *data;
@@ -35,21 +36,21 @@ static inline int wf_payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_Q
 float wf_f16_to_f32(uint16_t h);
 const float *wf_f16_table(void);
 
-/* spec/numerics.md §3 lanes: combine ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+/* spec/numerics.md §lanes8-tree lanes: combine ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
 static inline float wf_combine_lanes(const float l[WF_LANES]) {
     float a0 = l[0] + l[4], a1 = l[1] + l[5], a2 = l[2] + l[6], a3 = l[3] + l[7];
     float b0 = a0 + a2, b1 = a1 + a3;
     return b0 + b1;
 }
 
-/* spec/numerics.md §3.3 canonical dot of two float32 vectors. */
+/* spec/numerics.md §dot canonical dot of two float32 vectors. */
 float wf_dot_f32(const float *a, const float *b, int64_t n);
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales);
 
 /* The thread policy, its one copy (fast/numerics/matrix.py threads_for asks it): `asked`, capped
  * so that each thread gets at least `min_work` of `work` (weight elements x tokens, or
  * multiply-adds), and at least 1. Starting threads costs more than a small product saves; every
- * count gives the same bits (spec/numerics.md §15.2), so only speed depends on it. */
+ * count gives the same bits (spec/numerics.md §threads), so only speed depends on it. */
 int32_t wf_threads_for(int32_t asked, int64_t work, int64_t min_work);
 
 /* Run fn(ctx, begin, end) over [0, n) split into `threads` contiguous parts (pthreads). */
@@ -60,43 +61,44 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx);
  * place for an untiled Q8 block, else unpacked into tmp). */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp, uint16_t *d);
 
-/* x86-64: the AVX2 spec/numerics.md §4.1 kernel for the whole groups of four rows in [r0, r1),
- * which the avx2 path and the avx512 one (for the rows its bands do not cover) take
+/* x86-64: the AVX2 spec/numerics.md §q8-activation kernel for the whole groups of four rows in [r0,
+ * r1), which the avx2 path and the avx512 one (for the rows its bands do not cover) take
  * (qmatvec_x86.c); returns the first row it left to the caller. */
 int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, int64_t tokens,
                                    float *y);
 
-/* x86-64: spec/numerics.md §4.1 steps 1-2 on the blocks from `start` with AVX2, up to the first
- * block holding a NaN (left to the scalar loop); returns where it stopped. */
+/* x86-64: spec/numerics.md §q8-activation steps 1-2 on the blocks from `start` with AVX2, up to the
+ * first block holding a NaN (left to the scalar loop); returns where it stopped. */
 int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
                                 float *scales);
 
-/* x86-64 prefill (gemm_x86.c): spec/numerics.md §4.1 for bands of 8 rows from r0 and every token
- * in tiles of 8 rows x 3 tokens (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns the first
- * row it left to the caller (r0 itself for other layouts). */
+/* x86-64 prefill (gemm_x86.c): spec/numerics.md §q8-activation for bands of 8 rows from r0 and
+ * every token in tiles of 8 rows x 3 tokens (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
+ * the first row it left to the caller (r0 itself for other layouts). */
 int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                           const float *xd, const int32_t *xsum8, int64_t tokens, float *y);
 
-/* x86-64 (qmatvec_avx512.c): spec/numerics.md §4.1 with AVX-512 + VNNI for bands of 16 rows (some
- * of 8 on untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
- * the first row it left to the caller (r0 itself for other layouts). */
+/* x86-64 (qmatvec_avx512.c): spec/numerics.md §q8-activation with AVX-512 + VNNI for bands of 16
+ * rows (some of 8 on untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0
+ * / Q8_0); returns the first row it left to the caller (r0 itself for other layouts). */
 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                      const float *xd, const int32_t *xsum8, int64_t tokens,
                                      float *y);
 
-/* scalar_ops.c: the scalar spec/numerics.md §6 exp and the spec/numerics.md §5.2 maximum (the
+/* scalar_ops.c: the scalar spec/numerics.md §exp exp and the spec/numerics.md §softmax maximum (the
  * first NaN if any, else the first largest value). */
 float wf_exp(float x);
 float wf_max_f32(const float *v, int64_t n);
 
-/* spec/numerics.md §9 one token's attention over npos rows of stride floats (model_ops.c). */
+/* spec/numerics.md §attention one token's attention over npos rows of stride floats
+ * (model_ops.c). */
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out);
 
-/* vision.c (spec/numerics.md §21): LayerNorm with a bias over rows of n; the GELUs (kind 0 tanh,
- * 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
+/* vision.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the GELUs (kind 0
+ * tanh, 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
  * attention of each token over its image's rows [seg_of[t], seg_of[t] + seg_len[t]). */
 void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, const float *b,
                        float eps, float *out, int32_t threads);

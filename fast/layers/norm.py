@@ -1,5 +1,6 @@
 """RMSNorm over rows in C, alone or fused with the next products' activation quantization
-(spec/numerics.md §5.1, §4.1); equals `weightfile.ref.layers.norm.rmsnorm` row by row."""
+(spec/numerics.md §rmsnorm, §q8-activation); equals `weightfile.ref.layers.norm.rmsnorm` row by
+row."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from weightfile.fast.numerics.matrix import (
 
 
 def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §5.1 over the last axis of x; weight float32 [n]."""
+    """spec/numerics.md §rmsnorm over the last axis of x; weight float32 [n]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = weight.shape[0]
     out = np.empty_like(x)
@@ -30,7 +31,7 @@ def rmsnorm(x: np.ndarray, weight: np.ndarray, eps: np.float32) -> np.ndarray:
 def norm_project(
     x: np.ndarray, weight: np.ndarray, eps: np.float32, mats: Sequence[FastMatrix], threads: int
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the spec/numerics.md §4.1
+    """(rmsnorm(x), project(mats, rmsnorm(x))) with the norm and the spec/numerics.md §q8-activation
     activation quantization in one C call when the products take codes: the same operations in
     order."""
     if not takes_codes(mats):

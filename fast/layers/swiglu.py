@@ -1,5 +1,6 @@
 """SwiGLU in C, alone or fused with the down projection's activation quantization
-(spec/numerics.md §7, §4.1); equals the reference's `Kernels.swiglu` element by element."""
+(spec/numerics.md §silu, §q8-activation); equals the reference's `Kernels.swiglu` element by
+element."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from weightfile.fast.numerics.matrix import (
 
 
 def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §7 silu(g) * u, element-wise."""
+    """spec/numerics.md §silu silu(g) * u, element-wise."""
     gate = np.ascontiguousarray(gate, dtype=np.float32)
     up = np.ascontiguousarray(up, dtype=np.float32)
     out = np.empty_like(gate)
@@ -27,8 +28,8 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 def swiglu_project(
     gate: np.ndarray, up: np.ndarray, mat: FastMatrix, threads: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(swiglu(gate, up), mat applied to it), swiglu and the spec/numerics.md §4.1 quantization in
-    one C call when `mat` takes codes."""
+    """(swiglu(gate, up), mat applied to it), swiglu and the spec/numerics.md §q8-activation
+    quantization in one C call when `mat` takes codes."""
     if not takes_codes((mat,)):
         sw = swiglu(gate, up)
         return sw, mat.matmat(sw, threads=threads)

@@ -1,10 +1,11 @@
-"""Weight matrices read in their VQF file encoding by the C kernels (spec/numerics.md §3.3, §4).
+"""Weight matrices read in their VQF file encoding by the C kernels (spec/numerics.md §dot,
+§quantized-matmul).
 
 A `FastMatrix` is a [rows (out), cols (in)] matrix whose bytes stay in the memory-mapped payload
-(spec/vqf.md §5.3-§5.8: Q8_0, G256 and Q4I8 share the 34-byte block, Q4_0 the 18-byte one, tiled
-layouts interleave G rows). Products follow the same rules as `weightfile.ref.numerics.kernels`:
-quantized weights in the profile's spec/numerics.md §4.1 or §4.2 mode, dense F32 / F16 weights with
-the spec/numerics.md §3.3 dot.
+(spec/vqf.md §q8-0, §q4i8, §g256, §q8-tiled, §q4-0, §q4-8x8l: Q8_0, G256 and Q4I8 share the 34-byte
+block, Q4_0 the 18-byte one, tiled layouts interleave G rows). Products follow the same rules as
+`weightfile.ref.numerics.kernels`: quantized weights in the profile's spec/numerics.md
+§q8-activation or §f32-weights mode, dense F32 / F16 weights with the spec/numerics.md §dot dot.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from weightfile.spec.numerics.profile import QuantizedMatmul
 from weightfile.spec.vqf.qtypes import tensor_bytes
 
 #: wf_kernels.h kinds by untiled base codec: G256 and Q4I8 are Q8_0 blocks on disk
-#: (spec/vqf.md §5.4, §5.5); tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
+#: (spec/vqf.md §q4i8, §g256); tests/fast/test_c_mirrors.py checks them against the WF_W_* enum.
 KINDS = {"q8_0": 0, "g256": 0, "q4i8": 0, "q4_0": 1, "f32": 2, "f16": 3}
 QUANTIZED = (0, 1)
 #: The least work (weight elements x tokens) worth a thread of its own, the bound the C thread
 #: policy (wf_threads_for) is given on every call; tests lower it so that tiny products use
-#: threads. Any count gives the same bits (spec/numerics.md §15.2), so this is only about speed.
+#: threads. Any count gives the same bits (spec/numerics.md §threads), so this is only about speed.
 MIN_ELEMENTS_PER_THREAD = 1 << 17
 
 
@@ -49,8 +50,8 @@ def threads_for(asked: int, work: int) -> int:
 
 
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §4.1 steps 1-2 for every row of X [T, n]: codes int8 [T, n], scales float32
-    [T, n/32]."""
+    """spec/numerics.md §q8-activation steps 1-2 for every row of X [T, n]: codes int8 [T, n],
+    scales float32 [T, n/32]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     if x.shape[-1] % QBLOCK:
         raise ValueError(f"activation length {x.shape[-1]} is not a multiple of {QBLOCK}")
@@ -126,8 +127,8 @@ class FastMatrix:
         return y
 
     def matmat_codes(self, codes: np.ndarray, scales: np.ndarray, threads: int = 1) -> np.ndarray:
-        """spec/numerics.md §4.1 with activations already quantized by `quantize_activation` (shared
-        by q/k/v)."""
+        """spec/numerics.md §q8-activation with activations already quantized by
+        `quantize_activation` (shared by q/k/v)."""
         return matmat_codes_set((self,), codes, scales, threads)[0]
 
     def _threads(self, asked: int, tokens: int) -> int:
@@ -175,11 +176,11 @@ def matrix_from_entry(
     mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION,
 ) -> FastMatrix:
     """Layer `layer` of a stacked [rows, cols] matrix entry: bytes [l·B, (l+1)·B)
-    (spec/vqf.md §7.1).
+    (spec/vqf.md §text-tensors).
 
     The layout is the one `codec_for` derives from the qtype, the header flags, the name and the
-    shape (spec/vqf.md §3.2); shape and length are checked with the codec's own rules before any
-    byte is read.
+    shape (spec/vqf.md §qtype-codes); shape and length are checked with the codec's own rules before
+    any byte is read.
     """
     if layer < 0:
         raise ValueError(f"layer must be >= 0, got {layer}")
@@ -195,15 +196,15 @@ def matrix_from_entry(
 
 
 def takes_codes(mats: Sequence[FastMatrix]) -> bool:
-    """True when every matrix reads spec/vqf.md §4.1 quantized activations (so they can be made
-    once)."""
+    """True when every matrix reads spec/vqf.md §key-derivation quantized activations (so they can
+    be made once)."""
     return all(m.quantized and m.mode is QuantizedMatmul.Q8_ACTIVATION for m in mats)
 
 
 def project(mats: Sequence[FastMatrix], x: np.ndarray, threads: int) -> list[np.ndarray]:
-    """Several matrices applied to the same activations; spec/vqf.md §4.1 quantizes X once for all
-    of them (the reference quantizes it per product, deterministically, so the codes are the same),
-    and their products run as one C call."""
+    """Several matrices applied to the same activations; spec/vqf.md §key-derivation quantizes X
+    once for all of them (the reference quantizes it per product, deterministically, so the codes
+    are the same), and their products run as one C call."""
     if takes_codes(mats):
         return matmat_codes_set(mats, *quantize_activation(x), threads=threads)
     return [m.matmat(x, threads=threads) for m in mats]
@@ -213,7 +214,7 @@ def activation_buffers(x: np.ndarray, mats: Sequence[FastMatrix]) -> tuple[np.nd
     """(out float32, codes int8, scales float32) for a fused C call whose output x-shaped rows
     feed `mats`; their shapes are checked first, so the call never writes past a buffer."""
     for m in mats:
-        m._check(x.shape)  # quantized cols are a multiple of the spec/vqf.md §4.1 block
+        m._check(x.shape)  # quantized cols are a multiple of the spec/vqf.md §key-derivation block
     codes = np.empty(x.shape, dtype=np.int8)
     scales = np.empty((x.shape[0], x.shape[1] // QBLOCK), dtype=np.float32)
     return np.empty_like(x), codes, scales

@@ -1,5 +1,5 @@
 """RoPE cos/sin rows, correctly rounded, without multi-precision in the common case (numerics
-spec/numerics.md §8).
+spec/numerics.md §rope).
 
 The contract's table values are the binary32 values nearest to cos / sin of binary32 angles. The
 reference evaluates every one with mpmath. Here each is first evaluated in binary64 (libm, error
@@ -41,8 +41,8 @@ def round_checked(
 
 
 class FastRopeTables:
-    """spec/numerics.md §8.2 cos / sin rows per position and spec/numerics.md §8.3 MRoPE slot
-    selection, as float32 arrays."""
+    """spec/numerics.md §cos-sin cos / sin rows per position and spec/numerics.md §mrope-positions
+    MRoPE slot selection, as float32 arrays."""
 
     def __init__(self, tables: RopeTables) -> None:
         self.inv_freq = np.array(tables.inv_freq, dtype=np.float32)  # the reference's, once

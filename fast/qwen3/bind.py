@@ -1,4 +1,5 @@
-"""Bind a VQF file to the fast decoder without decoding its weights (spec/vqf.md §7, §8).
+"""Bind a VQF file to the fast decoder without decoding its weights (spec/vqf.md §inventory,
+§arch-semantics).
 
 The same checks as `weightfile.ref.qwen3.bind_vqf`, in the same order and with the same errors
 (its helpers are reused), but every projection stays a `FastMatrix` view of the mapped payload

@@ -1,4 +1,6 @@
-"""The Qwen3 dense decoder on file-encoded weights (spec/models.md §1.1; spec/numerics.md §3-§10).
+"""The Qwen3 dense decoder on file-encoded weights (spec/models.md §qwen3; spec/numerics.md
+§lanes8-tree, §quantized-matmul, §norms, §exp, §silu, §rope, §attention, spec/models.md
+§qwen3-forward).
 
 The same layer-major pass as `weightfile.ref.qwen3.decoder.Qwen3Model`, one NumPy array
 [T, width] per operation instead of a list of per-token vectors: products, norms, RoPE,
@@ -123,14 +125,14 @@ class FastQwen3Model:
         return e.data.view("<f4").reshape(vocab, d)[list(token_ids)].astype(np.float32)
 
     def cos_sin(self, pos: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """spec/numerics.md §8 cos / sin [T, 1, head_dim/2] for every token's MRoPE triple."""
+        """spec/numerics.md §rope cos / sin [T, 1, head_dim/2] for every token's MRoPE triple."""
         rows = [self.rope.cos_sin(p, self.config.mrope_section) for p in pos]
         return (np.stack([c for c, _ in rows])[:, None, :], np.stack([s for _, s in rows])[:, None])
 
     def norm_rope(self, x, weight, cos, sin) -> tuple[np.ndarray, np.ndarray]:
-        """spec/numerics.md §5.1 per head, then spec/numerics.md §8.4 rotate_half per head (x'_j =
-        x_j c - x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s) in one C call: (normed, rotated) [T,
-        heads*head_dim]."""
+        """spec/numerics.md §rmsnorm per head, then spec/numerics.md §rotation rotate_half per head
+        (x'_j = x_j c - x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s) in one C call: (normed, rotated)
+        [T, heads*head_dim]."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         hd = self.config.head_dim
         normed, rotated = np.empty_like(x), np.empty_like(x)
@@ -204,8 +206,8 @@ class FastQwen3Model:
         logits="last" computes the final norm and lm_head for each request's last token only and
         returns its [1, vocab]: a prompt whose other rows nobody reads skips most of the lm_head
         work. Those rows are the same bits either way: a token's logits do not depend on which
-        other tokens are computed with it (spec/numerics.md §12). A traced forward still computes
-        (and traces) every row."""
+        other tokens are computed with it (spec/numerics.md §batch-invariance). A traced forward
+        still computes (and traces) every row."""
         if logits not in ("all", "last"):
             raise ValueError(f'logits must be "all" or "last", not {logits!r}')
         tokens, pos, caches = gather_requests(requests)  # the reference's checks and defaults

@@ -1,5 +1,5 @@
 """Bind a version-3 VQF file to the fast MoE decoder without decoding its matrices
-(spec/vqf.md §7.1, §8).
+(spec/vqf.md §text-tensors, §arch-semantics).
 
 The reference binder's checks in its order (`moe_plan`, the entry and layout checks), then every
 attention projection is a `FastMatrix` view of its layer, the router a float32 `FastMatrix`

@@ -1,4 +1,5 @@
-"""The Qwen3-MoE decoder on file-encoded weights (spec/models.md §1.3.1; spec/numerics.md §10.1).
+"""The Qwen3-MoE decoder on file-encoded weights (spec/models.md §qwen3-moe-vqf-v3; spec/models.md
+§qwen3-moe-forward).
 
 `weightfile.fast.qwen3`'s attention, embedding, output and cache, with the FFN half replaced:
 the post-attention norm and the F32 router product in one call (`norm_project`), the routing by
@@ -31,7 +32,8 @@ class FastQwen3MoeModel(FastQwen3Model):
 
     config: Qwen3MoeConfig
 
-    def mlp_block(self, i: int, lw: FastMoeLayer, h: np.ndarray, hook) -> np.ndarray:  # type: ignore[override]
+    def mlp_block(self, i: int, lw: FastMoeLayer, h: np.ndarray, hook) -> np.ndarray:  # type:
+        # ignore[override]
         """out = h + MoE(n), n = post_attention_layernorm(h), for every token of the call."""
         th, k = self.threads, self.config.num_experts_per_tok
         n, (logits,) = norm_project(h, lw.ffn_norm, self.eps, (lw.router,), th)

@@ -1,5 +1,5 @@
 """Qwen3-VL on weights in their file encoding, bit for bit equal to ref.qwen3_vl (spec/models.md
-§1.2; spec/numerics.md §21).
+§qwen3-vl; spec/numerics.md §vision).
 
     numerics.py  LayerNorm, the GELUs (fast/csrc/vision.c), bilinear resampling, the 2-D rotary
     vision.py    FastVisionTower: all patches of all images per step, the reference's trace names

@@ -1,5 +1,6 @@
-"""Bind a VISION VQF file to the fast Qwen3-VL model (spec/vqf.md §7.4, §8): the text tower as
-fast/qwen3 binds it, the vision matrices as FastMatrix views of the mapped payload.
+"""Bind a VISION VQF file to the fast Qwen3-VL model (spec/vqf.md §vision-tensors, §arch-semantics):
+the text tower as fast/qwen3 binds it, the vision matrices as FastMatrix views of the mapped
+payload.
 
 The checks and errors are ref/qwen3_vl/bind_vqf.py's, in its order: its `bind_vision_with` runs
 with FastMatrix readers (the arch fields, each tensor's presence, qtype and size), and the zero
@@ -39,7 +40,7 @@ def _q8(vqf: VQFFile, name: str, layers: int, out: int, inp: int, mode) -> list[
 
 
 def _dense(vqf: VQFFile, name: str, layers: int, out: int, inp: int) -> list[FastMatrix]:
-    """An F32 matrix per layer (read_norm's checks: F32, size), for the spec/numerics.md §3.4
+    """An F32 matrix per layer (read_norm's checks: F32, size), for the spec/numerics.md §matmul
     dot."""
     read_norm(vqf, name, layers, out * inp)
     e = require_entry(vqf, name)

@@ -1,5 +1,5 @@
-"""The fast Qwen3-VL forward pass, bit for bit ref/qwen3_vl/model.py (spec/models.md §1.2 (b),
-(c); spec/numerics.md §21.7).
+"""The fast Qwen3-VL forward pass, bit for bit ref/qwen3_vl/model.py (spec/models.md §qwen3-vl (b),
+(c); spec/numerics.md §vision-merge).
 
 The text tower is fast/qwen3's FastQwen3Model, wrapped, not changed: a prompt that carries images
 runs its per-layer path (image rows scattered before layer 0, DeepStack feature j added at the
@@ -88,7 +88,7 @@ class FastQwen3VLModel(ImagePrompt):
         for i, lw in enumerate(t.weights.layers):
             x = t.attention_block(i, lw, x, cos, sin, at, caches, layer_hook)
             x = t.mlp_block(i, lw, x, layer_hook)
-            if i < len(vo.deepstack):  # spec/numerics.md §21.7, after the FFN residual
+            if i < len(vo.deepstack):  # spec/numerics.md §vision-merge, after the FFN residual
                 x = x.copy()
                 x[slots] = x[slots] + vo.deepstack[i]
                 hook(layer_name(i, DEEPSTACK_OP), x)

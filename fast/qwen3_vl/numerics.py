@@ -1,5 +1,5 @@
 """The vision tower's operations on whole [rows, width] arrays, bit for bit those of
-ref/qwen3_vl/numerics.py (spec/numerics.md §21).
+ref/qwen3_vl/numerics.py (spec/numerics.md §vision).
 
 LayerNorm and the GELUs run in fast/csrc/vision.c; the position-embedding resampling and the 2-D
 rotary are a few IEEE binary32 NumPy operations per element in the reference's order (NumPy
@@ -31,7 +31,7 @@ _EXACT = {TANH: ref.gelu_tanh, ERF: ref.gelu_erf}
 def layernorm(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, threads: int = 1
 ) -> np.ndarray:
-    """spec/numerics.md §21.1 on every row of x float32 [rows, n]."""
+    """spec/numerics.md §vision-layernorm on every row of x float32 [rows, n]."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     w = np.ascontiguousarray(weight, dtype=np.float32)
     b = np.ascontiguousarray(bias, dtype=np.float32)
@@ -46,9 +46,9 @@ def layernorm(
 
 
 def gelu(x: np.ndarray, kind: int, threads: int = 1, guard: float = GUARD) -> np.ndarray:
-    """spec/numerics.md §21.2 element-wise, correctly rounded: the C kernel's guarded binary64
-    estimate, and the reference's exact evaluation for the elements it flags. `guard` is for
-    tests (a huge one flags every element)."""
+    """spec/numerics.md §vision-gelu element-wise, correctly rounded: the C kernel's guarded
+    binary64 estimate, and the reference's exact evaluation for the elements it flags. `guard` is
+    for tests (a huge one flags every element)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty_like(x)
     flags = np.empty(x.shape, dtype=np.uint8)
@@ -73,8 +73,8 @@ def gelu_erf(x: np.ndarray, threads: int = 1) -> np.ndarray:
 def bilinear_rows(
     table: np.ndarray, coords: list[tuple[int, int]], gh: int, gw: int, side: int
 ) -> np.ndarray:
-    """spec/numerics.md §21.4 the resampled position rows [len(coords), D] of one image: taps and
-    weights from the reference's per-axis rule, then ((t00 ⊕ t01) ⊕ t10) ⊕ t11."""
+    """spec/numerics.md §vision-pos-embed the resampled position rows [len(coords), D] of one image:
+    taps and weights from the reference's per-axis rule, then ((t00 ⊕ t01) ⊕ t10) ⊕ t11."""
     rows = [ref.bilinear_axis(r, gh, side) for r in range(gh)]
     cols = [ref.bilinear_axis(c, gw, side) for c in range(gw)]
     idx = np.empty((len(coords), 4), dtype=np.int64)
@@ -92,8 +92,8 @@ def bilinear_rows(
 
 
 class FastRotary2D:
-    """spec/numerics.md §21.5 cos / sin [N, hdv/2] for patch coordinates (row part, column part),
-    the reference's inv_freq and correctly rounded values (fast/numerics/rope.py)."""
+    """spec/numerics.md §vision-rotary cos / sin [N, hdv/2] for patch coordinates (row part, column
+    part), the reference's inv_freq and correctly rounded values (fast/numerics/rope.py)."""
 
     def __init__(self, theta: float, head_dim: int) -> None:
         self.tables = FastRopeTables(RopeTables(F32(theta), head_dim // 2))
@@ -108,8 +108,8 @@ class FastRotary2D:
 
 
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §8.4 on every head of x [N, heads·hdv] with per-row cos / sin [N, hdv/2]:
-    x'_j = x_j c − x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
+    """spec/numerics.md §rotation on every head of x [N, heads·hdv] with per-row cos / sin [N,
+    hdv/2]: x'_j = x_j c − x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
     n, width = x.shape
     v = x.reshape(n, width // head_dim, head_dim)
     h = head_dim // 2

@@ -1,12 +1,12 @@
 """The Qwen3-VL vision tower on whole [patches, width] arrays, bit for bit
-ref/qwen3_vl/vision.py (spec/models.md §1.2 "Vision tower"; spec/numerics.md §21).
+ref/qwen3_vl/vision.py (spec/models.md §qwen3-vl "Vision tower"; spec/numerics.md §vision).
 
 Every step runs over all patches of all images at once: the linears are the matrix-matrix
-products of fast/numerics/matrix.py (the `v_q8_*` matrices in the profile's spec/numerics.md §4
-mode, the F32 ones by the spec/numerics.md §3.4 dot) followed by `⊕ bias`; LayerNorm, the GELUs
-and the per-image attention are fast/csrc/vision.c; the residual and position adds are NumPy
-float32 additions (one rounding each, as in the reference). The trace hook gets the reference's
-names, in its order, with the same bits.
+products of fast/numerics/matrix.py (the `v_q8_*` matrices in the profile's spec/numerics.md
+§quantized-matmul mode, the F32 ones by the spec/numerics.md §matmul dot) followed by `⊕ bias`;
+LayerNorm, the GELUs and the per-image attention are fast/csrc/vision.c; the residual and position
+adds are NumPy float32 additions (one rounding each, as in the reference). The trace hook gets the
+reference's names, in its order, with the same bits.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class FastVisionTower:
         self.rotary = FastRotary2D(config.rope_theta, config.head_dim)
 
     def linear(self, m: FastMatrix, bias: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """spec/numerics.md §21.3 Y = X Wᵀ ⊕ b; input columns short of W's (fc2's padding,
-        spec/vqf.md §7.4) are +0.0."""
+        """spec/numerics.md §vision-linear Y = X Wᵀ ⊕ b; input columns short of W's (fc2's padding,
+        spec/vqf.md §vision-tensors) are +0.0."""
         if x.shape[1] < m.cols:
             x = np.concatenate([x, np.zeros((x.shape[0], m.cols - x.shape[1]), np.float32)], 1)
         (y,) = project((m,), x, self.threads)
@@ -53,7 +53,8 @@ class FastVisionTower:
         return layernorm(x, w, b, self.config.eps, self.threads)
 
     def attention(self, q, k, v, seg_of: np.ndarray, seg_len: np.ndarray) -> np.ndarray:
-        """spec/numerics.md §21.6 every patch over the patches of its own image, per head."""
+        """spec/numerics.md §vision-attention every patch over the patches of its own image, per
+        head."""
         c = self.config
         q, k, v = (np.ascontiguousarray(a, dtype=np.float32) for a in (q, k, v))
         out = np.empty_like(q)
@@ -88,9 +89,9 @@ class FastVisionTower:
         return out
 
     def merge(self, name: str, mw, x: np.ndarray, post_shuffle: bool, hook) -> np.ndarray:
-        """spec/models.md §1.2 steps 5-6 (spec/numerics.md §21.7): windows of merge² patches side
-        by side (a reshape: the rows are in merge-window order), LayerNorm over 4D after the
-        shuffle or over D before it, fc1, gelu_erf, fc2."""
+        """spec/models.md §qwen3-vl steps 5-6 (spec/numerics.md §vision-merge): windows of merge²
+        patches side by side (a reshape: the rows are in merge-window order), LayerNorm over 4D
+        after the shuffle or over D before it, fc1, gelu_erf, fc2."""
         unit = self.config.spatial_merge_size**2
         m = x.shape[0] // unit
         if post_shuffle:

@@ -30,6 +30,6 @@ def file_checksum(
     chunk: int = 64 << 20,
     progress: ref.Progress | None = None,
 ) -> int:
-    """FNV-1a-64 over directory then data region (spec/vqf.md §3.5), in 64 MiB steps for
+    """FNV-1a-64 over directory then data region (spec/vqf.md §fnv-trailer), in 64 MiB steps for
     progress."""
     return ref.file_checksum(vqf, hasher=fnv1a64, chunk=chunk, progress=progress)

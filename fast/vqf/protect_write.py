@@ -1,8 +1,8 @@
 """The protected-file writers with the C FNV kernel; the same bytes as ref/vqf/protect_write.py.
 
 SM3, HMAC-SM3 and SM4 already run in OpenSSL; the only Python-speed step left in a pass is the
-FNV-1a-64 that encrypt and sign check and decrypt writes (spec/vqf.md §3.5), so that is what the
-fast path swaps.
+FNV-1a-64 that encrypt and sign check and decrypt writes (spec/vqf.md §fnv-trailer), so that is what
+the fast path swaps.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Chinese national primitives the protected VQF variants use (spec/vqf.md §4).
+"""The Chinese national primitives the protected VQF variants use (spec/vqf.md §protected).
 
 SM3, HMAC-SM3 and SM4 are computed by `cryptography` (OpenSSL), never by hand-written ciphers.
 SM2 is the one exception: textbook affine arithmetic (sm2.py), because no maintained library

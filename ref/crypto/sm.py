@@ -1,11 +1,11 @@
-"""SM3, HMAC-SM3 and SM4-CTR through `cryptography` (spec/vqf.md §4, §4.2).
+"""SM3, HMAC-SM3 and SM4-CTR through `cryptography` (spec/vqf.md §protected, §sm4-hmac).
 
-The CTR rule of spec/vqf.md §4.2 — keystream block k is SM4(key, iv + k), the counter read as a
+The CTR rule of spec/vqf.md §sm4-hmac — keystream block k is SM4(key, iv + k), the counter read as a
 128-bit big-endian number that wraps, a short last block using the first bytes of the current
 block's keystream without moving the counter — is exactly OpenSSL's CTR mode, so one OpenSSL context
 over a byte stream implements it. `counter_add` states the increment in Python so that the code
-which restarts the stream at a block index (the engine writer's per-tensor kind, spec/vqf.md §0 item
-7) can say which counter it restarts from.
+which restarts the stream at a block index (the engine writer's per-tensor kind, spec/vqf.md
+§decisions item 7) can say which counter it restarts from.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def hmac_sm3(key: bytes) -> hmac.HMAC:
 
 
 def counter_add(counter: bytes, blocks: int) -> bytes:
-    """counter + blocks as a 128-bit big-endian integer, mod 2**128 (spec/vqf.md §4.2)."""
+    """counter + blocks as a 128-bit big-endian integer, mod 2**128 (spec/vqf.md §sm4-hmac)."""
     value = (int.from_bytes(counter, "big") + blocks) % (1 << (8 * BLOCK))
     return value.to_bytes(BLOCK, "big")
 

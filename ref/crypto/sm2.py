@@ -1,4 +1,4 @@
-"""SM2 signatures on sm2p256v1 with the VQF signer ID (spec/vqf.md §4.3).
+"""SM2 signatures on sm2p256v1 with the VQF signer ID (spec/vqf.md §sm2-signature).
 
 Textbook GM/T 0003: affine point arithmetic over F_p with Python integers, Z_A over ENTL ‖ ID ‖
 a ‖ b ‖ G ‖ P with ID "vllm-shs-vqf", e = SM3(Z_A ‖ D), the nonce k drawn from `secrets`, and
@@ -15,7 +15,8 @@ import secrets
 from .sm import sm3
 
 SIGNER_ID = b"vllm-shs-vqf"
-#: The curve sm2p256v1 (GM/T 0003.5, spec/vqf.md §4.3): y² = x³ + a·x + b over F_p, order n.
+#: The curve sm2p256v1 (GM/T 0003.5, spec/vqf.md §sm2-signature): y² = x³ + a·x + b over F_p, order
+#: n.
 P = 0xFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF
 A = 0xFFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFC
 B = 0x28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93
@@ -63,13 +64,13 @@ def _point(xy: bytes) -> tuple[int, int]:
 
 
 def z_a(pub: bytes, signer_id: bytes = SIGNER_ID) -> bytes:
-    """Z = SM3(ENTL ‖ ID ‖ a ‖ b ‖ x_G ‖ y_G ‖ x_P ‖ y_P) (spec/vqf.md §4.3 step 2)."""
+    """Z = SM3(ENTL ‖ ID ‖ a ‖ b ‖ x_G ‖ y_G ‖ x_P ‖ y_P) (spec/vqf.md §sm2-signature step 2)."""
     entl = (8 * len(signer_id)).to_bytes(2, "big")
     return sm3(entl + signer_id + _be32(A) + _be32(B) + G + pub)
 
 
 def message_hash(pub: bytes, digest: bytes) -> bytes:
-    """e = SM3(Z_A ‖ D): the 32-byte D is the signed message (spec/vqf.md §4.3 step 3)."""
+    """e = SM3(Z_A ‖ D): the 32-byte D is the signed message (spec/vqf.md §sm2-signature step 3)."""
     return sm3(z_a(pub) + digest)
 
 
@@ -97,7 +98,8 @@ def generate_private_key() -> bytes:
 
 
 def sign(private: bytes, digest: bytes, *, k: int | None = None) -> tuple[bytes, bytes, bytes]:
-    """(pub, r, s) signing the 32-byte D with ID "vllm-shs-vqf" (spec/vqf.md §4.3 steps 1–5).
+    """(pub, r, s) signing the 32-byte D with ID "vllm-shs-vqf" (spec/vqf.md §sm2-signature steps
+    1–5).
 
     The nonce k comes from the CSPRNG. A fixed `k` (1 ≤ k ≤ n−1) exists only so that the
     conformance corpus regenerates byte for byte; a k used twice with one key reveals the key,
@@ -133,7 +135,8 @@ def _sign_with(d: int, e: int, k: int) -> tuple[bytes, bytes] | None:
 
 
 def verify(pub: bytes, digest: bytes, r: bytes, s: bytes) -> bool:
-    """GM/T 0003 verification of (r, s) over D under `pub` with the fixed ID (spec/vqf.md §4.3)."""
+    """GM/T 0003 verification of (r, s) over D under `pub` with the fixed ID (spec/vqf.md
+    §sm2-signature)."""
     ri, si = int.from_bytes(r, "big"), int.from_bytes(s, "big")
     if not (1 <= ri <= N - 1 and 1 <= si <= N - 1) or not on_curve(pub):
         return False

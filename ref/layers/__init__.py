@@ -1,8 +1,8 @@
 """The family-neutral layer library: the pieces every decoder family builds its blocks from.
 
 Each module holds one idea, written as plain functions over a numerics profile's `Kernels`
-(spec/numerics.md §1), so a family package (`ref/qwen3/`, `ref/qwen35/`, ...) only says how its
-layers are wired:
+(spec/numerics.md §profiles), so a family package (`ref/qwen3/`, `ref/qwen35/`, ...) only says how
+its layers are wired:
 
     tokens.py     per-token application of one operation
     heads.py      splitting a vector into heads and joining them back

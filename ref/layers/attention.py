@@ -1,4 +1,4 @@
-"""Causal grouped-query attention over per-sequence K/V caches (spec/numerics.md §9).
+"""Causal grouped-query attention over per-sequence K/V caches (spec/numerics.md §attention).
 
 A token's query heads each attend over positions 0 .. its own of its sequence's cache; query
 head h reads kv head h // (heads / kv_heads). The cache stores K after whatever the family
@@ -27,8 +27,8 @@ def attend(
     head_dim: int,
     group_size: int,
 ) -> Vec:
-    """spec/numerics.md §9 One token's GQA: query head h over kv head h // group_size, for the
-    cached positions given ([pos][kv_head][head_dim])."""
+    """spec/numerics.md §attention One token's GQA: query head h over kv head h // group_size, for
+    the cached positions given ([pos][kv_head][head_dim])."""
     out: Vec = []
     for h, qh in enumerate(split_heads(q, head_dim)):
         g = h // group_size  # query head h reads kv head h // (heads / kv_heads)

@@ -1,8 +1,8 @@
-"""A batch of requests as one layer-major pass (spec/numerics.md §12).
+"""A batch of requests as one layer-major pass (spec/numerics.md §batch-invariance).
 
 Each request is (token ids, its own cache, position ids or None); the pass runs over all tokens
 of all requests in order, and its output rows are split back per request. A text token at
-position p has the MRoPE ids (p, p, p) (spec/numerics.md §8.3).
+position p has the MRoPE ids (p, p, p) (spec/numerics.md §mrope-positions).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PositionIds = Sequence[Sequence[int]]  # [T][3]: MRoPE (t, h, w) ids; text token
 
 
 def text_position_ids(start: int, count: int) -> list[tuple[int, int, int]]:
-    """spec/numerics.md §8.3: a text token at position p has MRoPE ids (p, p, p)."""
+    """spec/numerics.md §mrope-positions: a text token at position p has MRoPE ids (p, p, p)."""
     return [(p, p, p) for p in range(start, start + count)]
 
 

@@ -1,6 +1,6 @@
 """Heads: a token's [heads·head_dim] vector seen as `heads` vectors of head_dim.
 
-Pure re-indexing, no arithmetic (the attention of spec/numerics.md §9 works per head)."""
+Pure re-indexing, no arithmetic (the attention of spec/numerics.md §attention works per head)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Mixture-of-experts routing and the expert combine (spec/numerics.md §18.3, §10.1).
+"""Mixture-of-experts routing and the expert combine (spec/models.md §qwen35-ffn,
+§qwen3-moe-forward).
 
 Routing: the profile's softmax over every expert's router logit; the top-k probabilities (ties:
 the lower expert index first), renormalised by their sum in the canonical order
-(spec/numerics.md §3). Combine: the chosen experts' outputs, each times its weight (one
+(spec/numerics.md §lanes8-tree). Combine: the chosen experts' outputs, each times its weight (one
 rounding), added in ascending expert index onto zeros, as transformers' index_add does.
 
 `routed_experts` is the whole routed half of a MoE FFN (router matvec, routing, SwiGLU experts,
@@ -32,7 +33,7 @@ def top_k(probs: Vec, k: int) -> list[int]:
 
 def route(kernels: Kernels, logits: Vec, k: int) -> list[tuple[int, np.float32]]:
     """(expert, weight) of the top-k experts, ascending expert index: softmax, top-k, each
-    probability divided by the canonical sum of the chosen ones (spec/numerics.md §18.3)."""
+    probability divided by the canonical sum of the chosen ones (spec/models.md §qwen35-ffn)."""
     probs = kernels.softmax(logits)
     chosen = top_k(probs, k)
     total = kernels.sum([probs[e] for e in chosen])
@@ -41,7 +42,7 @@ def route(kernels: Kernels, logits: Vec, k: int) -> list[tuple[int, np.float32]]
 
 def combine(routes: list[tuple[int, np.float32]], expert: Callable[[int], Vec], width: int) -> Vec:
     """Σ weight_e · expert(e) over the routes in their order, from zeros: each product rounded,
-    then each add (spec/numerics.md §18.3)."""
+    then each add (spec/models.md §qwen35-ffn)."""
     out: Vec = [ZERO] * width
     for e, weight in routes:
         y = expert(e)
@@ -58,7 +59,7 @@ def routed_experts(
 ) -> tuple[Vec, list[tuple[int, np.float32]], Vec]:
     """(router logits [E], the routes (expert, weight) in ascending expert index, the weighted
     sum of the chosen experts' SwiGLU outputs [H]) for one token's normed vector n
-    (spec/numerics.md §18.3, §10.1). Only the k chosen experts are computed."""
+    (spec/models.md §qwen35-ffn, §qwen3-moe-forward). Only the k chosen experts are computed."""
     logits = kernels.matvec(router, n)
     routes = route(kernels, logits, k)
     out = combine(routes, lambda e: swiglu_ffn(kernels, experts[e], n)[3], len(n))

@@ -1,4 +1,4 @@
-"""Choosing the next token: greedy and seeded sampling (spec/numerics.md §11).
+"""Choosing the next token: greedy and seeded sampling (spec/numerics.md §next-token).
 
 Seeded sampling is reproducible everywhere: the random stream is SplitMix64 (a published 64-bit
 integer recurrence), each draw is turned into a binary32 in [0, 1) exactly, and the
@@ -47,7 +47,8 @@ class SplitMix64:
 def sample(
     logits: Sequence[np.float32], temperature: float, rng: SplitMix64, kernels: Kernels
 ) -> int:
-    """spec/numerics.md §11 Draw u; return the first i whose running float32 sum of p exceeds u."""
+    """spec/numerics.md §next-token Draw u; return the first i whose running float32 sum of p
+    exceeds u."""
     t = np.float32(temperature)
     probs = kernels.softmax([v / t for v in logits])
     u = rng.uniform_f32()

@@ -1,4 +1,4 @@
-"""The SwiGLU feed-forward network: down(silu(gate(n)) · up(n)) (spec/numerics.md §7, §3.4).
+"""The SwiGLU feed-forward network: down(silu(gate(n)) · up(n)) (spec/numerics.md §silu, §matmul).
 
 `swiglu_ffn` runs one token through one FFN (a MoE expert, or a dense FFN); `swiglu_rows` runs
 all tokens of a call one operation at a time, in the order gate, up, swiglu, down.
@@ -26,7 +26,8 @@ class SwigluWeights(Protocol):
 
 
 def swiglu_ffn(kernels: Kernels, w: SwigluWeights, n: Vec) -> tuple[Vec, Vec, Vec, Vec]:
-    """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (spec/numerics.md §7)."""
+    """(gate, up, silu(gate)·up, down) of one token through one SwiGLU FFN (spec/numerics.md
+    §silu)."""
     g, u = kernels.matvec(w.gate, n), kernels.matvec(w.up, n)
     sw = kernels.swiglu(g, u)
     return g, u, sw, kernels.matvec(w.down, sw)
@@ -36,7 +37,7 @@ def swiglu_rows(
     kernels: Kernels, gate: Matrix, up: Matrix, down: Matrix, n: list[Vec]
 ) -> tuple[list[Vec], list[Vec], list[Vec], list[Vec]]:
     """(gate, up, swiglu, down) rows of every token, each operation over all tokens before the
-    next (spec/numerics.md §7)."""
+    next (spec/numerics.md §silu)."""
     g = each(lambda v: kernels.matvec(gate, v), n)
     u = each(lambda v: kernels.matvec(up, v), n)
     sw = each(kernels.swiglu, g, u)

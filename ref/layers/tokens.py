@@ -1,8 +1,8 @@
-"""Applying one operation to every token of a call (spec/numerics.md §1).
+"""Applying one operation to every token of a call (spec/numerics.md §profiles).
 
 The canonical rules do not depend on the token's place in its call, which is what makes the
-forward pass batch invariant (spec/numerics.md §12): each token's vector goes through the same
-function.
+forward pass batch invariant (spec/numerics.md §batch-invariance): each token's vector goes through
+the same function.
 """
 
 from __future__ import annotations

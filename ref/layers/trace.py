@@ -1,4 +1,5 @@
-"""The trace hook: every operation's output, per token, under stable names (spec/numerics.md §10).
+"""The trace hook: every operation's output, per token, under stable names (spec/models.md
+§qwen3-forward).
 
 A family's trace-name table (its `trace.py`) lists the operations of each block in the order
 they are recorded; the blocks hand their outputs to `emit`, which records them under
@@ -15,7 +16,8 @@ import numpy as np
 #: A trace hook receives (name, float32 array [T, width]) once per operation per forward call.
 TraceHook = Callable[[str, np.ndarray], None]
 
-#: The names outside the layers, shared by every family (spec/numerics.md §10, §19).
+#: The names outside the layers, shared by every family
+#: (spec/models.md §qwen3-forward, §qwen35-trace).
 EMBED = "embed"
 FINAL_NORM = "final_norm"
 LOGITS = "logits"

@@ -1,4 +1,4 @@
-"""What a binder needs from bindings and uses (spec/ninfer3.md §2.5, §2.6, §2.9).
+"""What a binder needs from bindings and uses (spec/ninfer3.md §binding, §use, §validation).
 
 The generic reader has already checked forms and ranges at open time; these functions resolve
 a Binding to element ranges and apply the checks an architecture binder makes: shape or
@@ -19,13 +19,14 @@ from weightfile.spec.ninfer3.domains import elements
 
 DIVISOR_ROLE = "activation_input_divisor"
 HADAMARD_ROLE = "hadamard_signs"
-HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (spec/ninfer3.md §2.6)
+HADAMARD_BLOCK = 1024  # signs multiply each 1024-block of the input (spec/ninfer3.md §use)
 SIGN_WORDS = {0x3F80: 1, 0xBF80: -1}  # bf16 +1.0 and −1.0
 
 
 @dataclass(frozen=True, slots=True)
 class ElementRange:
-    """Logical elements [begin, end) of tensor `object_id`, in C order (spec/ninfer3.md §2.5)."""
+    """Logical elements [begin, end) of tensor `object_id`, in C order (spec/ninfer3.md
+    §binding)."""
 
     object_id: str
     begin: int
@@ -38,7 +39,7 @@ class ElementRange:
 
 def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[ElementRange]:
     """The binding as ordered element ranges: the whole object, or the parts in order
-    (spec/ninfer3.md §2.5)."""
+    (spec/ninfer3.md §binding)."""
     if binding.object_id is not None:
         shape = objects[binding.object_id].shape
         assert shape is not None
@@ -50,9 +51,9 @@ def element_ranges(binding: Binding, objects: dict[str, ObjectEntry]) -> list[El
 def whole_row_width(ranges: Sequence[ElementRange], objects: dict[str, ObjectEntry]) -> int:
     """Elements per row when the parts join as rows: every parent has rank >= 1 and one common
     row shape (the dimensions after the first), and every range is whole rows; else 0, and the
-    parts join only as a flat run of elements (spec/ninfer3.md §2.5).
+    parts join only as a flat run of elements (spec/ninfer3.md §binding).
 
-    Both are valid bindings: spec/ninfer3.md §2.5 lets parts reshape, split and reorder freely,
+    Both are valid bindings: spec/ninfer3.md §binding lets parts reshape, split and reorder freely,
     so mixed cuts, row shapes or formats are no container or binder error. Only a caller that
     wants the rows (or the stored words) of such a binding has to ask which case it is."""
     row_shapes = {tuple(objects[r.object_id].shape or ())[1:] for r in ranges}
@@ -68,7 +69,8 @@ def require_common_words(
 ) -> None:
     """The stored words of a binding exist only when its parts are whole rows of one row shape
     and of one (format, layout): scales belong to groups of a row, and each encoding has its own
-    words (spec/ninfer3.md §2.5, §4.1). The values of any valid binding still decode."""
+    words (spec/ninfer3.md §binding, §layout-registry). The values of any valid binding still
+    decode."""
     kinds = {(objects[r.object_id].format, objects[r.object_id].layout) for r in ranges}
     if whole_row_width(ranges, objects) and len(kinds) == 1:
         return
@@ -84,7 +86,7 @@ def bind_parameter(
     binding: Binding, shape: Sequence[int], objects: dict[str, ObjectEntry]
 ) -> list[ElementRange]:
     """Whole: object shape == parameter shape; parts: Σ(end−begin) == elements(shape)
-    (spec/ninfer3.md §2.5)."""
+    (spec/ninfer3.md §binding)."""
     ranges = element_ranges(binding, objects)
     if binding.object_id is not None:
         have = objects[binding.object_id].shape
@@ -106,7 +108,7 @@ def bind_parameter(
 
 
 def check_auxiliary_roles(use: Use) -> None:
-    """Every auxiliary role is one the Qwen binder accepts (spec/ninfer3.md §2.6)."""
+    """Every auxiliary role is one the Qwen binder accepts (spec/ninfer3.md §use)."""
     for role in use.auxiliaries:
         require(
             role in AUXILIARY_ROLES,
@@ -118,7 +120,7 @@ def check_auxiliary_roles(use: Use) -> None:
 
 def divisor_element(binding: Binding, objects: dict[str, ObjectEntry]) -> ElementRange:
     """The activation divisor is one FP32 element: a shape-[] object or a 1-element Part of an
-    fp32 contiguous vector (spec/ninfer3.md §2.6); rule ninfer3.binder.divisor."""
+    fp32 contiguous vector (spec/ninfer3.md §use); rule ninfer3.binder.divisor."""
     ranges = element_ranges(binding, objects)
     parent = objects[ranges[0].object_id]
     if binding.object_id is not None:
@@ -134,7 +136,7 @@ def hadamard_ranges(
     binding: Binding, parameter_shape: Sequence[int], objects: dict[str, ObjectEntry]
 ) -> list[ElementRange]:
     """hadamard_signs: a bf16 contiguous vector of K = parameter columns, K % 1024 == 0, for a
-    matrix parameter (spec/ninfer3.md §2.6); rule ninfer3.binder.hadamard. The ±1 values are checked
+    matrix parameter (spec/ninfer3.md §use); rule ninfer3.binder.hadamard. The ±1 values are checked
     on read."""
     ranges = element_ranges(binding, objects)
     parents = [objects[r.object_id] for r in ranges]

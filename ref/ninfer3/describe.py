@@ -86,7 +86,8 @@ def vars_of(record: Any) -> dict[str, Any]:
 
 
 def spanned_files(artifact: Artifact, offset: int, length: int) -> list[int]:
-    """Indices of the files holding logical bytes [offset, offset+length) (spec/ninfer3.md §1.6)."""
+    """Indices of the files holding logical bytes [offset, offset+length) (spec/ninfer3.md
+    §range-reads)."""
     return [segment[0] for segment in artifact.files.segments(offset, length)]
 
 

@@ -1,4 +1,4 @@
-"""Open-time directory checks, in the order of spec/ninfer3.md §2.9 steps 2-8.
+"""Open-time directory checks, in the order of spec/ninfer3.md §validation steps 2-8.
 
 `validate_directory` walks root → files → objects → components → bindings → uses →
 metadata/provenance and stops at the first broken rule, naming its JSON path. The entry
@@ -6,7 +6,7 @@ length (step 9) needs the file size and is checked by `read.py`.
 
 With a sink, `walk_directory` makes the same checks in the same order for `verify`, but a
 broken record does not end the walk: its violation is recorded, the record is left out and the
-next one is checked (spec/ninfer3.md §2.9). The walk ends early only where the rest depends
+next one is checked (spec/ninfer3.md §validation). The walk ends early only where the rest depends
 on what broke: after the root record, the files table (objects are bounded by the payload it
 declares) or the objects table (every later member refers to objects). A use naming a binding
 that broke is not reported again: the binding's own violation already says what is wrong.
@@ -54,16 +54,16 @@ ROOT_PATH = "(root)"
 
 
 def validate_directory(doc: Any, entry_name: str) -> Directory:
-    """Every open-time directory rule of spec/ninfer3.md §2.9 steps 2-8, in order; the first broken
-    one raises."""
+    """Every open-time directory rule of spec/ninfer3.md §validation steps 2-8, in order; the first
+    broken one raises."""
     directory = walk_directory(doc, entry_name, None)
     assert directory is not None  # without a sink every failure raises
     return directory
 
 
 def walk_directory(doc: Any, entry_name: str, sink: Sink) -> Directory | None:
-    """The spec/ninfer3.md §2.9 walk; with a sink, independent records are checked past a failure,
-    and None is returned when the walk had to stop (module docstring)."""
+    """The spec/ninfer3.md §validation walk; with a sink, independent records are checked past a
+    failure, and None is returned when the walk had to stop (module docstring)."""
     root = attempt(sink, need_members, doc, ROOT, ROOT_PATH)
     if root is None:
         return None
@@ -86,13 +86,13 @@ def walk_directory(doc: Any, entry_name: str, sink: Sink) -> Directory | None:
     return Directory(files, objects, by_id, components, bindings, uses, metadata, provenance)
 
 
-# -- spec/ninfer3.md §1.4 files
+# -- spec/ninfer3.md §files-table files
 # ------------------------------------------------------------------------------
 
 
 def check_files(value: Any, entry_name: str) -> tuple[FileEntry, ...]:
-    """The files table (spec/ninfer3.md §1.4): entry first, then continuation volumes with unique
-    safe paths."""
+    """The files table (spec/ninfer3.md §files-table): entry first, then continuation volumes with
+    unique safe paths."""
     need_type(value, list, "files")
     require(len(value) > 0, "ninfer3.files.empty", "files is empty", "files")
     entries: list[FileEntry] = []
@@ -129,7 +129,7 @@ def check_file_path(
     return name
 
 
-# -- spec/ninfer3.md §2.4 objects
+# -- spec/ninfer3.md §objects objects
 # ----------------------------------------------------------------------------
 
 
@@ -137,7 +137,7 @@ def check_objects(
     value: Any, payload_bytes: int, sink: Sink = None
 ) -> tuple[ObjectEntry, ...] | None:
     """Objects in increasing-offset order, inside the payload, with unique ids
-    (spec/ninfer3.md §2.4).
+    (spec/ninfer3.md §objects).
 
     With a sink: every record is checked, and None is returned when any broke."""
     before = len(sink) if sink is not None else 0
@@ -165,7 +165,8 @@ def _objects_array(value: Any) -> list[Any]:
 def check_object_record(
     record: Any, index: int, prev_end: int, payload_bytes: int, ids: set[str]
 ) -> ObjectEntry:
-    """One object: its descriptor, then order, bounds and id uniqueness (spec/ninfer3.md §2.4)."""
+    """One object: its descriptor, then order, bounds and id uniqueness (spec/ninfer3.md
+    §objects)."""
     entry = check_object_descriptor(record, index)
     path = entry.path
     require(entry.end <= U64_MAX, "ninfer3.objects.end_overflow", "end exceeds 2^64-1", path)
@@ -187,7 +188,7 @@ def check_object_record(
 
 def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
     """One tensor or resource descriptor: kind, closed member set, member domains
-    (spec/ninfer3.md §2.4)."""
+    (spec/ninfer3.md §objects)."""
     path = f"objects[{index}]"
     need_type(record, dict, path)
     kind = record.get("kind")
@@ -206,7 +207,7 @@ def check_object_descriptor(record: Any, index: int) -> ObjectEntry:
     return ObjectEntry(index, object_id, kind, offset, size, shape, fmt, layout)
 
 
-# -- spec/ninfer3.md §2.3 components
+# -- spec/ninfer3.md §component components
 # -------------------------------------------------------------------------
 
 
@@ -214,7 +215,7 @@ def check_components(
     value: Any, objects: dict[str, ObjectEntry], sink: Sink = None
 ) -> dict[str, Component]:
     """components: has text; closed records; targets exist; resources; proposal rules
-    (spec/ninfer3.md §2.3)."""
+    (spec/ninfer3.md §component)."""
     if attempt(sink, _components_object, value) is None:
         return {}
     out: dict[str, Component] = {}
@@ -235,7 +236,7 @@ def check_component(
     cid: Any, record: Any, siblings: dict[str, Any], objects: dict[str, ObjectEntry]
 ) -> Component:
     """One component record: closed members, target, resources and proposal
-    (spec/ninfer3.md §2.3)."""
+    (spec/ninfer3.md §component)."""
     path = member_path("components", cid)
     need_id(cid, path)
     need_members(record, COMPONENT, path)
@@ -258,7 +259,7 @@ def check_component(
 
 def check_proposal(value: Any, component_id: str, path: str) -> Proposal:
     """proposal: text only; domain full (no rows) or indexed (PositiveU64 rows)
-    (spec/ninfer3.md §2.3)."""
+    (spec/ninfer3.md §component)."""
     require(
         component_id == TEXT_COMPONENT,
         "ninfer3.components.proposal_component",
@@ -281,12 +282,12 @@ def check_proposal(value: Any, component_id: str, path: str) -> Proposal:
     return Proposal(domain, need_positive_u64(value["rows"], f"{path}.rows"))
 
 
-# -- spec/ninfer3.md §2.7 metadata and provenance
+# -- spec/ninfer3.md §metadata metadata and provenance
 # ------------------------------------------------------------
 
 
 def check_metadata(metadata: Any, provenance: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Both are objects; metadata.name, when present, is an ID (spec/ninfer3.md §2.7)."""
+    """Both are objects; metadata.name, when present, is an ID (spec/ninfer3.md §metadata)."""
     need_type(metadata, dict, "metadata")
     need_type(provenance, dict, "provenance")
     if "name" in metadata:

@@ -1,4 +1,5 @@
-"""Strict decoding of the JSON directory text (spec/ninfer3.md §1.3 step 4, §2.1, open question Q6).
+"""Strict decoding of the JSON directory text (spec/ninfer3.md §header-checks step 4, §general, open
+question Q6).
 
 Rejects a BOM, invalid UTF-8, anything that is not standard JSON, the NaN / Infinity /
 -Infinity literals, and a repeated member name at any depth. Python's `json` module does the
@@ -37,7 +38,7 @@ def decode_text(raw: bytes) -> str:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Parse the directory text strictly (spec/ninfer3.md §2.1); rules ninfer3.json.*."""
+    """Parse the directory text strictly (spec/ninfer3.md §general); rules ninfer3.json.*."""
     text = decode_text(raw)
     try:
         tree = json.loads(text, object_pairs_hook=_Pairs, parse_constant=_reject_constant)

@@ -1,4 +1,5 @@
-"""Deferred object checks, run only when an object is used (spec/ninfer3.md §2.9, §4.1).
+"""Deferred object checks, run only when an object is used (spec/ninfer3.md §validation,
+§layout-registry).
 
 Unknown formats and layouts never fail the open; they fail the use of that one object. The
 writer calls `encoded_tensor_bytes` to place tensors, so both sides share these checks, and the
@@ -17,7 +18,7 @@ from weightfile.spec.ninfer3.registry import ENCODINGS, FORMATS, LAYOUTS
 
 def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str) -> int:
     """Format and layout registered and compatible, shape fits; returns encoded_size
-    (spec/ninfer3.md §2.9)."""
+    (spec/ninfer3.md §validation)."""
     require(fmt in FORMATS, "ninfer3.object.format", f"format {fmt!r} is not registered", path)
     require(
         layout in LAYOUTS, "ninfer3.object.layout", f"layout {layout!r} is not registered", path
@@ -34,7 +35,7 @@ def encoded_tensor_bytes(fmt: str, layout: str, shape: Sequence[int], path: str)
 
 
 def check_tensor(entry: ObjectEntry) -> None:
-    """A tensor's deferred rules, in spec/ninfer3.md §2.9 order, ending with bytes and offset
+    """A tensor's deferred rules, in spec/ninfer3.md §validation order, ending with bytes and offset
     alignment."""
     assert entry.format is not None and entry.layout is not None and entry.shape is not None
     want = encoded_tensor_bytes(entry.format, entry.layout, entry.shape, entry.path)
@@ -54,7 +55,7 @@ def check_tensor(entry: ObjectEntry) -> None:
 
 
 def check_resource(entry: ObjectEntry) -> None:
-    """A resource's encoding is raw_bytes_v1 (spec/ninfer3.md §2.9, §4.6)."""
+    """A resource's encoding is raw_bytes_v1 (spec/ninfer3.md §validation, §raw-bytes)."""
     require(
         entry.encoding in ENCODINGS,
         "ninfer3.object.encoding",
@@ -64,7 +65,7 @@ def check_resource(entry: ObjectEntry) -> None:
 
 
 def check_object(entry: ObjectEntry) -> None:
-    """Every deferred check of one object (spec/ninfer3.md §2.9)."""
+    """Every deferred check of one object (spec/ninfer3.md §validation)."""
     if entry.kind == "tensor":
         check_tensor(entry)
     else:

@@ -1,4 +1,5 @@
-"""Writer planning: object placement and the sharded files table (spec/ninfer3.md §1.7, §1.8).
+"""Writer planning: object placement and the sharded files table (spec/ninfer3.md §writer,
+§json-serialisation).
 
 `plan_objects` places objects in the given order (tensors at their layout alignment, 256;
 resources at alignment 1); `layout_directory` picks the JSON reserve and splits the logical
@@ -54,7 +55,8 @@ ObjectSpec = TensorSpec | ResourceSpec
 
 
 def plan_objects(specs: Sequence[ObjectSpec]) -> list[dict[str, Any]]:
-    """Object descriptors in order, each at align_up(cursor, alignment) (spec/ninfer3.md §1.7)."""
+    """Object descriptors in order, each at align_up(cursor, alignment) (spec/ninfer3.md
+    §writer)."""
     require(len(specs) > 0, "ninfer3.writer.objects", "no objects to write", "objects")
     seen: set[str] = set()
     cursor = 0
@@ -81,7 +83,7 @@ def plan_objects(specs: Sequence[ObjectSpec]) -> list[dict[str, Any]]:
 
 def encode_json(root: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON, no BOM, literal non-ASCII, NaN/Infinity refused
-    (spec/ninfer3.md §1.8)."""
+    (spec/ninfer3.md §json-serialisation)."""
     try:
         text = json.dumps(root, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError as exc:  # NaN or ±Infinity somewhere in config/metadata/provenance
@@ -94,7 +96,7 @@ def encode_json(root: dict[str, Any]) -> bytes:
 
 def reserve_for(length: int) -> int:
     """R = align_up(32 + length, 4096) − 32: JSON room ending at a 4096 boundary
-    (spec/ninfer3.md §1.7)."""
+    (spec/ninfer3.md §writer)."""
     return align_up(HEADER_BYTES + length, PAYLOAD_ALIGNMENT) - HEADER_BYTES
 
 
@@ -102,7 +104,7 @@ def split_payload(
     payload_bytes: int, entry_start: int, limit: int, entry_name: str
 ) -> list[dict[str, Any]]:
     """The files table for one reserve: a single file, or entry + part capacities
-    (spec/ninfer3.md §1.7)."""
+    (spec/ninfer3.md §writer)."""
     require(payload_bytes <= U64_MAX, "ninfer3.files.total", "payload exceeds 2^64-1")
     require(entry_start < limit, "ninfer3.writer.limit", f"limit {limit} <= header + JSON")
     if entry_start + payload_bytes <= limit:
@@ -121,7 +123,7 @@ def split_payload(
 
 
 def part_name(entry_name: str, index: int) -> str:
-    """``<entry file name>.part-NNNN``, at least four digits (spec/ninfer3.md §1.7)."""
+    """``<entry file name>.part-NNNN``, at least four digits (spec/ninfer3.md §writer)."""
     return f"{entry_name}.part-{index:04d}"
 
 
@@ -133,10 +135,10 @@ def layout_directory(
     min_json_bytes: int = 1,
 ) -> tuple[bytes, list[dict[str, Any]]]:
     """(JSON text padded with spaces to json_bytes, files table) for `root` without files
-    (spec/ninfer3.md §1.7).
+    (spec/ninfer3.md §writer).
 
-    `min_json_bytes` reserves at least that much JSON room (the spec/ninfer3.md §5 examples use
-    65,504).
+    `min_json_bytes` reserves at least that much JSON room (the spec/ninfer3.md §examples examples
+    use 65,504).
     """
     draft = {**root, "files": [{"path": None, "payload_bytes": payload_bytes}]}
     reserve = max(reserve_for(len(encode_json(_ordered(draft)))), reserve_for(min_json_bytes))

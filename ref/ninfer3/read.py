@@ -1,9 +1,10 @@
-"""Open a `.ninfer` v3 file set and read from it (spec/ninfer3.md §1.3, §1.6, §2.9).
+"""Open a `.ninfer` v3 file set and read from it (spec/ninfer3.md §header-checks, §range-reads,
+§validation).
 
 `open_artifact` follows the entry file's byte order: header, json_bytes, JSON text, the directory
-checks of spec/ninfer3.md §2.9 in order, then the entry length. Everything after that is lazy:
-continuation volumes open on the first read that needs them, and an object's format, layout, size
-and alignment are checked only when it is requested.
+checks of spec/ninfer3.md §validation in order, then the entry length. Everything after that is
+lazy: continuation volumes open on the first read that needs them, and an object's format, layout,
+size and alignment are checked only when it is requested.
 
 `open_for_verify` makes the same checks for `verify`: a header or JSON failure still ends them,
 but past the JSON every broken directory rule is recorded (directory.walk_directory).
@@ -46,7 +47,7 @@ from weightfile.spec.ninfer3.framing import (
 )
 from weightfile.spec.records import truncated
 
-#: The largest JSON directory this reader reads (spec/ninfer3.md §9.1): json_bytes is checked
+#: The largest JSON directory this reader reads (spec/ninfer3.md §safe-files): json_bytes is checked
 #: against it before a byte of the text is read, so a sparse entry claiming gigabytes of JSON
 #: costs nothing. A 50,000-part binding's directory is a few MB.
 MAX_JSON_BYTES = 256 << 20
@@ -54,7 +55,7 @@ MAX_JSON_BYTES = 256 << 20
 
 @dataclass(frozen=True, slots=True)
 class EntryHeader:
-    """The decoded 32-byte entry header (spec/ninfer3.md §1.1)."""
+    """The decoded 32-byte entry header (spec/ninfer3.md §entry-header)."""
 
     json_bytes: int
     artifact_id: bytes
@@ -72,11 +73,11 @@ class Artifact:
     # -- bytes --------------------------------------------------------------------------------
 
     def read_range(self, offset: int, length: int) -> memoryview:
-        """Logical payload bytes [offset, offset+length) (spec/ninfer3.md §1.6)."""
+        """Logical payload bytes [offset, offset+length) (spec/ninfer3.md §range-reads)."""
         return self.files.read(offset, length)
 
     def object(self, object_id: str) -> ObjectEntry:
-        """The descriptor of `object_id` after its deferred checks (spec/ninfer3.md §2.9)."""
+        """The descriptor of `object_id` after its deferred checks (spec/ninfer3.md §validation)."""
         entry = self.directory.objects_by_id.get(object_id)
         if entry is None:
             fail("ninfer3.object.unknown", f"no object {object_id!r}")
@@ -84,7 +85,7 @@ class Artifact:
         return entry
 
     def object_bytes(self, object_id: str) -> memoryview:
-        """The checked object's encoded bytes, exactly `bytes` long (spec/ninfer3.md §2.4)."""
+        """The checked object's encoded bytes, exactly `bytes` long (spec/ninfer3.md §objects)."""
         entry = self.object(object_id)
         return self.read_range(entry.offset, entry.bytes)
 
@@ -92,7 +93,7 @@ class Artifact:
 
     def component(self, component_id: str) -> Component:
         """A selected component: present, and targeting text unless it is text
-        (spec/ninfer3.md §2.3, §2.9)."""
+        (spec/ninfer3.md §component, §validation)."""
         found = self.directory.components.get(component_id)
         require(
             found is not None,
@@ -110,7 +111,8 @@ class Artifact:
         return found
 
     def resource(self, role: str, component_id: str = TEXT_COMPONENT) -> memoryview:
-        """The bytes of a component's resource role, unmodified (spec/ninfer3.md §2.3, §4.6)."""
+        """The bytes of a component's resource role, unmodified (spec/ninfer3.md §component,
+        §raw-bytes)."""
         component = self.component(component_id)
         object_id = component.resources.get(role)
         require(
@@ -126,7 +128,7 @@ class Artifact:
 
     def binding(self, name: str) -> Binding:
         """The Binding of a logical parameter; a missing name is a binder error
-        (spec/ninfer3.md §2.9)."""
+        (spec/ninfer3.md §validation)."""
         found = self.directory.bindings.get(name)
         require(found is not None, "ninfer3.binder.parameter", f"no binding {name!r}", "bindings")
         assert found is not None
@@ -134,7 +136,7 @@ class Artifact:
 
     def bind(self, name: str, shape: Sequence[int]) -> list[ElementRange]:
         """Element ranges of parameter `name` checked against its expected `shape`
-        (spec/ninfer3.md §2.5)."""
+        (spec/ninfer3.md §binding)."""
         ranges = bind_parameter(self.binding(name), shape, self.directory.objects_by_id)
         for object_id in dict.fromkeys(r.object_id for r in ranges):
             self.object(object_id)
@@ -142,7 +144,7 @@ class Artifact:
 
     def activation_divisor(self, use: Use) -> float | None:
         """The Use's activation_input_divisor: one finite, positive FP32 element
-        (spec/ninfer3.md §2.6)."""
+        (spec/ninfer3.md §use)."""
         check_auxiliary_roles(use)
         binding = use.auxiliaries.get(DIVISOR_ROLE)
         if binding is None:
@@ -159,7 +161,7 @@ class Artifact:
         return value
 
     def hadamard_signs(self, use: Use, parameter_shape: Sequence[int]) -> list[int] | None:
-        """The Use's hadamard_signs as +1/−1 ints, K of them (spec/ninfer3.md §2.6)."""
+        """The Use's hadamard_signs as +1/−1 ints, K of them (spec/ninfer3.md §use)."""
         check_auxiliary_roles(use)
         binding = use.auxiliaries.get(HADAMARD_ROLE)
         if binding is None:
@@ -193,8 +195,8 @@ class Artifact:
 
 
 def open_artifact(path: str | os.PathLike[str]) -> Artifact:
-    """Open an entry file and run every open-time check in spec/ninfer3.md §2.9 order
-    (spec/ninfer3.md §1.3 steps 1-5)."""
+    """Open an entry file and run every open-time check in spec/ninfer3.md §validation order
+    (spec/ninfer3.md §header-checks steps 1-5)."""
     artifact = _open(Path(path), None)
     assert artifact is not None  # without a sink every failure raises
     return artifact
@@ -212,7 +214,8 @@ def open_for_verify(path: str | os.PathLike[str], sink: list[Violation]) -> Arti
 
 def _open(entry_path: Path, sink: Sink) -> Artifact | None:
     """The open in byte order; with a sink, the directory and entry length are collected. The
-    entry is a regular file (spec/ninfer3.md §9.1); its descriptor stays open in the FileSet."""
+    entry is a regular file (spec/ninfer3.md §safe-files); its descriptor stays open in the
+    FileSet."""
     fd, size = open_regular(entry_path)
     try:
         header = read_entry_header(fd, entry_path)
@@ -233,14 +236,15 @@ def _open(entry_path: Path, sink: Sink) -> Artifact | None:
 
 
 def read_entry_header(fd: int, path: Path) -> EntryHeader:
-    """The 32-byte header: long enough, magic NINFER\\0\\3 (spec/ninfer3.md §1.3 steps 1-2)."""
+    """The 32-byte header: long enough, magic NINFER\\0\\3 (spec/ninfer3.md §header-checks steps
+    1-2)."""
     parsed = parse_entry_header(pread_exact(fd, HEADER_BYTES, 0, path))
     return EntryHeader(parsed.json_bytes, parsed.artifact_id)
 
 
 def check_json_bytes(json_bytes: int, entry_size: int) -> None:
-    """1 <= json_bytes <= entry size − 32, checked before reading the text (spec/ninfer3.md §1.3
-    step 3)."""
+    """1 <= json_bytes <= entry size − 32, checked before reading the text (spec/ninfer3.md
+    §header-checks step 3)."""
     room = entry_size - HEADER_BYTES
     if room >= json_bytes > MAX_JSON_BYTES:  # a (sparse) file that big: refuse before reading
         raise UnsupportedError(
@@ -265,8 +269,8 @@ def check_json_bytes(json_bytes: int, entry_size: int) -> None:
 
 
 def check_entry_length(size: int, payload_start: int, directory: Directory) -> None:
-    """entry size == align_up(32 + json_bytes, 4096) + files[0].payload_bytes (spec/ninfer3.md §1.3
-    step 5)."""
+    """entry size == align_up(32 + json_bytes, 4096) + files[0].payload_bytes (spec/ninfer3.md
+    §header-checks step 5)."""
     want = payload_start + directory.files[0].payload_bytes
     if size != want:
         raise MalformedError(

@@ -1,8 +1,9 @@
-"""The validated directory as plain records (spec/ninfer3.md §1.4, §2.2-§2.7).
+"""The validated directory as plain records (spec/ninfer3.md §files-table, §root, §component,
+§objects, §binding, §use, §metadata).
 
 `ref/ninfer3/directory.py` builds these only after every open-time check holds, so code that
-receives a `Directory` may rely on the spec/ninfer3.md §2.9 open-time rules (not on the deferred
-object checks).
+receives a `Directory` may rely on the spec/ninfer3.md §validation open-time rules (not on the
+deferred object checks).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class ObjectEntry:
 @dataclass(frozen=True, slots=True)
 class Part:
     """Elements [begin, end) of tensor `object_id`, in the parent's C order
-    (spec/ninfer3.md §2.5)."""
+    (spec/ninfer3.md §binding)."""
 
     object_id: str
     begin: int
@@ -66,7 +67,8 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """A Binding (spec/ninfer3.md §2.5): whole (`object_id`) or parts; `path` is its JSON path."""
+    """A Binding (spec/ninfer3.md §binding): whole (`object_id`) or parts; `path` is its JSON
+    path."""
 
     path: str
     object_id: str | None = None
@@ -75,7 +77,7 @@ class Binding:
 
 @dataclass(frozen=True, slots=True)
 class Use:
-    """uses[index] (spec/ninfer3.md §2.6)."""
+    """uses[index] (spec/ninfer3.md §use)."""
 
     index: int
     parameter: str
@@ -86,7 +88,7 @@ class Use:
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """components.text.proposal (spec/ninfer3.md §2.3)."""
+    """components.text.proposal (spec/ninfer3.md §component)."""
 
     domain: str
     rows: int | None
@@ -94,7 +96,7 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class Component:
-    """components[id] (spec/ninfer3.md §2.3); `config` is opaque here."""
+    """components[id] (spec/ninfer3.md §component); `config` is opaque here."""
 
     id: str
     config: dict[str, Any]
@@ -118,5 +120,6 @@ class Directory:
 
     @property
     def payload_bytes(self) -> int:
-        """Σ files[i].payload_bytes, the logical payload length (spec/ninfer3.md §1.5)."""
+        """Σ files[i].payload_bytes, the logical payload length (spec/ninfer3.md
+        §logical-payload)."""
         return self.files[-1].logical_end

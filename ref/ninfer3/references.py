@@ -1,7 +1,7 @@
 """Open-time checks of everything that refers to objects: resource roles, bindings, uses.
 
-spec/ninfer3.md §2.3 (resources), spec/ninfer3.md §2.5 (Binding, Part), spec/ninfer3.md §2.6 (Use)
-and spec/ninfer3.md §2.9 steps 5-7.
+spec/ninfer3.md §component (resources), spec/ninfer3.md §binding (Binding, Part), spec/ninfer3.md
+§use (Use) and spec/ninfer3.md §validation steps 5-7.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from weightfile.spec.ninfer3.domains import U64_MAX, elements, is_u64
 
 
 def check_resources(value: Any, objects: dict[str, ObjectEntry], path: str) -> dict[str, str]:
-    """resources: role (ID) → id of a **resource** object (spec/ninfer3.md §2.3)."""
+    """resources: role (ID) → id of a **resource** object (spec/ninfer3.md §component)."""
     need_type(value, dict, path)
     for role, object_id in value.items():
         role_path = member_path(path, role)
@@ -43,8 +43,8 @@ def check_resources(value: Any, objects: dict[str, ObjectEntry], path: str) -> d
 def check_bindings(
     value: Any, objects: dict[str, ObjectEntry], sink: Sink = None
 ) -> dict[str, Binding]:
-    """bindings: parameter name (ID) → Binding (spec/ninfer3.md §2.5); with a sink, a broken one is
-    left out."""
+    """bindings: parameter name (ID) → Binding (spec/ninfer3.md §binding); with a sink, a broken one
+    is left out."""
     if attempt(sink, need_type, value, dict, "bindings") is None:
         return {}
     out: dict[str, Binding] = {}
@@ -56,14 +56,14 @@ def check_bindings(
 
 
 def check_named_binding(name: Any, record: Any, objects: dict[str, ObjectEntry]) -> Binding:
-    """One member of bindings: an ID naming a Binding (spec/ninfer3.md §2.5)."""
+    """One member of bindings: an ID naming a Binding (spec/ninfer3.md §binding)."""
     path = member_path("bindings", name)
     need_id(name, path)
     return check_binding(record, objects, path)
 
 
 def check_binding(record: Any, objects: dict[str, ObjectEntry], path: str) -> Binding:
-    """Exactly {object} or exactly {parts: [Part, …]} (spec/ninfer3.md §2.5)."""
+    """Exactly {object} or exactly {parts: [Part, …]} (spec/ninfer3.md §binding)."""
     need_type(record, dict, path)
     members = set(record)
     if members == {"object"}:
@@ -83,7 +83,8 @@ def check_binding(record: Any, objects: dict[str, ObjectEntry], path: str) -> Bi
 
 
 def check_part(record: Any, objects: dict[str, ObjectEntry], path: str) -> Part:
-    """{object, range}: a tensor and 0 <= begin < end <= elements(shape) (spec/ninfer3.md §2.5)."""
+    """{object, range}: a tensor and 0 <= begin < end <= elements(shape) (spec/ninfer3.md
+    §binding)."""
     need_members(record, PART, path)
     object_id = check_tensor_ref(record["object"], objects, f"{path}.object")
     rng = record["range"]
@@ -107,7 +108,7 @@ def check_part(record: Any, objects: dict[str, ObjectEntry], path: str) -> Part:
 
 
 def check_tensor_ref(value: Any, objects: dict[str, ObjectEntry], path: str) -> str:
-    """An object id naming an existing **tensor** (spec/ninfer3.md §2.5)."""
+    """An object id naming an existing **tensor** (spec/ninfer3.md §binding)."""
     object_id = need_id(value, path)
     target = objects.get(object_id)
     require(target is not None, "ninfer3.bindings.object_ref", f"no object {object_id!r}", path)
@@ -123,7 +124,7 @@ def check_tensor_ref(value: Any, objects: dict[str, ObjectEntry], path: str) -> 
 def check_uses(
     value: Any, bindings: Collection[str], objects: dict[str, ObjectEntry], sink: Sink = None
 ) -> tuple[Use, ...]:
-    """uses: closed records, bound parameters, unique pairs, policy spelling (spec/ninfer3.md §2.6).
+    """uses: closed records, bound parameters, unique pairs, policy spelling (spec/ninfer3.md §use).
 
     `bindings` holds the bound parameter names; with a sink, a broken use is left out."""
     if attempt(sink, need_type, value, list, "uses") is None:
@@ -145,7 +146,7 @@ def check_use(
     pairs: set[tuple[str, str]],
 ) -> Use:
     """One Use: closed members, a bound parameter, a new (parameter, input) pair, a registered
-    activation_policy and valid auxiliaries (spec/ninfer3.md §2.6)."""
+    activation_policy and valid auxiliaries (spec/ninfer3.md §use)."""
     path = f"uses[{index}]"
     need_members(record, USE, path)
     parameter = need_id(record["parameter"], f"{path}.parameter")
@@ -173,8 +174,8 @@ def check_use(
 def check_auxiliaries(
     value: Any, objects: dict[str, ObjectEntry], use_path: str
 ) -> dict[str, Binding]:
-    """auxiliaries: role (ID) → Binding, same rules as spec/ninfer3.md §2.5
-    (spec/ninfer3.md §2.6)."""
+    """auxiliaries: role (ID) → Binding, same rules as spec/ninfer3.md §binding
+    (spec/ninfer3.md §use)."""
     path = f"{use_path}.auxiliaries"
     need_type(value, dict, path)
     out: dict[str, Binding] = {}

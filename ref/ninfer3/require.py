@@ -1,4 +1,4 @@
-"""One-line require helpers for the directory checks (spec/ninfer3.md §2.1, §2.8).
+"""One-line require helpers for the directory checks (spec/ninfer3.md §general, §closed-sets).
 
 Each helper raises `InvalidError` naming the rule id and the JSON path when the value breaks
 the domain, and returns the value (narrowed) when it holds. `attempt` runs one record's checks
@@ -66,19 +66,19 @@ def need_members(value: Any, record: Record, path: str) -> dict[str, Any]:
 
 
 def need_id(value: Any, path: str) -> str:
-    """An ID (spec/ninfer3.md §2.1): rule ninfer3.value.id."""
+    """An ID (spec/ninfer3.md §general): rule ninfer3.value.id."""
     require(is_id(value), "ninfer3.value.id", f"not an ID: {value!r:.60}", path)
     return value
 
 
 def need_u64(value: Any, path: str) -> int:
-    """A U64 (spec/ninfer3.md §2.1): rule ninfer3.value.u64."""
+    """A U64 (spec/ninfer3.md §general): rule ninfer3.value.u64."""
     require(is_u64(value), "ninfer3.value.u64", f"not a U64: {value!r:.60}", path)
     return value
 
 
 def need_positive_u64(value: Any, path: str) -> int:
-    """A PositiveU64 (spec/ninfer3.md §2.1): rule ninfer3.value.positive_u64."""
+    """A PositiveU64 (spec/ninfer3.md §general): rule ninfer3.value.positive_u64."""
     require(
         is_positive_u64(value), "ninfer3.value.positive_u64", f"not >= 1 U64: {value!r:.60}", path
     )
@@ -86,7 +86,7 @@ def need_positive_u64(value: Any, path: str) -> int:
 
 
 def need_shape(value: Any, path: str) -> list[int]:
-    """A Shape (spec/ninfer3.md §2.1): rule ninfer3.value.shape."""
+    """A Shape (spec/ninfer3.md §general): rule ninfer3.value.shape."""
     require(is_shape(value), "ninfer3.value.shape", f"not a Shape: {value!r:.80}", path)
     return value
 

@@ -1,9 +1,11 @@
-"""The file set: the entry and its lazily opened continuation volumes (spec/ninfer3.md §1.3-§1.6).
+"""The file set: the entry and its lazily opened continuation volumes (spec/ninfer3.md
+§header-checks, §files-table, §logical-payload, §range-reads).
 
 A continuation volume is opened the first time a range read touches it, and its header and
 length are checked then; a missing volume fails only the reads that need it. Each file is
 memory-mapped so a range inside one file is returned as a zero-copy `memoryview`; its descriptor
-stays open so every read first re-checks that the file was not shortened (spec/ninfer3.md §9.1).
+stays open so every read first re-checks that the file was not shortened (spec/ninfer3.md
+§safe-files).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ Segment = tuple[int, int, int, int]  # (file i, source file offset, destination 
 def map_range(
     files: tuple[FileEntry, ...], file_payload_start: list[int], offset: int, length: int
 ) -> list[Segment]:
-    """spec/ninfer3.md §1.6: for each file i meeting [off, off+len) at [a, b): (i, start_i + a −
-    P_i, a − off, b − a), starting from the largest i with P_i <= off and walking forward."""
+    """spec/ninfer3.md §range-reads: for each file i meeting [off, off+len) at [a, b): (i, start_i +
+    a − P_i, a − off, b − a), starting from the largest i with P_i <= off and walking forward."""
     total = files[-1].logical_end
     if length < 0 or offset < 0 or offset + length > total:
         raise InvalidError(
@@ -59,12 +61,12 @@ def map_range(
 
 def payload_starts(entry_payload_start: int, count: int) -> list[int]:
     """file_payload_start(i): the entry's payload start for i = 0, else 4096
-    (spec/ninfer3.md §1.5)."""
+    (spec/ninfer3.md §logical-payload)."""
     return [entry_payload_start] + [PART_PAYLOAD_START] * (count - 1)
 
 
 class FileSet:
-    """Logical payload [0, Σ payload_bytes) spread over files (spec/ninfer3.md §1.5)."""
+    """Logical payload [0, Σ payload_bytes) spread over files (spec/ninfer3.md §logical-payload)."""
 
     def __init__(
         self,
@@ -88,18 +90,18 @@ class FileSet:
 
     def volume_path(self, index: int) -> Path:
         """Where files[index] lives: resolved relative to the entry's directory
-        (spec/ninfer3.md §1.4)."""
+        (spec/ninfer3.md §files-table)."""
         name = self.files[index].path
         return self.entry_path if name is None else self.entry_path.parent / name
 
     def file_bytes(self, index: int) -> int:
-        """Declared size of files[index]: payload start + payload_bytes (spec/ninfer3.md §1.1,
-        §1.2)."""
+        """Declared size of files[index]: payload start + payload_bytes (spec/ninfer3.md
+        §entry-header, §volume-header)."""
         return self._payload_start[index] + self.files[index].payload_bytes
 
     def volume(self, index: int) -> mmap.mmap:
         """The mapped file, opening and checking a continuation volume on first use
-        (spec/ninfer3.md §1.3 step 6)."""
+        (spec/ninfer3.md §header-checks step 6)."""
         if self.closed:  # else the entry itself would be reopened as if it were a continuation
             raise ClosedError(
                 "ninfer3.range.closed", f"{self.entry_path.name} is closed", path=f"files[{index}]"
@@ -110,7 +112,8 @@ class FileSet:
 
     def _open_continuation(self, index: int) -> mmap.mmap:
         """Inside the entry's folder, a regular file, header present, magic, part_index ==
-        index, same artifact_id, exact length (spec/ninfer3.md §1.3 step 6, §9.1)."""
+        index, same artifact_id, exact length (spec/ninfer3.md §header-checks step 6,
+        §safe-files)."""
         path = self.volume_path(index)
         where = f"files[{index}]"
         real = resolve_inside(path, self.entry_path)
@@ -156,18 +159,19 @@ class FileSet:
             os.close(fd)
             raise
         self._fds[index] = (
-            fd  # kept open: every later access re-checks the size (spec/ninfer3.md §9.1)
+            fd  # kept open: every later access re-checks the size (spec/ninfer3.md §safe-files)
         )
         return mapped
 
     def _require_whole(self, index: int) -> None:
         """The file under map `index` is still as long as it was when checked
-        (spec/ninfer3.md §9.1)."""
+        (spec/ninfer3.md §safe-files)."""
         size = self.file_bytes(index) if index else self._entry_size
         require_unshrunk(self._fds[index], size, self.volume_path(index))
 
     def segments(self, offset: int, length: int) -> list[Segment]:
-        """spec/ninfer3.md §1.6 mapping of logical [offset, offset+length) onto this file set."""
+        """spec/ninfer3.md §range-reads mapping of logical [offset, offset+length) onto this file
+        set."""
         return map_range(self.files, self._payload_start, offset, length)
 
     def read(self, offset: int, length: int) -> memoryview:

@@ -1,11 +1,12 @@
-"""The `.ninfer` v3 writer: streaming object writes and atomic publication (spec/ninfer3.md §1.7).
+"""The `.ninfer` v3 writer: streaming object writes and atomic publication (spec/ninfer3.md
+§writer).
 
 Every file is a hidden temp file in the target directory, `ftruncate`d to its final size (so
 unwritten bytes are zeros, and sparse) with its header (and, for the entry, the JSON) written first.
-Object bytes arrive in chunks, in order, and are mapped through spec/ninfer3.md §1.6, so a model
-never has to be in memory at once. `finish` checks coverage and sizes, syncs, and hard-links the
-temp files to their names, continuation volumes first and the entry last; a name that already exists
-is never replaced. `abort` removes every temp file and every file already published.
+Object bytes arrive in chunks, in order, and are mapped through spec/ninfer3.md §range-reads, so a
+model never has to be in memory at once. `finish` checks coverage and sizes, syncs, and hard-links
+the temp files to their names, continuation volumes first and the entry last; a name that already
+exists is never replaced. `abort` removes every temp file and every file already published.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from weightfile.spec.ninfer3.framing import (
 
 def require_readable_json(json_bytes: int) -> None:
     """Refuse a directory longer than the reader's cap: the file would be written whole and then
-    refused at open with `ninfer3.header.json_limit` (spec/ninfer3.md §9.1)."""
+    refused at open with `ninfer3.header.json_limit` (spec/ninfer3.md §safe-files)."""
     if json_bytes > read.MAX_JSON_BYTES:
         raise UnsupportedError(
             "ninfer3.writer.json_limit",
@@ -93,7 +94,7 @@ class ArtifactWriter:
         self._fds: list[int] = []
         self._published: list[Path] = []
         # a killed writer's temporary files, and volumes it published without their entry, go
-        # first: so the write that follows a kill -9 succeeds (spec/ninfer3.md §9.1)
+        # first: so the write that follows a kill -9 succeeds (spec/ninfer3.md §safe-files)
         sweep(self.path.parent)
         self._refuse_existing()
         try:
@@ -105,7 +106,7 @@ class ArtifactWriter:
     # -- setup --------------------------------------------------------------------------------
 
     def _refuse_existing(self) -> None:
-        """Fail before writing anything if any destination exists (spec/ninfer3.md §1.7
+        """Fail before writing anything if any destination exists (spec/ninfer3.md §writer
         Publication)."""
         for destination in self.destinations:
             if os.path.lexists(destination):
@@ -180,7 +181,7 @@ class ArtifactWriter:
 
     def finish(self) -> list[Path]:
         """Check coverage and sizes, sync, publish parts first and the entry last
-        (spec/ninfer3.md §1.7)."""
+        (spec/ninfer3.md §writer)."""
         self._require_open()
         try:
             for object_id, done in self._written.items():
@@ -230,7 +231,7 @@ class ArtifactWriter:
             raise RuntimeError("this writer has already finished or aborted")
 
     def abort(self) -> None:
-        """Remove every temp file and every file already published (spec/ninfer3.md §1.7)."""
+        """Remove every temp file and every file already published (spec/ninfer3.md §writer)."""
         for path in self._published + self._temps:  # volumes first, while the locks are held
             with contextlib.suppress(OSError):
                 os.unlink(path)

@@ -1,4 +1,4 @@
-"""Causal attention of one query head over its cached positions (spec/numerics.md §9)."""
+"""Causal attention of one query head over its cached positions (spec/numerics.md §attention)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ Vec = Sequence[np.float32]
 
 
 def attention_scale(head_dim: int) -> np.float32:
-    """spec/numerics.md §9 step 1: 1 / sqrt(head_dim), a correctly rounded sqrt and one division."""
+    """spec/numerics.md §attention step 1: 1 / sqrt(head_dim), a correctly rounded sqrt and one
+    division."""
     return ONE / np.sqrt(np.float32(head_dim))
 
 
@@ -23,8 +24,8 @@ def attend_head(
     dot: Callable[[Vec, Vec], np.float32],
     softmax: Callable[[Vec], list[np.float32]],
 ) -> list[np.float32]:
-    """spec/numerics.md §9 steps 2-4: scores over positions 0..p ascending, softmax, then o += p_j *
-    v_j in order."""
+    """spec/numerics.md §attention steps 2-4: scores over positions 0..p ascending, softmax, then o
+    += p_j * v_j in order."""
     scale = attention_scale(len(q))
     scores = [dot(q, k) * scale for k in keys]
     probs = softmax(scores)

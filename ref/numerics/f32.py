@@ -1,4 +1,4 @@
-"""binary32 helpers: constants from bit patterns, f16 widening (spec/numerics.md §2).
+"""binary32 helpers: constants from bit patterns, f16 widening (spec/numerics.md §arithmetic).
 
 Python floats are binary64, so every value here is a NumPy float32 scalar or a float32 array:
 each +, -, *, / on them is one IEEE binary32 operation rounded to nearest even.
@@ -17,7 +17,7 @@ ONE = F32(1.0)
 
 def f32_from_bits(bits: int) -> np.float32:
     """The binary32 value with this bit pattern (constants are stated as bits,
-    spec/numerics.md §2)."""
+    spec/numerics.md §arithmetic)."""
     return np.array([bits], dtype=np.uint32).view(np.float32)[0]
 
 
@@ -29,7 +29,7 @@ def f32_bits(value: np.float32) -> int:
 @cache  # 65536 possible inputs; caching only avoids rebuilding the same scalar
 def f16_bits_to_f32(bits: int) -> np.float32:
     """Widen an IEEE binary16 bit pattern to binary32; exact for every value
-    (spec/numerics.md §4)."""
+    (spec/numerics.md §quantized-matmul)."""
     return F32(np.array([bits], dtype=np.uint16).view(np.float16)[0])
 
 

@@ -1,13 +1,13 @@
 """The canonical profile turned into functions: the only numerics the forward pass calls
-(spec/numerics.md §1).
+(spec/numerics.md §profiles).
 
 `kernels_for(profile)` gives the canonical operations, with the profile's quantized-matmul mode
-(spec/numerics.md §4.1 or §4.2, the one choice the canonical profile leaves to its user). Every
-other rule is the canonical one: a profile whose rules differ (the board's, spec/numerics.md §20)
-is a different sequence of operations, run by its own models (`ref/qwen3/board`, named by the
-profile registry weightfile/profiles.py), and `kernels_for` refuses it. The operations take no
-notice of where in a call they run, which is what makes the forward pass batch invariant
-(spec/numerics.md §12).
+(spec/numerics.md §q8-activation or §f32-weights, the one choice the canonical profile leaves to its
+user). Every other rule is the canonical one: a profile whose rules differ (the board's,
+spec/numerics.md §board) is a different sequence of operations, run by its own models
+(`ref/qwen3/board`, named by the profile registry weightfile/profiles.py), and `kernels_for` refuses
+it. The operations take no notice of where in a call they run, which is what makes the forward pass
+batch invariant (spec/numerics.md §batch-invariance).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from .matrix import DenseMatrix, Matrix, QuantMatrix
 
 Vector = Sequence[np.float32]
 
-#: spec/numerics.md §4: the two quantized-weight modes a canonical profile may select.
+#: spec/numerics.md §quantized-matmul: the two quantized-weight modes a canonical profile may
+#: select.
 _QUANT = {
     QuantizedMatmul.Q8_ACTIVATION: quant.matvec_q8_activation,
     QuantizedMatmul.F32_WEIGHTS: quant.matvec_f32_weights,
@@ -48,16 +49,16 @@ class Kernels:
     rope_tables: Callable[[np.float32, int], rope.RopeTables]
 
     def rmsnorm(self, x: Vector, weight: Vector, eps: np.float32) -> list[np.float32]:
-        """spec/numerics.md §5.1 RMSNorm of one vector."""
+        """spec/numerics.md §rmsnorm RMSNorm of one vector."""
         return self._rmsnorm(x, weight, eps)
 
     def softmax(self, scores: Vector) -> list[np.float32]:
-        """spec/numerics.md §5.2 Softmax of one score vector, with this profile's exp."""
+        """spec/numerics.md §softmax Softmax of one score vector, with this profile's exp."""
         return self._softmax(scores, self.exp)
 
     def matvec(self, m: Matrix, x: Vector) -> list[np.float32]:
-        """spec/numerics.md §3.4 / §4 y = W x for one activation vector; each row a dot in the
-        profile's order."""
+        """spec/numerics.md §matmul / §quantized-matmul y = W x for one activation vector; each row
+        a dot in the profile's order."""
         if m.shape[1] != len(x):
             raise ValueError(f"matvec of a {m.shape} matrix with a vector of {len(x)}")
         if isinstance(m, DenseMatrix):
@@ -67,21 +68,22 @@ class Kernels:
     def attend(
         self, q: Vector, keys: Sequence[Vector], values: Sequence[Vector]
     ) -> list[np.float32]:
-        """spec/numerics.md §9 One query head over the cached K/V of its kv head, positions 0..p."""
+        """spec/numerics.md §attention One query head over the cached K/V of its kv head, positions
+        0..p."""
         return attention.attend_head(q, keys, values, self.dot, self.softmax)
 
     def swiglu(self, gate: Vector, up: Vector) -> list[np.float32]:
-        """spec/numerics.md §7 silu(g_i) * u_i, element-wise."""
+        """spec/numerics.md §silu silu(g_i) * u_i, element-wise."""
         return [self.silu(g) * u for g, u in zip(gate, up, strict=True)]
 
     def add(self, a: Vector, b: Vector) -> list[np.float32]:
-        """spec/numerics.md §5.3 Residual add: one rounding per element."""
+        """spec/numerics.md §residual Residual add: one rounding per element."""
         return [F32(x + y) for x, y in zip(a, b, strict=True)]
 
 
 def kernels_for(profile: NumericsProfile) -> Kernels:
     """The canonical kernels with the profile's quantized-matmul mode; NotImplementedError for a
-    profile naming any other rule (spec/numerics.md §1)."""
+    profile naming any other rule (spec/numerics.md §profiles)."""
     for f in fields(profile):
         if f.name not in ("name", "quantized_matmul"):
             rule, canonical = getattr(profile, f.name), getattr(CANONICAL, f.name)

@@ -1,4 +1,4 @@
-"""Weight matrices as the numerics sees them (spec/numerics.md §4).
+"""Weight matrices as the numerics sees them (spec/numerics.md §quantized-matmul).
 
 A matrix is [rows (out), cols (in)], as Hugging Face linear weights and VQF per-layer matrices
 are. It is either float32 values (F32, or F16 widened exactly) or the logical words of a

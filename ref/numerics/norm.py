@@ -1,4 +1,4 @@
-"""RMSNorm (spec/numerics.md §5.1)."""
+"""RMSNorm (spec/numerics.md §rmsnorm)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .reduce import sum_f32
 
 
 def rms_inverse(x: Sequence[np.float32], eps: np.float32) -> np.float32:
-    """spec/numerics.md §5.1 r = 1 / sqrt(ss / n + eps), ss the canonical sum of x_i*x_i; sqrt
+    """spec/numerics.md §rmsnorm r = 1 / sqrt(ss / n + eps), ss the canonical sum of x_i*x_i; sqrt
     correctly rounded."""
     ss = sum_f32(v * v for v in x)
     mean = ss / F32(len(x))
@@ -19,6 +19,6 @@ def rms_inverse(x: Sequence[np.float32], eps: np.float32) -> np.float32:
 
 
 def rmsnorm(x: Sequence[np.float32], weight: Sequence[np.float32], eps: np.float32) -> list:
-    """spec/numerics.md §5.1 out_i = (x_i * r) * w_i, two roundings per element."""
+    """spec/numerics.md §rmsnorm out_i = (x_i * r) * w_i, two roundings per element."""
     r = rms_inverse(x, eps)
     return [(v * r) * w for v, w in zip(x, weight, strict=True)]

@@ -1,4 +1,5 @@
-"""The canonical summation order: 8 lanes, then a fixed halving tree (spec/numerics.md §3).
+"""The canonical summation order: 8 lanes, then a fixed halving tree (spec/numerics.md
+§lanes8-tree).
 
 Element i of a sum goes to lane i mod 8; each lane adds its elements in ascending i, starting
 from +0.0. The lanes are then combined as ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)): first the
@@ -18,7 +19,7 @@ from .f32 import ZERO
 
 
 def lane_partials(terms: Iterable[np.float32]) -> list[np.float32]:
-    """spec/numerics.md §3.1 Lane j holds the ascending-order sum of the terms with index = j (mod
+    """spec/numerics.md §lanes Lane j holds the ascending-order sum of the terms with index = j (mod
     8)."""
     lanes = [ZERO] * SUM_LANES
     for i, term in enumerate(terms):
@@ -27,8 +28,8 @@ def lane_partials(terms: Iterable[np.float32]) -> list[np.float32]:
 
 
 def combine_lanes(lanes: Sequence[np.float32]) -> np.float32:
-    """spec/numerics.md §3.2 The fixed tree: halve the lane count by adding lane j + width/2 onto
-    lane j."""
+    """spec/numerics.md §combining-tree The fixed tree: halve the lane count by adding lane j +
+    width/2 onto lane j."""
     level = list(lanes)
     while len(level) > 1:
         half = len(level) // 2
@@ -37,12 +38,12 @@ def combine_lanes(lanes: Sequence[np.float32]) -> np.float32:
 
 
 def sum_f32(terms: Iterable[np.float32]) -> np.float32:
-    """spec/numerics.md §3 The canonical sum of float32 terms."""
+    """spec/numerics.md §lanes8-tree The canonical sum of float32 terms."""
     return combine_lanes(lane_partials(terms))
 
 
 def dot(a: Sequence[np.float32], b: Sequence[np.float32]) -> np.float32:
-    """spec/numerics.md §3.3 Dot product: products rounded one by one (no FMA), summed in the
+    """spec/numerics.md §dot Dot product: products rounded one by one (no FMA), summed in the
     canonical order."""
     if len(a) != len(b):
         raise ValueError(f"dot of lengths {len(a)} and {len(b)}")
@@ -50,7 +51,8 @@ def dot(a: Sequence[np.float32], b: Sequence[np.float32]) -> np.float32:
 
 
 def max_f32(values: Iterable[np.float32]) -> np.float32:
-    """spec/numerics.md §5.2 Maximum, NaN if any value is NaN (order does not matter for max)."""
+    """spec/numerics.md §softmax Maximum, NaN if any value is NaN (order does not matter for
+    max)."""
     best = None
     for v in values:
         if best is None or v > best or v != v:

@@ -1,4 +1,4 @@
-"""RoPE: inv_freq and cos/sin tables computed once, correctly rounded (spec/numerics.md §8).
+"""RoPE: inv_freq and cos/sin tables computed once, correctly rounded (spec/numerics.md §rope).
 
 The table values are the binary32 values nearest to the real functions of binary32 arguments,
 so every implementation can produce them (CORE-MATH's cr_powf / cr_cosf / cr_sinf do, and so
@@ -35,7 +35,7 @@ def correctly_rounded(fn: Callable[..., mpmath.mpf], *args: np.float32) -> np.fl
 
 
 def inv_freq(theta: np.float32, rotary_dim: int) -> list[np.float32]:
-    """spec/numerics.md §8.1 inv_freq[i] = 1 / pow(theta, (2i) / d), pow correctly rounded, /
+    """spec/numerics.md §inv-freq inv_freq[i] = 1 / pow(theta, (2i) / d), pow correctly rounded, /
     rounded, i < d/2."""
     d = F32(rotary_dim)
     return [
@@ -44,8 +44,8 @@ def inv_freq(theta: np.float32, rotary_dim: int) -> list[np.float32]:
 
 
 def mrope_axis(slot: int, sections: Sequence[int] | None) -> int:
-    """spec/numerics.md §8.3 Interleaved MRoPE: slot i takes H (1) if i%3==1 and i<3*s1, W (2) if
-    i%3==2 and i<3*s2, else T (0). Without sections every slot is T (plain RoPE)."""
+    """spec/numerics.md §mrope-positions Interleaved MRoPE: slot i takes H (1) if i%3==1 and i<3*s1,
+    W (2) if i%3==2 and i<3*s2, else T (0). Without sections every slot is T (plain RoPE)."""
     if sections:
         if slot % 3 == 1 and slot < 3 * sections[1]:
             return 1
@@ -55,7 +55,8 @@ def mrope_axis(slot: int, sections: Sequence[int] | None) -> int:
 
 
 class RopeTables:
-    """spec/numerics.md §8.2 cos/sin rows per integer position, computed on first use and kept."""
+    """spec/numerics.md §cos-sin cos/sin rows per integer position, computed on first use and
+    kept."""
 
     def __init__(self, theta: np.float32, rotary_dim: int) -> None:
         self.inv_freq = inv_freq(theta, rotary_dim)
@@ -73,8 +74,8 @@ class RopeTables:
     def cos_sin(
         self, position_ids: Sequence[int], sections: Sequence[int] | None
     ) -> tuple[list[np.float32], list[np.float32]]:
-        """spec/numerics.md §8.3 cos/sin for one token with MRoPE ids (t, h, w); slot i uses its
-        axis' row."""
+        """spec/numerics.md §mrope-positions cos/sin for one token with MRoPE ids (t, h, w); slot i
+        uses its axis' row."""
         cos, sin = [], []
         for i in range(len(self.inv_freq)):
             c, s = self.row(position_ids[mrope_axis(i, sections)])
@@ -86,7 +87,7 @@ class RopeTables:
 def apply_rope(
     x: Sequence[np.float32], cos: Sequence[np.float32], sin: Sequence[np.float32]
 ) -> list[np.float32]:
-    """spec/numerics.md §8.4 rotate_half pairs (j, j+h): x'_j = x_j c - x_{j+h} s, x'_{j+h} =
+    """spec/numerics.md §rotation rotate_half pairs (j, j+h): x'_j = x_j c - x_{j+h} s, x'_{j+h} =
     x_{j+h} c + x_j s."""
     h = len(cos)
     out = list(x)

@@ -1,9 +1,10 @@
-"""Bind a VQF file to the Qwen3 decoder: arch -> config, inventory -> weights (spec/vqf.md §7, §8).
+"""Bind a VQF file to the Qwen3 decoder: arch -> config, inventory -> weights (spec/vqf.md
+§inventory, §arch-semantics).
 
-Shapes come from the arch, never from the directory's diagnostic rows/cols (spec/vqf.md §7.3).
-Per-layer tensors are stacked layer after layer (spec/vqf.md §7.1): layer l of a matrix [out, in] is
-the byte range [l·B(out·in), (l+1)·B(out·in)) of the payload, B the size function of
-spec/vqf.md §5.9. F32 and F16 tensors are read here; a quantized matrix's bytes go to
+Shapes come from the arch, never from the directory's diagnostic rows/cols (spec/vqf.md §geometry).
+Per-layer tensors are stacked layer after layer (spec/vqf.md §text-tensors): layer l of a matrix
+[out, in] is the byte range [l·B(out·in), (l+1)·B(out·in)) of the payload, B the size function of
+spec/vqf.md §size-function. F32 and F16 tensors are read here; a quantized matrix's bytes go to
 `matrix_words`, the codec hook that returns its logical words (so tiled layouts, G256 and Q4I8 are
 the codecs' business, not the binder's).
 
@@ -32,7 +33,7 @@ from .weights import LayerWeights, ModelWeights, widen_f16
 MatrixWords = Callable[[str, int, int, bytes, int, int], tuple[np.ndarray, np.ndarray]]
 
 #: The projection sets a file can hold: the q4_* or q8_* matrices. The engine's decode prefers Q4
-#: when a file has both (spec/vqf.md §7.2).
+#: when a file has both (spec/vqf.md §weight-modes).
 PROJECTION_SETS = ("q4", "q8")
 
 
@@ -44,8 +45,8 @@ def require_entry(vqf: VQFFile, name: str) -> Entry:
 
 
 def require_layout(e: Entry, allowed: tuple[QType, ...], elements: int) -> None:
-    """The entry's qtype is allowed and rows·cols and bytes match the arch (spec/vqf.md §5.9,
-    §7.3)."""
+    """The entry's qtype is allowed and rows·cols and bytes match the arch (spec/vqf.md
+    §size-function, §geometry)."""
     where = {"offset": e.entry_offset, "path": f"directory[{e.index}]"}
     if e.qtype not in allowed:
         names = "/".join(q.name for q in allowed)
@@ -59,7 +60,7 @@ def require_layout(e: Entry, allowed: tuple[QType, ...], elements: int) -> None:
 
 
 def config_from_arch(arch: dict, tied: bool) -> Qwen3Config:
-    """spec/vqf.md §8 arch fields -> Qwen3Config; MRoPE sections when has_mrope."""
+    """spec/vqf.md §arch-semantics arch fields -> Qwen3Config; MRoPE sections when has_mrope."""
     sections = None
     if arch.get("has_mrope"):
         sections = tuple(arch["mrope_sections"][: arch["mrope_n_sec"]])
@@ -99,7 +100,7 @@ def choose_projection_set(vqf: VQFFile, projection_set: str | None) -> str:
 
 
 def read_embedding(vqf: VQFFile, c: Qwen3Config) -> np.ndarray:
-    """token_embed [V, d]: F16 widened exactly, or F32 (spec/vqf.md §5.1–§5.2)."""
+    """token_embed [V, d]: F16 widened exactly, or F32 (spec/vqf.md §f32, §f16)."""
     e = require_entry(vqf, "token_embed")
     require_layout(e, (QType.F16, QType.F32), c.vocab_size * c.hidden_size)
     raw = bytes(vqf.payload(e))
@@ -128,7 +129,8 @@ def dense_values(qtype: int, raw: bytes) -> np.ndarray:
 def read_matrices(
     vqf: VQFFile, name: str, layers: int, out: int, inp: int, words: MatrixWords
 ) -> list[Matrix]:
-    """A stacked matrix: layer l is bytes [l·B(out·in), (l+1)·B(out·in)) (spec/vqf.md §7.1).
+    """A stacked matrix: layer l is bytes [l·B(out·in), (l+1)·B(out·in)) (spec/vqf.md
+    §text-tensors).
 
     Q8_0 / Q4_0 go through the codec hook; F32 / F16 (the importer's reference-precision
     files, outside the engine's inventory) bind as float32 matrices."""
@@ -150,11 +152,11 @@ def read_matrices(
 def codec_matrix_words(
     name: str, qtype: int, flags: int, payload: bytes, rows: int, cols: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The reference codecs as the binder's hook: signed codes and f16 scale bits (spec/vqf.md §5,
-    §7.1).
+    """The reference codecs as the binder's hook: signed codes and f16 scale bits (spec/vqf.md
+    §encodings, §text-tensors).
 
     The codec is the one the flags and name select for this [rows, cols] matrix; Q4 nibbles
-    n become the signed code n − 8 the value formula uses ((n − 8)·d, spec/vqf.md §5.7).
+    n become the signed code n − 8 the value formula uses ((n − 8)·d, spec/vqf.md §q4-0).
     """
     codec = codec_for(qtype, flags, name, shape=(rows, cols))
     words = vqf_codec(codec).decode_words(payload, rows, cols)
@@ -166,7 +168,7 @@ def codec_matrix_words(
 
 @dataclass(frozen=True)
 class DensePlan:
-    """What a dense Qwen3 VQF binds (spec/vqf.md §7.1): its config, projection set, lm_head
+    """What a dense Qwen3 VQF binds (spec/vqf.md §text-tensors): its config, projection set, lm_head
     tensor name (None: tied to token_embed) and the physical [out, in] shape of each per-layer
     matrix."""
 
@@ -193,7 +195,7 @@ def dense_plan(vqf: VQFFile, projection_set: str | None = None) -> DensePlan:
     lm_name = next((f"{f}_lm" for f in (pset, *PROJECTION_SETS) if f"{f}_lm" in names), None)
     c = config_from_arch(arch, tied=lm_name is None)
     d = c.hidden_size
-    shapes = {  # physical [out, in] per layer (spec/vqf.md §7.1)
+    shapes = {  # physical [out, in] per layer (spec/vqf.md §text-tensors)
         "q": (c.q_dim, d), "k": (c.kv_dim, d), "v": (c.kv_dim, d), "o": (d, c.q_dim),
         "gate": (c.intermediate_size, d), "up": (c.intermediate_size, d),
         "down": (d, c.intermediate_size),

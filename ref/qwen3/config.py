@@ -1,5 +1,5 @@
-"""Model hyper-parameters of a Qwen3 dense decoder (spec/models.md §1.1, Qwen3-VL text
-spec/models.md §1.2)."""
+"""Model hyper-parameters of a Qwen3 dense decoder (spec/models.md §qwen3, Qwen3-VL text
+spec/models.md §qwen3-vl)."""
 
 from __future__ import annotations
 

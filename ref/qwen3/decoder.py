@@ -1,4 +1,4 @@
-"""The Qwen3 dense decoder forward pass (spec/models.md §1.1; spec/numerics.md §9).
+"""The Qwen3 dense decoder forward pass (spec/models.md §qwen3; spec/numerics.md §attention).
 
 Layer-major, like a prefill: each layer runs over all tokens of the call before the next layer.
 Every arithmetic step goes through the profile's `Kernels`, so the same code runs under any

@@ -1,4 +1,4 @@
-"""The Qwen3 trace-name table (spec/numerics.md §10): what each block records, in order.
+"""The Qwen3 trace-name table (spec/models.md §qwen3-forward): what each block records, in order.
 
 Names (T = tokens of the call; L = layer index):
   embed [T, hidden]

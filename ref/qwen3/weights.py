@@ -1,4 +1,5 @@
-"""The in-memory weights a forward pass reads (spec/models.md §2 tensor names, spec/vqf.md §7.1).
+"""The in-memory weights a forward pass reads (spec/models.md §tiny-checkpoints tensor names,
+spec/vqf.md §text-tensors).
 
 Every projection is a `Matrix` of `weightfile.ref.numerics.matrix`: float32 values, or the
 logical words (int8 codes + f16 scale bits per 32 columns) a VQF codec decodes to. Norm weights

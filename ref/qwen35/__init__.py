@@ -1,5 +1,6 @@
 """Qwen3.5 text (gated attention + Gated DeltaNet) as a textbook, on the canonical numerics
-(spec/models.md §1.4, spec/ninfer3.md §6, spec/numerics.md §16-§19).
+(spec/models.md §qwen35, spec/ninfer3.md §qwen35-text, spec/numerics.md §log, §gdn, spec/models.md
+§qwen35-forward, §qwen35-trace).
 
     from weightfile.ref.ninfer3.read import open_artifact
     from weightfile.ref.qwen35 import Qwen35Model, bind_ninfer

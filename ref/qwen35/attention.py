@@ -1,4 +1,5 @@
-"""Gated full attention for all tokens of a call (spec/models.md §1.4; spec/numerics.md §9, §18.2).
+"""Gated full attention for all tokens of a call (spec/models.md §qwen35; spec/numerics.md
+§attention, spec/models.md §qwen35-attention).
 
 h = x + output(gate(attn(rope(norm(query)), rope(norm(key)), value), sigmoid(gate_proj))),
 all of it on n = zero-centred RMSNorm(x). The K/V cache stores K after k_norm and RoPE.
@@ -20,7 +21,7 @@ from .weights import AttentionWeights
 
 def attend(ops: Ops, q: Vec, keys: list[list[Vec]], values: list[list[Vec]]) -> Vec:
     """Causal GQA attention of one token: query head h reads kv head h // group
-    (spec/ninfer3.md §9)."""
+    (spec/ninfer3.md §this-tree)."""
     c = ops.config
     return attention.attend(ops.kernels, q, keys, values, c.head_dim, c.group_size)
 

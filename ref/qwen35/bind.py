@@ -1,17 +1,17 @@
-"""The Qwen3.5 text binder: an opened `.ninfer` file to (config, weights) (spec/ninfer3.md §2.9,
-§6).
+"""The Qwen3.5 text binder: an opened `.ninfer` file to (config, weights) (spec/ninfer3.md
+§validation, §qwen35-text).
 
 The binder's checks, in this order, each one function:
-1. the text component exists and its config is the closed spec/ninfer3.md §6.1 set
+1. the text component exists and its config is the closed spec/ninfer3.md §qwen35-config set
    (`validate_text_config`);
-2. the four text resource roles are present (spec/ninfer3.md §6.2 resource roles);
-3. every canonical spec/ninfer3.md §6.2 parameter resolves through its binding -- whole object with
-   the exact shape, or ordered parts covering exactly its elements (spec/ninfer3.md §2.5) -- and a
-   direct parameter's objects have its exact format in `contiguous_le_v1` (bf16, fp32 for a_log /
-   dt_bias);
+2. the four text resource roles are present (spec/ninfer3.md §qwen35-names resource roles);
+3. every canonical spec/ninfer3.md §qwen35-names parameter resolves through its binding -- whole
+   object with the exact shape, or ordered parts covering exactly its elements (spec/ninfer3.md
+   §binding) -- and a direct parameter's objects have its exact format in `contiguous_le_v1` (bf16,
+   fp32 for a_log / dt_bias);
 4. no `text/` binding is left over that no layer declares;
 5. every declared (parameter, input) has a Use with an activation policy, no Use of a text parameter
-   names an undeclared input, and every Use's auxiliaries are valid (spec/ninfer3.md §2.6).
+   names an undeclared input, and every Use's auxiliaries are valid (spec/ninfer3.md §use).
 Then every parameter is decoded with its objects' codecs, its element ranges concatenated in
 order, and the weights arranged (`weights_from_parameters`).
 """
@@ -47,7 +47,8 @@ def bind_config(nf: Artifact) -> Qwen35Config:
 
 
 def check_resources(nf: Artifact) -> None:
-    """Step 2: every required text resource role names a resource object (spec/ninfer3.md §6.2)."""
+    """Step 2: every required text resource role names a resource object (spec/ninfer3.md
+    §qwen35-names)."""
     resources = nf.component(TEXT_COMPONENT).resources
     for role in TEXT_RESOURCE_ROLES:
         require(
@@ -56,7 +57,7 @@ def check_resources(nf: Artifact) -> None:
             f"text has no resource {role!r}",
             f"components.{TEXT_COMPONENT}.resources",
         )
-        # its deferred checks: encoding raw_bytes_v1 (spec/ninfer3.md §2.9)
+        # its deferred checks: encoding raw_bytes_v1 (spec/ninfer3.md §validation)
         nf.object(resources[role])
 
 
@@ -77,7 +78,8 @@ def resolve(nf: Artifact, p: TextParameter) -> list[ElementRange]:
 
 
 def check_unexpected(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
-    """Step 4: every `text/` binding is a parameter of this config (spec/ninfer3.md §6.2)."""
+    """Step 4: every `text/` binding is a parameter of this config (spec/ninfer3.md
+    §qwen35-names)."""
     for name, binding in nf.directory.bindings.items():
         require(
             not name.startswith(TEXT_PREFIX) or name in params,
@@ -89,7 +91,8 @@ def check_unexpected(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
 
 def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
     """The inputs a Use of `p` may name: its declared ones, and for the output head also
-    `<component>/final_hidden` of any other component in the file (spec/ninfer3.md §6.2)."""
+    `<component>/final_hidden` of any other component in the file (spec/ninfer3.md
+    §qwen35-names)."""
     allowed = set(p.inputs)
     if p.name == OUTPUT_HEAD:
         allowed |= {c + FINAL_HIDDEN for c in nf.directory.components if c != TEXT_COMPONENT}
@@ -97,9 +100,9 @@ def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
 
 
 def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> None:
-    """Auxiliaries (spec/ninfer3.md §2.6): accepted roles, a valid divisor, valid Hadamard signs.
-    The reference keeps activations in float32 (spec/numerics.md §18.4), so a divisor changes
-    nothing; Hadamard signs change the weights' meaning and are not implemented."""
+    """Auxiliaries (spec/ninfer3.md §use): accepted roles, a valid divisor, valid Hadamard signs.
+    The reference keeps activations in float32 (spec/models.md §qwen35-activations), so a divisor
+    changes nothing; Hadamard signs change the weights' meaning and are not implemented."""
     nf.activation_divisor(use)
     if nf.hadamard_signs(use, shape) is not None:
         raise UnsupportedError(
@@ -140,8 +143,8 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
 
 
 class ObjectDecoder:
-    """Decodes each object once with its (format, layout) codec, as float32 (spec/ninfer3.md §3,
-    §4).
+    """Decodes each object once with its (format, layout) codec, as float32 (spec/ninfer3.md
+    §formats, §layouts).
 
     `codec_for` defaults to the reference codecs; `weightfile.fast.codecs.ninfer3.codec.
     get_codec` decodes the same values bit for bit (tests/differential), only faster.
@@ -163,7 +166,7 @@ class ObjectDecoder:
 
     def parameter(self, ranges: list[ElementRange], shape: tuple[int, ...]) -> np.ndarray:
         """The ranges' elements concatenated in order, as the parameter's C-order array
-        (spec/ninfer3.md §2.5)."""
+        (spec/ninfer3.md §binding)."""
         values = np.concatenate([self.flat(r.object_id)[r.begin : r.end] for r in ranges])
         assert values.size == elements(shape)
         return values.reshape(shape)

@@ -1,4 +1,4 @@
-"""The per-sequence state of a Qwen3.5 text model (spec/models.md §1.4).
+"""The per-sequence state of a Qwen3.5 text model (spec/models.md §qwen35).
 
 Full-attention layers keep K (after k_norm and RoPE) and V per position; Gated DeltaNet layers
 keep the last kernel−1 inputs of the causal convolution (zeros before the sequence: the conv's

@@ -1,9 +1,9 @@
 """Validate `components.text.config` as the closed set and build `Qwen35Config`
-(spec/ninfer3.md §6.1).
+(spec/ninfer3.md §qwen35-config).
 
-The key table is `weightfile.spec.ninfer3.text_config`; here each spec/ninfer3.md §6.1 rule is one
-function, applied in the order the table lists them, raising `InvalidError` with a `ninfer3.text.*`
-rule id and the JSON path `components.text.config.<key>`.
+The key table is `weightfile.spec.ninfer3.text_config`; here each spec/ninfer3.md §qwen35-config
+rule is one function, applied in the order the table lists them, raising `InvalidError` with a
+`ninfer3.text.*` rule id and the JSON path `components.text.config.<key>`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ T = TypeVar("T")
 
 
 class ConfigKey(Generic[T]):
-    """A spec/ninfer3.md §6.1 key read as a typed attribute: `config.head_dim` is
+    """A spec/ninfer3.md §qwen35-config key read as a typed attribute: `config.head_dim` is
     `config.json.get("head_dim")`.
 
     A key of a conditional group is None when the config does not have the group (head_dim
@@ -66,7 +66,8 @@ class ConfigKey(Generic[T]):
 @dataclass(frozen=True)
 class Qwen35Config:
     """A validated Qwen3.5 text config; `json` is the closed config object itself, and every
-    spec/ninfer3.md §6.1 key (spec/ninfer3/text_config.CONFIG_KEYS) is also a typed attribute."""
+    spec/ninfer3.md §qwen35-config key (spec/ninfer3/text_config.CONFIG_KEYS) is also a typed
+    attribute."""
 
     json: Mapping[str, Any]
 
@@ -139,7 +140,7 @@ def key_path(key: str, *more: str) -> str:
 
 
 def is_positive_f32(value: Any) -> bool:
-    """A JSON number whose binary32 rounding is positive and finite (spec/ninfer3.md §6.1
+    """A JSON number whose binary32 rounding is positive and finite (spec/ninfer3.md §qwen35-config
     rms_norm_eps)."""
     if type(value) not in (int, float) or not math.isfinite(value):
         return False
@@ -166,7 +167,7 @@ def check_scalar(key: str, value: Any) -> None:
 
 def check_architecture(config: Mapping[str, Any]) -> str:
     """architectures is a 1-element array of a known name; model_type is its pair
-    (spec/ninfer3.md §6.1, Q9)."""
+    (spec/ninfer3.md §qwen35-config, Q9)."""
     arch = config["architectures"]
     ok = type(arch) is list and len(arch) == 1 and arch[0] in MODEL_TYPES
     require(
@@ -187,7 +188,7 @@ def check_architecture(config: Mapping[str, Any]) -> str:
 
 def check_members(config: Mapping[str, Any], architecture: str) -> None:
     """Closed set: no unknown key, no key of the other FFN kind; required keys present
-    (spec/ninfer3.md §6.1)."""
+    (spec/ninfer3.md §qwen35-config)."""
     for key in config:
         require(
             key in CONFIG_KEYS, "ninfer3.text.key", f"unknown config key {key!r}", key_path(key)
@@ -247,7 +248,7 @@ def check_heads(config: Mapping[str, Any], heads: str, kv: str) -> None:
 
 def check_rope(config: Mapping[str, Any]) -> None:
     """rope_parameters: closed {rope_theta > 0 f32, 0 < factor <= 1, mrope_section}; the rotary
-    width floor(head_dim · factor) positive and even (spec/ninfer3.md §6.1 RoPE row)."""
+    width floor(head_dim · factor) positive and even (spec/ninfer3.md §qwen35-config RoPE row)."""
     rope = config["rope_parameters"]
     path = key_path("rope_parameters")
     require(type(rope) is dict, "ninfer3.text.rope", "rope_parameters is not an object", path)
@@ -283,7 +284,7 @@ def check_rope(config: Mapping[str, Any]) -> None:
 
 def check_mrope_section(section: Any, rotary: int, path: str) -> None:
     """3 ints >= 0 summing to rotary/2, equal to their interleaved axis counts
-    (spec/ninfer3.md §6.1)."""
+    (spec/ninfer3.md §qwen35-config)."""
     ok = type(section) is list and len(section) == MROPE_AXES
     ok = ok and all(type(s) is int and s >= 0 for s in section)
     require(
@@ -306,7 +307,8 @@ def check_mrope_section(section: Any, rotary: int, path: str) -> None:
 
 
 def validate_text_config(config: Any) -> Qwen35Config:
-    """Every spec/ninfer3.md §6.1 rule, in table order; returns the config as a `Qwen35Config`."""
+    """Every spec/ninfer3.md §qwen35-config rule, in table order; returns the config as a
+    `Qwen35Config`."""
     require(type(config) is dict, "ninfer3.text.value", "config is not an object", CONFIG_PATH)
     for key in ("architectures", "model_type"):
         require(

@@ -1,4 +1,5 @@
-"""The FFN half of a layer: dense SwiGLU, or MoE with a shared expert (spec/models.md §1.3, §1.4).
+"""The FFN half of a layer: dense SwiGLU, or MoE with a shared expert (spec/models.md §qwen3-moe,
+§qwen35).
 
 out = h + FFN(n), n = zero-centred RMSNorm(h). MoE (Qwen3.5-MoE): softmax over all experts'
 router logits, the top-k probabilities (ties: lower expert index first) renormalised by their

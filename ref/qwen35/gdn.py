@@ -1,5 +1,5 @@
-"""Gated DeltaNet (linear attention) for all tokens of a call (spec/models.md §1.4;
-spec/numerics.md §17).
+"""Gated DeltaNet (linear attention) for all tokens of a call (spec/models.md §qwen35;
+spec/numerics.md §gdn).
 
 Per token, in order of its sequence: project n = zero-centred RMSNorm(x) to q|k|v, z, a, b;
 causal depthwise conv over the last `kernel` q|k|v inputs, then SiLU; L2-normalise q and k per
@@ -27,7 +27,7 @@ from .weights import GdnWeights
 
 def gates(ops: Ops, w: GdnWeights, a: Vec, b: Vec) -> tuple[Vec, Vec]:
     """beta_h = sigmoid(b_h); g_h = −(exp(A_log_h) · softplus(a_h + dt_bias_h))
-    (spec/models.md §1.4)."""
+    (spec/models.md §qwen35)."""
     beta = [ops.sigmoid(v) for v in b]
     g = [
         -(ops.kernels.exp(al) * ops.softplus(v + dt))
@@ -37,8 +37,8 @@ def gates(ops: Ops, w: GdnWeights, a: Vec, b: Vec) -> tuple[Vec, Vec]:
 
 
 def query_key_heads(ops: Ops, conv: Vec) -> tuple[list[Vec], list[Vec]]:
-    """L2-normalised key-head vectors of q (then divided by sqrt(dk), spec/numerics.md §17.2) and of
-    k."""
+    """L2-normalised key-head vectors of q (then divided by sqrt(dk), spec/numerics.md §gdn-l2norm)
+    and of k."""
     c = ops.config
     kg, dk = c.gdn_key_dim, c.linear_key_head_dim
     scale = np.sqrt(F32(dk))  # correctly rounded

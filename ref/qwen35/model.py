@@ -1,10 +1,11 @@
-"""The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (spec/models.md §1.4).
+"""The Qwen3.5 text forward pass: hybrid gated attention / Gated DeltaNet (spec/models.md §qwen35).
 
 Same public surface as `weightfile.ref.qwen3.decoder.Qwen3Model` (`config`, `kernels`,
 `new_cache`, `forward`, `forward_batch`), so generation and sampling take either. Layer-major
 like a prefill, every arithmetic step through the profile's kernels or the canonical operations of
-spec/numerics.md §16-§18, vectors as lists of float32 scalars. Per layer:
-h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm₀ the zero-centred norm (1 + w).
+spec/numerics.md §log, §gdn, spec/models.md §qwen35-forward, vectors as lists of float32 scalars.
+Per layer: h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm₀ the zero-centred norm (1
++ w).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Qwen35Model:
         )
         self.ops = Ops(self.kernels, config, rope)
         # Zero-centred norms: the effective weight 1 + w, rounded once, at load
-        # (spec/numerics.md §18.1).
+        # (spec/models.md §qwen35-rmsnorm).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)

@@ -1,5 +1,5 @@
-"""The Qwen3.5-specific operations on one token's vectors (spec/models.md §1.4;
-spec/numerics.md §16-§18).
+"""The Qwen3.5-specific operations on one token's vectors (spec/models.md §qwen35;
+spec/numerics.md §log, §gdn, spec/models.md §qwen35-forward).
 
 `Ops` binds a numerics profile's kernels to a config and adds what Qwen3 does not have: the
 zero-centred RMSNorm (1 + w), sigmoid gates, partial rotary embedding, softplus. Everything
@@ -33,15 +33,16 @@ class Ops:
     rope: RopeTables | None  # None when the model has no full-attention layer
 
     def sigmoid(self, x: np.float32) -> np.float32:
-        """spec/numerics.md §7 sigmoid(x) = 1 / (1 + exp(-x)) with the profile's exp."""
+        """spec/numerics.md §silu sigmoid(x) = 1 / (1 + exp(-x)) with the profile's exp."""
         return ONE / (ONE + self.kernels.exp(-x))
 
     def softplus(self, x: np.float32) -> np.float32:
-        """spec/numerics.md §16.3 softplus with the canonical log1p and exp."""
+        """spec/numerics.md §softplus softplus with the canonical log1p and exp."""
         return F32(softplus(x))
 
     def norm(self, x: Sequence[np.float32], effective_weight: np.ndarray) -> Vec:
-        """spec/numerics.md §5.1 RMSNorm with the config's eps; zero-centred callers pass 1 + w."""
+        """spec/numerics.md §rmsnorm RMSNorm with the config's eps; zero-centred callers pass 1 +
+        w."""
         return rmsnorm(self.kernels, x, effective_weight, self.config.eps_f32)
 
     def head_norm(self, v: Vec, effective_weight: np.ndarray, head_dim: int) -> Vec:
@@ -49,7 +50,7 @@ class Ops:
         return head_rmsnorm(self.kernels, v, effective_weight, head_dim, self.config.eps_f32)
 
     def partial_rope(self, v: Vec, position_ids: Sequence[int]) -> Vec:
-        """spec/numerics.md §8 rotate_half RoPE on the first rotary_dim dims of every head,
+        """spec/numerics.md §rope rotate_half RoPE on the first rotary_dim dims of every head,
         interleaved MRoPE sections; the remaining head_dim − rotary_dim dims pass through
         unchanged."""
         assert self.rope is not None

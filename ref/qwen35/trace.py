@@ -1,4 +1,4 @@
-"""Trace names of the Qwen3.5 text forward pass (spec/numerics.md §19).
+"""Trace names of the Qwen3.5 text forward pass (spec/models.md §qwen35-trace).
 
 Names (T = tokens of the call; L = layer index; Q = heads·D, Kw = kv_heads·D, Kg / Vg the
 GDN key / value widths, I the FFN width):

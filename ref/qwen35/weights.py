@@ -1,11 +1,12 @@
-"""The in-memory weights of a Qwen3.5 text model, keyed by canonical names (spec/ninfer3.md §6.2).
+"""The in-memory weights of a Qwen3.5 text model, keyed by canonical names (spec/ninfer3.md
+§qwen35-names).
 
 Every source -- a `.ninfer` file through its bindings, or a transformers state dict -- first
 becomes one float32 array per canonical parameter name; `weights_from_parameters` checks the
 set and the shapes against `text_parameters(config)` and arranges them per layer. Projections
 are `DenseMatrix` (values decoded from any format: the reference multiplies decoded weights,
-spec/numerics.md §18.4); norms, gates, the convolution and the embedding stay float32 arrays,
-stored as the file stores them (the zero-centred norms keep w, and the model adds 1).
+spec/models.md §qwen35-activations); norms, gates, the convolution and the embedding stay float32
+arrays, stored as the file stores them (the zero-centred norms keep w, and the model adds 1).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class GdnWeights:
     a_log: np.ndarray
     dt_bias: np.ndarray
     convolution: np.ndarray
-    norm: np.ndarray  # NOT zero-centred (spec/models.md §1.4): used as stored
+    norm: np.ndarray  # NOT zero-centred (spec/models.md §qwen35): used as stored
     output: DenseMatrix
 
 
@@ -104,7 +105,8 @@ def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) 
 def weights_from_parameters(
     config: Qwen35Config, params: Mapping[str, np.ndarray]
 ) -> Qwen35Weights:
-    """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md §6.2)."""
+    """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md
+    §qwen35-names)."""
     check_parameter_set(config, params)
 
     def f32(name: str) -> np.ndarray:

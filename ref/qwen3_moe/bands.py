@@ -1,11 +1,12 @@
-"""Expert bands of a layer's stacked matrix, as byte ranges of its payload (spec/vqf.md §7.1).
+"""Expert bands of a layer's stacked matrix, as byte ranges of its payload (spec/vqf.md
+§text-tensors).
 
 Every VQF matrix layout is a grid of units: `outer` row groups (G rows: 1 untiled, 4 or 8 tiled)
 by `nb` block columns (32 columns a block; one column for F32/F16 words), each unit
 `unit_bytes` long, stored row group by row group and block column by block column inside one
-(spec/vqf.md §5.3, §5.6-§5.8). So expert e's gate/up rows [e·Ie, (e+1)·Ie) are the row groups
-[e·Ie/G, (e+1)·Ie/G), one contiguous byte range, and its down columns [e·Ie, (e+1)·Ie) are the
-block columns [e·Ie/32, (e+1)·Ie/32) of every row group: `outer` ranges of equal length. The
+(spec/vqf.md §q8-0, §q8-tiled, §q4-0, §q4-8x8l). So expert e's gate/up rows [e·Ie, (e+1)·Ie) are the
+row groups [e·Ie/G, (e+1)·Ie/G), one contiguous byte range, and its down columns [e·Ie, (e+1)·Ie)
+are the block columns [e·Ie/32, (e+1)·Ie/32) of every row group: `outer` ranges of equal length. The
 importer writes the stacked payload from per-expert encodings with these functions, and the fast
 decoder reads an expert's bands with them, so both agree with the layout by construction.
 """

@@ -1,13 +1,13 @@
-"""Bind a version-3 VQF file to the Qwen3-MoE decoder (spec/vqf.md §7.1, §8;
-spec/models.md §1.3.1).
+"""Bind a version-3 VQF file to the Qwen3-MoE decoder (spec/vqf.md §text-tensors, §arch-semantics;
+spec/models.md §qwen3-moe-vqf-v3).
 
 Attention, norms, the embedding and the lm_head bind exactly as for dense Qwen3
 (`weightfile.ref.qwen3.bind_vqf`'s helpers). The FFN tensors are the MoE stacking of
-spec/vqf.md §7.1: per layer a float32 router [E, d] (rows l·E … (l+1)·E − 1 of `moe_router`),
-gate and up [E·Ie, d] whose rows [e·Ie, (e+1)·Ie) are expert e, and down [d, E·Ie] whose
-columns [e·Ie, (e+1)·Ie) are expert e. Each layer's stacked matrix is decoded to its logical
-words by the codec hook and cut into E experts (spec/numerics.md §4: the words of a band are the
-band of the words, because no 32-column block or tile row group straddles two experts).
+spec/vqf.md §text-tensors: per layer a float32 router [E, d] (rows l·E … (l+1)·E − 1 of
+`moe_router`), gate and up [E·Ie, d] whose rows [e·Ie, (e+1)·Ie) are expert e, and down [d, E·Ie]
+whose columns [e·Ie, (e+1)·Ie) are expert e. Each layer's stacked matrix is decoded to its logical
+words by the codec hook and cut into E experts (spec/numerics.md §quantized-matmul: the words of a
+band are the band of the words, because no 32-column block or tile row group straddles two experts).
 
 Rule ids raised here: vqf.bind.moe_experts, vqf.bind.moe_band, vqf.bind.moe_router (this
 family's own), and the `vqf.bind.*` rows the dense binder's helpers raise.
@@ -44,7 +44,7 @@ ROUTER = "moe_router"
 
 def require_moe_arch(vqf: VQFFile) -> dict:
     """The arch of a version-3 file with counts the decoder can use: E > 0, 0 < k <= E, no
-    shared experts (spec/vqf.md §8; vqf.bind.moe_experts, vqf.bind.unsupported)."""
+    shared experts (spec/vqf.md §arch-semantics; vqf.bind.moe_experts, vqf.bind.unsupported)."""
     h, a = vqf.header, vqf.header.arch
     if not h.is_moe:
         raise UnsupportedError(
@@ -71,8 +71,8 @@ def require_moe_arch(vqf: VQFFile) -> dict:
 
 def require_bands(a: dict) -> None:
     """ffn_dim = E·Ie and Ie whole 32-column blocks, so down's column bands are whole blocks
-    and (4 and 8 divide 32) no tile row group of gate/up mixes two experts (spec/vqf.md §7.1;
-    vqf.bind.moe_band)."""
+    and (4 and 8 divide 32) no tile row group of gate/up mixes two experts (spec/vqf.md
+    §text-tensors; vqf.bind.moe_band)."""
     ne, ie, ff = a["n_experts"], a["moe_ffn"], a["ffn_dim"]
     if ie <= 0 or ff != ne * ie:
         raise InvalidError(
@@ -90,8 +90,8 @@ def require_bands(a: dict) -> None:
 
 
 def read_router(vqf: VQFFile, layers: int, ne: int, d: int) -> list[DenseMatrix]:
-    """moe_router, F32 [nl·E, d]: layer l is rows [l·E, (l+1)·E) (spec/vqf.md §7.1, §8;
-    vqf.bind.moe_router)."""
+    """moe_router, F32 [nl·E, d]: layer l is rows [l·E, (l+1)·E) (spec/vqf.md §text-tensors,
+    §arch-semantics; vqf.bind.moe_router)."""
     e = require_entry(vqf, ROUTER)
     if e.qtype != QType.F32 or e.bytes != 4 * layers * ne * d or e.rows * e.cols != layers * ne * d:
         raise InvalidError(
@@ -126,7 +126,7 @@ def cols_band(m: Matrix, lo: int, hi: int) -> Matrix:
 def split_experts(
     gate: Matrix, up: Matrix, down: Matrix, ne: int, ie: int
 ) -> tuple[ExpertWeights, ...]:
-    """One layer's stacked gate/up/down cut into its E experts (spec/vqf.md §7.1)."""
+    """One layer's stacked gate/up/down cut into its E experts (spec/vqf.md §text-tensors)."""
     return tuple(
         ExpertWeights(
             gate=rows_band(gate, e * ie, (e + 1) * ie),
@@ -152,7 +152,7 @@ def moe_plan(vqf: VQFFile, projection_set: str | None = None) -> MoePlan:
     a = require_moe_arch(vqf)
     pset = choose_projection_set(vqf, projection_set)
     if pset == "q8" and vqf.header.flags & (VQFFlag.G256 | VQFFlag.Q8BUF_Q4):
-        # the engine's expert kernels are Q4 and Q8 (spec/vqf.md §7.1); 256-wide scale runs
+        # the engine's expert kernels are Q4 and Q8 (spec/vqf.md §text-tensors); 256-wide scale runs
         # would not stay inside one expert's down band
         raise UnsupportedError("vqf.bind.unsupported", "G256 / Q4I8 expert matrices are not bound",
                                path="flags")  # fmt: skip

@@ -1,5 +1,5 @@
 """Model hyper-parameters of a Qwen3-MoE decoder as a version-3 VQF file states them
-(spec/models.md §1.3.1).
+(spec/models.md §qwen3-moe-vqf-v3).
 
 A VQF file stores no `norm_topk_prob`, `decoder_sparse_step` or `mlp_only_layers`: a version-3
 file means every layer is MoE and the k chosen weights are renormalised, so the config has no

@@ -1,9 +1,9 @@
-"""The Qwen3-MoE forward pass (spec/models.md §1.3; spec/numerics.md §10.1).
+"""The Qwen3-MoE forward pass (spec/models.md §qwen3-moe; spec/models.md §qwen3-moe-forward).
 
 Qwen3's decoder with the FFN half replaced: attention, norms, RoPE, the KV cache, the output and
 the layer-major order are `weightfile.ref.qwen3.decoder.Qwen3Model`'s; every layer's FFN is the
 MoE block of `weightfile.ref.layers.moe.routed_experts` (a version-3 VQF file is MoE in every
-layer, spec/models.md §1.3.1). Vectors are lists of float32 scalars.
+layer, spec/models.md §qwen3-moe-vqf-v3). Vectors are lists of float32 scalars.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ class Qwen3MoeModel(Qwen3Model):
 
     def moe_token(self, lw: MoeLayerWeights, n: Vec) -> tuple[Vec, Vec, Vec, Vec]:
         """(router logits [E], chosen experts [k], their weights [k], MoE output [H]) of one
-        token: spec/numerics.md §18.3 without the shared expert."""
+        token: spec/models.md §qwen35-ffn without the shared expert."""
         k = self.config.num_experts_per_tok
         logits, routes, out = routed_experts(self.kernels, lw.router, lw.experts, k, n)
         experts = [np.float32(e) for e, _ in routes]  # indices < 2^24: exact
         return logits, experts, [w for _, w in routes], out
 
-    def mlp_block(self, i: int, lw: MoeLayerWeights, h: list[Vec], hook) -> list[Vec]:  # type: ignore[override]
+    def mlp_block(self, i: int, lw: MoeLayerWeights, h: list[Vec], hook) -> list[Vec]:  # type:
+        # ignore[override]
         """out = h + MoE(n), n = post_attention_layernorm(h), for every token of the call."""
         k, eps = self.kernels, self.config.eps_f32
         n = each(lambda v: k.rmsnorm(v, lw.ffn_norm, eps), h)

@@ -1,4 +1,5 @@
-"""The Qwen3-MoE trace-name table (spec/numerics.md §10.1): what each block records, in order.
+"""The Qwen3-MoE trace-name table (spec/models.md §qwen3-moe-forward): what each block records, in
+order.
 
 Names (T = tokens of the call; L = layer index; E experts, k chosen per token):
   the attention names of ref/qwen3/trace.py (ATTENTION_OPS)

@@ -1,4 +1,5 @@
-"""The in-memory weights of a Qwen3-MoE decoder (spec/models.md §1.3, spec/vqf.md §7.1).
+"""The in-memory weights of a Qwen3-MoE decoder (spec/models.md §qwen3-moe, spec/vqf.md
+§text-tensors).
 
 Attention and norms are those of `weightfile.ref.qwen3.weights.LayerWeights`; the FFN half is a
 float32 router [E, hidden] and E SwiGLU experts, each its own gate/up [Ie, hidden] and down

@@ -1,5 +1,6 @@
 """Bind a VISION VQF file to the Qwen3-VL model: the text tower as ref/qwen3 binds it, plus the
-27 vision tensors of spec/vqf.md §7.4 with shapes from the arch fields of spec/vqf.md §8.
+27 vision tensors of spec/vqf.md §vision-tensors with shapes from the arch fields of spec/vqf.md
+§arch-semantics.
 
 Rule ids raised here: `vqf.bind.vision_arch` (arch fields that describe no tower),
 `vqf.bind.vision_padding` (a padded fc2 column that is not zero), and the shared `vqf.bind.*`
@@ -37,8 +38,8 @@ def _round_up(n: int, k: int) -> int:
 
 
 def vision_config_from_arch(arch: dict, text_width: int) -> VisionConfig:
-    """spec/vqf.md §8 vision fields -> VisionConfig; `vqf.bind.vision_arch` when they describe
-    no tower the binder can build."""
+    """spec/vqf.md §arch-semantics vision fields -> VisionConfig; `vqf.bind.vision_arch` when they
+    describe no tower the binder can build."""
     if not arch.get("vis_depth"):
         raise UnsupportedError(
             "vqf.bind.unsupported", "the file has no vision tower (vis_depth 0)", path="arch"
@@ -87,7 +88,7 @@ def special_ids(arch: dict) -> SpecialIds:
 def read_vision_q8(
     vqf: VQFFile, name: str, layers: int, out: int, inp: int, words: MatrixWords
 ) -> list:
-    """A `v_q8_*` matrix: Q8_0 legacy only (spec/vqf.md §7.4), stacked per block."""
+    """A `v_q8_*` matrix: Q8_0 legacy only (spec/vqf.md §vision-tensors), stacked per block."""
     e = require_entry(vqf, name)
     if e.qtype != QType.Q8_0:
         raise InvalidError(
@@ -100,8 +101,8 @@ def read_vision_q8(
 
 
 def check_fc2_padding(m: QuantMatrix, used: int, layer: int) -> None:
-    """spec/vqf.md §7.4: fc2 rows are zero-padded from vf to vfp columns before quantising, so the
-    padding codes are 0 (`vqf.bind.vision_padding`)."""
+    """spec/vqf.md §vision-tensors: fc2 rows are zero-padded from vf to vfp columns before
+    quantising, so the padding codes are 0 (`vqf.bind.vision_padding`)."""
     pad = m.codes[:, used:]
     if pad.size and np.any(pad != 0):
         r, c = (int(v) for v in np.argwhere(pad != 0)[0])
@@ -120,7 +121,8 @@ def _dense(vqf: VQFFile, name: str, layers: int, out: int, inp: int) -> list[Den
 def bind_vision(
     vqf: VQFFile, text_width: int, matrix_words: MatrixWords = codec_matrix_words
 ) -> tuple[VisionConfig, VisionWeights]:
-    """The tower's config and weights (spec/vqf.md §7.4 names, shapes from spec/vqf.md §8)."""
+    """The tower's config and weights (spec/vqf.md §vision-tensors names, shapes from spec/vqf.md
+    §arch-semantics)."""
     return bind_vision_with(
         vqf,
         text_width,
@@ -166,8 +168,8 @@ def _vision_blocks(
     q8: Callable[[str, int, int, int], list],
     fc2_codes: Callable[[list], list[QuantMatrix]],
 ) -> tuple[VisionBlockWeights, ...]:
-    """The vd blocks (spec/vqf.md §7.4): the four Q8_0 matrices, fc2's zero padding checked,
-    then the biases and LayerNorm vectors, one row per block."""
+    """The vd blocks (spec/vqf.md §vision-tensors): the four Q8_0 matrices, fc2's zero padding
+    checked, then the biases and LayerNorm vectors, one row per block."""
     vd, vh, vf = c.depth, c.hidden_size, c.intermediate_size
     vfp = _round_up(vf, QBLOCK)
     qkv = q8("v_q8_qkv", vd, 3 * vh, vh)
@@ -205,7 +207,8 @@ def _vision_blocks(
 def _merger(
     vqf: VQFFile, c: VisionConfig, dense: Callable[[str, int, int, int], list]
 ) -> MergerWeights:
-    """The main merger (spec/vqf.md §7.4 v_merger_*): its norm is vh wide, before the shuffle."""
+    """The main merger (spec/vqf.md §vision-tensors v_merger_*): its norm is vh wide, before the
+    shuffle."""
     vh, vo, mi = c.hidden_size, c.out_hidden_size, c.merged_dim
     return MergerWeights(
         norm_w=read_norm(vqf, "v_merger_nw", 1, vh)[0],
@@ -220,7 +223,8 @@ def _merger(
 def _deepstack_mergers(
     vqf: VQFFile, c: VisionConfig, dense: Callable[[str, int, int, int], list]
 ) -> tuple[MergerWeights, ...]:
-    """The ds deepstack mergers (spec/vqf.md §7.4 v_ds_*): norms mi wide, after the shuffle."""
+    """The ds deepstack mergers (spec/vqf.md §vision-tensors v_ds_*): norms mi wide, after the
+    shuffle."""
     vo, mi, ds = c.out_hidden_size, c.merged_dim, len(c.deepstack_visual_indexes)
     if not ds:  # the v_ds_* tensors hold ds rows; with ds = 0 they are empty
         return ()

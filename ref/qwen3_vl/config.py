@@ -1,4 +1,4 @@
-"""Hyper-parameters and weights of the Qwen3-VL vision tower (spec/models.md §1.2)."""
+"""Hyper-parameters and weights of the Qwen3-VL vision tower (spec/models.md §qwen3-vl)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from weightfile.ref.numerics.matrix import DenseMatrix, Matrix
 
 @dataclass(frozen=True)
 class VisionConfig:
-    """The vision_config keys the tower needs (spec/models.md §1.2 table)."""
+    """The vision_config keys the tower needs (spec/models.md §qwen3-vl table)."""
 
     depth: int
     hidden_size: int  # D
@@ -59,7 +59,7 @@ class VisionConfig:
 
 @dataclass(frozen=True)
 class SpecialIds:
-    """The token ids of the multimodal prompt (VQF arch, spec/vqf.md §8)."""
+    """The token ids of the multimodal prompt (VQF arch, spec/vqf.md §arch-semantics)."""
 
     vision_start: int
     vision_end: int
@@ -69,7 +69,7 @@ class SpecialIds:
 
 @dataclass(frozen=True)
 class VisionBlockWeights:
-    """blocks.{i}: LayerNorms, fused qkv, proj and the MLP (spec/models.md §1.2 step 4)."""
+    """blocks.{i}: LayerNorms, fused qkv, proj and the MLP (spec/models.md §qwen3-vl step 4)."""
 
     norm1_w: np.ndarray
     norm1_b: np.ndarray
@@ -87,7 +87,7 @@ class VisionBlockWeights:
 
 @dataclass(frozen=True)
 class MergerWeights:
-    """merger.* or deepstack_merger_list.{j}.* (spec/models.md §1.2 steps 5-6)."""
+    """merger.* or deepstack_merger_list.{j}.* (spec/models.md §qwen3-vl steps 5-6)."""
 
     norm_w: np.ndarray  # [D] (final merger, pre-shuffle) or [mi] (DeepStack, post-shuffle)
     norm_b: np.ndarray

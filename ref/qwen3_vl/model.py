@@ -1,5 +1,5 @@
 """The Qwen3-VL forward pass: vision tower, multimodal prompt, MRoPE positions with images and
-DeepStack (spec/models.md §1.2 (b), (c); spec/numerics.md §21.7).
+DeepStack (spec/models.md §qwen3-vl (b), (c); spec/numerics.md §vision-merge).
 
 The text tower is ref/qwen3's decoder, block for block; this module only changes what goes in
 (image-token rows replaced by the merger output before layer 0) and what happens between the
@@ -33,8 +33,8 @@ DEEPSTACK_OP = "deepstack"
 def expand_image_tokens(
     token_ids: Sequence[int], image_token_id: int, counts: Sequence[int]
 ) -> list[int]:
-    """spec/models.md §1.2 (c): each `image_token_id` stands for the next image and becomes that
-    image's count of copies, as the Hugging Face processor expands its placeholder.
+    """spec/models.md §qwen3-vl (c): each `image_token_id` stands for the next image and becomes
+    that image's count of copies, as the Hugging Face processor expands its placeholder.
     `frontend.image.count` when placeholders and images differ in number."""
     places = sum(1 for t in token_ids if t == image_token_id)
     if places != len(counts):
@@ -52,7 +52,7 @@ def expand_image_tokens(
 def rope_index(
     token_ids: Sequence[int], image_token_id: int, grids: Sequence[tuple[int, int, int]], merge: int
 ) -> tuple[list[tuple[int, int, int]], int]:
-    """spec/models.md §1.2 (b) `get_rope_index`: (t, h, w) per token of an expanded prompt, and
+    """spec/models.md §qwen3-vl (b) `get_rope_index`: (t, h, w) per token of an expanded prompt, and
     δ = (largest id) + 1 − (prompt length), the offset of every later token."""
     pos: list[tuple[int, int, int]] = []
     p, i, img = 0, 0, iter(grids)
@@ -87,7 +87,7 @@ def rope_index(
 
 class ImagePrompt:
     """What a Qwen3-VL model does around its two towers, whatever engine runs them: the images
-    attached for the next fresh sequence, the MRoPE positions (spec/models.md §1.2 (b)) and the
+    attached for the next fresh sequence, the MRoPE positions (spec/models.md §qwen3-vl (b)) and the
     check of a prompt's image tokens against the images' rows. A subclass sets `text`, `vision`
     and `ids` and calls `start_images()`; fast/qwen3_vl reuses this class as it is."""
 
@@ -96,7 +96,7 @@ class ImagePrompt:
     ids: SpecialIds
 
     def start_images(self) -> None:
-        self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §1.2 (b))
+        self.rope_delta = 0  # δ of the last prefill with images (spec/models.md §qwen3-vl (b))
         self.pending_images: Sequence[VisionInput] = ()
 
     def attach_images(self, images: Sequence[VisionInput]) -> None:
@@ -207,7 +207,8 @@ class Qwen3VLModel(ImagePrompt):
         for i, lw in enumerate(t.weights.layers):
             x = t.attention_block(i, lw, x, pos, caches, hook)
             x = t.mlp_block(i, lw, x, hook)
-            if i < len(ds):  # spec/numerics.md §21.7: outside every norm, before the next layer
+            if i < len(ds):  # spec/numerics.md §vision-merge: outside every norm, before the next
+                # layer
                 x = list(x)
                 for r, s in enumerate(slots):
                     x[s] = t.kernels.add(x[s], list(ds[i][r]))

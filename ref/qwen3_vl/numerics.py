@@ -1,8 +1,8 @@
-"""The vision tower's operations in binary32, one function per rule (spec/numerics.md §21).
+"""The vision tower's operations in binary32, one function per rule (spec/numerics.md §vision).
 
-Built from the canonical sum (spec/numerics.md §3) and the correctly rounded evaluation the RoPE
-tables use (spec/numerics.md §8): each GELU is the real function of its binary32 argument,
-rounded once, so every implementation can reproduce it exactly.
+Built from the canonical sum (spec/numerics.md §lanes8-tree) and the correctly rounded evaluation
+the RoPE tables use (spec/numerics.md §rope): each GELU is the real function of its binary32
+argument, rounded once, so every implementation can reproduce it exactly.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ Vec = list[np.float32]
 def layernorm(
     x: Sequence[np.float32], weight: Sequence[np.float32], bias: Sequence[np.float32], eps
 ) -> Vec:
-    """spec/numerics.md §21.1 mean = Σx ⊘ n; d_i = x_i ⊖ mean; var = Σ d_i⊗d_i ⊘ n;
+    """spec/numerics.md §vision-layernorm mean = Σx ⊘ n; d_i = x_i ⊖ mean; var = Σ d_i⊗d_i ⊘ n;
     r = 1 ⊘ sqrt(var ⊕ eps); out_i = ((d_i ⊗ r) ⊗ w_i) ⊕ b_i; both sums canonical."""
     n = F32(len(x))
     mean = sum_f32(x) / n
@@ -67,7 +67,7 @@ TINY = 2.0**-60
 
 
 def _tiny(x: np.float32) -> np.float32:
-    """spec/numerics.md §21.2 0 < |x| < TINY: x/2 when binary32 holds it, else (x an odd
+    """spec/numerics.md §vision-gelu 0 < |x| < TINY: x/2 when binary32 holds it, else (x an odd
     subnormal, x/2 a binary32 midpoint) the binary32 just above x/2, since the real value
     exceeds x/2 by about 0.4x². No multi-precision evaluation can settle such an exact midpoint."""
     half = float(x) / 2  # exact in binary64
@@ -79,7 +79,7 @@ def _tiny(x: np.float32) -> np.float32:
 
 
 def gelu_tanh(x: np.float32) -> np.float32:
-    """spec/numerics.md §21.2 gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))), the real
+    """spec/numerics.md §vision-gelu gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))), the real
     function (real constants) of binary32 x, correctly rounded once. Evaluated as
     x / (1 + e^(−2u)) in binary64 (no cancellation for negative x), checked by `_round_once`."""
     if x != x:
@@ -92,8 +92,8 @@ def gelu_tanh(x: np.float32) -> np.float32:
 
 
 def gelu_erf(x: np.float32) -> np.float32:
-    """spec/numerics.md §21.2 gelu_erf(x) = ½x·erfc(−x/√2) = ½x(1 + erf(x/√2)), correctly rounded
-    once (binary64 estimate checked by `_round_once`)."""
+    """spec/numerics.md §vision-gelu gelu_erf(x) = ½x·erfc(−x/√2) = ½x(1 + erf(x/√2)), correctly
+    rounded once (binary64 estimate checked by `_round_once`)."""
     if x != x:
         return x
     v = float(x)
@@ -103,12 +103,12 @@ def gelu_erf(x: np.float32) -> np.float32:
 
 
 def add_bias(y: Sequence[np.float32], bias: Sequence[np.float32]) -> Vec:
-    """spec/numerics.md §21.3 A linear's bias: y_r ⊕ b_r, after the whole product."""
+    """spec/numerics.md §vision-linear A linear's bias: y_r ⊕ b_r, after the whole product."""
     return [v + b for v, b in zip(y, bias, strict=True)]
 
 
 def bilinear_axis(index: int, size: int, side: int) -> tuple[tuple[int, int], tuple]:
-    """spec/numerics.md §21.4 Taps and weights on one axis, corners aligned:
+    """spec/numerics.md §vision-pos-embed Taps and weights on one axis, corners aligned:
     src = (float(i) ⊗ float(side−1)) ⊘ float(max(size−1, 1)); f = floor(src); a = src ⊖ f;
     taps f and min(f+1, side−1); weights max(1 ⊖ a, 0) and max(1 ⊖ |a ⊖ 1|, 0)."""
     src = (F32(index) * F32(side - 1)) / F32(max(size - 1, 1))
@@ -122,8 +122,8 @@ def bilinear_axis(index: int, size: int, side: int) -> tuple[tuple[int, int], tu
 
 
 def bilinear_row(table: np.ndarray, row: int, col: int, gh: int, gw: int, side: int) -> Vec:
-    """spec/numerics.md §21.4 The resampled position row of patch (row, col): the four taps
-    (r0,c0), (r0,c1), (r1,c0), (r1,c1), each ⊗ (w_r ⊗ w_c), summed left to right."""
+    """spec/numerics.md §vision-pos-embed The resampled position row of patch (row, col): the four
+    taps (r0,c0), (r0,c1), (r1,c0), (r1,c1), each ⊗ (w_r ⊗ w_c), summed left to right."""
     (r0, r1), (wr0, wr1) = bilinear_axis(row, gh, side)
     (c0, c1), (wc0, wc1) = bilinear_axis(col, gw, side)
     taps = [(r0 * side + c0, wr0 * wc0), (r0 * side + c1, wr0 * wc1)]
@@ -136,9 +136,9 @@ def bilinear_row(table: np.ndarray, row: int, col: int, gh: int, gw: int, side: 
 
 
 class Rotary2D:
-    """spec/numerics.md §21.5 The axial rotary of the vision blocks: inv_freq over hdv/2
-    (spec/numerics.md §8.1 with d = hdv/2), the cos/sin of row·inv and column·inv correctly
-    rounded once (spec/numerics.md §8.2), row angles first."""
+    """spec/numerics.md §vision-rotary The axial rotary of the vision blocks: inv_freq over hdv/2
+    (spec/numerics.md §inv-freq with d = hdv/2), the cos/sin of row·inv and column·inv correctly
+    rounded once (spec/numerics.md §cos-sin), row angles first."""
 
     def __init__(self, theta: float, head_dim: int) -> None:
         self.tables = RopeTables(F32(theta), head_dim // 2)

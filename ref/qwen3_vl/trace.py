@@ -1,6 +1,6 @@
-"""Trace names of the Qwen3-VL family (spec/numerics.md §21.7): the text tower's of ref/qwen3 for a
-prompt without images; with images the vision names (ref/qwen3_vl/vision.py) come first and
-`layers.j.deepstack` follows each of the first ds layers."""
+"""Trace names of the Qwen3-VL family (spec/numerics.md §vision-merge): the text tower's of
+ref/qwen3 for a prompt without images; with images the vision names (ref/qwen3_vl/vision.py) come
+first and `layers.j.deepstack` follows each of the first ds layers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Qwen3-VL vision tower as a textbook (spec/models.md §1.2 "Vision tower"; the arithmetic of
-spec/numerics.md §21).
+"""The Qwen3-VL vision tower as a textbook (spec/models.md §qwen3-vl "Vision tower"; the arithmetic
+of spec/numerics.md §vision).
 
 Patch-major like the text prefill: each step runs over all patches of all images before the next.
 Images are concatenated along the patch axis, each with its own grid; attention stays inside one
@@ -61,7 +61,7 @@ class VisionOutput:
 
 
 def patch_coordinates(gh: int, gw: int, merge: int = 2) -> list[tuple[int, int]]:
-    """spec/models.md §1.2 merge-window order: row n is the patch (2·by + my, 2·bx + mx)."""
+    """spec/models.md §qwen3-vl merge-window order: row n is the patch (2·by + my, 2·bx + mx)."""
     out = []
     for n in range(gh * gw):
         b, m = divmod(n, merge * merge)
@@ -72,7 +72,7 @@ def patch_coordinates(gh: int, gw: int, merge: int = 2) -> list[tuple[int, int]]
 
 
 def window(rows: list[Vec], start: int, unit: int) -> Vec:
-    """Rows start … start+unit−1 side by side: one merge window (spec/numerics.md §21.7)."""
+    """Rows start … start+unit−1 side by side: one merge window (spec/numerics.md §vision-merge)."""
     out: Vec = []
     for r in rows[start : start + unit]:
         out += r
@@ -109,8 +109,8 @@ class VisionTower:
     # --- one operation per method ---------------------------------------------------------
 
     def linear(self, m: Matrix, bias: np.ndarray, x: Vec) -> Vec:
-        """spec/numerics.md §21.3 y = W x ⊕ b; an input shorter than W's columns (fc2's padded
-        columns, spec/vqf.md §7.4) is extended with +0.0."""
+        """spec/numerics.md §vision-linear y = W x ⊕ b; an input shorter than W's columns (fc2's
+        padded columns, spec/vqf.md §vision-tensors) is extended with +0.0."""
         if len(x) < m.shape[1]:
             x = list(x) + [ZERO] * (m.shape[1] - len(x))
         return add_bias(self.kernels.matvec(m, x), bias)
@@ -119,7 +119,7 @@ class VisionTower:
         return layernorm(x, w, b, self.config.eps)
 
     def rope(self, v: Vec, rc: tuple[int, int]) -> Vec:
-        """spec/numerics.md §21.5 the 2-D rotary on every head of one patch."""
+        """spec/numerics.md §vision-rotary the 2-D rotary on every head of one patch."""
         cos, sin = self.rotary.cos_sin(*rc)
         hd = self.config.head_dim
         out: Vec = []
@@ -128,7 +128,8 @@ class VisionTower:
         return out
 
     def attention(self, q: list[Vec], k: list[Vec], v: list[Vec], segments: list[range]) -> list:
-        """spec/numerics.md §21.6 bidirectional attention inside each image, per head."""
+        """spec/numerics.md §vision-attention bidirectional attention inside each image, per
+        head."""
         hd, out = self.config.head_dim, [[] for _ in q]
         for seg in segments:
             for h in range(0, len(q[0]), hd):
@@ -166,7 +167,7 @@ class VisionTower:
         return out
 
     def merge(self, name: str, mw: MergerWeights, x: list[Vec], post_shuffle: bool, hook) -> list:
-        """spec/models.md §1.2 steps 5-6: windows of 4 patches side by side, LayerNorm (over 4D
+        """spec/models.md §qwen3-vl steps 5-6: windows of 4 patches side by side, LayerNorm (over 4D
         after the shuffle, or over D before it), fc1, gelu_erf, fc2."""
         unit = self.config.spatial_merge_size**2
         if post_shuffle:

@@ -1,5 +1,5 @@
 """What `weightfile inspect` shows of a VQF file: header, arch, flags, directory
-(spec/vqf.md §2-§3)."""
+(spec/vqf.md §header, §directory)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from .read import VQFFile
 def describe(vqf: VQFFile, *, passphrase: bytes | None = None) -> dict[str, Any]:
     """A JSON-serialisable description; byte strings are hex, integers stay integers.
 
-    A protected file gains a "protection" entry (spec/vqf.md §4): the tag (checked when the
-    passphrase is given), the writer kind its pads show (spec/vqf.md §0 item 7) and the loader's
-    policy.
+    A protected file gains a "protection" entry (spec/vqf.md §protected): the tag (checked when the
+    passphrase is given), the writer kind its pads show (spec/vqf.md §decisions item 7) and the
+    loader's policy.
     """
     h = vqf.header
     out = {

@@ -1,11 +1,11 @@
-"""Would the board engine load this file, and with which settings (spec/vqf.md §9.2)?
+"""Would the board engine load this file, and with which settings (spec/vqf.md §engine-defaults)?
 
 `engine_load` evaluates the setting-dependent conditions of spec/vqf/loader.py for one file's
 flags, arch and directory: first in the default settings, then — if those refuse it — over every
 combination of the load-time variables, keeping the smallest set that loads it. The conditions no
-setting changes (the file's own bytes: spec/vqf.md §9 steps 1-5, 12, 13) are the validator's;
-`core` and `qtype` are repeated here because a file the validator accepts can still break them
-(a reference-precision import) and no setting helps.
+setting changes (the file's own bytes: spec/vqf.md §loader-chain steps 1-5, 12, 13) are the
+validator's; `core` and `qtype` are repeated here because a file the validator accepts can still
+break them (a reference-precision import) and no setting helps.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from weightfile.spec.vqf.loader import (
 )
 from weightfile.spec.vqf.qtypes import QType
 
-#: The per-layer tensors layer streaming splits by nl (spec/vqf.md §9.2).
+#: The per-layer tensors layer streaming splits by nl (spec/vqf.md §engine-defaults).
 PER_LAYER = frozenset(
     name
     for name, kind in KINDS.items()
@@ -55,7 +55,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class EngineLoadReport:
-    """The answer of spec/vqf.md §9.2 for one file."""
+    """The answer of spec/vqf.md §engine-defaults for one file."""
 
     loads_by_default: bool
     findings: tuple[Finding, ...]  # in the default settings, CONDITIONS order
@@ -75,7 +75,8 @@ class EngineLoadReport:
 
 
 def layout_finding(flags: int, s: EngineSettings) -> Finding:
-    """spec/vqf.md §9 step 10: the file's layout bits against the engine's in settings `s`."""
+    """spec/vqf.md §loader-chain step 10: the file's layout bits against the engine's in settings
+    `s`."""
     mine, theirs = flags & LAYOUT_MASK, engine_flags(s, flags)
     if mine == theirs:
         return Finding("layout", True, f"layout flags {names(mine)} equal the engine's")
@@ -89,21 +90,22 @@ def names(bits: int) -> str:
 
 
 def x8_finding(flags: int) -> Finding:
-    """spec/vqf.md §0 item 4: X8 is never in the engine's flags."""
+    """spec/vqf.md §decisions item 4: X8 is never in the engine's flags."""
     if flags & VQFFlag.X8:
         return Finding("x8", False, "X8 is set, and no engine holds X8 (spec/vqf.md §0 item 4)")
     return Finding("x8", True, "X8 clear")
 
 
 def key_finding(flags: int, s: EngineSettings) -> Finding:
-    """spec/vqf.md §9 step 7: an ENC file needs VLLM_VQF_KEY."""
+    """spec/vqf.md §loader-chain step 7: an ENC file needs VLLM_VQF_KEY."""
     if flags & VQFFlag.ENC and not s.key:
         return Finding("key", False, "ENC file and VLLM_VQF_KEY is not set")
     return Finding("key", True, "no passphrase needed" if not flags & VQFFlag.ENC else "key set")
 
 
 def signature_finding(flags: int, s: EngineSettings) -> Finding:
-    """spec/vqf.md §4.3: SIGNED and ENC is verified, failing closed without a trusted key."""
+    """spec/vqf.md §sm2-signature: SIGNED and ENC is verified, failing closed without a trusted
+    key."""
     verified = flags & VQFFlag.SIGNED and flags & VQFFlag.ENC
     if verified and not s.sign_pub:
         return Finding(
@@ -114,11 +116,12 @@ def signature_finding(flags: int, s: EngineSettings) -> Finding:
 
 
 def qtype_finding(flags: int, entries: Sequence[EntryLike]) -> Finding:
-    """spec/vqf.md §9 step 12: the loader mounts by name and reads each family in its own qtype."""
+    """spec/vqf.md §loader-chain step 12: the loader mounts by name and reads each family in its own
+    qtype."""
     for e in entries:
         kind = KINDS.get(e.name)
         if kind is None:
-            continue  # skipped by the loader, or a vision name (spec/vqf.md §9 step 12)
+            continue  # skipped by the loader, or a vision name (spec/vqf.md §loader-chain step 12)
         if e.name == "token_embed":
             want: tuple[int, ...] = (QType.F16,) if flags & VQFFlag.EMB_F16 else (QType.F32,)
         else:
@@ -132,7 +135,8 @@ def qtype_finding(flags: int, entries: Sequence[EntryLike]) -> Finding:
 
 
 def core_finding(flags: int, arch: Mapping[str, Any], entries: Sequence[EntryLike]) -> Finding:
-    """spec/vqf.md §9 step 13: token_embed and q8_q or q4_q (MoE: router, a gate, n_experts)."""
+    """spec/vqf.md §loader-chain step 13: token_embed and q8_q or q4_q (MoE: router, a gate,
+    n_experts)."""
     have = {e.name for e in entries}
     missing = [] if "token_embed" in have else ["token_embed"]
     if not have & {"q8_q", "q4_q"}:
@@ -150,7 +154,8 @@ def core_finding(flags: int, arch: Mapping[str, Any], entries: Sequence[EntryLik
 
 
 def streaming_finding(flags: int, arch: Mapping[str, Any], entries: Sequence[EntryLike]) -> Finding:
-    """spec/vqf.md §9 step 14: streaming needs a plaintext file whose per-layer tensors split."""
+    """spec/vqf.md §loader-chain step 14: streaming needs a plaintext file whose per-layer tensors
+    split."""
     nl = int(arch.get("n_layers") or 0)
     if flags & VQFFlag.ENC:
         return Finding("streaming", False, "layer streaming is refused for ENC files")
@@ -202,7 +207,8 @@ def candidate_settings(flags: int) -> list[EngineSettings]:
 def engine_load(
     flags: int, arch: Mapping[str, Any], entries: Sequence[EntryLike]
 ) -> EngineLoadReport:
-    """The spec/vqf.md §9.2 report: default settings first, then the smallest set that loads."""
+    """The spec/vqf.md §engine-defaults report: default settings first, then the smallest set that
+    loads."""
     default = evaluate(flags, arch, entries, DEFAULT_SETTINGS)
     stream = next(f.met for f in default if f.condition == "streaming")
     if loads(default):

@@ -1,4 +1,5 @@
-"""FNV-1a-64, byte by byte, as spec/vqf.md §3.5 states it (the oracle for fast/vqf/fnv1a64.py)."""
+"""FNV-1a-64, byte by byte, as spec/vqf.md §fnv-trailer states it (the oracle for
+fast/vqf/fnv1a64.py)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def file_checksum(
     progress: Progress | None = None,
 ) -> int:
     """FNV-1a-64 over the directory bytes, then the data region [data_offset, file_len)
-    (spec/vqf.md §3.5). `hasher` is a `Backend.checksum` (ref/backend.py): the function, not the
-    backend, because the backend is built from this module."""
+    (spec/vqf.md §fnv-trailer). `hasher` is a `Backend.checksum` (ref/backend.py): the function, not
+    the backend, because the backend is built from this module."""
     h = FNV_OFFSET_BASIS
     for region in (vqf.directory_bytes(), vqf.data_region()):
         for start in range(0, len(region), chunk):

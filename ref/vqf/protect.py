@@ -1,7 +1,8 @@
 """Reading protected VQF files: key derivation, the tag, the two writer kinds, the signature.
 
-spec/vqf.md §4.1–§4.3 and §0 items 7–9. The bytes come from `weightfile.ref.crypto` (OpenSSL
-through `cryptography`, SM2 by the textbook); this module says which bytes go where.
+spec/vqf.md §key-derivation, §sm4-hmac, §sm2-signature and §decisions items 7–9. The bytes come from
+`weightfile.ref.crypto` (OpenSSL through `cryptography`, SM2 by the textbook); this module says
+which bytes go where.
 
 Fail closed, plaintext only from authenticated bytes. Every pass over the data region copies each
 1 MiB chunk out of the file's map first, feeds that private copy to the HMAC and derives every
@@ -13,13 +14,14 @@ the check cannot reach the plaintext, because the file is never read again. Stre
 verdicts are reported after the tag is compared, or write it to a private temporary file that is
 published only when the tag matched.
 
-Two writer kinds (spec/vqf.md §0 item 7). A conforming writer encrypts [data_offset, file_len) as
-one CTR stream. The engine's writer restarts the partial-block logic at every tensor and every pad:
-each such segment starts from the counter the previous one ended on, and a segment whose length is
-not a multiple of 16 does not advance the counter for its short last block. The two agree exactly
-when every segment length is a multiple of 16. Otherwise the zero pads tell them apart: under the
-wrong keystream a pad decrypts to keystream differences, not to zeros, so the reader decrypts the
-pads (a few bytes per tensor) both ways and uses the kind under which they are zero.
+Two writer kinds (spec/vqf.md §decisions item 7). A conforming writer encrypts [data_offset,
+file_len) as one CTR stream. The engine's writer restarts the partial-block logic at every tensor
+and every pad: each such segment starts from the counter the previous one ended on, and a segment
+whose length is not a multiple of 16 does not advance the counter for its short last block. The two
+agree exactly when every segment length is a multiple of 16. Otherwise the zero pads tell them
+apart: under the wrong keystream a pad decrypts to keystream differences, not to zeros, so the
+reader decrypts the pads (a few bytes per tensor) both ways and uses the kind under which they are
+zero.
 """
 
 from __future__ import annotations
@@ -67,14 +69,15 @@ EITHER = "either (every tensor and pad a multiple of 16 bytes: both kinds are th
 
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """The SM4 key and the 16-byte HMAC key of spec/vqf.md §4.1."""
+    """The SM4 key and the 16-byte HMAC key of spec/vqf.md §key-derivation."""
 
     sm4: bytes
     mac: bytes
 
 
 def derive_keys(passphrase: bytes) -> Keys:
-    """mat = SM3(passphrase); SM4 key mat[0:16], HMAC key mat[16:32] (spec/vqf.md §4.1)."""
+    """mat = SM3(passphrase); SM4 key mat[0:16], HMAC key mat[16:32] (spec/vqf.md
+    §key-derivation)."""
     if not passphrase:
         raise UnsupportedError(
             "vqf.enc.no_key", "an empty passphrase means plaintext: no key to derive", path="flags"
@@ -91,7 +94,7 @@ def covered_header(header: bytes | memoryview) -> bytes:
     return bytes(h)
 
 
-# -- the two keystream kinds (spec/vqf.md §4.2, §0 item 7)
+# -- the two keystream kinds (spec/vqf.md §sm4-hmac, §decisions item 7)
 # ----------------------------------------------------
 def segments(h: Header, entries: Sequence[Entry]) -> list[tuple[int, int]]:
     """The (start, stop) pieces the engine's writer encrypts separately: tensors and pads."""
@@ -163,7 +166,7 @@ def keystream_at(
 
 
 def pad_ranges(h: Header, entries: Sequence[Entry]) -> list[tuple[int, int]]:
-    """Each tensor's zero pad up to the next 64-byte boundary (spec/vqf.md §3.3)."""
+    """Each tensor's zero pad up to the next 64-byte boundary (spec/vqf.md §placement)."""
     starts = [e.offset for e in entries[1:]] + [h.file_len]
     ranges = []
     for e, next_start in zip(entries, starts, strict=False):
@@ -199,7 +202,7 @@ class RegionPass:
     """What one pass over [data_offset, file_len) computed."""
 
     tags: list[bytes] = field(default_factory=list)  # HMAC-SM3 per requested H′
-    # D per candidate kind (spec/vqf.md §4.3)
+    # D per candidate kind (spec/vqf.md §sm2-signature)
     digests: dict[str, bytes] = field(default_factory=dict)
     fnv: int | None = None  # FNV-1a-64 of directory ‖ data as stored (plaintext files)
     pads: list[tuple[int, bytes]] = field(default_factory=list)  # (offset, stored pad bytes)
@@ -260,7 +263,7 @@ def pass_region(
 
 def _start_tags(keys: Keys | None, mac_headers: Sequence[bytes], directory: bytes) -> list:
     """One HMAC-SM3 per requested H′, fed H′ ‖ directory bytes; the ciphertext follows
-    (spec/vqf.md §4.2, the tag)."""
+    (spec/vqf.md §sm4-hmac, the tag)."""
     macs = []
     for prefix in mac_headers:
         m = hmac_sm3(keys.mac)  # type: ignore[union-attr]
@@ -278,8 +281,8 @@ def _start_digests(
     directory: bytes,
 ) -> tuple[dict[str, Keystream | None], dict]:
     """D's SM3 fed H″ ‖ directory bytes, with the keystream that turns each chunk into the
-    plaintext it covers (spec/vqf.md §4.3): none for a plaintext file, one per candidate writer
-    kind for an ENC file (spec/vqf.md §0 item 7). Nothing when D is not asked for."""
+    plaintext it covers (spec/vqf.md §sm2-signature): none for a plaintext file, one per candidate
+    writer kind for an ENC file (spec/vqf.md §decisions item 7). Nothing when D is not asked for."""
     streams: dict[str, Keystream | None] = {}
     if digest_header is not None:
         if keys is None:
@@ -294,8 +297,8 @@ def _start_digests(
 
 
 class _PadCopies:
-    """The stored bytes of each tensor's pad (spec/vqf.md §3.3), gathered chunk by chunk for
-    `detect_kind` (spec/vqf.md §0 item 7); a pad may straddle two chunks."""
+    """The stored bytes of each tensor's pad (spec/vqf.md §placement), gathered chunk by chunk for
+    `detect_kind` (spec/vqf.md §decisions item 7); a pad may straddle two chunks."""
 
     def __init__(self, pads: list[tuple[int, int]]) -> None:
         self.pads = pads
@@ -372,7 +375,7 @@ def decrypt_region(
     return buf, detected
 
 
-# -- the signature (spec/vqf.md §4.3)
+# -- the signature (spec/vqf.md §sm2-signature)
 # -------------------------------------------------------------------------
 SignatureProblem = tuple[str, str, int | None, str]
 
@@ -381,7 +384,7 @@ def check_signature(
     sig: dict[str, object], digest: bytes, trusted: bytes
 ) -> list[SignatureProblem]:
     """The loader's checks of a SIGNED file against a trusted key, each its own rule
-    (spec/vqf.md §4.3).
+    (spec/vqf.md §sm2-signature).
 
     (rule, detail, offset, path) for the digest, the pub ≠ trusted key check and the (r, s)
     verification over the recomputed D under the trusted key with the fixed ID; the file's own id
@@ -421,7 +424,7 @@ def check_signature(
 
 def signer_id_problems(sig: dict[str, object]) -> list[SignatureProblem]:
     """Strict only: id = "vllm-shs-vqf" zero-padded to 32, id_len = 12, rsvd = 0
-    (spec/vqf.md §2.3)."""
+    (spec/vqf.md §signature-block)."""
     problems: list[SignatureProblem] = []
     if sig["id"] != sm2.SIGNER_ID.ljust(32, b"\0") or sig["id_len"] != len(sm2.SIGNER_ID):
         problems.append(
@@ -460,7 +463,7 @@ def parse_public_key(text: str) -> bytes:
 
 def engine_policy(flags_signed: bool, flags_enc: bool, env: dict[str, str] | None = None) -> str:
     """What the engine's loader would do about the signature, by flags and environment
-    (spec/vqf.md §4.3)."""
+    (spec/vqf.md §sm2-signature)."""
     env = dict(os.environ) if env is None else env
     if not flags_signed:
         return "no signature to verify"

@@ -1,11 +1,11 @@
-"""Writing protected VQF files: encrypt, decrypt, sign, and SM2 key files (spec/vqf.md §4).
+"""Writing protected VQF files: encrypt, decrypt, sign, and SM2 key files (spec/vqf.md §protected).
 
 Every writer streams the data region once in 1 MiB chunks (`protect.pass_region`), so memory
 stays bounded by the chunk whatever the model's size; stages its output in a temporary file
 beside the destination and publishes it by rename only when every check passed, so a failure
 leaves nothing behind; and refuses an existing destination unless `overwrite=True`. Encryption
 draws its IV from the operating system's CSPRNG and writes the region as one continuous SM4-CTR
-stream (spec/vqf.md §4.2, §0 item 7).
+stream (spec/vqf.md §sm4-hmac, §decisions item 7).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def _head(vqf: VQFFile) -> tuple[bytes, bytes]:
 
 
 def _check_fnv(vqf: VQFFile, computed: int | None) -> None:
-    """A plaintext source's trailer must match before its bytes are protected (spec/vqf.md §3.5)."""
+    """A plaintext source's trailer must match before its bytes are protected (spec/vqf.md
+    §fnv-trailer)."""
     stored = vqf.stored_fnv()
     if stored and stored != computed:
         raise ChecksumError(
@@ -77,7 +78,7 @@ def _check_fnv(vqf: VQFFile, computed: int | None) -> None:
 
 def _require_unprotected(h: Header) -> None:
     """Only a plaintext, unsigned file is encrypted: a signature covers the ENC flag and the IV
-    (spec/vqf.md §0 item 8), so a file is encrypted first and signed after."""
+    (spec/vqf.md §decisions item 8), so a file is encrypted first and signed after."""
     if h.encrypted or h.signed:
         raise InvalidError(
             "vqf.writer.protect",
@@ -98,13 +99,14 @@ def encrypt_vqf(
     iv: bytes | None = None,
     backend: Backend = REFERENCE,
 ) -> Path:
-    """Encrypt a plaintext VQF file (spec/vqf.md §4.1–§4.2): ENC set, a fresh IV, the tag.
+    """Encrypt a plaintext VQF file (spec/vqf.md §key-derivation, §sm4-hmac): ENC set, a fresh IV,
+    the tag.
 
     `iv` fixes the IV for the conformance generator and tests only; the CLI never passes it, so
     real files draw theirs from the CSPRNG (an IV reused under one passphrase leaks plaintext).
 
-    A signed source is refused: its signature covers the ENC flag and the IV (spec/vqf.md §0 item
-    8), so encrypt first and sign the encrypted file.
+    A signed source is refused: its signature covers the ENC flag and the IV (spec/vqf.md
+    §decisions item 8), so encrypt first and sign the encrypted file.
     """
     keys = protect.derive_keys(passphrase)
     iv = secrets.token_bytes(16) if iv is None else bytes(iv)
@@ -157,7 +159,7 @@ def decrypt_vqf(
     The tag is checked over the ciphertext copied into the staging file; only then is that
     private copy decrypted in place, by the writer kind its pads show. A signature is dropped
     (SIGNED and the sig block cleared): it covered the ENC header and cannot hold for the
-    plaintext one (spec/vqf.md §0 item 8).
+    plaintext one (spec/vqf.md §decisions item 8).
     """
     keys = protect.derive_keys(passphrase)
     with open_vqf(src) as vqf, staged(dst, overwrite) as out:
@@ -211,7 +213,8 @@ def sign_vqf(
     backend: Backend = REFERENCE,
     nonce: int | None = None,
 ) -> Path:
-    """Sign a VQF file (spec/vqf.md §4.3); an ENC file is re-tagged, since SIGNED is in H′.
+    """Sign a VQF file (spec/vqf.md §sm2-signature); an ENC file is re-tagged, since SIGNED is in
+    H′.
 
     D = SM3(H″ ‖ directory ‖ plaintext) with SIGNED already in H″'s flags. An ENC file needs its
     passphrase; its old tag must match before it is signed. Signing a signed file replaces the
@@ -249,7 +252,8 @@ def _digest_encrypted(
     passphrase: bytes | None,
     sink: Callable[[int, bytes], None],
 ) -> tuple[bytes, bytes]:
-    """D over an ENC file's plaintext and its new tag (spec/vqf.md §4.2, §4.3), in one pass.
+    """D over an ENC file's plaintext and its new tag (spec/vqf.md §sm4-hmac, §sm2-signature), in
+    one pass.
 
     The old tag (over the stored H′) must match before anything is signed; the new one covers
     H′ with SIGNED set and the sig block zeroed, `covered`, which is also D's H″. D is taken
@@ -282,8 +286,8 @@ def _digest_encrypted(
 def _digest_plaintext(
     vqf: VQFFile, covered: bytes, backend: Backend, sink: Callable[[int, bytes], None]
 ) -> tuple[bytes, bytes]:
-    """D over a plaintext file's stored bytes (spec/vqf.md §4.3) and its FNV-1a-64 trailer, kept
-    as it is once it matched (spec/vqf.md §3.5)."""
+    """D over a plaintext file's stored bytes (spec/vqf.md §sm2-signature) and its FNV-1a-64
+    trailer, kept as it is once it matched (spec/vqf.md §fnv-trailer)."""
     h = vqf.header
     done = protect.pass_region(
         vqf.bytes_at(0, vqf.size),
@@ -300,8 +304,8 @@ def _digest_plaintext(
 
 
 def _sig_block(private_key: bytes, digest: bytes, nonce: int | None) -> bytes:
-    """The 200-byte sig block (spec/vqf.md §2.3): pub, (r, s) over D, D and the fixed ID, as
-    spec/vqf.md §4.3 signing steps 1–6 make them."""
+    """The 200-byte sig block (spec/vqf.md §signature-block): pub, (r, s) over D, D and the fixed
+    ID, as spec/vqf.md §sm2-signature signing steps 1–6 make them."""
     pub, r, s = sm2.sign(private_key, digest, k=nonce)
     return VQFSig.build(
         {
@@ -327,8 +331,8 @@ def protect_vqf(
 ) -> Path:
     """Publish `src` at `dst` encrypted (with `passphrase`), then signed (with `private_key`).
 
-    The order is the one spec/vqf.md §0 item 8 forces: the signature covers ENC and the IV, so
-    the file is encrypted first and the encrypted file signed. With both, the encrypted middle
+    The order is the one spec/vqf.md §decisions item 8 forces: the signature covers ENC and the IV,
+    so the file is encrypted first and the encrypted file signed. With both, the encrypted middle
     step is staged in a private (mode 0700) folder beside `dst` and removed whatever happens;
     only the final file is ever published at `dst`. With neither, nothing is asked for.
     """

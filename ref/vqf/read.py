@@ -1,13 +1,13 @@
-"""Open a VQF file: map it, read the header and directory, hand out payload views (spec/vqf.md §2,
-§9).
+"""Open a VQF file: map it, read the header and directory, hand out payload views (spec/vqf.md
+§header, §loader-chain).
 
-Opening follows the loader chain of spec/vqf.md §9 steps 1–5 and the range check of step 12 — the
-checks a reader needs before any view into the file is safe. Everything else the engine or
-spec/vqf.md §9.1 demands is the validator's job (`validate.py`), which lists every violation instead
-of stopping at one. Opening reads only the header and the directory; tensor payloads are zero-copy
-views of the map. An ENC file opened with its passphrase is authenticated and decrypted at open time
-into a private anonymous mapping (`protect.decrypt_region`, spec/vqf.md §4.2); its payloads are
-views of that.
+Opening follows the loader chain of spec/vqf.md §loader-chain steps 1–5 and the range check of step
+12 — the checks a reader needs before any view into the file is safe. Everything else the engine or
+spec/vqf.md §strict-checks demands is the validator's job (`validate.py`), which lists every
+violation instead of stopping at one. Opening reads only the header and the directory; tensor
+payloads are zero-copy views of the map. An ENC file opened with its passphrase is authenticated and
+decrypted at open time into a private anonymous mapping (`protect.decrypt_region`, spec/vqf.md
+§sm4-hmac); its payloads are views of that.
 """
 
 from __future__ import annotations
@@ -48,16 +48,16 @@ __all__ = ["Entry", "Header", "VQFFile", "open_vqf"]
 def open_vqf(
     path: str | os.PathLike[str], *, check_ranges: bool = True, passphrase: bytes | None = None
 ) -> VQFFile:
-    """Map `path` and read its header and directory, in the order of spec/vqf.md §9 steps 1–5 and
-    12.
+    """Map `path` and read its header and directory, in the order of spec/vqf.md §loader-chain steps
+    1–5 and 12.
 
     With `passphrase`, an ENC file is authenticated over its whole protected region and only then
-    decrypted, from a private copy (spec/vqf.md §4.2): a wrong tag raises `vqf.enc.tag` and
+    decrypted, from a private copy (spec/vqf.md §sm4-hmac): a wrong tag raises `vqf.enc.tag` and
     returns nothing. Without one, its header and directory are readable and a payload raises
     `vqf.enc.no_key`. The passphrase of a plaintext file is ignored.
     """
     path = Path(path)
-    fd, size = open_regular(path)  # a regular file only (spec/ninfer3.md §9.1)
+    fd, size = open_regular(path)  # a regular file only (spec/ninfer3.md §safe-files)
     try:
         require_min_size(size)  # step 1, before mapping: an empty file cannot be mapped
         mapped = map_readonly(fd, size, path)
@@ -90,7 +90,7 @@ def open_vqf(
 
 
 def require_min_size(size: int) -> None:
-    """A file smaller than 448 + 64 bytes is rejected (spec/vqf.md §9 step 1)."""
+    """A file smaller than 448 + 64 bytes is rejected (spec/vqf.md §loader-chain step 1)."""
     if size < MIN_FILE_BYTES:
         raise MalformedError(
             "vqf.file.too_small",
@@ -102,7 +102,8 @@ def require_min_size(size: int) -> None:
 
 
 def read_header(view: memoryview) -> Header:
-    """Magic, version, the arch gate and the layout detection of spec/vqf.md §2.4, in that order."""
+    """Magic, version, the arch gate and the layout detection of spec/vqf.md §legacy-header, in that
+    order."""
     current = parse_record(
         VQFHeader, view, 0, rule="vqf.file.too_small", path="header", const_rule="vqf.header.magic"
     )
@@ -116,7 +117,7 @@ def read_header(view: memoryview) -> Header:
 
 
 def require_version(version: int) -> None:
-    """version must be 2 (dense) or 3 (MoE) (spec/vqf.md §9 step 3)."""
+    """version must be 2 (dense) or 3 (MoE) (spec/vqf.md §loader-chain step 3)."""
     if version not in VERSIONS:
         raise UnsupportedError(
             "vqf.header.version",
@@ -127,8 +128,8 @@ def require_version(version: int) -> None:
 
 
 def require_arch_geometry(arch: Any) -> None:
-    """dim, n_layers, n_heads, head_dim, ffn_dim and vocab_size must be > 0 (spec/vqf.md §2.4 step
-    2)."""
+    """dim, n_layers, n_heads, head_dim, ffn_dim and vocab_size must be > 0 (spec/vqf.md
+    §legacy-header step 2)."""
     zero = [name for name in GATED_FIELD_NAMES if arch[name] == 0]
     if zero:
         raise InvalidError(
@@ -154,7 +155,7 @@ def require_directory_bounds(n_tensors: int, size: int) -> None:
 
 def candidate_problems(raw: Any, data_offset: int, file_len: int, size: int) -> list[str]:
     """Why a (data_offset, file_len) pair is not valid for this file; empty if it is
-    (spec/vqf.md §2.4 step 3)."""
+    (spec/vqf.md §legacy-header step 3)."""
     tag_len = trailer_bytes(bool(raw["flags"] & VQFFlag.ENC))
     dir_end = directory_end(raw["n_tensors"])
     d, f = data_offset, file_len
@@ -170,7 +171,8 @@ def candidate_problems(raw: Any, data_offset: int, file_len: int, size: int) -> 
 
 
 def detect_layout(current: Any, legacy: Any, size: int) -> str:
-    """Tell the 448-byte layout from the legacy 432-byte one (spec/vqf.md §2.4 steps 3–4)."""
+    """Tell the 448-byte layout from the legacy 432-byte one (spec/vqf.md §legacy-header steps
+    3–4)."""
     new_problems = candidate_problems(current, current["data_offset"], current["file_len"], size)
     if current["version"] != VERSION_DENSE:  # version 3 always uses the current layout
         if new_problems:
@@ -201,7 +203,8 @@ def detect_layout(current: Any, legacy: Any, size: int) -> str:
 
 
 def _only_short(problems: list[str]) -> bool:
-    """Every problem is one a cut-off file causes (the size checks of spec/vqf.md §2.4 step 3)."""
+    """Every problem is one a cut-off file causes (the size checks of spec/vqf.md
+    §legacy-header step 3)."""
     return all("file size" in problem for problem in problems)
 
 
@@ -217,7 +220,7 @@ def _layout_error(detail: str, prefix: str = "header layout undetermined: ") -> 
 def _normalise(raw: Any, layout: str, legacy_tail: bytes) -> Header:
     arch = {name: raw["arch"][name] for name in ARCH_FIELD_NAMES if name in raw["arch"]}
     for name in MOE_FIELD_NAMES:
-        # spec/vqf.md §2.4 step 4: zero the four MoE fields of a legacy file
+        # spec/vqf.md §legacy-header step 4: zero the four MoE fields of a legacy file
         arch.setdefault(name, 0)
     for name in ("vis_ds_idx", "mrope_sections"):
         arch[name] = list(arch[name])
@@ -263,8 +266,8 @@ def read_directory(view: memoryview, n_tensors: int) -> list[Entry]:
 
 
 def require_in_range(e: Entry, file_len: int) -> None:
-    """offset + bytes must not exceed file_len (spec/vqf.md §9 step 12; computed without u64
-    wrap)."""
+    """offset + bytes must not exceed file_len (spec/vqf.md §loader-chain step 12; computed without
+    u64 wrap)."""
     if e.offset + e.bytes > file_len:
         raise InvalidError(
             "vqf.directory.tensor_range",

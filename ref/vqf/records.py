@@ -1,5 +1,5 @@
 """The records of an open VQF file: the normalised header, the directory entries and the open file
-itself (spec/vqf.md §1, §2.4, §3.1).
+itself (spec/vqf.md §file-layout, §legacy-header, §entry).
 
 They sit below the reader (read.py), the protection layer (protect.py) and the checksum
 (fnv1a64.py), which all take them, so none of those modules imports another to name a type.
@@ -26,7 +26,7 @@ from weightfile.spec.vqf.trailer import VQFTrailerFNV, VQFTrailerTag
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    """The header of either layout, normalised as spec/vqf.md §2.4 step 4 describes."""
+    """The header of either layout, normalised as spec/vqf.md §legacy-header step 4 describes."""
 
     layout: str  # "current" (448 B) or "legacy" (432 B)
     version: int
@@ -51,7 +51,7 @@ class Header:
 
     @property
     def is_moe(self) -> bool:
-        """is_moe = MOE flag or version == 3 (spec/vqf.md §9 step 11)."""
+        """is_moe = MOE flag or version == 3 (spec/vqf.md §loader-chain step 11)."""
         return bool(self.flags & VQFFlag.MOE) or self.version == 3
 
     def schema_offset(self, name: str) -> int:
@@ -102,7 +102,7 @@ class VQFFile:
     #: which writer kind the pads showed (protect.ONE_STREAM, PER_TENSOR, EITHER), None if unknown
     stream_kind: str | None = None
     #: name -> entry, built once; later duplicates overwrite earlier ones, so the later entry wins
-    #: as in the engine (spec/vqf.md §9 step 12)
+    #: as in the engine (spec/vqf.md §loader-chain step 12)
     _by_name: dict[str, Entry] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,11 +115,11 @@ class VQFFile:
 
     def require_open(self) -> None:
         """Refuse a read of a closed file with our error, not a failed assertion
-        (spec/vqf.md §1)."""
+        (spec/vqf.md §file-layout)."""
         if self.closed:
             raise ClosedError("vqf.file.closed", f"{self.path.name} is closed", path=str(self.path))
 
-    # -- regions (spec/vqf.md §1)
+    # -- regions (spec/vqf.md §file-layout)
     # ---------------------------------------------------------------------------
     def bytes_at(self, start: int, stop: int) -> memoryview:
         """A zero-copy view of [start, stop), bounds-checked against the file."""
@@ -131,7 +131,7 @@ class VQFFile:
         assert self._view is not None
         if (
             self._fd is not None
-        ):  # a file shortened since open would fault on access (spec/ninfer3.md §9.1)
+        ):  # a file shortened since open would fault on access (spec/ninfer3.md §safe-files)
             require_unshrunk(self._fd, self.size, self.path)
         return self._view[start:stop]
 
@@ -153,7 +153,7 @@ class VQFFile:
         return self.bytes_at(self.header.data_offset, self.header.file_len)
 
     def stored_fnv(self) -> int:
-        """The u64 FNV-1a-64 trailer of a plaintext file (spec/vqf.md §3.5)."""
+        """The u64 FNV-1a-64 trailer of a plaintext file (spec/vqf.md §fnv-trailer)."""
         if self.header.encrypted:
             raise UnsupportedError(
                 "vqf.enc.fnv",
@@ -167,7 +167,7 @@ class VQFFile:
         ]
 
     def stored_tag(self) -> bytes:
-        """The 32-byte HMAC-SM3 tag of an ENC file (spec/vqf.md §4.2)."""
+        """The 32-byte HMAC-SM3 tag of an ENC file (spec/vqf.md §sm4-hmac)."""
         raw = self.bytes_at(self.header.file_len, self.size)
         return parse_record(VQFTrailerTag, raw, 0, rule="vqf.header.layout", path="trailer")[
             "hmac_sm3"
@@ -176,7 +176,7 @@ class VQFFile:
     # -- tensors ----------------------------------------------------------------------------------
     def entry(self, name: str) -> Entry:
         """The entry named `name`; with duplicates the later one wins, as in the engine
-        (spec/vqf.md §9 step 12)."""
+        (spec/vqf.md §loader-chain step 12)."""
         found = self._by_name.get(name)
         if found is not None:
             return found

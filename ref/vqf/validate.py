@@ -1,5 +1,5 @@
-"""The strict validator: the engine's loader chain (spec/vqf.md §9) plus the extra checks of
-spec/vqf.md §9.1.
+"""The strict validator: the engine's loader chain (spec/vqf.md §loader-chain) plus the extra checks
+of spec/vqf.md §strict-checks.
 
 `validate` lists every violation it finds, each with its rule id (spec/vqf/rules.py), the byte
 offset and the field path. A failure of the loader chain's framing steps (magic, version, arch
@@ -38,13 +38,15 @@ def validate(
     passphrase: bytes | None = None,
     trusted_pub: bytes | None = None,
 ) -> list[Violation]:
-    """Every violation of spec/vqf.md §9 and §9.1 in the file at `path`; an empty list means valid.
+    """Every violation of spec/vqf.md §loader-chain and §strict-checks in the file at `path`; an
+    empty list means valid.
 
-    An ENC file is authenticated with `passphrase` whenever it is given (spec/vqf.md §4.2), and a
-    SIGNED file's signature is checked against `trusted_pub` whenever it is given, whatever the
-    engine's policy would do (spec/vqf.md §4.3). Without them the file is reported as unverifiable
-    (`vqf.enc.no_key`, `vqf.sig.no_key`, UnsupportedError), never as valid. With `checksum`, the
-    FNV-1a-64 trailer (spec/vqf.md §3.5) is recomputed by `backend.checksum`.
+    An ENC file is authenticated with `passphrase` whenever it is given (spec/vqf.md §sm4-hmac), and
+    a SIGNED file's signature is checked against `trusted_pub` whenever it is given, whatever the
+    engine's policy would do (spec/vqf.md §sm2-signature). Without them the file is reported as
+    unverifiable (`vqf.enc.no_key`, `vqf.sig.no_key`, UnsupportedError), never as valid. With
+    `checksum`, the FNV-1a-64 trailer (spec/vqf.md §fnv-trailer) is recomputed by
+    `backend.checksum`.
     """
     try:
         vqf = open_vqf(path, check_ranges=False)
@@ -53,9 +55,9 @@ def validate(
     with vqf:
         found: list[Violation] = []
         report = Reporter(found)
-        # spec/vqf.md §9 step 12 and §9.1 names, qtypes, sizes, placement
+        # spec/vqf.md §loader-chain step 12 and §strict-checks names, qtypes, sizes, placement
         check_directory(vqf, report)
-        check_required_tensors(vqf, report)  # spec/vqf.md §9 step 13
+        check_required_tensors(vqf, report)  # spec/vqf.md §loader-chain step 13
         check_header_fields(vqf.header, report)
         check_placement(vqf, report)
         check_arch(vqf.header, report)
@@ -77,7 +79,7 @@ class Reporter:
         self.sink.append(Violation(rule, detail, offset, path, RULES[rule].error_class))
 
 
-# -- directory (spec/vqf.md §3.1, §3.2, §5.9, §7, §9 step 12)
+# -- directory (spec/vqf.md §entry, §qtype-codes, §size-function, §inventory, §loader-chain step 12)
 # -------------------------------------------------
 _FIELD = {sc.name: VQFTensor.subcons[: i + 1] for i, sc in enumerate(VQFTensor.subcons)}
 
@@ -115,8 +117,8 @@ def check_directory(vqf: VQFFile, report: Reporter) -> None:
 
 
 def check_name_field(e: Entry, report: Reporter) -> None:
-    """NUL-terminated within 32 bytes, zero after the NUL, and a name of spec/vqf.md §7
-    (spec/vqf.md §9.1)."""
+    """NUL-terminated within 32 bytes, zero after the NUL, and a name of spec/vqf.md §inventory
+    (spec/vqf.md §strict-checks)."""
     where = f"directory[{e.index}].name"
     nul = e.name_field.find(b"\0")
     if nul < 0:
@@ -179,8 +181,8 @@ def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
 
 
 def check_required_tensors(vqf: VQFFile, report: Reporter) -> None:
-    """token_embed and q8_q or q4_q; for MoE also moe_router, a gate and n_experts (spec/vqf.md §9
-    step 13)."""
+    """token_embed and q8_q or q4_q; for MoE also moe_router, a gate and n_experts (spec/vqf.md
+    §loader-chain step 13)."""
     names = {e.name for e in vqf.entries}
     missing = []
     if "token_embed" not in names:
@@ -203,7 +205,7 @@ def check_required_tensors(vqf: VQFFile, report: Reporter) -> None:
         )
 
 
-# -- header (spec/vqf.md §2.2, §2.3, §3.3)
+# -- header (spec/vqf.md §header-layout, §signature-block, §placement)
 # --------------------------------------------------------------------
 def check_header_fields(h: Header, report: Reporter) -> None:
     if h.flags & ~KNOWN_MASK:
@@ -233,8 +235,8 @@ def first_nonzero(blob: bytes, base: int, rule: str, path: str, report: Reporter
 
 
 def check_placement(vqf: VQFFile, report: Reporter) -> None:
-    """data_offset, the offset chain, order and file_len exactly as spec/vqf.md §3.3–§3.4 place
-    them."""
+    """data_offset, the offset chain, order and file_len exactly as spec/vqf.md §placement,
+    §directory-order place them."""
     h = vqf.header
     want = data_offset_for(h.n_tensors)
     if h.data_offset != want:
@@ -273,7 +275,7 @@ def check_placement(vqf: VQFFile, report: Reporter) -> None:
             break
 
 
-# -- arch (spec/vqf.md §8, §9.1)
+# -- arch (spec/vqf.md §arch-semantics, §strict-checks)
 # ------------------------------------------------------------------------------
 def check_arch(h: Header, report: Reporter) -> None:
     a = h.arch
@@ -328,7 +330,7 @@ def check_arch(h: Header, report: Reporter) -> None:
         )
 
 
-# -- flags (spec/vqf.md §2.5, §5.6–§5.8, §9.1)
+# -- flags (spec/vqf.md §flags, §q8-tiled, §q4-0, §q4-8x8l, §strict-checks)
 # ----------------------------------------------------------------
 def check_flags(vqf: VQFFile, report: Reporter) -> None:
     h, names = vqf.header, {e.name: e for e in vqf.entries}
@@ -369,7 +371,7 @@ def check_flags(vqf: VQFFile, report: Reporter) -> None:
 
 
 #: family -> (flag, rows per group) of the tilings that the flags make certain
-#: (spec/vqf.md §5.6–§5.8).
+#: (spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l).
 _TILINGS: dict[str, tuple[VQFFlag | None, int]] = {
     "q8": (VQFFlag.Q8_8X8, 8),
     "q4": (VQFFlag.Q4_4X4, 4),
@@ -386,7 +388,7 @@ def check_tiling(vqf: VQFFile, names: dict[str, Entry], report: Reporter) -> Non
             continue
         flag, group = _TILINGS[kind.family]
         if kind.family == "q8" and vqf.header.flags & VQFFlag.Q8BUF_Q4:
-            continue  # Q4I8 payloads are never tiled (spec/vqf.md §5.4)
+            continue  # Q4I8 payloads are never tiled (spec/vqf.md §q4i8)
         if flag is not None and not vqf.header.flags & flag:
             continue
         _, out, inner = kind.physical(g)
@@ -399,7 +401,7 @@ def check_tiling(vqf: VQFFile, names: dict[str, Entry], report: Reporter) -> Non
             )
 
 
-# -- zero fill (spec/vqf.md §3.3)
+# -- zero fill (spec/vqf.md §placement)
 # -----------------------------------------------------------------------------
 def check_zero_fill(vqf: VQFFile, report: Reporter) -> None:
     """The gap before data_offset and each tensor's pad up to the next 64-byte boundary are zero."""
@@ -430,7 +432,8 @@ def check_protection(
     trusted: bytes | None,
     progress: Progress | None,
 ) -> None:
-    """The tag of an ENC file, its pads, and the signature of a SIGNED file (spec/vqf.md §4).
+    """The tag of an ENC file, its pads, and the signature of a SIGNED file (spec/vqf.md
+    §protected).
 
     The tag is compared before anything derived from the plaintext is reported: with a wrong
     tag, the tag rule is the only finding of this step (fail closed).
@@ -476,8 +479,8 @@ def report_missing_keys(
     h: Header, report: Reporter, passphrase: bytes | None, trusted: bytes | None
 ) -> bool:
     """A protected file checked without its key is reported unverifiable, never valid
-    (spec/vqf.md §4, strict verification). False when nothing more can be checked: an ENC file
-    without its passphrase."""
+    (spec/vqf.md §protected, strict verification). False when nothing more can be checked: an ENC
+    file without its passphrase."""
     if h.encrypted and passphrase is None:
         report(
             "vqf.enc.no_key",
@@ -499,7 +502,7 @@ def report_missing_keys(
 
 
 def tag_matches(vqf: VQFFile, done: protect.RegionPass, report: Reporter) -> bool:
-    """The stored tag equals HMAC-SM3(H′ ‖ directory ‖ ciphertext) (spec/vqf.md §4.2); a
+    """The stored tag equals HMAC-SM3(H′ ‖ directory ‖ ciphertext) (spec/vqf.md §sm4-hmac); a
     mismatch is reported as `vqf.enc.tag`."""
     if protect.tags_equal(done.tags[0], vqf.stored_tag()):
         return True
@@ -526,8 +529,8 @@ def report_encrypted_pads(
 
 
 def check_fnv(vqf: VQFFile, report: Reporter, hasher: Any, progress: Progress | None) -> None:
-    """The stored FNV-1a-64 equals the hash of directory ‖ data region (spec/vqf.md §3.5, §9 step
-    8)."""
+    """The stored FNV-1a-64 equals the hash of directory ‖ data region (spec/vqf.md §fnv-trailer,
+    §loader-chain step 8)."""
     stored = vqf.stored_fnv()
     computed = file_checksum(vqf, hasher=hasher, progress=progress)
     if stored == 0 and computed != 0:

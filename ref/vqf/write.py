@@ -1,10 +1,11 @@
-"""Write a VQF file (spec/vqf.md §3.3–§3.5), published atomically.
+"""Write a VQF file (spec/vqf.md §placement, §directory-order, §fnv-trailer), published atomically.
 
-The writer places tensors in the directory order of spec/vqf.md §3.4, zero-fills every gap, computes
-the FNV-1a-64 over exactly the covered bytes while streaming the payloads, and publishes the file by
-linking a locked temporary file in the target folder into place (ref/staging.py): on any failure,
-`kill -9` included, nothing is left at the destination, a killed writer's temporary file is swept
-by the next write to that folder, and an existing file is never replaced unless `overwrite=True`.
+The writer places tensors in the directory order of spec/vqf.md §directory-order, zero-fills every
+gap, computes the FNV-1a-64 over exactly the covered bytes while streaming the payloads, and
+publishes the file by linking a locked temporary file in the target folder into place
+(ref/staging.py): on any failure, `kill -9` included, nothing is left at the destination, a killed
+writer's temporary file is swept by the next write to that folder, and an existing file is never
+replaced unless `overwrite=True`.
 
 The header is written once with its final file_len: every size is declared up front, so the
 engine's "header with file_len = 0, then rewrite" sequence would produce the same bytes.
@@ -72,8 +73,9 @@ class TensorSource:
         """A tensor encoded from floats in its logical shape (what `weightfile.open(...)
         .decode(name)` returns): a vector, or a per-layer stack of vectors for a norm; an
         [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, spec/vqf.md
-        §7.1). Quantized matrices take the layout `flags` and the name select (spec/vqf.md §5),
-        so pass the file's flags. `backend`'s codecs encode (the same bytes either way)."""
+        §text-tensors). Quantized matrices take the layout `flags` and the name select (spec/vqf.md
+        §encodings), so pass the file's flags. `backend`'s codecs encode (the same bytes either
+        way)."""
         import numpy as np
 
         from weightfile.spec.vqf.inventory import KINDS
@@ -112,10 +114,10 @@ def write_vqf(
     """Write `tensors` as a VQF file at `path` and return the path.
 
     version defaults to 3 when the MOE flag is set, else 2. order="spec" sorts the tensors into the
-    spec/vqf.md §3.4 order (unknown names after the known ones, in the order given); order="given"
-    keeps the caller's order, for building test files. ENC and SIGNED files are made from the
-    written plaintext file by `protect_write.encrypt_vqf` and `sign_vqf` (spec/vqf.md §4).
-    `backend.checksum` computes the FNV-1a-64 trailer (spec/vqf.md §3.5).
+    spec/vqf.md §directory-order order (unknown names after the known ones, in the order given);
+    order="given" keeps the caller's order, for building test files. ENC and SIGNED files are made
+    from the written plaintext file by `protect_write.encrypt_vqf` and `sign_vqf` (spec/vqf.md
+    §protected). `backend.checksum` computes the FNV-1a-64 trailer (spec/vqf.md §fnv-trailer).
     """
     path = Path(path)
     if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
@@ -147,8 +149,8 @@ def write_vqf(
     return path
 
 
-#: The arch fields without which no decoder can run a file (spec/vqf.md §8): the loader's
-#: geometry (spec/vqf.md §2.4) plus the attention and normalisation constants.
+#: The arch fields without which no decoder can run a file (spec/vqf.md §arch-semantics): the
+#: loader's geometry (spec/vqf.md §legacy-header) plus the attention and normalisation constants.
 REQUIRED_ARCH_FIELDS = (
     "dim",
     "n_layers",
@@ -177,12 +179,13 @@ def require_complete_arch(arch: Mapping[str, Any]) -> None:
 
 
 def sort_tensors(tensors: Sequence[TensorSource]) -> list[TensorSource]:
-    """spec/vqf.md §3.4 order; a stable sort keeps unknown names last, in the order given."""
+    """spec/vqf.md §directory-order order; a stable sort keeps unknown names last, in the order
+    given."""
     return sorted(tensors, key=lambda t: ORDER_INDEX.get(t.name, len(ORDER_INDEX)))
 
 
 def require_name(name: str, index: int) -> None:
-    """Names are 1..31 ASCII bytes without NUL: the writer never truncates (spec/vqf.md §3.1)."""
+    """Names are 1..31 ASCII bytes without NUL: the writer never truncates (spec/vqf.md §entry)."""
     raw = name.encode("ascii", errors="replace")
     if not name or not name.isascii() or "\0" in name or len(raw) > NAME_BYTES - 1:
         raise InvalidError(
@@ -193,7 +196,7 @@ def require_name(name: str, index: int) -> None:
 
 
 def plan(tensors: Sequence[TensorSource]) -> tuple[bytes, list[int], int, int]:
-    """The directory bytes and the placement of spec/vqf.md §3.3."""
+    """The directory bytes and the placement of spec/vqf.md §placement."""
     sizes = [t.size for t in tensors]
     data_offset = data_offset_for(len(tensors))
     offsets = tensor_offsets(data_offset, sizes)
@@ -222,7 +225,8 @@ def build_header(
     data_offset: int,
     file_len: int,
 ) -> bytes:
-    """The 448 header bytes, in the current or the legacy layout (spec/vqf.md §2.2, §2.4)."""
+    """The 448 header bytes, in the current or the legacy layout (spec/vqf.md §header-layout,
+    §legacy-header)."""
     full = {**arch_defaults(), **arch}
     fields = {
         "version": version,
@@ -258,7 +262,8 @@ def write_data(
     hasher: Any,
 ) -> int:
     """Gap, then each tensor and its zero pad; returns the FNV continued over the data region."""
-    skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed (spec/vqf.md §3.5)
+    skip_zeros(out, data_offset - out.tell())  # the gap is zero and not hashed
+    # (spec/vqf.md §fnv-trailer)
     for i, (t, offset) in enumerate(zip(tensors, offsets, strict=True)):
         assert out.tell() == offset, "placement and stream disagree"
         if t.data is None:  # an all-zero payload: a hole, hashed as a zero run
@@ -312,8 +317,8 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
 @contextmanager
 def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o666) -> Iterator[BinaryIO]:
     """A locked temporary file beside `path`, published there atomically when the block succeeds
-    (spec/ninfer3.md §9.1): the folder's stale temporary files are swept first, the lock is held
-    until the temporary name is gone, and every OS failure is `format.file.write`. `mode` is
+    (spec/ninfer3.md §safe-files): the folder's stale temporary files are swept first, the lock is
+    held until the temporary name is gone, and every OS failure is `format.file.write`. `mode` is
     passed to open(2), so the umask applies as it would to any new file (0666 & ~umask)."""
     path = Path(path)
     sweep(path.parent)  # a killed writer's leftovers go now, whoever wrote them

@@ -1,1 +1,2 @@
-"""Declarative description of the NInfer `.ninfer` v3 container (spec/ninfer3.md §1, §2, §4)."""
+"""Declarative description of the NInfer `.ninfer` v3 container (spec/ninfer3.md §framing,
+§directory, §layouts)."""

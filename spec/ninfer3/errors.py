@@ -1,4 +1,5 @@
-"""The error names the `.ninfer` v3 spec uses, mapped onto our hierarchy (spec/ninfer3.md §2.9).
+"""The error names the `.ninfer` v3 spec uses, mapped onto our hierarchy (spec/ninfer3.md
+§validation).
 
 `ArtifactError` is an **alias** of `WeightfileError` (``ArtifactError is WeightfileError``): the
 spec says every contract violation raises `ArtifactError`, a `ValueError` subclass, and every

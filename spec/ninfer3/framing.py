@@ -1,4 +1,5 @@
-"""Byte schemas of the entry header and the continuation header (spec/ninfer3.md §1.1, §1.2).
+"""Byte schemas of the entry header and the continuation header (spec/ninfer3.md §entry-header,
+§volume-header).
 
 One record per header, fields in file order. Construct errors are translated here, once, into
 our hierarchy; callers see `MalformedError` with the rule id and byte offset.
@@ -19,9 +20,10 @@ JSON_OFFSET = 32
 PAYLOAD_ALIGNMENT = 4096  # entry payload start is align_up(32 + json_bytes, 4096)
 PART_PAYLOAD_START = 4096  # a continuation volume's payload always starts here
 ARTIFACT_ID_BYTES = 16
-DEFAULT_LIMIT = 32_000_000_000  # writer policy only, never stored (spec/ninfer3.md §1.7)
+DEFAULT_LIMIT = 32_000_000_000  # writer policy only, never stored (spec/ninfer3.md §writer)
 
-# The docs strings are the "meaning" column of the tables spliced into spec/ninfer3.md §1.1-§1.2.
+# The docs strings are the "meaning" column of the tables spliced into
+# spec/ninfer3.md §entry-header, §volume-header.
 EntryHeader = Struct(
     "magic" / Const(ENTRY_MAGIC) * "exactly 4E 49 4E 46 45 52 00 03 (`NINFER`, 0x00, 3)",
     "json_bytes" / Int64ul * ">= 1 and <= entry size - 32; the JSON text length",
@@ -36,12 +38,13 @@ ContinuationHeader = Struct(
 
 
 def align_up(value: int, alignment: int) -> int:
-    """The smallest multiple of `alignment` that is >= `value` (spec/ninfer3.md §1.1)."""
+    """The smallest multiple of `alignment` that is >= `value` (spec/ninfer3.md §entry-header)."""
     return -(-value // alignment) * alignment
 
 
 def entry_payload_start(json_bytes: int) -> int:
-    """align_up(32 + json_bytes, 4096), the entry's payload start (spec/ninfer3.md §1.1)."""
+    """align_up(32 + json_bytes, 4096), the entry's payload start (spec/ninfer3.md
+    §entry-header)."""
     return align_up(JSON_OFFSET + json_bytes, PAYLOAD_ALIGNMENT)
 
 
@@ -85,10 +88,10 @@ def parse_continuation_header(data: bytes, *, path: str) -> Container:
 
 
 def build_entry_header(json_bytes: int, artifact_id: bytes) -> bytes:
-    """The 32 header bytes of an entry file (spec/ninfer3.md §1.1)."""
+    """The 32 header bytes of an entry file (spec/ninfer3.md §entry-header)."""
     return EntryHeader.build({"json_bytes": json_bytes, "artifact_id": artifact_id})
 
 
 def build_continuation_header(part_index: int, artifact_id: bytes) -> bytes:
-    """The 32 header bytes of continuation volume `part_index` (spec/ninfer3.md §1.2)."""
+    """The 32 header bytes of continuation volume `part_index` (spec/ninfer3.md §volume-header)."""
     return ContinuationHeader.build({"part_index": part_index, "artifact_id": artifact_id})

@@ -1,5 +1,5 @@
 """Every `.ninfer` v3 rule id, its error class and its meaning, in one table
-(spec/ninfer3.md §1-§2).
+(spec/ninfer3.md §framing, §directory).
 
 Rule ids are ``ninfer3.<area>.<rule>``: the area is the header, the JSON text, a directory
 member (files, objects, components, bindings, uses, metadata), a continuation volume (part),
@@ -14,7 +14,7 @@ from weightfile.spec.rule import CLOSED, EXISTS, INV, MAL, NOT_FOUND, UNS, Rule,
 
 RULES: dict[str, Rule] = table(
     (
-        # -- framing (spec/ninfer3.md §1.1, §1.3, §2.9 step 1) --
+        # -- framing (spec/ninfer3.md §entry-header, §header-checks, §validation step 1) --
         Rule("ninfer3.header.truncated", MAL, "container", "§1.3",
              "entry file shorter than the 32-byte header"),
         Rule("ninfer3.header.magic", MAL, "container", "§1.3",
@@ -31,7 +31,7 @@ RULES: dict[str, Rule] = table(
              "a member name repeats in one object"),
         Rule("ninfer3.json.non_finite", MAL, "container", "§2.1",
              "NaN / Infinity / -Infinity literal"),
-        # -- generic record and value domains (spec/ninfer3.md §2.1, §2.8) --
+        # -- generic record and value domains (spec/ninfer3.md §general, §closed-sets) --
         Rule("ninfer3.record.type", INV, "container", "§2.1", "a member has the wrong JSON type"),
         Rule("ninfer3.record.members", INV, "container", "§2.8",
              "closed record: missing or unlisted member"),
@@ -41,7 +41,7 @@ RULES: dict[str, Rule] = table(
         Rule("ninfer3.value.positive_u64", INV, "container", "§2.1", "not a U64 >= 1"),
         Rule("ninfer3.value.shape", INV, "container", "§2.1",
              "not 0..16 PositiveU64 dims, product <= 2^64-1"),
-        # -- files (spec/ninfer3.md §1.4) --
+        # -- files (spec/ninfer3.md §files-table) --
         Rule("ninfer3.files.empty", INV, "container", "§1.4", "files is an empty array"),
         Rule("ninfer3.files.entry_path", INV, "container", "§1.4", "files[0].path is not null"),
         Rule("ninfer3.files.path", INV, "container", "§1.4",
@@ -52,7 +52,7 @@ RULES: dict[str, Rule] = table(
              "continuation path equals the entry's name"),
         Rule("ninfer3.files.total", INV, "container", "§1.4",
              "sum of payload_bytes exceeds 2^64-1"),
-        # -- objects (spec/ninfer3.md §2.4) --
+        # -- objects (spec/ninfer3.md §objects) --
         Rule("ninfer3.objects.empty", INV, "container", "§2.2", "objects is an empty array"),
         Rule("ninfer3.objects.kind", INV, "container", "§2.4",
              "kind is neither tensor nor resource"),
@@ -63,7 +63,7 @@ RULES: dict[str, Rule] = table(
         Rule("ninfer3.objects.bounds", INV, "container", "§2.4",
              "object ends past the logical payload"),
         Rule("ninfer3.objects.id_unique", INV, "container", "§2.4", "the same object id twice"),
-        # -- components (spec/ninfer3.md §2.3) --
+        # -- components (spec/ninfer3.md §component) --
         Rule("ninfer3.components.text", INV, "container", "§2.3",
              "components has no text component"),
         Rule("ninfer3.components.target", INV, "container", "§2.3",
@@ -74,7 +74,7 @@ RULES: dict[str, Rule] = table(
              "proposal on a non-text one"),
         Rule("ninfer3.components.proposal_domain", INV, "container", "§2.3",
              "proposal domain/rows inconsistent"),
-        # -- bindings (spec/ninfer3.md §2.5) --
+        # -- bindings (spec/ninfer3.md §binding) --
         Rule("ninfer3.bindings.form", INV, "container", "§2.5",
              "binding is not exactly {object} or {parts}"),
         Rule("ninfer3.bindings.parts_empty", INV, "container", "§2.5", "parts is an empty array"),
@@ -88,17 +88,17 @@ RULES: dict[str, Rule] = table(
              "range not 0 <= begin < end <= elements"),
         Rule("ninfer3.bindings.total", INV, "container", "§2.5",
              "running part total exceeds 2^64-1"),
-        # -- uses (spec/ninfer3.md §2.6) --
+        # -- uses (spec/ninfer3.md §use) --
         Rule("ninfer3.uses.parameter", INV, "container", "§2.6",
              "use names a parameter with no binding"),
         Rule("ninfer3.uses.unique", INV, "container", "§2.6",
              "(parameter, input) repeats across uses"),
         Rule("ninfer3.uses.policy", INV, "container", "§2.6",
              "activation_policy is not a registered spelling"),
-        # -- entry length (spec/ninfer3.md §1.3 step 5, §2.9 step 9) --
+        # -- entry length (spec/ninfer3.md §header-checks step 5, §validation step 9) --
         Rule("ninfer3.entry.length", MAL, "container", "§1.3",
              "entry size != payload start + files[0] bytes"),
-        # -- continuation volumes, checked lazily (spec/ninfer3.md §1.3 step 6) --
+        # -- continuation volumes, checked lazily (spec/ninfer3.md §header-checks step 6) --
         Rule("ninfer3.part.missing", MAL, "reader", "§1.3",
              "a needed continuation volume is absent"),
         Rule("ninfer3.part.truncated", MAL, "reader", "§1.3",
@@ -111,14 +111,14 @@ RULES: dict[str, Rule] = table(
         Rule("ninfer3.part.length", MAL, "reader", "§1.3", "volume size != 4096 + payload_bytes"),
         Rule("ninfer3.part.outside", MAL, "reader", "§9.1",
              "a volume resolves outside the entry's folder"),
-        # -- range reads (spec/ninfer3.md §1.6) --
+        # -- range reads (spec/ninfer3.md §range-reads) --
         Rule("ninfer3.range.bounds", INV, "reader", "§1.6",
              "read range ends past the logical payload"),
         Rule("ninfer3.range.closed", CLOSED, "reader", "§1.6",
              "a read after the file set was closed"),
         Rule("ninfer3.range.words", UNS, "reader", "§2.5",
              "binding words: parts cut rows or mix encodings"),
-        # -- deferred object checks, on use (spec/ninfer3.md §2.9) --
+        # -- deferred object checks, on use (spec/ninfer3.md §validation) --
         Rule("ninfer3.object.unknown", INV, "deferred", "§2.9", "no object with the requested id"),
         Rule("ninfer3.object.format", INV, "deferred", "§2.9", "tensor format is not registered"),
         Rule("ninfer3.object.layout", INV, "deferred", "§2.9", "tensor layout is not registered"),
@@ -132,7 +132,7 @@ RULES: dict[str, Rule] = table(
              "offset not a multiple of 256"),
         Rule("ninfer3.object.encoding", INV, "deferred", "§2.9",
              "resource encoding is not raw_bytes_v1"),
-        # -- architecture binder (spec/ninfer3.md §2.5, §2.6, §2.9, §2.9) --
+        # -- architecture binder (spec/ninfer3.md §binding, §use, §validation, §validation) --
         Rule("ninfer3.binder.parameter", INV, "binder", "§2.9",
              "a required parameter has no binding"),
         Rule("ninfer3.binder.shape", INV, "binder", "§2.5",
@@ -150,7 +150,7 @@ RULES: dict[str, Rule] = table(
         Rule("ninfer3.binder.divisor", INV, "binder", "§2.6", "divisor is not one FP32 element"),
         Rule("ninfer3.binder.hadamard", INV, "binder", "§2.6",
              "signs not a ±1 bf16 vector of K % 1024 == 0"),
-        # -- Qwen3.5 text binder: the closed config (spec/ninfer3.md §6.1) --
+        # -- Qwen3.5 text binder: the closed config (spec/ninfer3.md §qwen35-config) --
         Rule("ninfer3.text.key", INV, "binder", "§6.1",
              "config key outside the closed set or of the other FFN"),
         Rule("ninfer3.text.missing", INV, "binder", "§6.1",
@@ -167,7 +167,8 @@ RULES: dict[str, Rule] = table(
         Rule("ninfer3.text.mrope_section", INV, "binder", "§6.1", "not 3 ints fitting the rotary"),
         Rule("ninfer3.text.experts", INV, "binder", "§6.1",
              "num_experts_per_tok exceeds num_experts"),
-        # -- Qwen3.5 text binder: parameters and uses (spec/ninfer3.md §6.2, §2.9) --
+        # -- Qwen3.5 text binder: parameters and uses (spec/ninfer3.md §qwen35-names, §validation)
+        # --
         Rule("ninfer3.text.unexpected_parameter", INV, "binder", "§6.2",
              "a text/ binding no layer declares"),
         Rule("ninfer3.text.direct_format", INV, "binder", "§2.9",
@@ -189,7 +190,7 @@ RULES: dict[str, Rule] = table(
              "a checkpoint tensor is missing"),
         Rule("ninfer3.text.hf_shape", INV, "importer", "§6.2",
              "a checkpoint tensor has the wrong shape"),
-        # -- writer (spec/ninfer3.md §1.7) --
+        # -- writer (spec/ninfer3.md §writer) --
         Rule("ninfer3.writer.objects", INV, "writer", "§1.7",
              "empty object list, duplicate id or bad size"),
         Rule("ninfer3.writer.limit", INV, "writer", "§1.7",

@@ -1,4 +1,5 @@
-"""The closed key set of `components.text.config` for Qwen3.5 text, as data (spec/ninfer3.md §6.1).
+"""The closed key set of `components.text.config` for Qwen3.5 text, as data (spec/ninfer3.md
+§qwen35-config).
 
 The C++ binder closes the text config: every key is either required, or belongs to one
 conditional group (attention, GDN, dense FFN, MoE FFN) whose presence rules are stated here as
@@ -17,7 +18,7 @@ U32_MAX = 2**32 - 1
 
 
 class Domain(Enum):
-    """The JSON value domain of one config key (spec/ninfer3.md §6.1 "Rule" column)."""
+    """The JSON value domain of one config key (spec/ninfer3.md §qwen35-config "Rule" column)."""
 
     POSITIVE_U32 = "integer in [1, 2^32-1]"
     BOOLEAN = "boolean"
@@ -29,7 +30,7 @@ class Domain(Enum):
 
 
 class Group(Enum):
-    """Which presence rule governs a key (spec/ninfer3.md §6.1)."""
+    """Which presence rule governs a key (spec/ninfer3.md §qwen35-config)."""
 
     REQUIRED = "required"
     ATTENTION = "attention"  # required if any full-attention layer or any attention key
@@ -62,7 +63,7 @@ MODEL_TYPES: dict[str, str] = {
 
 _P, _B, _F = Domain.POSITIVE_U32, Domain.BOOLEAN, Domain.POSITIVE_F32
 
-#: Every key of the closed config, in the order the spec/ninfer3.md §6.1 tables list them.
+#: Every key of the closed config, in the order the spec/ninfer3.md §qwen35-config tables list them.
 CONFIG_KEYS: dict[str, ConfigKey] = {
     k.name: k
     for k in (
@@ -98,7 +99,8 @@ def keys_of(group: Group) -> tuple[str, ...]:
     return tuple(k.name for k in CONFIG_KEYS.values() if k.group is group)
 
 
-#: `rope_parameters` is itself closed: exactly these three members (spec/ninfer3.md §6.1 RoPE row).
+#: `rope_parameters` is itself closed: exactly these three members (spec/ninfer3.md §qwen35-config
+#: RoPE row).
 ROPE_PARAMETER_KEYS: tuple[str, ...] = ("rope_theta", "partial_rotary_factor", "mrope_section")
 #: mrope_section has one non-negative integer per position axis (temporal, height, width).
 MROPE_AXES = 3
@@ -106,7 +108,7 @@ MROPE_AXES = 3
 
 def rotary_dim(head_dim: int, partial_rotary_factor: float) -> int:
     """`rotary = floor(head_dim · factor)`, the rotated leading dims of each head
-    (spec/ninfer3.md §6.1).
+    (spec/ninfer3.md §qwen35-config).
 
     The product is taken in float64 as Python (and the converter) does; it must come out
     positive and even for the config to be valid.
@@ -116,7 +118,7 @@ def rotary_dim(head_dim: int, partial_rotary_factor: float) -> int:
 
 def interleaved_axis(pair: int, mrope_section: tuple[int, int, int]) -> int:
     """The position axis (0 t, 1 h, 2 w) of rotary pair `pair` under interleaved MRoPE
-    (spec/ninfer3.md §6.1).
+    (spec/ninfer3.md §qwen35-config).
 
     Pair r belongs to axis 1 if r % 3 == 1 and r < 3·s1, to axis 2 if r % 3 == 2 and
     r < 3·s2, otherwise to axis 0.

@@ -1,17 +1,18 @@
 """The canonical logical parameter names of Qwen3.5 text, their shapes and Use inputs
-(spec/ninfer3.md §6.2).
+(spec/ninfer3.md §qwen35-names).
 
 `text_parameters(config)` lists every parameter a valid text config requires, in a fixed order
 (embedding, layers in order, final norm, output head), each with its logical shape computed from the
 config, the Use inputs the architecture consumes it at (empty for a *direct* parameter) and, for
 direct parameters, the exact format the binder demands: bf16 unless noted, fp32 for the GDN `a_log`
-and `dt_bias` (spec/ninfer3.md §2.9 binder checks). Matrix parameters (those with Use inputs) may be
-stored in any registered format and may be parts of a fused parent; `FUSION_GROUPS` lists the
+and `dt_bias` (spec/ninfer3.md §validation binder checks). Matrix parameters (those with Use inputs)
+may be stored in any registered format and may be parts of a fused parent; `FUSION_GROUPS` lists the
 default converter groupings, which only choose parents and never change meaning
-(spec/ninfer3.md §6.2).
+(spec/ninfer3.md §qwen35-names).
 
 `config` is the JSON object of `components.text.config`, already validated against
-spec/ninfer3.md §6.1 (`weightfile.ref.qwen35.config`); this module only reads the keys it needs.
+spec/ninfer3.md §qwen35-config (`weightfile.ref.qwen35.config`); this module only reads the keys it
+needs.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def is_moe(config: Mapping[str, Any]) -> bool:
 
 
 def attention_parameters(config: Mapping[str, Any], layer: int) -> list[TextParameter]:
-    """Gated full attention (spec/ninfer3.md §6.2): query/gate [Q,H], key/value [Kw,H], norms [D],
-    output [H,Q]."""
+    """Gated full attention (spec/ninfer3.md §qwen35-names): query/gate [Q,H], key/value [Kw,H],
+    norms [D], output [H,Q]."""
     p, h, d = layer_prefix(layer), config["hidden_size"], config["head_dim"]
     q, kw = config["num_attention_heads"] * d, config["num_key_value_heads"] * d
     mixer = p + "mixer_input"
@@ -79,8 +80,8 @@ def attention_parameters(config: Mapping[str, Any], layer: int) -> list[TextPara
 
 
 def gdn_parameters(config: Mapping[str, Any], layer: int) -> list[TextParameter]:
-    """Gated DeltaNet (spec/ninfer3.md §6.2): q/k [Kg,H], v/z [Vg,H], a/b [Nv,H], fp32 gates, conv,
-    norm, out."""
+    """Gated DeltaNet (spec/ninfer3.md §qwen35-names): q/k [Kg,H], v/z [Vg,H], a/b [Nv,H], fp32
+    gates, conv, norm, out."""
     p, h = layer_prefix(layer), config["hidden_size"]
     kg = config["linear_num_key_heads"] * config["linear_key_head_dim"]
     nv, dv = config["linear_num_value_heads"], config["linear_value_head_dim"]
@@ -103,7 +104,7 @@ def gdn_parameters(config: Mapping[str, Any], layer: int) -> list[TextParameter]
 
 
 def dense_ffn_parameters(config: Mapping[str, Any], layer: int) -> list[TextParameter]:
-    """Dense SwiGLU (spec/ninfer3.md §6.2): gate/up [I,H] at ffn_input, down [H,I] at
+    """Dense SwiGLU (spec/ninfer3.md §qwen35-names): gate/up [I,H] at ffn_input, down [H,I] at
     mlp/product."""
     p, h, i = layer_prefix(layer), config["hidden_size"], config["intermediate_size"]
     return [
@@ -114,8 +115,8 @@ def dense_ffn_parameters(config: Mapping[str, Any], layer: int) -> list[TextPara
 
 
 def moe_ffn_parameters(config: Mapping[str, Any], layer: int) -> list[TextParameter]:
-    """MoE with a shared expert (spec/ninfer3.md §6.2): router [E,H], shared_score [1,H], experts,
-    shared."""
+    """MoE with a shared expert (spec/ninfer3.md §qwen35-names): router [E,H], shared_score [1,H],
+    experts, shared."""
     p, h = layer_prefix(layer), config["hidden_size"]
     ir, is_ = config["moe_intermediate_size"], config["shared_expert_intermediate_size"]
     ffn = p + "ffn_input"
@@ -154,10 +155,11 @@ def layer_parameters(config: Mapping[str, Any], layer: int) -> list[TextParamete
 
 
 def text_parameters(config: Mapping[str, Any]) -> list[TextParameter]:
-    """Every canonical text parameter the config requires, in model order (spec/ninfer3.md §6.2).
+    """Every canonical text parameter the config requires, in model order (spec/ninfer3.md
+    §qwen35-names).
 
-    `text/output_head` is listed even with `tie_word_embeddings`: spec/ninfer3.md §6.2 names it with
-    no tied exemption, and the file binds it (possibly to the embedding's object).
+    `text/output_head` is listed even with `tie_word_embeddings`: spec/ninfer3.md §qwen35-names
+    names it with no tied exemption, and the file binds it (possibly to the embedding's object).
     """
     h, v = config["hidden_size"], config["vocab_size"]
     params = [_direct(TEXT_PREFIX + "token_embedding", (v, h))]
@@ -170,7 +172,7 @@ def text_parameters(config: Mapping[str, Any]) -> list[TextParameter]:
 
 def fusion_groups(config: Mapping[str, Any], layer: int) -> list[tuple[str, ...]]:
     """The default converter's parent groupings for one layer, preferred first
-    (spec/ninfer3.md §6.2).
+    (spec/ninfer3.md §qwen35-names).
 
     Attention {Q,K,gate,V} falls back to {Q,K} and {gate,V}; GDN {q,k,v,z} to {q,k} and {v,z},
     plus {a,b}; dense {gate,up}; MoE {router, shared_score}, all experts' {gate,up}, all

@@ -1,1 +1,2 @@
-"""VQF container: what the bytes are (spec/vqf.md §1–§3, §7, §9). Declarative; no I/O."""
+"""VQF container: what the bytes are (spec/vqf.md §file-layout, §header, §directory, §inventory,
+§loader-chain). Declarative; no I/O."""

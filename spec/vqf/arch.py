@@ -1,7 +1,7 @@
-"""VQFArch: the model architecture inside the header (spec/vqf.md §2.2, §8).
+"""VQFArch: the model architecture inside the header (spec/vqf.md §header-layout, §arch-semantics).
 
 45 little-endian words, 180 bytes, starting at header offset 16. The legacy layout
-(spec/vqf.md §2.4) stores only the first 41 words: it has no MoE tail.
+(spec/vqf.md §legacy-header) stores only the first 41 words: it has no MoE tail.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ ARCH_FIELD_NAMES: tuple[str, ...] = tuple(sc.name for sc in VQFArch.subcons)
 MOE_FIELD_NAMES: tuple[str, ...] = tuple(sc.name for sc in ARCH_MOE_FIELDS)
 ARRAY_FIELD_NAMES = ("vis_ds_idx", "mrope_sections")
 
-#: The arch gate of spec/vqf.md §2.4 step 2: these must all be > 0 (n_kv_heads is not checked).
+#: The arch gate of spec/vqf.md §legacy-header step 2: these must all be > 0 (n_kv_heads is not
+#: checked).
 GATED_FIELD_NAMES = ("dim", "n_layers", "n_heads", "head_dim", "ffn_dim", "vocab_size")
 
 

@@ -1,5 +1,5 @@
-"""VQFHeader in its two layouts (spec/vqf.md §2.2 current, spec/vqf.md §2.4 legacy). Both are
-version 2.
+"""VQFHeader in its two layouts (spec/vqf.md §header-layout current, spec/vqf.md §legacy-header
+legacy). Both are version 2.
 
 The directory starts at 448 in both, so the legacy record is followed by 16 zero bytes. Padding
 and reserved bytes are parsed as raw bytes, not `Const`, so the strict validator can report a

@@ -1,8 +1,9 @@
-"""The tensor inventory: names, qtypes, geometry and directory order (spec/vqf.md §3.4, §7.1–§7.4).
+"""The tensor inventory: names, qtypes, geometry and directory order (spec/vqf.md §directory-order,
+§text-tensors, §weight-modes, §geometry, §vision-tensors).
 
-Shapes are functions of the arch (never of the directory's diagnostic rows/cols, spec/vqf.md §7.3).
-Each entry gives the writer's directory rows × cols and the physical per-layer matrix [out, in] that
-tiled layouts regroup.
+Shapes are functions of the arch (never of the directory's diagnostic rows/cols, spec/vqf.md
+§geometry). Each entry gives the writer's directory rows × cols and the physical per-layer matrix
+[out, in] that tiled layouts regroup.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .qtypes import QType
 
 @dataclass(frozen=True, slots=True)
 class Geometry:
-    """The symbols of spec/vqf.md §7: d, nl, hd, qo, ko, ff, V, ne and the vision sizes."""
+    """The symbols of spec/vqf.md §inventory: d, nl, hd, qo, ko, ff, V, ne and the vision sizes."""
 
     d: int
     nl: int
@@ -147,7 +148,8 @@ def _v(name: str, shape: Shape, q8: bool = False) -> TensorKind:
     return TensorKind(name, family, qtypes, shape, _flat(shape))
 
 
-#: The 27 vision tensors in spec/vqf.md §7.4 table order (the writer's directory order too).
+#: The 27 vision tensors in spec/vqf.md §vision-tensors table order (the writer's directory order
+#: too).
 VISION_KINDS = (
     _v("v_q8_qkv", lambda g: (g.vd, 3 * g.vh * g.vh), q8=True),
     _v("v_q8_proj", lambda g: (g.vd, g.vh * g.vh), q8=True),
@@ -182,7 +184,7 @@ Q8_KINDS = _matrices("q8", with_lm=True)
 Q4_KINDS = _matrices("q4", with_lm=True)
 X8_KINDS = _matrices("x8", with_lm=False)
 
-#: Every known tensor, in the directory order writers emit (spec/vqf.md §3.4).
+#: Every known tensor, in the directory order writers emit (spec/vqf.md §directory-order).
 DIRECTORY_ORDER: tuple[TensorKind, ...] = (
     *_TEXT_HEAD,
     *Q8_KINDS,
@@ -193,7 +195,8 @@ DIRECTORY_ORDER: tuple[TensorKind, ...] = (
 KINDS: dict[str, TensorKind] = {k.name: k for k in DIRECTORY_ORDER}
 ORDER_INDEX: dict[str, int] = {k.name: i for i, k in enumerate(DIRECTORY_ORDER)}
 
-#: wmode -> the projection sets it emits (spec/vqf.md §7.2); x8 copies are an option of wmode q4.
+#: wmode -> the projection sets it emits (spec/vqf.md §weight-modes); x8 copies are an option of
+#: wmode q4.
 WMODE_PROJECTION_SETS: dict[str, tuple[str, ...]] = {
     "dual": ("q8", "q4"),
     "q4": ("q4",),
@@ -206,7 +209,7 @@ WMODE_PROJECTION_SETS: dict[str, tuple[str, ...]] = {
 def inventory(
     arch: Mapping[str, Any], wmode: str, *, x8: bool = False, vision: bool | None = None
 ) -> list[TensorKind]:
-    """The tensors a writer emits for `arch` in `wmode`, in spec/vqf.md §3.4 order."""
+    """The tensors a writer emits for `arch` in `wmode`, in spec/vqf.md §directory-order order."""
     if wmode not in WMODE_PROJECTION_SETS:
         raise ValueError(
             f"unknown wmode {wmode!r}; expected one of {sorted(WMODE_PROJECTION_SETS)}"

@@ -1,8 +1,9 @@
-"""What the board engine's loader asks of a file beyond its bytes (spec/vqf.md §9.2).
+"""What the board engine's loader asks of a file beyond its bytes (spec/vqf.md §engine-defaults).
 
-Declarative: the engine's load-time settings (environment variables, spec/vqf.md §10), the layout
-flags an engine in those settings holds (spec/vqf.md §9 step 10), and one row per loader condition
-that depends on the settings. `weightfile.ref.vqf.engine_load` evaluates the rows for a file.
+Declarative: the engine's load-time settings (environment variables, spec/vqf.md §environment), the
+layout flags an engine in those settings holds (spec/vqf.md §loader-chain step 10), and one row per
+loader condition that depends on the settings. `weightfile.ref.vqf.engine_load` evaluates the rows
+for a file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .flags import LAYOUT_MASK, VQFFlag
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    """The load-time settings that change what the loader accepts (spec/vqf.md §9.2).
+    """The load-time settings that change what the loader accepts (spec/vqf.md §engine-defaults).
 
     The defaults are an engine started with none of the variables set."""
 
@@ -44,19 +45,19 @@ class EngineSettings:
 
 DEFAULT_SETTINGS: Final = EngineSettings()
 
-#: The weight modes the loader distinguishes (spec/vqf.md §9 step 10).
+#: The weight modes the loader distinguishes (spec/vqf.md §loader-chain step 10).
 LOAD_WMODES: Final = ("default", "q4i", "g256")
 
 
 def engine_flags(s: EngineSettings, file_flags: int) -> int:
-    """The engine's own flags & 0x1F in settings `s` (spec/vqf.md §9 step 10): never X8; a file
-    with Q8BUF_Q4 switches an engine whose weights were not preallocated to q4i first."""
+    """The engine's own flags & 0x1F in settings `s` (spec/vqf.md §loader-chain step 10): never X8;
+    a file with Q8BUF_Q4 switches an engine whose weights were not preallocated to q4i first."""
     switched = bool(file_flags & VQFFlag.Q8BUF_Q4) and not s.preallocated
     wmode = "q4i" if switched else s.wmode  # the switch replaces the weight mode
     q4i = wmode == "q4i"
     flags = 0
     if not s.disable_q8_repack and not q4i:  # q4i turns the q8 repack off
-        # VLLM_Q8_8X8=0 is never proposed: it misreads (spec/vqf.md §0 item 13)
+        # VLLM_Q8_8X8=0 is never proposed: it misreads (spec/vqf.md §decisions item 13)
         flags |= VQFFlag.Q8_8X8
     if not s.disable_q4_repack:
         flags |= VQFFlag.Q4_4X4
@@ -69,7 +70,7 @@ def engine_flags(s: EngineSettings, file_flags: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class LoadCondition:
-    """One condition of the loader that the settings decide (spec/vqf.md §9.2 table)."""
+    """One condition of the loader that the settings decide (spec/vqf.md §engine-defaults table)."""
 
     name: str  # stable, lowercase; not a rule id: breaking it is not a file error
     step: str  # where in spec/vqf.md it is stated
@@ -77,7 +78,7 @@ class LoadCondition:
     settings: str  # what settings can satisfy it
 
 
-#: The loader's setting-dependent conditions, in the order of spec/vqf.md §9.
+#: The loader's setting-dependent conditions, in the order of spec/vqf.md §loader-chain.
 CONDITIONS: Final = (
     LoadCondition(
         "key",

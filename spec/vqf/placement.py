@@ -1,4 +1,4 @@
-"""Where a writer puts things (spec/vqf.md §3.3) and what a reader derives from it."""
+"""Where a writer puts things (spec/vqf.md §placement) and what a reader derives from it."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def directory_end(n_tensors: int) -> int:
 
 
 def data_offset_for(n_tensors: int) -> int:
-    """data_offset = round_up(448 + 64·n, 4096): 4096 up to n = 57 (spec/vqf.md §0 item 12 says
-    56)."""
+    """data_offset = round_up(448 + 64·n, 4096): 4096 up to n = 57 (spec/vqf.md §decisions item 12
+    says 56)."""
     return round_up(directory_end(n_tensors), PAGE)
 
 

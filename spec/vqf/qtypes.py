@@ -1,4 +1,4 @@
-"""Directory qtype codes and the tensor size function (spec/vqf.md §3.2, §5.9)."""
+"""Directory qtype codes and the tensor size function (spec/vqf.md §qtype-codes, §size-function)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import enum
 
 class QType(enum.IntEnum):
     """VQFTensor.qtype. The layout variant (tiling, G256, Q4I8) is never encoded here
-    (spec/vqf.md §3.2)."""
+    (spec/vqf.md §qtype-codes)."""
 
     F32 = 0x01
     Q8_0 = 0x02  #: also the Q8 8x8/4x4 tiled, G256 and Q4I8 payloads
@@ -28,7 +28,7 @@ BLOCK_GEOMETRY: dict[QType, tuple[int, int]] = {
 
 def tensor_bytes(qtype: int, elements: int) -> int:
     """Payload bytes of `elements` = rows·cols values: 4N, 2N, ceil(N/32)·34 or ·18
-    (spec/vqf.md §5.9)."""
+    (spec/vqf.md §size-function)."""
     block_elements, block_bytes = BLOCK_GEOMETRY[QType(qtype)]
     return -(-elements // block_elements) * block_bytes
 

@@ -1,10 +1,12 @@
-"""Every VQF rule id, the error class it raises and what it means (spec/vqf.md §2–§4, §9, §9.1).
+"""Every VQF rule id, the error class it raises and what it means (spec/vqf.md §header, §directory,
+§protected, §loader-chain, §strict-checks).
 
 The table is declarative: the reader, the writer and the validator raise these ids, the tests break
 each one, and the conformance corpus names them. `loader` rules are the engine's own chain
-(spec/vqf.md §9, each row naming its step, or the spec/vqf.md §2.4 detection step it belongs to);
-`strict` rules are the extra checks of spec/vqf.md §9.1 that the engine does not make. The rows are
-of the one `Rule` type (spec/rule.py); spec/rules.py merges this table with the others.
+(spec/vqf.md §loader-chain, each row naming its step, or the spec/vqf.md §legacy-header
+detection step it belongs to); `strict` rules are the extra checks of spec/vqf.md §strict-checks
+that the engine does not make. The rows are of the one `Rule` type (spec/rule.py); spec/rules.py
+merges this table with the others.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 from weightfile.spec.rule import CHECKSUM, CLOSED, EXISTS, INV, MAL, NOT_FOUND, UNS, Rule, table
 
 _RULES = (
-    # --- file framing and header (spec/vqf.md §9 steps 1-5, spec/vqf.md §2.4) ---
+    # --- file framing and header (spec/vqf.md §loader-chain steps 1-5, spec/vqf.md §legacy-header)
+    # ---
     Rule("vqf.file.too_small", MAL, "loader", "§9", "file shorter than 448 + 64",
          step=1),
     Rule("vqf.header.magic", MAL, "loader", "§9", "magic is not 0x57465146", step=2),
@@ -31,7 +34,7 @@ _RULES = (
          "token_embed, q8_q/q4_q (and for MoE moe_router, q4/q8_gate, n_experts) missing", step=13),
     Rule("vqf.trailer.fnv", CHECKSUM, "loader", "§3.5",
          "stored FNV-1a-64 differs from the directory and data region"),
-    # --- strict checks (spec/vqf.md §9.1) ---
+    # --- strict checks (spec/vqf.md §strict-checks) ---
     Rule("vqf.trailer.fnv_missing", CHECKSUM, "strict", "§3.5",
          "stored FNV is 0 (the engine then skips the check) but the bytes hash otherwise"),
     Rule("vqf.header.unknown_flags", INV, "strict", "§2.5", "flag bits 10-31 set"),
@@ -84,7 +87,7 @@ _RULES = (
     Rule("vqf.directory.name", NOT_FOUND, "reader", "§9", "no tensor of that name", step=12),
     Rule("vqf.file.range", MAL, "reader", "§1", "a byte range outside the file"),
     Rule("vqf.file.closed", CLOSED, "reader", "§1", "a read after the file was closed"),
-    # --- protected files (spec/vqf.md §4): SM4-CTR + HMAC-SM3 (ENC), SM2 (SIGNED) ---
+    # --- protected files (spec/vqf.md §protected): SM4-CTR + HMAC-SM3 (ENC), SM2 (SIGNED) ---
     Rule("vqf.enc.no_key", UNS, "protected", "§4.1",
          "an ENC file but no passphrase: its tag and contents cannot be verified"),
     Rule("vqf.enc.tag", CHECKSUM, "protected", "§4.2",
@@ -106,7 +109,7 @@ _RULES = (
          "a private key file does not hold 64 hex characters of a valid SM2 key"),
     Rule("vqf.writer.protect", INV, "writer", "§4",
          "encrypt of an ENC or SIGNED file, or decrypt of a plaintext file"),
-    # --- retired with corpus v1: what a build without crypto reported (spec/vqf.md §4) ---
+    # --- retired with corpus v1: what a build without crypto reported (spec/vqf.md §protected) ---
     Rule("vqf.enc.not_implemented", UNS, "feature", "§4.2",
          "SM4-CTR decryption and the HMAC-SM3 tag are not implemented yet",
          retired="vqf.enc.no_key"),

@@ -1,4 +1,5 @@
-"""VQFSig: the 200-byte SM2 signature block (spec/vqf.md §2.3, §4.3). All zero unless SIGNED."""
+"""VQFSig: the 200-byte SM2 signature block (spec/vqf.md §signature-block, §sm2-signature). All zero
+unless SIGNED."""
 
 from __future__ import annotations
 

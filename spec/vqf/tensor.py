@@ -1,4 +1,4 @@
-"""VQFTensor: one 64-byte directory entry (spec/vqf.md §3.1)."""
+"""VQFTensor: one 64-byte directory entry (spec/vqf.md §entry)."""
 
 from __future__ import annotations
 

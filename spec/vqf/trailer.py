@@ -1,4 +1,4 @@
-"""The trailer at file_len (spec/vqf.md §1, §3.5, §4.2)."""
+"""The trailer at file_len (spec/vqf.md §file-layout, §fnv-trailer, §sm4-hmac)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def test_py_typed_marks_the_package_typed():
 
 
 def test_qtype_and_flags_are_reexported():
-    # values from spec/vqf.md §2.5 (flags) and spec/vqf.md §3.2 (qtype ids), not the enums
+    # values from spec/vqf.md §flags (flags) and spec/vqf.md §qtype-codes (qtype ids), not the enums
     assert int(weightfile.QType.Q4_0) == 3 and int(weightfile.QType.F16) == 5
     assert int(weightfile.VQFFlag.ENC) == 0x80 and int(weightfile.VQFFlag.EMB_F16) == 0x20
 
@@ -34,7 +34,8 @@ def test_an_opened_file_is_a_read_only_mapping():
         directory = [e.name for e in vqf.entries]
     with weightfile.open(EXAMPLE_PATH) as f:
         assert f.keys() == directory == list(f)
-        assert len(f) == len(directory) == 14  # the q4 inventory of spec/vqf.md §7.1, 2 layers
+        assert len(f) == len(directory) == 14  # the q4 inventory of spec/vqf.md §text-tensors, 2
+        # layers
         assert "q4_q" in f and "nope" not in f and 3 not in f
         np.testing.assert_array_equal(f["attn_norm"], f.decode("attn_norm"))
         assert f.get("nope") is None and f.get("nope", 7) == 7
@@ -140,7 +141,7 @@ def test_get_slice_rows_equal_the_full_decode(model):
 
 def test_get_slice_reads_only_the_rows_asked_for(monkeypatch):
     """A row range of a tiled matrix decodes just the row groups holding it (4 rows of Q4_4X4,
-    spec/vqf.md §5.6), a layer range just those layers' bytes."""
+    spec/vqf.md §q8-tiled), a layer range just those layers' bytes."""
     seen: list[int] = []
     with weightfile.open(EXAMPLE_PATH) as f:
         prepare = f._prepare

@@ -1,5 +1,5 @@
 """`get_slice` on `.ninfer` objects and bindings decodes only the rows asked for, and they are
-bit for bit the rows of a full decode (spec/ninfer3.md §2.5, §4.3, §4.5).
+bit for bit the rows of a full decode (spec/ninfer3.md §binding, §row-split, §row-scale).
 
 The files are written by hand (`build_file_set`), the payloads by the codecs' own encoders; the
 oracle is `decode` of the whole object or binding, cut with NumPy.

@@ -17,7 +17,7 @@ from weightfile.families import vqf_family
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import NotFoundError
 
-Q4 = 18 / 32  # Q4_0: 32 elements in 18 bytes (spec/vqf.md §5.7)
+Q4 = 18 / 32  # Q4_0: 32 elements in 18 bytes (spec/vqf.md §q4-0)
 
 
 def test_qwen3_30b_a3b_geometry_by_hand():

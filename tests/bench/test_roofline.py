@@ -35,7 +35,8 @@ def test_rss_bound_by_hand():
 
 
 def test_dual_file_counts_only_the_bound_family(tmp_path):
-    # wmode dual (spec/vqf.md §7.2) carries q8_* and q4_*; the decoder binds q4, so a token reads q4
+    # wmode dual (spec/vqf.md §weight-modes) carries q8_* and q4_*; the decoder binds q4, so a token
+    # reads q4
     from weightfile.bench.synthetic import arch_of, tensor_sources
     from weightfile.ref.vqf.write import write_vqf
 

@@ -19,22 +19,22 @@ from weightfile.spec.errors import NotFoundError
 
 def test_vl2b_text_layout_matches_the_worked_example():
     rows, size = planned_layout(SPECS["qwen3-vl-2b-text-q4_0"])
-    assert rows == VL_2B_TABLE[:14]  # spec/vqf.md §7.6 rows 1-14, the text tensors
-    # spec/vqf.md §7.6: the vision tensors start at 1,590,583,296; without them that is file_len, +
-    # 8 FNV
+    assert rows == VL_2B_TABLE[:14]  # spec/vqf.md §worked-example rows 1-14, the text tensors
+    # spec/vqf.md §worked-example: the vision tensors start at 1,590,583,296; without them that is
+    # file_len, + 8 FNV
     assert size == 1_590_583_296 + 8
 
 
 def test_qwen3_0_6b_q4_projection_bytes_by_hand():
     # per layer: q 2048·1024, k and v 1024·1024, o 1024·2048, gate/up/down 3072·1024 elements;
-    # Q4_0 stores 32 elements in 18 bytes (spec/vqf.md §5.7)
+    # Q4_0 stores 32 elements in 18 bytes (spec/vqf.md §q4-0)
     per_layer = 2048 * 1024 + 2 * 1024 * 1024 + 1024 * 2048 + 3 * 3072 * 1024
     rows, _ = planned_layout(SPECS["qwen3-0.6b-q4_0"])
     sizes = dict((name, size) for name, _, size in rows)
     layers = sum(sizes[f"q4_{k}"] for k in ("q", "k", "v", "o", "gate", "up", "down"))
     assert layers == 28 * per_layer * 18 // 32
     assert sizes["q4_lm"] == 151_936 * 1024 * 18 // 32
-    assert sizes["token_embed"] == 151_936 * 1024 * 2  # F16 (spec/vqf.md §5.2)
+    assert sizes["token_embed"] == 151_936 * 1024 * 2  # F16 (spec/vqf.md §f16)
 
 
 def test_planning_draws_no_weights():
@@ -99,8 +99,8 @@ def test_other_generator_versions_are_removed_on_build(tmp_path):
 
 def test_chunked_embedding_and_tied_lm_head_equal_whole_matrix_encodings(tmp_path, monkeypatch):
     # chunks of 64 rows (a multiple of every row group) must give the bytes of one whole-matrix
-    # encode (spec/vqf.md §7.5); the expected bytes come from the reference codecs, not the fast
-    # ones
+    # encode (spec/vqf.md §repack-gates); the expected bytes come from the reference codecs, not the
+    # fast ones
     import numpy as np
 
     import weightfile.bench.synthetic as synthetic

@@ -1,5 +1,5 @@
-"""The Qwen3-VL bench (issue 18 item 8): the synthetic VISION files against spec/vqf.md §7.6, the
-image-encode section, its table lines and the generation progress."""
+"""The Qwen3-VL bench (issue 18 item 8): the synthetic VISION files against spec/vqf.md
+§worked-example, the image-encode section, its table lines and the generation progress."""
 
 import numpy as np
 import pytest
@@ -23,12 +23,12 @@ def tiny_vl(tmp_path_factory):
 
 def test_vl2b_q4_layout_is_the_worked_example():
     rows, size = planned_layout(SPECS["qwen3-vl-2b-q4_0"])
-    assert len(rows) == 41  # spec/vqf.md §7.6: n = 41 tensors
+    assert len(rows) == 41  # spec/vqf.md §worked-example: n = 41 tensors
     # rows 1-18 with their bytes, then v_patch_embed's offset ("from 1,911,447,552")
     assert rows[:18] == VL_2B_TABLE[:18]
     assert rows[18][:2] == VL_2B_TABLE[18][:2]
     sizes = {name: n for name, _, n in rows}
-    assert sizes["v_merger_f1w"] == 67_108_864  # the F32 sizes spec/vqf.md §7.6 quotes
+    assert sizes["v_merger_f1w"] == 67_108_864  # the F32 sizes spec/vqf.md §worked-example quotes
     assert sizes["v_ds_f1w"] == 201_326_592
     assert sizes["v_ds_f2w"] == 100_663_296
     assert size == 2_331_316_232  # file_len 2,331,316,224 + 8 FNV
@@ -37,7 +37,7 @@ def test_vl2b_q4_layout_is_the_worked_example():
 def test_vl2b_q8_file_size_is_the_worked_example():
     rows, size = planned_layout(SPECS["qwen3-vl-2b-q8_0"])
     assert len(rows) == 41
-    assert size == 3_191_541_768  # spec/vqf.md §7.6 "same model, wmode q8"
+    assert size == 3_191_541_768  # spec/vqf.md §worked-example "same model, wmode q8"
 
 
 def test_tiny_vl_file_is_valid_and_binds_with_its_tower(tiny_vl):

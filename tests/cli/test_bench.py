@@ -87,7 +87,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert bw["threads"] == os.cpu_count()
     assert set(bw["by_threads"]) == {"1", "2", str(os.cpu_count())}
     assert bw["by_threads"]["1"] == bw["single_core_bytes_per_s"]
-    with open_vqf(r["model"]["path"]) as vqf:  # every covered byte (spec/vqf.md §3.5)
+    with open_vqf(r["model"]["path"]) as vqf:  # every covered byte (spec/vqf.md §fnv-trailer)
         covered = len(vqf.directory_bytes()) + len(vqf.data_region())
     assert r["checksum_bytes_hashed"] == (
         covered if library() is not None else min(covered, 1 << 20)
@@ -256,7 +256,7 @@ def test_model_path_and_errors(tmp_path, shared, capsys):
 
 def test_an_encrypted_model_is_benched_with_its_passphrase(tmp_path, capsys, monkeypatch):
     """--passphrase-file (else VLLM_VQF_KEY) opens an ENC model; the child gets the key through
-    its environment; without a key the run stops before measuring (spec/vqf.md §4.2)."""
+    its environment; without a key the run stops before measuring (spec/vqf.md §sm4-hmac)."""
     monkeypatch.delenv("VLLM_VQF_KEY", raising=False)
     cache = tmp_path / "cache"
     plain_report, _ = bench_json(capsys, cache, "--no-rss", "--no-ref")

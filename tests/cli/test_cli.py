@@ -102,7 +102,8 @@ def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, n
 
 
 def test_a_short_vqf_with_a_bad_magic_is_too_small_everywhere(tmp_path, capsys):
-    """The VQF loader checks the size (spec/vqf.md §9 step 1) before the magic (step 2)."""
+    """The VQF loader checks the size (spec/vqf.md §loader-chain step 1) before the magic (step
+    2)."""
     bad = tmp_path / "x.vqf"
     bad.write_bytes(b"GGUF")
     assert main(["verify", str(bad)]) == 1

@@ -1,4 +1,5 @@
-"""`weightfile inspect` and `verify` on the rebuilt sharded .ninfer example (spec/ninfer3.md §5)."""
+"""`weightfile inspect` and `verify` on the rebuilt sharded .ninfer example (spec/ninfer3.md
+§examples)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from weightfile.spec.ninfer3.rules import RULES
 
 
 def sharded(tmp_path):
-    """The spec/ninfer3.md §5 three-file example with zero payloads, laid out by hand as
-    spec/ninfer3.md §1.1–§1.2 say."""
+    """The spec/ninfer3.md §examples three-file example with zero payloads, laid out by hand as
+    spec/ninfer3.md §entry-header, §volume-header say."""
     doc = load_example(EXAMPLE_SHARDED)
     return build_file_set(tmp_path, "model.ninfer", doc, json_bytes=65_504)
 
@@ -55,7 +56,8 @@ def test_a_continuation_volume_is_not_an_entry(tmp_path, capsys):
 
 
 def test_verify_lists_every_directory_violation_as_the_api_does(tmp_path, capsys):
-    """Three independent faults: three lines with JSON paths, exit 1 (spec/ninfer3.md §2.9)."""
+    """Three independent faults: three lines with JSON paths, exit 1 (spec/ninfer3.md
+    §validation)."""
 
     def faults(d):
         d["components"]["text"]["target"] = "vision"

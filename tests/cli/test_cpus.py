@@ -1,4 +1,4 @@
-"""`--cpus LIST` of `run` and `bench` (weightfile/cpus.py, spec/numerics.md §15.2): the cpulist
+"""`--cpus LIST` of `run` and `bench` (weightfile/cpus.py, spec/numerics.md §threads): the cpulist
 syntax, the big-core default on a big.LITTLE sysfs, the native.cpus refusals, and the same
 tokens and logits pinned to one CPU or two. Runs that pin go to a child process, so this test
 process keeps its own affinity."""

@@ -1,6 +1,6 @@
 """The demo's build folder is a staging folder of ref/staging.py: a build killed with -9 leaves a
 folder that the next build sweeps, and a live build's folder is never touched (issue 14,
-spec/ninfer3.md §9.1 "Writers")."""
+spec/ninfer3.md §safe-files "Writers")."""
 
 from __future__ import annotations
 

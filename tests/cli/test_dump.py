@@ -64,8 +64,8 @@ def test_dump_cli_writes_npy_and_npz(vqf_with_known_q4_q, tmp_path, capsys):
 
 @pytest.mark.parametrize("engine", ["ref", "fast"])
 def test_ninfer_objects_and_bindings(tmp_path, engine):
-    """spec/ninfer3.md §1.9 tiny file: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1; p.split = [2, 4)
-    then [0, 2)."""
+    """spec/ninfer3.md §framing-numbers tiny file: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1;
+    p.split = [2, 4) then [0, 2)."""
     [path] = build_file_set(tmp_path, "tiny.ninfer", tiny_doc(), TINY_PAYLOAD)
     with open_model_file(path) as f:
         assert {"w.bf16", "w.scalar", "p.vec", "p.split"} <= set(f.names())

@@ -154,7 +154,7 @@ def test_ctrl_c_is_one_line_exit_130(tmp_path, monkeypatch, capsys):
 
 
 def test_a_short_ninfer_entry_says_truncated_or_empty(tmp_path, capsys):
-    """spec/ninfer3.md §1.3: the rule ids stay; only the words are ours."""
+    """spec/ninfer3.md §header-checks: the rule ids stay; only the words are ours."""
     short = tmp_path / "short.ninfer"
     for data, words in ((b"", "file is empty"), (b"NINFER\0\3" + bytes(22), "truncated, 2 bytes")):
         short.write_bytes(data)

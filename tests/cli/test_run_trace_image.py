@@ -1,5 +1,5 @@
-"""`weightfile run` / `trace` with `--image` on an imported tiny Qwen3-VL (spec/models.md §1.2 (c)):
-the trace's pixel values are the processor's, the placeholder is expanded as the processor
+"""`weightfile run` / `trace` with `--image` on an imported tiny Qwen3-VL (spec/models.md §qwen3-vl
+(c)): the trace's pixel values are the processor's, the placeholder is expanded as the processor
 expands it, decoding after an image prefill continues the image's positions, and wrong image
 counts, unreadable images and images for a text-only model are one-line errors."""
 
@@ -61,8 +61,8 @@ def test_trace_image_pixel_values_and_expansion(model, tmp_path) -> None:
 
 def test_decode_after_an_image_continues_its_positions(model, tmp_path) -> None:
     """Prefill [prompt, x] at once == prefill prompt, then x as a decode step (spec/numerics.md
-    §12): the decode step's MRoPE ids come from δ (spec/models.md §1.2 (b)), so a text position
-    counted from the token index instead would change its logits."""
+    §batch-invariance): the decode step's MRoPE ids come from δ (spec/models.md §qwen3-vl (b)), so a
+    text position counted from the token index instead would change its logits."""
     from weightfile.frontend.dispatch import load_session
     from weightfile.frontend.image import image_prompt_ids
 

@@ -177,13 +177,15 @@ def test_verify_and_inspect_json_share_one_vocabulary(model, capsys):
 
 
 def test_inspect_shows_a_file_that_breaks_rules_with_its_violations(tmp_path, capsys):
-    """A tensor whose range runs past the file (spec/vqf.md §9 step 12) is shown, not refused."""
+    """A tensor whose range runs past the file (spec/vqf.md §loader-chain step 12) is shown, not
+    refused."""
     import weightfile
 
     with weightfile.open_vqf(EXAMPLE_PATH) as vqf:
         last = vqf.entries[-1]
     data = bytearray(EXAMPLE_PATH.read_bytes())
-    at = last.entry_offset + 48  # offset: after name[32], qtype, rows, cols, pad (spec/vqf.md §3.1)
+    at = last.entry_offset + 48  # offset: after name[32], qtype, rows, cols, pad
+    # (spec/vqf.md §entry)
     bad = tmp_path / "bad.vqf"
     data[at : at + 8] = (10**9).to_bytes(8, "little")
     bad.write_bytes(bytes(data))

@@ -1,5 +1,5 @@
 """The `vqf-board-model` conformance cases (weightfile/families/qwen3/board_conformance.py,
-spec/numerics.md §20)."""
+spec/numerics.md §board)."""
 
 from __future__ import annotations
 

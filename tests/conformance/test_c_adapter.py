@@ -106,8 +106,9 @@ def _mutate(doc: dict, rng) -> None:
 
 
 def test_the_c_adapter_agrees_with_the_reference_on_mutated_directories(adapter, tmp_path):
-    """Beyond the corpus: seeded one- and two-fault directory edits of the spec/ninfer3.md §1.9
-    files give the same rule (or the same description) from C as from the reference."""
+    """Beyond the corpus: seeded one- and two-fault directory edits of the spec/ninfer3.md
+    §framing-numbers files give the same rule (or the same description) from C as from the
+    reference."""
 
     def outcome(status: int, out: str, err: str) -> object:
         return (

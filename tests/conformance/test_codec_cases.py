@@ -1,7 +1,7 @@
 """Codec cases checked against goldens that do not come from weightfile: numpy's float16 for the
 VQF f16 encoder and decoder, a bit shift for bfloat16, and the spec's decode formulas applied
-with numpy float32 arithmetic to the hand-packed Q8_0 / Q4_0 blocks (spec/vqf.md §5.2-§5.3, §5.7,
-§6.4; spec/ninfer3.md §3.2)."""
+with numpy float32 arithmetic to the hand-packed Q8_0 / Q4_0 blocks (spec/vqf.md §f16, §q8-0, §q4-0,
+§f16-rne; spec/ninfer3.md §direct-formats)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_f16_special_encodes_finite_values_as_numpy_float16_does():
     with np.errstate(over="ignore"):  # values past 65520 round to inf, as they should
         numpy_f16 = x[finite].astype(np.float16).view(np.uint16)
     assert np.array_equal(ours[finite], numpy_f16)
-    nan = np.isnan(x)  # spec/vqf.md §6.4: NaN -> sign | 0x7E00
+    nan = np.isnan(x)  # spec/vqf.md §f16-rne: NaN -> sign | 0x7E00
     assert np.array_equal(ours[nan], (x[nan].view(np.uint32) >> 16 & 0x8000) | 0x7E00)
     assert want["encoded_sha256"] == hashlib.sha256(files["payload.bin"]).hexdigest()
     decoded = array(want["values"]).reshape(-1)
@@ -65,7 +65,7 @@ def test_hand_packed_blocks_decode_by_the_spec_formula(name):
         body = np.frombuffer(raw[at + 2 : at + size], np.uint8)
         if name == "q8_0":
             codes = body.view(np.int8).astype(np.float32)
-        else:  # spec/vqf.md §5.7: element j in the low nibble of byte j, j + 16 in the high nibble
+        else:  # spec/vqf.md §q4-0: element j in the low nibble of byte j, j + 16 in the high nibble
             codes = np.concatenate([body & 0xF, body >> 4]).astype(np.float32) - np.float32(8)
         expected.append(codes * d)  # one float32 multiply per element
     got = array(want["values"]).reshape(-1)

@@ -55,7 +55,7 @@ def test_every_vqf_file_rule_has_one_invalid_case():
     cases = _cases("vqf/*")
     rejected = [c["rule"] for c in _cases("vqf/v1/*") if c["expect"] == "reject"]
     assert sorted(rejected) == sorted(file_rules)
-    # corpus v2: one keyed case per protected rule (spec/vqf.md §4), and only those
+    # corpus v2: one keyed case per protected rule (spec/vqf.md §protected), and only those
     protected = [c for c in _cases("vqf/v2/*") if c["expect"] == "reject"]
     assert all(c["kind"] == "protected" for c in _cases("vqf/v2/*"))
     assert sorted(c["rule"] for c in protected) == sorted(
@@ -82,7 +82,7 @@ def test_every_ninfer3_rule_a_file_can_break_has_one_invalid_case():
     left_out |= {r for r in NINFER3_RULES if r.startswith("ninfer3.text.hf_")}
     left_out |= {"ninfer3.object.unknown", "ninfer3.binder.component",
                  "ninfer3.binder.component_target"}  # fmt: skip
-    # ... and weightfile's own safe-open limits (spec/ninfer3.md §9.1): a volume that is a
+    # ... and weightfile's own safe-open limits (spec/ninfer3.md §safe-files): a volume that is a
     # symlink out of the folder (corpus files are plain files) and the reader's JSON size cap,
     # a limit of this implementation rather than a rule of the format
     left_out |= {"ninfer3.part.outside", "ninfer3.header.json_limit"}
@@ -120,7 +120,7 @@ def test_want_json_holds_only_strings_and_covers_versions_2_and_3():
     blob = (folder / "input.vqf").read_bytes()
     start, size = int(first["offset"]), int(first["bytes"])
     assert hashlib.sha256(blob[start : start + size]).hexdigest() == first["sha256"]
-    assert int.from_bytes(blob[:4], "little") == 0x57465146  # spec/vqf.md §2.2 magic
+    assert int.from_bytes(blob[:4], "little") == 0x57465146  # spec/vqf.md §header-layout magic
 
 
 @pytest.mark.parametrize("engine", ["ref", "fast"])

@@ -1,6 +1,6 @@
 """The model cases' expected answers agree with what can be derived without the forward pass:
 the embedding activation from numpy's float16 decode of token_embed, and the greedy tokens from
-the logits rows (spec/vqf.md §5.2, spec/numerics.md; README "Model cases")."""
+the logits rows (spec/vqf.md §f16, spec/numerics.md; README "Model cases")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ MODEL_CASES = case_ids(pattern="vqf/*/model/*")
 
 
 def token_embed(blob: bytes) -> tuple[int, np.ndarray]:
-    """The token_embed entry, read with struct from the spec/vqf.md §3.1 directory, decoded by
+    """The token_embed entry, read with struct from the spec/vqf.md §entry directory, decoded by
     numpy."""
     n = struct.unpack_from("<I", blob, 12)[0]
     for i in range(n):

@@ -1,5 +1,5 @@
 """The `vqf-moe-model` conformance cases (weightfile/families/qwen3_moe/conformance.py,
-spec/models.md §1.3.1)."""
+spec/models.md §qwen3-moe-vqf-v3)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ MOE = "vqf/v3/moe-model/qwen3_moe"
 
 def load(name: str) -> tuple[dict, dict]:
     folder = CORPUS_DIR / MOE / name
-    return (json.loads((folder / f).read_text()) for f in ("case.json", "want.json"))  # type: ignore[return-value]
+    return (json.loads((folder / f).read_text()) for f in ("case.json", "want.json"))  # type:
+    # ignore[return-value]
 
 
 def test_the_builtin_engines_pass_the_moe_cases() -> None:

@@ -2,7 +2,7 @@
 
 Expected answers are checked against what can be derived without the forward pass: the embed
 digest from ml_dtypes' bfloat16 decode of the token embedding's bytes, the greedy tokens from
-the logits rows, the trace-name count from spec/numerics.md §19 counted by hand. The value
+the logits rows, the trace-name count from spec/models.md §qwen35-trace counted by hand. The value
 source is checked against SplitMix64's published first output and ref/layers/sampling.py.
 """
 
@@ -71,8 +71,8 @@ def test_embed_digest_is_the_bf16_decoded_rows(cid):
     assert want["activations"]["embed"] == digest
 
 
-#: spec/numerics.md §19 per layer: Gated DeltaNet 14 + attention 13 names, dense FFN 6 / MoE 7;
-#: then embed, final_norm, logits.
+#: spec/models.md §qwen35-trace per layer: Gated DeltaNet 14 + attention 13 names, dense FFN 6 / MoE
+#: 7; then embed, final_norm, logits.
 TRACE_COUNT = {"dense-bf16": 14 + 13 + 2 * 6 + 3, "dense-q4-q8-fused": 14 + 13 + 2 * 6 + 3,
                "moe-q8-fused": 14 + 13 + 2 * 7 + 3}  # fmt: skip
 

@@ -1,5 +1,5 @@
 """The `vqf-vl-model` conformance cases (weightfile/families/qwen3_vl/conformance.py,
-spec/models.md §1.2): the committed answers against independent sources (transformers' image
+spec/models.md §qwen3-vl): the committed answers against independent sources (transformers' image
 processor, hand-expanded prompts and positions), and the runner's judgement of a wrong answer."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ VS, VE, PAD = 60, 61, 62  # vision start, vision end, image pad of VL_HF
 
 def load(name: str) -> tuple[dict, dict]:
     folder = CORPUS_DIR / VL / name
-    return (json.loads((folder / f).read_text()) for f in ("case.json", "want.json"))  # type: ignore[return-value]
+    return (json.loads((folder / f).read_text()) for f in ("case.json", "want.json"))  # type:
+    # ignore[return-value]
 
 
 def pixels(name: str, k: int) -> np.ndarray:
@@ -83,7 +84,7 @@ def test_the_board_grid_by_hand() -> None:
 
 def test_prompts_and_positions_by_hand() -> None:
     """Each placeholder becomes gh·gw/4 copies; an image's tokens take (p, p+r, p+c) over its
-    merged grid and the next text position is p + max(h', w') (spec/models.md §1.2 (b))."""
+    merged grid and the next text position is p + max(h', w') (spec/models.md §qwen3-vl (b))."""
     _, one = load("q8-one-image")  # [5, VS, PAD, VE, 17, 33], grid 2x4 -> 1x2 tokens
     assert one["prompt"] == [str(t) for t in (5, VS, PAD, PAD, VE, 17, 33)]
     want = [(0, 0, 0), (1, 1, 1), (2, 2, 2), (2, 2, 3), (4, 4, 4), (5, 5, 5), (6, 6, 6)]

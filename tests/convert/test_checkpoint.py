@@ -1,5 +1,6 @@
 """The one checkpoint reader: exact widening to float32, sizes checked before allocation, and
-typed errors in the importer's own rule family (spec/vqf.md §8, spec/ninfer3.md §3.2)."""
+typed errors in the importer's own rule family (spec/vqf.md §arch-semantics, spec/ninfer3.md
+§direct-formats)."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 --engine-defaults; the writer plan's gates, x8 copies, quantizer and embedding; the dispatch
 table; streaming.
 
-Golden values: the flags and tensor names of the spec/vqf.md §7.2 table written out by hand, the
-spec/vqf.md §7.5 gates worked by hand for the tiny geometries, and the transformers checkpoint's
-own float32 tensors.
+Golden values: the flags and tensor names of the spec/vqf.md §weight-modes table written out by
+hand, the spec/vqf.md §repack-gates gates worked by hand for the tiny geometries, and the
+transformers checkpoint's own float32 tensors.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ Q4 = [n.replace("q8_", "q4_") for n in Q8]
 X8 = [n.replace("q8_", "x8_") for n in Q8[:-1]]
 
 # (argv options, flags, directory after the head, engine-defaults exit, the settings it needs)
-# The flags are spec/vqf.md §7.2's "usual flags" (0x01 Q8_8X8, 0x02 Q4_4X4, 0x04 X8, 0x08
-# Q8BUF_Q4, 0x10 G256, 0x20 EMB_F16); the needs are worked from spec/vqf.md §9 step 10 by hand.
+# The flags are spec/vqf.md §weight-modes's "usual flags" (0x01 Q8_8X8, 0x02 Q4_4X4, 0x04 X8, 0x08
+# Q8BUF_Q4, 0x10 G256, 0x20 EMB_F16); the needs are worked from spec/vqf.md §loader-chain step 10 by
+# hand.
 MODES = {
     "q8": (["--wmode", "q8"], 0x23, Q8, 0, ""),
     "q4": (["--wmode", "q4"], 0x23, Q4, 0, ""),
@@ -127,7 +128,7 @@ def test_every_mode_through_convert_then_verify_engine_defaults(hf, tmp_path, ca
     out = tmp_path / "m.vqf"
     assert main(["convert", str(hf), str(out), *options]) == 0
     assert flags_of(out) == flags
-    assert names_of(out) == HEAD + matrices  # spec/vqf.md §3.4 order
+    assert names_of(out) == HEAD + matrices  # spec/vqf.md §directory-order order
     capsys.readouterr()
     assert main(["verify", "--engine-defaults", str(out)]) == exit_code
     text = capsys.readouterr().out
@@ -150,8 +151,9 @@ def test_convert_and_the_engine_line_say_the_same(hf, tmp_path, capsys):
 
 
 def test_a_failed_q4_gate_leaves_q4_untiled_and_q8_lm_untiled(hf_odd_vocab, tmp_path, capsys):
-    """V = 250 fails the Q4 gate (V % 4), not the Q8 one (V is not part of it, spec/vqf.md §7.5);
-    the model is converted, not refused, and the one q8 matrix that cannot tile stays legacy."""
+    """V = 250 fails the Q4 gate (V % 4), not the Q8 one (V is not part of it, spec/vqf.md
+    §repack-gates); the model is converted, not refused, and the one q8 matrix that cannot tile
+    stays legacy."""
     out = tmp_path / "o.vqf"
     assert main(["convert", str(hf_odd_vocab), str(out), "--wmode", "dual"]) == 0
     assert flags_of(out) == 0x21  # Q8_8X8 | EMB_F16
@@ -169,7 +171,7 @@ def test_a_failed_q4_gate_leaves_q4_untiled_and_q8_lm_untiled(hf_odd_vocab, tmp_
 
 
 def test_a_failed_q8_gate_leaves_q8_untiled(hf_narrow_kv, tmp_path):
-    """ko = 4: Q8 8x8 needs ko % 8 (spec/vqf.md §7.5), Q4 4x4 only ko % 4."""
+    """ko = 4: Q8 8x8 needs ko % 8 (spec/vqf.md §repack-gates), Q4 4x4 only ko % 4."""
     out = tmp_path / "k.vqf"
     assert main(["convert", str(hf_narrow_kv), str(out), "--wmode", "dual"]) == 0
     assert flags_of(out) == 0x22  # Q4_4X4 | EMB_F16
@@ -189,8 +191,8 @@ def layer0(hf: Path, field: str) -> np.ndarray:
 
 @pytest.mark.parametrize("layout", ["tiled", "legacy"])
 def test_x8_copies_are_the_engine_shuffle_of_the_stored_q4_bytes(hf, tmp_path, layout):
-    """spec/vqf.md §0 item 14: x8_* is the spec/vqf.md §5.8 shuffle of what q4_* holds (4x4
-    bytes when Q4_4X4); untiled, that is our q4_0_8x8l encoding of the same matrix."""
+    """spec/vqf.md §decisions item 14: x8_* is the spec/vqf.md §q4-8x8l shuffle of what q4_* holds
+    (4x4 bytes when Q4_4X4); untiled, that is our q4_0_8x8l encoding of the same matrix."""
     out = tmp_path / "x.vqf"
     assert main(["convert", str(hf), str(out), "--wmode", "q4", "--x8", "--layout", layout]) == 0
     gate = layer0(hf, "mlp.gate_proj.weight")  # [128, 64]
@@ -202,7 +204,7 @@ def test_x8_copies_are_the_engine_shuffle_of_the_stored_q4_bytes(hf, tmp_path, l
         assert q4 == legacy and x8 == codec("q4_0_8x8l").encode(gate, 128, 64)
     else:
         assert q4 == codec("q4_0_4x4").encode(gate, 128, 64)
-        # by hand from spec/vqf.md §5.8: the shuffle reads the 4x4 bytes as legacy rows of
+        # by hand from spec/vqf.md §q4-8x8l: the shuffle reads the 4x4 bytes as legacy rows of
         # nb = 2 blocks of 18 bytes, so "row m" is q4[36m : 36m + 36], its scale the first 2
         # bytes and its qs the next 16; x8 puts the 8 scales first, then row 0's qs [0, 8) ^ 0x88
         assert x8[0:2] == q4[0:2] and x8[2:4] == q4[36:38] and x8[14:16] == q4[252:254]
@@ -308,7 +310,8 @@ def test_the_api_writes_what_the_command_writes(hf, tmp_path):
 
 
 def test_a_width_that_is_not_whole_blocks_is_refused(hf, tmp_path, capsys):
-    """spec/vqf.md §5.9: the importer refuses a matrix width that is not a multiple of 32."""
+    """spec/vqf.md §size-function: the importer refuses a matrix width that is not a multiple of
+    32."""
     odd = tmp_path / "w"
     odd.mkdir()
     cfg = json.loads((hf / "config.json").read_text())

@@ -1,7 +1,7 @@
 """`weightfile convert MODEL.gguf OUT.vqf`: GGUF files written by gguf-py (GGUFWriter,
 gguf.quants.quantize) from a tiny transformers checkpoint, converted and compared tensor by
 tensor with gguf.quants — the raw blocks and the dequantized values — and against the same
-weights imported from Hugging Face (spec/vqf.md §7.7).
+weights imported from Hugging Face (spec/vqf.md §converter).
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def test_gguf_to_vqf_to_gguf_keeps_every_projection_block(hf, tmp_path, qtype, w
     assert sorted(first) == sorted(second)
     for name, t in first.items():
         if name == "token_embd.weight":
-            continue  # VQF keeps the embedding as F16 flushed to zero (spec/vqf.md §5.2)
+            continue  # VQF keeps the embedding as F16 flushed to zero (spec/vqf.md §f16)
         u = second[name]
         if wmode == "dual" and t.tensor_type.name != "F32":  # q4 exported: requantized from Q8_0
             assert u.tensor_type.name == "Q4_0"
@@ -365,7 +365,7 @@ def test_a_moe_file_exports_as_qwen3moe_with_every_expert_block_copied(tmp_path,
 def test_the_other_weight_modes_from_gguf_and_back(hf, tmp_path, capsys, wmode):
     """GGUF (Q8_0) -> VQF in the weight modes the other tests do not cover. Q4I8 and G256 blocks
     are Q8_0-shaped but constrained (codes in [-8, 7]; one scale per 256 elements, spec/vqf.md
-    §5.4, §5.5), so arbitrary Q8_0 blocks cannot be copied into them, and F32/F16 entries are
+    §q4i8, §g256), so arbitrary Q8_0 blocks cannot be copied into them, and F32/F16 entries are
     no blocks at all: --requantize is needed, and the file equals the import of the GGUF's
     dequantized weights from a float32 checkpoint.
     Back to GGUF, q4i and g256 matrices are Q8_0 blocks that gguf.quants decodes to our values;

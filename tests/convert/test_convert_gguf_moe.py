@@ -1,6 +1,6 @@
 """`weightfile convert` between version-3 (Qwen3-MoE) VQF and llama.cpp qwen3moe GGUF
-(spec/vqf.md §7.7): a Hugging Face Qwen3-MoE checkpoint imported, exported to GGUF and converted
-back gives the imported file's bytes again (every block copied, tiled as the Hugging Face
+(spec/vqf.md §converter): a Hugging Face Qwen3-MoE checkpoint imported, exported to GGUF and
+converted back gives the imported file's bytes again (every block copied, tiled as the Hugging Face
 importer tiles it), and a GGUF expert tensor of another block type needs --requantize.
 
 Golden values: the Hugging Face importer's own file (weightfile/families/qwen3_moe/to_vqf.py, tied

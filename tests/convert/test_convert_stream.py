@@ -1,4 +1,4 @@
-"""Streaming conversion (spec/vqf.md §7.7): the [V, d] tensors are read, encoded and written a
+"""Streaming conversion (spec/vqf.md §converter): the [V, d] tensors are read, encoded and written a
 band of rows at a time, and that changes no byte; peak RSS grows by less than the largest tensor.
 
 Golden values: the whole-matrix encoders (`weightfile.ref.vqf.encode.encode`, the path the other

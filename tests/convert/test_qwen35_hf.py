@@ -1,6 +1,7 @@
 """transformers names to canonical names without torch: a hand-laid state dict whose values
 are their own flat indices, so every row selection, split and transpose can be checked by
-arithmetic (spec/models.md §1.4 / §2 names and layouts), and every bad source has a typed error."""
+arithmetic (spec/models.md §qwen35 / §tiny-checkpoints names and layouts), and every bad source has
+a typed error."""
 
 from __future__ import annotations
 

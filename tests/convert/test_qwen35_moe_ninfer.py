@@ -1,6 +1,6 @@
 """`.ninfer` import of a Qwen3.5-MoE checkpoint (routed experts stored fused, shared expert and
 its gate) in every matrix format -> bind_ninfer -> the reference forward pass, against
-transformers float32 eager (spec/ninfer3.md §6.1, §6.2; spec/models.md §1.4).
+transformers float32 eager (spec/ninfer3.md §qwen35-config, §qwen35-names; spec/models.md §qwen35).
 
 Budgets as the dense import's (tests/convert/test_qwen35_ninfer_logits.py): bf16 on bf16-valued
 weights, and every quantised format on the de-quantised weights read back from the file, within

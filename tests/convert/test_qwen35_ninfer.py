@@ -2,8 +2,9 @@
 
 The checkpoint has both layer types. Its weights are rounded to bf16 values (so a bf16 import is
 exact) except the GDN `A_log` / `dt_bias`, which keep full float32 bits and must arrive as fp32
-words unchanged (spec/ninfer3.md §6.2). The expected canonical tensors are cut from the transformers
-modules the way their forward passes use them, independently of the importer's own mapping.
+words unchanged (spec/ninfer3.md §qwen35-names). The expected canonical tensors are cut from the
+transformers modules the way their forward passes use them, independently of the importer's own
+mapping.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def test_bf16_import_holds_the_hf_tensors_exactly(checkpoint, imported):
     with NInferModelFile(imported["bf16"]) as f:
         config = f.artifact.component("text").config
         names = [p.name for p in text_parameters(config)]
-        # every spec/ninfer3.md §6.2 parameter of both layer types
+        # every spec/ninfer3.md §qwen35-names parameter of both layer types
         assert sorted(names) == sorted(want)
         for name in names:
             got = f.decode(name, engine="ref").reshape(want[name].shape)
@@ -109,7 +110,8 @@ def test_fast_and_ref_codecs_write_the_same_file(checkpoint, imported, tmp_path)
     out = tmp_path / "r.ninfer"
     fmt = "q6_g64_fp16"
     assert main(["import", str(folder), str(out), "--format", fmt, "--engine", "ref"]) == 0
-    # the 16-byte artifact_id is random (spec/ninfer3.md §1.1): compare everything after the header
+    # the 16-byte artifact_id is random (spec/ninfer3.md §entry-header): compare everything after
+    # the header
     assert out.read_bytes()[32:] == imported[fmt].read_bytes()[32:]
 
 
@@ -160,7 +162,8 @@ def test_failures_are_typed_and_leave_nothing(checkpoint, tmp_path):
     (b / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 2}))
     with pytest.raises(InvalidError) as e:  # three layer_types for two layers
         import_checkpoint(b, out)
-    assert e.value.rule.startswith("ninfer3.text.")  # the spec/ninfer3.md §6.1 validator's own rule
+    assert e.value.rule.startswith("ninfer3.text.")  # the spec/ninfer3.md §qwen35-config
+    # validator's own rule
     assert e.value.path == "components.text.config.layer_types"
     assert list(tmp_path.glob("*.ninfer*")) == [] and list(tmp_path.glob(".o.ninfer*")) == []
 

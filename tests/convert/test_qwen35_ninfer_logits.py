@@ -31,7 +31,7 @@ def checkpoint(tmp_path_factory):
 
 
 def file_parameters(path) -> dict[str, np.ndarray]:
-    """Every spec/ninfer3.md §6.2 parameter decoded through its binding (model_file, fast
+    """Every spec/ninfer3.md §qwen35-names parameter decoded through its binding (model_file, fast
     codecs)."""
     with NInferModelFile(path) as f:
         config = f.artifact.component("text").config

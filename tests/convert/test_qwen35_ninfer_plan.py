@@ -1,5 +1,5 @@
-"""The importer's plan: parents, bindings, uses, the closed text config (spec/ninfer3.md §2.5,
-§6)."""
+"""The importer's plan: parents, bindings, uses, the closed text config (spec/ninfer3.md §binding,
+§qwen35-text)."""
 
 from __future__ import annotations
 
@@ -53,13 +53,14 @@ def test_derived_mrope_section_passes_the_interleaved_check(pairs):
 
 
 def test_qwen35_section_is_derived_for_32_pairs():
-    # head_dim 256, factor 0.25 (spec/ninfer3.md §5 example)
+    # head_dim 256, factor 0.25 (spec/ninfer3.md §examples example)
     assert derived_mrope_section(32) == [11, 11, 10]
 
 
 def test_text_config_is_the_closed_set():
     config = text_config(HF)
-    assert "hidden_act" not in config and "use_cache" not in config  # not spec/ninfer3.md §6.1 keys
+    assert "hidden_act" not in config and "use_cache" not in config  # not
+    # spec/ninfer3.md §qwen35-config keys
     assert config["rope_parameters"] == {
         "rope_theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]
     }  # fmt: skip
@@ -91,7 +92,7 @@ def test_the_normaliser_and_validator_errors_pass_through_typed():
     with pytest.raises(InvalidError) as info:  # qwen35.hf.text_config_from_hf's own check
         text_config({**HF, "model_type": "qwen3"})
     assert info.value.path == "model_type"
-    with pytest.raises(InvalidError) as info:  # the spec/ninfer3.md §6.1 validator's
+    with pytest.raises(InvalidError) as info:  # the spec/ninfer3.md §qwen35-config validator's
         text_config({**HF, "head_dim": 0})
     assert info.value.rule.startswith("ninfer3.text.") and "head_dim" in (info.value.path or "")
 
@@ -114,7 +115,8 @@ def test_every_parameter_is_bound_once_and_parents_are_covered(fmt, tied):
         else:
             ((part,),) = [binding["parts"]]
             begin, end = part["range"]
-            assert end - begin == math.prod(params[name].shape)  # coverage (spec/ninfer3.md §2.5)
+            assert end - begin == math.prod(params[name].shape)  # coverage
+            # (spec/ninfer3.md §binding)
             assert begin % params[name].shape[1] == 0  # whole rows
             covered[part["object"]].append((begin, end))
     for parent in parents:  # the parts of each parent tile it exactly, in order

@@ -1,6 +1,6 @@
 """`weightfile import` of a Qwen3-MoE checkpoint: a tiny seeded transformers Qwen3MoeForCausalLM
 (8 experts, top 2, norm_topk_prob true, every layer MoE) -> a version-3 VQF -> the reference
-decoder, against transformers float32 eager (spec/models.md §1.3, §1.3.1).
+decoder, against transformers float32 eager (spec/models.md §qwen3-moe, §qwen3-moe-vqf-v3).
 
 Budgets: f32 file and f32_weights products on a quantized file's de-quantized weights: float
 rounding only, ≤ 1e-5 (measured 2.6e-7); the default q8_activation mode on a q8_0 file against
@@ -86,7 +86,7 @@ def test_quantized_imports_match_transformers_on_their_dequantized_weights(
     assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
     for layer in range(config.num_hidden_layers):
         assert (trace[f"layers.{layer}.moe_experts"] == experts[layer]).all()
-    # engine style adds the activation rounding of spec/numerics.md §4.1 to every product
+    # engine style adds the activation rounding of spec/numerics.md §q8-activation to every product
     act, _ = forward(config, weights)
     assert 1e-5 < np.abs(act - want).max() <= 0.05 * np.abs(want).max()
     if qtype == "q8_0":  # and against the original weights: q8_0 weight rounding on top

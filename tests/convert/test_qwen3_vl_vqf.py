@@ -1,6 +1,6 @@
 """`weightfile import` of a Qwen3-VL checkpoint (weightfile/families/qwen3_vl/to_vqf.py): a
 VISION VQF the strict validator accepts and the binder reads back; the 2B geometry's vision sizes of
-spec/vqf.md §7.6; the refusals."""
+spec/vqf.md §worked-example; the refusals."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_import_writes_a_valid_vision_file(checkpoint, tmp_path, capsys, qtype, 
 
 
 def qwen3_vl_2b_config() -> dict:
-    """The Qwen3-VL-2B geometry of spec/vqf.md §7.6 as a config.json would state it."""
+    """The Qwen3-VL-2B geometry of spec/vqf.md §worked-example as a config.json would state it."""
     return {
         "model_type": "qwen3_vl",
         "architectures": ["Qwen3VLForConditionalGeneration"],
@@ -72,7 +72,7 @@ def qwen3_vl_2b_config() -> dict:
 
 
 def test_2b_vision_sizes_reproduce_the_worked_example() -> None:
-    """spec/vqf.md §7.6: the vision tensors start at 1,590,583,296 and end at file_len
+    """spec/vqf.md §worked-example: the vision tensors start at 1,590,583,296 and end at file_len
     2,331,316,224; the block matrices and the large F32 ones have the listed sizes."""
     cfg = qwen3_vl_2b_config()
     _, c = text_config(cfg)
@@ -83,7 +83,8 @@ def test_2b_vision_sizes_reproduce_the_worked_example() -> None:
     assert sizes["v_q8_fc1"] == sizes["v_q8_fc2"] == 106_954_752
     assert sizes["v_merger_f1w"] == 67_108_864 and sizes["v_ds_f1w"] == 201_326_592
     assert sizes["v_ds_f2w"] == 100_663_296
-    assert all(s % 64 == 0 for s in sizes.values())  # no inter-tensor padding (spec/vqf.md §7.6)
+    assert all(s % 64 == 0 for s in sizes.values())  # no inter-tensor padding
+    # (spec/vqf.md §worked-example)
     assert sum(sizes.values()) == 2_331_316_224 - 1_590_583_296
 
 

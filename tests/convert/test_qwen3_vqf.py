@@ -136,7 +136,7 @@ def test_cli_import(checkpoint, tmp_path, capsys):
 
 def test_cli_import_encrypted_and_signed(checkpoint, tmp_path, capsys, monkeypatch):
     """import --encrypt --sign-key publishes only the protected file; it decrypts to the plain
-    import byte for byte (spec/vqf.md §4)."""
+    import byte for byte (spec/vqf.md §protected)."""
     folder, _ = checkpoint
     monkeypatch.delenv("VLLM_VQF_KEY", raising=False)
     pw, key = tmp_path / "pw", tmp_path / "key"
@@ -227,7 +227,8 @@ def test_reference_precision_files_are_outside_the_engine_inventory(checkpoint, 
 
 
 def dense(m) -> np.ndarray:
-    """A bound matrix's float32 values: Q words reconstructed exactly (spec/numerics.md §4.2)."""
+    """A bound matrix's float32 values: Q words reconstructed exactly (spec/numerics.md
+    §f32-weights)."""
     if isinstance(m, QuantMatrix):
         scale = m.scale_bits.view(np.float16).astype(np.float32).repeat(32, axis=1)
         return m.codes.astype(np.float32) * scale
@@ -261,8 +262,9 @@ def test_quantized_imports_match_transformers_on_their_dequantized_weights(
     got = f32w.forward(TOKENS, f32w.new_cache())
     assert np.abs(got - want).max() <= 1e-5  # same weights: only float rounding differs
     assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
-    # engine style adds the activation rounding of spec/numerics.md §4.1 (each input moves by at
-    # most amax/254 of its block, 0.4 %), so the logits move by about that fraction of their size
+    # engine style adds the activation rounding of spec/numerics.md §q8-activation (each input moves
+    # by at most amax/254 of its block, 0.4 %), so the logits move by about that fraction of their
+    # size
     eng = Qwen3Model(config, weights)
     act = eng.forward(TOKENS, eng.new_cache())
     assert 1e-5 < np.abs(act - want).max() <= 0.02 * np.abs(want).max()

@@ -1,11 +1,11 @@
-"""wf_attend (fast/csrc/model_ops.c) against the reference's spec/numerics.md §9 attention, bit for
-bit.
+"""wf_attend (fast/csrc/model_ops.c) against the reference's spec/numerics.md §attention attention,
+bit for bit.
 
 The forward-pass property runs tiny models (head_dim 8, the generic loop); here head_dim is a
 multiple of 32, the vector path of Qwen3's 128 (fast/csrc/ops_body.h, AVX2 or NEON): several
 positions' dots at once, each output in its own lanes. Position counts cover the four-at-a-time
-loop and its tail; every kernel path usable here runs (spec/numerics.md §15.1: portable takes the
-plain C loop).
+loop and its tail; every kernel path usable here runs (spec/numerics.md §kernel-paths: portable
+takes the plain C loop).
 """
 
 import numpy as np
@@ -19,7 +19,7 @@ from weightfile.spec.numerics.profile import CANONICAL
 
 
 def canonical_bits(a: np.ndarray) -> list[int]:
-    """uint32 views, NaNs as one pattern (spec/numerics.md §2.4)."""
+    """uint32 views, NaNs as one pattern (spec/numerics.md §special-values)."""
     a = np.asarray(a, dtype=np.float32)
     return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32)).tolist()
 

@@ -1,12 +1,12 @@
-"""The fast forward pass equals the reference bit for bit (spec/numerics.md §10, issue 6).
+"""The fast forward pass equals the reference bit for bit (spec/models.md §qwen3-forward, issue 6).
 
 Hypothesis writes small random VQF model files -- geometry inside the dense Qwen3 / Qwen3-VL family,
 projections in every layout (Q8_0, 8x8-tiled, G256, Q4I8, Q4_0, 4x4-tiled, F32, F16), F16 or F32
 embeddings, tied or not, MRoPE or not -- and compares logits and every traced activation as uint32
 views (logits also untraced: the one-call layer path), for a prefill and decode steps, in both
-quantized modes (spec/numerics.md §4.1, §4.2), with 1 and 3 threads, on every kernel path usable
-here (spec/numerics.md §15.1). Binding errors are the reference binder's (class, rule, offset,
-path).
+quantized modes (spec/numerics.md §q8-activation, §f32-weights), with 1 and 3 threads, on every
+kernel path usable here (spec/numerics.md §kernel-paths). Binding errors are the reference binder's
+(class, rule, offset, path).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The per-layer operations on every kernel path equal the reference bit for bit (issue 19 item 2).
 
 fast/csrc/ops_body.h writes RMSNorm, RoPE, softmax, attention, exp and SwiGLU once over a vector
-type; AVX2 and NEON instantiate it (spec/numerics.md §15.1), the portable path keeps the plain C
-of model_ops.c. Here every path usable on this machine (`each_isa`) meets the reference of
+type; AVX2 and NEON instantiate it (spec/numerics.md §kernel-paths), the portable path keeps the
+plain C of model_ops.c. Here every path usable on this machine (`each_isa`) meets the reference of
 ref/numerics on hard inputs: lengths with and without a tail past the vector width, subnormals,
 -0.0, ties between scores (equal keys), scores whose exps underflow to 0 or to subnormals, and
 GQA groups from 1 to 16 query heads per kv head (odd groups take the one-query tail of the
@@ -118,7 +118,7 @@ def test_attention_group_every_isa(data, shape, hd, npos, scale, ties) -> None:
 def test_one_call_forward_threads_and_isas_equal_ref(shape, seed: int, prompt: int) -> None:
     """The one-call forward (fast/csrc/layers.c: attention units are (token, kv head) groups on
     the pool) with head dims the SIMD attention takes: logits of a prefill and two decode steps
-    equal the reference's for 1, 2 and 3 threads on every path (spec/numerics.md §15.2)."""
+    equal the reference's for 1, 2 and 3 threads on every path (spec/numerics.md §threads)."""
     heads, kv_heads, hd = shape
     config = Qwen3Config(
         vocab_size=40, hidden_size=64, intermediate_size=96, num_hidden_layers=2,

@@ -1,8 +1,9 @@
-"""fast.numerics.matrix products equal the reference kernels' bits (spec/numerics.md §3.3, §4).
+"""fast.numerics.matrix products equal the reference kernels' bits (spec/numerics.md §dot,
+§quantized-matmul).
 
-Every layout the forward pass reads, both quantized modes (spec/numerics.md §4.1 q8_activation,
-spec/numerics.md §4.2 f32_weights), one and several tokens, one and three threads, every kernel
-path usable here (spec/numerics.md §15.1); compared as uint32 views.
+Every layout the forward pass reads, both quantized modes (spec/numerics.md §q8-activation
+q8_activation, spec/numerics.md §f32-weights f32_weights), one and several tokens, one and three
+threads, every kernel path usable here (spec/numerics.md §kernel-paths); compared as uint32 views.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def ref_product(m, x: np.ndarray, mode: QuantizedMatmul) -> np.ndarray:
 
 def canonical_bits(a: np.ndarray) -> np.ndarray:
     """The uint32 words with every NaN as 0x7FC00000: NaN payload and sign are not specified
-    (spec/numerics.md §2.4), and a NaN block can meet an inf - inf NaN of the other sign."""
+    (spec/numerics.md §special-values), and a NaN block can meet an inf - inf NaN of the other
+    sign."""
     return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32))
 
 
@@ -264,7 +266,7 @@ def test_wide_bands_equal_ref(
     leftover rows (up to 3 row groups of a tiled payload, up to 15 rows of an untiled one), decode
     (1 token) and every token remainder of the tiles, activations with NaN blocks (their scale is
     NaN, so NaN reaches the float steps): every path here gives the reference's bits
-    (spec/numerics.md §4.1, §15.1)."""
+    (spec/numerics.md §q8-activation, §kernel-paths)."""
     rng = np.random.default_rng(seed)
     group = CODECS[layout].row_group
     rows = 16 * bands + (group * (extra % 4) if group > 1 else extra)

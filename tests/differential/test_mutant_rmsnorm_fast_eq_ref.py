@@ -1,4 +1,4 @@
-"""The C RMSNorm equals ref bit for bit (spec/numerics.md §5.1): r = 1 / sqrt(ss / n + eps) with
+"""The C RMSNorm equals ref bit for bit (spec/numerics.md §rmsnorm): r = 1 / sqrt(ss / n + eps) with
 eps inside the root, then out_i = (x_i · r) · w_i, two roundings in that order. The forward-pass
 tests compare whole models with a tolerance-free reference only through larger kernels; this
 property pins the one kernel on every kernel path this machine runs (the portable C loop and

@@ -2,10 +2,10 @@
 
 Each property reaches one decision no other test reached, and checks the fast codec against ref
 and against an oracle outside our code: the grouped encoders' rescue word for a scale that
-underflows binary16 (spec/ninfer3.md §3.6 step 5; codes by NumPy's rint), E4M3FN code ties and
-subnormal codes of fp8_e4m3fn_row_bf16 (spec/ninfer3.md §3.7 step 7; ml_dtypes float8_e4m3fn),
-and NaN words of the bf16 `.ninfer` codec (spec/ninfer3.md §3.7) and the VQF f16 codec
-(spec/vqf.md §6.4; NumPy's float16 and ml_dtypes bfloat16 say the words are NaN).
+underflows binary16 (spec/ninfer3.md §grouped-absmax step 5; codes by NumPy's rint), E4M3FN code
+ties and subnormal codes of fp8_e4m3fn_row_bf16 (spec/ninfer3.md §fp8-row-maxabs step 7; ml_dtypes
+float8_e4m3fn), and NaN words of the bf16 `.ninfer` codec (spec/ninfer3.md §fp8-row-maxabs) and the
+VQF f16 codec (spec/vqf.md §f16-rne; NumPy's float16 and ml_dtypes bfloat16 say the words are NaN).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ FP8 = ("fp8_e4m3fn_row_bf16", "row_scale_v1")
 @given(data=st.data())
 def test_grouped_underflowing_scale_gets_the_rescue_word(fmt: str, data: st.DataObject) -> None:
     """A group whose amax/qmax rounds to f16 0 stores word 0x0001 (2^-24), and its codes are
-    rint(x·2^24) (spec/ninfer3.md §3.6 steps 5-6): NumPy's float16 says the scale underflows,
-    NumPy's rint gives the codes."""
+    rint(x·2^24) (spec/ninfer3.md §grouped-absmax steps 5-6): NumPy's float16 says the scale
+    underflows, NumPy's rint gives the codes."""
     f = GROUPED_FORMATS[fmt]
     g = f.group_size
     groups = data.draw(st.integers(1, 2))
@@ -73,8 +73,8 @@ def test_grouped_underflowing_scale_gets_the_rescue_word(fmt: str, data: st.Data
 @given(x=e4m3fn_tie_rows())
 def test_fp8_code_ties_and_subnormals_fast_eq_ref_eq_ml_dtypes(x: np.ndarray) -> None:
     """Every code is ml_dtypes' float8_e4m3fn cast (RNE) of x_bf16 / scale, clamped to ±448
-    (spec/ninfer3.md §3.7 steps 6-7); the rows are built so that x / scale is exact and lands on
-    halfway points (normal and subnormal) and between subnormal words."""
+    (spec/ninfer3.md §fp8-row-maxabs steps 6-7); the rows are built so that x / scale is exact and
+    lands on halfway points (normal and subnormal) and between subnormal words."""
     ref = ninfer_outcome(ref_ninfer(*FP8).encode, x, x.shape)
     fast = ninfer_outcome(fast_ninfer(*FP8).encode, x, x.shape)
     assert_identical(ref, fast)
@@ -94,8 +94,9 @@ def test_fp8_code_ties_and_subnormals_fast_eq_ref_eq_ml_dtypes(x: np.ndarray) ->
 def test_fp8_row_whose_scale_underflows_is_refused(k: int, amax: float) -> None:
     """A row whose bf16 scale amax/448 rounds to 0 is refused by both engines with the
     inverse-overflow rule: the rescue word 0x0001 is 2^-133 and 1/2^-133 > FLT_MAX (2^128), so
-    the encoder's step 5 fails whatever non-zero word step 4 chose (spec/ninfer3.md §3.7). This is
-    why mutating the fp8 rescue word is an equivalent mutant (tools/mutations.py)."""
+    the encoder's step 5 fails whatever non-zero word step 4 chose (spec/ninfer3.md
+    §fp8-row-maxabs). This is why mutating the fp8 rescue word is an equivalent mutant
+    (tools/mutations.py)."""
     x = np.zeros((1, k), np.float32)
     x[0, k - 1] = amax
     assert bf16_oracle(np.abs(x).max(axis=1) / F32(448)).tolist() == [0]
@@ -109,7 +110,7 @@ def test_fp8_row_whose_scale_underflows_is_refused(k: int, amax: float) -> None:
 @given(st.lists(st.one_of(nan_bits(), st.integers(0, 2**32 - 1)), min_size=1, max_size=16))
 def test_bf16_nan_words_fast_eq_ref_are_quiet_nans(bits: list[int]) -> None:
     """Every NaN encodes to sign | 0x7FC0, the quiet NaN with its sign kept (spec/ninfer3.md
-    §3.7); ml_dtypes reads each such word as NaN of that sign."""
+    §fp8-row-maxabs); ml_dtypes reads each such word as NaN of that sign."""
     x = np.array(bits, dtype=np.uint32).view(np.float32)
     layout = "contiguous_le_v1"
     fast = fast_ninfer("bf16", layout).encode(x, x.shape)
@@ -127,7 +128,7 @@ def test_bf16_nan_words_fast_eq_ref_are_quiet_nans(bits: list[int]) -> None:
 @given(st.lists(st.one_of(nan_bits(), st.integers(0, 2**32 - 1)), min_size=1, max_size=16))
 def test_vqf_f16_nan_words_fast_eq_ref(bits: list[int]) -> None:
     """RNE mode writes every NaN as sign | 0x7E00, NumPy's quiet float16 NaN (spec/vqf.md
-    §6.4); both modes equal ref, on the C kernels and the NumPy paths."""
+    §f16-rne); both modes equal ref, on the C kernels and the NumPy paths."""
     x = np.array(bits, dtype=np.uint32).view(np.float32).reshape(1, -1)
     cols = x.shape[1]
     for mode in ("rne", "trunc_ftz"):

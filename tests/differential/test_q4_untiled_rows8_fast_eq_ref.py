@@ -1,7 +1,7 @@
 """The untiled Q4_0 decode kernel (eight rows in lanes, blocks in pairs) equals the reference
-bit for bit (spec/numerics.md §4.1): single-token products of matrices with at least eight rows,
-odd and even block counts, one and three threads, every kernel path usable here
-(spec/numerics.md §15.1); compared as uint32 views.
+bit for bit (spec/numerics.md §q8-activation): single-token products of matrices with at least eight
+rows, odd and even block counts, one and three threads, every kernel path usable here
+(spec/numerics.md §kernel-paths); compared as uint32 views.
 
 The general product property draws up to nine rows, so it reaches this path only now and then;
 this one always does.

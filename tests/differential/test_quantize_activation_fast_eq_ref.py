@@ -1,6 +1,7 @@
-"""fast quantize_activation equals the reference's spec/numerics.md §4.1 steps 1-2 bit for bit, on
-every kernel path usable here (spec/numerics.md §15.1): the AVX2 blocks (fast/csrc/qmatvec_x86.c)
-and the scalar loop they hand NaN blocks to. Codes compared as int8, scales as uint32 views."""
+"""fast quantize_activation equals the reference's spec/numerics.md §q8-activation steps 1-2 bit for
+bit, on every kernel path usable here (spec/numerics.md §kernel-paths): the AVX2 blocks
+(fast/csrc/qmatvec_x86.c) and the scalar loop they hand NaN blocks to. Codes compared as int8,
+scales as uint32 views."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The fast Qwen3-MoE forward pass equals the reference bit for bit (spec/numerics.md §10.1).
+"""The fast Qwen3-MoE forward pass equals the reference bit for bit (spec/models.md
+§qwen3-moe-forward).
 
 Hypothesis writes small random version-3 VQF files (2-6 experts, top 1..E, Ie 32 or 64, every
 expert layout: Q8_0 untiled and 8x8, Q4_0 untiled and 4x4, F32, F16; tied or not) with router
@@ -122,7 +123,7 @@ def test_a_short_router_is_refused_alike(tmp_path):
 def test_the_fast_path_reads_only_the_chosen_experts(tmp_path):
     """Every expert no token chooses has its gate, up and down bands overwritten with NaN: the
     fast forward pass still gives the untouched file's bits, so it never computed over them (a
-    NaN weight poisons any product it enters, spec/numerics.md §4.2)."""
+    NaN weight poisons any product it enters, spec/numerics.md §f32-weights)."""
     spec = MoeSpec(moe_config(experts=6, top_k=2, hidden=64), "f32", "none", 11)
     clean = write_moe_file(tmp_path / "clean.vqf", spec)
     tokens = [1, 2, 3]

@@ -1,5 +1,5 @@
-"""The fast Qwen3-VL forward pass equals the reference bit for bit (spec/models.md §1.2,
-spec/numerics.md §21): every traced name (vision tower, mergers, DeepStack, text layers) and the
+"""The fast Qwen3-VL forward pass equals the reference bit for bit (spec/models.md §qwen3-vl,
+spec/numerics.md §vision): every traced name (vision tower, mergers, DeepStack, text layers) and the
 logits, as uint32 views, for a multimodal prefill and a decode step after it, on every kernel
 path, with 1-3 threads, in both quantized modes.
 
@@ -138,7 +138,8 @@ def test_text_only_prompt_takes_the_one_call_path(files) -> None:
 
 
 def test_binding_errors_are_the_references(files, tmp_path) -> None:
-    """A non-zero fc2 padding code (spec/vqf.md §7.4) is `vqf.bind.vision_padding` from both."""
+    """A non-zero fc2 padding code (spec/vqf.md §vision-tensors) is `vqf.bind.vision_padding` from
+    both."""
     vqf, _ = files["a"]
     e = vqf.entry("v_q8_fc2")
     data = bytearray(Path(shared_vqf()).read_bytes())

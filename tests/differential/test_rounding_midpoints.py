@@ -5,8 +5,9 @@ Each property draws from tests/strategies/rounding.py: f16/bf16 halfway bit patt
 subnormal), block maxima whose binary32 scale lands on a halfway point of its storage word, exact
 k + 1/2 quotients and fp8 row-scale ties. fast runs with its C kernels and on its NumPy paths
 (`same_outcome`). The scale words the fast encoders write are also compared with an oracle that
-does not share their code: NumPy's float16 cast for f16 scales (spec/vqf.md §6.1,
-spec/ninfer3.md §3.6) and ml_dtypes' bfloat16 for bf16 words (spec/ninfer3.md §3.7).
+does not share their code: NumPy's float16 cast for f16 scales (spec/vqf.md §quant-q8-0,
+spec/ninfer3.md §grouped-absmax) and ml_dtypes' bfloat16 for bf16 words (spec/ninfer3.md
+§fp8-row-maxabs).
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ def test_vqf_q8_scale_midpoints_fast_eq_ref(name: str, data: st.DataObject) -> N
 @EXAMPLES
 @given(x=blocks_with_amax(32, Q8_QMAX))
 def test_vqf_q8_0_scale_words_match_numpy(x: np.ndarray) -> None:
-    """The scale word of every Q8_0 block is f16_RNE(amax / 127) (spec/vqf.md §6.1), computed by
-    NumPy, on the C path and the NumPy path."""
+    """The scale word of every Q8_0 block is f16_RNE(amax / 127) (spec/vqf.md §quant-q8-0), computed
+    by NumPy, on the C path and the NumPy path."""
     amax = np.abs(x.reshape(-1, 32)).max(axis=1)
     want = f16_oracle(np.maximum(np.maximum(amax, F32(1e-10)) / F32(127), F32(1e-10)))
     for disabled in (False, True):
@@ -195,7 +196,8 @@ def fp8_rows(draw: st.DrawFn) -> np.ndarray:
 @EXAMPLES
 @given(x=fp8_rows())
 def test_ninfer_fp8_row_scale_ties_fast_eq_ref_eq_ml_dtypes(x: np.ndarray) -> None:
-    """Row scale = bf16_RNE(max|bf16_RNE(x)| / 448) (spec/ninfer3.md §3.7), by ml_dtypes."""
+    """Row scale = bf16_RNE(max|bf16_RNE(x)| / 448) (spec/ninfer3.md §fp8-row-maxabs), by
+    ml_dtypes."""
     fmt, layout = "fp8_e4m3fn_row_bf16", "row_scale_v1"
     ref = ninfer_outcome(ref_ninfer(fmt, layout).encode, x, x.shape)
     fast = ninfer_outcome(fast_ninfer(fmt, layout).encode, x, x.shape)

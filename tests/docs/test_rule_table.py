@@ -112,7 +112,8 @@ def test_a_codec_id_resolves_to_its_family_row() -> None:
 
 
 def test_loader_steps_and_strict_checks_are_told_apart() -> None:
-    """spec/vqf.md §9 is the loader chain (numbered steps); spec/vqf.md §9.1 the strict checks."""
+    """spec/vqf.md §loader-chain is the loader chain (numbered steps); spec/vqf.md §strict-checks
+    the strict checks."""
     assert (RULES["vqf.file.too_small"].section, RULES["vqf.file.too_small"].step) == ("§9", 1)
     assert RULES["vqf.directory.tensor_range"].where == "spec/vqf.md §9 step 12"
     assert RULES["vqf.header.layout"].where == "spec/vqf.md §2.4 step 3"

@@ -36,21 +36,21 @@ def run(model: Path, *extra: str) -> list[str]:
 
 
 def test_a_name_not_in_the_directory_is_not_found() -> None:
-    """spec/vqf.md §9 step 12: tensors are found by their exact name."""
+    """spec/vqf.md §loader-chain step 12: tensors are found by their exact name."""
     with weightfile.open_vqf(EXAMPLE_PATH) as vqf, pytest.raises(NotFoundError) as info:
         vqf.entry("q5_q")
     assert info.value.rule == "vqf.directory.name" and info.value.path == "q5_q"
 
 
 def test_a_qtype_with_no_encoding_has_no_codec() -> None:
-    """spec/vqf.md §3.2: the qtype registry is closed."""
+    """spec/vqf.md §qtype-codes: the qtype registry is closed."""
     with pytest.raises(UnsupportedError) as info:
         codec_for(0x7F, 0, "q8_q")
     assert info.value.rule == "vqf.codec.qtype"
 
 
 def test_binding_refuses_a_tensor_of_the_wrong_qtype(example: Path, capsys) -> None:
-    """spec/vqf.md §7.1: final_norm is F32; an F16 one is not bound."""
+    """spec/vqf.md §text-tensors: final_norm is F32; an F16 one is not bound."""
     with weightfile.open_vqf(example) as vqf:
         at = vqf.entry("final_norm").entry_offset + field_offset(VQFTensor, "qtype")
     patch_bytes(example, at, int(QType.F16).to_bytes(4, "little"))
@@ -60,7 +60,7 @@ def test_binding_refuses_a_tensor_of_the_wrong_qtype(example: Path, capsys) -> N
 
 
 def test_binding_refuses_a_qwen3_without_qk_norms(example: Path, capsys) -> None:
-    """spec/vqf.md §8: the Qwen3 decoder needs has_q_norm."""
+    """spec/vqf.md §arch-semantics: the Qwen3 decoder needs has_q_norm."""
     patch_header(example, lambda h: h["arch"].update({"has_q_norm": 0}))
     assert main(run(example, "--token-ids", "1")) == 3  # unsupported feature: exit 3
     err = capsys.readouterr().err
@@ -68,7 +68,7 @@ def test_binding_refuses_a_qwen3_without_qk_norms(example: Path, capsys) -> None
 
 
 def test_a_prompt_that_encodes_to_no_tokens_is_refused(example: Path, tmp_path: Path, capsys):
-    """spec/numerics.md §10: the forward pass needs at least one token."""
+    """spec/models.md §qwen3-forward: the forward pass needs at least one token."""
     tokenizer = tmp_path / "tokenizer.json"
     Tokenizer(models.WordLevel({"a": 1, "[UNK]": 0}, unk_token="[UNK]")).save(str(tokenizer))
     assert main(run(example, "--prompt", "", "--tokenizer", str(tokenizer))) == 1

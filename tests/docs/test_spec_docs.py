@@ -80,8 +80,8 @@ def test_vqf_doc_has_every_fact_sheet_section_as_a_heading():
 
 
 def test_vqf_doc_numbers_the_steps_the_rule_table_cites():
-    # Rules cite (spec/vqf.md §2.4, step N) and (spec/vqf.md §9, step N): the lists must keep these
-    # numbers.
+    # Rules cite (spec/vqf.md §legacy-header, step N) and (spec/vqf.md §loader-chain, step N): the
+    # lists must keep these numbers.
     def steps(number: str) -> list[int]:
         return [int(n) for n in re.findall(r"^(\d+)\. ", vqf_section_body(number), flags=re.M)]
 
@@ -137,8 +137,8 @@ def test_every_rule_id_the_vqf_doc_names_is_a_rule():
     for r in codec:
         parts = r.split(".")
         assert len(parts) == 3 or parts[2] in CODECS, r
-    # spec/vqf.md §5's payload-rule table lists exactly the rules the codecs raise, rule(<codec>,
-    # "<rule>").
+    # spec/vqf.md §encodings's payload-rule table lists exactly the rules the codecs raise,
+    # rule(<codec>, "<rule>").
     documented = re.findall(
         r"^\| `([a-z_]+)` \| (?:Malformed|Invalid|Unsupported) \|", vqf_section_body("5"), re.M
     )

@@ -55,7 +55,7 @@ def test_encoder_modes_are_the_c_mode_enum() -> None:
     assert {name.upper(): code for name, code in MODES.items()} == c
 
 
-#: The wf_kernels.h weight kind of each on-disk block record (spec/vqf.md §5.3, §5.7).
+#: The wf_kernels.h weight kind of each on-disk block record (spec/vqf.md §q8-0, §q4-0).
 KIND_OF_BLOCK = {id(block_q8_0): "Q8", id(block_q4_0): "Q4"}
 
 

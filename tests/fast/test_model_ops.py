@@ -1,9 +1,10 @@
-"""fast/csrc/model_ops.c against the reference's element-wise operations (spec/numerics.md §6-§7).
+"""fast/csrc/model_ops.c against the reference's element-wise operations (spec/numerics.md §exp,
+§silu).
 
 swiglu runs a vector at a time (8 AVX2 lanes, 4 NEON; fast/csrc/ops_body.h) with a scalar tail,
 so lengths cover both; the inputs are arbitrary bit patterns (NaN payloads, infinities,
 subnormals, the exp clamps' neighbours). Every kernel path usable here runs (spec/numerics.md
-§15.1: portable takes the scalar loops).
+§kernel-paths: portable takes the scalar loops).
 """
 
 import numpy as np
@@ -32,8 +33,8 @@ def bits_arrays(min_size: int = 0) -> st.SearchStrategy[np.ndarray]:
 
 
 def bits(a: np.ndarray) -> list[int]:
-    """uint32 views with every NaN as one pattern: spec/numerics.md §2.4 leaves NaN sign and payload
-    open."""
+    """uint32 views with every NaN as one pattern: spec/numerics.md §special-values leaves NaN sign
+    and payload open."""
     return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32)).tolist()
 
 

@@ -84,8 +84,8 @@ def run_with_isa(value: str) -> str:
 
 
 def test_weightfile_isa_forces_a_path_and_refuses_a_missing_one() -> None:
-    """spec/numerics.md §15.1: WEIGHTFILE_ISA=portable runs the portable path (wf_simd_path 0);
-    a path this machine or build cannot run, or no path at all, is refused with native.isa."""
+    """spec/numerics.md §kernel-paths: WEIGHTFILE_ISA=portable runs the portable path (wf_simd_path
+    0); a path this machine or build cannot run, or no path at all, is refused with native.isa."""
     rule = "native.isa"
     assert rule == _native.ISA_RULE
     assert run_with_isa("portable") == "path portable 0"
@@ -119,8 +119,8 @@ def cpu_flags() -> set[str]:
     reason="reads the x86-64 flags of /proc/cpuinfo",
 )
 def test_avx512_is_usable_iff_the_cpu_has_it() -> None:
-    """spec/numerics.md §15.1: the avx512 path is usable (and the default) exactly when the CPU
-    reports AVX-512 F/BW/VL + VNNI and AVX2 + F16C; avx2 stays usable beside it."""
+    """spec/numerics.md §kernel-paths: the avx512 path is usable (and the default) exactly when the
+    CPU reports AVX-512 F/BW/VL + VNNI and AVX2 + F16C; avx2 stays usable beside it."""
     flags = cpu_flags()
     has_avx2 = {"avx2", "f16c"} <= flags
     has_avx512 = has_avx2 and {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags

@@ -1,4 +1,4 @@
-"""fast.numerics.rope gives the reference's correctly rounded RoPE rows (spec/numerics.md §8)."""
+"""fast.numerics.rope gives the reference's correctly rounded RoPE rows (spec/numerics.md §rope)."""
 
 from __future__ import annotations
 

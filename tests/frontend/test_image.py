@@ -1,5 +1,5 @@
 """Image preprocessing (weightfile/frontend/image.py) against transformers' Qwen2-VL image
-processor with its PIL backend, bit for bit, and the refusals (spec/models.md §1.2)."""
+processor with its PIL backend, bit for bit, and the refusals (spec/models.md §qwen3-vl)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The frontend of a `.ninfer` file from its own resources (spec/ninfer3.md §6.2 resource roles)."""
+"""The frontend of a `.ninfer` file from its own resources (spec/ninfer3.md §qwen35-names resource
+roles)."""
 
 from __future__ import annotations
 

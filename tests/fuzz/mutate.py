@@ -9,10 +9,10 @@ failure shrinks), `random.Random.randint` drives it in tools/fuzz_campaign.py.
 Byte edits aim mostly at the head of a file (header, directory, JSON), where the structure is.
 Structure-aware edits go deeper: a VQF file gets one header, arch or directory-entry field set
 (at its schema-derived offset) to a boundary number, a nudged value or another field's value, and
-its FNV-1a-64 trailer is re-sealed (spec/vqf.md §3.5) so the input reaches the binder and the
-decoders; a `.ninfer` entry gets its directory parsed, one node replaced, deleted, duplicated or
+its FNV-1a-64 trailer is re-sealed (spec/vqf.md §fnv-trailer) so the input reaches the binder and
+the decoders; a `.ninfer` entry gets its directory parsed, one node replaced, deleted, duplicated or
 renamed — or an object/binding/file field set to a boundary number or cross-referenced to another
-object — and is re-framed (spec/ninfer3.md §1.1) so the new text is read.
+object — and is re-framed (spec/ninfer3.md §entry-header) so the new text is read.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ Draw = Callable[[int, int], int]
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "conformance" / "corpus"
 EXAMPLES = ROOT / "tests" / "data" / "ninfer3-examples"
-ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", spec/ninfer3.md §1.1
+ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", spec/ninfer3.md §entry-header
 EXAMPLE_ID = bytes(range(16))
 
 #: Boundary integers: zero, small, powers of two and their neighbours, the width limits.
@@ -175,12 +175,12 @@ def mutate_bytes(data: bytes, draw: Draw) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# JSON edits of a .ninfer entry (framing: spec/ninfer3.md §1.1)
+# JSON edits of a .ninfer entry (framing: spec/ninfer3.md §entry-header)
 
 
 def _frame(text: bytes, payload: bytes, artifact_id: bytes = EXAMPLE_ID) -> bytes:
     """An entry: magic, json_bytes, artifact id, the text padded with spaces to the 4096
-    boundary, then the payload (spec/ninfer3.md §1.1)."""
+    boundary, then the payload (spec/ninfer3.md §entry-header)."""
     json_bytes = -(-(32 + len(text)) // 4096) * 4096 - 32
     text = text + b" " * (json_bytes - len(text))
     return ENTRY_MAGIC + struct.pack("<Q", json_bytes) + artifact_id + text + payload
@@ -298,8 +298,8 @@ def _u(b: bytes | bytearray, off: int, width: int) -> int:
 
 
 def vqf_layout(data: bytes) -> str:
-    """The header layout whose (data_offset, file_len) pair fits the file size (spec/vqf.md §2.4
-    step 3, loosely: a guess for the mutator, the reader decides for real)."""
+    """The header layout whose (data_offset, file_len) pair fits the file size (spec/vqf.md
+    §legacy-header step 3, loosely: a guess for the mutator, the reader decides for real)."""
     for layout, schema in (("current", VQFHeader), ("legacy", VQFHeaderLegacy)):
         fl = _u(data, field_offset(schema, "file_len"), 8)
         if fl and len(data) in (fl + 8, fl + 32):  # FNV or HMAC-SM3 trailer
@@ -308,8 +308,8 @@ def vqf_layout(data: bytes) -> str:
 
 
 def vqf_reseal(data: bytearray, layout: str) -> None:
-    """Recompute the FNV-1a-64 trailer of a plaintext file in place (spec/vqf.md §3.5), when the
-    header's own numbers still frame a directory, a data region and a trailer."""
+    """Recompute the FNV-1a-64 trailer of a plaintext file in place (spec/vqf.md §fnv-trailer), when
+    the header's own numbers still frame a directory, a data region and a trailer."""
     from weightfile.fast.vqf.fnv1a64 import fnv1a64  # the C kernel; imported late, it builds
 
     schema = VQFHeader if layout == "current" else VQFHeaderLegacy

@@ -72,7 +72,7 @@ def run_one(path: str, ref: bool, decode: bool) -> tuple[str, str]:
                         return "other", f"fast != ref for {name!r}"
     except WeightfileError as exc:
         # A typed error at decode after a clean `validate` is allowed: payload contents (code
-        # words, padding lanes) are checked when an object is decoded (spec/ninfer3.md §2.9).
+        # words, padding lanes) are checked when an object is decoded (spec/ninfer3.md §validation).
         return "typed", exc.rule
     except MemoryError:
         return "memory", stage

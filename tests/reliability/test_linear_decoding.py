@@ -1,4 +1,4 @@
-"""Decoding cost is linear in the parts of a binding (spec/ninfer3.md §2.5).
+"""Decoding cost is linear in the parts of a binding (spec/ninfer3.md §binding).
 
 Issue 14: one binding of 50,000 one-element parts took 217 s, because every part decoded the whole
 parent again. tests/ref/ninfer3/test_ninfer3_binding_decode.py counts decodes on 8 parts; this

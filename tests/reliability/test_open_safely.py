@@ -1,4 +1,5 @@
-"""Files are opened safely, for both containers (spec/ninfer3.md §9.1, spec/vqf.md §9.3).
+"""Files are opened safely, for both containers (spec/ninfer3.md §safe-files, spec/vqf.md
+§safe-open).
 
 Each test is the minimal reproducer of one failure issue 14 lists: a FIFO that hung `verify`, a
 directory, a device, a symlink loop, an over-long name or an unreadable file that raised a raw
@@ -159,7 +160,7 @@ def test_a_bad_continuation_is_ours_and_verify_lists_it(tmp_path: Path, make: st
 
 
 def test_a_volume_linked_into_another_folder_is_refused(tmp_path: Path) -> None:
-    """The symlink rule of spec/ninfer3.md §9.1: the resolved volume must lie in the entry's
+    """The symlink rule of spec/ninfer3.md §safe-files: the resolved volume must lie in the entry's
     folder."""
     (tmp_path / "set").mkdir()
     paths = _sharded(tmp_path / "set")

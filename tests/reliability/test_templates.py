@@ -1,5 +1,5 @@
 """Chat templates are bounded: recursion, size and time (weightfile/frontend/chat.py,
-spec/ninfer3.md §2.3).
+spec/ninfer3.md §component).
 
 The reproducers of issue 14: a recursive macro ended in a raw RecursionError, `'x'*2**34` in a raw
 MemoryError, and nested loops or a huge power ran for as long as they liked. Each is now one typed

@@ -1,4 +1,4 @@
-"""A file shortened after it was opened is reported, not a SIGBUS (spec/ninfer3.md §9.1).
+"""A file shortened after it was opened is reported, not a SIGBUS (spec/ninfer3.md §safe-files).
 
 The reproducer of issue 14: open, truncate the file, decode. Before the size re-check this killed
 the process with SIGBUS (rc -7) in both containers and with both engines, so it runs in a child

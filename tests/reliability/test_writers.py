@@ -1,4 +1,4 @@
-"""Writers are atomic under kill -9, and their OS failures are ours (spec/ninfer3.md §9.1).
+"""Writers are atomic under kill -9, and their OS failures are ours (spec/ninfer3.md §safe-files).
 
 The reproducers of issue 14: a killed VQF writer left its `*.tmp` in the destination folder (12 of
 12 trials), a killed sharded `.ninfer` writer left four, and one killed while publishing left
@@ -32,7 +32,7 @@ from weightfile.spec.errors import FileAccessError
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = {"text": {"config": {}}}
-BIG = 27_610  # the spec/ninfer3.md §1.9 sharded example: four files under limit 12,288
+BIG = 27_610  # the spec/ninfer3.md §framing-numbers sharded example: four files under limit 12,288
 #: The child's least write time in ms: one 1 ms sleep per 512-byte chunk.
 WRITE_MS = {"vqf": (64 << 10) // 512, "ninfer": -(-BIG // 512)}
 

@@ -89,7 +89,7 @@ def flipped(draw: st.DrawFn, payload: bytes) -> bytes:
     return bytes(out)
 
 
-# --- spec/vqf.md §6.6 worked vectors (hex from the spec, not from running the code) ---
+# --- spec/vqf.md §test-vectors worked vectors (hex from the spec, not from running the code) ---
 
 #: x_i = f32((i - 12)·0.1), i = 0..31.
 WORKED_X = np.array([(i - 12) * 0.1 for i in range(32)], dtype=np.float32)

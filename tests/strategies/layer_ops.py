@@ -15,7 +15,7 @@ HARD += [0xFF7FFFFF, 0x3F800000, 0xBF800000, 0x1F800000]
 
 
 def bits(a: np.ndarray) -> list[int]:
-    """uint32 views, every NaN as one pattern (spec/numerics.md §2.4)."""
+    """uint32 views, every NaN as one pattern (spec/numerics.md §special-values)."""
     a = np.asarray(a, dtype=np.float32).reshape(-1)
     return np.where(np.isnan(a), np.uint32(0x7FC00000), a.view(np.uint32)).tolist()
 

@@ -77,8 +77,8 @@ def token_ids(vocab: int, min_size: int = 1, max_size: int = 6) -> st.SearchStra
     return st.lists(st.integers(0, vocab - 1), min_size=min_size, max_size=max_size)
 
 
-# --- legacy (untiled) Q8_0 / Q4_0 blocks, for binder tests (spec/vqf.md §5.3, §5.7;
-# spec/models.md §3) ---
+# --- legacy (untiled) Q8_0 / Q4_0 blocks, for binder tests (spec/vqf.md §q8-0, §q4-0;
+# spec/models.md §gguf-oracle) ---
 
 
 def legacy_block_bytes(m: QuantMatrix, qtype: str) -> bytes:

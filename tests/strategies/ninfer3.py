@@ -1,4 +1,5 @@
-"""Test helpers and Hypothesis strategies for `.ninfer` v3 (spec/ninfer3.md §1, §2, §5).
+"""Test helpers and Hypothesis strategies for `.ninfer` v3 (spec/ninfer3.md §framing, §directory,
+§examples).
 
 `build_file_set` writes a file set by hand with `struct` and the magic bytes spelled out from
 the spec, independently of the writer under test, so reader tests do not trust the writer.
@@ -20,19 +21,20 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-#: The two published example directories (spec/ninfer3.md §5), byte for byte, kept in the tree.
+#: The two published example directories (spec/ninfer3.md §examples), byte for byte, kept in the
+#: tree.
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "ninfer3-examples"
 EXAMPLE_TEXT = EXAMPLES / "artifact-v3-text.json"
 EXAMPLE_SHARDED = EXAMPLES / "artifact-v3-mixed-sharded.json"
 
-ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", spec/ninfer3.md §1.1
-PART_MAGIC = bytes.fromhex("4e494e5052540003")  # "NINPRT\0\3", spec/ninfer3.md §1.2
-FIXED_ID = bytes(range(16))  # the spec/ninfer3.md §1.9 hand-made files use 00 01 .. 0f
+ENTRY_MAGIC = bytes.fromhex("4e494e4645520003")  # "NINFER\0\3", spec/ninfer3.md §entry-header
+PART_MAGIC = bytes.fromhex("4e494e5052540003")  # "NINPRT\0\3", spec/ninfer3.md §volume-header
+FIXED_ID = bytes(range(16))  # the spec/ninfer3.md §framing-numbers hand-made files use 00 01 .. 0f
 
 
 def tiny_doc() -> dict[str, Any]:
-    """The spec/ninfer3.md §1.9 hand-made tiny single file's directory: 265-byte payload, 3
-    objects."""
+    """The spec/ninfer3.md §framing-numbers hand-made tiny single file's directory: 265-byte
+    payload, 3 objects."""
     return {
         "components": {"text": {"config": {}, "resources": {"greeting": "r.hello"}}},
         "objects": [
@@ -58,14 +60,15 @@ def tiny_doc() -> dict[str, Any]:
 
 
 #: bf16 words 0x0000, 0x8000, 0x3F80, 0x7FC1 LE at 0; fp32 2.0 at 256; "hello" at 260
-#: (spec/ninfer3.md §1.9).
+#: (spec/ninfer3.md §framing-numbers).
 TINY_PAYLOAD = (
     bytes.fromhex("0000 0080 803f c17f") + bytes(248) + bytes.fromhex("00000040") + b"hello"
 )
 
 
 def sharded_doc() -> dict[str, Any]:
-    """A small three-file set, like the C++ fixture (spec/ninfer3.md §1.9): files 500 / 780 / 64.
+    """A small three-file set, like the C++ fixture (spec/ninfer3.md §framing-numbers): files 500 /
+    780 / 64.
 
     A q5 [2,130] object (528 bytes) at 256 straddles the entry and part 1; a resource at
     1250..1290 straddles parts 1 and 2.
@@ -117,11 +120,11 @@ def build_file_set(
     artifact_id: bytes = FIXED_ID,
 ) -> list[Path]:
     """Write an entry (and continuation volumes named in `files`) by hand, per
-    spec/ninfer3.md §1.1-§1.2.
+    spec/ninfer3.md §entry-header, §volume-header.
 
     `payload` is the logical payload (default: zeros, left sparse with ftruncate). The JSON is
-    padded with spaces to `json_bytes` (default: to the next 4096 boundary, as spec/ninfer3.md §1.7
-    does).
+    padded with spaces to `json_bytes` (default: to the next 4096 boundary, as spec/ninfer3.md
+    §writer does).
     """
     text = doc_or_text if isinstance(doc_or_text, bytes) else encode(doc_or_text)
     try:

@@ -1,8 +1,8 @@
 """Tiny Qwen3.5 text configs and random canonical weights for the reference tests.
 
-`tiny_config_json` is a closed spec/ninfer3.md §6.1 config with both layer types;
-`random_parameters` draws every spec/ninfer3.md §6.2 parameter (seeded) with norms and gates
-perturbed away from their neutral values, so a missed 1 + w or a swapped gate shows up in the
+`tiny_config_json` is a closed spec/ninfer3.md §qwen35-config config with both layer types;
+`random_parameters` draws every spec/ninfer3.md §qwen35-names parameter (seeded) with norms and
+gates perturbed away from their neutral values, so a missed 1 + w or a swapped gate shows up in the
 logits.
 """
 

@@ -1,6 +1,6 @@
 """A tiny random transformers Qwen3.5 checkpoint folder (both layer types) and its canonical
-spec/ninfer3.md §6.2 tensors, cut from the transformers modules the way their forward passes use
-them.
+spec/ninfer3.md §qwen35-names tensors, cut from the transformers modules the way their forward
+passes use them.
 
 Shared by the `.ninfer` import tests (tests/convert/test_qwen35_ninfer*.py); needs torch.
 """
@@ -76,8 +76,8 @@ def write_checkpoint(folder: Path, tied: bool, seed: int) -> torch.nn.Module:
 
 
 def canonical(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    """spec/ninfer3.md §6.2 name -> float32 values, cut as the transformers forward passes use the
-    modules."""
+    """spec/ninfer3.md §qwen35-names name -> float32 values, cut as the transformers forward passes
+    use the modules."""
     cfg, m = model.config, model.model
     out = {
         "text/token_embedding": m.embed_tokens.weight,

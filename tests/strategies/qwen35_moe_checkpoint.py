@@ -1,6 +1,7 @@
 """A tiny random transformers Qwen3.5-MoE checkpoint folder (both layer types; routed experts
 saved fused, as transformers 5 writes them; a shared expert and its gate), the inverse mapping
-from canonical spec/ninfer3.md §6.2 tensors, and a router hook recording the chosen experts.
+from canonical spec/ninfer3.md §qwen35-names tensors, and a router hook recording the chosen
+experts.
 
 Shared by tests/convert/test_qwen35_moe_ninfer.py; needs torch.
 """

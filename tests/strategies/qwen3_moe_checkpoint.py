@@ -1,4 +1,5 @@
-"""A tiny seeded transformers Qwen3MoeForCausalLM and its checkpoint folder (spec/models.md §2).
+"""A tiny seeded transformers Qwen3MoeForCausalLM and its checkpoint folder (spec/models.md
+§tiny-checkpoints).
 
 Shared by the Qwen3-MoE oracle tests (tests/convert/test_qwen3_moe_vqf.py); needs torch. The
 fused expert tensors transformers 5 leaves uninitialised are filled, norms are perturbed.
@@ -105,7 +106,7 @@ def load_weights(model, config, weights) -> None:
 
 def dense(m) -> np.ndarray:
     """A Matrix (or array) as float32 values: quantized words de-quantized exactly
-    (spec/numerics.md §4.2: code times the widened f16 scale)."""
+    (spec/numerics.md §f32-weights: code times the widened f16 scale)."""
     from weightfile.ref.numerics.matrix import DenseMatrix, QuantMatrix
 
     if isinstance(m, DenseMatrix):

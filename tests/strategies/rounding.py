@@ -165,7 +165,7 @@ def blocks_with_amax(
 def fp8_row_amax(draw: st.DrawFn) -> float:
     """A bf16-representable row maximum whose scale amax/448 (binary32) has its low 16 bits as
     close to the bf16 halfway point 0x8000 as any of 64 neighbouring maxima (spec/ninfer3.md
-    §3.7 steps 3-4): truncation and RNE of the scale disagree there."""
+    §fp8-row-maxabs steps 3-4): truncation and RNE of the scale disagree there."""
     w0 = draw(st.integers(0x0080, 0x7E00))
 
     def off_tie(w: int) -> int:
@@ -177,7 +177,8 @@ def fp8_row_amax(draw: st.DrawFn) -> float:
 
 
 def _kestrel_code(x: np.float32, r: np.float32) -> int:
-    """trunc(x·r ± 0.5) in binary32 (spec/vqf.md §6.1), to find inputs, not to check codecs."""
+    """trunc(x·r ± 0.5) in binary32 (spec/vqf.md §quant-q8-0), to find inputs, not to check
+    codecs."""
     v = F32(x) * r
     return int(np.trunc(v + F32(0.5) if v >= 0 else v - F32(0.5)))
 
@@ -232,8 +233,8 @@ def bf16_oracle(x: np.ndarray) -> np.ndarray:
 def f16_underflow_amax(draw: st.DrawFn, qmax: int) -> float:
     """A positive float32 block maximum whose scale amax/qmax rounds to f16 word 0 (it is at most
     2^-25, the halfway point between 0 and the smallest subnormal 2^-24, which ties to even 0):
-    the grouped encoders must then store the rescue word (spec/ninfer3.md §3.6 step 5). Half of
-    the time exactly qmax·2^-25, the tie itself."""
+    the grouped encoders must then store the rescue word (spec/ninfer3.md §grouped-absmax step 5).
+    Half of the time exactly qmax·2^-25, the tie itself."""
     top = F32(qmax) * F32(2.0**-25)  # exact: qmax < 2^24
     if draw(st.booleans()):
         return float(top)
@@ -250,11 +251,11 @@ def e4m3fn_value(word: int) -> float:
 @st.composite
 def e4m3fn_tie_rows(draw: st.DrawFn) -> np.ndarray:
     """A float32 [rows, k] matrix for fp8_e4m3fn_row_bf16 whose row scale is an exact power of
-    two (amax = 448·2^e, so the scale is 2^e and 1/scale exact, spec/ninfer3.md §3.7 steps 3-5):
-    every other element then normalises to exactly what was drawn -- an E4M3FN halfway point
-    between two normal words or two subnormal words (either parity), a subnormal value off the
-    grid, or a word itself -- and each value needs at most 5 significant bits, so the bf16
-    rounding of step 1 keeps it."""
+    two (amax = 448·2^e, so the scale is 2^e and 1/scale exact, spec/ninfer3.md
+    §fp8-row-maxabs steps 3-5): every other element then normalises to exactly what was drawn -- an
+    E4M3FN halfway point between two normal words or two subnormal words (either parity), a
+    subnormal value off the grid, or a word itself -- and each value needs at most 5 significant
+    bits, so the bf16 rounding of step 1 keeps it."""
     rows, k = draw(st.integers(1, 3)), draw(st.integers(2, 24))
     x = np.zeros((rows, k), np.float32)
     for r in range(rows):

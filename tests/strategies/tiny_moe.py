@@ -4,7 +4,7 @@ The weights are a random transformers-named state dict written by the importer's
 builder (weightfile/families/qwen3_moe/to_vqf.py), so the files are what `weightfile import` writes.
 Router ties are drawn on purpose: duplicated router rows (every odd expert a copy of expert 0)
 give experts bit-equal logits, and a zero router gives every expert the same logit (the tie
-rule of spec/numerics.md §18.3 decides).
+rule of spec/models.md §qwen35-ffn decides).
 """
 
 from __future__ import annotations

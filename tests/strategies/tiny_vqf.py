@@ -76,8 +76,8 @@ def write_tiny_model(folder: Path, qtype: QType = QType.Q8_0, seed: int = 0) -> 
     return path
 
 
-# --- random model files for the fast == ref property (spec/vqf.md §2.5, §5, §7.1, §8)
-# ---------------
+# --- random model files for the fast == ref property
+# (spec/vqf.md §flags, §encodings, §text-tensors, §arch-semantics) ---------------
 
 #: (projection qtype, header flags) pairs: every layout a dense file's matrices can take.
 MATRIX_FORMATS = {
@@ -116,7 +116,7 @@ class ModelSpec:
 def model_specs(draw: st.DrawFn) -> ModelSpec:
     """A random dense Qwen3 (or Qwen3-VL text) geometry; projection widths are multiples of 32
     (quantized blocks) and of 8 (tiled row groups), vocab any size (a vocab that is not a whole
-    row group keeps its lm_head untiled, spec/vqf.md §5.6)."""
+    row group keeps its lm_head untiled, spec/vqf.md §q8-tiled)."""
     head_dim = draw(st.sampled_from([8, 16, 32]))
     kv_heads = draw(st.integers(1, 2))
     heads = kv_heads * draw(st.integers(1, 3))

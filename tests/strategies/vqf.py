@@ -33,8 +33,8 @@ GATED = {"dim", "n_layers", "n_heads", "head_dim", "ffn_dim", "vocab_size"}
 
 @st.composite
 def arches(draw: st.DrawFn, *, moe: bool) -> dict[str, Any]:
-    """Any arch values the loader's gate accepts; MoE fields only for MoE files (spec/vqf.md §2.4
-    step 5)."""
+    """Any arch values the loader's gate accepts; MoE fields only for MoE files (spec/vqf.md
+    §legacy-header step 5)."""
     arch: dict[str, Any] = {}
     for name in ARCH_FIELD_NAMES:
         if name in ("rope_theta", "norm_eps"):

@@ -1,6 +1,7 @@
-"""spec/vqf.md §7.6 worked example, copied from the spec: shared by the tests that reproduce it."""
+"""spec/vqf.md §worked-example worked example, copied from the spec: shared by the tests that
+reproduce it."""
 
-#: spec/vqf.md §7.6 table: (name, offset, bytes) of the 2B q4 + vision file.
+#: spec/vqf.md §worked-example table: (name, offset, bytes) of the 2B q4 + vision file.
 VL_2B_TABLE = [
     ("token_embed", 4096, 622_329_856),
     ("final_norm", 622_333_952, 8_192),

@@ -2,7 +2,7 @@
 
 Payloads are built from random logical words (codes and finite f16 scale bits, any sign) with the
 legacy block writer of `strategies.model` and the codecs' own tiling, so every layout carries the
-same words the reference decodes back (spec/vqf.md §5.3-§5.8).
+same words the reference decodes back (spec/vqf.md §q8-0, §q4i8, §g256, §q8-tiled, §q4-0, §q4-8x8l).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-/* The canonical numerics profile in plain C (spec/numerics.md §3, §6), written from the
+/* The canonical numerics profile in plain C (spec/numerics.md §lanes8-tree, §exp), written from the
  * contract alone, to show an independent implementation reproduces the reference bit for bit.
- * Build with -ffp-contract=off (spec/numerics.md §2.2); tools/c_check.py builds it both ways and
+ * Build with -ffp-contract=off (spec/numerics.md §no-fma); tools/c_check.py builds it both ways and
  * compares. */
 #include <stdint.h>
 #include <string.h>
@@ -12,7 +12,7 @@ static float pow2i(int k) { /* 2^k for k in [-126, 127] from exponent bits */
     return from_bits((uint32_t)(k + 127) << 23);
 }
 
-/* spec/numerics.md §6 exp: Cody-Waite reduction, degree-7 Taylor, two-step scaling. */
+/* spec/numerics.md §exp exp: Cody-Waite reduction, degree-7 Taylor, two-step scaling. */
 float wf_exp(float x) {
     const float log2e = from_bits(0x3FB8AA3Bu), ln2_hi = from_bits(0x3F317200u),
                 ln2_lo = from_bits(0x35BFBE8Eu), x_max = from_bits(0x42B17217u),
@@ -40,7 +40,8 @@ void wf_exp_array(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = wf_exp(x[i]);
 }
 
-/* spec/numerics.md §3 dot: lane i mod 8, ascending; tree ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+/* spec/numerics.md §lanes8-tree dot: lane i mod 8, ascending; tree ((l0+l4)+(l2+l6)) +
+ * ((l1+l5)+(l3+l7)). */
 float wf_dot(const float *a, const float *b, int64_t n) {
     float l[8] = {0};
     for (int64_t i = 0; i < n; i++) l[i % 8] = l[i % 8] + a[i] * b[i];

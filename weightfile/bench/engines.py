@@ -37,9 +37,9 @@ from weightfile.spec.vqf.qtypes import tensor_bytes
 #: Above this many multiply-adds per token the reference forward is estimated, not run.
 REF_MEASURE_LIMIT = 2_000_000
 #: Rows of each matrix the estimate times: whole row groups of every tiled layout
-#: (spec/vqf.md §7.5), and enough that the per-call overhead is amortised (at 8 rows a 1024×1024
-#: estimate ran 1.4× the measured full product; at 32 rows within a few percent, on the bench's
-#: development machine).
+#: (spec/vqf.md §repack-gates), and enough that the per-call overhead is amortised (at 8 rows a
+#: 1024×1024 estimate ran 1.4× the measured full product; at 32 rows within a few percent, on the
+#: bench's development machine).
 ESTIMATE_ROWS = 32
 
 
@@ -61,7 +61,7 @@ def open_model(vqf: VQFFile, threads: int = 1) -> Any | None:
 def text_family(vqf: VQFFile) -> Family:
     """The row whose models run the text tests (pp/tg, no image) of the file: its own row, except
     for a Qwen3-VL file: its text tower is the dense Qwen3 decoder block for block, and a prompt
-    without images sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §1.2), so the
+    without images sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §qwen3-vl), so the
     dense row's models run them. The image encode (weightfile/bench/vision.py) takes the file's
     own row. (A random text id may also be the image token, which the VL models refuse
     without an image.)"""
@@ -107,7 +107,7 @@ def projection_set_of(vqf: VQFFile) -> str:
 
 def matrix_shapes(vqf: VQFFile) -> dict[str, tuple[int, int, int]]:
     """Entry name -> (physical rows, cols, how many per token) of every quantized matrix
-    (spec/vqf.md §7.1)."""
+    (spec/vqf.md §text-tensors)."""
     arch = vqf.header.arch
     g = Geometry.from_arch(arch)
     shapes = {}
@@ -126,8 +126,9 @@ def macs_per_token(shapes: dict[str, tuple[int, int, int]]) -> int:
 def leading_rows(vqf: VQFFile, name: str, rows: int, cols: int) -> QuantMatrix:
     """The first ESTIMATE_ROWS rows of layer 0, decoded by the reference codec.
 
-    Row groups are stored one after another in every layout (spec/vqf.md §5.6–§5.7), so the first k
-    rows (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row matrix.
+    Row groups are stored one after another in every layout (spec/vqf.md §q8-tiled, §q4-0), so the
+    first k rows (k a multiple of the group) are the first B(k·cols) bytes and decode as a k-row
+    matrix.
     """
     e = vqf.entry(name)
     k = min(ESTIMATE_ROWS, rows)

@@ -44,8 +44,8 @@ def best_seconds(fn: Callable[[], object], repeats: int | None = None) -> float:
 
 
 def open_seconds(path: str | os.PathLike[str], passphrase: bytes | None = None) -> float:
-    """open_vqf: map the file, read and check header and directory (spec/vqf.md §9); an ENC
-    file with its passphrase is also authenticated and decrypted (spec/vqf.md §4.2)."""
+    """open_vqf: map the file, read and check header and directory (spec/vqf.md §loader-chain); an
+    ENC file with its passphrase is also authenticated and decrypted (spec/vqf.md §sm4-hmac)."""
 
     def once() -> None:
         with open_vqf(path, passphrase=passphrase):
@@ -60,7 +60,7 @@ PYTHON_CHECKSUM_BYTES = 1 << 20
 
 def checksum_rate(vqf: VQFFile) -> tuple[float, int]:
     """(bytes per second, bytes hashed) of the fast FNV-1a-64 over the covered bytes
-    (spec/vqf.md §3.5).
+    (spec/vqf.md §fnv-trailer).
 
     One pass over the whole directory and data region; without a C compiler the fallback is
     the reference loop, timed on the first PYTHON_CHECKSUM_BYTES of the data region only.
@@ -77,14 +77,14 @@ def checksum_rate(vqf: VQFFile) -> tuple[float, int]:
 
 
 def layer0_payload(vqf: VQFFile, name: str, rows: int, cols: int) -> memoryview:
-    """Layer 0 of a stacked matrix: its first B(rows·cols) bytes (spec/vqf.md §7.1)."""
+    """Layer 0 of a stacked matrix: its first B(rows·cols) bytes (spec/vqf.md §text-tensors)."""
     e = vqf.entry(name)
     return vqf.payload(e)[: tensor_bytes(e.qtype, rows * cols)]
 
 
 def layer0_decoder(vqf: VQFFile, name: str, rows: int, cols: int) -> Callable[[bytes], Any]:
-    """The fast codec's float32 decode of one [rows, cols] layer of `name` (spec/vqf.md §5,
-    §7.1)."""
+    """The fast codec's float32 decode of one [rows, cols] layer of `name` (spec/vqf.md §encodings,
+    §text-tensors)."""
     e = vqf.entry(name)
     codec = codec_for(e.qtype, vqf.header.flags, name, shape=(rows, cols))
     decode = vqf_codec(codec).decode

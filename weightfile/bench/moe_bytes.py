@@ -1,5 +1,5 @@
 """Weight bytes an MoE (version-3) decode step actually reads, averaged over decoded tokens
-(issue 17 item 6; spec/vqf.md §7.1, spec/models.md §1.3.1).
+(issue 17 item 6; spec/vqf.md §text-tensors, spec/models.md §qwen3-moe-vqf-v3).
 
 A dense decode step reads every matrix once (roofline.weight_bytes_per_token). An MoE step reads
 the attention matrices, the norms, the whole router (every expert's logit is needed) and the

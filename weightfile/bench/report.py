@@ -14,12 +14,13 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
     model             {path, synthetic (name or null), file_bytes, params (elements of the tensors
                        the decoder binds), family (the projection set, "q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
-                       encrypted (ENC: every open authenticates and decrypts, spec/vqf.md §4.2)}
+                       encrypted (ENC: every open authenticates and decrypts, spec/vqf.md
+                       §sm4-hmac)}
     fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
     repetitions       timed runs per test row (-r)
     open_seconds      open_vqf: map, header, directory (ENC: also the tag check and decryption)
-    checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (spec/vqf.md §3.5)
+    checksum_bytes_per_s      fast FNV-1a-64 over the covered bytes (spec/vqf.md §fnv-trailer)
     checksum_bytes_hashed     all covered bytes; 1 MiB when there is no C compiler (pure Python)
     dequantize        {tensor, rows, cols, bytes_per_s (encoded bytes)}: one layer, fast codec
     memory_bandwidth  {single_core_bytes_per_s, all_core_bytes_per_s, threads, method, buffer_bytes,
@@ -201,7 +202,7 @@ def thread_bandwidths(buffer_bytes: int, threads: list[int]) -> tuple[Bandwidth,
 
 def model_params(vqf: Any) -> int:
     """Elements of every tensor the decoder binds (what llama-bench calls params): the
-    embedding, the norms and the bound family's matrices (spec/vqf.md §7.1)."""
+    embedding, the norms and the bound family's matrices (spec/vqf.md §text-tensors)."""
     prefix = engines.projection_set_of(vqf) + "_"
     keep = lambda n: n == EMBED or n in NORMS or n.startswith(prefix)  # noqa: E731
     return sum(e.rows * e.cols for e in vqf.entries if keep(e.name))
@@ -298,7 +299,7 @@ def run_bench(
     On a Qwen3-VL file `image_backend` encodes one image_side² image (the `image_encode` section).
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
-    open (spec/vqf.md §4.2); without it the run stops with `vqf.enc.no_key` before measuring.
+    open (spec/vqf.md §sm4-hmac); without it the run stops with `vqf.enc.no_key` before measuring.
     """
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     fast, notes = _opening_notes(path, passphrase)

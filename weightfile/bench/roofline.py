@@ -1,10 +1,10 @@
 """The decode roofline: weight bytes read per token ÷ memory read bandwidth (issue 6).
 
 Decoding one token reads, once each, every projection matrix of every layer and the lm_head of
-the projection set the decoder binds (q4 in a dual file, spec/vqf.md §7.2), the norm weights, and
-one row of the token embedding (a lookup, not a product). Vision tensors and the unbound projection
-set are not read. At batch 1 that traffic, not arithmetic, bounds the speed: tokens/s ≤ bandwidth /
-bytes.
+the projection set the decoder binds (q4 in a dual file, spec/vqf.md §weight-modes), the norm
+weights, and one row of the token embedding (a lookup, not a product). Vision tensors and the
+unbound projection set are not read. At batch 1 that traffic, not arithmetic, bounds the speed:
+tokens/s ≤ bandwidth / bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ NORMS = ("final_norm", "attn_norm", "ffn_norm", "q_norm", "k_norm")
 
 
 def weight_bytes_per_token(vqf: VQFFile) -> int:
-    """Norms and the bound family's matrices (spec/vqf.md §7.1), plus one embedding row."""
+    """Norms and the bound family's matrices (spec/vqf.md §text-tensors), plus one embedding row."""
     prefix = projection_set_of(vqf) + "_"
     total = sum(e.bytes for e in vqf.entries if e.name in NORMS or e.name.startswith(prefix))
     embed = next((e for e in vqf.entries if e.name == EMBED), None)

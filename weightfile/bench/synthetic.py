@@ -1,11 +1,12 @@
 """Synthetic VQF models of real geometry, generated on demand into a cache folder (issue 6).
 
 A benchmark needs the shapes and byte counts of a real model, not its values: each synthetic model
-has a real model's geometry (spec/vqf.md §7.1 inventory, spec/vqf.md §7.6 worked example) and seeded
-random weights. The file is the one the engine's converter writes in its wmode (q4 or q8,
-spec/vqf.md §7.2): tiled (Q8_8X8 | Q4_4X4), F16 token embedding (EMB_F16, truncating,
-spec/vqf.md §5.2) and the lm_head written from the tied float32 embedding (spec/vqf.md §7.1 table).
-Quantization uses the fast codecs, whose bytes equal the reference's (tests/differential).
+has a real model's geometry (spec/vqf.md §text-tensors inventory, spec/vqf.md §worked-example worked
+example) and seeded random weights. The file is the one the engine's converter writes in its wmode
+(q4 or q8, spec/vqf.md §weight-modes): tiled (Q8_8X8 | Q4_4X4), F16 token embedding (EMB_F16,
+truncating, spec/vqf.md §f16) and the lm_head written from the tied float32 embedding (spec/vqf.md
+§text-tensors table). Quantization uses the fast codecs, whose bytes equal the reference's
+(tests/differential).
 
 Generation streams: every payload is a generator of per-layer (or per-ROW_CHUNK-row) chunks, each
 drawn from its own seeded generator, so RAM stays at one chunk however big the model is, and
@@ -40,8 +41,9 @@ from weightfile.spec.vqf.qtypes import QType
 
 GENERATOR_VERSION = 3  # bump when the bytes a spec produces change
 #: Rows per embedding / lm_head chunk: a multiple of every row group (8), so chunked tiling equals
-#: whole-matrix tiling (spec/vqf.md §7.5); small enough that a chunk and the encoder's temporaries
-#: stay about one layer's largest matrix (the generator's peak RAM is one chunk's worth).
+#: whole-matrix tiling (spec/vqf.md §repack-gates); small enough that a chunk and the encoder's
+#: temporaries stay about one layer's largest matrix (the generator's peak RAM is one chunk's
+#: worth).
 ROW_CHUNK = 4096
 EMBED_STD = 0.5  # an RMSNorm follows, so the embedding scale only shapes the F16 rounding
 PROJ_STD = 0.02
@@ -67,8 +69,8 @@ def spec_named(name: str) -> SyntheticSpec:
 
 
 def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
-    """The spec/vqf.md §8 text-core arch fields (plain RoPE: text tokens see MRoPE as RoPE,
-    spec/models.md §1.2)."""
+    """The spec/vqf.md §arch-semantics text-core arch fields (plain RoPE: text tokens see MRoPE as
+    RoPE, spec/models.md §qwen3-vl)."""
     return {
         "dim": s.hidden, "n_layers": s.layers, "n_heads": s.heads, "n_kv_heads": s.kv_heads,
         "head_dim": s.head_dim, "ffn_dim": s.intermediate, "vocab_size": s.vocab,
@@ -78,14 +80,15 @@ def arch_of(s: SyntheticSpec) -> dict[str, int | float]:
 
 
 def _moe_arch(s: SyntheticSpec) -> dict[str, int]:
-    """The spec/vqf.md §8 MoE tail of a version-3 file (empty for a dense spec)."""
+    """The spec/vqf.md §arch-semantics MoE tail of a version-3 file (empty for a dense spec)."""
     if not isinstance(s, MoeSyntheticSpec):
         return {}
     return {"n_experts": s.experts, "moe_ffn": s.moe_ffn, "top_k": s.top_k}
 
 
 def _vision_arch(s: SyntheticSpec) -> dict[str, Any]:
-    """The spec/vqf.md §8 vision fields and special ids of a VISION file (empty for text-only)."""
+    """The spec/vqf.md §arch-semantics vision fields and special ids of a VISION file (empty for
+    text-only)."""
     if not isinstance(s, VLSyntheticSpec):
         return {}
     ds, sec = list(s.deepstack), list(s.mrope_section)
@@ -132,7 +135,7 @@ def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) 
     # each matrix its own seed stream. An MoE layer's stacked gate/up [E·Ie, d] is encoded whole
     # (rows are encoded independently) and its down [d, E·Ie] too: no 32-column block or tile
     # crosses an expert band, so the whole matrix's words are the experts' bands joined
-    # (spec/vqf.md §7.1, spec/numerics.md §4)
+    # (spec/vqf.md §text-tensors, spec/numerics.md §quantized-matmul)
     index = ORDER_INDEX[kind.name]
     for layer in range(s.layers):
         m = _normal(s, (out, inp), PROJ_STD, 1, index, layer)
@@ -141,7 +144,7 @@ def _projection_payload(s: SyntheticSpec, kind: TensorKind, out: int, inp: int) 
 
 def _vision_q8_payload(s: SyntheticSpec, name: str, g: Geometry) -> Iterator[bytes]:
     """One seeded block matrix per vision block, Q8_0 legacy whatever the text qtype; fc2's rows
-    are zero-padded from vf to vfp columns before quantising (spec/vqf.md §7.4)."""
+    are zero-padded from vf to vfp columns before quantising (spec/vqf.md §vision-tensors)."""
     out, inp = {"v_q8_qkv": (3 * g.vh, g.vh), "v_q8_proj": (g.vh, g.vh),
                 "v_q8_fc1": (g.vf, g.vh), "v_q8_fc2": (g.vh, g.vf)}[name]  # fmt: skip
     index = ORDER_INDEX[name]
@@ -181,14 +184,15 @@ def _payload(s: SyntheticSpec, kind: TensorKind, g: Geometry) -> Payload:
     if kind.family == "router":  # F32 [nl·E, d], one seeded block per layer
         index = ORDER_INDEX[kind.name]
         return (_normal(s, (out, inp), PROJ_STD, 1, index, i).tobytes() for i in range(count))
-    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory (spec/vqf.md §7.1)
+    if count == 1:  # {q4,q8}_lm, the only unstacked matrix of the text inventory
+        # (spec/vqf.md §text-tensors)
         return _lm_payload(s, kind.name)
     return _projection_payload(s, kind, out, inp)
 
 
 def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
-    """The spec/vqf.md §7.1 inventory of wmode q4 / q8 in spec/vqf.md §3.4 order; payloads are lazy
-    (nothing drawn yet)."""
+    """The spec/vqf.md §text-tensors inventory of wmode q4 / q8 in spec/vqf.md §directory-order
+    order; payloads are lazy (nothing drawn yet)."""
     arch = arch_of(s)
     g = Geometry.from_arch(arch)
     out = []
@@ -201,7 +205,7 @@ def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
 
 def planned_layout(s: SyntheticSpec) -> tuple[list[tuple[str, int, int]], int]:
     """(name, offset, bytes) of every tensor and the file size, without drawing a weight
-    (spec/vqf.md §3.3)."""
+    (spec/vqf.md §placement)."""
     sources = tensor_sources(s)
     _, offsets, _, file_len = plan(sources)
     rows = [(t.name, off, t.size) for t, off in zip(sources, offsets, strict=True)]

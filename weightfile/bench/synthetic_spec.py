@@ -1,6 +1,6 @@
 """The geometry of a synthetic bench model (issue 6; weightfile/bench/synthetic.py generates the
-files): a real model's shapes (spec/vqf.md §7.1 symbols) and quantization, with seeded random
-weights. Each family's presets (weightfile/families/<family>/presets.py) are instances; this
+files): a real model's shapes (spec/vqf.md §text-tensors symbols) and quantization, with seeded
+random weights. Each family's presets (weightfile/families/<family>/presets.py) are instances; this
 module imports neither the generator nor a family, so both can import it.
 """
 
@@ -13,14 +13,14 @@ from weightfile.ref.vqf.encode import file_flags
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
-#: The two weight modes every preset comes in (spec/vqf.md §7.2: wmode q4, q8).
+#: The two weight modes every preset comes in (spec/vqf.md §weight-modes: wmode q4, q8).
 QTYPES = ("q4_0", "q8_0")
 
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """The geometry (spec/vqf.md §7.1 symbols in comments) and quantization of one synthetic
-    model."""
+    """The geometry (spec/vqf.md §text-tensors symbols in comments) and quantization of one
+    synthetic model."""
 
     name: str
     qtype: str  # "q4_0" (wmode q4) or "q8_0" (wmode q8)
@@ -61,9 +61,9 @@ class SyntheticSpec:
 
 @dataclass(frozen=True)
 class VLSyntheticSpec(SyntheticSpec):
-    """A Qwen3-VL file with its vision tower (flag VISION, spec/vqf.md §7.4, §8): the text fields
-    of SyntheticSpec plus the vision_config geometry. A subclass, so the text-only specs' cache
-    keys do not change."""
+    """A Qwen3-VL file with its vision tower (flag VISION, spec/vqf.md §vision-tensors,
+    §arch-semantics): the text fields of SyntheticSpec plus the vision_config geometry. A subclass,
+    so the text-only specs' cache keys do not change."""
 
     vis_depth: int = 0  # vd
     vis_hidden: int = 0  # vh
@@ -83,7 +83,8 @@ class VLSyntheticSpec(SyntheticSpec):
 @dataclass(frozen=True)
 class MoeSyntheticSpec(SyntheticSpec):
     """A Qwen3-MoE (version-3) synthetic model: `intermediate` is the stacked width E·Ie
-    (spec/vqf.md §7.1, §8). A subclass, so the dense specs' cache keys do not change."""
+    (spec/vqf.md §text-tensors, §arch-semantics). A subclass, so the dense specs' cache keys do not
+    change."""
 
     experts: int = 0  # E
     top_k: int = 0  # k

@@ -2,13 +2,14 @@
 the vision tower and the vision linears' achieved GFLOP/s, per engine and thread count.
 
 The image is a seeded 448×448 RGB picture through the Hugging Face recipe (weightfile/frontend/
-image.py): grid 28×28 = 784 patches, 196 image tokens after the 2×2 merge (spec/models.md §1.2).
+image.py): grid 28×28 = 784 patches, 196 image tokens after the 2×2 merge (spec/models.md
+§qwen3-vl).
 
 Engines come from the file's row of the family registry (weightfile/families/registry.py):
 
 * fast: the row's fast model `encode_images` at each thread count, when the row has one. Until
   then the report says so and the image is encoded by ref (the `engine` field names what ran).
-* ref: the family's reference tower, pure Python (spec/numerics.md §21). Above
+* ref: the family's reference tower, pure Python (spec/numerics.md §vision). Above
   `REF_MEASURE_LIMIT` multiply-adds per image it is *estimated* as the text decode is
   (weightfile/bench/engines.py): each linear's reference product timed on its first
   `engines.ESTIMATE_ROWS` rows and scaled to all rows and all patches, and the attention of one
@@ -59,7 +60,8 @@ RKNN_NOTE = (
     "for scale, not measured here: Rockchip's rknn-llm benchmark table gives 2.08 s to encode a "
     "448×448 image with Qwen3-VL-2B on the RK3588 NPU"
 )
-#: The block matrices (spec/vqf.md §7.4): entry name -> (rows, cols) from the tower's config.
+#: The block matrices (spec/vqf.md §vision-tensors): entry name -> (rows, cols) from the tower's
+#: config.
 BLOCK_LINEARS = ("v_q8_qkv", "v_q8_proj", "v_q8_fc1", "v_q8_fc2")
 
 
@@ -68,7 +70,7 @@ def is_vision_file(vqf: VQFFile) -> bool:
 
 
 def tower_config(arch: dict[str, Any]) -> VisionConfig:
-    """The tower of a file's spec/vqf.md §8 arch fields (the binder's own reading)."""
+    """The tower of a file's spec/vqf.md §arch-semantics arch fields (the binder's own reading)."""
     return vision_config_from_arch(arch, int(arch["dim"]))
 
 
@@ -134,7 +136,8 @@ def best_of(fn: Any, repeats: int = 3) -> float:
 
 
 def leading_dense(vqf: VQFFile, name: str, cols: int) -> DenseMatrix:
-    """The first ESTIMATE_ROWS rows of an F32 matrix entry (row-major, spec/vqf.md §7.4)."""
+    """The first ESTIMATE_ROWS rows of an F32 matrix entry (row-major, spec/vqf.md
+    §vision-tensors)."""
     rows = engines.ESTIMATE_ROWS
     head = bytes(vqf.payload(vqf.entry(name))[: rows * cols * 4])
     return DenseMatrix(np.frombuffer(head, np.float32).reshape(-1, cols).copy())

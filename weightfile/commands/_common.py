@@ -89,7 +89,7 @@ def nonnegative_int(text: str) -> int:
 
 
 def temperature(text: str) -> float:
-    """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §11)."""
+    """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §next-token)."""
     try:
         value = float(text)
     except ValueError:
@@ -146,7 +146,7 @@ def resolve_file(parser_name: str, args: argparse.Namespace) -> Path:
     return EXAMPLE_PATH if args.example else args.file
 
 
-# -- keys of protected VQF files (spec/vqf.md §4) -------------------------------------------------
+# -- keys of protected VQF files (spec/vqf.md §protected) ------------------------------------------
 def add_passphrase_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--passphrase-file",
@@ -161,7 +161,7 @@ def passphrase(args: argparse.Namespace) -> bytes | None:
     """--passphrase-file, else VLLM_VQF_KEY; None when neither gives a non-empty passphrase.
 
     A file's final line break is not part of the passphrase (editors add one); the environment
-    variable is taken byte for byte, as the engine does (spec/vqf.md §4.1).
+    variable is taken byte for byte, as the engine does (spec/vqf.md §key-derivation).
     """
     import os
 

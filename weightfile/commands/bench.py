@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
     from weightfile import cpus as cpu_sets
 
-    pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §15.2)
+    pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §threads)
     if args.threads is None and args.cpus is not None:
         threads = [len(pinned or [])]
     else:

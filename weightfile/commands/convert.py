@@ -1,4 +1,5 @@
-"""`weightfile convert SRC DST [options]`: one command for every conversion (spec/vqf.md §7.7).
+"""`weightfile convert SRC DST [options]`: one command for every conversion (spec/vqf.md
+§converter).
 
 The source kind comes from SRC (a Hugging Face folder's model_type, else the file's magic), the
 target kind from DST's extension; `weightfile.convert.dispatch.CONVERTERS` says which converter
@@ -53,7 +54,7 @@ def add_vqf_arguments(
     quantizers: tuple[str, ...],
     embeddings: tuple[str, ...],
 ) -> None:
-    """The VQF writer options `convert` and `import` share (spec/vqf.md §7.7)."""
+    """The VQF writer options `convert` and `import` share (spec/vqf.md §converter)."""
     parser.add_argument(
         "--layout", choices=layouts, default="tiled",
         help="tiled: the engine's repack gates decide per model (a default engine loads it); "
@@ -164,7 +165,7 @@ def extra(paths: list[Path]) -> str:
 
 
 def engine_line(path: Path) -> str:
-    """The summary of spec/vqf.md §9.2 for the file just written."""
+    """The summary of spec/vqf.md §engine-defaults for the file just written."""
     from weightfile.ref.vqf.engine_load import engine_load_file
     from weightfile.ref.vqf.read import open_vqf
 

@@ -1,6 +1,6 @@
 """`weightfile diff A.npz B.npz`: compare two dumps array by array, bit for bit.
 
-Either file may be a board dump (the names of spec/numerics.md §20.9.3: `prefill.logits`,
+Either file may be a board dump (the names of spec/numerics.md §board-prompts: `prefill.logits`,
 `decode.step{k}.logits`, `decode.step0.layer{l}.q_proj`, ...), a `run --save-logits` file, or
 a `weightfile trace` file: a trace (`layers.L.<op>`, [tokens, width]) is first read in the
 board's names for its last prompt token (`prefill.last.layer{l}.<op>`, `prefill.logits`), so a
@@ -22,7 +22,7 @@ import numpy as np
 
 from weightfile.spec.errors import InvalidError
 
-#: Per-op names in forward-pass order (spec/numerics.md §20.9.3).
+#: Per-op names in forward-pass order (spec/numerics.md §board-prompts).
 OP_ORDER = (
     "attn_norm", "q_proj", "k_proj", "v_proj", "q_norm", "k_norm", "q_rope", "k_rope",
     "attn_out", "o_proj_residual", "ffn_norm", "gate_proj", "up_proj", "silu_mul",

@@ -1,12 +1,12 @@
 """`weightfile import HF_DIR OUT.vqf --qtype f32|f16|q8_0|q4_0 [--layout tiled|legacy] [--x8]
 [--quantizer ...] [--embedding ...] [--encrypt] [--sign-key KEYFILE]`: an alias of
-`weightfile convert` (commands/convert.py, spec/vqf.md §7.7).
+`weightfile convert` (commands/convert.py, spec/vqf.md §converter).
 
 --qtype names the weight mode: q8_0 is --wmode q8, q4_0 --wmode q4, f32 and f16 the
 reference-precision files. The default layout is tiled, the one a default engine loads.
 --encrypt takes the passphrase as `weightfile encrypt` does (--passphrase-file, else
 VLLM_VQF_KEY); --sign-key reads a `weightfile keygen` key file. Both are checked before the
-checkpoint is converted, and only the protected file is published (spec/vqf.md §4).
+checkpoint is converted, and only the protected file is published (spec/vqf.md §protected).
 An OUT ending in `.ninfer` imports a Qwen3.5 checkpoint instead, with --format.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from .convert import add_common_arguments, add_vqf_arguments, run_conversion
 
-#: --qtype -> the weight mode it names (spec/vqf.md §7.7).
+#: --qtype -> the weight mode it names (spec/vqf.md §converter).
 WMODE_OF_QTYPE = {"f32": "f32", "f16": "f16", "q8_0": "q8", "q4_0": "q4"}
 
 

@@ -106,7 +106,7 @@ def json_document(description: dict[str, Any], violations: list[Any]) -> dict[st
 
 
 def engine_defaults_line(path: Any, key: bytes | None) -> str:
-    """Would a default board engine load it (spec/vqf.md §9.2), as one line."""
+    """Would a default board engine load it (spec/vqf.md §engine-defaults), as one line."""
     from weightfile.ref.vqf.engine_load import engine_load_file
     from weightfile.ref.vqf.read import open_vqf
 

@@ -1,7 +1,7 @@
 """`weightfile encrypt | decrypt | sign | keygen`: make and unmake protected VQF files.
 
-spec/vqf.md §4. Every writer streams the file in 1 MiB chunks, publishes atomically and refuses
-an existing OUT unless --force. The passphrase comes from --passphrase-file or VLLM_VQF_KEY;
+spec/vqf.md §protected. Every writer streams the file in 1 MiB chunks, publishes atomically and
+refuses an existing OUT unless --force. The passphrase comes from --passphrase-file or VLLM_VQF_KEY;
 KEYFILE holds an SM2 private key as 64 hex characters (the engine's VLLM_VQF_SIGN_PRIV form).
 """
 

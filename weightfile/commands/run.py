@@ -103,7 +103,7 @@ def board_options(args: argparse.Namespace) -> None:
 
 def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:
     """Generate greedily under the profile, print the text, and write the board-named arrays
-    (spec/numerics.md §20.9.3) when --save-logits is given."""
+    (spec/numerics.md §board-prompts) when --save-logits is given."""
     from weightfile.frontend.board_session import pack_arrays
     from weightfile.frontend.tokenizer import TextStream
 

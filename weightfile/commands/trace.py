@@ -4,7 +4,7 @@ One prefill over the prompt with every operation recorded (names of ref/qwen3/tr
 embed, layers.L.<op>, final_norm, logits, each float32 [tokens, width]) plus `input_ids`
 (int64 [tokens]), so an engine team can diff its own dumps name by name. With `--profile
 kestrel-board`: the prompt path and one decode step in the board dumps' names
-(spec/numerics.md §20.9.3).
+(spec/numerics.md §board-prompts).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 def board_trace(args: argparse.Namespace, s: Any, ids: list[int]) -> int:
     """--profile kestrel-board: the prompt path and the first decode step, with every per-op
-    intermediate under the board dumps' names (spec/numerics.md §20.9.3)."""
+    intermediate under the board dumps' names (spec/numerics.md §board-prompts)."""
     from weightfile.frontend.board_session import pack_arrays
 
     arrays = {"input_ids": np.array(ids, dtype=np.int64)}

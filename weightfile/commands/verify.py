@@ -2,7 +2,7 @@
 
 Exit status: 0 valid; 1 at least one violation; 3 valid as far as checked, but part of the file
 could not be verified: an encrypted file without its passphrase, a signed file without a trusted
-public key (spec/vqf.md §4) — never reported as valid.
+public key (spec/vqf.md §protected) — never reported as valid.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def verify_vqf(path: Any, args: argparse.Namespace) -> list[Any]:
 
 
 def print_engine_defaults(path: Any, kind: str) -> bool:
-    """Print the spec/vqf.md §9.2 answer, one line per refusing condition; True when a default
-    engine refuses the file."""
+    """Print the spec/vqf.md §engine-defaults answer, one line per refusing condition; True when a
+    default engine refuses the file."""
     if kind != "vqf":
         print(f"{path}: engine: --engine-defaults is about the VQF board engine; not checked")
         return False

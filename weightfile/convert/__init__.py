@@ -1,5 +1,5 @@
 """Conversion: Hugging Face checkpoints and GGUF files into the containers, and VQF into GGUF
-(spec/vqf.md §7.7, §8, spec/ninfer3.md §6).
+(spec/vqf.md §converter, §arch-semantics, spec/ninfer3.md §qwen35-text).
 
 Not part of the oracle: `ref/` says what the bytes and the models mean, this package says how a
 checkpoint becomes those bytes. It holds the format-level code; each model family's importers,

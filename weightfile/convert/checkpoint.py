@@ -1,8 +1,8 @@
 """A Hugging Face checkpoint folder: its JSON files, its chat template and its tensors.
 
-The one checkpoint reader of both importers (Qwen3 -> VQF, spec/vqf.md §8; Qwen3.5 -> `.ninfer`,
-spec/ninfer3.md §6). Each importer reports under its own rule family (`vqf.import.*` or
-`qwen35.import.*`): it passes the ids in a `CheckpointRules`.
+The one checkpoint reader of both importers (Qwen3 -> VQF, spec/vqf.md §arch-semantics; Qwen3.5 ->
+`.ninfer`, spec/ninfer3.md §qwen35-text). Each importer reports under its own rule family
+(`vqf.import.*` or `qwen35.import.*`): it passes the ids in a `CheckpointRules`.
 
 Tensors are read with the `safetensors` library, lazily and one at a time, so a model is never
 in memory at once. Opening a shard lets the library check its header (length, JSON, every
@@ -13,7 +13,7 @@ allocated. The bytes themselves are read by offset: safetensors 0.8 exposes a te
 and dtype but not where its bytes are, and its numpy mode has no bfloat16, so the offsets come
 from the header the library has just accepted and the little-endian words are viewed as
 `ml_dtypes.bfloat16`. Values come back as float32: F32 as stored, F16 and BF16 widened exactly
-(a bf16 word is the top half of a binary32, spec/ninfer3.md §3.2).
+(a bf16 word is the top half of a binary32, spec/ninfer3.md §direct-formats).
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class Checkpoint(Mapping[str, np.ndarray]):
 
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) of `name` (first axis) as float32, reading only their bytes: the
-        importers read the largest tensors a band at a time (spec/vqf.md §7.7)."""
+        importers read the largest tensors a band at a time (spec/vqf.md §converter)."""
         entry = self._entry(name)
         word = self._word(name, entry)
         n = entry.shape[0] if entry.shape else 1

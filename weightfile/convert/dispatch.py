@@ -1,5 +1,5 @@
 """`weightfile convert SRC DST`: which converter a (source kind, target kind) pair runs
-(spec/vqf.md §7.7).
+(spec/vqf.md §converter).
 
 One table, `CONVERTERS`, maps the pair to a "module:function" converter, imported only when it
 runs. A source kind is `hf/<model_type>` for a Hugging Face folder (its config.json's

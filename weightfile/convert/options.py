@@ -1,5 +1,5 @@
 """What every converter takes (`ConvertOptions`) and the helpers the family converters share
-(spec/vqf.md §7.7).
+(spec/vqf.md §converter).
 
 Below both the convert dispatch (`dispatch.py`, which reads the family registry) and the family
 folders' converters (`weightfile/families/<family>/importers.py`), so neither imports the other.

@@ -1,15 +1,15 @@
 """A Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (a version-3 MoE file -> qwen3moe), written
-with gguf-py's GGUFWriter (spec/vqf.md §7.7).
+with gguf-py's GGUFWriter (spec/vqf.md §converter).
 
 Every q8_*/q4_* matrix is untiled back to its plain blocks and written as GGUF Q8_0 / Q4_0, one
 layer's slice per `blk.L.*` tensor: the bytes are not requantized, so a GGUF -> VQF -> GGUF round
 trip gives the projections' blocks back unchanged. Q4I8 and G256 payloads are Q8_0 blocks already
-(spec/vqf.md §5.4, §5.5) and are copied as Q8_0. The embedding stays F16 (or F32), the norms F32;
+(spec/vqf.md §q4i8, §g256) and are copied as Q8_0. The embedding stays F16 (or F32), the norms F32;
 the lm_head is `output.weight` (absent when the file ties it to the embedding). A file with both
-families exports the q4 one, as the binder binds it (spec/vqf.md §8). The tokenizer comes from the
-`<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos), as llama.cpp's
-qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model with
-the vocabulary size, which llama.cpp loads and runs on token ids. A MoE file's router and
+families exports the q4 one, as the binder binds it (spec/vqf.md §arch-semantics). The tokenizer
+comes from the `<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos),
+as llama.cpp's qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model
+with the vocabulary size, which llama.cpp loads and runs on token ids. A MoE file's router and
 experts become llama.cpp's ffn_gate_inp and ffn_{gate,up,down}_exps, blocks copied
 (`expert_jobs`). Tensors are written one at a time, the large ones a band of rows at a time.
 """
@@ -94,7 +94,8 @@ def publish_new(tmp: str, out: Path) -> None:
 
 
 def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:
-    """llama.cpp's qwen3 (qwen3moe) hyper-parameter keys from the arch (spec/vqf.md §8)."""
+    """llama.cpp's qwen3 (qwen3moe) hyper-parameter keys from the arch (spec/vqf.md
+    §arch-semantics)."""
     w.add_name("weightfile export")
     w.add_context_length(int(a["max_seq_len"]))
     w.add_embedding_length(int(a["dim"]))
@@ -162,7 +163,7 @@ class Job:
 class Banded:
     """One tensor's bytes as bands made one at a time: what `GGUFWriter.write_tensor_data` takes
     of an array (`nbytes`, `tofile`), so a large tensor is never whole in memory. Each band's
-    mapped VQF pages are released once it is written (spec/vqf.md §7.7)."""
+    mapped VQF pages are released once it is written (spec/vqf.md §converter)."""
 
     def __init__(
         self, nbytes: int, bands: list[tuple[Callable[[], Any], tuple[int, int]]], vqf: Any
@@ -192,7 +193,7 @@ def add_tensors(
     backend: Backend,
     progress: Callable[[str, int], None] | None = None,
 ) -> None:
-    """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §7.7): every tensor's info goes into
+    """The llama.cpp qwen3 tensors, streamed (spec/vqf.md §converter): every tensor's info goes into
     the header first, then each tensor's bytes are made, written and dropped in turn, and the
     VQF pages it read are released, so memory holds one tensor, not the model."""
     jobs = tensor_jobs(vqf, a, flags, projection_set, backend)
@@ -298,8 +299,8 @@ def expert_jobs(
     backend: Backend,
     values: Callable[..., Job],
 ) -> list[Job]:
-    """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §7.1 MoE
-    stacking): per layer the router rows (F32 [E, d]), gate and up as [E, Ie, d] (expert e owns
+    """llama.cpp's qwen3moe tensors of a version-3 file, blocks copied (spec/vqf.md §text-tensors
+    MoE stacking): per layer the router rows (F32 [E, d]), gate and up as [E, Ie, d] (expert e owns
     rows [e·Ie, (e+1)·Ie) of the layer's matrix: the same blocks in the same order once
     untiled), and down as [E, d, Ie] (expert e owns columns [e·Ie, (e+1)·Ie) of every row: whole
     blocks, regrouped expert by expert)."""

@@ -1,10 +1,11 @@
 """What a VQF conversion writes: weight mode, layout, x8 copies, quantizer, embedding, and the
-header flags the engine's repack gates give them (spec/vqf.md §7.2, §7.5, §7.7).
+header flags the engine's repack gates give them (spec/vqf.md §weight-modes, §repack-gates,
+§converter).
 
 The gates decide per model, as the engine's converter does: a tiling whose gate fails is left off
 (its flag clear, its matrices untiled) rather than refusing the model, and a single matrix the
 flagged tiling cannot cover — a q8_lm whose vocabulary is not a multiple of 8 — stays untiled
-(`codec_for(..., shape=...)`, spec/vqf.md §5.6).
+(`codec_for(..., shape=...)`, spec/vqf.md §q8-tiled).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.inventory import WMODE_PROJECTION_SETS
 
-#: Engine weight modes (spec/vqf.md §7.2), then the reference-precision files (spec/vqf.md §7.1).
+#: Engine weight modes (spec/vqf.md §weight-modes), then the reference-precision files
+#: (spec/vqf.md §text-tensors).
 WMODES = (*WMODE_PROJECTION_SETS, "f32", "f16")
 LAYOUTS = ("tiled", "legacy")
 QUANTIZERS = ("kestrel", "kestrel_legacy")
@@ -25,13 +27,13 @@ EMBEDDINGS = ("f16", "f32")
 
 @dataclass(frozen=True)
 class VQFPlan:
-    """The options of one conversion to VQF (spec/vqf.md §7.7)."""
+    """The options of one conversion to VQF (spec/vqf.md §converter)."""
 
     wmode: str = "q8"
     layout: str = "tiled"  # tiled: the repack gates decide; legacy: no tiling at all
     x8: bool = False  # wmode q4 only: the x8_* copies and X8 (VLLM_ENABLE_8X8L=1)
     quantizer: str = "kestrel"
-    embedding: str = "f16"  # f16: EMB_F16 (truncating, spec/vqf.md §5.2); f32
+    embedding: str = "f16"  # f16: EMB_F16 (truncating, spec/vqf.md §f16); f32
 
     def __post_init__(self) -> None:
         for what, value, allowed in (
@@ -50,7 +52,7 @@ class VQFPlan:
                 "vqf.import.option", f"--x8 is an option of weight mode q4, not {self.wmode}"
             )
         if self.wmode == "f32" and self.embedding != "f32":
-            object.__setattr__(self, "embedding", "f32")  # an all-F32 file (spec/vqf.md §7.7)
+            object.__setattr__(self, "embedding", "f32")  # an all-F32 file (spec/vqf.md §converter)
 
     @property
     def projection_sets(self) -> tuple[str, ...]:
@@ -59,27 +61,28 @@ class VQFPlan:
 
 
 def q4_gate(c: Qwen3Config) -> bool:
-    """spec/vqf.md §7.5: Q4 4x4 iff V, qo, ko are multiples of 4 and d, ff multiples of 32."""
+    """spec/vqf.md §repack-gates: Q4 4x4 iff V, qo, ko are multiples of 4 and d, ff multiples of
+    32."""
     four = all(n % 4 == 0 for n in (c.vocab_size, c.q_dim, c.kv_dim))
     return four and c.hidden_size % 32 == 0 and c.intermediate_size % 32 == 0
 
 
 def q8_gate(c: Qwen3Config, group: int = 8) -> bool:
-    """spec/vqf.md §7.5: Q8 tiling needs qo, ko, ff, d multiples of the group and d, ff of 32;
-    V is not part of it."""
+    """spec/vqf.md §repack-gates: Q8 tiling needs qo, ko, ff, d multiples of the group and d, ff of
+    32; V is not part of it."""
     d, ff = c.hidden_size, c.intermediate_size
     return all(n % group == 0 for n in (c.q_dim, c.kv_dim, ff, d)) and d % 32 == 0 and ff % 32 == 0
 
 
 def x8_gate(c: Qwen3Config) -> bool:
-    """spec/vqf.md §2.5: X8 needs all 7 per-layer matrices in whole 8-row, 32-column tiles."""
+    """spec/vqf.md §flags: X8 needs all 7 per-layer matrices in whole 8-row, 32-column tiles."""
     d, qo, ko, ff = c.hidden_size, c.q_dim, c.kv_dim, c.intermediate_size
     return all(n % 8 == 0 for n in (qo, ko, d, ff)) and all(n % 32 == 0 for n in (d, qo, ff))
 
 
 def plan_flags(c: Qwen3Config, p: VQFPlan) -> int:
-    """The header flags of spec/vqf.md §7.2 for this model and plan, after the gates of
-    spec/vqf.md §7.5."""
+    """The header flags of spec/vqf.md §weight-modes for this model and plan, after the gates of
+    spec/vqf.md §repack-gates."""
     flags = 0
     if p.embedding == "f16":
         flags |= VQFFlag.EMB_F16

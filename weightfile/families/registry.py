@@ -1,5 +1,5 @@
-"""The family registry: one row per model family (issues 12, 27; spec/vqf.md §2.5, §9;
-spec/ninfer3.md §6.1).
+"""The family registry: one row per model family (issues 12, 27; spec/vqf.md §flags, §loader-chain;
+spec/ninfer3.md §qwen35-config).
 
 A row says, for one family, everything the rest of the library asks about it:
 * reading: which (container, architecture) pairs it serves, its reference binder, reference model,
@@ -18,7 +18,7 @@ The architecture is what the container says:
   version 3 or the MOE flag is Qwen3-MoE, else flag VISION is Qwen3-VL (the vision tower on the
   dense decoder, ref/qwen3_vl), anything else the dense Qwen3 text decoder.
 * `.ninfer` names it in the text component's config (`architectures`, a one-element list,
-  spec/ninfer3.md §6.1).
+  spec/ninfer3.md §qwen35-config).
 
 A row names its code as "module:attribute" strings, imported on first use, so that opening a VQF
 never imports the `.ninfer` families (nor a converter) and the other way round;
@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 VQF = "vqf"
 NINFER = "ninfer"
 
-#: The architectures a VQF header can say (spec/vqf.md §2.2, §2.5: version 2 or 3, flag MOE).
+#: The architectures a VQF header can say (spec/vqf.md §header-layout, §flags: version 2 or 3, flag
+#: MOE).
 QWEN3 = "qwen3"
 QWEN3_MOE = "qwen3_moe"
 QWEN3_VL = "qwen3_vl"  # a dense file with flag VISION: the tower and its text decoder
@@ -212,7 +213,7 @@ ROWS: tuple[Family, ...] = (
         presets="weightfile.families.qwen3.presets:PRESETS",
         builders=(
             Builder("vqf", "v1", "model", "weightfile.families.qwen3.conformance:corpus_cases"),
-            # the kestrel-board profile's model cases (spec/numerics.md §20)
+            # the kestrel-board profile's model cases (spec/numerics.md §board)
             Builder(
                 "vqf",
                 "v3",
@@ -326,7 +327,8 @@ def index() -> dict[tuple[str, str], Family]:
 
 def unknown(container: str, architecture: str) -> WeightfileError:
     """The typed error for an architecture no row claims: VQF reports it as unsupported; for
-    `.ninfer` the architecture set is closed (spec/ninfer3.md §6.1): an unknown one is invalid."""
+    `.ninfer` the architecture set is closed (spec/ninfer3.md §qwen35-config): an unknown one is
+    invalid."""
     if container == VQF:
         return UnsupportedError(
             "vqf.bind.unsupported", f"no model family for {architecture!r}", path="header"
@@ -349,8 +351,8 @@ def lookup(container: str, architecture: str) -> Family:
 
 
 def vqf_architecture(version: int, flags: int) -> str:
-    """is_moe = version 3 or the MOE flag (spec/vqf.md §2.5, §9 step 11); else flag VISION is
-    Qwen3-VL (spec/vqf.md §7.4); else the dense decoder."""
+    """is_moe = version 3 or the MOE flag (spec/vqf.md §flags, §loader-chain step 11); else flag
+    VISION is Qwen3-VL (spec/vqf.md §vision-tensors); else the dense decoder."""
     if version == 3 or flags & VQFFlag.MOE:
         return QWEN3_MOE
     return QWEN3_VL if flags & VQFFlag.VISION else QWEN3
@@ -363,7 +365,7 @@ def vqf_family(vqf: VQFFile) -> Family:
 
 def text_architecture(config: Any) -> str | None:
     """The architecture a `.ninfer` text config names (a one-element list of a string), or None
-    when it names none in that shape (spec/ninfer3.md §6.1)."""
+    when it names none in that shape (spec/ninfer3.md §qwen35-config)."""
     arch = config.get("architectures") if isinstance(config, Mapping) else None
     if type(arch) is list and len(arch) == 1 and isinstance(arch[0], str):
         return arch[0]
@@ -375,8 +377,8 @@ def ninfer_family(nf: Artifact) -> Family:
 
     The component lookup raises the binder's own error when the file has no text component. A
     config naming no architecture a row claims goes through the text-config validation
-    (spec/ninfer3.md §6.1) first, so the file is rejected with the same rule (and path) the
-    binder's first step would report."""
+    (spec/ninfer3.md §qwen35-config) first, so the file is rejected with the same rule (and path)
+    the binder's first step would report."""
     config = nf.component(TEXT_COMPONENT).config
     arch = text_architecture(config)
     if arch is None or (NINFER, arch) not in index():

@@ -2,9 +2,9 @@
 
 `--profile kestrel-board` runs a dense Qwen3 VQF on the Qwen3 family's board model
 (`ref.qwen3.board.BoardModel`, or `fast.qwen3.board.FastBoardModel` under `--engine fast`;
-spec/numerics.md §20.9), as the profile registry (`weightfile.profiles`) names it.
+spec/numerics.md §board-forward), as the profile registry (`weightfile.profiles`) names it.
 `pack_arrays` runs a prompt path and greedy decode steps under any profile and names every
-array as the board engine's dumps do (spec/numerics.md §20.9.3), so a board team can
+array as the board engine's dumps do (spec/numerics.md §board-prompts), so a board team can
 `weightfile diff` its own dump against ours.
 """
 
@@ -24,7 +24,7 @@ def pack_arrays(
     s: Session, profile: str, ids: Sequence[int], steps: int, path: str, ops: bool = False
 ) -> dict[str, np.ndarray]:
     """The prompt path and `steps` greedy decode steps, in the board dumps' names
-    (spec/numerics.md §20.9.3): the profile's own generate function for the session's family
+    (spec/numerics.md §board-prompts): the profile's own generate function for the session's family
     (weightfile.profiles), else the canonical pass; ops (the profile's own only) adds the
     per-op intermediates."""
     stops = frozenset(s.stop_ids)
@@ -38,7 +38,8 @@ def canonical_arrays(
     s: Session, ids: Sequence[int], steps: int, path: str, stops: frozenset[int]
 ) -> dict[str, np.ndarray]:
     """The same names under the canonical profile, which is batch invariant
-    (spec/numerics.md §12): both prompt paths give the same numbers, only the names differ."""
+    (spec/numerics.md §batch-invariance): both prompt paths give the same numbers, only the names
+    differ."""
     model, cache = s.model, s.model.new_cache()
     prompt_logits = np.asarray(model.forward(list(ids), cache), dtype=np.float32)
     tag = "decode" if path == "prefill" else "decode_path"

@@ -6,7 +6,7 @@ mutation of lists and dicts), and an attempt to reach an unsafe attribute is an 
 rather than the sandbox's default silent empty string. Without a template from the model the
 ChatML format Qwen3 uses is the default.
 
-Rendering is bounded too (spec/ninfer3.md §2.3), each bound a typed error:
+Rendering is bounded too (spec/ninfer3.md §component), each bound a typed error:
 * recursion: a macro calling itself ends in `frontend.chat_template.recursion`;
 * size: `*`, `**`, `%` and every call a template makes are checked before they run, so a
   string, list or integer larger than `max_output` is refused before it is built, and the output

@@ -3,7 +3,7 @@
 The container comes from the file's magic (`weightfile.formats.sniff`), the family from the family
 registry (`weightfile.families`), the models from the profile registry (`weightfile.profiles`:
 canonical runs every family's own models, kestrel-board the Qwen3 board model, spec/numerics.md
-§20.9), and the backend from `session.engine_for`. A `.ninfer` file is loaded by
+§board-forward), and the backend from `session.engine_for`. A `.ninfer` file is loaded by
 `ninfer_session.load_ninfer_session`, its frontend from the file's own resources. The session
 types live in `session`, apart from this dispatcher, so no session module imports another back.
 """
@@ -36,8 +36,8 @@ def load_session(
     """Bind the model file at `path` under the numerics profile named `profile`; attach its
     tokenizer if found (required when `need_tokenizer`).
 
-    `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md §4.2).
-    A profile that runs no family of the file's container refuses it by its magic alone.
+    `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md
+    §sm4-hmac). A profile that runs no family of the file's container refuses it by its magic alone.
     """
     row = profile_named(profile)
     container = sniff(path)

@@ -1,8 +1,8 @@
 """Streamed generation: prefill, then one token at a time until a stop id or the limit.
 
 The same choice rule as `weightfile.ref.layers.sampling.generate` (greedy, or the seeded
-spec/numerics.md §11 sampler of spec/numerics.md), but yielding each token as it is chosen and
-stopping at any of several ids (a chat model stops at <|im_end|> as well as the file's eos). The
+spec/numerics.md §next-token sampler of spec/numerics.md), but yielding each token as it is chosen
+and stopping at any of several ids (a chat model stops at <|im_end|> as well as the file's eos). The
 greedy choice runs in NumPy on the float32 row: turning 151,936 logits into a Python list cost
 milliseconds a token.
 """
@@ -62,7 +62,8 @@ def stream_tokens(
     for step in range(max_new_tokens):
         if temperature <= 0:
             nxt = greedy_row(logits)
-        else:  # the spec/numerics.md §11 sampler is the reference's, on a list of float32 scalars
+        else:  # the spec/numerics.md §next-token sampler is the reference's, on a list of float32
+            # scalars
             nxt = sample(list(logits), temperature, rng, model.kernels)
         if nxt in stop_ids:
             return

@@ -1,6 +1,6 @@
 """Image preprocessing for Qwen3-VL: a picture to `pixel_values` and its patch grid.
 
-Two recipes (spec/models.md §1.2, "Image preprocessing" and "Where the board engine differs"):
+Two recipes (spec/models.md §qwen3-vl, "Image preprocessing" and "Where the board engine differs"):
 
 * `hf` — the Hugging Face Qwen2-VL image processor with its PIL backend, which Qwen3-VL uses:
   `smart_resize` to multiples of patch·merge within the pixel limits, Pillow's bicubic resize of
@@ -36,7 +36,7 @@ MODES = ("hf", "board")
 @dataclass(frozen=True)
 class ImageSettings:
     """The processor's settings; the defaults are the released Qwen3-VL ones (spec/models.md
-    §1.2)."""
+    §qwen3-vl)."""
 
     patch_size: int = 16
     merge_size: int = 2
@@ -64,7 +64,7 @@ class PreparedImage:
 
     @property
     def n_tokens(self) -> int:
-        """Image tokens in the prompt: one per 2×2 merge window (spec/models.md §1.2 (c))."""
+        """Image tokens in the prompt: one per 2×2 merge window (spec/models.md §qwen3-vl (c))."""
         t, gh, gw = self.grid_thw
         return t * gh * gw // (self.merge_size**2)
 
@@ -77,8 +77,8 @@ class PreparedImage:
 def smart_resize(
     height: int, width: int, factor: int = 32, min_pixels: int = 65536, max_pixels: int = 16777216
 ) -> tuple[int, int]:
-    """spec/models.md §1.2 `smart_resize`: sides snapped to multiples of `factor` within the pixel
-    limits; `frontend.image.aspect` for a side ratio above 200."""
+    """spec/models.md §qwen3-vl `smart_resize`: sides snapped to multiples of `factor` within the
+    pixel limits; `frontend.image.aspect` for a side ratio above 200."""
     if height < 1 or width < 1:
         raise InvalidError("frontend.image.aspect", f"an image of {width}x{height} pixels")
     if max(height, width) / min(height, width) > MAX_ASPECT:
@@ -138,8 +138,8 @@ def to_rgb(image) -> np.ndarray:
 
 
 def patchify(chw: np.ndarray, s: ImageSettings) -> np.ndarray:
-    """spec/models.md §1.2 flattening: float32 [C, H, W] -> [gh·gw, C·T·P·P] in merge-window order,
-    each row (C, T, Py, Px), the still frame repeated over T."""
+    """spec/models.md §qwen3-vl flattening: float32 [C, H, W] -> [gh·gw, C·T·P·P] in merge-window
+    order, each row (C, T, Py, Px), the still frame repeated over T."""
     c, h, w = chw.shape
     p, m, t = s.patch_size, s.merge_size, s.temporal_patch_size
     gh, gw = h // p, w // p
@@ -177,8 +177,8 @@ def preprocess_hf(image, s: ImageSettings = ImageSettings()) -> PreparedImage:
 
 
 def board_size(height: int, width: int, s: ImageSettings) -> tuple[int, int]:
-    """spec/models.md §1.2 (board): sides floored to multiples of the patch (at least one patch),
-    then both scaled down by the same factor until the grid fits in `max_patches`."""
+    """spec/models.md §qwen3-vl (board): sides floored to multiples of the patch (at least one
+    patch), then both scaled down by the same factor until the grid fits in `max_patches`."""
     gh, gw = max(1, height // s.patch_size), max(1, width // s.patch_size)
     if gh * gw > s.max_patches:
         scale = math.sqrt(s.max_patches / (gh * gw))
@@ -212,14 +212,15 @@ def preprocess(image, s: ImageSettings = ImageSettings(), mode: str = "hf") -> P
     return preprocess_hf(image, s) if mode == "hf" else preprocess_board(image, s)
 
 
-# --- the multimodal prompt of `run` / `trace` (spec/models.md §1.2 (c)) -------------------------
+# --- the multimodal prompt of `run` / `trace` (spec/models.md §qwen3-vl (c)) ----------------------
 
 #: In --prompt text, where the next image goes.
 IMAGE_MARKER = "<image>"
 
 
 def settings_for(arch: dict, base: ImageSettings = ImageSettings()) -> ImageSettings:
-    """The processor settings with the file's vision geometry (spec/vqf.md §8 vis_* fields)."""
+    """The processor settings with the file's vision geometry (spec/vqf.md §arch-semantics vis_*
+    fields)."""
     from dataclasses import replace
 
     return replace(

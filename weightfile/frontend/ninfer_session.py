@@ -1,6 +1,6 @@
 """A `weightfile run` / `trace` session on a `.ninfer` file: the reference model of the file's
 family (weightfile.families) under the profile (weightfile.profiles), and the frontend from the
-file's own resources (spec/ninfer3.md §6.2). `dispatch.load_session` calls it."""
+file's own resources (spec/ninfer3.md §qwen35-names). `dispatch.load_session` calls it."""
 
 from __future__ import annotations
 

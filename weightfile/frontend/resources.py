@@ -1,12 +1,13 @@
-"""The text frontend of a `.ninfer` file, from its own resources (spec/ninfer3.md §6.2 resource
-roles).
+"""The text frontend of a `.ninfer` file, from its own resources (spec/ninfer3.md §qwen35-names
+resource roles).
 
 A `.ninfer` text component carries its tokenizer (`tokenizer.json`), `tokenizer_config.json`, its
 chat template (`chat_template.jinja`, rendered only in the sandbox of `chat.py`) and
-`generation_config.json`. EOS comes from generation_config (spec/ninfer3.md §6.2: "EOS comes from
-generation_config"); the tokenizer_config's `eos_token` is added when the tokenizer knows it, so a
-chat turn's end stops generation even when generation_config names only one id. Sampling values in
-generation_config are stored but not used (spec/ninfer3.md §6.2: they do not override the presets).
+`generation_config.json`. EOS comes from generation_config (spec/ninfer3.md §qwen35-names: "EOS
+comes from generation_config"); the tokenizer_config's `eos_token` is added when the tokenizer knows
+it, so a chat turn's end stops generation even when generation_config names only one id. Sampling
+values in generation_config are stored but not used (spec/ninfer3.md §qwen35-names: they do not
+override the presets).
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@
  *   conform vqf-container PATH         -> description on stdout, exit 0
  *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
  *
- * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §9 (steps 1-5, 8 with
- * the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it every valid case
- * and the invalid cases whose origin is "loader". The strict checks of spec/vqf.md §9.1 are not
- * made.
+ * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §loader-chain (steps
+ * 1-5, 8 with the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it
+ * every valid case and the invalid cases whose origin is "loader". The strict checks of
+ * spec/vqf.md §strict-checks are not made.
  *
- * .ninfer: the whole open-time validation of spec/ninfer3.md §2.9, then every object's deferred
- * checks, then every continuation volume (spec/ninfer3.md §1.3 step 6), with a small strict JSON
- * parser.
+ * .ninfer: the whole open-time validation of spec/ninfer3.md §validation, then every object's
+ * deferred checks, then every continuation volume (spec/ninfer3.md §header-checks step 6), with a
+ * small strict JSON parser.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -99,16 +99,16 @@ static void sha256_hex(const unsigned char *data, uint64_t len, char out[65]) {
     for (int i = 0; i < 8; i++) sprintf(out + 8 * i, "%08x", h[i]);
 }
 
-/* ---- FNV-1a-64 (spec/vqf.md §3.5) --------------------------------------------------------- */
+/* ---- FNV-1a-64 (spec/vqf.md §fnv-trailer) ---------------------------------------------------- */
 
 static uint64_t fnv1a64(uint64_t h, const unsigned char *p, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
     return h;
 }
 
-/* ---- the header (spec/vqf.md §2.2, §2.4) -------------------------------------------------- */
+/* ---- the header (spec/vqf.md §header-layout, §legacy-header) --------------------------------- */
 
-/* Arch fields in header order (spec/vqf.md §2.2): 'u' u32, 'f' f32 bits, 'a' int32[4]. */
+/* Arch fields in header order (spec/vqf.md §header-layout): 'u' u32, 'f' f32 bits, 'a' int32[4]. */
 static const struct { const char *name; char type; } ARCH[] = {
     {"dim", 'u'}, {"n_layers", 'u'}, {"n_heads", 'u'}, {"n_kv_heads", 'u'}, {"head_dim", 'u'},
     {"ffn_dim", 'u'}, {"vocab_size", 'u'}, {"max_seq_len", 'u'}, {"rope_theta", 'f'},
@@ -130,13 +130,14 @@ static int arch_word_of(size_t field) { /* word index of field `field` (arrays t
     return w;
 }
 
-/* spec/vqf.md §2.4 step 3: is (d, f) a valid (data_offset, file_len) pair for this file? */
+/* spec/vqf.md §legacy-header step 3: is (d, f) a valid (data_offset, file_len) pair for this
+ * file? */
 static int candidate_ok(uint64_t d, uint64_t f, uint64_t dir_end, uint64_t tag_len) {
     return d != 0 && f != 0 && d % 64 == 0 && d >= dir_end && d < file_size &&
            f <= UINT64_MAX - tag_len && f + tag_len == file_size && f > d;
 }
 
-/* A directory name is the bytes of the 32-byte field before its first NUL (spec/vqf.md §3.1). */
+/* A directory name is the bytes of the 32-byte field before its first NUL (spec/vqf.md §entry). */
 static size_t name_len(const unsigned char *field) {
     size_t len = 0;
     while (len < 32 && field[len]) len++;
@@ -197,7 +198,7 @@ static void describe_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t 
 }
 
 static int check_vqf(void) {
-    /* spec/vqf.md §9 step 1: a header plus one directory entry. */
+    /* spec/vqf.md §loader-chain step 1: a header plus one directory entry. */
     if (file_size < HEADER_BYTES + ENTRY_BYTES)
         return reject("MalformedError", "vqf.file.too_small", "file shorter than 512 bytes");
     if (u32(0) != MAGIC) return reject("MalformedError", "vqf.header.magic", "bad magic");
@@ -220,20 +221,22 @@ static int check_vqf(void) {
         return reject("UnsupportedError", "vqf.header.legacy_protected", "legacy ENC/SIGNED");
     int legacy = old_ok;
     uint64_t data_offset = legacy ? u64(184) : u64(200), file_len = legacy ? u64(192) : u64(208);
-    /* spec/vqf.md §9 step 12: every tensor inside [0, file_len), computed without wrap-around. */
+    /* spec/vqf.md §loader-chain step 12: every tensor inside [0, file_len), computed without
+     * wrap-around. */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48), len = u64(e + 56);
         if (off > file_len || len > file_len - off)
             return reject("InvalidError", "vqf.directory.tensor_range", "tensor out of range");
     }
-    /* spec/vqf.md §9 step 13: the core tensors. */
+    /* spec/vqf.md §loader-chain step 13: the core tensors. */
     int moe = (flags & FLAG_MOE) || version == 3;
     uint32_t n_experts = legacy ? 0 : u32(16 + 4 * MOE_TAIL_WORD);
     if (!has_tensor(n, "token_embed") || !(has_tensor(n, "q8_q") || has_tensor(n, "q4_q")) ||
         (moe && (!has_tensor(n, "moe_router") ||
                  !(has_tensor(n, "q4_gate") || has_tensor(n, "q8_gate")) || n_experts == 0)))
         return reject("InvalidError", "vqf.directory.missing_core", "core tensor missing");
-    /* spec/vqf.md §9 step 8 / §3.5: the trailer, unless it is 0 (the engine then skips the check).
+    /* spec/vqf.md §loader-chain step 8 / §fnv-trailer: the trailer, unless it is 0 (the engine then
+     * skips the check).
  */
     uint64_t stored = 0;
     if (!(flags & FLAG_ENC)) {
@@ -273,7 +276,7 @@ static unsigned char *slurp(const char *path, uint64_t *size) {
     return buf;
 }
 
-/* ---- a strict JSON parser (spec/ninfer3.md §2.1): UTF-8, no duplicates, no NaN/Infinity
+/* ---- a strict JSON parser (spec/ninfer3.md §general): UTF-8, no duplicates, no NaN/Infinity
  * ---------------- */
 
 enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
@@ -485,7 +488,7 @@ static jnode *jvalue(int depth) {
     jfail("ninfer3.json.syntax");
 }
 
-/* ---- directory values (spec/ninfer3.md §2.1)
+/* ---- directory values (spec/ninfer3.md §general)
  * ---------------------------------------------------------- */
 
 static jnode *member(const jnode *obj, const char *name) {
@@ -528,7 +531,7 @@ static void closed(const jnode *v, const char *const *required, const char *cons
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NONE ((const char *const[]){NULL})
 
-/* Shape: 0..16 PositiveU64 dims whose product fits in u64 (spec/ninfer3.md §2.1). */
+/* Shape: 0..16 PositiveU64 dims whose product fits in u64 (spec/ninfer3.md §general). */
 static uint64_t shape_elements(const jnode *v) {
     if (!v || v->t != J_ARR || v->n > 16) BAD("ninfer3.value.shape", "not a Shape");
     uint64_t e = 1;
@@ -541,8 +544,8 @@ static uint64_t shape_elements(const jnode *v) {
     return e;
 }
 
-/* ---- the directory (spec/ninfer3.md §2.2-§2.9)
- * --------------------------------------------------------- */
+/* ---- the directory
+ * (spec/ninfer3.md §root, §component, §objects, §binding, §use, §metadata, §closed-sets, §validation) --------------------------------------------------------- */
 
 typedef struct {
     const jnode *node;
@@ -559,7 +562,8 @@ static const object *find_object(const char *id) {
     return NULL;
 }
 
-/* A Binding (spec/ninfer3.md §2.5): exactly {object} or {parts: [Part, ...]}, referring to tensors.
+/* A Binding (spec/ninfer3.md §binding): exactly {object} or {parts: [Part, ...]}, referring to
+ * tensors.
  */
 static void check_binding(const jnode *b) {
     if (!b || b->t != J_OBJ) BAD("ninfer3.record.type", "a binding is not an object");
@@ -603,7 +607,8 @@ static const char *LAYOUTS[] = {"contiguous_le_v1", "row_split_k128_v1",
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/* The deferred checks of one tensor (spec/ninfer3.md §2.9, §4.1-§4.5). */
+/* The deferred checks of one tensor
+ * (spec/ninfer3.md §validation, §layout-registry, §contiguous, §row-split, §block-scale, §row-scale). */
 static void check_tensor(const object *o) {
     const jnode *t = o->node;
     int f = -1, l = -1;
@@ -619,7 +624,7 @@ static void check_tensor(const object *o) {
     unsigned __int128 size;
     if (l == 0) {
         size = (unsigned __int128)o->elements * (f == 0 ? 2 : 4);
-    } else if (l == 1) { /* spec/ninfer3.md §4.3: b, G, B, H per format */
+    } else if (l == 1) { /* spec/ninfer3.md §row-split: b, G, B, H per format */
         static const unsigned G[] = {64, 64, 64, 32, 128}, H[] = {0, 8, 16, 0, 0};
         unsigned g = G[f - 3], h = H[f - 3];
         unsigned __int128 gpr = align_up(k, 128) / g, base = n * gpr * 32, high = n * gpr * h;
@@ -658,7 +663,7 @@ static void print_binding(const jnode *b) {
     printf("]");
 }
 
-/* spec/ninfer3.md §1.3 steps 1-3: the entry's fixed header; returns json_bytes. */
+/* spec/ninfer3.md §header-checks steps 1-3: the entry's fixed header; returns json_bytes. */
 static uint64_t check_entry_header(const unsigned char *entry, uint64_t size) {
     if (size < 32) fail("MalformedError", "ninfer3.header.truncated", "entry < 32 bytes");
     if (memcmp(entry, "NINFER\0\3", 8)) fail("MalformedError", "ninfer3.header.magic", "magic");
@@ -668,7 +673,7 @@ static uint64_t check_entry_header(const unsigned char *entry, uint64_t size) {
     return json_bytes;
 }
 
-/* spec/ninfer3.md §2.1: the JSON text, parsed strictly into the directory's root value. */
+/* spec/ninfer3.md §general: the JSON text, parsed strictly into the directory's root value. */
 static const jnode *parse_directory(const unsigned char *entry, uint64_t json_bytes) {
     jt = entry + 32, jlen = (size_t)json_bytes, jpos = 0;
     if (jlen >= 3 && !memcmp(jt, "\xEF\xBB\xBF", 3)) jfail("ninfer3.json.bom");
@@ -679,7 +684,7 @@ static const jnode *parse_directory(const unsigned char *entry, uint64_t json_by
     return root;
 }
 
-/* spec/ninfer3.md §1.4: the files list; returns the logical payload's size. */
+/* spec/ninfer3.md §files-table: the files list; returns the logical payload's size. */
 static uint64_t check_files(const jnode *files, const char *entry_name) {
     if (files->t != J_ARR) BAD("ninfer3.record.type", "files is not an array");
     if (files->n == 0) BAD("ninfer3.files.empty", "files is empty");
@@ -705,7 +710,7 @@ static uint64_t check_files(const jnode *files, const char *entry_name) {
     return payload;
 }
 
-/* spec/ninfer3.md §2.4: the objects, each within the payload and above the previous one's end,
+/* spec/ninfer3.md §objects: the objects, each within the payload and above the previous one's end,
  * recorded in objs[]. */
 static void check_objects(const jnode *objects, uint64_t payload) {
     if (objects->t != J_ARR) BAD("ninfer3.record.type", "objects is not an array");
@@ -722,7 +727,7 @@ static void check_objects(const jnode *objects, uint64_t payload) {
             closed(o, LIST("id", "kind", "shape", "format", "layout", "offset", "bytes"), NONE);
         else closed(o, LIST("id", "kind", "encoding", "offset", "bytes"), NONE);
         object *d = &objs[n_objs];
-        /* spec/ninfer3.md §2.9 step 4: id, offset and bytes, then the kind's own members */
+        /* spec/ninfer3.md §validation step 4: id, offset and bytes, then the kind's own members */
         d->node = o, d->tensor = tensor, d->id = need_id(member(o, "id"));
         d->offset = need_u64(member(o, "offset"));
         d->bytes = need_positive(member(o, "bytes"));
@@ -740,7 +745,7 @@ static void check_objects(const jnode *objects, uint64_t payload) {
     }
 }
 
-/* spec/ninfer3.md §2.3: one component's proposal, allowed on the text component only. */
+/* spec/ninfer3.md §component: one component's proposal, allowed on the text component only. */
 static void check_proposal(const jnode *comp_id, const jnode *prop) {
     if (!str_is(comp_id, "text"))
         BAD("ninfer3.components.proposal_component", "proposal off text");
@@ -752,7 +757,8 @@ static void check_proposal(const jnode *comp_id, const jnode *prop) {
     need_positive(rows);
 }
 
-/* spec/ninfer3.md §2.3: the components, a text one among them; targets and resources resolve. */
+/* spec/ninfer3.md §component: the components, a text one among them; targets and resources
+ * resolve. */
 static void check_components(const jnode *comps) {
     if (comps->t != J_OBJ) BAD("ninfer3.record.type", "components is not an object");
     for (size_t i = 0; i < comps->n; i++) need_id(comps->keys[i]);
@@ -777,7 +783,7 @@ static void check_components(const jnode *comps) {
     }
 }
 
-/* spec/ninfer3.md §2.5: the bindings, each named by an ID. */
+/* spec/ninfer3.md §binding: the bindings, each named by an ID. */
 static void check_bindings(const jnode *bindings) {
     if (bindings->t != J_OBJ) BAD("ninfer3.record.type", "bindings is not an object");
     for (size_t i = 0; i < bindings->n; i++) {
@@ -786,7 +792,7 @@ static void check_bindings(const jnode *bindings) {
     }
 }
 
-/* spec/ninfer3.md §2.6: the uses, each of a bound parameter, (parameter, input) unique. */
+/* spec/ninfer3.md §use: the uses, each of a bound parameter, (parameter, input) unique. */
 static void check_uses(const jnode *uses, const jnode *bindings) {
     if (uses->t != J_ARR) BAD("ninfer3.record.type", "uses is not an array");
     for (size_t i = 0; i < uses->n; i++) {
@@ -808,7 +814,7 @@ static void check_uses(const jnode *uses, const jnode *bindings) {
     }
 }
 
-/* spec/ninfer3.md §2.7: metadata and provenance. */
+/* spec/ninfer3.md §metadata: metadata and provenance. */
 static void check_metadata(const jnode *root) {
     const jnode *meta = member(root, "metadata"), *prov = member(root, "provenance");
     if ((meta && meta->t != J_OBJ) || (prov && prov->t != J_OBJ))
@@ -816,7 +822,7 @@ static void check_metadata(const jnode *root) {
     if (member(meta, "name")) need_id(member(meta, "name"));
 }
 
-/* spec/ninfer3.md §2.9: the deferred object checks, in directory order. */
+/* spec/ninfer3.md §validation: the deferred object checks, in directory order. */
 static void check_deferred_objects(void) {
     for (size_t i = 0; i < n_objs; i++) {
         if (objs[i].tensor) check_tensor(&objs[i]);
@@ -825,8 +831,8 @@ static void check_deferred_objects(void) {
     }
 }
 
-/* spec/ninfer3.md §1.3 step 6: every continuation volume; returns the logical payload assembled
- * on the way (the entry's own part first, from `start`). */
+/* spec/ninfer3.md §header-checks step 6: every continuation volume; returns the logical payload
+ * assembled on the way (the entry's own part first, from `start`). */
 static unsigned char *assemble_payload(const char *entry_path, const char *entry_name,
                                        const unsigned char *entry, const jnode *files,
                                        uint64_t start, uint64_t payload) {
@@ -873,8 +879,8 @@ static void print_files(const jnode *files) {
 
 static void print_components(const jnode *comps) {
     for (size_t i = 0; i < comps->n; i++) {
-        const jnode *c = comps->items[i], *target = member(c, "target"), *res = member(c, "resources");
-        printf("%s{\"id\": ", i ? ", " : "");
+        const jnode *c = comps->items[i], *target = member(c, "target"), *res = member(c,
+        "resources"); printf("%s{\"id\": ", i ? ", " : "");
         json_str(comps->keys[i]->s);
         printf(", \"target\": ");
         json_str(target ? target->s : "");
@@ -966,8 +972,9 @@ static void describe_ninfer3(const unsigned char *entry, uint64_t json_bytes, ui
     printf("]}\n");
 }
 
-/* The whole .ninfer check, step by step in the order of spec/ninfer3.md §1.3 and §2.9, then the
- * description. Every failure exits through fail(). */
+/* The whole .ninfer check, step by step in the order of
+ * spec/ninfer3.md §header-checks and §validation, then the description. Every failure exits through
+ * fail(). */
 static int check_ninfer3(const char *entry_path) {
     uint64_t size;
     unsigned char *entry = slurp(entry_path, &size);
@@ -975,7 +982,7 @@ static int check_ninfer3(const char *entry_path) {
     file = entry; /* u32/u64 read from `file` */
     uint64_t json_bytes = check_entry_header(entry, size);
     const jnode *root = parse_directory(entry, json_bytes);
-    /* spec/ninfer3.md §2.2 root */
+    /* spec/ninfer3.md §root root */
     closed(root, LIST("components", "objects", "bindings", "uses", "files"),
            LIST("metadata", "provenance"));
     const jnode *files = member(root, "files"), *bindings = member(root, "bindings");
@@ -987,10 +994,10 @@ static int check_ninfer3(const char *entry_path) {
     check_bindings(bindings);
     check_uses(member(root, "uses"), bindings);
     check_metadata(root);
-    /* spec/ninfer3.md §1.3 step 5 */
-    uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0], "payload_bytes")->u;
-    if (size != start + first) fail("MalformedError", "ninfer3.entry.length", "entry length");
-    check_deferred_objects();
+    /* spec/ninfer3.md §header-checks step 5 */
+    uint64_t start = align_up(32 + json_bytes, 4096), first = member(files->items[0],
+    "payload_bytes")->u; if (size != start + first) fail("MalformedError", "ninfer3.entry.length",
+    "entry length"); check_deferred_objects();
     unsigned char *logical = assemble_payload(entry_path, entry_name, entry, files, start, payload);
     describe_ninfer3(entry, json_bytes, start, payload, root, logical);
     return 0;

@@ -1,7 +1,7 @@
-"""Vectorised `block_scale_k16_m128x4_v1` (spec/ninfer3.md §4.4); equals
+"""Vectorised `block_scale_k16_m128x4_v1` (spec/ninfer3.md §block-scale); equals
 `ref.codecs.ninfer3.block_scale_k16_m128x4_v1`.
 
-The swizzle is the spec/ninfer3.md §4.4 permutation: natural `[N, K/16]` viewed as
+The swizzle is the spec/ninfer3.md §block-scale permutation: natural `[N, K/16]` viewed as
 `[N/128, 4, 32, K/64, 4]`, axes (0, 3, 2, 1, 4), flattened.
 """
 

@@ -1,4 +1,4 @@
-"""Vectorised `contiguous_le_v1` (spec/ninfer3.md §4.2); equals
+"""Vectorised `contiguous_le_v1` (spec/ninfer3.md §contiguous); equals
 `ref.codecs.ninfer3.contiguous_le_v1`."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ __all__ = ["bf16_rne", "decode", "decode_words", "encode", "encode_words", "vali
 
 
 def bf16_rne(values: np.ndarray) -> np.ndarray:
-    """uint16 BF16 words of float32 values by the spec/ninfer3.md §3.7 bit rule; NaN -> quiet NaN,
-    sign kept."""
+    """uint16 BF16 words of float32 values by the spec/ninfer3.md §fp8-row-maxabs bit rule; NaN ->
+    quiet NaN, sign kept."""
     bits = values.view(np.uint32)
     # No carry leaves 32 bits for a non-NaN word (the largest, -inf, is 0xFF800000); NaN words
     # may wrap around, and are replaced below.

@@ -1,4 +1,4 @@
-"""Vectorised `fp8_row_maxabs` (spec/ninfer3.md §3.7); must equal
+"""Vectorised `fp8_row_maxabs` (spec/ninfer3.md §fp8-row-maxabs); must equal
 `ref.codecs.ninfer3.fp8_row_maxabs`.
 
 The E4M3FN rounding of step 7 is done on the binary32 bits instead of ref's midpoint table:

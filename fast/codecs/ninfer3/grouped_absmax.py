@@ -1,4 +1,4 @@
-"""Vectorised `grouped_absmax` (spec/ninfer3.md §3.6); must equal
+"""Vectorised `grouped_absmax` (spec/ninfer3.md §grouped-absmax); must equal
 `ref.codecs.ninfer3.grouped_absmax`.
 
 NumPy's binary32 divide and multiply are correctly rounded, `astype(float16)` rounds to nearest

@@ -1,4 +1,4 @@
-"""`raw_bytes_v1` (spec/ninfer3.md §4.6); equals `ref.codecs.ninfer3.raw_bytes_v1`."""
+"""`raw_bytes_v1` (spec/ninfer3.md §raw-bytes); equals `ref.codecs.ninfer3.raw_bytes_v1`."""
 
 from __future__ import annotations
 

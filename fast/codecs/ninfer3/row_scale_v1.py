@@ -1,4 +1,5 @@
-"""Vectorised `row_scale_v1` (spec/ninfer3.md §4.5); equals `ref.codecs.ninfer3.row_scale_v1`."""
+"""Vectorised `row_scale_v1` (spec/ninfer3.md §row-scale); equals
+`ref.codecs.ninfer3.row_scale_v1`."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ __all__ = ["decode", "decode_words", "encode", "encode_words", "row_slice", "val
 
 
 def e4m3fn_table() -> np.ndarray:
-    """float32 value of all 256 E4M3FN words, from the spec/ninfer3.md §3.4 fields (0x7F/0xFF are
+    """float32 value of all 256 E4M3FN words, from the spec/ninfer3.md §nvfp4 fields (0x7F/0xFF are
     NaN)."""
     w = np.arange(256, dtype=np.int64)
     e, m = (w >> 3) & 0xF, w & 0x7
@@ -90,8 +91,8 @@ def pack(codes: np.ndarray, scales: np.ndarray, p: RowScalePlanes) -> bytes:
 def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = FP8_ROW_MAXABS
 ) -> bytes:
-    """Quantise with `fp8_row_maxabs` (spec/ninfer3.md §3.7) and lay out (spec/ninfer3.md §4.5), as
-    ref.encode."""
+    """Quantise with `fp8_row_maxabs` (spec/ninfer3.md §fp8-row-maxabs) and lay out (spec/ninfer3.md
+    §row-scale), as ref.encode."""
     shape = require_shape(LAYOUT, shape)
     if encoder != FP8_ROW_MAXABS:
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")

@@ -1,5 +1,5 @@
-"""Vectorised `row_split_k128_v1` (spec/ninfer3.md §4.3); every function equals its namesake in
-`ref.codecs.ninfer3.row_split_k128_v1`, bit for bit, error for error.
+"""Vectorised `row_split_k128_v1` (spec/ninfer3.md §row-split); every function equals its namesake
+in `ref.codecs.ninfer3.row_split_k128_v1`, bit for bit, error for error.
 
 Whole planes are viewed as `[N, gpr, bytes per group]` arrays and split into lanes with shifts.
 """
@@ -90,7 +90,7 @@ def planes(fmt_name: str, buf: np.ndarray, p: RowSplitPlanes) -> tuple[np.ndarra
 
 
 def lane_words(fmt_name: str, base: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """u `[N, gpr, G]` from the base fields and the high bits (spec/ninfer3.md §4.3)."""
+    """u `[N, gpr, G]` from the base fields and the high bits (spec/ninfer3.md §row-split)."""
     u = fields(base, base_width(fmt_name))
     if high.shape[-1]:
         u |= fields(high, ROW_SPLIT_GEOMETRY[fmt_name].code_bits - 4) << np.uint8(4)
@@ -98,7 +98,8 @@ def lane_words(fmt_name: str, base: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 
 def code_table(bits: int, dtype: type) -> np.ndarray:
-    """Two's-complement value of every b-bit word u, indexed by u (spec/ninfer3.md §3.3 Codes)."""
+    """Two's-complement value of every b-bit word u, indexed by u (spec/ninfer3.md §grouped-formats
+    Codes)."""
     u = np.arange(1 << bits, dtype=np.int64)
     return np.where(u >= 1 << (bits - 1), u - (1 << bits), u).astype(dtype)
 
@@ -293,8 +294,8 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = GROUPED_ABSMAX
 ) -> bytes:
-    """Quantise with `grouped_absmax` (spec/ninfer3.md §3.6) and pack (spec/ninfer3.md §4.3), as
-    ref.encode."""
+    """Quantise with `grouped_absmax` (spec/ninfer3.md §grouped-absmax) and pack (spec/ninfer3.md
+    §row-split), as ref.encode."""
     shape = require_shape(LAYOUT, shape)
     if encoder != GROUPED_ABSMAX or fmt_name == "t2_g128_fp16":
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
@@ -312,7 +313,8 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
-    """Validate strictly, then `w = f32(s32 × q)` (spec/ninfer3.md §3.3), as ref.decode."""
+    """Validate strictly, then `w = f32(s32 × q)` (spec/ninfer3.md §grouped-formats), as
+    ref.decode."""
     p, buf, u, s = unpacked(fmt_name, payload, shape)
     raise_first(violations(fmt_name, p, buf, u, s))
     q32 = code_table(GROUPED_FORMATS[fmt_name].code_bits, np.float32)[u]  # exact small integers
@@ -323,7 +325,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """A standalone `[len(rows), K]` payload: row spans concatenated per plane
-    (spec/ninfer3.md §4.3)."""
+    (spec/ninfer3.md §row-split)."""
     shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     require_rows(shape, rows)

@@ -1,6 +1,6 @@
 """Vectorised F16 codec and converters; must equal ref/codecs/vqf/f16.py bit for bit.
 
-f16_rne is NumPy's float16 cast (IEEE RNE) plus the NaN rule of spec/vqf.md §6.4; the truncating
+f16_rne is NumPy's float16 cast (IEEE RNE) plus the NaN rule of spec/vqf.md §f16-rne; the truncating
 converter and the widening work on integer bit patterns. ref's all-integer rounding is what the
 tests compare.
 """
@@ -18,10 +18,10 @@ _U32 = np.uint32
 
 
 def f16_rne(bits: np.ndarray) -> np.ndarray:
-    """f32 bits -> f16 bits, round to nearest even (spec/vqf.md §6.4; ref: f16.f16_rne).
+    """f32 bits -> f16 bits, round to nearest even (spec/vqf.md §f16-rne; ref: f16.f16_rne).
 
     NumPy's float16 cast is IEEE RNE for every finite value and Inf; NaN payloads are replaced by
-    the one quiet NaN of spec/vqf.md §6.4. The differential tests pin this to ref's integer
+    the one quiet NaN of spec/vqf.md §f16-rne. The differential tests pin this to ref's integer
     rounding.
     """
     b = bits.astype(_U32, copy=False)
@@ -35,7 +35,7 @@ def f16_rne(bits: np.ndarray) -> np.ndarray:
 
 
 def f16_trunc_ftz(bits: np.ndarray) -> np.ndarray:
-    """f32 bits -> f16 bits by truncation with flush to zero (spec/vqf.md §5.2; ref:
+    """f32 bits -> f16 bits by truncation with flush to zero (spec/vqf.md §f16; ref:
     f16.f16_trunc_ftz)."""
     b = bits.astype(_U32, copy=False)
     sign = ((b >> _U32(16)) & _U32(0x8000)).astype(np.uint16)
@@ -60,8 +60,8 @@ def f16_to_f32(h: np.ndarray) -> np.ndarray:
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "rne") -> bytes:
-    """F16 words in row-major order; mode "rne" (spec/vqf.md §6.4) or "trunc_ftz"
-    (spec/vqf.md §5.2)."""
+    """F16 words in row-major order; mode "rne" (spec/vqf.md §f16-rne) or "trunc_ftz"
+    (spec/vqf.md §f16)."""
     require_mode(NAME, mode)
     bits = input_array(NAME, values, rows, cols).view(_U32)
     convert = f16_rne if mode == "rne" else f16_trunc_ftz

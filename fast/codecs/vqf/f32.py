@@ -1,4 +1,4 @@
-"""Vectorised F32 codec (spec/vqf.md §5.1); must equal ref/codecs/vqf/f32.py bit for bit."""
+"""Vectorised F32 codec (spec/vqf.md §f32); must equal ref/codecs/vqf/f32.py bit for bit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ NAME = "f32"
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
-    """Every value's binary32 bits, little-endian, in row-major order (spec/vqf.md §5.1)."""
+    """Every value's binary32 bits, little-endian, in row-major order (spec/vqf.md §f32)."""
     require_mode(NAME, mode)
     return input_array(NAME, values, rows, cols).astype("<f4").tobytes()
 

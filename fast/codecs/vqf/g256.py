@@ -1,4 +1,4 @@
-"""Vectorised G256 (spec/vqf.md §5.5); must equal ref/codecs/vqf/g256.py bit for bit."""
+"""Vectorised G256 (spec/vqf.md §g256); must equal ref/codecs/vqf/g256.py bit for bit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Vectorised Q4_0 (spec/vqf.md §5.7, §6.2, §6.4, §6.5); must equal ref/codecs/vqf/q4_0.py bit for
-bit."""
+"""Vectorised Q4_0 (spec/vqf.md §q4-0, §quant-q4-0, §f16-rne, §vs-ggml); must equal
+ref/codecs/vqf/q4_0.py bit for bit."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ _HIGH = ((np.arange(256) >> 4) - 8).astype(np.float32)
 
 def signed_max(x: np.ndarray) -> np.ndarray:
     """Per row: the first value with the strictly largest |x|; +0.0 for an all-zero row
-    (spec/vqf.md §6.2)."""
+    (spec/vqf.md §quant-q4-0)."""
     first = np.abs(x).argmax(axis=1)  # argmax returns the first of equal maxima
     maxv = x[np.arange(x.shape[0]), first]
     return np.where(maxv == 0, F32(0), maxv)  # -0.0 never beats the starting +0.0
@@ -51,21 +51,21 @@ def nibbles(x: np.ndarray, inv: np.ndarray) -> np.ndarray:
 
 
 def quantize_kestrel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/vqf.md §6.2: d = maxv/-8, 1.0 when zero, id = 1/d, f16_RNE(d)."""
+    """spec/vqf.md §quant-q4-0: d = maxv/-8, 1.0 when zero, id = 1/d, f16_RNE(d)."""
     d = signed_max(x) / F32(-8)
     d = np.where(d == 0, F32(1), d)
     return f16_rne(d.view(np.uint32)), nibbles(x, F32(1) / d)
 
 
 def quantize_kestrel_legacy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/vqf.md §6.4: as spec/vqf.md §6.2 with the truncating FTZ f16."""
+    """spec/vqf.md §f16-rne: as spec/vqf.md §quant-q4-0 with the truncating FTZ f16."""
     d = signed_max(x) / F32(-8)
     d = np.where(d == 0, F32(1), d)
     return f16_trunc_ftz(d.view(np.uint32)), nibbles(x, F32(1) / d)
 
 
 def quantize_ggml(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ggml quantize_row_q4_0_ref: d = max/-8, id = 0 when d == 0 (spec/vqf.md §6.5)."""
+    """ggml quantize_row_q4_0_ref: d = max/-8, id = 0 when d == 0 (spec/vqf.md §vs-ggml)."""
     d = signed_max(x) / F32(-8)
     inv = np.where(d != 0, F32(1) / np.where(d != 0, d, F32(1)), F32(0))
     return f16_rne(d.view(np.uint32)), nibbles(x, inv)
@@ -80,7 +80,7 @@ QUANTIZERS = {
 
 def store(out: np.ndarray, d: np.ndarray, q: np.ndarray) -> None:
     """Fill [n, 18] uint8 blocks: d, then byte j = element j | element j+16 << 4
-    (spec/vqf.md §5.7)."""
+    (spec/vqf.md §q4-0)."""
     out[:, :2] = d.astype("<u2").view(np.uint8).reshape(-1, 2)
     np.left_shift(q[:, 16:], 4, out=out[:, 2:])
     out[:, 2:] |= q[:, :16]
@@ -128,7 +128,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
     """Float32 [rows, cols]: value = (nibble - 8) · d, one f32 multiply per element
-    (spec/vqf.md §5.7)."""
+    (spec/vqf.md §q4-0)."""
     payload = require_payload(NAME, payload, rows, cols)
     native = _native.lib()
     if native is not None:

@@ -1,4 +1,4 @@
-"""Vectorised Q4I8 (spec/vqf.md §5.4); must equal ref/codecs/vqf/q4i8.py bit for bit."""
+"""Vectorised Q4I8 (spec/vqf.md §q4i8); must equal ref/codecs/vqf/q4i8.py bit for bit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Vectorised Q8_0 (spec/vqf.md §5.3, §6.1, §6.4, §6.5); must equal ref/codecs/vqf/q8_0.py bit for
-bit.
+"""Vectorised Q8_0 (spec/vqf.md §q8-0, §quant-q8-0, §f16-rne, §vs-ggml); must equal
+ref/codecs/vqf/q8_0.py bit for bit.
 
 Every float step is the same float32 operation as in ref, applied element-wise (never a reduction
 whose order matters: max is exact in any order).
@@ -36,13 +36,14 @@ FLOOR = F32(1e-10)
 
 def kestrel_scale(a: np.ndarray) -> np.ndarray:
     """Per row of |x|: amax = max(1e-10, max|x|), scale = amax/127 floored at 1e-10
-    (spec/vqf.md §6.1)."""
+    (spec/vqf.md §quant-q8-0)."""
     scale = np.maximum(a.max(axis=1), FLOOR) / F32(127)
     return np.maximum(scale, FLOOR, out=scale)  # = "if scale < 1e-10: scale = 1e-10"
 
 
 def quantize_kestrel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/vqf.md §6.1 over each row of x: f16_RNE(scale); trunc(x·r ± 0.5) with r = 1/scale; ±127.
+    """spec/vqf.md §quant-q8-0 over each row of x: f16_RNE(scale); trunc(x·r ± 0.5) with r =
+    1/scale; ±127.
 
     Worked on magnitudes: |x|·r = |x·r| exactly, and (-v) - 0.5 = -(v + 0.5) exactly, so
     trunc(x·r ± 0.5) = sign(x)·trunc(|x|·r + 0.5); the sign goes back on before the truncation.
@@ -57,7 +58,7 @@ def quantize_kestrel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quantize_kestrel_legacy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/vqf.md §6.4: truncating FTZ f16 scale; trunc(x/scale + 0.5), clamped to ±127."""
+    """spec/vqf.md §f16-rne: truncating FTZ f16 scale; trunc(x/scale + 0.5), clamped to ±127."""
     scale = kestrel_scale(np.abs(x))
     v = x / scale[:, None] + F32(0.5)
     return f16_trunc_ftz(scale.view(np.uint32)), np.clip(v, -127, 127).astype(np.int8)
@@ -73,7 +74,8 @@ def ggml_round(v: np.ndarray) -> np.ndarray:
 
 
 def quantize_ggml(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d or 0, roundf(x·id) (spec/vqf.md §6.5)."""
+    """ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d or 0, roundf(x·id) (spec/vqf.md
+    §vs-ggml)."""
     d = np.abs(x).max(axis=1) / F32(127)
     with np.errstate(divide="ignore"):
         inv = np.where(d != 0, F32(1) / d, F32(0))
@@ -90,7 +92,7 @@ QUANTIZERS = {
 
 
 def store(out: np.ndarray, d: np.ndarray, codes: np.ndarray) -> None:
-    """Fill [n, 34] uint8 blocks: d (u16 LE) then the 32 int8 codes (spec/vqf.md §5.3)."""
+    """Fill [n, 34] uint8 blocks: d (u16 LE) then the 32 int8 codes (spec/vqf.md §q8-0)."""
     out[:, :2] = d.astype("<u2").view(np.uint8).reshape(-1, 2)
     out[:, 2:] = codes.view(np.uint8)
 
@@ -130,7 +132,7 @@ def words(d: np.ndarray, codes: np.ndarray, rows: int, cols: int) -> dict[str, n
 
 
 def values(d: np.ndarray, codes: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """value = code · d, one f32 multiply per element (spec/vqf.md §5.3)."""
+    """value = code · d, one f32 multiply per element (spec/vqf.md §q8-0)."""
     out = np.empty(codes.shape, dtype=np.float32)
     with np.errstate(all="ignore"):
         for s in chunks(d.size):

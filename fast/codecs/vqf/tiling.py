@@ -1,9 +1,11 @@
-"""Vectorised row-group interleave (spec/vqf.md §5.6-§5.8); must equal ref/codecs/vqf/tiling.py.
+"""Vectorised row-group interleave (spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l); must equal
+ref/codecs/vqf/tiling.py.
 
 The legacy payload viewed as [R/G, G, nb, 2 + P] (group, row in group, block, byte) is transposed
 into [R/G, nb, G, 2] scales followed by [R/G, nb, P/k, G, k] chunks: the address formula of
-spec/vqf.md §5.6 written as an axis permutation. `TiledCodec` is ref's, with the fast base codecs
-and this permutation, so every tiled layout (spec/codecs/vqf/layouts.TILED) is one object here too.
+spec/vqf.md §q8-tiled written as an axis permutation. `TiledCodec` is ref's, with the fast base
+codecs and this permutation, so every tiled layout (spec/codecs/vqf/layouts.TILED) is one object
+here too.
 """
 
 from __future__ import annotations
@@ -57,4 +59,5 @@ class TiledCodec(ref.TiledCodec):
 
     def legacy_payload(self, payload: bytes, rows: int, cols: int) -> bytes:
         """The untiled payload, checked without copying a large mapped payload first."""
-        return self.untile(require_payload(self.NAME, payload, rows, cols), rows, cols)  # type: ignore[arg-type]
+        return self.untile(require_payload(self.NAME, payload, rows, cols), rows, cols)  # type:
+        # ignore[arg-type]

@@ -1,4 +1,5 @@
-"""The Qwen3 forward of the kestrel-board profile with the C kernels (spec/numerics.md §20.9).
+"""The Qwen3 forward of the kestrel-board profile with the C kernels (spec/numerics.md
+§board-forward).
 
 `FastBoardModel` is the reference `BoardModel` with every operation swapped for its C twin in
 `ops`; the phase logic (which norm order, which kernel form for which token of a mini-batch,
@@ -30,7 +31,7 @@ F32 = np.float32
 @dataclass
 class FastKV:
     """One layer's cache as growing arrays: f32 keys/values [pos, kv_heads, head_dim] (prefill
-    attention) and their INT8 codes and scales (decode; spec/numerics.md §20.3.3)."""
+    attention) and their INT8 codes and scales (decode; spec/numerics.md §board-kv-cache)."""
 
     kv_heads: int
     head_dim: int
@@ -58,7 +59,7 @@ class FastKV:
         self._vs = more(self._vs, F32, (cap, self.kv_heads))
 
     def append(self, k: np.ndarray, v: np.ndarray) -> None:
-        """spec/numerics.md §20.3.3 store one position [kv_heads, head_dim]."""
+        """spec/numerics.md §board-kv-cache store one position [kv_heads, head_dim]."""
         if self._k is None or self.n == self._k.shape[0]:
             self._grow()
         t = self.n
@@ -91,7 +92,7 @@ class FastBoardModel(BoardModel):
         return [FastKV(c.num_key_value_heads, c.head_dim) for _ in range(c.num_hidden_layers)]
 
     def project(self, m: QuantMatrix, x: np.ndarray, form: str) -> np.ndarray:
-        """spec/numerics.md §20.4 as the reference's `project`, on the C products."""
+        """spec/numerics.md §board-products as the reference's `project`, on the C products."""
         codes, d_x = ops.quantize_act(x)
         t = self.threads
         if form == "lm_head" or (form == "decode" and self.qtype == "q8"):
@@ -121,8 +122,9 @@ class FastBoardModel(BoardModel):
             rec(name, value)
         return qr, kr, v, n
 
-    def attend(self, q: np.ndarray, kv: FastKV, upto: int, phase: str) -> np.ndarray:  # type: ignore[override]
-        """spec/numerics.md §20.8 every query head, in C."""
+    def attend(self, q: np.ndarray, kv: FastKV, upto: int, phase: str) -> np.ndarray:  # type:
+        # ignore[override]
+        """spec/numerics.md §board-attention every query head, in C."""
         c = self.config
         scale = attention_scale(c.head_dim)
         heads = c.num_attention_heads
@@ -134,7 +136,8 @@ class FastBoardModel(BoardModel):
     def mlp_part(
         self, lw: LayerWeights, h: np.ndarray, phase: str, form: str, rec: Record
     ) -> np.ndarray:
-        """spec/numerics.md §20.9 h + down(silu_mul(gate(n), up(n))), as the reference's."""
+        """spec/numerics.md §board-forward h + down(silu_mul(gate(n), up(n))), as the
+        reference's."""
         norm = ops.rmsnorm_tree8 if phase == "decode" else ops.rmsnorm_sequential
         n = norm(h, lw.ffn_norm, self.config.eps_f32)
         g = self.project(lw.gate_proj, n, form)
@@ -147,7 +150,7 @@ class FastBoardModel(BoardModel):
         return out
 
     def logits(self, x: np.ndarray, rec: Record) -> np.ndarray:
-        """spec/numerics.md §20.9 final norm (tree8) and the lm_head. [vocab]"""
+        """spec/numerics.md §board-forward final norm (tree8) and the lm_head. [vocab]"""
         n = ops.rmsnorm_tree8(x, self.weights.final_norm, self.config.eps_f32)
         rec("final_norm", n)
         return self.project(self.weights.lm_head, n, "lm_head")
@@ -157,17 +160,19 @@ def fast_matrix_words(
     name: str, qtype: int, flags: int, payload: bytes, rows: int, cols: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The reference binder's word hook on the fast codecs (proven equal to the reference
-    codecs by tests/differential): signed codes and f16 scale bits (spec/vqf.md §5, §7.1)."""
+    codecs by tests/differential): signed codes and f16 scale bits (spec/vqf.md §encodings,
+    §text-tensors)."""
     codec = codec_for(qtype, flags, name, shape=(rows, cols))
     words = fast_codec(codec).decode_words(payload, rows, cols)
     codes = words["codes"]
-    if codes.dtype == np.uint8:  # Q4 nibbles n -> the signed code n - 8 (spec/vqf.md §5.7)
+    if codes.dtype == np.uint8:  # Q4 nibbles n -> the signed code n - 8 (spec/vqf.md §q4-0)
         codes = (codes.astype(np.int16) - 8).astype(np.int8)
     return np.ascontiguousarray(codes, np.int8), np.ascontiguousarray(words["scales"], np.uint16)
 
 
 def bind_board_fast(vqf: VQFFile, threads: int = 1) -> FastBoardModel:
-    """A dense Qwen3 VQF bound for the fast kestrel-board engine (spec/numerics.md §20.9)."""
+    """A dense Qwen3 VQF bound for the fast kestrel-board engine (spec/numerics.md
+    §board-forward)."""
     ops.lib()  # refuse early: no C kernels, or a libm that is not the board's
     plan = dense_plan(vqf)
     config, weights = bind_vqf(vqf, fast_matrix_words)

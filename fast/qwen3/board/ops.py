@@ -1,4 +1,4 @@
-"""The board's operations through the C kernels of fast/csrc/board.c (spec/numerics.md §20).
+"""The board's operations through the C kernels of fast/csrc/board.c (spec/numerics.md §board).
 
 Each function has the name, arguments and results of its reference twin in `ref.qwen3.board`
 and computes the same bits: the C does the same float32 operations in the same order, fmaf()
@@ -33,7 +33,7 @@ TREE8, SEQUENTIAL = 0, 1
 @cache
 def lib() -> ctypes.CDLL:
     """The kernel library with board.c's prototypes declared; UnsupportedError without it."""
-    libm._libm()  # spec/numerics.md §20.2: the same host-libm check as the reference
+    libm._libm()  # spec/numerics.md §board-c-library: the same host-libm check as the reference
     c = library()
     if c is None:
         raise UnsupportedError(
@@ -84,11 +84,12 @@ def _p(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-# --- spec/numerics.md §20.3 quantizers ------------------------------------------------------
+# --- spec/numerics.md §board-quantizers quantizers ------------------------------------------------
 
 
 def quantize_act(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §20.3.1 codes int8 [blocks, 32] and scales float32 [blocks] of x."""
+    """spec/numerics.md §board-activations codes int8 [blocks, 32] and scales float32 [blocks] of
+    x."""
     if x.shape[0] % QBLOCK:
         raise ValueError(f"activation length {x.shape[0]} is not a multiple of {QBLOCK}")
     x = _f32(x)
@@ -99,7 +100,7 @@ def quantize_act(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quantize_query(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §20.3.2 one head's query: codes [blocks, 32] and scales [blocks]."""
+    """spec/numerics.md §board-query one head's query: codes [blocks, 32] and scales [blocks]."""
     q = _f32(q)
     codes = np.empty((q.shape[0] // QBLOCK, QBLOCK), np.int8)
     scales = np.empty(q.shape[0] // QBLOCK, F32)
@@ -108,7 +109,8 @@ def quantize_query(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quantize_kv(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §20.3.3 vectors [count, n] (or one [n]): int8 codes, scales [count]."""
+    """spec/numerics.md §board-kv-cache vectors [count, n] (or one [n]): int8 codes, scales
+    [count]."""
     v = _f32(np.atleast_2d(v))
     codes = np.empty(v.shape, np.int8)
     scales = np.empty(v.shape[0], F32)
@@ -116,7 +118,7 @@ def quantize_kv(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, scales
 
 
-# --- spec/numerics.md §20.4 products ----------------------------------------------------------
+# --- spec/numerics.md §board-products products ----------------------------------------------------
 
 
 def _matvec(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, form: int, threads: int):
@@ -131,32 +133,35 @@ def _matvec(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, form: int, threa
 
 
 def q4_decode(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, threads: int = 1) -> np.ndarray:
-    """spec/numerics.md §20.4.1 the lo/hi FMA chains, y = fl(lo + hi). [rows]"""
+    """spec/numerics.md §board-q4-decode the lo/hi FMA chains, y = fl(lo + hi). [rows]"""
     return _matvec(m, codes, d_x, FORM_Q4_DECODE, threads)
 
 
 def single_chain(
     m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, threads: int = 1
 ) -> np.ndarray:
-    """spec/numerics.md §20.4.2 one FMA chain per row over the 32-element block dots. [rows]"""
+    """spec/numerics.md §board-one-chain one FMA chain per row over the 32-element block dots.
+    [rows]"""
     return _matvec(m, codes, d_x, FORM_SINGLE_CHAIN, threads)
 
 
 def q4_prefill_gemm(
     m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, threads: int = 1
 ) -> np.ndarray:
-    """spec/numerics.md §20.4.3 the single chain with f16-rounded activation scales. [rows]"""
+    """spec/numerics.md §board-q4-prefill the single chain with f16-rounded activation scales.
+    [rows]"""
     return _matvec(m, codes, f16_round(d_x), FORM_SINGLE_CHAIN, threads)
 
 
 def q8_prefill_gemm(
     m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray, threads: int = 1
 ) -> np.ndarray:
-    """spec/numerics.md §20.4.4 the unfused chain with f16-rounded activation scales. [rows]"""
+    """spec/numerics.md §board-q8-prefill the unfused chain with f16-rounded activation scales.
+    [rows]"""
     return _matvec(m, codes, f16_round(d_x), FORM_Q8_PREFILL, threads)
 
 
-# --- spec/numerics.md §20.5 RMSNorm -----------------------------------------------------------
+# --- spec/numerics.md §board-rmsnorm RMSNorm ------------------------------------------------------
 
 
 def _rmsnorm(x: np.ndarray, w: np.ndarray, n: int, eps: np.float32, order: int) -> np.ndarray:
@@ -167,25 +172,25 @@ def _rmsnorm(x: np.ndarray, w: np.ndarray, n: int, eps: np.float32, order: int) 
 
 
 def rmsnorm_tree8(x: np.ndarray, w: np.ndarray, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.5 `dyn_rms_norm`: decode norms and every final norm."""
+    """spec/numerics.md §board-rmsnorm `dyn_rms_norm`: decode norms and every final norm."""
     return _rmsnorm(x, w, x.shape[0], eps, TREE8)
 
 
 def rmsnorm_sequential(x: np.ndarray, w: np.ndarray, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.5 `dyn_rms_norm_batch`: the prefill layer norms."""
+    """spec/numerics.md §board-rmsnorm `dyn_rms_norm_batch`: the prefill layer norms."""
     return _rmsnorm(x, w, x.shape[0], eps, SEQUENTIAL)
 
 
 def head_norms(x: np.ndarray, w: np.ndarray, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §20.5 q_norm / k_norm: the sequential sum per head, eps 1e-6."""
+    """spec/numerics.md §board-rmsnorm q_norm / k_norm: the sequential sum per head, eps 1e-6."""
     return _rmsnorm(x, w, head_dim, HEAD_EPS, SEQUENTIAL)
 
 
-# --- spec/numerics.md §20.6 exp, reciprocal, SiLU ---------------------------------------------
+# --- spec/numerics.md §board-exp exp, reciprocal, SiLU --------------------------------------------
 
 
 def exp_neon4(x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.1 the engine's polynomial exp, element-wise."""
+    """spec/numerics.md §board-exp-neon4 the engine's polynomial exp, element-wise."""
     x = _f32(x)
     out = np.empty_like(x)
     lib().wfb_exp_neon4(_p(x), x.size, _p(out))
@@ -197,7 +202,7 @@ def _range_error(what: str) -> ValueError:
 
 
 def reciprocal(d: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.2 FRECPE refined by two Newton steps."""
+    """spec/numerics.md §board-reciprocal FRECPE refined by two Newton steps."""
     d = _f32(d)
     out = np.empty_like(d)
     if lib().wfb_reciprocal(_p(d), d.size, _p(out)):
@@ -206,7 +211,7 @@ def reciprocal(d: np.ndarray) -> np.ndarray:
 
 
 def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.3 dense SwiGLU in 4-lane groups."""
+    """spec/numerics.md §board-silu dense SwiGLU in 4-lane groups."""
     g, u = _f32(gate), _f32(up)
     if len(g) % 4:
         raise ValueError(f"silu_mul of {len(g)} elements: not a whole number of 4-lane groups")
@@ -216,7 +221,7 @@ def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- spec/numerics.md §20.7 RoPE ----------------------------------------------------------------
+# --- spec/numerics.md §board-rope RoPE ------------------------------------------------------------
 
 
 @cache
@@ -225,7 +230,7 @@ def _freqs(theta: float, head_dim: int) -> np.ndarray:
 
 
 def rope_heads(x: np.ndarray, pos: int, theta: float, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §20.7 every head rotated with cosf/sinf of fl(pos · f_j)."""
+    """spec/numerics.md §board-rope every head rotated with cosf/sinf of fl(pos · f_j)."""
     x = _f32(x)
     out = np.empty_like(x)
     f = _freqs(theta, head_dim)
@@ -233,7 +238,7 @@ def rope_heads(x: np.ndarray, pos: int, theta: float, head_dim: int) -> np.ndarr
     return out
 
 
-# --- spec/numerics.md §20.8 attention ---------------------------------------------------------
+# --- spec/numerics.md §board-attention attention --------------------------------------------------
 
 
 def attn_decode(
@@ -246,8 +251,8 @@ def attn_decode(
     scale: np.float32,
     threads: int = 1,
 ) -> np.ndarray:
-    """spec/numerics.md §20.8.1 every query head over the INT8 cache: codes [T, kv_heads,
-    head_dim], scales [T, kv_heads]. [heads*head_dim]"""
+    """spec/numerics.md §board-decode-attention every query head over the INT8 cache: codes [T,
+    kv_heads, head_dim], scales [T, kv_heads]. [heads*head_dim]"""
     upto, kvh, hd = k8.shape
     if hd % QBLOCK or hd > 256:
         raise ValueError(f"decode attention needs head_dim a multiple of 32 up to 256, not {hd}")
@@ -269,8 +274,8 @@ def attn_prefill(
     scale: np.float32,
     threads: int = 1,
 ) -> np.ndarray:
-    """spec/numerics.md §20.8.2 every query head over float32 keys/values [T, kv_heads,
-    head_dim]. [heads*head_dim]"""
+    """spec/numerics.md §board-prefill-attention every query head over float32 keys/values [T,
+    kv_heads, head_dim]. [heads*head_dim]"""
     upto, kvh, hd = keys.shape
     q, keys, values = _f32(q), _f32(keys), _f32(values)
     out = np.empty(heads * hd, F32)

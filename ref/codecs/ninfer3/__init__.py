@@ -1,5 +1,5 @@
-"""Readable reference codecs of `.ninfer` v3 (spec/ninfer3.md §3–§4): one module per layout or
-encoder.
+"""Readable reference codecs of `.ninfer` v3 (spec/ninfer3.md §formats, §layouts): one module per
+layout or encoder.
 
 `codec.get_codec(format, layout)` returns the bound codec of one registered pair.
 """

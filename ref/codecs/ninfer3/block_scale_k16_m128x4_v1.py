@@ -1,8 +1,8 @@
 """`block_scale_k16_m128x4_v1`: nvfp4 E2M1 codes, swizzled E4M3FN block scales and one FP32
-divisor (spec/ninfer3.md §3.4, §4.4).
+divisor (spec/ninfer3.md §nvfp4, §block-scale).
 
-There is no built-in FP→NVFP4 quantiser (spec/ninfer3.md §3.4): `encode` refuses, and `encode_words`
-imports already-encoded codes, natural-order scales and the divisor word verbatim.
+There is no built-in FP→NVFP4 quantiser (spec/ninfer3.md §nvfp4): `encode` refuses, and
+`encode_words` imports already-encoded codes, natural-order scales and the divisor word verbatim.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ def code_position(p: BlockScalePlanes, n: int, k: int) -> tuple[int, int]:
 
 
 def scale_position(p: BlockScalePlanes, n: int, g: int) -> int:
-    """Payload offset of natural scale s[n, g] under the spec/ninfer3.md §4.4 swizzle."""
+    """Payload offset of natural scale s[n, g] under the spec/ninfer3.md §block-scale swizzle."""
     return p.scale_plane_offset + nvfp4_scale_index(n, g, p.k)
 
 
 def divisor_is_valid(word: int) -> bool:
     """d_w is one FP32 word, finite and > 0; positive subnormals are allowed
-    (spec/ninfer3.md §3.4)."""
+    (spec/ninfer3.md §nvfp4)."""
     return word >> 31 == 0 and (word >> 23) & 0xFF != 0xFF and word != 0
 
 
@@ -92,7 +92,7 @@ def pack(
     codes: list[list[int]], scales: list[list[int]], divisor: int, p: BlockScalePlanes
 ) -> bytes:
     """Codes two per byte, scales through the swizzle, then the divisor word
-    (spec/ninfer3.md §4.4)."""
+    (spec/ninfer3.md §block-scale)."""
     buf = bytearray(p.bytes)  # [bytes]; the gap stays zero
     for n in range(p.n):
         for k in range(p.k):
@@ -129,7 +129,7 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:
-    """There is no FP→NVFP4 quantiser (spec/ninfer3.md §3.4): import encoded words with
+    """There is no FP→NVFP4 quantiser (spec/ninfer3.md §nvfp4): import encoded words with
     `encode_words`."""
     raise UnsupportedError(rule(LAYOUT, NO_ENCODER), "nvfp4 has no quantiser; use encode_words")
 
@@ -155,7 +155,8 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
-    """Validate strictly, then `W = f32(f32(e2m1(c) × e4m3fn(s)) / d_w)` (spec/ninfer3.md §3.4)."""
+    """Validate strictly, then `W = f32(f32(e2m1(c) × e4m3fn(s)) / d_w)` (spec/ninfer3.md
+    §nvfp4)."""
     shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)

@@ -1,5 +1,5 @@
 """Checks every `.ninfer` v3 codec makes before it touches payload bytes or values
-(spec/ninfer3.md §4.1, §2.9).
+(spec/ninfer3.md §layout-registry, §validation).
 
 The order is fixed so that fast and ref fail alike: the shape fits the layout, then the payload
 length equals the encoded size (before anything is allocated from the shape), then the words.
@@ -18,8 +18,8 @@ from weightfile.spec.errors import InvalidError, MalformedError, Violation, Weig
 
 
 def require_shape(layout: str, shape: Iterable[int]) -> tuple[int, ...]:
-    """The shape fits the layout's spec/ninfer3.md §4.1 constraint; returns it as a tuple of Python
-    ints.
+    """The shape fits the layout's spec/ninfer3.md §layout-registry constraint; returns it as a
+    tuple of Python ints.
 
     Integer-like dimensions (NumPy integers) are accepted; booleans and non-integers are not.
     """

@@ -1,5 +1,5 @@
 """`get_codec(format, layout)`: one registered `.ninfer` v3 pair, its functions bound
-(spec/ninfer3.md §3.1, §4.1).
+(spec/ninfer3.md §format-registry, §layout-registry).
 
 The same `Codec` record is built by `fast.codecs.ninfer3.codec` from the fast modules; callers
 switch engines by the `Backend` they hold (ref/backend.py).
@@ -68,7 +68,8 @@ def bind(package: str, pair: CodecPair) -> Codec:
 
 
 def lookup(format_name: str | None, layout: str) -> CodecPair:
-    """The registered pair, or InvalidError for an unregistered pair (spec/ninfer3.md §4.1)."""
+    """The registered pair, or InvalidError for an unregistered pair (spec/ninfer3.md
+    §layout-registry)."""
     pair = CODECS.get((format_name, layout))
     if pair is None:
         raise InvalidError(

@@ -1,10 +1,10 @@
 """`contiguous_le_v1`: bf16 / fp32 / int32 words in C order, least-significant byte first
-(spec/ninfer3.md §3.2, §4.2).
+(spec/ninfer3.md §direct-formats, §contiguous).
 
 Every word is valid, so `validate` only checks the shape and the length. Words are taken from and
 given back as unsigned-integer views, so NaN payloads, quiet/signalling bits and signed zeros
-round-trip unchanged (spec/ninfer3.md §3.2). int32 decodes to int32 values: widening to float32
-would round.
+round-trip unchanged (spec/ninfer3.md §direct-formats). int32 decodes to int32 values: widening to
+float32 would round.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ VALUE_DTYPE = {"bf16": np.float32, "fp32": np.float32, "int32": np.int32}
 
 
 def pack_words(fmt_name: str, words: list[int]) -> bytes:
-    """Words in C order, each little-endian (spec/ninfer3.md §4.2)."""
+    """Words in C order, each little-endian (spec/ninfer3.md §contiguous)."""
     return struct.pack(f"<{len(words)}{WORD_CODE[fmt_name]}", *words)
 
 
@@ -53,7 +53,7 @@ def encode_value_words(fmt_name: str, values: np.ndarray) -> list[int]:
 
 def encode(fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = "") -> bytes:
     """bf16 from float32 by RNE; fp32 from float32 and int32 from int32 exactly
-    (spec/ninfer3.md §3.2)."""
+    (spec/ninfer3.md §direct-formats)."""
     shape = require_shape(LAYOUT, shape)
     canonical = CODECS[(fmt_name, LAYOUT)].encoder
     if encoder not in ("", canonical):
@@ -87,14 +87,14 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
     if fmt_name == "int32":
         return np.array(words, dtype=np.int32).reshape(shape)
     if fmt_name == "bf16":
-        # spec/ninfer3.md §3.2: the value is exactly the binary32 word bf16 << 16
+        # spec/ninfer3.md §direct-formats: the value is exactly the binary32 word bf16 << 16
         words = [w << 16 for w in words]
     return np.array(words, dtype=np.uint32).view(np.float32).reshape(shape)
 
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
     """Every word of every direct format is valid: only shape and length can fail
-    (spec/ninfer3.md §3.2)."""
+    (spec/ninfer3.md §direct-formats)."""
     shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     assert len(payload) == prod(shape) * struct.calcsize(WORD_CODE[fmt_name])

@@ -1,4 +1,5 @@
-"""The reference FP8 producer `fp8_row_maxabs`, step by step as spec/ninfer3.md §3.7 words it.
+"""The reference FP8 producer `fp8_row_maxabs`, step by step as spec/ninfer3.md §fp8-row-maxabs
+words it.
 
 Input is binary32 values `[N, K]`; output is E4M3FN code words `[N][K]` and one BF16 scale word
 per row. The scale is a multiplier: `w = e4m3fn(code) × bf16(scale)`.

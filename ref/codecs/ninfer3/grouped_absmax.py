@@ -1,8 +1,9 @@
-"""The canonical `grouped_absmax` encoder, step by step as spec/ninfer3.md §3.6 words it.
+"""The canonical `grouped_absmax` encoder, step by step as spec/ninfer3.md §grouped-absmax words it.
 
 Input is binary32 values `[N, K]`; output is the logical codes `[N][K]` and the binary16 scale words
 of the logical groups `[N][ceil(K/G)]`. Wholly-padding groups are the layout's business: their scale
-is 0x0000 and their codes 0, exactly what spec/ninfer3.md §3.6's zero-filled `[N, K_pad]` yields.
+is 0x0000 and their codes 0, exactly what spec/ninfer3.md §grouped-absmax's zero-filled `[N, K_pad]`
+yields.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from weightfile.spec.codecs.ninfer3.registry import (
 )
 from weightfile.spec.errors import InvalidError
 
-RESCUE_SCALE = 0x0001  # 2^-24, the smallest positive binary16 (spec/ninfer3.md §3.6 step 5)
+RESCUE_SCALE = 0x0001  # 2^-24, the smallest positive binary16 (spec/ninfer3.md §grouped-absmax step
+# 5)
 
 
 def group_amax(x: list[float], where: str) -> float:

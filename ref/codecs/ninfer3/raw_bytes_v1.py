@@ -1,5 +1,5 @@
 """`raw_bytes_v1`: a resource's bytes exactly, with no prefix, terminator or charset
-(spec/ninfer3.md §4.6).
+(spec/ninfer3.md §raw-bytes).
 
 Resources have an encoding, not a format: the format argument is None. The shape is `(length,)`.
 """

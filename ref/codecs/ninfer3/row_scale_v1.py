@@ -1,5 +1,5 @@
 """`row_scale_v1`: fp8_e4m3fn_row_bf16 codes row-major, a zero gap, then BF16 row scales
-(spec/ninfer3.md §3.5, §4.5).
+(spec/ninfer3.md §fp8-row, §row-scale).
 
 Public functions take the format name first; `codec.get_codec` binds it.
 """
@@ -45,17 +45,17 @@ ZERO_CODES = (0x00, 0x80)
 
 
 def code_position(p: RowScalePlanes, n: int, k: int) -> int:
-    """Code [n, k] sits at n·K + k (spec/ninfer3.md §4.5)."""
+    """Code [n, k] sits at n·K + k (spec/ninfer3.md §row-scale)."""
     return n * p.k + k
 
 
 def scale_position(p: RowScalePlanes, n: int) -> int:
-    """Row n's BF16 scale sits at scale_plane_offset + 2n (spec/ninfer3.md §4.5)."""
+    """Row n's BF16 scale sits at scale_plane_offset + 2n (spec/ninfer3.md §row-scale)."""
     return p.scale_plane_offset + 2 * n
 
 
 def row_violations(payload: bytes, p: RowScalePlanes, n: int) -> list[Violation]:
-    """Code domain, scale validity and the zero-scale rule of one row (spec/ninfer3.md §3.5)."""
+    """Code domain, scale validity and the zero-scale rule of one row (spec/ninfer3.md §fp8-row)."""
     found = []
     codes = [payload[code_position(p, n, k)] for k in range(p.k)]
     for k, code in enumerate(codes):
@@ -87,7 +87,7 @@ def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violat
 
 
 def pack(codes: list[list[int]], scales: list[int], p: RowScalePlanes) -> bytes:
-    """Codes row-major, zero gap, LE BF16 scales (spec/ninfer3.md §4.5)."""
+    """Codes row-major, zero gap, LE BF16 scales (spec/ninfer3.md §row-scale)."""
     buf = bytearray(p.bytes)  # [bytes]; the gap stays zero
     for n in range(p.n):
         for k in range(p.k):
@@ -99,8 +99,8 @@ def pack(codes: list[list[int]], scales: list[int], p: RowScalePlanes) -> bytes:
 def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = FP8_ROW_MAXABS
 ) -> bytes:
-    """Quantise binary32 `[N, K]` with `fp8_row_maxabs` (spec/ninfer3.md §3.7) and lay it out
-    (spec/ninfer3.md §4.5)."""
+    """Quantise binary32 `[N, K]` with `fp8_row_maxabs` (spec/ninfer3.md §fp8-row-maxabs) and lay it
+    out (spec/ninfer3.md §row-scale)."""
     shape = require_shape(LAYOUT, shape)
     if encoder != FP8_ROW_MAXABS:
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
@@ -139,7 +139,7 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
-    """Validate strictly, then `w = f32(e4m3fn(c) × bf16(s[n]))` (spec/ninfer3.md §3.5)."""
+    """Validate strictly, then `w = f32(e4m3fn(c) × bf16(s[n]))` (spec/ninfer3.md §fp8-row)."""
     shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
@@ -153,7 +153,7 @@ def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """Selected code rows concatenated, the scale plane realigned, the selected scales
-    (spec/ninfer3.md §4.5)."""
+    (spec/ninfer3.md §row-scale)."""
     shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     if not rows or any(not 0 <= r < shape[0] for r in rows):

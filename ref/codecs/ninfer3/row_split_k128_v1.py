@@ -1,9 +1,10 @@
 """`row_split_k128_v1`: q4/q5/q6/q8/t2 codes in base and high planes, then scales
-(spec/ninfer3.md §4.3).
+(spec/ninfer3.md §row-split).
 
 Public functions take the format name first; `codec.get_codec` binds it. Each step is one function
-following the spec/ninfer3.md §4.3 words: where a lane's base field sits, where its high bits sit,
-the zero padding, and the exact reconstruction `w = f32(s32 × q)` of spec/ninfer3.md §3.3.
+following the spec/ninfer3.md §row-split words: where a lane's base field sits, where its high bits
+sit, the zero padding, and the exact reconstruction `w = f32(s32 × q)` of spec/ninfer3.md
+§grouped-formats.
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ from weightfile.spec.errors import InvalidError, UnsupportedError, Violation
 
 LAYOUT = ROW_SPLIT_K128_V1
 
-# --- where a lane's bits live (spec/ninfer3.md §4.3 Base plane, High plane)
+# --- where a lane's bits live (spec/ninfer3.md §row-split Base plane, High plane)
 # -------------------------------------
 
 
 def base_field_position(fmt_name: str, p: RowSplitPlanes, n: int, k: int) -> tuple[int, int, int]:
-    """(byte offset, bit shift, bit width) of lane k's base field in row n (spec/ninfer3.md §4.3
-    Base plane)."""
+    """(byte offset, bit shift, bit width) of lane k's base field in row n (spec/ninfer3.md
+    §row-split Base plane)."""
     geo = ROW_SPLIT_GEOMETRY[fmt_name]
     g, i = divmod(k, geo.group_size)
     group_start = p.base_offset + (n * p.gpr + g) * geo.base_bytes_per_group
@@ -71,8 +72,8 @@ def base_field_position(fmt_name: str, p: RowSplitPlanes, n: int, k: int) -> tup
 
 
 def high_field_position(fmt_name: str, p: RowSplitPlanes, n: int, k: int) -> tuple[int, int, int]:
-    """(byte offset, bit shift, bit width) of lane k's bits above bit 3 (spec/ninfer3.md §4.3 High
-    plane).
+    """(byte offset, bit shift, bit width) of lane k's bits above bit 3 (spec/ninfer3.md §row-split
+    High plane).
 
     Stream bit t = i·(b−4) + j holds bit 4+j of lane i and goes to byte ⌊t/8⌋, bit t mod 8.
     A lane's (b−4) bits never straddle a byte for b = 5 or 6.
@@ -143,8 +144,8 @@ def check_words(
 def pack(
     fmt_name: str, codes: list[list[int]], scales: list[list[int]], p: RowSplitPlanes
 ) -> bytes:
-    """Lay logical codes and scales out as spec/ninfer3.md §4.3 says; padding lanes, groups and gaps
-    stay zero."""
+    """Lay logical codes and scales out as spec/ninfer3.md §row-split says; padding lanes, groups
+    and gaps stay zero."""
     fmt = GROUPED_FORMATS[fmt_name]
     buf = bytearray(p.bytes)  # [bytes]; zero-filled, so padding and gaps need no writes
     for n in range(p.n):
@@ -159,8 +160,8 @@ def pack(
     return bytes(buf)
 
 
-# --- strict validation (spec/ninfer3.md §3.3 Strict-validator checks, spec/ninfer3.md §4.3 Padding)
-# ----------------------------
+# --- strict validation (spec/ninfer3.md §grouped-formats Strict-validator checks,
+# spec/ninfer3.md §row-split Padding) ----------------------------
 
 
 def lane_violations(fmt_name: str, payload: bytes, p: RowSplitPlanes, n: int, k: int) -> list:
@@ -202,8 +203,8 @@ def gap_violations(payload: bytes, p: RowSplitPlanes) -> list:
 
 
 def validate(fmt_name: str, payload: bytes, shape: Sequence[int]) -> list[Violation]:
-    """Every violated rule, one record per (byte, rule), in payload order (spec/ninfer3.md §3.3,
-    §4.3)."""
+    """Every violated rule, one record per (byte, rule), in payload order (spec/ninfer3.md
+    §grouped-formats, §row-split)."""
     shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     p = row_split_planes(fmt_name, shape)
@@ -241,8 +242,8 @@ def encode_words(fmt_name: str, words: dict[str, np.ndarray], shape: Sequence[in
 def encode(
     fmt_name: str, values: np.ndarray, shape: Sequence[int], *, encoder: str = GROUPED_ABSMAX
 ) -> bytes:
-    """Quantise binary32 values `[N, K]` with `grouped_absmax` (spec/ninfer3.md §3.6) and pack them
-    (spec/ninfer3.md §4.3)."""
+    """Quantise binary32 values `[N, K]` with `grouped_absmax` (spec/ninfer3.md §grouped-absmax) and
+    pack them (spec/ninfer3.md §row-split)."""
     shape = require_shape(LAYOUT, shape)
     if encoder != GROUPED_ABSMAX or fmt_name == "t2_g128_fp16":  # Q7: t2 is import-only
         raise UnsupportedError(rule(LAYOUT, NO_ENCODER), f"no {encoder} encoder for {fmt_name}")
@@ -272,8 +273,8 @@ def decode_words(fmt_name: str, payload: bytes, shape: Sequence[int]) -> dict[st
 
 
 def decode(fmt_name: str, payload: bytes, shape: Sequence[int]) -> np.ndarray:
-    """Validate strictly, then `w = f32(f16_value(scale) × q)` per lane (spec/ninfer3.md §3.3
-    reconstruction)."""
+    """Validate strictly, then `w = f32(f16_value(scale) × q)` per lane (spec/ninfer3.md
+    §grouped-formats reconstruction)."""
     shape = require_shape(LAYOUT, shape)
     raise_first(validate(fmt_name, payload, shape))
     words = decode_words(fmt_name, payload, shape)
@@ -293,7 +294,8 @@ def require_rows(shape: tuple[int, ...], rows: Sequence[int]) -> None:
 
 
 def row_view(fmt_name: str, shape: Sequence[int], start: int, count: int) -> RowView:
-    """The three parent spans of rows `[start, start + count)` (spec/ninfer3.md §4.3 Row views)."""
+    """The three parent spans of rows `[start, start + count)` (spec/ninfer3.md §row-split Row
+    views)."""
     shape = require_shape(LAYOUT, shape)
     require_rows(shape, range(start, start + count))
     return row_split_row_view(fmt_name, shape, start, count)
@@ -301,7 +303,7 @@ def row_view(fmt_name: str, shape: Sequence[int], start: int, count: int) -> Row
 
 def row_slice(fmt_name: str, payload: bytes, shape: Sequence[int], rows: Sequence[int]) -> bytes:
     """A standalone `[len(rows), K]` payload: row spans concatenated per plane
-    (spec/ninfer3.md §4.3)."""
+    (spec/ninfer3.md §row-split)."""
     shape = require_shape(LAYOUT, shape)
     require_length(fmt_name, LAYOUT, payload, shape)
     require_rows(shape, rows)

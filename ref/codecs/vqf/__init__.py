@@ -1,4 +1,5 @@
-"""Readable VQF codecs (spec/vqf.md §5-§6), one per registry name; the oracle for fast/.
+"""Readable VQF codecs (spec/vqf.md §encodings, §quantisation), one per registry name; the oracle
+for fast/.
 
 `codec(name)` gives the codec of a registry name (spec/codecs/vqf/registry.CODECS). The untiled
 ones (f32, f16, q8_0, q4_0, q4i8, g256) are modules of this package; the tiled layouts (q8_0_8x8,

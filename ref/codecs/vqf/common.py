@@ -1,8 +1,8 @@
 """Steps every ref VQF codec shares: argument checks, f32 scalar arithmetic, output shaping.
 
-Float arithmetic is IEEE binary32 throughout (spec/vqf.md §6): each step is one NumPy float32
-*scalar* operation, so every multiply, divide and add rounds separately, as the engine's `volatile`s
-force.
+Float arithmetic is IEEE binary32 throughout (spec/vqf.md §quantisation): each step is one NumPy
+float32 *scalar* operation, so every multiply, divide and add rounds separately, as the engine's
+`volatile`s force.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def bits_of_f32(x: np.float32) -> int:
 
 
 def require_finite(name: str, bits: list[int], cols: int) -> None:
-    """Quantisers are defined for finite inputs only (spec/vqf.md §6 leaves NaN/Inf undefined;
-    refused)."""
+    """Quantisers are defined for finite inputs only (spec/vqf.md §quantisation leaves NaN/Inf
+    undefined; refused)."""
     for i, b in enumerate(bits):
         if (b >> 23) & 0xFF == 0xFF:
             where = f"values[{i // cols}][{i % cols}]" if cols else f"values[{i}]"
@@ -104,7 +104,7 @@ def require_finite(name: str, bits: list[int], cols: int) -> None:
 
 def blocks_of(xs: list[np.float32], size: int) -> Iterator[list[np.float32]]:
     """Consecutive runs of `size` values; a partial last run is padded with +0.0 (our choice,
-    spec/vqf.md §5.9).
+    spec/vqf.md §size-function).
 
     Padding with +0.0 never changes amax or the Q4_0 maxv, so it equals quantising only the real
     elements and storing the codes of zero in the unused slots.
@@ -128,8 +128,8 @@ def saturating_trunc(v: np.float32, lo: int, hi: int) -> int:
 
 
 def scales_shape(rows: int, cols: int, nblocks: int) -> tuple[int, ...]:
-    """[rows, cols/32] when rows never share a block (spec/vqf.md §6), else the flat block
-    sequence."""
+    """[rows, cols/32] when rows never share a block (spec/vqf.md §quantisation), else the flat
+    block sequence."""
     return (rows, cols // 32) if cols % 32 == 0 else (nblocks,)
 
 
@@ -165,7 +165,7 @@ def quantize_blocks(
     pack: Callable[..., bytes],
     block: int,
 ) -> bytes:
-    """Block-quantise row-major float32 values with the mode's quantiser (spec/vqf.md §5.3, §5.7):
+    """Block-quantise row-major float32 values with the mode's quantiser (spec/vqf.md §q8-0, §q4-0):
     the mode and the values are checked first, then each `block` of a row is quantised and
     packed."""
     require_mode(name, mode)

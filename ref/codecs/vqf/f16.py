@@ -1,8 +1,8 @@
-"""F16 (qtype 0x05, token_embed): IEEE binary16 LE words (spec/vqf.md §5.2, §6.4).
+"""F16 (qtype 0x05, token_embed): IEEE binary16 LE words (spec/vqf.md §f16, §f16-rne).
 
 Also the two f32 -> f16 converters every quantiser stores its scale with: `f16_rne`
-(spec/vqf.md §6.4, the current converter, equal to ggml's GGML_FP32_TO_FP16) and `f16_trunc_ftz`
-(spec/vqf.md §5.2, the truncating, flush-to-zero converter of the token_embed writer and of older
+(spec/vqf.md §f16-rne, the current converter, equal to ggml's GGML_FP32_TO_FP16) and `f16_trunc_ftz`
+(spec/vqf.md §f16, the truncating, flush-to-zero converter of the token_embed writer and of older
 engine builds), and the exact widening `f16_to_f32_bits` every decoder uses. All three work on bit
 patterns with Python integers.
 """
@@ -36,7 +36,7 @@ def _round_half_even_shift(n: int, s: int) -> int:
 
 
 def f16_rne(f32_bits: int) -> int:
-    """Round an f32 (given as bits) to the nearest f16, ties to even (spec/vqf.md §6.4)."""
+    """Round an f32 (given as bits) to the nearest f16, ties to even (spec/vqf.md §f16-rne)."""
     f32_bits = int(f32_bits)
     sign = (f32_bits >> 16) & 0x8000
     e8 = (f32_bits >> 23) & 0xFF
@@ -56,7 +56,7 @@ def f16_rne(f32_bits: int) -> int:
 
 
 def f16_trunc_ftz(f32_bits: int) -> int:
-    """The truncating, flush-to-zero f32 -> f16 of spec/vqf.md §5.2, step by step."""
+    """The truncating, flush-to-zero f32 -> f16 of spec/vqf.md §f16, step by step."""
     f32_bits = int(f32_bits)
     sign = (f32_bits >> 16) & 0x8000  # sign -> bit 15
     e = ((f32_bits >> 23) & 0xFF) - 112  # e = exp8 - 112
@@ -69,7 +69,7 @@ def f16_trunc_ftz(f32_bits: int) -> int:
 
 def f16_to_f32_bits(h: int) -> int:
     """Widen f16 bits to f32 bits exactly: subnormals, Inf and NaN payloads included
-    (spec/vqf.md §5.2)."""
+    (spec/vqf.md §f16)."""
     h = int(h)
     sign = (h & 0x8000) << 16
     e5 = (h >> 10) & 0x1F
@@ -89,8 +89,8 @@ def f16_to_f32_bits(h: int) -> int:
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "rne") -> bytes:
-    """F16 words in row-major order; mode "rne" (spec/vqf.md §6.4) or "trunc_ftz"
-    (spec/vqf.md §5.2)."""
+    """F16 words in row-major order; mode "rne" (spec/vqf.md §f16-rne) or "trunc_ftz"
+    (spec/vqf.md §f16)."""
     require_mode(NAME, mode)
     convert = f16_rne if mode == "rne" else f16_trunc_ftz
     bits = input_bits(NAME, values, rows, cols)

@@ -1,4 +1,4 @@
-"""F32 (qtype 0x01): row-major IEEE binary32 LE words (spec/vqf.md §5.1)."""
+"""F32 (qtype 0x01): row-major IEEE binary32 LE words (spec/vqf.md §f32)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ NAME = "f32"
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
-    """Every value's binary32 bits, little-endian, in row-major order (spec/vqf.md §5.1)."""
+    """Every value's binary32 bits, little-endian, in row-major order (spec/vqf.md §f32)."""
     require_mode(NAME, mode)
     return b"".join(struct.pack("<I", b) for b in input_bits(NAME, values, rows, cols))
 

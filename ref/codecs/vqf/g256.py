@@ -1,10 +1,10 @@
 """G256 (flag G256, q8_* tensors): Q8_0 blocks whose scale is shared by 256 elements
-(spec/vqf.md §5.5).
+(spec/vqf.md §g256).
 
-Each run of 256 consecutive elements (8 blocks) is quantised with the Q8_0 rule of spec/vqf.md §6.1
-(or spec/vqf.md §6.4 in "kestrel_legacy" mode) over all 256 values, and the same f16 written into
-all 8 blocks. When N is not a multiple of 256 the trailing blocks are never written and stay zero
-(calloc'ed buffers), so the last N % 256 elements decode to 0.
+Each run of 256 consecutive elements (8 blocks) is quantised with the Q8_0 rule of spec/vqf.md
+§quant-q8-0 (or spec/vqf.md §f16-rne in "kestrel_legacy" mode) over all 256 values, and the same f16
+written into all 8 blocks. When N is not a multiple of 256 the trailing blocks are never written and
+stay zero (calloc'ed buffers), so the last N % 256 elements decode to 0.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
-    """Float32 [rows, cols]: the Q8_0 rule value = code · d per block (spec/vqf.md §5.5)."""
+    """Float32 [rows, cols]: the Q8_0 rule value = code · d per block (spec/vqf.md §g256)."""
     blocks = q8_0.read_blocks(require_payload(NAME, payload, rows, cols))
     return q8_0.values_of_blocks(blocks, rows, cols)
 

@@ -1,8 +1,9 @@
-"""Q4_0 legacy (qtype 0x03): 18 B blocks: f16 scale, 16 nibble-pair bytes (spec/vqf.md §5.7, §6.2).
+"""Q4_0 legacy (qtype 0x03): 18 B blocks: f16 scale, 16 nibble-pair bytes (spec/vqf.md §q4-0,
+§quant-q4-0).
 
-Encoder modes: "kestrel" (spec/vqf.md §6.2: the all-zero block is stored with d = 1.0),
-"kestrel_legacy" (spec/vqf.md §6.4: the same with the truncating FTZ f16), "ggml"
-(quantize_row_q4_0_ref: d = 0 for all-zero blocks, spec/vqf.md §6.5). A partial last block is
+Encoder modes: "kestrel" (spec/vqf.md §quant-q4-0: the all-zero block is stored with d = 1.0),
+"kestrel_legacy" (spec/vqf.md §f16-rne: the same with the truncating FTZ f16), "ggml"
+(quantize_row_q4_0_ref: d = 0 for all-zero blocks, spec/vqf.md §vs-ggml). A partial last block is
 quantised as if padded with +0.0 (padding nibbles are 8).
 """
 
@@ -33,15 +34,16 @@ from weightfile.spec.errors import Violation
 
 NAME = "q4_0"
 BLOCK_BYTES = 2 + QK // 2  # f16 d, then 16 bytes of nibble pairs
-ZERO_BLOCK_D = 0x3C00  # Kestrel stores the all-zero block with d = 1.0 (spec/vqf.md §6.2 step 2)
+ZERO_BLOCK_D = 0x3C00  # Kestrel stores the all-zero block with d = 1.0
+# (spec/vqf.md §quant-q4-0 step 2)
 
 
 def signed_max(xs: list[np.float32]) -> np.float32:
-    """spec/vqf.md §6.2 step 1: the first value that attains the strictly largest |x| (its sign
-    kept).
+    """spec/vqf.md §quant-q4-0 step 1: the first value that attains the strictly largest |x| (its
+    sign kept).
 
     An all-zero block keeps the starting +0.0, as ggml's loop does (then d = -0.0,
-    spec/vqf.md §6.5).
+    spec/vqf.md §vs-ggml).
     """
     amax, maxv = F32(0), F32(0)
     for x in xs:
@@ -51,13 +53,14 @@ def signed_max(xs: list[np.float32]) -> np.float32:
 
 
 def nibble(x: np.float32, inv: np.float32) -> int:
-    """spec/vqf.md §6.2 step 4: trunc(x·id + 8.5) clamped to [0, 15] (two separately rounded f32
-    ops)."""
+    """spec/vqf.md §quant-q4-0 step 4: trunc(x·id + 8.5) clamped to [0, 15] (two separately rounded
+    f32 ops)."""
     return saturating_trunc(x * inv + F32(8.5), 0, 15)
 
 
 def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.2: d = maxv/-8, d := 1.0 when d == 0 (incl. -0), id = 1/d, f16_RNE(d)."""
+    """spec/vqf.md §quant-q4-0: d = maxv/-8, d := 1.0 when d == 0 (incl. -0), id = 1/d,
+    f16_RNE(d)."""
     with ieee():
         d = signed_max(xs) / F32(-8)
         if d == 0:
@@ -67,8 +70,8 @@ def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
 
 
 def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.4 legacy: identical to spec/vqf.md §6.2 except that d is stored with the
-    truncating FTZ f16."""
+    """spec/vqf.md §f16-rne legacy: identical to spec/vqf.md §quant-q4-0 except that d is stored
+    with the truncating FTZ f16."""
     with ieee():
         d = signed_max(xs) / F32(-8)
         if d == 0:
@@ -78,7 +81,7 @@ def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]
 
 
 def quantize_block_ggml(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.5 / ggml quantize_row_q4_0_ref: d = max/-8, id = 0 if d == 0, min(15,
+    """spec/vqf.md §vs-ggml / ggml quantize_row_q4_0_ref: d = max/-8, id = 0 if d == 0, min(15,
     trunc(x·id+8.5))."""
     with ieee():
         d = signed_max(xs) / F32(-8)
@@ -129,7 +132,7 @@ def words_of_blocks(
 
 
 def values_of_blocks(blocks: list[tuple[int, list[int]]], rows: int, cols: int) -> np.ndarray:
-    """Reconstruction of spec/vqf.md §5.7: value = (nibble - 8) · d, one f32 multiply per
+    """Reconstruction of spec/vqf.md §q4-0: value = (nibble - 8) · d, one f32 multiply per
     element."""
     out: list[int] = []
     with ieee():
@@ -153,7 +156,7 @@ def zero_block_violations(
     name: str, d: int, codes: list[int], zero: int, offset: int
 ) -> list[Violation]:
     """The zero-scale rule: a block of all-zero codes is stored with d = 1.0, never d = ±0
-    (spec/vqf.md §6.2).
+    (spec/vqf.md §quant-q4-0).
 
     Kestrel never writes d = 0 with all codes at zero: every non-zero block has a code of -8 at its
     maxv element, and the all-zero block gets d = 1.0. The ggml form (d = 0x0000) is flagged.

@@ -1,8 +1,8 @@
-"""Q4I8 (flag Q8BUF_Q4, q8_* tensors): Q4_0 values as int8 in the Q8_0 layout (spec/vqf.md §5.4).
+"""Q4I8 (flag Q8BUF_Q4, q8_* tensors): Q4_0 values as int8 in the Q8_0 layout (spec/vqf.md §q4i8).
 
-d and its f16 bits are those of Q4_0 (spec/vqf.md §6.2); each element stores (nibble - 8) in [-8,
-+7] as int8 in a 34 B Q8_0 block, so decoding is the Q8_0 rule value = code · d. Never tiled
-(spec/vqf.md §5.4).
+d and its f16 bits are those of Q4_0 (spec/vqf.md §quant-q4-0); each element stores (nibble - 8) in
+[-8, +7] as int8 in a 34 B Q8_0 block, so decoding is the Q8_0 rule value = code · d. Never tiled
+(spec/vqf.md §q4i8).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ NAME = "q4i8"
 
 
 def encode(values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
-    """The Q4_0 quantiser of `mode` (spec/vqf.md §6.3), each code stored as int8 (nibble - 8)."""
+    """The Q4_0 quantiser of `mode` (spec/vqf.md §quant-q4i8-g256), each code stored as int8 (nibble
+    - 8)."""
     require_mode(NAME, mode)
     bits = input_bits(NAME, values, rows, cols)
     require_finite(NAME, bits, cols)
@@ -45,7 +46,7 @@ def decode_words(payload: bytes, rows: int, cols: int) -> dict[str, np.ndarray]:
 
 
 def decode(payload: bytes, rows: int, cols: int) -> np.ndarray:
-    """Float32 [rows, cols]: value = code · d (spec/vqf.md §5.4 via spec/vqf.md §5.3)."""
+    """Float32 [rows, cols]: value = code · d (spec/vqf.md §q4i8 via spec/vqf.md §q8-0)."""
     blocks = q8_0.read_blocks(require_payload(NAME, payload, rows, cols))
     return q8_0.values_of_blocks(blocks, rows, cols)
 

@@ -1,9 +1,10 @@
-"""Q8_0 legacy (qtype 0x02): 34 B blocks of an f16 scale and 32 int8 codes (spec/vqf.md §5.3, §6.1).
+"""Q8_0 legacy (qtype 0x02): 34 B blocks of an f16 scale and 32 int8 codes (spec/vqf.md §q8-0,
+§quant-q8-0).
 
-Encoder modes: "kestrel" (spec/vqf.md §6.1, the current converter), "kestrel_legacy"
-(spec/vqf.md §6.4, older engine builds), "ggml" (ggml's quantize_row_q8_0_ref, spec/vqf.md §6.5).
-Blocks run in flat row-major order; a partial last block (N % 32 != 0) is quantised as if padded
-with +0.0, so its unused codes are 0.
+Encoder modes: "kestrel" (spec/vqf.md §quant-q8-0, the current converter), "kestrel_legacy"
+(spec/vqf.md §f16-rne, older engine builds), "ggml" (ggml's quantize_row_q8_0_ref, spec/vqf.md
+§vs-ggml). Blocks run in flat row-major order; a partial last block (N % 32 != 0) is quantised as if
+padded with +0.0, so its unused codes are 0.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from weightfile.spec.errors import Violation
 
 NAME = "q8_0"
 BLOCK_BYTES = 2 + QK  # f16 d, then 32 int8 codes
-FLOOR = F32(1e-10)  # the 1e-10 floors of spec/vqf.md §6.1 (an f32 constant)
+FLOOR = F32(1e-10)  # the 1e-10 floors of spec/vqf.md §quant-q8-0 (an f32 constant)
 
 
 def kestrel_scale(xs: list[np.float32]) -> np.float32:
-    """spec/vqf.md §6.1 steps 1-2: amax = max(1e-10, max|x|); scale = amax/127, floored at 1e-10."""
+    """spec/vqf.md §quant-q8-0 steps 1-2: amax = max(1e-10, max|x|); scale = amax/127, floored at
+    1e-10."""
     amax = FLOOR  # start at 1e-10, then the running max of |x|
     for x in xs:
         if abs(x) > amax:
@@ -46,15 +48,15 @@ def kestrel_scale(xs: list[np.float32]) -> np.float32:
 
 
 def kestrel_code(x: np.float32, r: np.float32) -> int:
-    """spec/vqf.md §6.1 step 5: trunc(x·r + 0.5) if x·r >= 0 else trunc(x·r - 0.5), clamped to
-    ±127."""
+    """spec/vqf.md §quant-q8-0 step 5: trunc(x·r + 0.5) if x·r >= 0 else trunc(x·r - 0.5), clamped
+    to ±127."""
     v = x * r
     v = v + F32(0.5) if v >= 0 else v - F32(0.5)
     return saturating_trunc(v, -127, 127)
 
 
 def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.1: d = f16_RNE(scale); r = 1/scale from the unrounded f32 scale."""
+    """spec/vqf.md §quant-q8-0: d = f16_RNE(scale); r = 1/scale from the unrounded f32 scale."""
     with ieee():
         scale = kestrel_scale(xs)
         r = F32(1) / scale
@@ -62,11 +64,11 @@ def quantize_block_kestrel(xs: list[np.float32]) -> tuple[int, list[int]]:
 
 
 def quantize_block_kestrel_legacy(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.4 legacy: truncating FTZ f16 scale; codes trunc(x/scale + 0.5) (biases
+    """spec/vqf.md §f16-rne legacy: truncating FTZ f16 scale; codes trunc(x/scale + 0.5) (biases
     negatives up).
 
-    The floors and the ±127 clamp are assumed unchanged from spec/vqf.md §6.1, which names only
-    these two differences.
+    The floors and the ±127 clamp are assumed unchanged from spec/vqf.md §quant-q8-0, which names
+    only these two differences.
     """
     with ieee():
         scale = kestrel_scale(xs)
@@ -84,7 +86,7 @@ def ggml_round(v: np.float32) -> np.float32:
 
 
 def quantize_block_ggml(xs: list[np.float32]) -> tuple[int, list[int]]:
-    """spec/vqf.md §6.5 / ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d (0 when d = 0),
+    """spec/vqf.md §vs-ggml / ggml quantize_row_q8_0_ref: d = amax/127, id = 1/d (0 when d = 0),
     roundf(x·id)."""
     with ieee():
         amax = F32(0)
@@ -105,7 +107,7 @@ QUANTIZERS = {
 
 
 def pack_block(d: int, codes: list[int]) -> bytes:
-    """One 34 B block: d (u16 LE) at +0, code j (int8) at +2+j (spec/vqf.md §5.3)."""
+    """One 34 B block: d (u16 LE) at +0, code j (int8) at +2+j (spec/vqf.md §q8-0)."""
     return struct.pack("<H32b", d, *codes)
 
 
@@ -138,7 +140,7 @@ def words_of_blocks(
 
 
 def values_of_blocks(blocks: list[tuple[int, list[int]]], rows: int, cols: int) -> np.ndarray:
-    """Reconstruction of spec/vqf.md §5.3: value = code · d, one f32 multiply per element."""
+    """Reconstruction of spec/vqf.md §q8-0: value = code · d, one f32 multiply per element."""
     out: list[int] = []
     with ieee():
         for d, codes in blocks:

@@ -1,13 +1,13 @@
 """Every tiled VQF layout as one codec: a base codec seen through the row-group interleave.
 
-The layouts are the rows of spec/codecs/vqf/layouts.TILED (spec/vqf.md §5.5-§5.8). A [R x C]
-legacy payload is R rows of nb = C/32 blocks. Tiling regroups G consecutive rows: group blocks are
-stored group by group, block column b in order inside a group, and each group block holds the G row
-scales (row m at 2m) followed by the G rows' payload bytes, row m's byte j at
+The layouts are the rows of spec/codecs/vqf/layouts.TILED (spec/vqf.md §g256, §q8-tiled, §q4-0,
+§q4-8x8l). A [R x C] legacy payload is R rows of nb = C/32 blocks. Tiling regroups G consecutive
+rows: group blocks are stored group by group, block column b in order inside a group, and each group
+block holds the G row scales (row m at 2m) followed by the G rows' payload bytes, row m's byte j at
 `TileGeometry.payload_position(m, j)` and XORed with the layout's mask (0x88 for Q4, none for Q8).
-The total size never changes (spec/vqf.md §5.9). `tile` and `untile` move one byte at a time by
-that formula; `TiledCodec` gives a layout the four functions of a codec module (encode, decode,
-decode_words, validate) by running its base codec on the untiled bytes.
+The total size never changes (spec/vqf.md §size-function). `tile` and `untile` move one byte at a
+time by that formula; `TiledCodec` gives a layout the four functions of a codec module (encode,
+decode, decode_words, validate) by running its base codec on the untiled bytes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def tile(name: str, legacy: bytes, rows: int, cols: int) -> bytes:
     """Rearrange a legacy payload into the tiled layout (XOR applied to every payload byte)."""
     t = geometry(name)
     block_bytes = 2 + t.block_payload_bytes
-    out = bytearray(len(legacy))  # same size (spec/vqf.md §5.9)
+    out = bytearray(len(legacy))  # same size (spec/vqf.md §size-function)
     for src in range(rows * (cols // 32) * block_bytes):
         mask = t.xor if src % block_bytes >= 2 else 0
         out[tiled_offset(name, cols, src)] = legacy[src] ^ mask
@@ -108,7 +108,7 @@ class TiledCodec:
 
     def encode(self, values: object, rows: int, cols: int, *, mode: str = "kestrel") -> bytes:
         """Quantise with the base codec in `mode`, then tile: how the writer repacks
-        (spec/vqf.md §5.5-§5.8)."""
+        (spec/vqf.md §g256, §q8-tiled, §q4-0, §q4-8x8l)."""
         require_shape(self.NAME, rows, cols)
         require_mode(self.NAME, mode)
         return self.tile(self.base.encode(values, rows, cols, mode=mode), rows, cols)

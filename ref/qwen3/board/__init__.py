@@ -1,5 +1,5 @@
 """The Qwen3 family's board model: the dense decoder under the `kestrel-board` numerics profile,
-what the RK3588 Kestrel engine computes (spec/numerics.md §20). The profile registry
+what the RK3588 Kestrel engine computes (spec/numerics.md §board). The profile registry
 (weightfile/profiles.py) names it as the profile's qwen3 model.
 
 One idea per module: `fma` (one-rounding f32 fused multiply-add), `libm` (the C library's

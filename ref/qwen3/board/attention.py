@@ -1,4 +1,4 @@
-"""The board's two attentions (spec/numerics.md §20.8).
+"""The board's two attentions (spec/numerics.md §board-attention).
 
 * decode: the INT8 KV cache, the query quantized per 32 elements, integer block dots, an online
   softmax with libm expf, and 1/S at the end (`flash_attn_single_q_q8_neon`);
@@ -35,7 +35,8 @@ class BoardKV:
     vs: list[np.ndarray] = field(default_factory=list)
 
     def append(self, k: np.ndarray, v: np.ndarray) -> None:
-        """spec/numerics.md §20.3.3 store one position: f32 copies and INT8 codes per kv head."""
+        """spec/numerics.md §board-kv-cache store one position: f32 copies and INT8 codes per kv
+        head."""
         self.keys.append(k.astype(F32))
         self.values.append(v.astype(F32))
         kq = [quantize_kv(h) for h in k]
@@ -47,12 +48,13 @@ class BoardKV:
 
 
 def attention_scale(head_dim: int) -> np.float32:
-    """spec/numerics.md §20.8 scale = fl(1 / sqrtf(head_dim))."""
+    """spec/numerics.md §board-attention scale = fl(1 / sqrtf(head_dim))."""
     return F32(1.0) / np.sqrt(F32(head_dim))
 
 
 def decode_head(q: np.ndarray, kv: BoardKV, g: int, scale: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.8.1 one query head over kv head g at every cached position."""
+    """spec/numerics.md §board-decode-attention one query head over kv head g at every cached
+    position."""
     qc, qs = quantize_query(q)  # [blocks, 32], [blocks]
     m, s_sum = START, F32(0.0)
     out = np.zeros(q.shape[0], dtype=F32)
@@ -77,7 +79,7 @@ def decode_head(q: np.ndarray, kv: BoardKV, g: int, scale: np.float32) -> np.nda
 
 
 def dot_lanes4(a: np.ndarray, b: np.ndarray) -> np.float32:
-    """spec/numerics.md §20.8.2 lane j = fma chain over elements j, j+4, ...; then
+    """spec/numerics.md §board-prefill-attention lane j = fma chain over elements j, j+4, ...; then
     (l0+l2)+(l1+l3), then the scalar tail added in order."""
     lanes = np.zeros(4, dtype=F32)
     whole = len(a) - len(a) % 4
@@ -95,7 +97,8 @@ def hsum4(v: np.ndarray) -> np.float32:
 
 
 def prefill_head(q: np.ndarray, keys: list, values: list, scale: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.8.2 one query head over float32 keys/values [pos][head_dim] 0..p."""
+    """spec/numerics.md §board-prefill-attention one query head over float32 keys/values
+    [pos][head_dim] 0..p."""
     scores = np.array([dot_lanes4(q, k) * scale for k in keys], dtype=F32)
     m = START
     for s in scores:

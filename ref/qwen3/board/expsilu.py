@@ -1,4 +1,5 @@
-"""exp_neon4, the Arm reciprocal estimate and step, and the dense SiLU (spec/numerics.md §20.6).
+"""exp_neon4, the Arm reciprocal estimate and step, and the dense SiLU (spec/numerics.md
+§board-exp).
 
 exp_neon4 is the engine's 4-lane polynomial exp; FRECPE / FRECPS are emulated from the Arm
 architecture's definition of their arithmetic, so the SiLU of the board is reproduced on any ISA.
@@ -19,8 +20,9 @@ TAYLOR6 = tuple(F32(1.0 / k) for k in (720, 120, 24, 6, 2, 1, 1))
 
 
 def exp_neon4(x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.1 clamp to ±87, n = rne(x·log2e), r = fma(-n, ln2, x), degree-6
-    Horner with FMA, then n added to the exponent bits. float32 in and out, element-wise."""
+    """spec/numerics.md §board-exp-neon4 clamp to ±87, n = rne(x·log2e), r = fma(-n, ln2, x),
+    degree-6 Horner with FMA, then n added to the exponent bits. float32 in and out,
+    element-wise."""
     x = np.clip(x.astype(F32), -CLAMP, CLAMP)
     n = np.rint(x * LOG2E).astype(F32)  # rint: nearest, ties to even
     r = fma_f32(-n, np.full_like(x, LN2), x)
@@ -32,8 +34,8 @@ def exp_neon4(x: np.ndarray) -> np.ndarray:
 
 
 def frecpe(d: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.2 FRECPE for positive normal float32 inputs whose reciprocal is
-    normal: a = 256 + the top 8 fraction bits, b = floor(2**19 / (2a + 1)), r = floor((b + 1)
+    """spec/numerics.md §board-reciprocal FRECPE for positive normal float32 inputs whose reciprocal
+    is normal: a = 256 + the top 8 fraction bits, b = floor(2**19 / (2a + 1)), r = floor((b + 1)
     / 2), result exponent 253 - e, fraction r's low 8 bits then zeros."""
     bits = np.asarray(d, dtype=F32).view(np.uint32).astype(np.int64)
     e = (bits >> 23) & 0xFF
@@ -47,12 +49,12 @@ def frecpe(d: np.ndarray) -> np.ndarray:
 
 
 def frecps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.2 FRECPS: 2 - a·b with one rounding."""
+    """spec/numerics.md §board-reciprocal FRECPS: 2 - a·b with one rounding."""
     return fma_f32(-a.astype(F32), b, np.full_like(a, F32(2.0), dtype=F32))
 
 
 def reciprocal(d: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.2 the estimate refined by two Newton steps,
+    """spec/numerics.md §board-reciprocal the estimate refined by two Newton steps,
     x = fl(x · frecps(d, x))."""
     x = frecpe(d)
     for _ in range(2):
@@ -61,7 +63,7 @@ def reciprocal(d: np.ndarray) -> np.ndarray:
 
 
 def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.6.3 dense SwiGLU: per group of 4, e = exp_neon4(-g), r = the
+    """spec/numerics.md §board-silu dense SwiGLU: per group of 4, e = exp_neon4(-g), r = the
     refined reciprocal of fl(e + 1), out = fl(fl(g·r)·u). Elements past the last whole group of
     4 are refused (the engine's scalar tail is not covered by the packs)."""
     g, u = gate.astype(F32), up.astype(F32)

@@ -1,4 +1,4 @@
-"""A binary32 fused multiply-add with one rounding (spec/numerics.md §20.1).
+"""A binary32 fused multiply-add with one rounding (spec/numerics.md §board-arithmetic).
 
 Python has no `math.fma` before 3.13, and rounding a float64 `a*b + c` to float32 rounds twice.
 The float64 product of two float32 values is exact (24 + 24 significant bits fit in 53), so the
@@ -33,7 +33,8 @@ def _round_to_odd(s: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.1 a*b + c rounded once to float32, element-wise (float32 in and out)."""
+    """spec/numerics.md §board-arithmetic a*b + c rounded once to float32, element-wise (float32 in
+    and out)."""
     a64 = np.asarray(a, dtype=np.float32).astype(F64)
     b64 = np.asarray(b, dtype=np.float32).astype(F64)
     c64 = np.asarray(c, dtype=np.float32).astype(F64)

@@ -1,11 +1,11 @@
 """The C library's float functions the board calls: expf, powf, cosf, sinf.
 
-spec/numerics.md §20.2. The board engine links glibc statically (the packs: Debian 12 aarch64
-glibc 2.36), so these values are that library's, not correctly rounded ones. The profile calls
-the host C library through ctypes and checks at load time that it is glibc and that it gives
+spec/numerics.md §board-c-library. The board engine links glibc statically (the packs: Debian 12
+aarch64 glibc 2.36), so these values are that library's, not correctly rounded ones. The profile
+calls the host C library through ctypes and checks at load time that it is glibc and that it gives
 aarch64 glibc 2.36's bits at inputs where that library is not correctly rounded (PROBES; a
-correctly rounded or otherwise different libm fails them). spec/numerics.md §20.10 records how
-often the host and board libraries differ.
+correctly rounded or otherwise different libm fails them). spec/numerics.md §board-c-matters records
+how often the host and board libraries differ.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from weightfile.spec.errors import UnsupportedError
 F32 = np.float32
 
 #: (function, arguments, aarch64 glibc 2.36's result bits); the correctly rounded result is one
-#: ulp away in each case (spec/numerics.md §20.10).
+#: ulp away in each case (spec/numerics.md §board-c-matters).
 PROBES = (
     ("expf", (0.00045235652942210436,), 0x3F800ED4),
     ("sinf", (0.001566179096698761,), 0x3ACD483B),
@@ -33,7 +33,7 @@ PROBES = (
 
 @cache
 def _libm() -> ctypes.CDLL:
-    """The host libm, refused unless it is glibc's (spec/numerics.md §20.2)."""
+    """The host libm, refused unless it is glibc's (spec/numerics.md §board-c-library)."""
     libc_name, _version = platform.libc_ver()
     path = ctypes.util.find_library("m")
     if libc_name != "glibc" or path is None:
@@ -59,22 +59,22 @@ def _libm() -> ctypes.CDLL:
 
 
 def expf(x: np.float32) -> np.float32:
-    """libm expf of one float32 (spec/numerics.md §20.2)."""
+    """libm expf of one float32 (spec/numerics.md §board-c-library)."""
     return F32(_libm().expf(float(x)))
 
 
 def powf(x: np.float32, y: np.float32) -> np.float32:
-    """libm powf (spec/numerics.md §20.2)."""
+    """libm powf (spec/numerics.md §board-c-library)."""
     return F32(_libm().powf(float(x), float(y)))
 
 
 def cosf(x: np.float32) -> np.float32:
-    """libm cosf (spec/numerics.md §20.2)."""
+    """libm cosf (spec/numerics.md §board-c-library)."""
     return F32(_libm().cosf(float(x)))
 
 
 def sinf(x: np.float32) -> np.float32:
-    """libm sinf (spec/numerics.md §20.2)."""
+    """libm sinf (spec/numerics.md §board-c-library)."""
     return F32(_libm().sinf(float(x)))
 
 

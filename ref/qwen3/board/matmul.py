@@ -1,4 +1,5 @@
-"""The board's Q4_0 / Q8_0 products, one function per kernel form (spec/numerics.md §20.4).
+"""The board's Q4_0 / Q8_0 products, one function per kernel form (spec/numerics.md
+§board-products).
 
 Every form starts from the activation codes and scales of `quant.quantize_act` and the weight's
 logical words (`QuantMatrix`: int8 codes, f16 scale bits per 32 columns). The integer block
@@ -34,8 +35,8 @@ def block_dots(m: QuantMatrix, codes: np.ndarray, lo: int, hi: int) -> np.ndarra
 
 
 def q4_decode(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.4.1 Q4 decode (C tile): s = fl(d_w·d_x); lo and hi FMA chains over
-    the two 16-element halves of each block, ascending; y = fl(lo + hi). [rows]"""
+    """spec/numerics.md §board-q4-decode Q4 decode (C tile): s = fl(d_w·d_x); lo and hi FMA chains
+    over the two 16-element halves of each block, ascending; y = fl(lo + hi). [rows]"""
     s = weight_scales(m) * d_x[None, :]  # [rows, blocks], one rounding each
     d_lo = block_dots(m, codes, 0, HALF_BLOCK)
     d_hi = block_dots(m, codes, HALF_BLOCK, QBLOCK)
@@ -48,10 +49,10 @@ def q4_decode(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
 
 
 def single_chain(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.4.2 one FMA chain per row over the full 32-element block dots:
+    """spec/numerics.md §board-one-chain one FMA chain per row over the full 32-element block dots:
     acc = fma(D_b, fl(d_w·d_x), acc), ascending. The Q4 lm_head (both phases), Q8 decode and
-    the Q8 lm_head; with d_x rounded to f16 first, the Q4 prefill GEMM (spec/numerics.md §20.4.3).
-    [rows]"""
+    the Q8 lm_head; with d_x rounded to f16 first, the Q4 prefill GEMM (spec/numerics.md
+    §board-q4-prefill). [rows]"""
     s = weight_scales(m) * d_x[None, :]
     d = block_dots(m, codes, 0, QBLOCK)
     acc = np.zeros(m.shape[0], dtype=F32)
@@ -61,13 +62,13 @@ def single_chain(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarr
 
 
 def q4_prefill_gemm(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.4.3 Q4 prefill GEMM (tokens before n & ~3): the single chain with
-    the activation scales rounded to f16. [rows]"""
+    """spec/numerics.md §board-q4-prefill Q4 prefill GEMM (tokens before n & ~3): the single chain
+    with the activation scales rounded to f16. [rows]"""
     return single_chain(m, codes, f16_round(d_x))
 
 
 def q8_prefill_gemm(m: QuantMatrix, codes: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.4.4 Q8 prefill GEMM: acc = fl(acc + fl(fl(d_w·f16(d_x))·D)),
+    """spec/numerics.md §board-q8-prefill Q8 prefill GEMM: acc = fl(acc + fl(fl(d_w·f16(d_x))·D)),
     unfused, ascending blocks. [rows]"""
     s = weight_scales(m) * f16_round(d_x)[None, :]
     d = block_dots(m, codes, 0, QBLOCK)

@@ -1,6 +1,6 @@
 """The Qwen3 forward pass as the board engine runs it, on both prompt paths.
 
-spec/numerics.md §20.9.
+spec/numerics.md §board-forward.
 
 * `decode_step`: one token through the single-token path (`st_qwen_model_forward`);
 * `prefill`: a prompt through the batched path (`st_qwen_model_prefill_batch`), mini-batches of
@@ -36,7 +36,7 @@ from .quant import quantize_act
 from .rope import rope_heads
 
 F32 = np.float32
-MINI_BATCH = 256  # spec/numerics.md §20.9: prefill mini-batch size
+MINI_BATCH = 256  # spec/numerics.md §board-forward: prefill mini-batch size
 Record = Callable[[str, np.ndarray], None]
 
 
@@ -54,7 +54,7 @@ class BoardModel:
 
     def __post_init__(self) -> None:
         """Refuse what the board cannot run, or runs on paths the packs do not cover
-        (spec/numerics.md §20.9)."""
+        (spec/numerics.md §board-forward)."""
         c, w = self.config, self.weights
         matrices = [w.lm_head] + [m for lw in w.layers for m in (lw.q_proj, lw.down_proj)]
         why = None
@@ -75,8 +75,8 @@ class BoardModel:
     # --- products ----------------------------------------------------------------------
 
     def project(self, m: QuantMatrix, x: np.ndarray, form: str) -> np.ndarray:
-        """spec/numerics.md §20.4 one product of x, quantized once, in the named kernel form:
-        "decode", "gemm" (prefill, tokens before n & ~3) or "lm_head"."""
+        """spec/numerics.md §board-products one product of x, quantized once, in the named kernel
+        form: "decode", "gemm" (prefill, tokens before n & ~3) or "lm_head"."""
         codes, d_x = quantize_act(x)
         if form == "lm_head" or (form == "decode" and self.qtype == "q8"):
             return matmul.single_chain(m, codes, d_x)
@@ -108,8 +108,8 @@ class BoardModel:
         return qr, kr, v, n
 
     def attend(self, q: np.ndarray, kv: BoardKV, upto: int, phase: str) -> np.ndarray:
-        """spec/numerics.md §20.8 every query head; decode reads the INT8 copy, prefill the f32
-        copy at positions 0..upto-1. [heads*head_dim]"""
+        """spec/numerics.md §board-attention every query head; decode reads the INT8 copy, prefill
+        the f32 copy at positions 0..upto-1. [heads*head_dim]"""
         c = self.config
         scale = attention_scale(c.head_dim)
         out = []
@@ -126,7 +126,8 @@ class BoardModel:
     def mlp_part(
         self, lw: LayerWeights, h: np.ndarray, phase: str, form: str, rec: Record
     ) -> np.ndarray:
-        """spec/numerics.md §20.9 h + down(silu_mul(gate(n), up(n))), n the FFN norm of h."""
+        """spec/numerics.md §board-forward h + down(silu_mul(gate(n), up(n))), n the FFN norm of
+        h."""
         norm = rmsnorm_tree8 if phase == "decode" else rmsnorm_sequential
         n = norm(h, lw.ffn_norm, self.config.eps_f32)
         g = self.project(lw.gate_proj, n, form)
@@ -139,7 +140,8 @@ class BoardModel:
         return out
 
     def logits(self, x: np.ndarray, rec: Record) -> np.ndarray:
-        """spec/numerics.md §20.9 final norm (tree8 in both phases) and the lm_head. [vocab]"""
+        """spec/numerics.md §board-forward final norm (tree8 in both phases) and the lm_head.
+        [vocab]"""
         n = rmsnorm_tree8(x, self.weights.final_norm, self.config.eps_f32)
         rec("final_norm", n)
         return self.project(self.weights.lm_head, n, "lm_head")
@@ -147,7 +149,8 @@ class BoardModel:
     # --- the two phases ------------------------------------------------------------------
 
     def decode_step(self, token: int, cache: list[BoardKV], rec: Record = _ignore) -> np.ndarray:
-        """spec/numerics.md §20.9.1 one token at position len(cache); float32 logits [vocab]."""
+        """spec/numerics.md §board-decode-step one token at position len(cache); float32 logits
+        [vocab]."""
         pos = len(cache[0].keys)
         x = self.embed(token)
         rec("embedding", x)
@@ -166,7 +169,8 @@ class BoardModel:
     def prefill(
         self, tokens: Sequence[int], cache: list[BoardKV], rec: Record = _ignore
     ) -> np.ndarray:
-        """spec/numerics.md §20.9.2 the batched prompt path; logits of the last token [vocab].
+        """spec/numerics.md §board-prefill the batched prompt path; logits of the last token
+        [vocab].
 
         rec sees the last token's intermediates only."""
         x = None
@@ -177,7 +181,8 @@ class BoardModel:
         return self.logits(x, rec)
 
     def prefill_batch(self, tokens: Sequence[int], cache: list[BoardKV], rec: Record) -> np.ndarray:
-        """spec/numerics.md §20.9.2 one mini-batch through every layer; the last hidden state."""
+        """spec/numerics.md §board-prefill one mini-batch through every layer; the last hidden
+        state."""
         c, n = self.config, len(tokens)
         pos0 = len(cache[0].keys)
         xs = [self.embed(t) for t in tokens]
@@ -202,9 +207,9 @@ class BoardModel:
         return xs[-1]
 
     def prefill_form(self, t: int, n: int) -> str:
-        """spec/numerics.md §20.4.3-§20.4.4 the kernel form of token t of an n-token mini-batch:
-        Q4 uses the GEMM for t < n & ~3 and the decode form after; Q8 the GEMM for all tokens
-        when n > 1."""
+        """spec/numerics.md §board-q4-prefill, §board-q8-prefill the kernel form of token t of an
+        n-token mini-batch: Q4 uses the GEMM for t < n & ~3 and the decode form after; Q8 the GEMM
+        for all tokens when n > 1."""
         if self.qtype == "q4":
             return "gemm" if t < (n & ~3) else "decode"
         return "gemm" if n > 1 else "decode"
@@ -228,7 +233,7 @@ def generate(
     ops: bool = False,
     stop_ids: frozenset[int] = frozenset(),
 ) -> dict[str, np.ndarray]:
-    """spec/numerics.md §20.9.3 a prompt path and greedy decode steps, as the board's dumps
+    """spec/numerics.md §board-prompts a prompt path and greedy decode steps, as the board's dumps
     name them; ops adds the first decode step's (and the prefill's last token's)
     intermediates. Step k consumes token k (so steps tokens, steps logits); a greedy pick in
     stop_ids ends the run and is not kept."""
@@ -265,7 +270,7 @@ def generate(
 
 def bind_board(vqf: VQFFile) -> BoardModel:
     """A dense Qwen3 VQF bound for the kestrel-board profile: the reference binder's weights
-    and the projections' qtype (spec/numerics.md §20.9)."""
+    and the projections' qtype (spec/numerics.md §board-forward)."""
     plan = dense_plan(vqf)
     config, weights = bind_vqf(vqf)
     return BoardModel(config, weights, plan.projection_set)

@@ -1,4 +1,4 @@
-"""The board's three RMSNorm summation orders (spec/numerics.md §20.5).
+"""The board's three RMSNorm summation orders (spec/numerics.md §board-rmsnorm).
 
 All three finish the same way: rms = fl(1 / fl(sqrt(fl(fl(ss / n) + eps)))) and
 out_i = fl(fl(x_i · rms) · w_i). They differ only in how ss = Σ x_i² is summed.
@@ -15,7 +15,7 @@ HEAD_EPS = F32(1e-6)  # q_norm / k_norm: the engine's fixed eps, not the file's
 
 
 def sumsq_tree8(x: np.ndarray) -> np.float32:
-    """spec/numerics.md §20.5 `tree8`: per chunk of 8 squares v, (v0+v4 + v1+v5) + (v2+v6 +
+    """spec/numerics.md §board-rmsnorm `tree8`: per chunk of 8 squares v, (v0+v4 + v1+v5) + (v2+v6 +
     v3+v7) as ((v0+v4)+(v1+v5)) + ((v2+v6)+(v3+v7)); chunks added in order, then a scalar tail."""
     v = x.astype(F32) * x.astype(F32)
     ss = ZERO
@@ -30,7 +30,7 @@ def sumsq_tree8(x: np.ndarray) -> np.float32:
 
 
 def sumsq_sequential(x: np.ndarray) -> np.float32:
-    """spec/numerics.md §20.5 `sequential`: ss = ss + fl(x_i²) for i ascending, from 0."""
+    """spec/numerics.md §board-rmsnorm `sequential`: ss = ss + fl(x_i²) for i ascending, from 0."""
     ss = ZERO
     for xi in x.astype(F32):
         ss = ss + xi * xi
@@ -38,23 +38,24 @@ def sumsq_sequential(x: np.ndarray) -> np.float32:
 
 
 def finish(x: np.ndarray, w: np.ndarray, ss: np.float32, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.5 the common tail: a true square root and a division, no rsqrt."""
+    """spec/numerics.md §board-rmsnorm the common tail: a true square root and a division, no
+    rsqrt."""
     rms = ONE / np.sqrt(ss / F32(len(x)) + eps)
     return (x.astype(F32) * rms) * w.astype(F32)
 
 
 def rmsnorm_tree8(x: np.ndarray, w: np.ndarray, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.5 `dyn_rms_norm`: decode norms and every final norm."""
+    """spec/numerics.md §board-rmsnorm `dyn_rms_norm`: decode norms and every final norm."""
     return finish(x, w, sumsq_tree8(x), eps)
 
 
 def rmsnorm_sequential(x: np.ndarray, w: np.ndarray, eps: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.5 `dyn_rms_norm_batch`: the prefill layer norms."""
+    """spec/numerics.md §board-rmsnorm `dyn_rms_norm_batch`: the prefill layer norms."""
     return finish(x, w, sumsq_sequential(x), eps)
 
 
 def head_norms(x: np.ndarray, w: np.ndarray, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §20.5 q_norm / k_norm: every head normed with the sequential sum and
-    eps 1e-6."""
+    """spec/numerics.md §board-rmsnorm q_norm / k_norm: every head normed with the sequential sum
+    and eps 1e-6."""
     heads = x.astype(F32).reshape(-1, head_dim)
     return np.concatenate([rmsnorm_sequential(h, w, HEAD_EPS) for h in heads])

@@ -1,11 +1,11 @@
-"""The board's three quantizers (spec/numerics.md §20.3).
+"""The board's three quantizers (spec/numerics.md §board-quantizers).
 
 * activations of every quantized product: per 32-block, d = max(1e-10, amax)/127, code
-  trunc(x/d + 0.5) clamped to ±127 (spec/numerics.md §20.3.1);
+  trunc(x/d + 0.5) clamped to ±127 (spec/numerics.md §board-activations);
 * the decode attention query: per 32 elements, round half away from zero
-  (spec/numerics.md §20.3.2);
+  (spec/numerics.md §board-query);
 * the INT8 KV cache: per token and kv head, floor(x·(127/amax) + 0.5)
-  (spec/numerics.md §20.3.3).
+  (spec/numerics.md §board-kv-cache).
 
 Vectors are float32 arrays; every operation below is element-wise float32 with one rounding.
 """
@@ -25,19 +25,21 @@ TINY = F32(1e-6)  # attention and KV: an amax below this is replaced by 1
 
 
 def act_scale(block: np.ndarray) -> np.float32:
-    """spec/numerics.md §20.3.1 d = max(1e-10, max|x|) / 127, one float32 division."""
+    """spec/numerics.md §board-activations d = max(1e-10, max|x|) / 127, one float32 division."""
     amax = max(AMAX_FLOOR, F32(np.max(np.abs(block))))
     return F32(amax / QMAX)
 
 
 def act_codes(block: np.ndarray, d: np.float32) -> np.ndarray:
-    """spec/numerics.md §20.3.1 q = clamp(trunc(fl(fl(x / d) + 0.5)), -127, 127), int64."""
+    """spec/numerics.md §board-activations q = clamp(trunc(fl(fl(x / d) + 0.5)), -127, 127),
+    int64."""
     t = (block.astype(F32) / d).astype(F32) + HALF  # two roundings: the divide, the add
     return np.clip(np.trunc(t), -127, 127).astype(np.int64)
 
 
 def quantize_act(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §20.3.1 codes int64 [blocks, 32] and scales float32 [blocks] of x."""
+    """spec/numerics.md §board-activations codes int64 [blocks, 32] and scales float32 [blocks] of
+    x."""
     if x.shape[0] % QBLOCK:
         raise ValueError(f"activation length {x.shape[0]} is not a multiple of {QBLOCK}")
     blocks = x.astype(F32).reshape(-1, QBLOCK)
@@ -47,8 +49,8 @@ def quantize_act(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def f16_round(d: np.ndarray) -> np.ndarray:
-    """spec/numerics.md §20.3.1 a scale rounded to binary16 (nearest even, subnormals kept,
-    overflow to inf) and widened back to float32 exactly: the prefill kernels' f16(d)."""
+    """spec/numerics.md §board-activations a scale rounded to binary16 (nearest even, subnormals
+    kept, overflow to inf) and widened back to float32 exactly: the prefill kernels' f16(d)."""
     return np.asarray(d, dtype=F32).astype(np.float16).astype(F32)
 
 
@@ -58,7 +60,7 @@ def _amax_or_one(v: np.ndarray) -> np.float32:
 
 
 def quantize_query(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """spec/numerics.md §20.3.2 one head's query: codes int64 [blocks, 32], scales float32
+    """spec/numerics.md §board-query one head's query: codes int64 [blocks, 32], scales float32
     [blocks] = amax·(1/127), codes = round-half-away(x·(127/amax)) in [-128, 127]."""
     blocks = q.astype(F32).reshape(-1, QBLOCK)
     codes, scales = [], []
@@ -73,7 +75,7 @@ def quantize_query(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def quantize_kv(v: np.ndarray) -> tuple[np.ndarray, np.float32]:
-    """spec/numerics.md §20.3.3 one token's kv-head vector: int64 codes
+    """spec/numerics.md §board-kv-cache one token's kv-head vector: int64 codes
     floor(fl(fl(x·(127/amax)) + 0.5)) in [-128, 127], and the dequantization scale
     amax·(1/127)."""
     a = _amax_or_one(v)

@@ -1,4 +1,5 @@
-"""The closed registry of `.ninfer` v3 numeric formats, as data (spec/ninfer3.md §3.1–§3.5).
+"""The closed registry of `.ninfer` v3 numeric formats, as data (spec/ninfer3.md §format-registry,
+§direct-formats, §grouped-formats, §nvfp4, §fp8-row).
 
 Each record states what a word means; where the words sit in the payload is `layouts`' business.
 """
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class DirectFormat:
-    """A format whose payload is one little-endian word per element (spec/ninfer3.md §3.2)."""
+    """A format whose payload is one little-endian word per element (spec/ninfer3.md
+    §direct-formats)."""
 
     name: str
     word_bytes: int  # bytes per element word
@@ -20,13 +22,14 @@ class DirectFormat:
 @dataclass(frozen=True, slots=True)
 class GroupedFormat:
     """A grouped signed-integer format with one binary16 multiplier per group
-    (spec/ninfer3.md §3.3)."""
+    (spec/ninfer3.md §grouped-formats)."""
 
     name: str
     code_bits: int  # b: width of the two's-complement code word
     group_size: int  # G: lanes per group along the last dimension K
     qmin: int  # smallest legal code
-    # largest legal code; also the divisor of the grouped_absmax encoder (spec/ninfer3.md §3.6)
+    # largest legal code; also the divisor of the grouped_absmax encoder
+    # (spec/ninfer3.md §grouped-absmax)
     qmax: int
     illegal_codes: tuple[int, ...]  # codes the width can hold but the format forbids
     scale_format: str = "binary16"
@@ -35,7 +38,7 @@ class GroupedFormat:
 @dataclass(frozen=True, slots=True)
 class BlockFloatFormat:
     """NVFP4: E2M1 codes, one E4M3FN scale per 16 lanes along K, one FP32 divisor
-    (spec/ninfer3.md §3.4)."""
+    (spec/ninfer3.md §nvfp4)."""
 
     name: str
     code_format: str
@@ -48,7 +51,7 @@ class BlockFloatFormat:
 @dataclass(frozen=True, slots=True)
 class RowFloatFormat:
     """Row-scaled FP8: one E4M3FN code per weight, one BF16 multiplier per row
-    (spec/ninfer3.md §3.5)."""
+    (spec/ninfer3.md §fp8-row)."""
 
     name: str
     code_format: str
@@ -90,11 +93,11 @@ GROUPED_FORMATS: dict[str, GroupedFormat] = {
     n: f for n, f in FORMATS.items() if isinstance(f, GroupedFormat)
 }
 
-#: E2M1 magnitudes of words 0..7 (spec/ninfer3.md §3.4); words 8..15 are their negatives.
+#: E2M1 magnitudes of words 0..7 (spec/ninfer3.md §nvfp4); words 8..15 are their negatives.
 E2M1_MAGNITUDES: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
 #: E4M3FN: largest finite magnitude 448 (word 0x7E); exponent bias 7; 3 mantissa bits
-#: (spec/ninfer3.md §3.4, §3.8).
+#: (spec/ninfer3.md §nvfp4, §e4m3fn-table).
 E4M3FN_MAX = 448.0
 E4M3FN_MAX_WORD = 0x7E
 E4M3FN_BIAS = 7

@@ -1,10 +1,11 @@
 """Byte geometry of the `.ninfer` v3 storage layouts, as data and size functions
-(spec/ninfer3.md §4).
+(spec/ninfer3.md §layouts).
 
 Every offset here is relative to the start of the object's payload. The functions take a shape that
 has already passed `shape_problem` and return plain integers; they never look at payload bytes. This
-module is the one home of the spec/ninfer3.md §4 geometry: the container's deferred object checks
-(`weightfile.spec.ninfer3.registry`, `weightfile.ref.ninfer3.objects`) use these same functions.
+module is the one home of the spec/ninfer3.md §layouts geometry: the container's deferred object
+checks (`weightfile.spec.ninfer3.registry`, `weightfile.ref.ninfer3.objects`) use these same
+functions.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ ROW_SCALE_V1 = "row_scale_v1"
 RAW_BYTES_V1 = "raw_bytes_v1"
 
 #: Every layout keeps its object's logical-payload offset aligned to this many bytes
-#: (spec/ninfer3.md §4.1).
+#: (spec/ninfer3.md §layout-registry).
 LAYOUT_ALIGNMENT: dict[str, int] = {
     CONTIGUOUS_LE_V1: 256,
     ROW_SPLIT_K128_V1: 256,
@@ -30,11 +31,12 @@ LAYOUT_ALIGNMENT: dict[str, int] = {
     RAW_BYTES_V1: 1,
 }
 
-# planes inside one payload start on 256-byte boundaries (spec/ninfer3.md §4.3–§4.5)
+# planes inside one payload start on 256-byte boundaries
+# (spec/ninfer3.md §row-split, §block-scale, §row-scale)
 PLANE_ALIGNMENT = 256
-ROW_SPLIT_K_ALIGNMENT = 128  # K is padded to a multiple of 128 lanes (spec/ninfer3.md §4.3)
-NVFP4_ROW_TILE = 128  # N % 128 == 0 (spec/ninfer3.md §4.1)
-NVFP4_K_TILE = 64  # K % 64 == 0: four 16-lane scale groups per tile (spec/ninfer3.md §4.4)
+ROW_SPLIT_K_ALIGNMENT = 128  # K is padded to a multiple of 128 lanes (spec/ninfer3.md §row-split)
+NVFP4_ROW_TILE = 128  # N % 128 == 0 (spec/ninfer3.md §layout-registry)
+NVFP4_K_TILE = 64  # K % 64 == 0: four 16-lane scale groups per tile (spec/ninfer3.md §block-scale)
 MAX_CONTIGUOUS_RANK = 16
 
 
@@ -44,8 +46,8 @@ def align_up(value: int, alignment: int) -> int:
 
 
 def shape_problem(layout: str, shape: tuple[int, ...]) -> str | None:
-    """Why `shape` does not fit `layout` (spec/ninfer3.md §4.1 shape constraints), or None when it
-    fits."""
+    """Why `shape` does not fit `layout` (spec/ninfer3.md §layout-registry shape constraints), or
+    None when it fits."""
     if any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in shape):
         return "every dimension must be a positive integer"
     if layout == CONTIGUOUS_LE_V1:
@@ -64,24 +66,24 @@ def shape_problem(layout: str, shape: tuple[int, ...]) -> str | None:
     return None
 
 
-# --- contiguous_le_v1 (spec/ninfer3.md §4.2)
+# --- contiguous_le_v1 (spec/ninfer3.md §contiguous)
 # -------------------------------------------------------------------
 
 
 def contiguous_bytes(format_name: str, shape: tuple[int, ...]) -> int:
-    """bytes = elements × word size; rank 0 holds one word (spec/ninfer3.md §4.2)."""
+    """bytes = elements × word size; rank 0 holds one word (spec/ninfer3.md §contiguous)."""
     fmt = FORMATS[format_name]
     assert isinstance(fmt, DirectFormat)
     return prod(shape) * fmt.word_bytes
 
 
-# --- row_split_k128_v1 (spec/ninfer3.md §4.3)
+# --- row_split_k128_v1 (spec/ninfer3.md §row-split)
 # ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class RowSplitPlaneGeometry:
-    """Per-format constants of the spec/ninfer3.md §4.3 geometry table."""
+    """Per-format constants of the spec/ninfer3.md §row-split geometry table."""
 
     code_bits: int  # b
     group_size: int  # G
@@ -89,8 +91,8 @@ class RowSplitPlaneGeometry:
     high_bytes_per_group: int  # H
 
 
-#: The B and H columns of the spec/ninfer3.md §4.3 geometry table; b and G are the
-#: spec/ninfer3.md §3.1 format's own.
+#: The B and H columns of the spec/ninfer3.md §row-split geometry table; b and G are the
+#: spec/ninfer3.md §format-registry format's own.
 ROW_SPLIT_PLANE_BYTES: dict[str, tuple[int, int]] = {
     "q4_g64_fp16": (32, 0),
     "q5_g64_fp16": (32, 8),
@@ -99,7 +101,7 @@ ROW_SPLIT_PLANE_BYTES: dict[str, tuple[int, int]] = {
     "t2_g128_fp16": (32, 0),
 }
 
-#: The spec/ninfer3.md §4.3 geometry table, keyed by format name.
+#: The spec/ninfer3.md §row-split geometry table, keyed by format name.
 ROW_SPLIT_GEOMETRY: dict[str, RowSplitPlaneGeometry] = {
     name: RowSplitPlaneGeometry(f.code_bits, f.group_size, *ROW_SPLIT_PLANE_BYTES[name])
     for name, f in GROUPED_FORMATS.items()
@@ -108,7 +110,8 @@ ROW_SPLIT_GEOMETRY: dict[str, RowSplitPlaneGeometry] = {
 
 @dataclass(frozen=True, slots=True)
 class RowSplitPlanes:
-    """Where the base, high and scale planes of one `[N, K]` object sit (spec/ninfer3.md §4.3)."""
+    """Where the base, high and scale planes of one `[N, K]` object sit (spec/ninfer3.md
+    §row-split)."""
 
     n: int
     k: int
@@ -128,7 +131,7 @@ class RowSplitPlanes:
 
 
 def row_split_planes(format_name: str, shape: tuple[int, ...]) -> RowSplitPlanes:
-    """The spec/ninfer3.md §4.3 geometry formulas, in the spec's order."""
+    """The spec/ninfer3.md §row-split geometry formulas, in the spec's order."""
     geo = ROW_SPLIT_GEOMETRY[format_name]
     n, k = shape
     k_pad = align_up(k, ROW_SPLIT_K_ALIGNMENT)
@@ -170,7 +173,7 @@ class Span:
 @dataclass(frozen=True, slots=True)
 class RowView:
     """Rows `[start, start + count)` as three spans of the parent; K_pad and gpr are kept
-    (spec/ninfer3.md §4.3)."""
+    (spec/ninfer3.md §row-split)."""
 
     start: int
     count: int
@@ -181,7 +184,7 @@ class RowView:
 
 def row_split_row_view(format_name: str, shape: tuple[int, ...], start: int, count: int) -> RowView:
     """Spans at `plane_offset + r·row_stride` for rows `[start, start + count)`
-    (spec/ninfer3.md §4.3 Row views)."""
+    (spec/ninfer3.md §row-split Row views)."""
     p = row_split_planes(format_name, shape)
     if not (start >= 0 and count > 0 and start + count <= p.n):
         raise ValueError(f"rows [{start}, {start + count}) outside [0, {p.n})")
@@ -194,14 +197,14 @@ def row_split_row_view(format_name: str, shape: tuple[int, ...], start: int, cou
     )
 
 
-# --- block_scale_k16_m128x4_v1 (spec/ninfer3.md §4.4)
+# --- block_scale_k16_m128x4_v1 (spec/ninfer3.md §block-scale)
 # ----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class BlockScalePlanes:
     """Code plane, swizzled scale plane and divisor word of one nvfp4 `[N, K]` object
-    (spec/ninfer3.md §4.4)."""
+    (spec/ninfer3.md §block-scale)."""
 
     n: int
     k: int
@@ -213,7 +216,7 @@ class BlockScalePlanes:
 
 
 def block_scale_planes(shape: tuple[int, ...]) -> BlockScalePlanes:
-    """The spec/ninfer3.md §4.4 geometry formulas."""
+    """The spec/ninfer3.md §block-scale geometry formulas."""
     n, k = shape
     code_plane_bytes = n * k // 2
     scale_plane_offset = align_up(code_plane_bytes, PLANE_ALIGNMENT)
@@ -231,20 +234,21 @@ def block_scale_planes(shape: tuple[int, ...]) -> BlockScalePlanes:
 
 
 def nvfp4_scale_index(n: int, g: int, k: int) -> int:
-    """Scale-plane byte of natural scale s[n, g] under the 128×4 swizzle (spec/ninfer3.md §4.4
-    Swizzle)."""
+    """Scale-plane byte of natural scale s[n, g] under the 128×4 swizzle (spec/ninfer3.md
+    §block-scale Swizzle)."""
     k_tiles = k // NVFP4_K_TILE
     m = n % NVFP4_ROW_TILE
     return (n // NVFP4_ROW_TILE * k_tiles + g // 4) * 512 + (m % 32) * 16 + (m // 32) * 4 + g % 4
 
 
-# --- row_scale_v1 (spec/ninfer3.md §4.5)
+# --- row_scale_v1 (spec/ninfer3.md §row-scale)
 # -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class RowScalePlanes:
-    """Code plane and BF16 row-scale plane of one fp8 row `[N, K]` object (spec/ninfer3.md §4.5)."""
+    """Code plane and BF16 row-scale plane of one fp8 row `[N, K]` object (spec/ninfer3.md
+    §row-scale)."""
 
     n: int
     k: int
@@ -254,7 +258,7 @@ class RowScalePlanes:
 
 
 def row_scale_planes(shape: tuple[int, ...]) -> RowScalePlanes:
-    """The spec/ninfer3.md §4.5 geometry formulas."""
+    """The spec/ninfer3.md §row-scale geometry formulas."""
     n, k = shape
     scale_plane_offset = align_up(n * k, PLANE_ALIGNMENT)
     return RowScalePlanes(n, k, n * k, scale_plane_offset, scale_plane_offset + 2 * n)

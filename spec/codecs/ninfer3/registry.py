@@ -1,10 +1,10 @@
 """The closed set of `.ninfer` v3 codecs: (format, layout) pairs, encoders and rule ids
-(spec/ninfer3.md §3–§4).
+(spec/ninfer3.md §formats, §layouts).
 
-A codec is one (format, layout) pair the layout accepts (spec/ninfer3.md §4.1). Resources carry an
-`encoding` instead of a format, so the one resource codec is keyed `(None, "raw_bytes_v1")`.
-`module` names the module of `weightfile.ref.codecs.ninfer3` (and of `fast`) that implements the
-pair.
+A codec is one (format, layout) pair the layout accepts (spec/ninfer3.md §layout-registry).
+Resources carry an `encoding` instead of a format, so the one resource codec is keyed `(None,
+"raw_bytes_v1")`. `module` names the module of `weightfile.ref.codecs.ninfer3` (and of `fast`) that
+implements the pair.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from weightfile.spec.codecs.ninfer3.layouts import (
     ROW_SPLIT_K128_V1,
 )
 
-GROUPED_ABSMAX = "grouped_absmax"  # spec/ninfer3.md §3.6, q4/q5/q6/q8 (Q7: not t2)
-FP8_ROW_MAXABS = "fp8_row_maxabs"  # spec/ninfer3.md §3.7
-# spec/ninfer3.md §3.2 "bf16 by RNE", the bit rule of spec/ninfer3.md §3.7 step 4
+GROUPED_ABSMAX = "grouped_absmax"  # spec/ninfer3.md §grouped-absmax, q4/q5/q6/q8 (Q7: not t2)
+FP8_ROW_MAXABS = "fp8_row_maxabs"  # spec/ninfer3.md §fp8-row-maxabs
+# spec/ninfer3.md §direct-formats "bf16 by RNE", the bit rule of
+# spec/ninfer3.md §fp8-row-maxabs step 4
 BF16_RNE = "bf16_rne"
 EXACT = "exact"  # fp32 / int32: the words are the values
 VERBATIM = "verbatim"  # raw bytes
@@ -65,7 +66,7 @@ def rule(layout_or_encoder: str, name: str) -> str:
 
 # Rule names shared by the layouts (prefixed with the layout by `rule`).
 LENGTH = "length"  # payload length != encoded size (MalformedError)
-SHAPE = "shape"  # the shape does not fit the layout (spec/ninfer3.md §4.1)
+SHAPE = "shape"  # the shape does not fit the layout (spec/ninfer3.md §layout-registry)
 CODE_DOMAIN = "code_domain"  # an illegal code word (Q8 0x80, T2 0b10, E4M3FN NaN)
 SCALE_INVALID = "scale_invalid"  # negative, -0, inf or NaN scale; an invalid E4M3FN block scale
 ZERO_SCALE_NONZERO_CODE = "zero_scale_nonzero_code"  # +0 scale with a non-zero code
@@ -80,7 +81,7 @@ NO_ENCODER = "no_encoder"  # the pair has no value encoder (nvfp4, t2): import w
 
 # Encoder failures (prefixed with the encoder by `rule`).
 NONFINITE = "nonfinite"  # a NaN or infinity reached an encoder that must fail on it
-# grouped_absmax: the binary16 scale rounds to inf (spec/ninfer3.md §3.6 step 6)
+# grouped_absmax: the binary16 scale rounds to inf (spec/ninfer3.md §grouped-absmax step 6)
 SCALE_OVERFLOW = "scale_overflow"
-# fp8_row_maxabs: 1/scale is not finite (spec/ninfer3.md §3.7 step 5, Q8)
+# fp8_row_maxabs: 1/scale is not finite (spec/ninfer3.md §fp8-row-maxabs step 5, Q8)
 INVERSE_OVERFLOW = "inverse_overflow"

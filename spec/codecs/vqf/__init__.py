@@ -1,2 +1,2 @@
-"""VQF tensor encodings (spec/vqf.md §5): block geometry, the codec registry and the layout
+"""VQF tensor encodings (spec/vqf.md §encodings): block geometry, the codec registry and the layout
 rules."""

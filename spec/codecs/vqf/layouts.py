@@ -1,18 +1,19 @@
-"""The tiled VQF payload layouts as one table: a row per layout (spec/vqf.md §5.5-§5.8).
+"""The tiled VQF payload layouts as one table: a row per layout (spec/vqf.md §g256, §q8-tiled,
+§q4-0, §q4-8x8l).
 
 A tiled layout never quantises anything itself. The writer quantises with an untiled base codec and
-then regroups the base blocks of G consecutive rows (spec/vqf.md §5.6): a [R x C] matrix of nb =
-C/32 block columns is stored group by group, block column by block column inside a group, and each
+then regroups the base blocks of G consecutive rows (spec/vqf.md §q8-tiled): a [R x C] matrix of nb
+= C/32 block columns is stored group by group, block column by block column inside a group, and each
 group block holds the G row scales (row m at 2m) followed by the G rows' payload bytes moved in
 k-byte chunks, row m's byte j at 2G + (j div k)·kG + km + (j mod k), XORed with the row's mask.
-Every layout of spec/vqf.md §5.6-§5.8 is that one rule with its own (G, k, mask), so a new tiled
-layout is one row here: the registry, both codec packages, the C kernels' geometry and the tests
-read it from this table.
+Every layout of spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l is that one rule with its own (G, k, mask),
+so a new tiled layout is one row here: the registry, both codec packages, the C kernels' geometry
+and the tests read it from this table.
 
 How a reader picks a row (`TiledLayout.selects`): the directory qtype must be the row's, the tensor
 name must start with `names`, and then either the header flag `flag` is set, or (for the 4x4 Q8
-tiling, which sets no flag, spec/vqf.md §0 item 3) the caller passed `q8_tiling="4x4"`, or, with
-neither, the qtype alone is enough (qtype 0x04 only ever holds Q4_8X8L).
+tiling, which sets no flag, spec/vqf.md §decisions item 3) the caller passed `q8_tiling="4x4"`, or,
+with neither, the qtype alone is enough (qtype 0x04 only ever holds Q4_8X8L).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from weightfile.spec.vqf.qtypes import QType
 
 @dataclass(frozen=True)
 class TileGeometry:
-    """Row-group interleave of spec/vqf.md §5.6-§5.8: G rows a group, k-byte payload chunks."""
+    """Row-group interleave of spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l: G rows a group, k-byte
+    payload chunks."""
 
     group_rows: int  # G: rows per group
     chunk_bytes: int  # k: interleave width (4 for 4x4 / 8x8 Q8, 8 for Q4_8X8L)
@@ -44,16 +46,17 @@ class TileGeometry:
 
     @property
     def group_block_bytes(self) -> int:
-        """Bytes of one group block: G scales then G payloads (spec/vqf.md §5.6: G·34;
-        spec/vqf.md §5.7: 72; spec/vqf.md §5.8: 144)."""
+        """Bytes of one group block: G scales then G payloads (spec/vqf.md §q8-tiled: G·34;
+        spec/vqf.md §q4-0: 72; spec/vqf.md §q4-8x8l: 144)."""
         return self.group_rows * (2 + self.block_payload_bytes)
 
     def scale_position(self, m: int) -> int:
-        """Offset of row m's f16 scale inside a group block (row order, spec/vqf.md §5.6)."""
+        """Offset of row m's f16 scale inside a group block (row order, spec/vqf.md §q8-tiled)."""
         return 2 * m
 
     def payload_position(self, m: int, j: int) -> int:
-        """Offset of row m's base payload byte j inside a group block (spec/vqf.md §5.6-§5.8)."""
+        """Offset of row m's base payload byte j inside a group block (spec/vqf.md §q8-tiled, §q4-0,
+        §q4-8x8l)."""
         g, k = self.group_rows, self.chunk_bytes
         return 2 * g + (j // k) * (k * g) + k * m + (j % k)
 
@@ -64,7 +67,7 @@ class TiledLayout:
 
     name: str  # registry spelling (also the rule-id prefix vqf.codec.<name>.*)
     base: str  # the untiled codec that quantises; its blocks are moved, never changed
-    qtype: QType  # the directory qtype that carries it (spec/vqf.md §3.2)
+    qtype: QType  # the directory qtype that carries it (spec/vqf.md §qtype-codes)
     tiling: TileGeometry  # G, k, base payload bytes, XOR mask
     group_record: Construct  # the on-disk group block (spec/codecs/vqf/blocks.py)
     flag: VQFFlag | None  # the header flag that selects it, None when no flag does
@@ -103,14 +106,14 @@ TILED: dict[str, TiledLayout] = {
                     VQFFlag.Q4_4X4, None, "q4_", "spec/vqf.md §5.7"),
         # x8_* copies (ggml block_q4_0x8): row m's byte k at 16 + 64(k div 8) + 8m + k mod 8,
         # ^0x88. This is the layout of legacy Q4_0 input; writers that also set Q4_4X4 shuffle
-        # already-4x4 bytes instead (spec/vqf.md §0 item 4), which is not modelled.
+        # already-4x4 bytes instead (spec/vqf.md §decisions item 4), which is not modelled.
         TiledLayout("q4_0_8x8l", "q4_0", QType.Q4_8X8L, _Q4_8X8L, block_q4_0x8,
                     None, None, "", "spec/vqf.md §5.8"),
-        # G256 is quantised first and then repacked like Q8 (spec/vqf.md §5.5).
+        # G256 is quantised first and then repacked like Q8 (spec/vqf.md §g256).
         TiledLayout("g256_8x8", "g256", QType.Q8_0, _Q8_8X8, block_q8_0x8,
                     VQFFlag.Q8_8X8, None, "", "spec/vqf.md §5.5"),
-        # spec/vqf.md §5.5 names only 8x8, but the writer's 4x4 fallback (spec/vqf.md §7.5) applies
-        # to G256 files too.
+        # spec/vqf.md §g256 names only 8x8, but the writer's 4x4 fallback
+        # (spec/vqf.md §repack-gates) applies to G256 files too.
         TiledLayout("g256_4x4", "g256", QType.Q8_0, _Q8_4X4, block_q8_0x4,
                     None, "4x4", "", "spec/vqf.md §5.5"),
     )
@@ -118,7 +121,8 @@ TILED: dict[str, TiledLayout] = {
 
 
 def tiled_layout(base: str, qtype: int, flags: int, name: str, q8_tiling: str | None) -> str:
-    """The tiled layout of `base` this entry selects, else `base` itself (spec/vqf.md §5.6-§5.8)."""
+    """The tiled layout of `base` this entry selects, else `base` itself (spec/vqf.md §q8-tiled,
+    §q4-0, §q4-8x8l)."""
     for t in TILED.values():
         if t.base == base and t.selects(qtype, flags, name, q8_tiling):
             return t.name

@@ -1,5 +1,5 @@
-"""fast/csrc/vision.c under qemu-aarch64 equals the reference bit for bit (spec/numerics.md §21):
-LayerNorm with a bias, the GELUs (the aarch64 libm's binary64 estimates, with the flagged
+"""fast/csrc/vision.c under qemu-aarch64 equals the reference bit for bit (spec/numerics.md
+§vision): LayerNorm with a bias, the GELUs (the aarch64 libm's binary64 estimates, with the flagged
 near-midpoint elements replaced by the reference's exact evaluation, as fast/qwen3_vl does) and
 the per-image bidirectional attention. Without the tools the tests skip, except under CI (env CI
 set), where a missing tool is a failure (tests/emulated)."""

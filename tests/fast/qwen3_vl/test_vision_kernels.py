@@ -1,7 +1,7 @@
 """fast/csrc/vision.c's LayerNorm and GELUs equal ref/qwen3_vl/numerics.py bit for bit on every
-kernel path and thread count (spec/numerics.md §21.1, §21.2), and the GELUs are the correctly
-rounded real functions: near-midpoint inputs (found by a sweep) take the exact evaluation and
-agree with an independent 300-bit mpmath evaluation."""
+kernel path and thread count (spec/numerics.md §vision-layernorm, §vision-gelu), and the GELUs are
+the correctly rounded real functions: near-midpoint inputs (found by a sweep) take the exact
+evaluation and agree with an independent 300-bit mpmath evaluation."""
 
 from __future__ import annotations
 
@@ -139,8 +139,8 @@ def bits(u: int) -> np.float32:
 
 @pytest.mark.parametrize("kind", [fast.TANH, fast.ERF])
 def test_subnormal_midpoints_by_hand(kind) -> None:
-    """For tiny x both GELUs are x/2 + 0.399x² (spec/numerics.md §21.2): an odd subnormal's x/2
-    is a binary32 midpoint and the real value lies just above it. By hand: 2^-149 -> 2^-149;
+    """For tiny x both GELUs are x/2 + 0.399x² (spec/numerics.md §vision-gelu): an odd subnormal's
+    x/2 is a binary32 midpoint and the real value lies just above it. By hand: 2^-149 -> 2^-149;
     3·2^-149 -> 2·2^-149; -2^-149 -> -0; -3·2^-149 -> -2^-149; the smallest normal plus one ulp
     (0x00800001) -> 0x00400001, its negative -> 0x80400000; an even one is x/2 exactly."""
     cases = {

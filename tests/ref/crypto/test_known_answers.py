@@ -1,9 +1,9 @@
-"""Known answers for the primitives of spec/vqf.md §4, and SM2 against OpenSSL both ways.
+"""Known answers for the primitives of spec/vqf.md §protected, and SM2 against OpenSSL both ways.
 
 The standards' vectors (GB/T 32907 SM4, GB/T 32905 SM3), the spec's computed examples
-(spec/vqf.md §4.1 key derivation, spec/vqf.md §4.2 CTR carry and partial block, HMAC-SM3), HMAC-SM3
-against the `openssl dgst` command line, and SM2 signatures with the VQF ID made by us and checked
-by `openssl pkeyutl` with `distid`, and the reverse.
+(spec/vqf.md §key-derivation key derivation, spec/vqf.md §sm4-hmac CTR carry and partial block,
+HMAC-SM3), HMAC-SM3 against the `openssl dgst` command line, and SM2 signatures with the VQF ID made
+by us and checked by `openssl pkeyutl` with `distid`, and the reverse.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_sm3_gbt32905_vectors():
 
 
 def test_key_derivation_example():
-    keys = derive_keys(b"secret")  # spec/vqf.md §4.1
+    keys = derive_keys(b"secret")  # spec/vqf.md §key-derivation
     assert keys.sm4.hex() == "20638af3353fa5bd39a93300cf525ec1"
     assert keys.mac.hex() == "e86e82f52b965e20671461cc8d357dba"
 
@@ -48,7 +48,7 @@ def test_ctr_example_carries_big_endian_and_ends_on_a_partial_block():
     stream = sm4_ctr(keys.sm4, iv).update(bytes(40))
     assert stream.hex() == (
         "bab001e613e97cc13e6c33737939243b982cb26174959184e48c74bc636406abf1d25d5c5fbe74a4"
-    )  # spec/vqf.md §4.2
+    )  # spec/vqf.md §sm4-hmac
     assert counter_add(iv, 1).hex() == "000102030405060708090a0b0c0d0f00"
     assert counter_add(b"\xff" * 16, 1) == bytes(16)  # wraps mod 2**128
     assert sm4_ctr_at(keys.sm4, iv, 13, bytes(27)) == stream[13:]

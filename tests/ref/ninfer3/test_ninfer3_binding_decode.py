@@ -1,8 +1,8 @@
-"""`weightfile.open` on `.ninfer` bindings of parts (spec/ninfer3.md §2.5), and on a closed set.
+"""`weightfile.open` on `.ninfer` bindings of parts (spec/ninfer3.md §binding), and on a closed set.
 
 Regression tests of issue 14: parts that mix a cut row with whole rows, or parents of different
 row shapes or formats, are valid bindings (verify says so) and their values decode as
-spec/ninfer3.md §2.5 defines them: the parts' elements in C order. Only their stored words do
+spec/ninfer3.md §binding defines them: the parts' elements in C order. Only their stored words do
 not exist, and asking for them is our typed error. A binding of many parts decodes each parent
 once, and a read after close() is our `ClosedError`, not an assertion.
 """
@@ -44,7 +44,7 @@ def _tensor(oid: str, shape: list[int], fmt: str, offset: int, size: int) -> dic
 
 @pytest.fixture
 def parts_file(tmp_path: Path) -> Path:
-    """Three small tensors and one binding of each kind spec/ninfer3.md §2.5 allows and the
+    """Three small tensors and one binding of each kind spec/ninfer3.md §binding allows and the
     decoder once broke."""
     doc = tiny_doc()
     doc["objects"] = [
@@ -74,13 +74,14 @@ def parts_file(tmp_path: Path) -> Path:
 
 
 def test_mixed_parts_are_valid_bindings(parts_file: Path) -> None:
-    """spec/ninfer3.md §2.5: parts may split, reshape and reorder; nothing here breaks a rule."""
+    """spec/ninfer3.md §binding: parts may split, reshape and reorder; nothing here breaks a
+    rule."""
     assert weightfile.validate(parts_file) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_mixed_parts_decode_to_their_elements_in_order(parts_file: Path, engine: str) -> None:
-    """The values spec/ninfer3.md §2.5 defines; most of these raised numpy's ValueError in
+    """The values spec/ninfer3.md §binding defines; most of these raised numpy's ValueError in
     np.concatenate."""
     want = {
         "p.cut": np.concatenate([A.ravel()[0:4], A.ravel()[5:7]]),
@@ -100,7 +101,7 @@ def test_mixed_parts_decode_to_their_elements_in_order(parts_file: Path, engine:
 @pytest.mark.parametrize("name", ["p.cut", "p.widths", "p.formats", "p.many"])
 def test_words_of_mixed_parts_are_a_typed_error(parts_file: Path, engine: str, name: str) -> None:
     """Scales belong to a row's groups and each encoding has its own words: there is no common
-    word set to return (spec/ninfer3.md §2.5, §4.1)."""
+    word set to return (spec/ninfer3.md §binding, §layout-registry)."""
     words = raises_rule(UnsupportedError, "ninfer3.range.words")
     with weightfile.open(parts_file) as f, words as info:
         f.decode_words(name, engine=engine)

@@ -1,6 +1,6 @@
 """Checks that wait until data is used: continuation volumes, range reads, object checks and the
-binder, including every row of the spec spec/ninfer3.md §2.9 table (spec/ninfer3.md §1.3 step 6,
-§1.6, §2.9).
+binder, including every row of the spec spec/ninfer3.md §validation table (spec/ninfer3.md
+§header-checks step 6, §range-reads, §validation).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _tiny(tmp_path: Path, fn: Any = None) -> Artifact:
     return open_artifact(entry)
 
 
-# -- continuation volumes, opened lazily (spec/ninfer3.md §1.3 step 6)
+# -- continuation volumes, opened lazily (spec/ninfer3.md §header-checks step 6)
 # ----------------------------------------
 
 
@@ -71,8 +71,8 @@ def test_range_inside_one_file_is_a_zero_copy_view(tmp_path: Path) -> None:
 
 
 def test_missing_third_file_fails_only_reads_that_need_it(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.9: second continuation file missing for a needed parent -> range-read
-    failure."""
+    """spec/ninfer3.md §validation: second continuation file missing for a needed parent ->
+    range-read failure."""
     paths = _sharded(tmp_path)
     paths[2].unlink()
     with open_artifact(paths[0]) as artifact:
@@ -86,8 +86,8 @@ def test_missing_third_file_fails_only_reads_that_need_it(tmp_path: Path) -> Non
 
 
 def test_continuation_from_another_artifact(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.9: a same-numbered continuation file from another artifact -> artifact_id
-    mismatch."""
+    """spec/ninfer3.md §validation: a same-numbered continuation file from another artifact ->
+    artifact_id mismatch."""
     paths = _sharded(tmp_path)
     patch(paths[1], 31, b"\xff")  # one byte of the artifact_id differs
     with open_artifact(paths[0]) as artifact:
@@ -135,7 +135,7 @@ def test_range_read_past_payload(tmp_path: Path, offset: int, length: int) -> No
         artifact.read_range(offset, length)
 
 
-# -- deferred object checks (spec/ninfer3.md §2.9)
+# -- deferred object checks (spec/ninfer3.md §validation)
 # ------------------------------------------------------------
 
 
@@ -171,7 +171,7 @@ def _obj(i: int, **fields: Any) -> Any:
     ],
 )
 def test_object_fails_only_when_used(tmp_path: Path, fn: Any, rule: str) -> None:
-    """spec/ninfer3.md §2.9: an unimplemented format/layout fails only when that object is
+    """spec/ninfer3.md §validation: an unimplemented format/layout fails only when that object is
     interpreted."""
     if rule == "ninfer3.object.offset_alignment":
         fn = _misaligned
@@ -204,7 +204,7 @@ def test_unknown_object_id(tmp_path: Path) -> None:
         artifact.object("w.none")
 
 
-# -- binder checks (spec/ninfer3.md §2.5, §2.6, §2.9)
+# -- binder checks (spec/ninfer3.md §binding, §use, §validation)
 # --------------------------------------------------------
 
 
@@ -223,7 +223,8 @@ def test_whole_binding_needs_the_exact_shape(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("shape", [[3], [5], [2, 3]])
 def test_parts_total_differs_from_parameter(tmp_path: Path, shape: list[int]) -> None:
-    """spec/ninfer3.md §2.9: Part total != parameter element count -> binder coverage error."""
+    """spec/ninfer3.md §validation: Part total != parameter element count -> binder coverage
+    error."""
     with _tiny(tmp_path) as artifact, raises_rule(InvalidError, "ninfer3.binder.coverage"):
         artifact.bind("p.split", shape)
 
@@ -234,8 +235,8 @@ def test_required_parameter_absent(tmp_path: Path) -> None:
 
 
 def test_selected_component_missing(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.9: selecting vision/spec that the file does not provide -> component
-    missing."""
+    """spec/ninfer3.md §validation: selecting vision/spec that the file does not provide ->
+    component missing."""
     with _tiny(tmp_path) as artifact, raises_rule(InvalidError, "ninfer3.binder.component"):
         artifact.component("vision")
 
@@ -288,7 +289,8 @@ def test_divisor_as_one_element_part_of_fp32_vector(tmp_path: Path) -> None:
 def test_divisor_not_one_fp32_element(
     tmp_path: Path, binding: dict[str, Any], scalar: dict[str, Any]
 ) -> None:
-    """spec/ninfer3.md §2.9: scalar activation divisor bound to a non-scalar or non-FP32 value."""
+    """spec/ninfer3.md §validation: scalar activation divisor bound to a non-scalar or non-FP32
+    value."""
     with (
         _tiny(tmp_path, _divisor(binding, **scalar)) as artifact,
         raises_rule(InvalidError, "ninfer3.binder.divisor"),

@@ -1,5 +1,5 @@
 """`describe`, `verify` and the text `weightfile inspect` prints (commands/inspect.py) for
-`.ninfer` files (spec/ninfer3.md §1.3 step 7, §2.9)."""
+`.ninfer` files (spec/ninfer3.md §header-checks step 7, §validation)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def test_description_of_the_sharded_set(tmp_path: Path) -> None:
     assert json.loads(json.dumps(d)) == d  # JSON-serialisable
     assert d["header"]["artifact_id"] == "000102030405060708090a0b0c0d0e0f"
     assert d["header"]["json_bytes"] == 4064 and d["payload_bytes"] == 1344
-    # spec/ninfer3.md §1.3 step 7: entry_payload_start + Σ payload_bytes + 4096 × (files − 1)
+    # spec/ninfer3.md §header-checks step 7: entry_payload_start + Σ payload_bytes + 4096 × (files −
+    # 1)
     assert d["file_bytes"] == 4096 + 1344 + 4096 * 2
     assert [(f["name"], f["file_bytes"], f["actual_bytes"]) for f in d["files"]] == [
         ("s.ninfer", 4596, 4596),

@@ -1,9 +1,9 @@
-"""The two spec/ninfer3.md §5 example directories rebuilt into real files and read back
-(spec/ninfer3.md §5, §1.9).
+"""The two spec/ninfer3.md §examples example directories rebuilt into real files and read back
+(spec/ninfer3.md §examples, §framing-numbers).
 
-Every expected number below is copied from the spec's spec/ninfer3.md §5 tables, never computed by
-the code under test. Payloads are zeros left sparse by ftruncate, plus a few marker bytes at the
-file boundaries so cross-file reads are checked byte for byte.
+Every expected number below is copied from the spec's spec/ninfer3.md §examples tables, never
+computed by the code under test. Payloads are zeros left sparse by ftruncate, plus a few marker
+bytes at the file boundaries so cross-file reads are checked byte for byte.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.ninfer3.write import ArtifactWriter
 
-# spec/ninfer3.md §5 objects table: id -> (ex1 offset, ex2 offset, bytes)
+# spec/ninfer3.md §examples objects table: id -> (ex1 offset, ex2 offset, bytes)
 COMMON = {
     "r.tokenizer": (0, 0, 12_809_320),
     "r.tokenizer_config": (12_809_320, 12_809_320, 17_928),
@@ -58,7 +58,8 @@ EX2_PREFIXES = [0, 63_934_464, 127_930_368, 140_246_016]
 EX2_SIZES = [64_000_000, 64_000_000, 12_319_744]
 EX1_SIZE = 140_403_712
 EX1_PAYLOAD = 140_338_176
-CROSSING = {"w.embedding": [0, 1], "w.head": [1, 2]}  # spec/ninfer3.md §5 "objects crossing files"
+CROSSING = {"w.embedding": [0, 1], "w.head": [1, 2]}  # spec/ninfer3.md §examples "objects crossing
+# files"
 
 
 def _marker(n: int, seed: int) -> bytes:
@@ -96,7 +97,8 @@ def test_example_sharded_hand_built(tmp_path: Path) -> None:
     paths = build_file_set(tmp_path, EX2_NAME, text, json_bytes=65_504)
     assert [os.path.getsize(p) for p in paths] == EX2_SIZES
     # Marker bytes around both file boundaries, written straight into the files
-    # (spec/ninfer3.md §1.6 mapping by hand: entry payload starts at 65,536, each part's at 4,096).
+    # (spec/ninfer3.md §range-reads mapping by hand: entry payload starts at 65,536, each part's at
+    # 4,096).
     patch(paths[0], 65_536 + 63_934_464 - 100, _marker(100, 1))
     patch(paths[1], 4_096, _marker(100, 2))
     patch(paths[1], 4_096 + 63_995_904 - 100, _marker(100, 3))

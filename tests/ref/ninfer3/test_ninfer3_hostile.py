@@ -1,6 +1,6 @@
 """Hostile input never crashes the reader: any byte flips in a valid file, and any JSON value
 as the directory, give either a valid artifact or a `WeightfileError` with a rule id from the
-table — never a raw KeyError/TypeError/IndexError (standards; spec/ninfer3.md §2.9)."""
+table — never a raw KeyError/TypeError/IndexError (standards; spec/ninfer3.md §validation)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The container's object-size check and the codecs' payloads agree on every pair
-(spec/ninfer3.md §2.4, §4).
+(spec/ninfer3.md §objects, §layouts).
 
 An object's `bytes` must equal encoded_size(layout, format, shape) (rule ninfer3.object.bytes);
 a codec's payload is whatever its packer writes. Both now read one geometry, and these
@@ -85,8 +85,8 @@ def test_object_bytes_check_accepts_exactly_the_codec_payload_length(
 
 @given(data=st.binary(min_size=1, max_size=300))
 def test_resource_bytes_are_the_raw_payload_length(data: bytes) -> None:
-    """raw_bytes_v1 (spec/ninfer3.md §4.6): the writer reserves the payload's length, which is the
-    data's."""
+    """raw_bytes_v1 (spec/ninfer3.md §raw-bytes): the writer reserves the payload's length, which is
+    the data's."""
     values = np.frombuffer(data, dtype=np.uint8).copy()
     payload = get_codec(None, "raw_bytes_v1").encode(values, values.shape)
     [placed] = plan_objects([ResourceSpec("r", len(data))])
@@ -105,8 +105,8 @@ def test_resource_bytes_are_the_raw_payload_length(data: bytes) -> None:
 def test_writer_refuses_a_shape_outside_4_1_when_planning(
     fmt: str, layout: str, shape: tuple[int, ...]
 ) -> None:
-    """The writer applies the codecs' spec/ninfer3.md §4.1 rule (positive dims, rank 0..16) before
-    placing."""
+    """The writer applies the codecs' spec/ninfer3.md §layout-registry rule (positive dims, rank
+    0..16) before placing."""
     with raises_rule(InvalidError, "ninfer3.object.shape"):
         plan_objects([TensorSpec("w", shape, fmt, layout)])
 

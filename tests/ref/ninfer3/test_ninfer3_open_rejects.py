@@ -1,7 +1,9 @@
-"""Every open-time rejection of spec/ninfer3.md §1.3 and §2.9 (steps 1-9), one fault per test.
+"""Every open-time rejection of spec/ninfer3.md §header-checks and §validation (steps 1-9), one
+fault per test.
 
-Each test builds the spec/ninfer3.md §1.9 tiny file by hand, breaks one thing, and asserts the exact
-error class and rule id; `test_tiny_file_is_valid` is the guard that the unbroken file opens.
+Each test builds the spec/ninfer3.md §framing-numbers tiny file by hand, breaks one thing, and
+asserts the exact error class and rule id; `test_tiny_file_is_valid` is the guard that the unbroken
+file opens.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def _open_mutated(tmp_path: Path, fn: Any) -> None:
 
 
 def test_tiny_file_is_valid(tmp_path: Path) -> None:
-    """spec/ninfer3.md §1.9 hand-made tiny file: json_bytes 4064 (0x0FE0), payload at 4096, size
-    4,361."""
+    """spec/ninfer3.md §framing-numbers hand-made tiny file: json_bytes 4064 (0x0FE0), payload at
+    4096, size 4,361."""
     (entry,) = build_file_set(tmp_path, "tiny.ninfer", tiny_doc(), TINY_PAYLOAD)
     assert os.path.getsize(entry) == 4_361
     head = entry.read_bytes()[:32]
@@ -324,7 +326,7 @@ def test_object_end_overflows_u64(tmp_path: Path) -> None:
 
 
 def test_object_offset_moved_into_predecessor(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.9: two objects' byte ranges overlap -> range error."""
+    """spec/ninfer3.md §validation: two objects' byte ranges overlap -> range error."""
     with raises_rule(InvalidError, "ninfer3.objects.order"):
         _open_mutated(tmp_path, _obj(2, offset=259))
 
@@ -344,7 +346,7 @@ def test_object_past_payload(tmp_path: Path) -> None:
 
 
 def test_same_object_id_twice(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.9: same object id twice -> directory error."""
+    """spec/ninfer3.md §validation: same object id twice -> directory error."""
     with raises_rule(InvalidError, "ninfer3.objects.id_unique"):
         _open_mutated(tmp_path, _obj(2, id="w.bf16"))
 
@@ -484,7 +486,7 @@ def test_part_range_form(tmp_path: Path, rng: Any) -> None:
 
 @pytest.mark.parametrize("rng", [[0, 5], [2, 2], [3, 1]])
 def test_part_range_outside_parent(tmp_path: Path, rng: list[int]) -> None:
-    """spec/ninfer3.md §2.9: Part end > parent element count -> reference error."""
+    """spec/ninfer3.md §validation: Part end > parent element count -> reference error."""
     with raises_rule(InvalidError, "ninfer3.bindings.range"):
         _open_mutated(tmp_path, _bind("p.x", {"parts": [{"object": "w.bf16", "range": rng}]}))
 
@@ -597,7 +599,7 @@ def test_entry_length_must_match(tmp_path: Path, delta: int) -> None:
         open_artifact(entry)
 
 
-# -- the order of spec/ninfer3.md §2.9
+# -- the order of spec/ninfer3.md §validation
 # ------------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
 """Property: whatever legal directory the writer is given, reading it back gives the same
 directory and bytes, and every range read over any shard boundary equals the logical payload
-(spec/ninfer3.md §1.5-§1.7, §2)."""
+(spec/ninfer3.md §logical-payload, §range-reads, §writer, §directory)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def _check_directory(artifact: Any, case: dict[str, Any]) -> None:
         assert d.components[cid].target == component.get("target")
     assert d.metadata == case["metadata"] and d.provenance == case["provenance"]
     files = d.files
-    assert all(f.logical_start % 4096 == 0 for f in files)  # spec/ninfer3.md §1.7 result
+    assert all(f.logical_start % 4096 == 0 for f in files)  # spec/ninfer3.md §writer result
 
 
 def _check_ranges(artifact: Any, logical: bytes, data: st.DataObject) -> None:
@@ -112,8 +112,8 @@ def test_range_reads_over_random_shard_boundaries(
     sizes: list[int], seed: int, data: st.DataObject
 ) -> None:
     """Hand-built file sets with arbitrary segment sizes (not multiples of 4096, as
-    spec/ninfer3.md §1.4 allows): every range read equals the logical payload
-    (spec/ninfer3.md §1.6)."""
+    spec/ninfer3.md §files-table allows): every range read equals the logical payload
+    (spec/ninfer3.md §range-reads)."""
     payload = random.Random(seed).randbytes(sum(sizes))
     doc = {
         "components": {"text": {"config": {}}},

@@ -1,8 +1,9 @@
 """`verify` lists every broken directory, binding and use rule of a `.ninfer` file set, each with
-its JSON path, while the reader still stops at the first (spec/ninfer3.md §2.9).
+its JSON path, while the reader still stops at the first (spec/ninfer3.md §validation).
 
-Each test starts from the spec/ninfer3.md §1.9 tiny file (guarded by test_ninfer3_open_rejects.py)
-and breaks independent records; the faults are chosen so that none implies another.
+Each test starts from the spec/ninfer3.md §framing-numbers tiny file (guarded by
+test_ninfer3_open_rejects.py) and breaks independent records; the faults are chosen so that none
+implies another.
 """
 
 from __future__ import annotations

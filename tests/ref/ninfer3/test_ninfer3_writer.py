@@ -1,5 +1,6 @@
 """The writer: placement, JSON reserve, sharding, names, artifact ids, streaming writes and
-atomic publication (spec/ninfer3.md §1.7, §1.8, §1.9). Expected numbers come from the spec."""
+atomic publication (spec/ninfer3.md §writer, §json-serialisation, §framing-numbers). Expected
+numbers come from the spec."""
 
 from __future__ import annotations
 
@@ -32,11 +33,11 @@ def test_default_limit_is_32_decimal_gb() -> None:
 @pytest.mark.parametrize(
     "payload,entry_start,want",
     [
-        # spec/ninfer3.md §1.9 upstream test: 32e9-byte payload, small JSON -> 2 files
+        # spec/ninfer3.md §framing-numbers upstream test: 32e9-byte payload, small JSON -> 2 files
         (32_000_000_000, 4096, [31_999_995_904, 4_096]),
         # a payload of 32e9 − 4096 stays in one file
         (32_000_000_000 - 4096, 4096, [32_000_000_000 - 4096]),
-        # spec spec/ninfer3.md §3.3 example: entry_payload_start 65536
+        # spec spec/ninfer3.md §grouped-formats example: entry_payload_start 65536
         (31_999_934_464 + 4_096, 65_536, [31_999_934_464, 4_096]),
     ],
 )
@@ -59,7 +60,8 @@ def test_part_names_have_at_least_four_digits() -> None:
 
 
 def test_tiny_sharded_set_with_limit_12288(tmp_path: Path) -> None:
-    """spec/ninfer3.md §1.9: one 27,610-byte resource, limit 12,288 -> files 8192/8192/8192/3034."""
+    """spec/ninfer3.md §framing-numbers: one 27,610-byte resource, limit 12,288 -> files
+    8192/8192/8192/3034."""
     data = bytes((i * 13 + 5) % 256 for i in range(27_610))
     paths = write_artifact(
         tmp_path / "large.ninfer",

@@ -1,4 +1,4 @@
-"""The writer refuses a directory the reader would refuse (spec/ninfer3.md §9.1): JSON longer
+"""The writer refuses a directory the reader would refuse (spec/ninfer3.md §safe-files): JSON longer
 than the reader's cap is `ninfer3.writer.json_limit`, before any file is created. The cap is the
 reader's own constant, so the test lowers it (256 MiB of JSON is too slow for a unit test) and
 shows both sides move together: at the cap the file is written and read back; one byte above, the
@@ -33,7 +33,7 @@ def _json_bytes(folder) -> int:
 
 
 def test_the_cap_is_the_documented_256_mib():
-    assert read.MAX_JSON_BYTES == 268_435_456  # spec/ninfer3.md §9.1
+    assert read.MAX_JSON_BYTES == 268_435_456  # spec/ninfer3.md §safe-files
 
 
 def test_writer_refuses_json_above_the_reader_cap(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The Gated DeltaNet steps (spec/numerics.md §17) on small hand-derived cases, exact in f32."""
+"""The Gated DeltaNet steps (spec/numerics.md §gdn) on small hand-derived cases, exact in f32."""
 
 from __future__ import annotations
 

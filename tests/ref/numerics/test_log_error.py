@@ -1,4 +1,4 @@
-"""The canonical log / log1p / softplus (spec/numerics.md §16) against mpmath at 80 bits.
+"""The canonical log / log1p / softplus (spec/numerics.md §log) against mpmath at 80 bits.
 
 The contract fixes the operation sequence, not an accuracy; these tests measure the accuracy
 the sequence achieves and pin the bound the contract states (log <= 2 ulp, softplus <= 4 ulp,

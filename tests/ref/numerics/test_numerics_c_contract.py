@@ -1,7 +1,7 @@
 """A C implementation written from spec/numerics.md alone (tools/canonical_c/canonical.c) gives the
 reference's bits for exp and the 8-lane dot when built with -ffp-contract=off
-(spec/numerics.md §2.2, §3, §6); tools/c_check.py runs the exhaustive version and shows what an
-FMA-contracting build changes."""
+(spec/numerics.md §no-fma, §lanes8-tree, §exp); tools/c_check.py runs the exhaustive version and
+shows what an FMA-contracting build changes."""
 
 from __future__ import annotations
 

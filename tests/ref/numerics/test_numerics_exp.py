@@ -1,4 +1,4 @@
-"""The canonical exp, sigmoid and SiLU (spec/numerics.md §6–§7)."""
+"""The canonical exp, sigmoid and SiLU (spec/numerics.md §exp, §silu)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RMSNorm, softmax, quantized matvec, RoPE and the profile's kernels (spec/numerics.md §4–§8)."""
+"""RMSNorm, softmax, quantized matvec, RoPE and the profile's kernels (spec/numerics.md
+§quantized-matmul, §norms, §exp, §silu, §rope)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def fv(*xs: float) -> list[np.float32]:
     return [F(x) for x in xs]
 
 
-# --- spec/numerics.md §5.1 RMSNorm
+# --- spec/numerics.md §rmsnorm RMSNorm
 # ------------------------------------------------------------------------
 
 
@@ -48,7 +49,7 @@ def test_rmsnorm_eps_enters_under_the_root() -> None:
     assert out == [F(F(3) * F(1 / F(np.sqrt(F(13))))), F(F(4) * F(1 / F(np.sqrt(F(13)))))]
 
 
-# --- spec/numerics.md §5.2 softmax
+# --- spec/numerics.md §softmax softmax
 # --------------------------------------------------------------------------
 
 
@@ -66,7 +67,7 @@ def test_softmax_sums_to_one(scores: list[float]) -> None:
     assert all(x >= 0 for x in p)
 
 
-# --- spec/numerics.md §4 quantized matvec
+# --- spec/numerics.md §quantized-matmul quantized matvec
 # --------------------------------------------------------------------
 
 
@@ -136,7 +137,7 @@ def test_f16_scale_widening_is_exact() -> None:
     assert f16_bits_to_f32(0x3C00) == F(1) and f16_bits_to_f32(0x0001) == F(2.0**-24)
 
 
-# --- spec/numerics.md §8 RoPE
+# --- spec/numerics.md §rope RoPE
 # ---------------------------------------------------------------------------------
 
 
@@ -161,13 +162,14 @@ def test_rotate_half_quarter_turn() -> None:
 
 
 def test_mrope_sections_interleave() -> None:
-    axes = [mrope_axis(i, (24, 20, 20)) for i in range(64)]  # spec/models.md §1.2 worked example
+    axes = [mrope_axis(i, (24, 20, 20)) for i in range(64)]  # spec/models.md §qwen3-vl worked
+    # example
     assert [i for i, a in enumerate(axes) if a == 1] == list(range(1, 59, 3))
     assert [i for i, a in enumerate(axes) if a == 2] == list(range(2, 60, 3))
     assert axes.count(0) == 24 and all(mrope_axis(i, None) == 0 for i in range(64))
 
 
-# --- spec/numerics.md §1 profile -> kernels
+# --- spec/numerics.md §profiles profile -> kernels
 # -------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""The canonical summation order (spec/numerics.md §3): hand-derived cases where order matters."""
+"""The canonical summation order (spec/numerics.md §lanes8-tree): hand-derived cases where order
+matters."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Batch invariance (spec/numerics.md §12): prefill, chunked prefill and one-by-one decode give
-bit-identical logits for every token, with float32 and with quantized (logical-word) weights."""
+"""Batch invariance (spec/numerics.md §batch-invariance): prefill, chunked prefill and one-by-one
+decode give bit-identical logits for every token, with float32 and with quantized (logical-word)
+weights."""
 
 from __future__ import annotations
 

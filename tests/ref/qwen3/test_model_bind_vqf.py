@@ -1,5 +1,6 @@
-"""Binding a VQF file to the decoder (spec/vqf.md §7.1–§7.3, §8): arch -> config, stacked tensors
-sliced per layer, F16/F32 read exactly, quantized payloads handed to the words hook."""
+"""Binding a VQF file to the decoder (spec/vqf.md §text-tensors, §weight-modes, §geometry,
+§arch-semantics): arch -> config, stacked tensors sliced per layer, F16/F32 read exactly, quantized
+payloads handed to the words hook."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def f32_bytes(arrays: list[np.ndarray]) -> bytes:
 
 
 def sources(w: ModelWeights, family: str, embed_f16: bool) -> list[TensorSource]:
-    """The tensors of spec/vqf.md §7.1 for weights w; projections stacked layer after layer."""
+    """The tensors of spec/vqf.md §text-tensors for weights w; projections stacked layer after
+    layer."""
     qt = QType.Q8_0 if family == "q8" else QType.Q4_0
     d, nl, hd, V = 32, 2, 8, 48
     emb = w.embed.astype("<f2").tobytes() if embed_f16 else w.embed.astype("<f4").tobytes()
@@ -89,7 +91,7 @@ def test_bound_weights_equal_the_written_ones(tmp_path: Path, family: str, embed
     assert config == replace(CONFIG, rms_norm_eps=float(np.float32(1e-6)))  # the header's f32
     assert (bound.embed.view(np.uint32) == w.embed.view(np.uint32)).all()
     assert (bound.final_norm == w.final_norm).all()
-    # layer l is slice l (spec/vqf.md §7.1)
+    # layer l is slice l (spec/vqf.md §text-tensors)
     for got, want in zip(bound.layers, w.layers, strict=True):
         for attr in PROJ.values():
             assert same_matrix(getattr(got, attr), getattr(want, attr)), attr

@@ -149,8 +149,8 @@ def test_generate_greedy_continues_the_argmax_chain() -> None:
 
 
 def test_every_product_goes_through_the_kernels() -> None:
-    """The decoder calls its numerics only through the profile's kernels (spec/numerics.md §1):
-    every projection of every token is one kernels.matvec call."""
+    """The decoder calls its numerics only through the profile's kernels (spec/numerics.md
+    §profiles): every projection of every token is one kernels.matvec call."""
     from dataclasses import fields
 
     from weightfile.ref.numerics.kernels import Kernels

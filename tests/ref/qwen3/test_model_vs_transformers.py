@@ -23,7 +23,7 @@ transformers = pytest.importorskip(
     "transformers", reason="external check needs the 'external' extra (transformers)"
 )
 
-# spec/models.md §2's tiny oracle shape, tied and untied
+# spec/models.md §tiny-checkpoints's tiny oracle shape, tied and untied
 SIZES = dict(
     vocab_size=512,
     hidden_size=64,
@@ -56,7 +56,7 @@ def build_hf(tied: bool, theta: float, seed: int):
 def ours_from(model, tied: bool, theta: float) -> Qwen3Model:
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     if tied:
-        sd.pop("lm_head.weight", None)  # tied: the file has no lm_head (spec/models.md §1.1)
+        sd.pop("lm_head.weight", None)  # tied: the file has no lm_head (spec/models.md §qwen3)
     config = Qwen3Config(**SIZES, rope_theta=theta, rms_norm_eps=1e-6, tie_word_embeddings=tied)
     return Qwen3Model(config, weights_from_state_dict(sd, SIZES["num_hidden_layers"]))
 
@@ -94,7 +94,7 @@ def quantize_q8_0(w: np.ndarray) -> QuantMatrix:
 
 def dequantize(m: QuantMatrix) -> np.ndarray:
     scale = m.scale_bits.view(np.float16).astype(np.float32).repeat(32, axis=1)
-    return m.codes.astype(np.float32) * scale  # exact products (spec/numerics.md §4.2)
+    return m.codes.astype(np.float32) * scale  # exact products (spec/numerics.md §f32-weights)
 
 
 def quantized_pair(seed: int):
@@ -129,18 +129,19 @@ def test_q8_words_match_transformers_on_dequantized_weights() -> None:
         want = model(torch.tensor([TOKENS])).logits[0].numpy().astype(np.float64)
     f32w = Qwen3Model(config, weights, CANONICAL.with_quantized_matmul(QuantizedMatmul.F32_WEIGHTS))
     got = f32w.forward(TOKENS, f32w.new_cache())
-    assert np.abs(got - want).max() <= 1e-5  # only float rounding differs (spec/numerics.md §13)
+    assert np.abs(got - want).max() <= 1e-5  # only float rounding differs
+    # (spec/numerics.md §how-far)
     assert (got.argmax(axis=1) == want.argmax(axis=1)).all()
-    # q8_activation adds the activation rounding of spec/numerics.md §4.1: each matvec input moves
-    # by <= d/2 = amax/254 of its block (0.4 %), so the logits move by about that fraction of their
-    # scale.
+    # q8_activation adds the activation rounding of spec/numerics.md §q8-activation: each matvec
+    # input moves by <= d/2 = amax/254 of its block (0.4 %), so the logits move by about that
+    # fraction of their scale.
     eng = Qwen3Model(config, weights)
     act = eng.forward(TOKENS, eng.new_cache())
     scale = np.abs(want).max()
     assert 1e-5 < np.abs(act - want).max() <= 0.02 * scale
 
 
-# --- Qwen3-VL text tower: interleaved MRoPE with image-like position ids (spec/models.md §1.2)
+# --- Qwen3-VL text tower: interleaved MRoPE with image-like position ids (spec/models.md §qwen3-vl)
 # -----
 
 

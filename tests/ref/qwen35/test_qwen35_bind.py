@@ -1,4 +1,5 @@
-"""bind_ninfer on files written with the reference writer (spec/ninfer3.md §2.5, §2.6, §2.9, §6).
+"""bind_ninfer on files written with the reference writer (spec/ninfer3.md §binding, §use,
+§validation, §qwen35-text).
 
 A good file binds to exactly the weights it was written from (bf16: the bf16-rounded values;
 q8: the codec's decoded values) and runs to the same logits bit for bit; each binder rule
@@ -225,7 +226,8 @@ def logits_of(tmp_path: Path, tf: TextFile, name: str) -> np.ndarray:
 
 
 def test_policies_and_divisors_do_not_change_the_reference(tmp_path: Path) -> None:
-    """spec/numerics.md §18.4: A16Only, AllowA8 and AllowA4 mean the same float32 computation."""
+    """spec/models.md §qwen35-activations: A16Only, AllowA8 and AllowA4 mean the same float32
+    computation."""
     plain = text_file(tiny_config(), params(), "bf16")
     relaxed = text_file(tiny_config(), params(), "bf16")
     relaxed.add_tensor("w.divisor", np.array(0.25, dtype=np.float32), "fp32", "contiguous_le_v1")
@@ -237,8 +239,8 @@ def test_policies_and_divisors_do_not_change_the_reference(tmp_path: Path) -> No
 
 
 def test_parts_are_concatenated_in_binding_order(tmp_path: Path) -> None:
-    """spec/ninfer3.md §2.5: parts may reorder rows; the parameter is the parts' elements in array
-    order."""
+    """spec/ninfer3.md §binding: parts may reorder rows; the parameter is the parts' elements in
+    array order."""
     tf = text_file(tiny_config(), params(), "bf16")
     name = L0 + "mlp/gate"
     rows = params()[name]

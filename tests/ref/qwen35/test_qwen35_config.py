@@ -1,5 +1,5 @@
-"""The closed spec/ninfer3.md §6.1 text config: every rule rejects its case with its rule id and
-JSON path."""
+"""The closed spec/ninfer3.md §qwen35-config text config: every rule rejects its case with its rule
+id and JSON path."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Prefill, chunked prefill, token-by-token decode and batching give bit-identical logits
-(spec/numerics.md §12), for both layer types: the DeltaNet conv and recurrent states and the
-attention K/V cache carry exactly what a longer prefill would have computed."""
+(spec/numerics.md §batch-invariance), for both layer types: the DeltaNet conv and recurrent states
+and the attention K/V cache carry exactly what a longer prefill would have computed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Binding a version-3 VQF file (spec/vqf.md §7.1, §8): expert bands cut per expert, and every
-rule of the Qwen3-MoE binder broken once (vqf.bind.moe_experts, moe_band, moe_router), each
-next to the legal file it was made from."""
+"""Binding a version-3 VQF file (spec/vqf.md §text-tensors, §arch-semantics): expert bands cut per
+expert, and every rule of the Qwen3-MoE binder broken once (vqf.bind.moe_experts, moe_band,
+moe_router), each next to the legal file it was made from."""
 
 from __future__ import annotations
 

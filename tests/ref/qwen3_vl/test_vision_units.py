@@ -1,6 +1,6 @@
-"""The vision tower's operations one by one (spec/numerics.md §21) and the multimodal prompt
-(spec/models.md §1.2 (b), (c)), against hand derivations, binary64 math and transformers' helpers;
-and the rules the binder and the prompt raise."""
+"""The vision tower's operations one by one (spec/numerics.md §vision) and the multimodal prompt
+(spec/models.md §qwen3-vl (b), (c)), against hand derivations, binary64 math and transformers'
+helpers; and the rules the binder and the prompt raise."""
 
 from __future__ import annotations
 
@@ -135,7 +135,8 @@ def test_rotary_2d_rows_then_columns() -> None:
 
 
 def test_rope_index_reproduces_the_observed_example() -> None:
-    """spec/models.md §1.2 (b): [1, 2, <vs>, 6 image tokens of a 2x3 merged grid, <ve>, 7, 8, 9]."""
+    """spec/models.md §qwen3-vl (b): [1, 2, <vs>, 6 image tokens of a 2x3 merged grid, <ve>, 7, 8,
+    9]."""
     img = 9
     ids = [1, 2, 5, *[img] * 6, 6, 7, 8, 10]
     pos, delta = rope_index(ids, img, [(1, 4, 6)], 2)

@@ -1,4 +1,4 @@
-"""The Qwen3-VL reference against transformers (spec/numerics.md §21, spec/models.md §1.2).
+"""The Qwen3-VL reference against transformers (spec/numerics.md §vision, spec/models.md §qwen3-vl).
 
 A tiny seeded Qwen3VLForConditionalGeneration (tests/strategies/qwen3_vl.py) is imported to a q8_0
 VISION VQF and run by the reference under `f32_weights`; transformers float32 eager runs the same
@@ -133,7 +133,7 @@ def test_vision_outputs_within_budget_on_dequantized_weights(run) -> None:
 
 def test_deepstack_features_and_injection(run) -> None:
     """Each feature against transformers; then its addition at exactly the image rows after text
-    layer j, bit for bit h ⊕ f (spec/numerics.md §21.7), and nowhere else."""
+    layer j, bit for bit h ⊕ f (spec/numerics.md §vision-merge), and nowhere else."""
     vis, _ = run["outs"]["deq"]
     tr, tokens = run["trace"], np.array(run["tokens"])
     assert len(vis.deepstack_features) == run["n_ds"] == 2
@@ -152,7 +152,7 @@ def test_deepstack_features_and_injection(run) -> None:
 def test_positions_equal_get_rope_index(run) -> None:
     assert [list(p) for p in run["positions"]] == run["hf_pos"]
     assert run["delta"] == run["hf_delta"] == -3
-    # the spec's shape (spec/models.md §1.2 (b)): text 0..2, the 2x3 image at 3, text from 6
+    # the spec's shape (spec/models.md §qwen3-vl (b)): text 0..2, the 2x3 image at 3, text from 6
     image = [(3, 3, 3), (3, 3, 4), (3, 3, 5), (3, 4, 3), (3, 4, 4), (3, 4, 5)]
     assert run["positions"][3:9] == image
     assert run["positions"][9] == (6, 6, 6)

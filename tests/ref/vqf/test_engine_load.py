@@ -1,6 +1,7 @@
-"""spec/vqf.md §9.2: would a default engine load the file — every combination of the five layout
-bits with ENC and SIGNED (128 flag sets), against a closed-form oracle written from spec/vqf.md
-§9 step 10, §0 item 13 and §4.3 by hand (not the settings search the check makes)."""
+"""spec/vqf.md §engine-defaults: would a default engine load the file — every combination of the
+five layout bits with ENC and SIGNED (128 flag sets), against a closed-form oracle written from
+spec/vqf.md §loader-chain step 10, §decisions item 13 and §sm2-signature by hand (not the settings
+search the check makes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""FNV-1a-64 known answers and the zero-run identity the writer relies on (spec/vqf.md §3.5)."""
+"""FNV-1a-64 known answers and the zero-run identity the writer relies on (spec/vqf.md
+§fnv-trailer)."""
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -7,7 +8,8 @@ from weightfile.ref.vqf.fnv1a64 import fnv1a64, fnv1a64_zeros
 
 
 def test_known_answers():
-    """spec/vqf.md §3.5 gives "" and "a"; "foobar" is the FNV authors' published test vector."""
+    """spec/vqf.md §fnv-trailer gives "" and "a"; "foobar" is the FNV authors' published test
+    vector."""
     assert fnv1a64(b"") == 0xCBF29CE484222325
     assert fnv1a64(b"a") == 0xAF63DC4C8601EC8C
     assert fnv1a64(b"foobar") == 0x85944171F73967E8

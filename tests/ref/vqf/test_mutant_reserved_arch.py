@@ -1,5 +1,5 @@
-"""Each condition of `vqf.arch.reserved` (spec/vqf.md §8), both directions of the first one: a
-validator that checked `head_dim_full > head_dim` only (tools/mutations.py vqf-head-dim-full)
+"""Each condition of `vqf.arch.reserved` (spec/vqf.md §arch-semantics), both directions of the first
+one: a validator that checked `head_dim_full > head_dim` only (tools/mutations.py vqf-head-dim-full)
 would pass a file whose head_dim_full is smaller. head_dim is 8 in the rule base file
 (conformance/vqf_mutations.py RULE_ARCH)."""
 

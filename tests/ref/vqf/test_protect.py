@@ -1,4 +1,5 @@
-"""Protected VQF files (spec/vqf.md §4.1–§4.3, §0 items 7–9): read, verify, write, fail closed.
+"""Protected VQF files (spec/vqf.md §key-derivation, §sm4-hmac, §sm2-signature, §decisions items
+7–9): read, verify, write, fail closed.
 
 Encrypted files made by an independent path (the OpenSSL command line, both writer kinds) are
 read; ours are decrypted by that path; every covered region, flipped, fails with the tag rule and
@@ -244,8 +245,9 @@ def test_a_flipped_bit_in_any_covered_byte_fails_the_tag_and_returns_nothing(tmp
 
 def test_bytes_outside_the_tag_are_caught_by_their_own_rules(tmp_path):
     enc = encrypt_vqf(write_plain(tmp_path / "p.vqf"), tmp_path / "e.vqf", PASS)
-    flip(enc, 300)  # the sig block of an unsigned file: not in H′, must be zero (spec/vqf.md §2.2)
-    flip(enc, 2000)  # the gap: never covered (spec/vqf.md §1)
+    flip(enc, 300)  # the sig block of an unsigned file: not in H′, must be zero
+    # (spec/vqf.md §header-layout)
+    flip(enc, 2000)  # the gap: never covered (spec/vqf.md §file-layout)
     assert {v.rule for v in validate(enc, passphrase=PASS)} == {"vqf.header.sig", "vqf.file.gap"}
 
 
@@ -284,7 +286,7 @@ def test_writers_refuse_what_would_break_the_file(tmp_path):
 
 
 # -- signatures ----------------------------------------------------------------------------------
-SIG = 248  # the sig block of the current layout (spec/vqf.md §2.3)
+SIG = 248  # the sig block of the current layout (spec/vqf.md §signature-block)
 
 
 @pytest.mark.parametrize("encrypted", [False, True])
@@ -320,7 +322,7 @@ def test_each_signature_rule_alone(tmp_path, encrypted):
 
 
 def test_the_digest_covers_the_enc_header_and_iv(tmp_path):
-    """spec/vqf.md §0 item 8: the same model signed plain and encrypted has two different
+    """spec/vqf.md §decisions item 8: the same model signed plain and encrypted has two different
     digests."""
     plain = write_plain(tmp_path / "p.vqf")
     a = sign_vqf(plain, tmp_path / "a", PRIV)

@@ -112,8 +112,9 @@ def test_a_file_whose_directory_is_empty_is_reported_not_crashed(tmp_path):
 
 
 def test_name_lookup_is_a_dict_built_once_with_the_same_answers_and_errors(tmp_path):
-    """spec/vqf.md §9 step 12: a lookup no longer scans the directory (a 60k-tensor file paid a
-    linear scan per decode); the later duplicate still wins and a missing name is still ours."""
+    """spec/vqf.md §loader-chain step 12: a lookup no longer scans the directory (a 60k-tensor file
+    paid a linear scan per decode); the later duplicate still wins and a missing name is still
+    ours."""
     tensors = tiny_tensors(TINY_ARCH)
     tensors.append(TensorSource("final_norm", 1, 64, 1, b"\x01" * 256))
     path = write_vqf(tmp_path / "dup.vqf", arch=TINY_ARCH, tensors=tensors, flags=TINY_FLAGS)
@@ -135,7 +136,8 @@ def test_name_lookup_is_a_dict_built_once_with_the_same_answers_and_errors(tmp_p
 
 
 def test_a_read_after_close_is_a_closed_error_not_an_assertion():
-    """spec/vqf.md §1: the map is gone after close(); every read says so with our error."""
+    """spec/vqf.md §file-layout: the map is gone after close(); every read says so with our
+    error."""
     vqf = open_vqf(EXAMPLE_PATH)
     vqf.close()
     assert vqf.closed
@@ -151,12 +153,12 @@ def test_a_read_after_close_is_a_closed_error_not_an_assertion():
         assert info.value.rule == "vqf.file.closed"
 
 
-# Q4_8X8L is left out: its codec is chosen by an x8_* name only (spec/vqf.md §5.8)
+# Q4_8X8L is left out: its codec is chosen by an x8_* name only (spec/vqf.md §q4-8x8l)
 @pytest.mark.parametrize("qtype", [q for q in QType if q != QType.Q4_8X8L])
 @pytest.mark.parametrize("engine", ["ref", "fast"])
 def test_a_tensor_of_zero_rows_decodes_to_empty_words(tmp_path, qtype, engine):
-    """spec/vqf.md §5.9: rows = 0 has size 0; its words are empty arrays of the codec's row
-    widths (they raised numpy's ValueError: a -1 axis of an empty array)."""
+    """spec/vqf.md §size-function: rows = 0 has size 0; its words are empty arrays of the codec's
+    row widths (they raised numpy's ValueError: a -1 axis of an empty array)."""
     tensors = [*tiny_tensors(TINY_ARCH), TensorSource("extra", int(qtype), 0, 64, b"")]
     path = write_vqf(tmp_path / "zero.vqf", arch=TINY_ARCH, tensors=tensors, flags=TINY_FLAGS)
     with weightfile.open(path) as f:

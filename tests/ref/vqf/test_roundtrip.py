@@ -1,4 +1,5 @@
-"""Write -> read -> write is byte-identical and every field reads back (spec/vqf.md §2–§3)."""
+"""Write -> read -> write is byte-identical and every field reads back (spec/vqf.md §header,
+§directory)."""
 
 from hypothesis import given
 from strategies.vqf import vqf_files

@@ -1,9 +1,9 @@
 """Every condition a rule's text names, on its own and at its boundary (issue 14 item 7).
 
-`vqf.arch.mrope_sections` (spec/vqf.md §9.1) is broken by either of two conditions: a section
-count above 4 (or non-zero sections past the count), or -- with has_mrope -- sections whose sum is
-not head_dim / 2. test_rules.py breaks it once; here each half is broken alone and each boundary is
-shown valid.
+`vqf.arch.mrope_sections` (spec/vqf.md §strict-checks) is broken by either of two conditions: a
+section count above 4 (or non-zero sections past the count), or -- with has_mrope -- sections whose
+sum is not head_dim / 2. test_rules.py breaks it once; here each half is broken alone and each
+boundary is shown valid.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Each rule of spec/vqf.md §9 and §9.1, broken alone, gives exactly its own error.
+"""Each rule of spec/vqf.md §loader-chain and §strict-checks, broken alone, gives exactly its own
+error.
 
 The mutation table lives in weightfile.conformance.vqf_mutations (the conformance corpus is
 generated from it): every case starts from a valid file and changes the fewest bytes that break

@@ -1,5 +1,5 @@
-"""The worked examples of spec/vqf.md §7.6, rebuilt from their geometry (numbers typed from the
-spec).
+"""The worked examples of spec/vqf.md §worked-example, rebuilt from their geometry (numbers typed
+from the spec).
 
 The files are written sparse (all payloads zero, written as holes), so a 2.3 GB and a 17.7 GB
 file cost a few kilobytes of disk; the FNV of a zero run is h·prime^n, so writing is instant.
@@ -21,8 +21,8 @@ from weightfile.spec.vqf.inventory import Geometry, inventory
 from weightfile.spec.vqf.placement import data_offset_for, file_len_for
 from weightfile.spec.vqf.qtypes import QType, tensor_bytes
 
-#: spec/vqf.md §7.6 / §8: Qwen3-VL-2B (text and vision geometry, special ids and rope values of
-#: spec/vqf.md §8).
+#: spec/vqf.md §worked-example / §arch-semantics: Qwen3-VL-2B (text and vision geometry, special ids
+#: and rope values of spec/vqf.md §arch-semantics).
 QWEN3_VL_2B = {
     "dim": 2048, "n_layers": 28, "n_heads": 16, "n_kv_heads": 8, "head_dim": 128,
     "ffn_dim": 6144, "vocab_size": 151936, "max_seq_len": 8192, "rope_theta": 5e6,
@@ -34,14 +34,15 @@ QWEN3_VL_2B = {
     "vision_start_id": 151652, "vision_end_id": 151653, "image_token_id": 151655,
     "video_token_id": 151656,
 }  # fmt: skip
-#: spec/vqf.md §7.6: Qwen3-30B-A3B (MoE, q4); flags 0x223 as observed (spec/vqf.md §2.5).
+#: spec/vqf.md §worked-example: Qwen3-30B-A3B (MoE, q4); flags 0x223 as observed
+#: (spec/vqf.md §flags).
 QWEN3_30B_A3B = {
     "dim": 2048, "n_layers": 48, "n_heads": 32, "n_kv_heads": 4, "head_dim": 128,
     "ffn_dim": 128 * 768, "vocab_size": 151936, "has_q_norm": 1, "head_dim_full": 128,
     "n_experts": 128, "moe_ffn": 768, "top_k": 8,
 }  # fmt: skip
-#: Qwen3-VL-8B from its public Hugging Face config (not in the spec); spec/vqf.md §7.6 gives its
-#: file size.
+#: Qwen3-VL-8B from its public Hugging Face config (not in the spec); spec/vqf.md §worked-example
+#: gives its file size.
 QWEN3_VL_8B = {
     **QWEN3_VL_2B, "dim": 4096, "n_layers": 36, "n_heads": 32, "ffn_dim": 12288,
     "vis_depth": 27, "vis_hidden": 1152, "vis_ffn": 4304, "vis_out_dim": 4096,
@@ -107,7 +108,7 @@ def test_qwen3_30b_a3b_moe_file_size(tmp_path):
         assert vqf.header.version == 3
         assert len(vqf.entries) == 15
         assert vqf.entry("moe_router").rows == 48 * 128
-        # spec/vqf.md §7.1: expert e's q4 gate bytes start at l·B(ff·d) + e·B(moe_ffn·d);
+        # spec/vqf.md §text-tensors: expert e's q4 gate bytes start at l·B(ff·d) + e·B(moe_ffn·d);
         # B(768·2048) = 884,736
         assert tensor_bytes(QType.Q4_0, 768 * 2048) == 884_736
     assert validate(path) == []
@@ -122,5 +123,5 @@ def test_qwen3_30b_a3b_moe_file_size(tmp_path):
     ],
 )
 def test_cross_checked_sizes(arch, wmode, tensors, size):
-    """spec/vqf.md §7.6 "other cross-checks", from geometry alone."""
+    """spec/vqf.md §worked-example "other cross-checks", from geometry alone."""
     assert planned_file_size(arch, wmode) == (tensors, size)

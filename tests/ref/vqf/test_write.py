@@ -1,5 +1,5 @@
-"""The writer: spec/vqf.md §3.4 order, refusal of bad input, atomic publication
-(spec/vqf.md §3.3–§3.5)."""
+"""The writer: spec/vqf.md §directory-order order, refusal of bad input, atomic publication
+(spec/vqf.md §placement, §directory-order, §fnv-trailer)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_legacy_layout_reads_back_with_its_offsets(tmp_path):
     blob = path.read_bytes()
     with open_vqf(path) as vqf:
         assert vqf.header.layout == "legacy"
-        # spec/vqf.md §2.4: data_offset u64 @184, file_len u64 @192 in the legacy layout
+        # spec/vqf.md §legacy-header: data_offset u64 @184, file_len u64 @192 in the legacy layout
         assert int.from_bytes(blob[184:192], "little") == vqf.header.data_offset == 4096
         assert int.from_bytes(blob[192:200], "little") == vqf.header.file_len == len(blob) - 8
         assert blob[200:448] == bytes(248)  # enc_iv, enc_rsvd, sig, 16-byte tail: all zero

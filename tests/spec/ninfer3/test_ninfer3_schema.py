@@ -1,5 +1,6 @@
-"""The declarative `.ninfer` v3 spec layer against the spec's own numbers (spec/ninfer3.md §1.1,
-§1.2, §2.1, §3.1, §4.1-§4.7)."""
+"""The declarative `.ninfer` v3 spec layer against the spec's own numbers (spec/ninfer3.md
+§entry-header, §volume-header, §general, §format-registry, §layout-registry, §contiguous,
+§row-split, §block-scale, §row-scale, §raw-bytes, §worked-sizes)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_headers_are_32_bytes() -> None:
 
 
 def test_entry_header_bytes_match_the_spec_hex() -> None:
-    """spec/ninfer3.md §1.9 tiny file: `4e494e4645520003 e00f000000000000` + id 00..0f."""
+    """spec/ninfer3.md §framing-numbers tiny file: `4e494e4645520003 e00f000000000000` + id
+    00..0f."""
     ident = bytes(range(16))
     raw = build_entry_header(4064, ident)
     assert raw == bytes.fromhex("4e494e4645520003e00f000000000000") + ident
@@ -36,7 +38,8 @@ def test_entry_header_bytes_match_the_spec_hex() -> None:
 
 
 def test_continuation_header_bytes_match_the_spec_hex() -> None:
-    """spec/ninfer3.md §1.9 tiny sharded file, part 2: `4e494e5052540003 0200000000000000` + id."""
+    """spec/ninfer3.md §framing-numbers tiny sharded file, part 2: `4e494e5052540003
+    0200000000000000` + id."""
     raw = build_continuation_header(2, bytes(16))
     assert raw == bytes.fromhex("4e494e50525400030200000000000000") + bytes(16)
     assert parse_continuation_header(raw, path="files[2]").part_index == 2
@@ -88,16 +91,16 @@ def _size(fmt: str, shape: tuple[int, ...]) -> int:
         ("q5_g64_fp16", (2, 130), 528),
         ("q4_g64_fp16", (256, 128), 17_408),
         ("q5_g64_fp16", (256, 128), 21_504),
-        # spec/ninfer3.md §4.3 known packed bytes: single rows, total sizes
+        # spec/ninfer3.md §row-split known packed bytes: single rows, total sizes
         ("q4_g64_fp16", (1, 65), 260),
         ("q5_g64_fp16", (1, 130), 520),
         ("q6_g64_fp16", (1, 65), 516),
         ("q8_g32_fp16", (1, 33), 264),
         ("t2_g128_fp16", (1, 130), 260),
-        # spec/ninfer3.md §4.4 and §4.5 examples
+        # spec/ninfer3.md §block-scale and §row-scale examples
         ("nvfp4", (128, 64), 4612),
         ("fp8_e4m3fn_row_bf16", (2, 4), 260),
-        # spec/ninfer3.md §4.2 contiguous
+        # spec/ninfer3.md §contiguous contiguous
         ("bf16", (248320, 128), 63_569_920),
         ("fp32", (), 4),
         ("int32", (3, 5), 60),
@@ -108,8 +111,8 @@ def test_encoded_sizes_of_the_spec(fmt: str, shape: tuple[int, ...], want: int) 
 
 
 def test_row_split_plane_offsets_of_the_spec() -> None:
-    """spec/ninfer3.md §4.7: q5 [7168,5120] high at 18,350,080, scales at 22,937,600; q5 [2,130]
-    planes."""
+    """spec/ninfer3.md §worked-sizes: q5 [7168,5120] high at 18,350,080, scales at 22,937,600; q5
+    [2,130] planes."""
     big = row_split_planes("q5_g64_fp16", (7168, 5120))
     assert (big.high_offset, big.scale_offset) == (18_350_080, 22_937_600)
     small = row_split_planes("q5_g64_fp16", (2, 130))

@@ -1,6 +1,6 @@
-"""The spec/ninfer3.md §6.1 / §6.2 tables against independent facts: the two published example
-directories (their bindings, object shapes and Uses) and the MRoPE sections of real Qwen3.5
-checkpoints."""
+"""The spec/ninfer3.md §qwen35-config / §qwen35-names tables against independent facts: the two
+published example directories (their bindings, object shapes and Uses) and the MRoPE sections of
+real Qwen3.5 checkpoints."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_moe_layers_name_every_expert() -> None:
 
 
 def test_interleaved_mrope_counts() -> None:
-    # Qwen3.5-27B: head_dim 256, factor 0.25, mrope_section [11, 11, 10] (spec/models.md §1.4).
+    # Qwen3.5-27B: head_dim 256, factor 0.25, mrope_section [11, 11, 10] (spec/models.md §qwen35).
     assert rotary_dim(256, 0.25) == 64
     assert interleaved_counts(32, (11, 11, 10)) == (11, 11, 10)
     # The examples: head_dim 128, factor 0.25, [6, 5, 5].

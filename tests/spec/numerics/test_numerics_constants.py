@@ -1,5 +1,5 @@
-"""The canonical profile's constants are the values numerics.md says they are (spec/numerics.md §6,
-§8)."""
+"""The canonical profile's constants are the values numerics.md says they are (spec/numerics.md
+§exp, §rope)."""
 
 from __future__ import annotations
 

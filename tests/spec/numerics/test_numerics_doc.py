@@ -1,4 +1,4 @@
-"""numerics.md's worked vectors are what the reference computes (spec/numerics.md §6)."""
+"""numerics.md's worked vectors are what the reference computes (spec/numerics.md §exp)."""
 
 from __future__ import annotations
 

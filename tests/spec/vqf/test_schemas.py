@@ -1,5 +1,5 @@
-"""The construct schemas have the sizes and offsets spec/vqf.md §2–§3 states (numbers typed from
-it)."""
+"""The construct schemas have the sizes and offsets spec/vqf.md §header, §directory states (numbers
+typed from it)."""
 
 import pytest
 
@@ -19,7 +19,7 @@ from weightfile.spec.vqf.tensor import VQFTensor
 
 
 def test_record_sizes_are_the_specs():
-    """spec/vqf.md §2.1: VQFSig 200, VQFHeader 448 (legacy 432), VQFTensor 64; the arch is 45
+    """spec/vqf.md §constants: VQFSig 200, VQFHeader 448 (legacy 432), VQFTensor 64; the arch is 45
     words."""
     assert VQFSig.sizeof() == 200
     assert VQFHeader.sizeof() == 448
@@ -41,7 +41,7 @@ def test_record_sizes_are_the_specs():
     ],
 )
 def test_header_tail_offsets_match_both_layouts(field, current, legacy):
-    """spec/vqf.md §2.2 and §2.4 list these absolute offsets."""
+    """spec/vqf.md §header-layout and §legacy-header list these absolute offsets."""
     assert field_offset(VQFHeader, field) == current
     assert field_offset(VQFHeaderLegacy, field) == legacy
 
@@ -67,24 +67,25 @@ def test_header_tail_offsets_match_both_layouts(field, current, legacy):
     ],
 )
 def test_arch_field_offsets(field, offset):
-    """The spec/vqf.md §2.2 byte map (abs off column)."""
+    """The spec/vqf.md §header-layout byte map (abs off column)."""
     assert arch_field_offset(VQFHeader, field) == offset
 
 
 def test_sig_offsets_in_the_current_layout():
-    """spec/vqf.md §2.3: pub 248, r 312, s 344, digest 376, id 408, id_len 440, rsvd 444."""
+    """spec/vqf.md §signature-block: pub 248, r 312, s 344, digest 376, id 408, id_len 440, rsvd
+    444."""
     want = {"pub": 248, "r": 312, "s": 344, "digest": 376, "id": 408, "id_len": 440, "rsvd": 444}
     assert {k: sig_field_offset(VQFHeader, k) for k in want} == want
 
 
 def test_entry_offsets():
-    """spec/vqf.md §3.1: name 0, qtype 32, rows 36, cols 40, pad 44, offset 48, bytes 56."""
+    """spec/vqf.md §entry: name 0, qtype 32, rows 36, cols 40, pad 44, offset 48, bytes 56."""
     names = ("name", "qtype", "rows", "cols", "pad", "offset", "bytes")
     assert [field_offset(VQFTensor, n) for n in names] == [0, 32, 36, 40, 44, 48, 56]
 
 
 def test_magic_bytes_read_fqfw():
-    """spec/vqf.md §0 item 2: 0x57465146 stored little-endian is ASCII 'FQFW'."""
+    """spec/vqf.md §decisions item 2: 0x57465146 stored little-endian is ASCII 'FQFW'."""
     fields = {"version": 2, "flags": 0, "n_tensors": 0, "arch": _arch(), "sig": {}}
     blob = VQFHeader.build({**fields, "data_offset": 0, "file_len": 0})
     assert blob[:4] == b"FQFW"
@@ -97,7 +98,7 @@ def _arch():
 
 
 def test_flag_values_and_names():
-    """spec/vqf.md §2.5 bit table; 0x223 is the observed 30B-A3B value."""
+    """spec/vqf.md §flags bit table; 0x223 is the observed 30B-A3B value."""
     assert [f.value for f in VQFFlag] == [1 << b for b in range(10)]
     assert flag_names(0x223) == ["Q8_8X8", "Q4_4X4", "EMB_F16", "MOE"]
     assert flag_names(0x063) == ["Q8_8X8", "Q4_4X4", "EMB_F16", "VISION"]
@@ -115,24 +116,24 @@ def test_flag_values_and_names():
         (QType.Q4_0, 1, 18),
         (QType.Q4_8X8L, 256, 144),
         (QType.Q4_0, 0, 0),
-        # spec/vqf.md §7.6: q4_q of Qwen3-VL-2B is 57344 × 2048 in Q4 -> 66,060,288 bytes
+        # spec/vqf.md §worked-example: q4_q of Qwen3-VL-2B is 57344 × 2048 in Q4 -> 66,060,288 bytes
         (QType.Q4_0, 57344 * 2048, 66_060_288),
         (QType.F16, 151936 * 2048, 622_329_856),
     ],
 )
 def test_size_function(qtype, n, size):
-    """spec/vqf.md §5.9: 4N, 2N, ceil(N/32)·34, ceil(N/32)·18."""
+    """spec/vqf.md §size-function: 4N, 2N, ceil(N/32)·34, ceil(N/32)·18."""
     assert tensor_bytes(qtype, n) == size
 
 
 def test_placement_rules():
-    """spec/vqf.md §3.3: data_offset = round_up(448 + 64·n, 4096).
+    """spec/vqf.md §placement: data_offset = round_up(448 + 64·n, 4096).
 
-    spec/vqf.md §0 item 12 says "4096 while n <= 56"; by its own formula it stays 4096 up to n = 57
-    (448 + 57·64 = 4096 exactly), and becomes 8192 at n = 58.
+    spec/vqf.md §decisions item 12 says "4096 while n <= 56"; by its own formula it stays 4096 up to
+    n = 57 (448 + 57·64 = 4096 exactly), and becomes 8192 at n = 58.
     """
     assert data_offset_for(0) == 4096
-    assert data_offset_for(41) == 4096  # dir_end 3072 in the spec/vqf.md §7.6 example
+    assert data_offset_for(41) == 4096  # dir_end 3072 in the spec/vqf.md §worked-example example
     assert data_offset_for(56) == 4096
     assert data_offset_for(57) == 4096
     assert data_offset_for(58) == 8192

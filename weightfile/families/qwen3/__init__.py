@@ -1,5 +1,5 @@
-"""The dense Qwen3 family (VQF, spec/vqf.md §7, §8): its API-side code, named by its row in
-weightfile/families/registry.py (the model itself is ref/qwen3 and fast/qwen3).
+"""The dense Qwen3 family (VQF, spec/vqf.md §inventory, §arch-semantics): its API-side code, named
+by its row in weightfile/families/registry.py (the model itself is ref/qwen3 and fast/qwen3).
 
     hf_names.py            where each Qwen3 weight is in a transformers checkpoint
     hf.py                  config.json -> Qwen3Config; a state dict -> ModelWeights

@@ -1,11 +1,11 @@
 """Board-profile model cases (`vqf-board-model`): a tiny Q4_0 / Q8_0 tiled Qwen3 VQF, a prompt
 and a prompt path -> greedy tokens, logits and per-op digests under the `kestrel-board`
-numerics profile (spec/numerics.md §20; README "Board model cases").
+numerics profile (spec/numerics.md §board; README "Board model cases").
 
 The expected answer is the reference board profile (`ref/qwen3/board`), which reproduces the
 board engine's own outputs bit for bit (tests/ref/qwen3/board). The geometry differs from the
 canonical model cases' because the board needs head_dim a multiple of 32 (spec/numerics.md
-§20.9). The `fast` adapter answers with the fast board engine (fast/qwen3/board).
+§board-forward). The `fast` adapter answers with the fast board engine (fast/qwen3/board).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class BoardCase:
     qtype: QType
     seed: int
     prompt: tuple[int, ...]
-    path: str  # "prefill" | "tokenwise" (spec/numerics.md §20.9.3)
+    path: str  # "prefill" | "tokenwise" (spec/numerics.md §board-prompts)
     new_tokens: int
 
 
@@ -99,7 +99,7 @@ def write_model(path: Path, case: BoardCase) -> Path:
 
 def answer(folder: Path, case: dict[str, Any], backend: Backend = REFERENCE) -> dict[str, Any]:
     """The protocol's answer: greedy tokens, every logits row (the prompt path's rows, then one
-    per decode step) and the SHA-256 of every per-op intermediate (spec/numerics.md §20.9.3).
+    per decode step) and the SHA-256 of every per-op intermediate (spec/numerics.md §board-prompts).
     FAST binds the C board engine (the corpus itself is generated with REFERENCE)."""
     prompt, steps = [int(t) for t in case["prompt"]], int(case["new_tokens"])
     with open_vqf(folder / case["model"]) as vqf:

@@ -46,7 +46,7 @@ class ModelCase:
     name: str
     meaning: str
     qtype: QType
-    layout: str  # "legacy" (untiled) or "tiled" (spec/vqf.md §2.5 tiling flags)
+    layout: str  # "legacy" (untiled) or "tiled" (spec/vqf.md §flags tiling flags)
     seed: int
     prompt: tuple[int, ...]
     new_tokens: int
@@ -97,7 +97,8 @@ def digest(a: np.ndarray) -> str:
 
 def run(model: Any, prompt: list[int], new_tokens: int, names: list[str]) -> dict[str, Any]:
     """Prefill (traced), then greedy decoding one token at a time; the protocol's answer.
-    `names` are the trace names to digest (the family's table, e.g. spec/numerics.md §10)."""
+    `names` are the trace names to digest (the family's table, e.g. spec/models.md
+    §qwen3-forward)."""
     cache = model.new_cache()
     trace = TraceRecorder()
     logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)

@@ -1,10 +1,10 @@
-"""A llama.cpp GGUF Qwen3 file -> VQF, copying Q8_0/Q4_0 blocks (spec/vqf.md §7.7).
+"""A llama.cpp GGUF Qwen3 file -> VQF, copying Q8_0/Q4_0 blocks (spec/vqf.md §converter).
 
 The file is read with gguf-py's `GGUFReader` (memory-mapped). Its `qwen3.*` metadata gives the
 Qwen3Config, its tensors are presented under the transformers names the importer reads
 (`GGUFState`), and a projection whose GGUF type is the untiled base of the layout its VQF entry
 takes (Q8_0 for q8_0 / q8_0_8x8, Q4_0 for q4_0 / q4_0_4x4) is copied block for block, tiled where
-the flags say (a permutation of the same blocks, spec/vqf.md §5.6, §5.7) — never requantized.
+the flags say (a permutation of the same blocks, spec/vqf.md §q8-tiled, §q4-0) — never requantized.
 F32/F16/BF16 tensors are quantized as a checkpoint's would be. Any other quantized projection
 (K-quants, or Q8_0 into a q4 family) is dequantized and quantized again only with
 `requantize=True`; otherwise `vqf.import.requantize`. The token embedding is always widened to

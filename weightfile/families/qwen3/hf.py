@@ -1,5 +1,5 @@
 """A transformers Qwen3 checkpoint as the reference decoder's config and weights
-(spec/models.md §2, spec/vqf.md §8).
+(spec/models.md §tiny-checkpoints, spec/vqf.md §arch-semantics).
 
 `config_from_hf` reads config.json's keys into a `Qwen3Config` (the importer uses it);
 `weights_from_state_dict` arranges a whole state dict (a transformers one, or a `Checkpoint`)

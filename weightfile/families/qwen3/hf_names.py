@@ -1,5 +1,5 @@
 """Where each Qwen3 decoder weight is in a Hugging Face Qwen3ForCausalLM checkpoint
-(spec/models.md §2, spec/vqf.md §7.1).
+(spec/models.md §tiny-checkpoints, spec/vqf.md §text-tensors).
 
 One table says which transformers tensor feeds which `LayerWeights` field; the importer, the
 state-dict helpers and the tests read it, so the names are written down once.

@@ -1,5 +1,5 @@
 """The Qwen3 family's converters as the convert dispatch runs them, (src, dst, ConvertOptions)
--> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §7.7, §8)."""
+-> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §converter, §arch-semantics)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The dense Qwen3 family's synthetic bench models (weightfile/bench/synthetic.py, issue 6).
 
-Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (spec/vqf.md §7.6; theta from its
-public config): a dense file of that geometry. `tiny-*` is for tests: every dimension a multiple
-of the tiling groups.
+Qwen3-0.6B (the issue's numbers) and Qwen3-VL-2B's text tower (spec/vqf.md §worked-example; theta
+from its public config): a dense file of that geometry. `tiny-*` is for tests: every dimension a
+multiple of the tiling groups.
 """
 
 from __future__ import annotations

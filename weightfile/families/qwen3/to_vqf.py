@@ -1,23 +1,25 @@
-"""A Hugging Face Qwen3 checkpoint folder -> a VQF file (spec/vqf.md §7.1, §8).
+"""A Hugging Face Qwen3 checkpoint folder -> a VQF file (spec/vqf.md §text-tensors,
+§arch-semantics).
 
-The arch comes from config.json (spec/vqf.md §8); the tensors follow the spec/vqf.md §7.1 inventory,
-every per-layer matrix stacked layer after layer, each layer encoded by the codec that the flags and
-the matrix shape select (`weightfile.ref.vqf.encode`), so what the importer writes is exactly what
-the binder reads back. Tensors are read from the checkpoint one at a time (`checkpoint.Checkpoint`).
+The arch comes from config.json (spec/vqf.md §arch-semantics); the tensors follow the spec/vqf.md
+§text-tensors inventory, every per-layer matrix stacked layer after layer, each layer encoded by the
+codec that the flags and the matrix shape select (`weightfile.ref.vqf.encode`), so what the importer
+writes is exactly what the binder reads back. Tensors are read from the checkpoint one at a time
+(`checkpoint.Checkpoint`).
 
 qtype picks the projection set: q8_0 -> q8_* (wmode q8), q4_0 -> q4_* (wmode q4). f32 and f16 are
 *reference-precision* files for diffing against transformers: the projections are stored under the
 q8_* names with qtype F32 / F16, which the engine does not read and the strict validator reports
 (vqf.directory.qtype); ref/qwen3/bind_vqf.py binds them as float32 matrices. The token embedding is
-F16 (EMB_F16, truncating like the engine writer, spec/vqf.md §5.2) except at f32. lm_head is always
-written: the checkpoint's lm_head, or the tied embedding (spec/vqf.md §7.1 table).
+F16 (EMB_F16, truncating like the engine writer, spec/vqf.md §f16) except at f32. lm_head is always
+written: the checkpoint's lm_head, or the tied embedding (spec/vqf.md §text-tensors table).
 
 The checkpoint's tokenizer.json is copied to `<out>.tokenizer.json` and its chat template (if
 any) to `<out>.chat_template.jinja`: a VQF carries neither, and the frontend looks for both
 there (the paths are the frontend's own, so the two cannot disagree).
 
 With a passphrase and/or a private key the published file is the protected one
-(spec/vqf.md §4): the plaintext file is written into a private (mode 0700) folder beside
+(spec/vqf.md §protected): the plaintext file is written into a private (mode 0700) folder beside
 `out`, encrypted and/or signed from there by `protect_vqf`, and the folder is removed whatever
 happens, so `out` only ever holds the finished protected file and no plaintext copy is left.
 """
@@ -64,13 +66,13 @@ RULES = CheckpointRules(
     missing_tensor="vqf.import.missing_tensor",
 )
 QTYPES = {"f32": QType.F32, "f16": QType.F16, "q8_0": QType.Q8_0, "q4_0": QType.Q4_0}
-#: `import --qtype` as a weight mode (spec/vqf.md §7.7): q8_0 is wmode q8, q4_0 wmode q4.
+#: `import --qtype` as a weight mode (spec/vqf.md §converter): q8_0 is wmode q8, q4_0 wmode q4.
 WMODE_OF_QTYPE = {QType.F32: "f32", QType.F16: "f16", QType.Q8_0: "q8", QType.Q4_0: "q4"}
-MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (spec/vqf.md §8)
+MAX_SEQ_LEN = 8192  # converters clamp max_seq_len (spec/vqf.md §arch-semantics)
 LAYOUTS = ("legacy", "tiled")  # the layouts of the family importers (Qwen3-MoE, Qwen3-VL)
 
-#: The VQF per-layer stacked name (spec/vqf.md §7.1) of each LayerWeights projection, without
-#: its projection-set prefix.
+#: The VQF per-layer stacked name (spec/vqf.md §text-tensors) of each LayerWeights projection,
+#: without its projection-set prefix.
 VQF_PROJECTIONS: dict[str, str] = {
     "q_proj": "q",
     "k_proj": "k",
@@ -100,8 +102,8 @@ def first_id(value: Any) -> int:
 
 
 def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
-    """spec/vqf.md §8: the text-core arch fields of a dense Qwen3 (has_q_norm = 1, head_dim_full =
-    head_dim)."""
+    """spec/vqf.md §arch-semantics: the text-core arch fields of a dense Qwen3 (has_q_norm = 1,
+    head_dim_full = head_dim)."""
     return {
         "dim": c.hidden_size,
         "n_layers": c.num_hidden_layers,
@@ -137,8 +139,8 @@ def build_tensors(
     flags: int,
     backend: Backend = REFERENCE,
 ) -> list[TensorSource]:
-    """The spec/vqf.md §7.1 inventory of wmode q8 (or q4) from a transformers-named state dict,
-    every payload encoded now (the demo, the conformance models and the test strategies)."""
+    """The spec/vqf.md §text-tensors inventory of wmode q8 (or q4) from a transformers-named state
+    dict, every payload encoded now (the demo, the conformance models and the test strategies)."""
     p = VQFPlan(wmode=WMODE_OF_QTYPE[qtype], layout="legacy")
     return [
         TensorSource(t.name, t.qtype, t.rows, t.cols, b"".join(t.data))  # type: ignore[arg-type]
@@ -148,8 +150,8 @@ def build_tensors(
 
 def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
     """Tiled files need every matrix to be whole row groups (8 rows Q8, 4 rows Q4;
-    spec/vqf.md §7.5). The Qwen3-VL importer refuses such a model; `convert`'s dense plan instead
-    leaves the tiling off per the engine's repack gates (weightfile/convert/vqf_plan.py)."""
+    spec/vqf.md §repack-gates). The Qwen3-VL importer refuses such a model; `convert`'s dense plan
+    instead leaves the tiling off per the engine's repack gates (weightfile/convert/vqf_plan.py)."""
     group = {QType.Q8_0: 8, QType.Q4_0: 4}.get(qtype)
     if layout != "tiled" or group is None:
         return
@@ -165,7 +167,8 @@ def require_tileable(c: Qwen3Config, qtype: QType, layout: str) -> None:
 
 
 def projection_set_qtype(projection_set: str, wmode: str) -> QType:
-    """The directory qtype of a projection set in a weight mode (spec/vqf.md §7.1, §7.2)."""
+    """The directory qtype of a projection set in a weight mode (spec/vqf.md §text-tensors,
+    §weight-modes)."""
     if projection_set == "x8":
         return QType.Q4_8X8L
     if projection_set == "q4":
@@ -181,9 +184,9 @@ def plan_tensors(
     backend: Backend = REFERENCE,
     blocks: BlockSource | None = None,
 ) -> list[TensorSource]:
-    """The spec/vqf.md §3.4 directory of plan `p`, each payload a generator that reads and
-    encodes one layer's matrix when the writer asks for it (spec/vqf.md §7.7): only one float32
-    matrix is in memory at a time, so `sd` (a `Checkpoint`) must stay open while writing."""
+    """The spec/vqf.md §directory-order directory of plan `p`, each payload a generator that reads
+    and encodes one layer's matrix when the writer asks for it (spec/vqf.md §converter): only one
+    float32 matrix is in memory at a time, so `sd` (a `Checkpoint`) must stay open while writing."""
     d, hd, nl, V = c.hidden_size, c.head_dim, c.num_hidden_layers, c.vocab_size
     mode = None if p.wmode in ("f32", "f16") else p.quantizer
 
@@ -213,7 +216,7 @@ def plan_tensors(
             yield matrix(name, qtype, layer_tensor(i, field), shape)
 
     def x8_layers(q4_name: str, field: str, shape: tuple[int, int]) -> Iterator[bytes]:
-        # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §0 item 14)
+        # the engine shuffles the bytes q4_* holds, 4x4 when Q4_4X4 (spec/vqf.md §decisions item 14)
         shuffle = backend.vqf_codecs.codec("q4_0_8x8l")
         for q4 in layers(q4_name, QType.Q4_0, field, shape):
             yield shuffle.tile(q4, *shape)
@@ -258,7 +261,7 @@ def plan_tensors(
                 data = x8_layers(f"q4_{short}", field, (rows, cols))
             else:
                 data = layers(name, qtype, field, (rows, cols))
-            # directory shape of spec/vqf.md §7.1: nl·in × out
+            # directory shape of spec/vqf.md §text-tensors: nl·in × out
             out.append(TensorSource(name, qtype, nl * cols, rows, data))
         if projection_set != "x8":
             lm = f"{projection_set}_lm"
@@ -282,8 +285,8 @@ def copy_blocks(
     band: tuple[int, int] | None = None,
 ) -> bytes | None:
     """The entry's payload (or the rows `band` of it) from ready untiled blocks, tiled as its
-    layout asks (a permutation of the same blocks, spec/vqf.md §5.6, §5.7); None when there are
-    none of that codec."""
+    layout asks (a permutation of the same blocks, spec/vqf.md §q8-tiled, §q4-0); None when there
+    are none of that codec."""
     if blocks is None or qtype in (QType.F32, QType.F16):
         return None
     layout = codec_for(qtype, flags, name, shape=shape)
@@ -301,9 +304,9 @@ def copy_blocks(
 
 
 #: Rows of a band of the [V, d] tensors (embedding, lm_head) are a multiple of this: every
-#: tiled layout's row group (4 or 8, spec/vqf.md §5.6, §5.7) divides it.
+#: tiled layout's row group (4 or 8, spec/vqf.md §q8-tiled, §q4-0) divides it.
 BAND_ROW_MULTIPLE = 64
-#: About how many float32 bytes one band holds (the peak it adds, spec/vqf.md §7.7).
+#: About how many float32 bytes one band holds (the peak it adds, spec/vqf.md §converter).
 BAND_BYTES = 16 << 20
 
 
@@ -337,7 +340,8 @@ def row_chunks(sd: Mapping[str, np.ndarray], name: str, shape: tuple[int, int]) 
 
 
 def layout_of(qtype: QType, flags: int, name: str, shape: tuple[int, int]) -> str:
-    """The codec an entry of `qtype` takes (`encode`'s choice, spec/vqf.md §5, §7.1)."""
+    """The codec an entry of `qtype` takes (`encode`'s choice, spec/vqf.md §encodings,
+    §text-tensors)."""
     if qtype == QType.F32:
         return "f32"
     if qtype == QType.F16:
@@ -357,13 +361,15 @@ def with_progress(tensors: list[TensorSource], progress: Any) -> list[TensorSour
 
 
 def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
-    """config.json and its Qwen3Config, or the importer's typed errors (spec/vqf.md §8)."""
+    """config.json and its Qwen3Config, or the importer's typed errors (spec/vqf.md
+    §arch-semantics)."""
     cfg = read_json(src, "config.json", RULES)
     return cfg, checked_config(cfg)
 
 
 def checked_config(cfg: Mapping[str, Any]) -> Qwen3Config:
-    """The Qwen3Config of a config.json dict, refusing what VQF cannot hold (spec/vqf.md §8)."""
+    """The Qwen3Config of a config.json dict, refusing what VQF cannot hold (spec/vqf.md
+    §arch-semantics)."""
     try:
         c = config_from_hf(cfg)
     except (KeyError, TypeError, ValueError) as exc:
@@ -392,11 +398,11 @@ def import_checkpoint(
 ) -> Path:
     """Write the VQF of the checkpoint in `folder` to `out`; copy its tokenizer.json beside it.
 
-    `plan` gives every option of spec/vqf.md §7.7; without one, `qtype` (f32|f16|q8_0|q4_0,
+    `plan` gives every option of spec/vqf.md §converter; without one, `qtype` (f32|f16|q8_0|q4_0,
     default q8_0) and `layout` make it, as `weightfile import` always did. `passphrase` publishes
     the file encrypted, `sign_key` (a 32-byte SM2 private key) signed, both encrypted then signed
-    (spec/vqf.md §4.2, §4.3); see the module docstring for the staging. `progress(name, total)` is
-    told of every tensor written.
+    (spec/vqf.md §sm4-hmac, §sm2-signature); see the module docstring for the staging.
+    `progress(name, total)` is told of every tensor written.
     """
     if plan is None:
         qtype = "q8_0" if qtype is None else qtype
@@ -437,7 +443,7 @@ def write_planned(
     progress: Any,
     blocks: BlockSource | None = None,
 ) -> Path:
-    """Write the VQF of a config.json dict and its tensors `sd` by `plan` (spec/vqf.md §7.7);
+    """Write the VQF of a config.json dict and its tensors `sd` by `plan` (spec/vqf.md §converter);
     `blocks` may supply ready untiled blocks (a GGUF source) instead of quantizing."""
     if Path(out).exists() and not overwrite:  # refuse before converting, not after
         raise DestinationExistsError(

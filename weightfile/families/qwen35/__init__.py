@@ -1,5 +1,5 @@
-"""The Qwen3.5 family (`.ninfer`, dense and MoE, spec/ninfer3.md §6): its API-side code, named by
-its row in weightfile/families/registry.py (the model itself is ref/qwen35).
+"""The Qwen3.5 family (`.ninfer`, dense and MoE, spec/ninfer3.md §qwen35-text): its API-side code,
+named by its row in weightfile/families/registry.py (the model itself is ref/qwen35).
 
     hf_names.py                 where each canonical Qwen3.5 parameter is in a checkpoint
     hf.py                       config.json -> the closed text config; a state dict -> weights

@@ -4,8 +4,8 @@ file per `ninfer3.text.*` / `ninfer3.binder.*` rule a file can break.
 
 The file's family comes from the family registry (weightfile.families.ninfer_family). Expected
 answers come from its reference binder (ref/qwen35/bind.py) and forward pass (ref/qwen35/model.py)
-under the canonical numerics; the trace names are its table's (spec/numerics.md §19). The family
-has no fast forward pass: the `fast` engine binds with the fast codecs (`codec_for=fast
+under the canonical numerics; the trace names are its table's (spec/models.md §qwen35-trace). The
+family has no fast forward pass: the `fast` engine binds with the fast codecs (`codec_for=fast
 get_codec`, as weightfile/frontend/ninfer_session.py does) and runs the reference forward pass.
 """
 

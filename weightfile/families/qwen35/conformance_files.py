@@ -1,11 +1,11 @@
 """Tiny Qwen3.5 text `.ninfer` files for the `ninfer3-model` cases (conformance/README.md,
-"Model cases"; spec/ninfer3.md §6).
+"Model cases"; spec/ninfer3.md §qwen35-text).
 
 The files are written from seeded canonical parameters (conformance/seeded.py) by the reference
 writer — no transformers, no torch — so the generator runs anywhere. A `Layout` says how the
-spec/ninfer3.md §6.2 parameters become objects: which fusion groups share one parent (bound by
-`parts`), and in which format the parents and the other matrices are stored; direct parameters
-always take their spec/ninfer3.md §6.2 format (bf16, fp32 for a_log / dt_bias) in
+spec/ninfer3.md §qwen35-names parameters become objects: which fusion groups share one parent (bound
+by `parts`), and in which format the parents and the other matrices are stored; direct parameters
+always take their spec/ninfer3.md §qwen35-names format (bf16, fp32 for a_log / dt_bias) in
 `contiguous_le_v1`.
 """
 
@@ -42,9 +42,10 @@ def text_config(
     gdn: tuple[int, int, int, int] = (2, 8, 4, 8),
     tied: bool = False,
 ) -> dict[str, Any]:
-    """A spec/ninfer3.md §6.1 closed text config: `attention` is (heads, KV heads, head_dim) with
-    partial rotary 0.5 and MRoPE `mrope`; `gdn` is (key heads, key dim, value heads, value dim) with
-    conv kernel 4; `ffn` the dense or MoE members (an MoE one carries its architecture)."""
+    """A spec/ninfer3.md §qwen35-config closed text config: `attention` is (heads, KV heads,
+    head_dim) with partial rotary 0.5 and MRoPE `mrope`; `gdn` is (key heads, key dim, value heads,
+    value dim) with conv kernel 4; `ffn` the dense or MoE members (an MoE one carries its
+    architecture)."""
     doc: dict[str, Any] = {
         "architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text",
         "hidden_size": hidden, "vocab_size": vocab, "num_hidden_layers": len(layer_types),
@@ -78,7 +79,7 @@ MIXERS = [GDN, ATTENTION]
 DENSE = text_config(32, 64, MIXERS, {"intermediate_size": 48})
 MOE = text_config(32, 64, MIXERS, moe_ffn(4, 2, 16, 24))
 #: A one-layer model 1024 wide: the smallest text config whose matrices can carry
-#: spec/ninfer3.md §2.6 hadamard_signs (K a multiple of 1024).
+#: spec/ninfer3.md §use hadamard_signs (K a multiple of 1024).
 WIDE = text_config(
     1024, 4, [ATTENTION], {"intermediate_size": 2}, attention=(1, 1, 4), mrope=(1, 0, 0), tied=True
 )
@@ -130,7 +131,7 @@ def seeded_value(p: TextParameter, seed: int) -> np.ndarray:
 
 
 def parameters(config: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
-    """Every spec/ninfer3.md §6.2 parameter of `config`, each from its own SplitMix64 seed
+    """Every spec/ninfer3.md §qwen35-names parameter of `config`, each from its own SplitMix64 seed
     (seed·1000 + index)."""
     return {p.name: seeded_value(p, seed * 1000 + i) for i, p in enumerate(text_parameters(config))}
 
@@ -189,8 +190,8 @@ class TextDirectory:
 
 def parents(config: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """Parent object id -> the parameters whose rows it holds: per layer, the preferred
-    spec/ninfer3.md §6.2 fusion groups (a fallback group is skipped when its members are already
-    fused)."""
+    spec/ninfer3.md §qwen35-names fusion groups (a fallback group is skipped when its members are
+    already fused)."""
     out: dict[str, tuple[str, ...]] = {}
     taken: set[str] = set()
     for layer in range(config["num_hidden_layers"]):
@@ -208,7 +209,7 @@ def text_directory(
     resources: dict[str, bytes] | None = None,
 ) -> TextDirectory:
     """Every parameter bound (parents by `parts`, the rest by `object`), one A16Only Use per
-    declared input, and the four spec/ninfer3.md §6.2 resources."""
+    declared input, and the four spec/ninfer3.md §qwen35-names resources."""
     d = TextDirectory(copy.deepcopy(config))
     for role, blob in (RESOURCES if resources is None else resources).items():
         d.resource(role, blob)

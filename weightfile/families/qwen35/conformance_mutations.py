@@ -1,5 +1,6 @@
 """One edit per Qwen3.5 binder rule (`ninfer3.text.*`, `ninfer3.binder.*`) that a `.ninfer`
-file can break (spec/ninfer3.md §2.5, §2.6, §2.9, §6.1, §6.2; conformance/README.md "Model cases").
+file can break (spec/ninfer3.md §binding, §use, §validation, §qwen35-config, §qwen35-names;
+conformance/README.md "Model cases").
 
 Each entry edits the directory of an unedited base file (`BASES`) so that the container stays
 valid and the binder stops at exactly that rule; conformance.invalid_cases checks both. Rules

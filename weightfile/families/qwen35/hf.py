@@ -1,11 +1,11 @@
-"""transformers Qwen3.5 text checkpoints to canonical parameters (spec/models.md §1.4, §2;
-spec/ninfer3.md §6).
+"""transformers Qwen3.5 text checkpoints to canonical parameters (spec/models.md §qwen35,
+§tiny-checkpoints; spec/ninfer3.md §qwen35-text).
 
 Three steps, each usable alone: `text_config_from_hf` normalises a transformers config into the
-closed spec/ninfer3.md §6.1 object (the importer uses it); `canonical_from_hf` maps a whole state
-dict (a transformers one, or a `checkpoint.Checkpoint`) onto the spec/ninfer3.md §6.2 names through
-the per-parameter mapping of `hf_names`, which the importer streams tensor by tensor;
-`weights_from_hf` does both and arranges the weights for the reference decoder
+closed spec/ninfer3.md §qwen35-config object (the importer uses it); `canonical_from_hf` maps a
+whole state dict (a transformers one, or a `checkpoint.Checkpoint`) onto the spec/ninfer3.md
+§qwen35-names names through the per-parameter mapping of `hf_names`, which the importer streams
+tensor by tensor; `weights_from_hf` does both and arranges the weights for the reference decoder
 (`weightfile.ref.qwen35`).
 """
 
@@ -50,8 +50,8 @@ SHAPE_RULE = "ninfer3.text.hf_shape"
 
 
 def text_config_from_hf(hf_config: Mapping[str, Any]) -> dict[str, Any]:
-    """The closed spec/ninfer3.md §6.1 config of a transformers Qwen3.5 text config (or a VL one's
-    text_config).
+    """The closed spec/ninfer3.md §qwen35-config config of a transformers Qwen3.5 text config (or a
+    VL one's text_config).
 
     Keys outside the closed set are dropped; rope_parameters keeps its three members (rope_type
     must be default); layer_types is derived from full_attention_interval when absent.
@@ -109,7 +109,8 @@ def take(sd: Mapping[str, np.ndarray], name: str) -> np.ndarray:
 def canonical_from_hf(
     state_dict: Mapping[str, np.ndarray], config: Qwen35Config
 ) -> dict[str, np.ndarray]:
-    """Every spec/ninfer3.md §6.2 text parameter as a float32 array, from a transformers state dict.
+    """Every spec/ninfer3.md §qwen35-names text parameter as a float32 array, from a transformers
+    state dict.
 
     Each parameter comes from its tensor as `hf_names.source` says: the VL prefix when the
     state dict has the VL embedding, fused v5 experts in a layer that has them, and with tied

@@ -1,4 +1,4 @@
-"""Where each canonical Qwen3.5 text parameter (spec/ninfer3.md §6.2) is in a transformers
+"""Where each canonical Qwen3.5 text parameter (spec/ninfer3.md §qwen35-names) is in a transformers
 checkpoint.
 
 The one mapping from transformers names to canonical ones: `qwen35.hf.canonical_from_hf` (a
@@ -16,7 +16,7 @@ Most parameters are one transformers tensor, unchanged. Some are rearranged:
   [channels, 1, kernel] (text_names.gdn_parameters).
 * MoE experts: hub files carry `experts.{e}.{gate,up,down}_proj`; transformers 5.x in-memory
   state dicts fuse them into `experts.gate_up_proj` [E, 2I, H] (gate rows, then up) and
-  `experts.down_proj` [E, H, I] (spec/models.md §1.3). Both are accepted.
+  `experts.down_proj` [E, H, I] (spec/models.md §qwen3-moe). Both are accepted.
 * with tied embeddings `output_head` is the embedding tensor (no `lm_head.weight` is read).
 """
 
@@ -33,7 +33,7 @@ from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, TextParameter
 
 #: the text model's tensors are under this prefix in a text-only checkpoint ...
 TEXT_MODEL_PREFIX = "model."
-#: ... and under this one in a multimodal (VL) checkpoint (spec/models.md §2)
+#: ... and under this one in a multimodal (VL) checkpoint (spec/models.md §tiny-checkpoints)
 VL_TEXT_MODEL_PREFIX = "model.language_model."
 LM_HEAD = "lm_head.weight"
 FFN_ROLES = ("gate", "up", "down")
@@ -72,7 +72,8 @@ FUSED_DOWN = "mlp.experts.down_proj"
 
 
 def text_model_prefix(multimodal: bool) -> str:
-    """`model.language_model.` for a multimodal checkpoint, else `model.` (spec/models.md §2)."""
+    """`model.language_model.` for a multimodal checkpoint, else `model.` (spec/models.md
+    §tiny-checkpoints)."""
     return VL_TEXT_MODEL_PREFIX if multimodal else TEXT_MODEL_PREFIX
 
 
@@ -181,7 +182,8 @@ def source(
     config: Mapping[str, Any], prefix: str, name: str, *, fused_experts: bool = False
 ) -> Source:
     """The transformers tensor of canonical parameter `name` (module docstring); `config` is the
-    closed spec/ninfer3.md §6.1 object, `prefix` the text model's (`text_model_prefix`)."""
+    closed spec/ninfer3.md §qwen35-config object, `prefix` the text model's
+    (`text_model_prefix`)."""
     layer = split_layer(name)
     if layer is None:
         short = name.removeprefix(TEXT_PREFIX)

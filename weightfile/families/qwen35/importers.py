@@ -1,5 +1,5 @@
 """The Qwen3.5 family's converter as the convert dispatch runs it, (src, dst, ConvertOptions) ->
-the published paths (weightfile/convert/dispatch.py; spec/ninfer3.md §6)."""
+the published paths (weightfile/convert/dispatch.py; spec/ninfer3.md §qwen35-text)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from weightfile.spec.errors import UnsupportedError
 def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set
     (weightfile/families/qwen35/to_ninfer.py); the `.ninfer` writer never replaces a file set
-    (spec/ninfer3.md §1.7)."""
+    (spec/ninfer3.md §writer)."""
     from .to_ninfer import import_checkpoint
 
     if options.overwrite:

@@ -1,18 +1,18 @@
-"""A Hugging Face Qwen3.5 checkpoint folder -> a `.ninfer` v3 file set (spec/ninfer3.md §1.7,
-§5, §6).
+"""A Hugging Face Qwen3.5 checkpoint folder -> a `.ninfer` v3 file set (spec/ninfer3.md §writer,
+§examples, §qwen35-text).
 
 The steps, in order:
 
-1. `components.text.config` from config.json, closed as spec/ninfer3.md §6.1 requires
+1. `components.text.config` from config.json, closed as spec/ninfer3.md §qwen35-config requires
    (`to_ninfer_config`);
-2. the parents, bindings and uses of the canonical spec/ninfer3.md §6.2 parameters
+2. the parents, bindings and uses of the canonical spec/ninfer3.md §qwen35-names parameters
    (`to_ninfer_plan`);
-3. the four text resources of spec/ninfer3.md §6.2, unmodified `raw_bytes_v1` objects placed first,
-   as in the examples (spec/ninfer3.md §5), under the roles `tokenizer.json`,
+3. the four text resources of spec/ninfer3.md §qwen35-names, unmodified `raw_bytes_v1` objects
+   placed first, as in the examples (spec/ninfer3.md §examples), under the roles `tokenizer.json`,
    `tokenizer_config.json`, `chat_template.jinja` and `generation_config.json`;
 4. the parents, each read from the checkpoint (`checkpoint`, `hf_names`), encoded by its
-   (format, layout) codec and streamed to the writer one object at a time (spec/ninfer3.md §1.7), so
-   only one parent is ever in memory.
+   (format, layout) codec and streamed to the writer one object at a time (spec/ninfer3.md §writer),
+   so only one parent is ever in memory.
 
 The writer publishes atomically: a failure at any step leaves nothing at the destination. The
 codecs are the `Backend`'s (ref/backend.py): the reference ones by default; the CLI passes FAST,
@@ -62,13 +62,14 @@ CHAT_TEMPLATE = "chat_template.jinja"
 
 
 def resource_id(role: str) -> str:
-    """`tokenizer_config.json` -> `r.tokenizer_config`, the examples' ids (spec/ninfer3.md §5)."""
+    """`tokenizer_config.json` -> `r.tokenizer_config`, the examples' ids (spec/ninfer3.md
+    §examples)."""
     return "r." + role.split(".", 1)[0]
 
 
 def read_resources(folder: Path) -> dict[str, bytes]:
-    """role -> bytes of the four text resources (spec/ninfer3.md §6.2); a template only inside
-    tokenizer_config.json is written out as chat_template.jinja."""
+    """role -> bytes of the four text resources (spec/ninfer3.md §qwen35-names); a template only
+    inside tokenizer_config.json is written out as chat_template.jinja."""
     out: dict[str, bytes] = {}
     for role in TEXT_RESOURCE_ROLES:
         path = folder / role
@@ -105,7 +106,7 @@ def member_source(
     config: Mapping[str, Any], prefix: str, name: str, fused: frozenset[int]
 ) -> hf_names_qwen35.Source:
     """`source` of one canonical parameter, its layer's experts fused or not (spec/ninfer3.md
-    §6.2)."""
+    §qwen35-names)."""
     layer = split_layer(name)
     return source(config, prefix, name, fused_experts=layer is not None and layer[0] in fused)
 

@@ -1,8 +1,9 @@
-"""`components.text.config` from a Hugging Face Qwen3.5 config.json (spec/ninfer3.md §6.1).
+"""`components.text.config` from a Hugging Face Qwen3.5 config.json (spec/ninfer3.md
+§qwen35-config).
 
 The normalisation into the closed key set is `hf.text_config_from_hf` and the
-spec/ninfer3.md §6.1 rules are `weightfile.ref.qwen35.config.validate_text_config`; the importer
-adds three things around them:
+spec/ninfer3.md §qwen35-config rules are `weightfile.ref.qwen35.config.validate_text_config`; the
+importer adds three things around them:
 
 * typed errors: what the normaliser fails on untyped is an InvalidError naming config.json;
 * refusals: what the reference forward pass does not compute is refused rather than dropped
@@ -10,9 +11,9 @@ adds three things around them:
   model_type, which would be dropped);
 * the two values a text-only or multimodal checkpoint may leave implicit. A text-only checkpoint may
   omit `mrope_section`: every position axis then carries the same position, so the section cannot
-  change a result, and the interleaved section spec/ninfer3.md §6.1 accepts for the actual rotary
-  width is filled in (transformers' fallback [11, 11, 10] fits only 32 rotary pairs). A multimodal
-  checkpoint keeps `tie_word_embeddings` at the top level, beside `text_config`.
+  change a result, and the interleaved section spec/ninfer3.md §qwen35-config accepts for the actual
+  rotary width is filled in (transformers' fallback [11, 11, 10] fits only 32 rotary pairs). A
+  multimodal checkpoint keeps `tie_word_embeddings` at the top level, beside `text_config`.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def require_supported(text: Mapping[str, Any]) -> None:
 def derived_mrope_section(pairs: int) -> list[int]:
     """The interleaved section with every pair r%3==1 on axis 1 and r%3==2 on axis 2.
 
-    For `pairs` rotary pairs this is a fixed point of `interleaved_counts`, so spec/ninfer3.md §6.1
-    accepts it (for 32 pairs it is [11, 11, 10], the Qwen3.5 value).
+    For `pairs` rotary pairs this is a fixed point of `interleaved_counts`, so spec/ninfer3.md
+    §qwen35-config accepts it (for 32 pairs it is [11, 11, 10], the Qwen3.5 value).
     """
     s1 = len(range(1, pairs, 3))
     s2 = len(range(2, pairs, 3))
@@ -78,7 +79,7 @@ def with_implicit_values(cfg: Mapping[str, Any], text: dict[str, Any]) -> dict[s
         try:
             rotary = rotary_dim(int(text["head_dim"]), float(rope["partial_rotary_factor"]))
         except (KeyError, TypeError, ValueError):
-            return text  # the spec/ninfer3.md §6.1 validator names what is wrong
+            return text  # the spec/ninfer3.md §qwen35-config validator names what is wrong
         rope["mrope_section"] = derived_mrope_section(rotary // 2)
         text["rope_parameters"] = rope
     return text
@@ -86,7 +87,7 @@ def with_implicit_values(cfg: Mapping[str, Any], text: dict[str, Any]) -> dict[s
 
 def text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The closed, validated `components.text.config` of a dense or MoE Qwen3.5 config.json
-    (spec/ninfer3.md §6.1)."""
+    (spec/ninfer3.md §qwen35-config)."""
     text = text_part(cfg)
     require_supported(text)
     try:

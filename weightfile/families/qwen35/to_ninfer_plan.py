@@ -1,20 +1,21 @@
-"""The tensor objects of an imported Qwen3.5 file, its bindings and uses (spec/ninfer3.md §2.5,
-§2.6, §6.2).
+"""The tensor objects of an imported Qwen3.5 file, its bindings and uses (spec/ninfer3.md §binding,
+§use, §qwen35-names).
 
 Every canonical parameter of `text_parameters(config)` goes into exactly one *parent* object:
 
 * a matrix that belongs to one of the default converter groupings (`fusion_groups`,
-  spec/ninfer3.md §6.2: attention {Q, K, gate, V}, GDN {q, k, v, z} and {a, b}, dense {gate, up})
-  shares a parent with the rest of its group, stacked by rows in group order, and is bound as one
-  Part: whole rows `[r0·K, r1·K)` of the parent (spec/ninfer3.md §2.5), as in the spec's examples;
+  spec/ninfer3.md §qwen35-names: attention {Q, K, gate, V}, GDN {q, k, v, z} and {a, b}, dense
+  {gate, up}) shares a parent with the rest of its group, stacked by rows in group order, and is
+  bound as one Part: whole rows `[r0·K, r1·K)` of the parent (spec/ninfer3.md §binding), as in the
+  spec's examples;
 * every other parameter is a parent of its own, bound whole (`{"object": id}`);
 * with `tie_word_embeddings` the output head is bound to the embedding's object.
 
 Matrices (parameters with Use inputs) take the chosen format: bf16 `contiguous_le_v1`, or a grouped
 format in `row_split_k128_v1`, which quantises rows independently, so a part of a parent decodes
-exactly as the parameter quantised alone. Direct parameters keep their spec/ninfer3.md §6.2 format
-(bf16, fp32 for `a_log` and `dt_bias`). Every Use is `A16Only`: the reference computes in float32
-and this importer makes no claim that quantised activations would be accurate.
+exactly as the parameter quantised alone. Direct parameters keep their spec/ninfer3.md §qwen35-names
+format (bf16, fp32 for `a_log` and `dt_bias`). Every Use is `A16Only`: the reference computes in
+float32 and this importer makes no claim that quantised activations would be accurate.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from weightfile.spec.ninfer3.text_names import (
 BF16 = "bf16"
 CONTIGUOUS = "contiguous_le_v1"
 ROW_SPLIT = "row_split_k128_v1"
-#: --format -> the layout of its matrices (spec/ninfer3.md §4.1)
+#: --format -> the layout of its matrices (spec/ninfer3.md §layout-registry)
 MATRIX_FORMATS = {
     "bf16": CONTIGUOUS,
     "q4_g64_fp16": ROW_SPLIT,
@@ -105,7 +106,7 @@ def plan_parents(config: Mapping[str, Any], fmt: str) -> list[Parent]:
 
 def bindings(parents: list[Parent], tied: bool) -> dict[str, dict[str, Any]]:
     """Whole bindings for single parents, one row-range Part per member of a fused one
-    (spec/ninfer3.md §2.5)."""
+    (spec/ninfer3.md §binding)."""
     out: dict[str, dict[str, Any]] = {}
     for parent in parents:
         if len(parent.members) == 1:
@@ -123,8 +124,8 @@ def bindings(parents: list[Parent], tied: bool) -> dict[str, dict[str, Any]]:
 
 
 def uses(config: Mapping[str, Any]) -> list[dict[str, str]]:
-    """One `A16Only` Use per (parameter, input) the architecture consumes (spec/ninfer3.md §2.6,
-    §6.2)."""
+    """One `A16Only` Use per (parameter, input) the architecture consumes (spec/ninfer3.md §use,
+    §qwen35-names)."""
     return [
         {"parameter": p.name, "input": i, "activation_policy": ACTIVATION_POLICY}
         for p in text_parameters(config)

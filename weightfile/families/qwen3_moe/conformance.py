@@ -1,13 +1,14 @@
 """`vqf-moe-model` cases: tiny version-3 (Qwen3-MoE) VQF files + a prompt -> greedy tokens,
 logits, per-op digests and the experts chosen at every token of every layer, under the canonical
-numerics (spec/models.md §1.3.1, spec/numerics.md §10.1; README "MoE model cases").
+numerics (spec/models.md §qwen3-moe-vqf-v3, spec/models.md §qwen3-moe-forward; README "MoE model
+cases").
 
 A kind of its own, not `vqf-model`: an engine that runs dense Qwen3 files but not MoE ones
 declares `vqf-model` and skips these. The expected answer is the reference decoder
 (ref/qwen3_moe) reached through the family registry, exactly as for the dense model cases; the
 `fast` adapter answers with fast/qwen3_moe. The files are written by the importer's own
-`build_tensors` from seeded transformers-named weights, so the stacking (spec/vqf.md §7.1) is
-the importer's. One case gives two experts of layer 0 the same router row, so every token's
+`build_tensors` from seeded transformers-named weights, so the stacking (spec/vqf.md §text-tensors)
+is the importer's. One case gives two experts of layer 0 the same router row, so every token's
 router logits tie there and the tie rule (the smaller expert index wins) decides.
 """
 

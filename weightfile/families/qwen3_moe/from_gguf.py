@@ -1,13 +1,14 @@
-"""A llama.cpp qwen3moe GGUF file -> a version-3 VQF, copying Q8_0/Q4_0 blocks (spec/vqf.md §7.7).
+"""A llama.cpp qwen3moe GGUF file -> a version-3 VQF, copying Q8_0/Q4_0 blocks (spec/vqf.md
+§converter).
 
 The inverse of the qwen3moe export (weightfile/convert/vqf_gguf.py `expert_jobs`): per layer the
 router `ffn_gate_inp` [E, d] becomes moe_router's rows, `ffn_{gate,up}_exps` [E, Ie, d] the
 expert-stacked gate/up rows, and `ffn_down_exps` [E, d, Ie] the column bands of down (spec/vqf.md
-§7.1 MoE stacking). Each expert's blocks are tiled as the Hugging Face MoE importer tiles them
-(weightfile/families/qwen3_moe/to_vqf.py, one expert at a time), so GGUF -> VQF writes the bytes
-that importer writes from the same weights. Attention, norms, embedding and lm_head go as in the
-dense GGUF importer (weightfile/families/qwen3/from_gguf.py); a tensor whose GGUF type is not its
-entry's block type is requantized only with `requantize=True`, else `vqf.import.requantize`.
+§text-tensors MoE stacking). Each expert's blocks are tiled as the Hugging Face MoE importer tiles
+them (weightfile/families/qwen3_moe/to_vqf.py, one expert at a time), so GGUF -> VQF writes the
+bytes that importer writes from the same weights. Attention, norms, embedding and lm_head go as in
+the dense GGUF importer (weightfile/families/qwen3/from_gguf.py); a tensor whose GGUF type is not
+its entry's block type is requantized only with `requantize=True`, else `vqf.import.requantize`.
 Weight modes q8 and q4 only (the family importers' set, `vqf.import.option` otherwise).
 """
 

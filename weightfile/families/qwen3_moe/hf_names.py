@@ -1,5 +1,5 @@
 """Where each Qwen3-MoE weight is in a Hugging Face Qwen3MoeForCausalLM checkpoint
-(spec/models.md §2, spec/vqf.md §7.1).
+(spec/models.md §tiny-checkpoints, spec/vqf.md §text-tensors).
 
 Attention, norms, the embedding and the output are Qwen3's names
 (weightfile/families/qwen3/hf_names.py); the FFN of every layer is a router and per-expert

@@ -1,5 +1,6 @@
 """The Qwen3-MoE family's converters as the convert dispatch runs them, (src, dst,
-ConvertOptions) -> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §7.7, §8)."""
+ConvertOptions) -> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §converter,
+§arch-semantics)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A Hugging Face Qwen3-MoE checkpoint folder -> a version-3 VQF file (spec/vqf.md §7.1, §8;
-spec/models.md §1.3.1).
+"""A Hugging Face Qwen3-MoE checkpoint folder -> a version-3 VQF file (spec/vqf.md §text-tensors,
+§arch-semantics; spec/models.md §qwen3-moe-vqf-v3).
 
-What a version-3 file means is fixed (spec/models.md §1.3.1): every layer is MoE, the k chosen
-weights are renormalised, there is no shared expert. A checkpoint whose config says otherwise
+What a version-3 file means is fixed (spec/models.md §qwen3-moe-vqf-v3): every layer is MoE, the k
+chosen weights are renormalised, there is no shared expert. A checkpoint whose config says otherwise
 (`norm_topk_prob` false, a non-empty `mlp_only_layers`, `decoder_sparse_step` other than 1, a
 shared expert) cannot be written faithfully and is refused (vqf.import.moe_config) before a
 tensor is read.
@@ -65,7 +65,7 @@ def is_qwen3_moe(cfg: Mapping[str, Any]) -> bool:
 
 
 def refuse_inexpressible(cfg: Mapping[str, Any]) -> None:
-    """Refuse a config a version-3 file cannot state (spec/models.md §1.3.1;
+    """Refuse a config a version-3 file cannot state (spec/models.md §qwen3-moe-vqf-v3;
     vqf.import.moe_config): the file means all layers MoE, normalised top-k, no shared expert."""
 
     def refuse(key: str, why: str) -> None:
@@ -106,7 +106,7 @@ def moe_sizes(cfg: Mapping[str, Any]) -> tuple[int, int, int]:
 
 def require_geometry(c: Qwen3Config, ie: int, qtype: QType, layout: str) -> None:
     """Matrix widths whole 32-blocks (Ie too: down's expert bands), and in tiled files every
-    tile group inside one expert (spec/vqf.md §7.1, §7.5; vqf.import.geometry)."""
+    tile group inside one expert (spec/vqf.md §text-tensors, §repack-gates; vqf.import.geometry)."""
     if c.hidden_size % 32 or c.q_dim % 32 or ie % 32:
         raise UnsupportedError(
             "vqf.import.geometry", "hidden, q and moe_intermediate sizes must be multiples of 32"
@@ -139,7 +139,8 @@ def expert_matrices(
     projection_set: str,
     backend: Backend,
 ) -> list[TensorSource]:
-    """{projection_set}_gate, _up, _down: every layer's experts stacked (spec/vqf.md §7.1)."""
+    """{projection_set}_gate, _up, _down: every layer's experts stacked (spec/vqf.md
+    §text-tensors)."""
     d, nl, ff = c.hidden_size, c.num_hidden_layers, ne * ie
     out = []
     for role in ("gate", "up"):
@@ -168,14 +169,14 @@ def expert_matrices(
 def build_tensors(
     sd: Checkpoint, c: Qwen3Config, ne: int, ie: int, qtype: QType, flags: int, backend: Backend
 ) -> list[TensorSource]:
-    """The spec/vqf.md §7.1 inventory of a version-3 file, read tensor by tensor."""
+    """The spec/vqf.md §text-tensors inventory of a version-3 file, read tensor by tensor."""
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
     projection_set = "q4" if qtype == QType.Q4_0 else "q8"
     embed = require(sd, EMBED, (c.vocab_size, d))
     if qtype == QType.F32:
         out = [TensorSource("token_embed", QType.F32, c.vocab_size, d, embed.tobytes())]
     else:
-        # truncating like the engine writer, as the dense importer does (spec/vqf.md §5.2)
+        # truncating like the engine writer, as the dense importer does (spec/vqf.md §f16)
         data = backend.vqf_codecs.codec("f16").encode(embed, c.vocab_size, d, mode="trunc_ftz")
         out = [TensorSource("token_embed", QType.F16, c.vocab_size, d, data)]
     out.append(TensorSource("final_norm", QType.F32, d, 1, require(sd, FINAL_NORM, (d,)).tobytes()))

@@ -1,14 +1,15 @@
 """`vqf-vl-model` cases: tiny Qwen3-VL VQF files (flag VISION) + images as raw RGB pixels + a prompt
 of token ids -> the prepared images, the expanded prompt, its MRoPE positions, greedy tokens,
 logits and digests of the vision tower's and the text tower's traced activations, under the
-canonical numerics (spec/models.md §1.2, spec/numerics.md §21; README "Qwen3-VL model cases").
+canonical numerics (spec/models.md §qwen3-vl, spec/numerics.md §vision; README "Qwen3-VL model
+cases").
 
 A kind of its own, not `vqf-model`: an engine without a vision tower declares `vqf-model` and
 skips these. The files are written by the Qwen3-VL importer's own functions (the text tower by
-`build_tensors`, the 27 vision tensors by `build_vision_tensors`, spec/vqf.md §7.4) from seeded
-transformers-named weights; the geometry is small enough for the reference to answer in seconds
-(4-pixel patches, 2 blocks, DeepStack after block 0, fc2 padded from 48 to 64 columns). The image
-processor's pixel limits are not in the file, so each case names them (`image_processor`).
+`build_tensors`, the 27 vision tensors by `build_vision_tensors`, spec/vqf.md §vision-tensors) from
+seeded transformers-named weights; the geometry is small enough for the reference to answer in
+seconds (4-pixel patches, 2 blocks, DeepStack after block 0, fc2 padded from 48 to 64 columns). The
+image processor's pixel limits are not in the file, so each case names them (`image_processor`).
 
 The expected answer is the family's reference model (ref/qwen3_vl) through the family registry;
 the `fast` adapter answers with the family's fast model when the registry row has one, and with
@@ -177,7 +178,8 @@ def vision_state_dict(seed: int, arch: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def write_model(path: Path, case: VLCase) -> Path:
-    """The case's file through the importer's own functions (spec/vqf.md §7.1, §7.4, §8)."""
+    """The case's file through the importer's own functions (spec/vqf.md §text-tensors,
+    §vision-tensors, §arch-semantics)."""
     merged, c = text_config(VL_HF)
     arch = arch_from_config(merged, c) | vision_arch(VL_HF, c)
     flags = file_flags(case.qtype, case.layout) | VQFFlag.VISION
@@ -192,7 +194,7 @@ def sha256(a: np.ndarray) -> str:
 
 def vision_names(vqf: VQFFile) -> list[str]:
     """The digested vision trace names: the patch embedding, every block's output, every
-    DeepStack feature and the merger (spec/numerics.md §21.7)."""
+    DeepStack feature and the merger (spec/numerics.md §vision-merge)."""
     a = vqf.header.arch
     return ["vision.patch_embed",
             *(f"vision.blocks.{i}.mlp_residual" for i in range(a["vis_depth"])),
@@ -201,8 +203,8 @@ def vision_names(vqf: VQFFile) -> list[str]:
 
 
 def text_trace_names(config: Any, deepstack: int) -> list[str]:
-    """spec/numerics.md §10's names of the text tower, `layers.L.deepstack` after each of the
-    first `deepstack` layers' ffn_residual."""
+    """spec/models.md §qwen3-forward's names of the text tower, `layers.L.deepstack` after each of
+    the first `deepstack` layers' ffn_residual."""
     out = []
     for name in text_names(getattr(config, "text", config)):  # a VLConfig or its text part
         out.append(name)

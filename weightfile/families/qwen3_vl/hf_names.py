@@ -1,5 +1,5 @@
 """Where each Qwen3-VL weight is in a Hugging Face Qwen3VLForConditionalGeneration checkpoint
-(spec/models.md §1.2, spec/vqf.md §7.4).
+(spec/models.md §qwen3-vl, spec/vqf.md §vision-tensors).
 
 The text tower's tensors are Qwen3's under `model.language_model.` instead of `model.`
 (`text_name` maps one to the other); the vision tower's are under `model.visual.`.
@@ -18,7 +18,8 @@ PATCH_EMBED = VISUAL + "patch_embed.proj.weight"
 PATCH_BIAS = VISUAL + "patch_embed.proj.bias"
 POS_EMBED = VISUAL + "pos_embed.weight"
 
-#: VQF per-block stacked name (spec/vqf.md §7.4) -> the tensor after "model.visual.blocks.L.".
+#: VQF per-block stacked name (spec/vqf.md §vision-tensors) -> the tensor after
+#: "model.visual.blocks.L.".
 BLOCK_TENSORS: dict[str, str] = {
     "v_q8_qkv": "attn.qkv.weight",
     "v_q8_proj": "attn.proj.weight",

@@ -1,5 +1,5 @@
 """The Qwen3-VL family's converters as the convert dispatch runs them, (src, dst, ConvertOptions)
--> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §7.4, §7.7)."""
+-> the published paths (weightfile/convert/dispatch.py; spec/vqf.md §vision-tensors, §converter)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ hf_to_vqf = family_hf_to_vqf("weightfile.families.qwen3_vl.to_vqf:import_vl_chec
 
 
 def refuse_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """GGUF Qwen3-VL (qwen3vl text + clip mmproj) -> VQF is not written (spec/vqf.md §7.7)."""
+    """GGUF Qwen3-VL (qwen3vl text + clip mmproj) -> VQF is not written (spec/vqf.md §converter)."""
     raise UnsupportedError(
         "vqf.import.source",
         f"{src.name}: a Qwen3-VL GGUF does not convert to VQF: llama.cpp splits the model into a "

@@ -1,8 +1,8 @@
 """The Qwen3-VL family's synthetic bench models (weightfile/bench/synthetic.py, issue 6).
 
-Qwen3-VL-2B with its vision tower (spec/vqf.md §7.6; the public vision_config, as in
-spec/models.md §1.2: DeepStack after blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80 pads
-fc2 to 96 columns (spec/vqf.md §7.4).
+Qwen3-VL-2B with its vision tower (spec/vqf.md §worked-example; the public vision_config, as in
+spec/models.md §qwen3-vl: DeepStack after blocks 5, 11, 17). `tiny-vl-*` is for tests: vf = 80 pads
+fc2 to 96 columns (spec/vqf.md §vision-tensors).
 """
 
 from __future__ import annotations

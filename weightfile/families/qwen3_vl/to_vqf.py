@@ -1,10 +1,12 @@
-"""A Hugging Face Qwen3-VL checkpoint folder -> a VISION VQF file (spec/vqf.md §7.1, §7.4, §8).
+"""A Hugging Face Qwen3-VL checkpoint folder -> a VISION VQF file (spec/vqf.md §text-tensors,
+§vision-tensors, §arch-semantics).
 
 The text tower goes through the Qwen3 importer's `build_tensors` on a view of the checkpoint under
 Qwen3's names (`qwen3_vl.hf_names.TextView`), so both write the text tensors one way. The vision
-tower follows spec/vqf.md §7.4: the four block matrices as Q8_0 legacy whatever the text qtype
-(the fc2 rows zero-padded to a multiple of 32 columns first), everything else F32. The arch takes
-the nested `text_config` / `vision_config` and the top-level special token ids (spec/vqf.md §8).
+tower follows spec/vqf.md §vision-tensors: the four block matrices as Q8_0 legacy whatever the text
+qtype (the fc2 rows zero-padded to a multiple of 32 columns first), everything else F32. The arch
+takes the nested `text_config` / `vision_config` and the top-level special token ids (spec/vqf.md
+§arch-semantics).
 
 Refusals: `vqf.import.config` (not a Qwen3-VL config, or a vision tower the file cannot describe:
 more than 4 DeepStack indexes, an activation other than gelu_pytorch_tanh) and the shared
@@ -54,8 +56,8 @@ from weightfile.spec.vqf.inventory import KINDS, VISION_KINDS, Geometry
 from weightfile.spec.vqf.qtypes import QType
 
 ARCHITECTURE = "Qwen3VLForConditionalGeneration"
-DEFAULT_MROPE = (24, 20, 20)  # spec/models.md §1.2: when rope_parameters has no mrope_section
-MAX_DEEPSTACK = 4  # vis_ds_idx has four slots (spec/vqf.md §2.2)
+DEFAULT_MROPE = (24, 20, 20)  # spec/models.md §qwen3-vl: when rope_parameters has no mrope_section
+MAX_DEEPSTACK = 4  # vis_ds_idx has four slots (spec/vqf.md §header-layout)
 
 
 def is_qwen3_vl(cfg: Mapping[str, Any]) -> bool:
@@ -87,7 +89,8 @@ def text_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], Qwen3Config]:
 
 
 def vision_arch(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
-    """spec/vqf.md §8 vision fields and special ids from vision_config and the top level."""
+    """spec/vqf.md §arch-semantics vision fields and special ids from vision_config and the top
+    level."""
     vc = cfg.get("vision_config")
     if not isinstance(vc, Mapping):
         raise _config_error("no vision_config")
@@ -132,8 +135,8 @@ def vision_arch(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
 def build_vision_tensors(
     sd: Mapping[str, np.ndarray], arch: Mapping[str, Any], backend: Backend = REFERENCE
 ) -> list[TensorSource]:
-    """The 27 tensors of spec/vqf.md §7.4 in table order; directory rows × cols as the inventory
-    states them."""
+    """The 27 tensors of spec/vqf.md §vision-tensors in table order; directory rows × cols as the
+    inventory states them."""
     g = Geometry.from_arch(arch)
     vh, vf, vfp, vo, mi = g.vh, g.vf, g.vfp, g.vo, g.mi
     patch = (vh, 3, g.vt, g.vp, g.vp)
@@ -149,7 +152,8 @@ def build_vision_tensors(
         parts = []
         for i in range(g.vd):
             m = require(sd, block_tensor(i, name), shape)
-            if name == "v_q8_fc2" and vfp != vf:  # spec/vqf.md §7.4: rows padded with zeros
+            if name == "v_q8_fc2" and vfp != vf:  # spec/vqf.md §vision-tensors: rows padded with
+                # zeros
                 m = np.concatenate([m, np.zeros((vh, vfp - vf), np.float32)], axis=1)
             parts.append(encode(QType.Q8_0, 0, name, m, backend))
         data[name] = b"".join(parts)
@@ -169,8 +173,8 @@ def build_vision_tensors(
 
 
 def vision_directory(arch: Mapping[str, Any]) -> list[tuple[str, QType, int, int]]:
-    """(name, qtype, rows, cols) of the 27 vision entries in spec/vqf.md §7.4 order: Q8_0 for the
-    block matrices, F32 for the rest, rows × cols as the inventory states them."""
+    """(name, qtype, rows, cols) of the 27 vision entries in spec/vqf.md §vision-tensors order: Q8_0
+    for the block matrices, F32 for the rest, rows × cols as the inventory states them."""
     g = Geometry.from_arch(arch)
     out = []
     for kind in VISION_KINDS:

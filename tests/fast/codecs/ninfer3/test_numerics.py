@@ -1,5 +1,5 @@
 """The vectorised numerics of fast against independent oracles (ml_dtypes) and the
-spec/ninfer3.md §4.4 formula.
+spec/ninfer3.md §block-scale formula.
 
 fast rounds E4M3FN on the binary32 bits rather than through ref's midpoint table, so it gets its
 own oracle tests over dense and boundary inputs.

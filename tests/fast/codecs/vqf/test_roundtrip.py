@@ -67,7 +67,7 @@ def test_tiled_payloads_round_trip_through_their_words(name: str, data: st.DataO
     tiled = _codec(name)
     payload = tiled.encode(values, rows, cols)
     legacy = base.encode(values, rows, cols)
-    assert len(payload) == len(legacy)  # tiling never changes the size (spec/vqf.md §5.9)
+    assert len(payload) == len(legacy)  # tiling never changes the size (spec/vqf.md §size-function)
     for key, want in base.decode_words(legacy, rows, cols).items():
         assert np.array_equal(tiled.decode_words(payload, rows, cols)[key], want)
     got = tiled.decode(payload, rows, cols).tobytes()

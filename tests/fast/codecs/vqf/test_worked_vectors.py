@@ -1,4 +1,4 @@
-"""fast reproduces the worked numbers of spec/vqf.md §5.2 and §6.6 byte for byte."""
+"""fast reproduces the worked numbers of spec/vqf.md §f16 and §test-vectors byte for byte."""
 
 from __future__ import annotations
 

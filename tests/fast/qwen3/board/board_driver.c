@@ -3,7 +3,7 @@
  * Reads one little-endian input file: int64 rows, cols, then int8 weights [rows, cols], uint16
  * scale bits [rows, cols/32], float32 activations [cols]; writes float32 results: the four
  * product forms of the quantized activations, the two RMSNorm orders and the SiLU of the
- * activations (no libm calls: those are the host library's, spec/numerics.md §20.2).
+ * activations (no libm calls: those are the host library's, spec/numerics.md §board-c-library).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
 """fast/csrc/board.c built for aarch64 and run under qemu-aarch64 gives the bits the host's
 build gives (and so the reference's): products in every form, both RMSNorm orders and the SiLU
-(spec/numerics.md §20.4-§20.6). The board's own ISA, with its fused multiply-add instructions,
-must not change a value. Without the tools the test skips, except under CI (env CI set).
+(spec/numerics.md §board-products, §board-rmsnorm, §board-exp). The board's own ISA, with its fused
+multiply-add instructions, must not change a value. Without the tools the test skips, except under
+CI (env CI set).
 """
 
 from __future__ import annotations

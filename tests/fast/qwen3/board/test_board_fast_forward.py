@@ -1,5 +1,5 @@
 """Whole forwards: the fast kestrel-board engine == the reference on random tiny Q4_0 / Q8_0
-tiled files, both prompt paths, 1 and 3 threads, bit for bit (spec/numerics.md §20.9).
+tiled files, both prompt paths, 1 and 3 threads, bit for bit (spec/numerics.md §board-forward).
 
 The files are written by the conformance board-case writer with a drawn seed; prompts of 1-9
 tokens cover the Q4 prefill's GEMM / decode-form split at n & ~3 and the attention's groups of 4.

@@ -1,5 +1,6 @@
 """fast.qwen3.board.ops == ref.qwen3.board, bit for bit, one operation at a time
-(spec/numerics.md §20.3-§20.8).
+(spec/numerics.md §board-quantizers, §board-products, §board-rmsnorm, §board-exp, §board-rope,
+§board-attention).
 
 The strategies aim at the hard cases: activation values on the x/d + 0.5 ties (amax 127 makes
 d = 1 exactly, so half-integers tie), subnormals and the largest finite floats, f16 scale bits

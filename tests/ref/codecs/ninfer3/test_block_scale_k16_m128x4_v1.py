@@ -1,6 +1,6 @@
-"""nvfp4 in `block_scale_k16_m128x4_v1`: the spec/ninfer3.md §4.4 example, ml_dtypes as the
-E2M1/E4M3FN oracle, the import-only rule and the validator (spec/ninfer3.md §3.4, §4.4). Both
-engines run every test.
+"""nvfp4 in `block_scale_k16_m128x4_v1`: the spec/ninfer3.md §block-scale example, ml_dtypes as the
+E2M1/E4M3FN oracle, the import-only rule and the validator (spec/ninfer3.md §nvfp4, §block-scale).
+Both engines run every test.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_decode_matches_ml_dtypes_float4_and_float8(data: st.DataObject) -> None
 
 
 def test_there_is_no_quantiser(codec) -> None:
-    """spec/ninfer3.md §3.4: no built-in FP->NVFP4 quantiser; encode refuses."""
+    """spec/ninfer3.md §nvfp4: no built-in FP->NVFP4 quantiser; encode refuses."""
     with pytest.raises(UnsupportedError) as e:
         codec.encode(np.zeros((128, 64), np.float32), (128, 64))
     assert e.value.rule == RULE + "no_encoder"

@@ -1,4 +1,5 @@
-"""`get_codec` binds every registered pair and refuses the rest (spec/ninfer3.md §3.1, §4.1)."""
+"""`get_codec` binds every registered pair and refuses the rest (spec/ninfer3.md §format-registry,
+§layout-registry)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_every_pair_has_the_same_surface_in_both_engines(pair: tuple) -> None:
     "pair", [("q4_g64_fp16", "contiguous_le_v1"), ("bf16", "row_split_k128_v1"), ("fp16", "x")]
 )
 def test_unregistered_pairs_are_refused(pair: tuple) -> None:
-    """Unknown names and unsupported pairs are errors (spec/ninfer3.md §4.1)."""
+    """Unknown names and unsupported pairs are errors (spec/ninfer3.md §layout-registry)."""
     for get_codec in (ref_get_codec, fast_get_codec):
         with pytest.raises(InvalidError) as e:
             get_codec(*pair)
@@ -34,7 +35,7 @@ def test_unregistered_pairs_are_refused(pair: tuple) -> None:
 
 
 def test_raw_bytes_round_trip_verbatim() -> None:
-    """spec/ninfer3.md §4.6: the payload is the resource bytes exactly."""
+    """spec/ninfer3.md §raw-bytes: the payload is the resource bytes exactly."""
     codec = ref_get_codec(None, "raw_bytes_v1")
     data = np.frombuffer(b"tokenizer\x00json", dtype=np.uint8).copy()
     payload = codec.encode(data, data.shape)

@@ -1,5 +1,5 @@
 """bf16 / fp32 / int32 in `contiguous_le_v1`: RNE against ml_dtypes, exact words both ways
-(spec/ninfer3.md §3.2, §4.2). Both engines run every test.
+(spec/ninfer3.md §direct-formats, §contiguous). Both engines run every test.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def test_bf16_ties_and_overflow(get_codec) -> None:
 
 @given(words=hnp.arrays(np.uint16, (2, 3)))
 def test_bf16_decode_is_word_shifted_16(words: np.ndarray) -> None:
-    """spec/ninfer3.md §3.2: the value is exactly the binary32 word bf16 << 16, NaN payloads
-    included."""
+    """spec/ninfer3.md §direct-formats: the value is exactly the binary32 word bf16 << 16, NaN
+    payloads included."""
     for get_codec in (ref_get_codec, fast_get_codec):
         got = get_codec("bf16", LAYOUT).decode(words.astype("<u2").tobytes(), (2, 3))
         assert got.dtype == np.float32
@@ -54,7 +54,8 @@ def test_bf16_decode_is_word_shifted_16(words: np.ndarray) -> None:
 
 
 def test_fp32_preserves_signalling_nan_and_negative_zero(get_codec) -> None:
-    """spec/ninfer3.md §3.2: every word, NaN payload and signed zero round-trips unchanged."""
+    """spec/ninfer3.md §direct-formats: every word, NaN payload and signed zero round-trips
+    unchanged."""
     bits = np.array([0x7F800001, 0xFFBFFFFF, 0x80000000, 0x00000001], dtype=np.uint32)
     codec = get_codec("fp32", LAYOUT)
     payload = codec.encode(bits.view(np.float32), (4,))
@@ -63,7 +64,8 @@ def test_fp32_preserves_signalling_nan_and_negative_zero(get_codec) -> None:
 
 
 def test_int32_is_twos_complement_and_rank_0_holds_one_word(get_codec) -> None:
-    """spec/ninfer3.md §3.2 value = u or u − 2^32; spec/ninfer3.md §4.2 rank 0 holds one word."""
+    """spec/ninfer3.md §direct-formats value = u or u − 2^32; spec/ninfer3.md §contiguous rank 0
+    holds one word."""
     codec = get_codec("int32", LAYOUT)
     assert codec.decode(bytes.fromhex("FF FF FF FF"), ()).tolist() == -1
     assert codec.decode(bytes.fromhex("00 00 00 80"), ()).tolist() == -(2**31)
@@ -71,7 +73,8 @@ def test_int32_is_twos_complement_and_rank_0_holds_one_word(get_codec) -> None:
 
 
 def test_conversion_is_never_implicit(get_codec) -> None:
-    """spec/ninfer3.md §3.2: int32 refuses float values and bf16 refuses float64 values."""
+    """spec/ninfer3.md §direct-formats: int32 refuses float values and bf16 refuses float64
+    values."""
     with pytest.raises(InvalidError):
         get_codec("int32", LAYOUT).encode(np.zeros(2, np.float32), (2,))
     with pytest.raises(InvalidError):

@@ -1,7 +1,8 @@
-"""The spec/ninfer3.md §3.6 worked vectors of `grouped_absmax`, reproduced exactly by ref and fast.
+"""The spec/ninfer3.md §grouped-absmax worked vectors of `grouped_absmax`, reproduced exactly by ref
+and fast.
 
-Numbers are typed from spec/ninfer3.md §3.6. Both engines run them: the table is the spec's, not
-ours.
+Numbers are typed from spec/ninfer3.md §grouped-absmax. Both engines run them: the table is the
+spec's, not ours.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def test_q4_scale_overflow_fails(get_codec) -> None:
 
 
 def test_q4_nonfinite_fails(get_codec) -> None:
-    """A NaN or infinity in a group fails (spec/ninfer3.md §3.6 step 1), naming the group."""
+    """A NaN or infinity in a group fails (spec/ninfer3.md §grouped-absmax step 1), naming the
+    group."""
     row = group([1.0], k=130)
     row[0, 129] = np.inf
     with pytest.raises(InvalidError) as e:
@@ -121,8 +123,8 @@ def test_scale_is_numpy_float16_of_f32_quotient_and_error_within_one_scale(
     qmax = {"q4_g64_fp16": 7, "q5_g64_fp16": 15, "q6_g64_fp16": 31, "q8_g32_fp16": 127}[fmt]
     g = {"q8_g32_fp16": 32}.get(fmt, 64)
     decoded = codec.decode(payload, shape)
-    # decode(encode(x)) obeys spec/ninfer3.md §3.3: f32(f16 scale widened × q), here through numpy's
-    # float16
+    # decode(encode(x)) obeys spec/ninfer3.md §grouped-formats: f32(f16 scale widened × q), here
+    # through numpy's float16
     s32 = np.repeat(w["scales"].view(np.float16).astype(np.float32), g, axis=1)[:, : shape[1]]
     want = s32 * w["codes"].astype(np.float32)
     assert decoded.view(np.uint32).tolist() == want.view(np.uint32).tolist()

@@ -1,5 +1,6 @@
-"""`row_split_k128_v1` reproduces spec/ninfer3.md §4.3's packed bytes and fixture, and its validator
-names each broken rule at the right byte (spec/ninfer3.md §3.3, §4.3). Both engines run every test.
+"""`row_split_k128_v1` reproduces spec/ninfer3.md §row-split's packed bytes and fixture, and its
+validator names each broken rule at the right byte (spec/ninfer3.md §grouped-formats, §row-split).
+Both engines run every test.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def get_codec(request: pytest.FixtureRequest):
 
 
 KNOWN_PACKED = [
-    # format, K, first codes, base bytes, high bytes @256 (typed from the spec/ninfer3.md §4.3
+    # format, K, first codes, base bytes, high bytes @256 (typed from the spec/ninfer3.md §row-split
     # table)
     ("q4_g64_fp16", 65, [-8, -7, -1, 0, 1, 7], "98 0F 71", ""),
     ("q5_g64_fp16", 130, [-16, -15, -1, 0, 1, 15], "10 0F F1", "07"),
@@ -35,7 +36,7 @@ KNOWN_PACKED = [
 
 
 def one_row_words(fmt: str, k: int, first: list[int]) -> dict[str, np.ndarray]:
-    """Group-0 scale 1.5 (0x3E00), group-1 scale 0.25 (0x3400), as in the spec/ninfer3.md §4.3
+    """Group-0 scale 1.5 (0x3E00), group-1 scale 0.25 (0x3400), as in the spec/ninfer3.md §row-split
     table."""
     g = {"q8_g32_fp16": 32, "t2_g128_fp16": 128}.get(fmt, 64)
     codes = np.zeros((1, k), dtype=np.int8)
@@ -49,7 +50,7 @@ def one_row_words(fmt: str, k: int, first: list[int]) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize(("fmt", "k", "first", "base", "high"), KNOWN_PACKED)
 def test_known_packed_bytes(get_codec, fmt: str, k: int, first: list, base: str, high: str) -> None:
-    """The upstream packed-byte vectors of spec/ninfer3.md §4.3, both directions."""
+    """The upstream packed-byte vectors of spec/ninfer3.md §row-split, both directions."""
     codec = get_codec(fmt, LAYOUT)
     words = one_row_words(fmt, k, first)
     payload = codec.encode_words(words, (1, k))
@@ -62,7 +63,7 @@ def test_known_packed_bytes(get_codec, fmt: str, k: int, first: list, base: str,
 
 
 def cpp_fixture() -> bytes:
-    """The spec/ninfer3.md §4.3 C++ fixture: Q5 [2,130], bytes set exactly as the spec lists
+    """The spec/ninfer3.md §row-split C++ fixture: Q5 [2,130], bytes set exactly as the spec lists
     them."""
     payload = bytearray(528)
     payload[0] = 0x31  # row 0: lanes 0/1 = 1/3
@@ -117,7 +118,7 @@ def flipped(at: int, value: int) -> bytes:
 
 
 # (attack name, mutated payload, rule, offset, path): each breaks exactly one rule of
-# spec/ninfer3.md §3.3/§4.3.
+# spec/ninfer3.md §grouped-formats/§row-split.
 ATTACKS = [
     ("padding-lane-base-nibble", flipped(64 + 1, 0x01), "padding_nonzero", 65, "codes[0][130]"),
     ("padding-lane-high-bit", flipped(256 + 16 + 1, 0x08), "padding_nonzero", 273, "codes[0][139]"),
@@ -210,7 +211,7 @@ def test_t2_has_no_value_encoder(get_codec) -> None:
 def test_standalone_slice_decodes_to_the_selected_rows_and_equals_the_views(
     fmt: str, data: st.DataObject
 ) -> None:
-    """spec/ninfer3.md §4.3: a gather concatenates each row's three view spans per plane; no
+    """spec/ninfer3.md §row-split: a gather concatenates each row's three view spans per plane; no
     re-quantisation."""
     shape = data.draw(shapes(LAYOUT))
     rows = data.draw(st.lists(st.integers(0, shape[0] - 1), min_size=1, max_size=4))

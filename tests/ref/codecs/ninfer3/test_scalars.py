@@ -1,5 +1,6 @@
 """The scalar numerics of ref against independent oracles: ml_dtypes for BF16, E4M3FN and E2M1,
-numpy's float16 for binary16 (spec/ninfer3.md §3.2, §3.4, §3.7, §3.8).
+numpy's float16 for binary16 (spec/ninfer3.md §direct-formats, §nvfp4, §fp8-row-maxabs,
+§e4m3fn-table).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from weightfile.ref.codecs.ninfer3 import scalars
 
 
 def test_e4m3fn_value_of_all_256_words_matches_ml_dtypes() -> None:
-    """spec/ninfer3.md §3.4 / §3.8 table; 0x7F and 0xFF are NaN."""
+    """spec/ninfer3.md §nvfp4 / §e4m3fn-table table; 0x7F and 0xFF are NaN."""
     oracle = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
     for word in range(256):
         got = scalars.e4m3fn_value(word)
@@ -34,8 +35,8 @@ def test_e4m3fn_table_landmarks() -> None:
 
 @given(st.floats(min_value=0.0, max_value=448.0, width=32))
 def test_e4m3fn_nearest_word_matches_ml_dtypes(magnitude: float) -> None:
-    """spec/ninfer3.md §3.7 step 7 (nearest, ties to the even word) equals the ml_dtypes cast on [0,
-    448]."""
+    """spec/ninfer3.md §fp8-row-maxabs step 7 (nearest, ties to the even word) equals the ml_dtypes
+    cast on [0, 448]."""
     want = int(np.array(magnitude, np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
     assert scalars.e4m3fn_nearest_word(magnitude) == want
 
@@ -51,7 +52,7 @@ def test_e4m3fn_nearest_word_on_every_midpoint() -> None:
 
 
 def test_e2m1_values_match_ml_dtypes() -> None:
-    """spec/ninfer3.md §3.4 table; 0x8 is −0."""
+    """spec/ninfer3.md §nvfp4 table; 0x8 is −0."""
     oracle = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
     for word in range(16):
         got = scalars.e2m1_value(word)
@@ -60,7 +61,8 @@ def test_e2m1_values_match_ml_dtypes() -> None:
 
 @given(st.integers(0, 2**32 - 1))
 def test_bf16_rne_word_matches_ml_dtypes(bits: int) -> None:
-    """The spec/ninfer3.md §3.7 bit rule (plus the NaN case) equals the ml_dtypes bfloat16 cast."""
+    """The spec/ninfer3.md §fp8-row-maxabs bit rule (plus the NaN case) equals the ml_dtypes
+    bfloat16 cast."""
     x = np.array(bits, dtype=np.uint32).view(np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         want = int(x.astype(ml_dtypes.bfloat16).view(np.uint16))

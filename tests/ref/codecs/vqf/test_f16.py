@@ -1,5 +1,5 @@
 """The ref f16 converters equal independent oracles: numpy's float16 for RNE and exact widening,
-a truncation derived from numpy for the FTZ converter of spec/vqf.md §5.2."""
+a truncation derived from numpy for the FTZ converter of spec/vqf.md §f16."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _numpy_f16(bits: int) -> int:
 def test_f16_rne_equals_numpy(bits: int) -> None:
     got = f16_rne(bits)
     if np.isnan(_f32(bits)):
-        assert got == (bits >> 16) & 0x8000 | 0x7E00  # spec/vqf.md §6.4: NaN -> sign | 0x7E00
+        assert got == (bits >> 16) & 0x8000 | 0x7E00  # spec/vqf.md §f16-rne: NaN -> sign | 0x7E00
         return
     assert got == _numpy_f16(bits)
 

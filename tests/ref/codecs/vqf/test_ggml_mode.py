@@ -1,5 +1,5 @@
 """mode="ggml" equals ggml's reference quantisers, with the `gguf` package as the oracle
-(spec/vqf.md §6.5).
+(spec/vqf.md §vs-ggml).
 
 Known oracle quirks, excluded here and pinned by hand instead:
 * gguf's Q4_0 picks `max` by argmax, so an all-zero block whose first element is -0.0 gets d = +0
@@ -63,8 +63,8 @@ def test_decoders_equal_gguf_dequantize(x: np.ndarray) -> None:
 
 
 def test_q4_0_all_zero_block_in_ggml_mode_stores_minus_zero() -> None:
-    # ggml: max stays +0.0, d = max / -8 = -0.0 -> f16 0x8000 (spec/vqf.md §6.5 says 0x0000: sign
-    # differs).
+    # ggml: max stays +0.0, d = max / -8 = -0.0 -> f16 0x8000 (spec/vqf.md §vs-ggml says 0x0000:
+    # sign differs).
     payload = q4_0.encode(np.zeros(32, np.float32), 1, 32, mode="ggml")
     assert payload == b"\x00\x80" + b"\x88" * 16
     assert _gguf(np.zeros((1, 32), np.float32), gguf.GGMLQuantizationType.Q4_0) == payload

@@ -1,5 +1,5 @@
-"""The Kestrel quantisers of spec/vqf.md §6.1-§6.4 on hand-derived blocks where the modes differ
-(spec/vqf.md §6.5)."""
+"""The Kestrel quantisers of spec/vqf.md §quant-q8-0, §quant-q4-0, §quant-q4i8-g256, §f16-rne on
+hand-derived blocks where the modes differ (spec/vqf.md §vs-ggml)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_q8_rounding_per_mode_with_unit_scale() -> None:
 
 def test_q8_tie_just_below_one_half() -> None:
     # x·r = 0.5 - 2^-25: Kestrel's f32 add rounds up to 1.0 (code 1), ggml's roundf gives 0
-    # (spec/vqf.md §6.5).
+    # (spec/vqf.md §vs-ggml).
     x = _block(127.0, 0.5 - 2.0**-25)
     assert _q8(x, "kestrel")[1][1] == 1
     assert _q8(x, "ggml")[1][1] == 0
@@ -46,7 +46,7 @@ def test_q8_tie_just_below_one_half() -> None:
 
 def test_q8_tiny_block_uses_the_1e_minus_10_floor() -> None:
     # amax < 1.27e-8: scale floors at 1e-10 (f16 -> 0x0000) and codes are round(x·1e10)
-    # (spec/vqf.md §6.5).
+    # (spec/vqf.md §vs-ggml).
     d, codes = _q8(_block(1e-9, -3e-10), "kestrel")
     assert d == 0x0000 and codes[:2] == [10, -3]
     d, codes = _q8(_block(1e-9, -3e-10), "ggml")

@@ -1,4 +1,5 @@
-"""Tiled layouts put element (r, c) where the address formulas of spec/vqf.md §5.6-§5.8 say.
+"""Tiled layouts put element (r, c) where the address formulas of spec/vqf.md §q8-tiled, §q4-0,
+§q4-8x8l say.
 
 Each test builds a small legacy payload with a distinct byte per (row, block, position), tiles it,
 and checks every element's address computed here from the spec's own formula.
@@ -93,7 +94,8 @@ def test_q4_8x8l_follows_the_address_formula_with_xor() -> None:
 
 
 def test_q4_4x4_stored_nibbles_read_as_signed_4_bit_codes() -> None:
-    # spec/vqf.md §5.7: after XOR 0x88 each stored nibble, as two's complement, equals (nibble - 8).
+    # spec/vqf.md §q4-0: after XOR 0x88 each stored nibble, as two's complement, equals (nibble -
+    # 8).
     x = np.random.default_rng(7).standard_normal((4, 32)).astype(np.float32)
     tiled = q4_0_4x4.encode(x, 4, 32)
     codes = q4_0.decode_words(q4_0.encode(x, 4, 32), 4, 32)["codes"].astype(int) - 8
@@ -114,7 +116,8 @@ def test_tiled_decode_equals_legacy_decode(tiled: object, base: object) -> None:
     x = np.random.default_rng(3).standard_normal((8, 256)).astype(np.float32)
     payload = tiled.encode(x, 8, 256)  # type: ignore[attr-defined]
     legacy = base.encode(x, 8, 256)  # type: ignore[attr-defined]
-    assert tiled.decode(payload, 8, 256).tobytes() == base.decode(legacy, 8, 256).tobytes()  # type: ignore[attr-defined]
+    assert tiled.decode(payload, 8, 256).tobytes() == base.decode(legacy, 8, 256).tobytes()  # type:
+    # ignore[attr-defined]
 
 
 @given(st.binary(min_size=2 * 272, max_size=2 * 272))

@@ -19,7 +19,8 @@ X = np.random.default_rng(11).standard_normal((8, 256)).astype(np.float32)
 def _rules(
     codec: object, payload: bytes, rows: int = 8, cols: int = 256
 ) -> list[tuple[str, int | None]]:
-    return [(v.rule, v.offset) for v in codec.validate(payload, rows, cols)]  # type: ignore[attr-defined]
+    return [(v.rule, v.offset) for v in codec.validate(payload, rows, cols)]  # type:
+    # ignore[attr-defined]
 
 
 def _poke(payload: bytes, offset: int, *values: int) -> bytes:
@@ -107,7 +108,7 @@ def test_g256_scale_not_shared_and_tail_not_zero() -> None:
 
 def test_tiled_violations_carry_the_tiled_rule_and_offset() -> None:
     payload = q8_0_8x8.encode(X, 8, 256)
-    # row 3's code 5 of block 0 sits at 16 + 32·1 + 4·3 + 1 = 61 (spec/vqf.md §5.6)
+    # row 3's code 5 of block 0 sits at 16 + 32·1 + 4·3 + 1 = 61 (spec/vqf.md §q8-tiled)
     assert _rules(q8_0_8x8, _poke(payload, 61, 0x80)) == [("vqf.codec.q8_0_8x8.code_domain", 61)]
     # row 5's scale of block 2 sits at 2·272 + 2·5 = 554
     assert _rules(q8_0_8x8, _poke(payload, 554, 0x00, 0x7C)) == [

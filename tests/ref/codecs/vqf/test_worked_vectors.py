@@ -1,4 +1,4 @@
-"""ref reproduces the worked numbers of spec/vqf.md §5.2 and §6.6 byte for byte."""
+"""ref reproduces the worked numbers of spec/vqf.md §f16 and §test-vectors byte for byte."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ def test_all_zero_blocks() -> None:
     zeros = np.zeros(32, dtype=np.float32)
     assert q8_0.encode(zeros, 1, 32).hex() == ZERO_Q8_0
     assert q4_0.encode(zeros, 1, 32).hex() == ZERO_Q4_0
-    # -0 is an all-zero block too (spec/vqf.md §6.2)
+    # -0 is an all-zero block too (spec/vqf.md §quant-q4-0)
     assert q4_0.encode(-zeros, 1, 32).hex() == ZERO_Q4_0
 
 
-# spec/vqf.md §5.2: truncating FTZ gives 0x0000, RNE gives 0x0011
+# spec/vqf.md §f16: truncating FTZ gives 0x0000, RNE gives 0x0011
 def test_f16_of_1e_minus_6() -> None:
     x = np.array([1e-6], dtype=np.float32)
     assert f16.encode(x, 1, 1, mode="trunc_ftz") == b"\x00\x00"

@@ -1,6 +1,7 @@
 """The board profile's single operations against hand derivations and independent sources
-(spec/numerics.md §20.1-§20.6): the C library's fmaf, the Arm FRECPE definition, libm expf and
-the quantizer examples of the engine's own comments."""
+(spec/numerics.md §board-arithmetic, §board-c-library, §board-quantizers, §board-products,
+§board-rmsnorm, §board-exp): the C library's fmaf, the Arm FRECPE definition, libm expf and the
+quantizer examples of the engine's own comments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The layout geometry reproduces the spec's worked sizes and offsets (spec/ninfer3.md §4.3–§4.7).
+"""The layout geometry reproduces the spec's worked sizes and offsets (spec/ninfer3.md §row-split,
+§block-scale, §row-scale, §raw-bytes, §worked-sizes).
 
 Every number below is typed from the spec, not computed by the code under test.
 """
@@ -41,14 +42,15 @@ from weightfile.spec.codecs.ninfer3.layouts import (
     ],
 )
 def test_encoded_size_matches_spec_4_7(fmt: str, layout: str, shape: tuple, size: int) -> None:
-    """spec/ninfer3.md §4.7 sizes, the spec/ninfer3.md §4.4/§4.5 examples and spec/ninfer3.md §4.2's
-    elements × word size."""
+    """spec/ninfer3.md §worked-sizes sizes, the spec/ninfer3.md §block-scale/§row-scale examples and
+    spec/ninfer3.md §contiguous's elements × word size."""
     assert shape_problem(layout, shape) is None
     assert encoded_size(fmt, layout, shape) == size
 
 
 def test_row_split_plane_offsets_match_spec_4_7() -> None:
-    """The spec/ninfer3.md §4.7 breakdowns of q4/q5/q6/q8/t2 [7168, 5120] and q5 [2, 130]."""
+    """The spec/ninfer3.md §worked-sizes breakdowns of q4/q5/q6/q8/t2 [7168, 5120] and q5 [2,
+    130]."""
     q4 = row_split_planes("q4_g64_fp16", (7168, 5120))
     assert (q4.k_pad, q4.gpr, q4.base_bytes) == (5120, 80, 18_350_080)
     assert (q4.scale_bytes, q4.scale_offset) == (1_146_880, 18_350_080)
@@ -83,14 +85,15 @@ def test_row_split_plane_offsets_match_spec_4_7() -> None:
 def test_single_row_geometry_matches_known_packed_bytes_table(
     fmt: str, k: int, scale_offset: int, total: int
 ) -> None:
-    """The scale_offset and total columns of the spec/ninfer3.md §4.3 "Known packed bytes" table."""
+    """The scale_offset and total columns of the spec/ninfer3.md §row-split "Known packed bytes"
+    table."""
     p = row_split_planes(fmt, (1, k))
     assert (p.scale_offset, p.bytes) == (scale_offset, total)
 
 
 def test_row_split_geometry_table_is_4_3() -> None:
-    """b, G, B, H of spec/ninfer3.md §4.3; B = G·min(b,4)/8 for q4..q6 and b·G/8 otherwise, H =
-    G·(b−4)/8."""
+    """b, G, B, H of spec/ninfer3.md §row-split; B = G·min(b,4)/8 for q4..q6 and b·G/8 otherwise, H
+    = G·(b−4)/8."""
     table = {
         "q4_g64_fp16": (4, 64, 32, 0),
         "q5_g64_fp16": (5, 64, 32, 8),
@@ -105,8 +108,8 @@ def test_row_split_geometry_table_is_4_3() -> None:
 
 
 def test_row_view_of_q5_fixture_row_1_starts_at_128_288_520() -> None:
-    """spec/ninfer3.md §4.3 C++ fixture: "The row-1 view planes start at object offsets 128, 288 and
-    520"."""
+    """spec/ninfer3.md §row-split C++ fixture: "The row-1 view planes start at object offsets 128,
+    288 and 520"."""
     view = row_split_row_view("q5_g64_fp16", (2, 130), 1, 1)
     assert (view.base.offset, view.high.offset, view.scale.offset) == (128, 288, 520)
     assert (view.base.length, view.high.length, view.scale.length) == (128, 32, 8)
@@ -155,7 +158,8 @@ def test_fp8_row_geometry_4_5() -> None:
     ],
 )
 def test_shapes_outside_4_1_constraints_are_named(layout: str, shape: tuple) -> None:
-    """Each spec/ninfer3.md §4.1 shape constraint rejects; the nearest legal shape is accepted."""
+    """Each spec/ninfer3.md §layout-registry shape constraint rejects; the nearest legal shape is
+    accepted."""
     assert shape_problem(layout, shape) is not None
 
 

@@ -1,5 +1,5 @@
-"""The format and codec registries hold the spec/ninfer3.md §3.1 table and the spec/ninfer3.md §4.1
-pairs, once each."""
+"""The format and codec registries hold the spec/ninfer3.md §format-registry table and the
+spec/ninfer3.md §layout-registry pairs, once each."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def test_ten_registered_formats_q1() -> None:
 
 
 def test_grouped_formats_match_3_1_table() -> None:
-    """Code bits, group, legal codes, qmax and full-group bits/weight of spec/ninfer3.md §3.1."""
+    """Code bits, group, legal codes, qmax and full-group bits/weight of spec/ninfer3.md
+    §format-registry."""
     table = {
         "q4_g64_fp16": (4, 64, -8, 7, 4.25),
         "q5_g64_fp16": (5, 64, -16, 15, 5.25),
@@ -43,7 +44,7 @@ def test_grouped_formats_match_3_1_table() -> None:
 
 
 def test_each_layout_accepts_the_4_1_formats() -> None:
-    """spec/ninfer3.md §4.1 "Accepts": which formats each layout carries."""
+    """spec/ninfer3.md §layout-registry "Accepts": which formats each layout carries."""
     by_layout: dict[str, set] = {}
     for fmt, layout in CODECS:
         by_layout.setdefault(layout, set()).add(fmt)
@@ -64,7 +65,7 @@ def test_each_layout_accepts_the_4_1_formats() -> None:
 
 def test_encoders_are_the_canonical_ones() -> None:
     """grouped_absmax for q4..q8 (not t2, Q7), fp8_row_maxabs, no quantiser for nvfp4
-    (spec/ninfer3.md §3.4)."""
+    (spec/ninfer3.md §nvfp4)."""
     enc = {fmt: pair.encoder for (fmt, _), pair in CODECS.items()}
     assert {enc[f] for f in ("q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16")} == {
         "grouped_absmax"

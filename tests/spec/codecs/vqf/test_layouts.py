@@ -1,7 +1,8 @@
 """The tiled-layout table is the registry's one source for tiled layouts; every row is reachable.
 
-spec/codecs/vqf/layouts.TILED holds one row per layout of spec/vqf.md §5.5-§5.8; the registry entry,
-the geometry and codec_for's choice of a tiled layout all come from that row.
+spec/codecs/vqf/layouts.TILED holds one row per layout of spec/vqf.md §g256, §q8-tiled, §q4-0,
+§q4-8x8l; the registry entry, the geometry and codec_for's choice of a tiled layout all come from
+that row.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
 from weightfile.spec.vqf.flags import VQFFlag
 
 ROWS = list(TILED.values())
-#: The header flags that make the untiled base itself (spec/vqf.md §5.3, §5.5, §5.7).
+#: The header flags that make the untiled base itself (spec/vqf.md §q8-0, §g256, §q4-0).
 BASE_FLAGS = {"q8_0": 0, "q4_0": 0, "g256": VQFFlag.G256}
 
 

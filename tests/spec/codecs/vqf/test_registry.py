@@ -1,5 +1,5 @@
-"""The VQF codec registry states the geometry of spec/vqf.md §5 and the layout rule of
-spec/vqf.md §3.2/§5/§7."""
+"""The VQF codec registry states the geometry of spec/vqf.md §encodings and the layout rule of
+spec/vqf.md §qtype-codes/§encodings/§inventory."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from weightfile.spec.errors import InvalidError, UnsupportedError
 @pytest.mark.parametrize(
     ("record", "size"),
     [
-        (blocks.block_q8_0, 34),  # spec/vqf.md §5.3
-        (blocks.block_q4_0, 18),  # spec/vqf.md §5.7
-        (blocks.block_q8_0x8, 272),  # spec/vqf.md §5.6
-        (blocks.block_q8_0x4, 136),  # spec/vqf.md §5.6
-        (blocks.block_q4_0x4, 72),  # spec/vqf.md §5.7
-        (blocks.block_q4_0x8, 144),  # spec/vqf.md §5.8
+        (blocks.block_q8_0, 34),  # spec/vqf.md §q8-0
+        (blocks.block_q4_0, 18),  # spec/vqf.md §q4-0
+        (blocks.block_q8_0x8, 272),  # spec/vqf.md §q8-tiled
+        (blocks.block_q8_0x4, 136),  # spec/vqf.md §q8-tiled
+        (blocks.block_q4_0x4, 72),  # spec/vqf.md §q4-0
+        (blocks.block_q4_0x8, 144),  # spec/vqf.md §q4-8x8l
     ],
 )
 def test_block_records_have_the_spec_sizes(record: object, size: int) -> None:
@@ -44,7 +44,7 @@ def test_tile_groups_are_row_group_blocks() -> None:
 
 @pytest.mark.parametrize(
     ("name", "rows", "cols", "size"),
-    [  # spec/vqf.md §7.6 worked example (Qwen3-VL-2B, wmode q4 + vision)
+    [  # spec/vqf.md §worked-example worked example (Qwen3-VL-2B, wmode q4 + vision)
         ("f16", 151936, 2048, 622_329_856),
         ("f32", 2048, 1, 8_192),
         ("f32", 57344, 1, 229_376),
@@ -53,7 +53,7 @@ def test_tile_groups_are_row_group_blocks() -> None:
         ("q4_0", 151936, 2048, 175_030_272),
         ("q8_0", 24, 3145728, 80_216_064),
         ("q8_0", 24, 1048576, 26_738_688),
-        # spec/vqf.md §5.9: ceil(N/32) blocks for a partial last block
+        # spec/vqf.md §size-function: ceil(N/32) blocks for a partial last block
         ("q8_0", 1, 33, 68),
         ("q4_0", 1, 1, 18),
         ("g256", 3, 100, 340),
@@ -67,8 +67,10 @@ def test_payload_size_reproduces_the_spec_numbers(
 
 def test_tiled_layouts_require_row_groups_and_whole_blocks() -> None:
     assert shape_violation("q8_0_8x8", 8, 64) is None
-    assert shape_violation("q8_0_8x8", 4, 64).rule == "vqf.codec.q8_0_8x8.geometry"  # type: ignore[union-attr]
-    assert shape_violation("q4_0_4x4", 4, 48).rule == "vqf.codec.q4_0_4x4.geometry"  # type: ignore[union-attr]
+    assert shape_violation("q8_0_8x8", 4, 64).rule == "vqf.codec.q8_0_8x8.geometry"  # type:
+    # ignore[union-attr]
+    assert shape_violation("q4_0_4x4", 4, 48).rule == "vqf.codec.q4_0_4x4.geometry"  # type:
+    # ignore[union-attr]
     assert shape_violation("q8_0", 3, 5) is None  # legacy: any N
     assert shape_violation("q8_0", -1, 5).rule == "vqf.codec.q8_0.shape"  # type: ignore[union-attr]
 
@@ -84,9 +86,10 @@ Q8_8X8, Q4_4X4, X8, Q8BUF_Q4, G256, EMB_F16, VISION = 0x1, 0x2, 0x4, 0x8, 0x10, 
         (3, Q8_8X8 | Q4_4X4 | EMB_F16, "q4_q", None, "q4_0_4x4"),
         (3, Q8_8X8 | EMB_F16, "q4_q", None, "q4_0"),
         (2, Q8_8X8 | Q4_4X4, "q8_q", None, "q8_0_8x8"),
-        # vision: always legacy (spec/vqf.md §5.3)
+        # vision: always legacy (spec/vqf.md §q8-0)
         (2, Q8_8X8 | Q4_4X4 | VISION, "v_q8_qkv", None, "q8_0"),
-        (2, Q4_4X4, "q8_q", None, "q8_0"),  # spec/vqf.md §0 item 3: no flag reads as legacy ...
+        (2, Q4_4X4, "q8_q", None, "q8_0"),  # spec/vqf.md §decisions item 3: no flag reads as legacy
+        # ...
         (2, Q4_4X4, "q8_q", "4x4", "q8_0_4x4"),  # ... unless the caller knows it is 4x4
         (2, Q4_4X4, "q8_q", "legacy", "q8_0"),
         (2, Q8BUF_Q4 | Q4_4X4 | EMB_F16, "q8_q", None, "q4i8"),
@@ -114,8 +117,8 @@ def test_codec_for_refuses_unknown_qtypes() -> None:
 
 
 def test_a_matrix_that_cannot_be_tiled_stays_legacy() -> None:
-    # spec/vqf.md §5.6: R % G != 0 or C % 32 != 0 keeps the legacy layout, e.g. a q8_lm with V % 8
-    # != 0.
+    # spec/vqf.md §q8-tiled: R % G != 0 or C % 32 != 0 keeps the legacy layout, e.g. a q8_lm with V
+    # % 8 != 0.
     flags = Q8_8X8 | Q4_4X4
     assert codec_for(2, flags, "q8_lm", shape=(151936, 2048)) == "q8_0_8x8"
     assert codec_for(2, flags, "q8_lm", shape=(151937, 2048)) == "q8_0"

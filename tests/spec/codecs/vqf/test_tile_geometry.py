@@ -1,12 +1,12 @@
-"""TileGeometry.payload_position equals each layout's own formula as spec/vqf.md §5.6-§5.8 write it
-out."""
+"""TileGeometry.payload_position equals each layout's own formula as spec/vqf.md §q8-tiled, §q4-0,
+§q4-8x8l write it out."""
 
 from __future__ import annotations
 
 from weightfile.spec.codecs.vqf.registry import CODECS
 
 
-def test_q8_8x8_positions() -> None:  # spec/vqf.md §5.6: 16 + 32·(j div 4) + 4m + (j mod 4)
+def test_q8_8x8_positions() -> None:  # spec/vqf.md §q8-tiled: 16 + 32·(j div 4) + 4m + (j mod 4)
     t = CODECS["q8_0_8x8"].tiling
     assert t is not None
     for m in range(8):
@@ -14,7 +14,7 @@ def test_q8_8x8_positions() -> None:  # spec/vqf.md §5.6: 16 + 32·(j div 4) + 
             assert t.payload_position(m, j) == 16 + 32 * (j // 4) + 4 * m + j % 4
 
 
-def test_q8_4x4_positions() -> None:  # spec/vqf.md §5.6: 8 + 16·(j div 4) + 4m + (j mod 4)
+def test_q8_4x4_positions() -> None:  # spec/vqf.md §q8-tiled: 8 + 16·(j div 4) + 4m + (j mod 4)
     t = CODECS["q8_0_4x4"].tiling
     assert t is not None
     for m in range(4):
@@ -22,7 +22,7 @@ def test_q8_4x4_positions() -> None:  # spec/vqf.md §5.6: 8 + 16·(j div 4) + 4
             assert t.payload_position(m, j) == 8 + 16 * (j // 4) + 4 * m + j % 4
 
 
-# spec/vqf.md §5.7: 8 + 16·(k div 4) + 4m + (k mod 4), XOR 0x88
+# spec/vqf.md §q4-0: 8 + 16·(k div 4) + 4m + (k mod 4), XOR 0x88
 def test_q4_4x4_positions() -> None:
     t = CODECS["q4_0_4x4"].tiling
     assert t is not None and t.xor == 0x88
@@ -31,7 +31,7 @@ def test_q4_4x4_positions() -> None:
             assert t.payload_position(m, k) == 8 + 16 * (k // 4) + 4 * m + k % 4
 
 
-# spec/vqf.md §5.8: 16 + 64·(k div 8) + 8m + (k mod 8), XOR 0x88
+# spec/vqf.md §q4-8x8l: 16 + 64·(k div 8) + 8m + (k mod 8), XOR 0x88
 def test_q4_8x8l_positions() -> None:
     t = CODECS["q4_0_8x8l"].tiling
     assert t is not None and t.xor == 0x88
