@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.ref.backend import Backend
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.spec.codecs.ninfer3.formats import FORMATS, GroupedFormat
 from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
 from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
@@ -82,7 +82,7 @@ def answer(backend: Backend, case: dict[str, Any], values: bytes | None, payload
 
 def encode_payload(c: CodecCase) -> bytes:
     """The case's payload under the reference: the canonical encoder, or the imported words."""
-    codec = engine_codec("ref", {"format": c.format, "codec": c.codec})
+    codec = engine_codec(REFERENCE, {"format": c.format, "codec": c.codec})
     if c.payload is not None:
         return c.payload
     if c.format == "vqf":
@@ -225,7 +225,7 @@ def corpus_cases(fmt: str, prefix: str) -> Iterator[Case]:
             fields |= {"values": "values.bin", "values_dtype": c.values.dtype.name}
         fields |= {"payload": "payload.bin", "encoder": encoder_name(c),
                    "description": DESCRIPTIONS[c.name]}  # fmt: skip
-        want = answer("ref", {"format": fmt, **fields}, files.get("values.bin"), payload)
+        want = answer(REFERENCE, {"format": fmt, **fields}, files.get("values.bin"), payload)
         yield f"{prefix}/codec/{c.topic}/{c.name}", fields, files, want
 
 

@@ -28,7 +28,7 @@ from weightfile.families.qwen35.conformance_files import (
     text_directory,
 )
 from weightfile.families.qwen35.conformance_mutations import BASES, MUTATIONS
-from weightfile.ref.backend import Backend
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.spec.errors import WeightfileError
@@ -92,7 +92,7 @@ def valid_cases(
         fields = {"expect": "accept", "model": MODEL_NAME,
                   "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
-        want = answer("ref", scratch, {**fields, "model": entry.name})
+        want = answer(REFERENCE, scratch, {**fields, "model": entry.name})
         yield f"{prefix}/model/qwen35/{case.name}", fields, {MODEL_NAME: entry.read_bytes()}, want
 
 
@@ -104,7 +104,7 @@ def valid_cases_v2(scratch: Path, prefix: str) -> Iterator[Case]:
 def rejection_of(entry: Path) -> tuple[str, str] | None:
     """(error class, rule) the reference binder rejects `entry` with, or None if it binds."""
     try:
-        open_model(entry, "ref")
+        open_model(entry, REFERENCE)
     except WeightfileError as exc:
         return exc.violation.error_class, exc.rule
     return None

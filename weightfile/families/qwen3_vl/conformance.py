@@ -45,7 +45,7 @@ from weightfile.families.qwen3_vl.to_vqf import build_vision_tensors, text_confi
 from weightfile.fast._native import library
 from weightfile.fast.backend import FAST
 from weightfile.frontend.image import ImageSettings, preprocess, settings_for
-from weightfile.ref.backend import Backend
+from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.layers.sampling import greedy
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.qwen3.trace import names_for as text_names
@@ -320,5 +320,5 @@ def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
                                       "max_pixels": str(MAX_PIXELS)},
                   "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
-        want = answer("ref", folder, fields)
+        want = answer(REFERENCE, folder, fields)
         yield f"{prefix}/vl-model/qwen3_vl/{case.name}", fields, files, want
