@@ -126,13 +126,13 @@ ROWS: tuple[Profile, ...] = (
     Profile(
         name=CANONICAL.name,
         numerics=CANONICAL,
-        summary="the canonical numerics (spec/numerics.md §1)",
+        summary="the canonical numerics (spec/numerics.md §profiles)",
         runs="every model family",
     ),
     Profile(
         name=KESTREL_BOARD.name,
         numerics=KESTREL_BOARD,
-        summary="the RK3588 engine's own arithmetic bit for bit (spec/numerics.md §20)",
+        summary="the RK3588 engine's own arithmetic bit for bit (spec/numerics.md §board)",
         runs="dense Qwen3 VQF files",
         models=MappingProxyType(
             {

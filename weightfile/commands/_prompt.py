@@ -56,7 +56,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompt-path", choices=("prefill", "tokenwise"), default="prefill",
         help="kestrel-board: the engine's batched prefill, or each prompt token through the "
-        "decode step (spec/numerics.md §20.9.3)",
+        "decode step (spec/numerics.md §board-prompts)",
     )  # fmt: skip
     add_passphrase_argument(parser)
     parser.add_argument(
