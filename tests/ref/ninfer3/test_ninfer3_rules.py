@@ -26,7 +26,7 @@ SOURCES = [
     *(ROOT / "ref" / "ninfer3").glob("*.py"),
     *(ROOT / "spec" / "ninfer3").glob("*.py"),
     *(ROOT / "ref" / "qwen35").glob("*.py"),  # the Qwen3.5 text binder's ninfer3.text.* rules
-    *(ROOT / "weightfile" / "convert").glob("qwen35_*.py"),  # the importer's ninfer3.text.hf_*
+    *(ROOT / "weightfile" / "families" / "qwen35").glob("*.py"),  # the importer's ninfer3.text.hf_*
 ]
 # Property tests log no rules (they never call raises_rule); skipping them halves the re-run.
 SKIP = [
