@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MOE_ARCHITECTURE
+from weightfile.spec.numerics.profile import CANONICAL, KESTREL_BOARD
 from weightfile.spec.vqf.flags import VQFFlag
 
 if TYPE_CHECKING:
@@ -109,17 +110,30 @@ class Importer:
 
 @dataclass(frozen=True)
 class Builder:
-    """A conformance case source of the corpus generator (conformance/generate.py).
+    """A conformance case source of the corpus generator (conformance/generate.py), and how the
+    built-in adapter (conformance/adapter.py) answers its case kind.
 
     format, version  the corpus it writes into (`conformance/corpus/<format>/<version>/`)
-    kind             the case.json `kind`
+    kind             the case.json `kind`; the adapter's case kind is `<format>-<kind>`
     source           "module:function" taking (scratch folder, id prefix) -> an iterator of Case
+    answer           "module:function" taking (Backend, case folder) -> the answer (a dict, printed
+                     as JSON) or the Violation of a file the family rejects (conformance/README.md,
+                     "Protocol"); every builder of one case kind names the same one
+    numerics         the case.json `numerics`: under `canonical` engine fast answers with the
+                     row's fast model (which needs the C kernels), or, in a row without one, with
+                     the reference and `note`; under another profile the answer binds that
+                     profile's models itself (weightfile/profiles.py)
+    note             "module:attribute" of the text the adapter's `kinds` reply notes for the kind
+                     when engine fast answers it with the reference forward pass
     """
 
     format: str
     version: str
     kind: str
     source: str
+    answer: str
+    numerics: str = CANONICAL.name
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,13 +226,21 @@ ROWS: tuple[Family, ...] = (
         ),
         presets="weightfile.families.qwen3.presets:PRESETS",
         builders=(
-            Builder("vqf", "v1", "model", "weightfile.families.qwen3.conformance:corpus_cases"),
+            Builder(
+                "vqf",
+                "v1",
+                "model",
+                source="weightfile.families.qwen3.conformance:corpus_cases",
+                answer="weightfile.families.qwen3.conformance:case_answer",
+            ),
             # the kestrel-board profile's model cases (spec/numerics.md §board)
             Builder(
                 "vqf",
                 "v3",
                 "board-model",
-                "weightfile.families.qwen3.board_conformance:corpus_cases",
+                source="weightfile.families.qwen3.board_conformance:corpus_cases",
+                answer="weightfile.families.qwen3.board_conformance:case_answer",
+                numerics=KESTREL_BOARD.name,
             ),
         ),
     ),
@@ -239,7 +261,12 @@ ROWS: tuple[Family, ...] = (
         presets="weightfile.families.qwen3_vl.presets:PRESETS",
         builders=(
             Builder(
-                "vqf", "v4", "vl-model", "weightfile.families.qwen3_vl.conformance:corpus_cases"
+                "vqf",
+                "v4",
+                "vl-model",
+                source="weightfile.families.qwen3_vl.conformance:corpus_cases",
+                answer="weightfile.families.qwen3_vl.conformance:case_answer",
+                note="weightfile.families.qwen3_vl.conformance:FAST_VL_MODEL",
             ),
         ),
     ),
@@ -258,7 +285,11 @@ ROWS: tuple[Family, ...] = (
         presets="weightfile.families.qwen3_moe.presets:PRESETS",
         builders=(
             Builder(
-                "vqf", "v3", "moe-model", "weightfile.families.qwen3_moe.conformance:corpus_cases"
+                "vqf",
+                "v3",
+                "moe-model",
+                source="weightfile.families.qwen3_moe.conformance:corpus_cases",
+                answer="weightfile.families.qwen3_moe.conformance:case_answer",
             ),
         ),
     ),
@@ -272,13 +303,30 @@ ROWS: tuple[Family, ...] = (
         # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
         importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
         builders=(
-            Builder("ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:valid_cases"),
             Builder(
-                "ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:invalid_cases"
+                "ninfer3",
+                "v1",
+                "model",
+                source="weightfile.families.qwen35.conformance:valid_cases",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
+            ),
+            Builder(
+                "ninfer3",
+                "v1",
+                "model",
+                source="weightfile.families.qwen35.conformance:invalid_cases",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
             # with a tokenizer the installed `tokenizers` accepts (CHANGELOG.md, "ninfer3 v2")
             Builder(
-                "ninfer3", "v2", "model", "weightfile.families.qwen35.conformance:valid_cases_v2"
+                "ninfer3",
+                "v2",
+                "model",
+                source="weightfile.families.qwen35.conformance:valid_cases_v2",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
         ),
     ),
