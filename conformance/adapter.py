@@ -10,6 +10,11 @@ spec/vqf.md §strict-checks with the FNV trailer checked; for `.ninfer` the open
 spec/ninfer3.md §validation, then every object's deferred checks and every continuation volume
 (weightfile has one `.ninfer` reader, so `fast` answers container cases with it too). The first
 violation found is the one reported.
+
+The format-level kinds (container, codec, protected) are declared here; the model kinds are the
+family registry's conformance builders (weightfile/families/registry.py, `Builder`): each names
+its kind, the function answering a case folder, its numerics and the note engine fast gives when
+it answers with the reference, so a new family adds its kind in its row, not here.
 """
 
 from __future__ import annotations
@@ -20,47 +25,81 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from weightfile.backends import ENGINES, backend_named
-from weightfile.families.qwen3.board_conformance import answer as board_answer
-from weightfile.families.qwen3.conformance import answer as model_answer
-from weightfile.families.qwen3.conformance import fast_opener
-from weightfile.families.qwen3_moe.conformance import answer as moe_answer
-from weightfile.families.qwen3_vl.conformance import answer as vl_answer
-from weightfile.families.qwen3_vl.conformance import fast_vl_model
-from weightfile.families.qwen35.conformance import answer as qwen35_answer
+from weightfile.families import ROWS, Builder, Family, resolve
+from weightfile.fast._native import library
 from weightfile.ref.backend import Backend
 from weightfile.ref.ninfer3.describe import verify as verify_ninfer3
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
 from weightfile.spec.errors import Violation, WeightfileError
+from weightfile.spec.numerics.profile import CANONICAL
 
 from .codec_cases import answer as codec_answer
 from .ninfer3_describe import describe_ninfer3
 from .vqf_describe import describe_vqf
 
-#: Every case kind (`<format>-<kind>`), in the order the README documents them.
-KINDS = (
-    "vqf-container", "ninfer3-container", "vqf-codec", "ninfer3-codec", "vqf-model",
-    "ninfer3-model", "vqf-protected", "vqf-board-model", "vqf-moe-model", "vqf-vl-model",
+#: The format-level case kinds (`<format>-<kind>`), each with the corpus version that introduced
+#: it; the model kinds are the family rows' builders (`model_kinds`).
+FORMAT_KINDS: tuple[tuple[str, str], ...] = (
+    ("vqf-container", "v1"), ("ninfer3-container", "v1"), ("vqf-codec", "v1"),
+    ("ninfer3-codec", "v1"), ("vqf-protected", "v2"),
 )  # fmt: skip
 #: The engine's own variables that carry a protected case's keys (README, "Protected cases").
 PASSPHRASE_VARIABLE = "VLLM_VQF_KEY"
 SIGN_PUB_VARIABLE = "VLLM_VQF_SIGN_PUB"
-#: Why `fast` answers `ninfer3-model` although weightfile has no fast Qwen3.5 forward pass.
-FAST_NINFER3_MODEL = (
-    "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
-    "pass is the reference one (weightfile has no fast Qwen3.5 forward pass)"
-)
+#: Why engine fast cannot answer a canonical model kind whose row has a fast model, on a machine
+#: without the C kernels (the skip reason; never silently the reference).
+NO_KERNELS = "no C kernels (the fast forward pass needs them)"
 
 
-#: Why `fast` answers `vqf-vl-model` with the reference while the family has no fast model.
-FAST_VL_MODEL = (
-    "the Qwen3-VL family has no fast model yet (weightfile/families/registry.py): the reference "
-    "forward pass answers"
-)
+@cache
+def model_kinds() -> dict[str, tuple[Family, Builder]]:
+    """`<format>-<kind>` -> (row, builder) of every family row's conformance builders, in row
+    order, the first builder of a kind standing for it; the builders of one kind must agree on
+    its answer, numerics and note, and no model kind may be a format-level one."""
+    found: dict[str, tuple[Family, Builder]] = {}
+    for row in ROWS:
+        for b in row.builders:
+            kind = f"{b.format}-{b.kind}"
+            if kind in dict(FORMAT_KINDS):
+                raise RuntimeError(f"the {row.name} row's builder claims the format kind {kind}")
+            first_row, first = found.setdefault(kind, (row, b))
+            if (first_row, first.answer, first.numerics, first.note) != how_answered(row, b):
+                raise RuntimeError(f"the builders of {kind} disagree on how it is answered")
+    return found
+
+
+def how_answered(row: Family, b: Builder) -> tuple[Family, str, str, str | None]:
+    """What the builders of one kind must agree on."""
+    return row, b.answer, b.numerics, b.note
+
+
+def introduced() -> dict[str, int]:
+    """Every case kind -> the number of the first corpus version holding it (v1 -> 1), the
+    format-level kinds first, then the rows' in registry order."""
+    first = {kind: int(version.removeprefix("v")) for kind, version in FORMAT_KINDS}
+    for row in ROWS:
+        for b in row.builders:
+            kind, number = f"{b.format}-{b.kind}", int(b.version.removeprefix("v"))
+            first[kind] = min(first.get(kind, number), number)
+    return first
+
+
+def all_kinds() -> tuple[str, ...]:
+    """Every case kind, in the order conformance/README.md ("Case kinds") documents them: the
+    order they were published (by the corpus version that introduced them; within one version
+    the format-level kinds, then the rows' in registry order)."""
+    first = introduced()
+    return tuple(sorted(first, key=first.__getitem__))
+
+
+#: Every case kind (`<format>-<kind>`), in the order the README documents them.
+KINDS = all_kinds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,28 +126,11 @@ def answer(kind: str, path: str, engine: str) -> Answer:
         return ninfer3_container(path)
     if kind in ("vqf-codec", "ninfer3-codec"):
         return codec_case(Path(path), backend)
-    if kind == "vqf-model":
-        folder = Path(path)
-        case = json.loads((folder / "case.json").read_text())
-        result = model_answer(backend, folder, case)
-        return Answer(0, json.dumps(result, indent=2) + "\n", "")
-    if kind == "ninfer3-model":
-        return ninfer3_model(Path(path), backend)
-    if kind == "vqf-moe-model":  # spec/models.md §qwen3-moe-vqf-v3: the family's ref or fast
-        # forward pass
-        folder = Path(path)
-        moe = moe_answer(backend, folder, json.loads((folder / "case.json").read_text()))
-        return Answer(0, json.dumps(moe, indent=2) + "\n", "")
     if kind == "vqf-protected":
         return vqf_protected(path, backend)
-    if kind == "vqf-board-model":  # the board profile on the engine asked for
-        folder = Path(path)
-        board = board_answer(folder, json.loads((folder / "case.json").read_text()), backend)
-        return Answer(0, json.dumps(board, indent=2) + "\n", "")
-    if kind == "vqf-vl-model":  # spec/models.md §qwen3-vl: images through the family's models
-        folder = Path(path)
-        vl = vl_answer(backend, folder, json.loads((folder / "case.json").read_text()))
-        return Answer(0, json.dumps(vl, indent=2) + "\n", "")
+    if kind in model_kinds():  # a family's model case: its row's builder says how
+        _, builder = model_kinds()[kind]
+        return model_case(Path(path), backend, builder)
     raise ValueError(f"unknown case kind {kind!r}; expected one of {KINDS}")
 
 
@@ -121,13 +143,12 @@ def ninfer3_container(path: str) -> Answer:
         return Answer(0, json.dumps(describe_ninfer3(artifact), indent=2) + "\n", "")
 
 
-def ninfer3_model(folder: Path, backend: Backend) -> Answer:
-    """Open and bind the Qwen3.5 file (a rejected file: the first rule broken), then run it."""
-    case = json.loads((folder / "case.json").read_text())
-    try:
-        result = qwen35_answer(backend, folder, case)
-    except WeightfileError as exc:
-        return Answer(1, "", rejection(exc.violation))
+def model_case(folder: Path, backend: Backend, builder: Builder) -> Answer:
+    """The builder's answer to the case folder: the answer as JSON, or a rejected file's first
+    broken rule (conformance/README.md, "Protocol")."""
+    result = resolve(builder.answer)(backend, folder)
+    if isinstance(result, Violation):
+        return Answer(1, "", rejection(result))
     return Answer(0, json.dumps(result, indent=2) + "\n", "")
 
 
@@ -187,27 +208,34 @@ def vqf_protected(path: str, backend: Backend) -> Answer:
         return Answer(0, json.dumps(describe_vqf(vqf), indent=2) + "\n", "")
 
 
+def canonical_model_kinds() -> dict[str, Family]:
+    """The model kinds under the canonical numerics, in KINDS order -> their row: engine fast
+    answers them with the row's fast model or, in a row without one, with the reference (a kind
+    under another profile binds that profile's models in its answer, weightfile/profiles.py)."""
+    kinds = model_kinds()
+    return {k: kinds[k][0] for k in KINDS if k in kinds and kinds[k][1].numerics == CANONICAL.name}
+
+
 def notes(engine: str) -> dict[str, str]:
     """How `engine` answers kinds it answers in a way worth saying (the `kinds` reply's
-    `notes`): `fast` runs ninfer3-model cases with the reference forward pass."""
+    `notes`): `fast` answers a canonical model kind with the reference forward pass when its
+    row has no fast model, and says so in the builder's note."""
     if engine != "fast":
         return {}
-    said = {"ninfer3-model": FAST_NINFER3_MODEL}
-    if (
-        not fast_vl_model()
-    ):  # until weightfile/families/registry.py's qwen3_vl row names a fast model
-        said["vqf-vl-model"] = FAST_VL_MODEL
+    said = {}
+    for kind, row in canonical_model_kinds().items():
+        note = model_kinds()[kind][1].note
+        if not row.has_fast and note is not None:
+            said[kind] = resolve(note)
     return said
 
 
 def unsupported(engine: str) -> dict[str, str]:
-    """Kinds `engine` cannot answer here, and why (reported as the skip reason)."""
-    if engine == "fast" and fast_opener() is None:
-        why = "no C kernels (the fast forward pass needs them)"
-        missing = {"vqf-model": why, "vqf-moe-model": why}
-        if fast_vl_model():  # a fast VL model needs the kernels too; the reference does not
-            missing["vqf-vl-model"] = why
-        return missing
+    """Kinds `engine` cannot answer here, and why (reported as the skip reason): without the C
+    kernels, `fast` cannot answer a canonical model kind whose row has a fast model (the
+    reference does not stand in for it)."""
+    if engine == "fast" and library() is None:
+        return {kind: NO_KERNELS for kind, row in canonical_model_kinds().items() if row.has_fast}
     return {}
 
 

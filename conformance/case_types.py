@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,3 +21,9 @@ class ValidCase:
     name: str
     meaning: str
     write: Callable[[Path], Any]
+
+
+def read_case(folder: Path) -> dict[str, Any]:
+    """The case.json of a case folder, as the adapter is given it (conformance/README.md,
+    "case.json")."""
+    return json.loads((folder / "case.json").read_text())

@@ -7,13 +7,15 @@ of importing a family themselves."""
 from __future__ import annotations
 
 import ast
+import inspect
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from unittest.mock import patch
 
 import pytest
 
-from weightfile import families
+from weightfile import families, profiles
 from weightfile.bench import synthetic
 from weightfile.conformance import adapter, generate
 from weightfile.convert import dispatch
@@ -32,6 +34,7 @@ from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MODEL_TYPES, MOE_ARCHITECTURE
+from weightfile.spec.numerics.profile import CANONICAL
 from weightfile.spec.vqf.flags import VQFFlag
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +112,53 @@ def test_every_conformance_builder_is_in_the_generator(row):
         assert (b.format, b.version, b.kind, source) in sources
         assert (b.format, b.version) in generate.VERSIONS
         assert f"{b.format}-{b.kind}" in adapter.KINDS
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_every_conformance_builder_says_how_the_adapter_answers_it(row):
+    """Each builder's answer resolves to a function of (Backend, case folder), its numerics is a
+    profile's, its note (when given) resolves to text, and a canonical kind of a row without a
+    fast model has a note (the adapter's `kinds` reply says fast answers it with the reference)."""
+    for b in row.builders:
+        answer = families.resolve(b.answer)
+        assert callable(answer)
+        assert list(inspect.signature(answer).parameters) == ["backend", "folder"]
+        assert b.numerics in profiles.names()
+        if b.note is not None:
+            assert isinstance(families.resolve(b.note), str)
+        if b.numerics == CANONICAL.name and not row.has_fast:
+            assert b.note is not None, f"{b.format}-{b.kind} needs a note for engine fast"
+        answered_by, first = adapter.model_kinds()[f"{b.format}-{b.kind}"]
+        assert answered_by is row and first.answer == b.answer
+
+
+def test_every_model_kind_the_adapter_answers_comes_from_a_row():
+    """The adapter's kinds are its format-level ones plus the rows' builders' kinds, nothing
+    else, in the order conformance/README.md's "Case kinds" table documents them."""
+    row_kinds = {f"{b.format}-{b.kind}" for b in families.builders()}
+    format_kinds = {kind for kind, _ in adapter.FORMAT_KINDS}
+    assert not row_kinds & format_kinds
+    assert set(adapter.model_kinds()) == row_kinds
+    assert sorted(adapter.KINDS) == sorted(row_kinds | format_kinds)
+    readme = (ROOT / "conformance" / "README.md").read_text()
+    table = readme.split("## Case kinds", 1)[1].split("\n\n", 3)[2]
+    documented = [
+        kind
+        for line in table.splitlines()[2:]
+        for kind in re.findall(r"`([a-z0-9]+-[a-z-]+)`", line.split("|")[1])
+    ]
+    assert list(adapter.KINDS) == documented
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_a_text_family_is_another_row_of_the_same_container(row):
+    """A row's `text_family` (whose models run its text-only workloads, weightfile/bench/engines.py)
+    names a row of the same container that runs its own."""
+    text = families.text_family_of(row)
+    if row.text_family is None:
+        assert text is row
+    else:
+        assert text is not row and text.container == row.container and text.text_family is None
 
 
 def test_the_generator_sources_are_the_format_level_ones_then_the_rows_builders():

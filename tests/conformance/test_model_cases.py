@@ -89,7 +89,11 @@ def test_the_fast_engine_runs_model_cases_through_the_familys_fast_model(monkeyp
         calls.append(threads)
         return ref_model(vqf)
 
-    monkeypatch.setattr(model_cases, "library", lambda: object())  # kernels "present"
+    from weightfile.conformance import adapter
+
+    # kernels "present" for the adapter's `kinds` reply and for the answer
+    monkeypatch.setattr(adapter, "library", lambda: object())
+    monkeypatch.setattr(model_cases, "library", lambda: object())
     monkeypatch.setattr(fast_qwen3, "open_model", open_model)
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert len(results) == len(MODEL_CASES) and all(r.passed for r in results), results
@@ -100,9 +104,11 @@ def test_the_fast_engine_runs_model_cases_through_the_familys_fast_model(monkeyp
 
 
 def test_without_c_kernels_fast_skips_vqf_model_cases_instead_of_answering_with_ref(monkeypatch):
+    from weightfile.conformance import adapter
     from weightfile.conformance.runner import builtin_implementation, run_corpus
     from weightfile.families.qwen3 import conformance as model_cases
 
+    monkeypatch.setattr(adapter, "library", lambda: None)  # the `kinds` reply skips them
     monkeypatch.setattr(model_cases, "library", lambda: None)
     results = run_corpus(builtin_implementation("fast"), pattern="vqf/*/model/*")
     assert len(results) == len(MODEL_CASES)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.families import QWEN3, QWEN3_VL, ROWS, VQF, Family, lookup, vqf_family
+from weightfile.families import ROWS, VQF, Family, text_family_of, vqf_family
 from weightfile.fast._native import library
 from weightfile.fast.numerics.matrix import matrix_from_entry
 from weightfile.ref.numerics.kernels import kernels_for
@@ -59,14 +59,13 @@ def open_model(vqf: VQFFile, threads: int = 1) -> Any | None:
 
 
 def text_family(vqf: VQFFile) -> Family:
-    """The row whose models run the text tests (pp/tg, no image) of the file: its own row, except
-    for a Qwen3-VL file: its text tower is the dense Qwen3 decoder block for block, and a prompt
-    without images sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §qwen3-vl), so the
-    dense row's models run them. The image encode (weightfile/bench/vision.py) takes the file's
-    own row. (A random text id may also be the image token, which the VL models refuse
-    without an image.)"""
-    family = vqf_family(vqf)
-    return lookup(VQF, QWEN3) if family.name == QWEN3_VL else family
+    """The row whose models run the text tests (pp/tg, no image) of the file: its row's
+    `text_family` (weightfile/families/registry.py), else its own row. For a Qwen3-VL file that is
+    the dense Qwen3 row: its text tower is the dense decoder block for block, and a prompt
+    without images sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §qwen3-vl). The image
+    encode (weightfile/bench/vision.py) takes the file's own row. (A random text id may also be
+    the image token, which the VL models refuse without an image.)"""
+    return text_family_of(vqf_family(vqf))
 
 
 def fast_open_model() -> Callable[..., Any] | None:

@@ -3,14 +3,16 @@ spec/ninfer3.md §qwen35-config).
 
 A row says, for one family, everything the rest of the library asks about it:
 * reading: which (container, architecture) pairs it serves, its reference binder, reference model,
-  fast model (or None) and trace-name table. `weightfile run` / `trace` (weightfile/frontend),
-  `bench` (weightfile/bench/engines.py) and the conformance adapters ask this module and nothing
-  else which family a file is and how to load it;
+  fast model (or None), trace-name table and, where another row's models run its text-only
+  workloads, that row (`text_family`). `weightfile run` / `trace` (weightfile/frontend), `bench`
+  (weightfile/bench/engines.py) and the conformance adapters ask this module and nothing else
+  which family a file is and how to load it;
 * writing: its importers by (source kind, target kind), from which the convert dispatch table
   (weightfile/convert/dispatch.py, `CONVERTERS`) is derived;
 * its synthetic bench presets, from which `weightfile.bench.synthetic.SPECS` is derived;
-* its conformance builders (format, corpus version, kind, case source), from which the corpus
-  generator's model cases (conformance/generate.py, `SOURCES`) are derived.
+* its conformance builders (format, corpus version, kind, case source, answer), from which the
+  corpus generator's model cases (conformance/generate.py, `sources`) and the built-in adapter's
+  model kinds, their answers, notes and skips (conformance/adapter.py) are derived.
 Numerics profiles are not in the row: they are their own registry, keyed by family name.
 
 The architecture is what the container says:
@@ -37,7 +39,11 @@ Adding a family is one folder plus one row:
   synthetic bench presets (`presets.py`) and its conformance case builders (`conformance.py`);
 * one `Family` row in `ROWS` below naming them (for Qwen3-MoE: replace the row's refusal).
 tests/test_families.py then checks the row resolves, its architectures look it up, its importers
-are in the convert dispatch, its presets build and its builders are in the corpus generator.
+are in the convert dispatch, its presets build, its builders are in the corpus generator and
+their kinds are the ones the built-in adapter answers. Outside the folder and the row: a new VQF
+family needs the header version or flag that tells it apart (`vqf_architecture`, a spec/vqf.md
+change), and cases in a new corpus version need that version published (conformance/generate.py
+`VERSIONS`, conformance/CHANGELOG.md, conformance/README.md).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from weightfile.spec.errors import InvalidError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MOE_ARCHITECTURE
+from weightfile.spec.numerics.profile import CANONICAL, KESTREL_BOARD
 from weightfile.spec.vqf.flags import VQFFlag
 
 if TYPE_CHECKING:
@@ -109,17 +116,30 @@ class Importer:
 
 @dataclass(frozen=True)
 class Builder:
-    """A conformance case source of the corpus generator (conformance/generate.py).
+    """A conformance case source of the corpus generator (conformance/generate.py), and how the
+    built-in adapter (conformance/adapter.py) answers its case kind.
 
     format, version  the corpus it writes into (`conformance/corpus/<format>/<version>/`)
-    kind             the case.json `kind`
+    kind             the case.json `kind`; the adapter's case kind is `<format>-<kind>`
     source           "module:function" taking (scratch folder, id prefix) -> an iterator of Case
+    answer           "module:function" taking (Backend, case folder) -> the answer (a dict, printed
+                     as JSON) or the Violation of a file the family rejects (conformance/README.md,
+                     "Protocol"); every builder of one case kind names the same one
+    numerics         the case.json `numerics`: under `canonical` engine fast answers with the
+                     row's fast model (which needs the C kernels), or, in a row without one, with
+                     the reference and `note`; under another profile the answer binds that
+                     profile's models itself (weightfile/profiles.py)
+    note             "module:attribute" of the text the adapter's `kinds` reply notes for the kind
+                     when engine fast answers it with the reference forward pass
     """
 
     format: str
     version: str
     kind: str
     source: str
+    answer: str
+    numerics: str = CANONICAL.name
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +156,8 @@ class Family:
     presets    a tuple of `weightfile.bench.synthetic_spec.SyntheticSpec`: the synthetic models
                `weightfile bench` can generate, in listing order
     builders   the conformance case sources, in the corpus manifests' order
+    text_family  the name of the row whose models run this family's text-only workloads (the
+               bench's pp/tg tests, weightfile/bench/engines.py); None: its own models
     """
 
     name: str
@@ -149,6 +171,7 @@ class Family:
     importers: tuple[Importer, ...] = ()
     presets: str | None = None
     builders: tuple[Builder, ...] = ()
+    text_family: str | None = None
 
     def code(self, field: str) -> Any:
         """The object a code field names, imported on first use."""
@@ -212,13 +235,21 @@ ROWS: tuple[Family, ...] = (
         ),
         presets="weightfile.families.qwen3.presets:PRESETS",
         builders=(
-            Builder("vqf", "v1", "model", "weightfile.families.qwen3.conformance:corpus_cases"),
+            Builder(
+                "vqf",
+                "v1",
+                "model",
+                source="weightfile.families.qwen3.conformance:corpus_cases",
+                answer="weightfile.families.qwen3.conformance:case_answer",
+            ),
             # the kestrel-board profile's model cases (spec/numerics.md §board)
             Builder(
                 "vqf",
                 "v3",
                 "board-model",
-                "weightfile.families.qwen3.board_conformance:corpus_cases",
+                source="weightfile.families.qwen3.board_conformance:corpus_cases",
+                answer="weightfile.families.qwen3.board_conformance:case_answer",
+                numerics=KESTREL_BOARD.name,
             ),
         ),
     ),
@@ -237,9 +268,18 @@ ROWS: tuple[Family, ...] = (
             Importer("gguf/clip", VQF, "weightfile.families.qwen3_vl.importers:refuse_gguf"),
         ),
         presets="weightfile.families.qwen3_vl.presets:PRESETS",
+        # its text tower is the dense Qwen3 decoder block for block, and a prompt without images
+        # sees MRoPE as RoPE (ref/qwen3_vl/model.py, spec/models.md §qwen3-vl): the dense row's
+        # models run its text-only workloads
+        text_family="qwen3",
         builders=(
             Builder(
-                "vqf", "v4", "vl-model", "weightfile.families.qwen3_vl.conformance:corpus_cases"
+                "vqf",
+                "v4",
+                "vl-model",
+                source="weightfile.families.qwen3_vl.conformance:corpus_cases",
+                answer="weightfile.families.qwen3_vl.conformance:case_answer",
+                note="weightfile.families.qwen3_vl.conformance:FAST_VL_MODEL",
             ),
         ),
     ),
@@ -258,7 +298,11 @@ ROWS: tuple[Family, ...] = (
         presets="weightfile.families.qwen3_moe.presets:PRESETS",
         builders=(
             Builder(
-                "vqf", "v3", "moe-model", "weightfile.families.qwen3_moe.conformance:corpus_cases"
+                "vqf",
+                "v3",
+                "moe-model",
+                source="weightfile.families.qwen3_moe.conformance:corpus_cases",
+                answer="weightfile.families.qwen3_moe.conformance:case_answer",
             ),
         ),
     ),
@@ -272,13 +316,30 @@ ROWS: tuple[Family, ...] = (
         # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
         importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
         builders=(
-            Builder("ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:valid_cases"),
             Builder(
-                "ninfer3", "v1", "model", "weightfile.families.qwen35.conformance:invalid_cases"
+                "ninfer3",
+                "v1",
+                "model",
+                source="weightfile.families.qwen35.conformance:valid_cases",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
+            ),
+            Builder(
+                "ninfer3",
+                "v1",
+                "model",
+                source="weightfile.families.qwen35.conformance:invalid_cases",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
             # with a tokenizer the installed `tokenizers` accepts (CHANGELOG.md, "ninfer3 v2")
             Builder(
-                "ninfer3", "v2", "model", "weightfile.families.qwen35.conformance:valid_cases_v2"
+                "ninfer3",
+                "v2",
+                "model",
+                source="weightfile.families.qwen35.conformance:valid_cases_v2",
+                answer="weightfile.families.qwen35.conformance:case_answer",
+                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
         ),
     ),
@@ -305,6 +366,19 @@ def builders() -> tuple[Builder, ...]:
 def presets() -> tuple[Any, ...]:
     """Every row's synthetic bench presets, in row order (imports the preset modules)."""
     return tuple(s for row in ROWS if row.presets is not None for s in row.code("presets"))
+
+
+def named(name: str) -> Family:
+    """The row called `name`."""
+    for row in ROWS:
+        if row.name == name:
+            return row
+    raise KeyError(f"no model family {name!r}")
+
+
+def text_family_of(row: Family) -> Family:
+    """The row whose models run `row`'s text-only workloads: its `text_family`, else itself."""
+    return row if row.text_family is None else named(row.text_family)
 
 
 def resolve(ref: str) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.conformance.case_types import Case
+from weightfile.conformance.case_types import Case, read_case
 from weightfile.conformance.seeded import uniform
 from weightfile.families.qwen3.conformance import digest
 from weightfile.families.qwen3.hf import config_from_hf
@@ -124,6 +124,13 @@ def answer(folder: Path, case: dict[str, Any], backend: Backend = REFERENCE) -> 
         },
         "activations": {name: digest(arrays[name]) for name in ops},
     }
+
+
+def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
+    """The built-in adapter's answer to a `vqf-board-model` case folder: `answer` on its
+    case.json, with the board engine of `backend` (spec/numerics.md §board; the row's builder
+    names it)."""
+    return answer(folder, read_case(folder), backend)
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.conformance.case_types import Case
+from weightfile.conformance.case_types import Case, read_case
 from weightfile.conformance.seeded import uniform
 from weightfile.families import vqf_family
 from weightfile.families.qwen3.hf import config_from_hf
@@ -149,6 +149,12 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     with open_vqf(folder / case["model"]) as vqf:
         model = opener(vqf)
         return answer_model(vqf, model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
+
+
+def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
+    """The built-in adapter's answer to a `vqf-model` case folder: `answer` on its case.json
+    (conformance/README.md, "Model cases"; the row's builder names it)."""
+    return answer(backend, folder, read_case(folder))
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:

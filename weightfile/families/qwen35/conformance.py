@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from weightfile.conformance.case_types import Case
+from weightfile.conformance.case_types import Case, read_case
 from weightfile.conformance.sections import published_section
 from weightfile.families import Family, ninfer_family
 from weightfile.families.qwen3.conformance import run
@@ -31,10 +31,17 @@ from weightfile.families.qwen35.conformance_mutations import BASES, MUTATIONS
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.read import open_artifact
-from weightfile.spec.errors import WeightfileError
+from weightfile.spec.errors import Violation, WeightfileError
 from weightfile.spec.ninfer3.rules import RULES
 
 MODEL_NAME = "model.ninfer"
+#: Why engine `fast` answers `ninfer3-model` although weightfile has no fast Qwen3.5 forward pass
+#: (the built-in adapter's `kinds` notes, conformance/README.md "Running"; the row's builders
+#: name it).
+FAST_NINFER3_MODEL = (
+    "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
+    "pass is the reference one (weightfile has no fast Qwen3.5 forward pass)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,17 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     family, model = open_model(folder / case["model"], backend)
     names = family.trace_names(model.config)
     return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
+
+
+def case_answer(backend: Backend, folder: Path) -> dict[str, Any] | Violation:
+    """The built-in adapter's answer to a `ninfer3-model` case folder: `answer` on its case.json,
+    or the first rule a rejected file breaks (the protocol's rejection, conformance/README.md,
+    "Protocol"; the row's builder names it)."""
+    case = read_case(folder)
+    try:
+        return answer(backend, folder, case)
+    except WeightfileError as exc:
+        return exc.violation
 
 
 def valid_cases(
