@@ -139,6 +139,17 @@ MUTANTS = [
       "attention scale off"),
     M("ref-rms-eps", "ref/numerics/norm.py", "return ONE / np.sqrt(mean + eps)", "return ONE / np.sqrt(mean)",
       ("tests/ref/numerics/test_numerics_ops.py",), "ref RMSNorm without eps"),
+    # --- issue 36: export metadata and out-of-bounds kernels ----------------------------------
+    M("gguf-user-defined-as-control", "weightfile/convert/vqf_gguf.py", "int(gguf.TokenType.USER_DEFINED)",
+      "int(gguf.TokenType.CONTROL)", ("tests/convert/test_gguf_export_metadata.py",),
+      "GGUF export types a non-special added token (Qwen3's <think>) CONTROL, not USER_DEFINED"),
+    M("gguf-key-length-hidden-heads", "weightfile/convert/vqf_gguf.py", 'w.add_key_length(int(a["head_dim"]))',
+      'w.add_key_length(int(a["dim"]) // int(a["n_heads"]))', ("tests/convert/test_gguf_export_metadata.py",),
+      "GGUF attention.key_length = hidden / heads instead of head_dim"),
+    M("c-avx2-leftover-rows", "fast/csrc/qmatvec_x86.c", "    while (r0 + 4 <= r1) {",
+      "    while (r0 + 3 <= r1) {",
+      ("tests/fast/test_kernel_bounds.py::test_quantized_products_stay_inside_payload_activations_and_outputs",),
+      "AVX2 row groups of 4 run one leftover row too far: writes past the output, reads past the payload"),
 ]  # fmt: skip
 
 
