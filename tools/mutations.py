@@ -139,7 +139,7 @@ MUTANTS = [
       "attention scale off"),
     M("ref-rms-eps", "ref/numerics/norm.py", "return ONE / np.sqrt(mean + eps)", "return ONE / np.sqrt(mean)",
       ("tests/ref/numerics/test_numerics_ops.py",), "ref RMSNorm without eps"),
-    # --- issue 36: export metadata and out-of-bounds kernels ----------------------------------
+    # --- issue 36: where hand-made one-line bugs survived the suite ----------------------------
     M("gguf-user-defined-as-control", "weightfile/convert/vqf_gguf.py", "int(gguf.TokenType.USER_DEFINED)",
       "int(gguf.TokenType.CONTROL)", ("tests/convert/test_gguf_export_metadata.py",),
       "GGUF export types a non-special added token (Qwen3's <think>) CONTROL, not USER_DEFINED"),
@@ -150,6 +150,22 @@ MUTANTS = [
       "    while (r0 + 3 <= r1) {",
       ("tests/fast/test_kernel_bounds.py::test_quantized_products_stay_inside_payload_activations_and_outputs",),
       "AVX2 row groups of 4 run one leftover row too far: writes past the output, reads past the payload"),
+    M("vl-pos-weight-fraction", "ref/qwen3_vl/numerics.py", "w1 = max(ONE - abs(a - ONE), ZERO)",
+      "w1 = max(a, ZERO)", ("tests/ref/qwen3_vl/test_pos_embed_oracle.py",),
+      "vision position weight w1 = a: exact for fractions >= 0.5, one ulp off below (grids > 2x the table side)"),
+    M("image-min-pixels-inclusive", "weightfile/frontend/image.py", "elif h_bar * w_bar < min_pixels:",
+      "elif h_bar * w_bar <= min_pixels:", ("tests/frontend/test_image_boundaries.py",),
+      "smart_resize grows a rounded area that is exactly min_pixels"),
+    M("sm2-no-on-curve", "ref/crypto/sm2.py", "1 <= si <= N - 1) or not on_curve(pub):",
+      "1 <= si <= N - 1):", ("tests/ref/crypto/test_sm2_off_curve.py",),
+      "SM2 verify without the public key's on-curve check (invalid-curve forgery accepted)"),
+    M("vqf-one-byte-pad", "ref/vqf/validate.py", "        if e.end < pad_end:",
+      "        if e.end + 1 < pad_end:", ("tests/ref/vqf/test_pad_lengths.py",),
+      "the validator skips a 1-byte pad"),
+    M("vqf-write-temp-kept", "ref/vqf/write.py",
+      "        with contextlib.suppress(FileNotFoundError):\n            os.unlink(tmp)\n", "",
+      ("tests/reliability/test_failed_write_cleanup.py",),
+      "a failed VQF write leaves its temp until the next write's sweep"),
 ]  # fmt: skip
 
 
