@@ -132,12 +132,20 @@ def test_every_writer_through_every_destination(
     sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, kind: str
 ) -> None:
     dest = tmp_path / f"out{COMMANDS[command][0]}"
+    walk(capsys, command, argv(command, sources, dest), dest, kind)
+
+
+def walk(
+    capsys: pytest.CaptureFixture[str], command: str, args: list[str], dest: Path, kind: str
+) -> None:
+    """Run `args` against a destination of `kind` at `dest`; check the policy's answer."""
+    tmp_path = dest.parent
     make(kind, dest)
     before = snapshot(tmp_path)
     force = ["--force"] if kind in FORCED else []
     capsys.readouterr()
     with deadline(60):
-        code = main([*argv(command, sources, dest), *force])
+        code = main([*args, *force])
     err = capsys.readouterr().err
     after = snapshot(tmp_path)
     if kind in ("missing", "file --force"):
@@ -159,6 +167,33 @@ def test_every_writer_through_every_destination(
     else:
         assert code == 4 and "[format.file.destination]" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Hugging Face Qwen3 checkpoint, with a tokenizer.json (so a sidecar is written)."""
+    torch = pytest.importorskip("torch", reason="a checkpoint needs the 'external' extra")
+    transformers = pytest.importorskip("transformers", reason="needs the 'external' extra")
+    folder = tmp_path_factory.mktemp("hf")
+    torch.manual_seed(0)
+    cfg = transformers.Qwen3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=False,
+    )  # fmt: skip
+    transformers.Qwen3ForCausalLM(cfg).save_pretrained(folder)
+    (folder / "tokenizer.json").write_text('{"marker": 1}')
+    return folder
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_import_through_every_destination(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """`import` (the HF importer, its tokenizer sidecar, and --encrypt's unnamed plaintext)."""
+    dest = tmp_path / "out.vqf"
+    (checkpoint.parent / "pw").write_bytes(b"a passphrase\n")
+    pw = ["--encrypt", "--passphrase-file", str(checkpoint.parent / "pw")]
+    walk(capsys, "import", ["import", str(checkpoint), str(dest), "-q", *pw], dest, kind)
 
 
 @pytest.mark.parametrize("kind", ["file", "symlink", "dangling", "fifo", "directory"])
@@ -193,3 +228,15 @@ def test_a_destination_that_turns_into_a_fifo_before_publication_is_refused(
         os.mkfifo(dest)
     assert info.value.rule == "format.file.destination"
     assert stat.S_ISFIFO(dest.lstat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["x.bin"]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling", "fifo", "directory"])
+def test_an_import_whose_sidecar_is_not_a_file_is_refused_before_converting(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """OUT.tokenizer.json is checked with OUT, before the conversion: nothing is published."""
+    make(kind, tmp_path / "out.vqf.tokenizer.json")
+    before = snapshot(tmp_path)
+    code = main(["import", str(checkpoint), str(tmp_path / "out.vqf"), "-q"])
+    assert code == 4 and "[format.file.destination]" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before

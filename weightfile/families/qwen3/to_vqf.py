@@ -407,7 +407,7 @@ def import_checkpoint(
         if qtype not in QTYPES:
             raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
         plan = VQFPlan(wmode=WMODE_OF_QTYPE[QTYPES[qtype]], layout=layout)
-    check_output(out, overwrite, "vqf.writer.destination")  # before converting, not after
+    check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg, _ = read_config(src)
     with Checkpoint(src, RULES) as checkpoint:
@@ -423,6 +423,15 @@ def import_checkpoint(
     if template is not None:
         write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
     return path
+
+
+def check_destinations(out: str | os.PathLike[str], overwrite: bool) -> None:
+    """OUT and its sidecars (tokenizer, chat template) by the output policy (ref/staging.py,
+    spec/ninfer3.md §safe-files), before any conversion: a sidecar belongs to OUT and is
+    replaced, but never through a symlink, nor into a FIFO, a device or a directory."""
+    check_output(out, overwrite, "vqf.writer.destination")
+    for side in (sidecar_path(Path(out)), chat_template_path(Path(out))):
+        check_output(side, True)
 
 
 def write_planned(

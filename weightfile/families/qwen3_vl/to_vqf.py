@@ -31,6 +31,7 @@ from weightfile.families.qwen3.to_vqf import (
     RULES,
     arch_from_config,
     build_tensors,
+    check_destinations,
     publish_protected,
     require,
     require_tileable,
@@ -47,7 +48,7 @@ from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.staging import check_output, write_output
+from weightfile.ref.staging import write_output
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
@@ -201,7 +202,7 @@ def import_vl_checkpoint(
         raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
     if layout not in LAYOUTS:
         raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
-    check_output(out, overwrite, "vqf.writer.destination")  # before converting, not after
+    check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
     if not is_qwen3_vl(cfg):
