@@ -5,7 +5,10 @@ row-major order). With --words the logical codes and scales go to an .npz instea
 team can diff a single tensor against its own decoder; --raw writes the stored bytes as they are
 (a .ninfer resource such as tokenizer.json, or a tensor's payload). --all exports every tensor,
 dequantized, into one safetensors file (the `safetensors` library writes it). What is written is
-exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
+exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed. OUT follows the
+one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing file is replaced only
+with --force, a symlink, FIFO, device or directory never (`format.file.destination`), and the
+file is published by rename.
 """
 
 from __future__ import annotations
