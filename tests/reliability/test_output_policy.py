@@ -240,3 +240,26 @@ def test_an_import_whose_sidecar_is_not_a_file_is_refused_before_converting(
     code = main(["import", str(checkpoint), str(tmp_path / "out.vqf"), "-q"])
     assert code == 4 and "[format.file.destination]" in capsys.readouterr().err
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("kind", KINDS[:1] + KINDS[2:])
+def test_check_output_answers_before_any_work(tmp_path: Path, kind: str, overwrite: bool) -> None:
+    """The policy's one function, as every writer calls it before its work (a refusal after
+    the work would hold the same files, but cost a whole conversion first)."""
+    from weightfile.ref.staging import check_output
+
+    dest = tmp_path / "out"
+    make("file" if kind == "file --force" else kind, dest)
+    before = snapshot(tmp_path)
+    if kind == "missing" or (kind == "file --force" and overwrite):
+        assert check_output(dest, overwrite) == dest
+    elif kind == "file --force":
+        with pytest.raises(DestinationExistsError) as info:
+            check_output(dest, overwrite)
+        assert info.value.rule == "format.file.exists"
+    else:
+        with pytest.raises(FileAccessError) as info:
+            check_output(dest, overwrite)
+        assert info.value.rule == "format.file.destination" and isinstance(info.value, OSError)
+    assert snapshot(tmp_path) == before
