@@ -345,3 +345,23 @@ def test_a_killed_convert_encrypt_leaves_no_plaintext_anywhere(tmp_path: Path, s
     assert child.wait(timeout=30) == -signal.SIGKILL
     assert _plaintexts(out_dir) == []
     assert _plaintexts(tmp_path) == []
+
+
+@pytest.mark.parametrize("tmpfile", [True, False])
+def test_an_unnamed_file_has_no_name_while_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmpfile: bool
+) -> None:
+    """ref/staging.py `unnamed_file`: O_TMPFILE, or (a file system without it) created and
+    unlinked at once; either way the folder shows nothing while the bytes are there, readable
+    again through the path it gives, mode 0600."""
+    if not tmpfile:
+        monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    with staging.unnamed_file(tmp_path / "m.vqf") as unnamed:
+        assert unnamed is not None
+        out, path = unnamed
+        out.write(b"plaintext")
+        out.flush()
+        assert list(tmp_path.iterdir()) == []
+        assert path.read_bytes() == b"plaintext"
+        assert os.fstat(out.fileno()).st_mode & 0o777 == 0o600
+    assert list(tmp_path.iterdir()) == []
