@@ -111,14 +111,18 @@ def corpus_files() -> dict[str, bytes]:
 
 
 def write_corpus(root: Path = CORPUS_DIR) -> int:
-    """Replace the corpus under `root` with freshly generated files; return how many."""
+    """Replace the corpus under `root` with freshly generated files; return how many. Each file
+    is published by the one output policy (ref/staging.py `write_output`, spec/ninfer3.md
+    §safe-files): staged beside it, renamed into place, never through a symlink."""
+    from weightfile.ref.staging import write_output
+
     files = corpus_files()
     if root.exists():
         shutil.rmtree(root)
     for rel, blob in files.items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(blob)
+        write_output(target, blob, overwrite=False)
     return len(files)
 
 

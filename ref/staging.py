@@ -10,6 +10,13 @@ leftovers never outlive the next write to the same folder. A live writer's files
 touched. A `.ninfer` entry's temporary file names its artifact_id, so a sweep that removes one
 also removes the continuations its dead writer had already published without the entry. Every
 OS failure on the way is `format.file.write`.
+
+The output policy of every command that writes (docs/design.md, "Reliability"): `check_output`
+refuses an existing destination without overwrite (`DestinationExistsError`, exit 2) and a
+destination that is a symlink, directory, FIFO, device or socket with or without it
+(`format.file.destination`, exit 4: never followed, never written into); `staged` / `staged_path`
+stage beside it under the one temporary name above, sweep first, and publish by rename (a hard
+link when nothing may be replaced), checking the destination again just before.
 """
 
 from __future__ import annotations
@@ -25,9 +32,10 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from weightfile.ref.fileio import describe, read_head
-from weightfile.spec.errors import FileAccessError, WeightfileError
+from weightfile.spec.errors import DestinationExistsError, FileAccessError, WeightfileError
 from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC, HEADER_BYTES
 
 #: What flock answers on a filesystem that has no such locks.
@@ -53,6 +61,141 @@ def os_failures(path: str | os.PathLike[str], doing: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise write_error(exc, path, doing) from None
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    overwrite: bool,
+    exists_rule: str = "format.file.exists",
+    hint: str = " (pass overwrite=True to replace it)",
+) -> Path:
+    """Refuse a destination this writer may not publish at (spec/ninfer3.md §safe-files).
+
+    Missing: fine, if its folder is a folder. A regular file: `DestinationExistsError`
+    (`exists_rule`) unless `overwrite`. Anything else (a symlink, dangling or not, a directory, a
+    FIFO, a device node, a socket): `format.file.destination` whatever `overwrite` says, since a
+    rename would replace it and an open would follow or block on it.
+    """
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise write_error(exc, path, "inspect the destination") from None
+    if info is None:
+        try:
+            folder = os.stat(path.parent)
+        except OSError as exc:
+            raise write_error(exc, path.parent, "find the destination's folder") from None
+        if not stat.S_ISDIR(folder.st_mode):
+            raise FileAccessError(
+                "format.file.destination", "the destination's folder is not a folder",
+                path=str(path.parent), errno=errno.ENOTDIR,
+            )  # fmt: skip
+        return path
+    if not stat.S_ISREG(info.st_mode):
+        raise FileAccessError(
+            "format.file.destination",
+            f"the destination is {_kind(info.st_mode)}: never followed, replaced or written into",
+            path=str(path),
+        )
+    if not overwrite:
+        raise DestinationExistsError(exists_rule, f"{path} exists{hint}")
+    return path
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device node"
+    return "not a regular file"
+
+
+@contextlib.contextmanager
+def staged_path(
+    path: str | os.PathLike[str],
+    overwrite: bool,
+    mode: int = 0o666,
+    exists_rule: str = "format.file.exists",
+) -> Iterator[Path]:
+    """A locked temporary file beside `path` (its name: `TEMP_NAME`), published at `path` when the
+    block succeeds, removed when it fails (the sweep removes it after a kill). The block writes
+    the yielded path (it may reopen it: the lock stays on this writer's descriptor). The
+    destination is checked (`check_output`) before and again just before publication."""
+    path = Path(path)
+    check_output(path, overwrite, exists_rule)
+    sweep(path.parent)  # a killed writer's leftovers go now, whoever wrote them
+    tmp, fd = create_temp(path, mode)
+    try:
+        yield tmp
+        with os_failures(path, "publish"):
+            os.fsync(fd)
+            check_output(path, overwrite, exists_rule)
+            publish(tmp, path, overwrite, exists_rule)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def staged(
+    path: str | os.PathLike[str],
+    overwrite: bool,
+    mode: int = 0o666,
+    exists_rule: str = "format.file.exists",
+) -> Iterator[BinaryIO]:
+    """`staged_path`, with the temporary file open for writing (spec/ninfer3.md §safe-files).
+    `mode` is passed to open(2), so the umask applies (0666 & ~umask)."""
+    path = Path(path)
+    with (
+        staged_path(path, overwrite, mode, exists_rule) as tmp,
+        os_failures(path, "write"),
+        open(tmp, "r+b") as out,
+    ):
+        yield out
+        out.flush()
+
+
+def write_output(
+    path: str | os.PathLike[str], data: bytes, overwrite: bool, mode: int = 0o666
+) -> Path:
+    """`data` published at `path` by the output policy (`staged`)."""
+    with staged(path, overwrite, mode) as out:
+        out.write(data)
+    return Path(path)
+
+
+def publish(
+    tmp: Path, path: Path, overwrite: bool, exists_rule: str = "format.file.exists"
+) -> None:
+    """Rename into place; without overwrite, a hard link fails atomically if `path` exists."""
+    exists = DestinationExistsError(
+        exists_rule, f"{path} exists (pass overwrite=True to replace it)"
+    )
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise exists from None
+    except OSError as exc:  # a filesystem without hard links: check-then-rename is the best left
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.lexists(path):
+            raise exists from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def temp_path(destination: Path) -> Path:
@@ -114,6 +257,33 @@ def staged_folder(destination: Path) -> Iterator[Path]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         os.close(fd)
+
+
+@contextlib.contextmanager
+def unnamed_file(destination: Path) -> Iterator[tuple[BinaryIO, Path] | None]:
+    """An open, mode 0600 file in `destination`'s folder that no name points to (O_TMPFILE, else
+    created and unlinked at once), with a path that reopens it while this process lives
+    (/proc/self/fd/N): its bytes go when the process ends, `kill -9` included, with no sweep
+    needed (a plaintext before encryption, spec/vqf.md §protected). None where /proc is absent.
+    """
+    if not os.path.isdir("/proc/self/fd"):
+        yield None
+        return
+    folder = destination.parent
+    fd = -1
+    if hasattr(os, "O_TMPFILE"):
+        try:
+            fd = os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise write_error(exc, folder, "create an unnamed temporary file") from None
+    if fd < 0:  # no O_TMPFILE on this file system: a name for an instant, while still empty
+        temp, fd = create_temp(destination, 0o600)
+        with os_failures(temp, "unlink a temporary file"):
+            os.unlink(temp)
+    with os_failures(destination, "write"), os.fdopen(fd, "w+b") as out:
+        os.fchmod(fd, 0o600)
+        yield out, Path(f"/proc/self/fd/{fd}")
 
 
 def _head(path: Path) -> bytes:

@@ -16,6 +16,7 @@ from weightfile.spec.ninfer3.rules import IMPORT_RULES
 from weightfile.spec.ninfer3.rules import RULES as NINFER3_RULES
 from weightfile.spec.rule import (
     DOCS,
+    EXISTS,
     INV,
     MAL,
     NOT_FOUND,
@@ -109,6 +110,12 @@ COMMON_RULES = table(
         Rule("format.file.write", MAL, "writer", "§9.1",
              "a writer's OS call fails: read-only folder, permission, disk full, file too large",
              doc="ninfer3"),
+        Rule("format.file.destination", MAL, "writer", "§9.1",
+             "the destination is a symlink, directory, FIFO, device or socket: never followed, "
+             "replaced or written into, with or without --force", doc="ninfer3"),
+        Rule("format.file.exists", EXISTS, "writer", "§9.1",
+             "an output (dump, trace, logits, sidecar, GGUF, key) exists and --force was not "
+             "given", doc="ninfer3"),
         Rule("frontend.token_ids", INV, "frontend", "§qwen3-forward",
              "--token-ids is not a comma-separated list of ids inside the vocabulary",
              doc="models"),

@@ -27,7 +27,7 @@ from weightfile.ref.ninfer3.plan import ObjectSpec, layout_directory, plan_objec
 from weightfile.ref.ninfer3.records import FileEntry
 from weightfile.ref.ninfer3.require import fail, require
 from weightfile.ref.ninfer3.volumes import map_range, payload_starts
-from weightfile.ref.staging import create_temp, os_failures, sweep
+from weightfile.ref.staging import check_output, create_temp, os_failures, sweep
 from weightfile.spec.errors import DestinationExistsError, FileAccessError, UnsupportedError
 from weightfile.spec.ninfer3.framing import (
     DEFAULT_LIMIT,
@@ -108,11 +108,8 @@ class ArtifactWriter:
     def _refuse_existing(self) -> None:
         """Fail before writing anything if any destination exists (spec/ninfer3.md §writer
         Publication)."""
-        for destination in self.destinations:
-            if os.path.lexists(destination):
-                raise DestinationExistsError(
-                    "ninfer3.writer.exists", "destination exists", path=str(destination)
-                )
+        for destination in self.destinations:  # the one output policy (ref/staging.py)
+            check_output(destination, False, "ninfer3.writer.exists", hint="")
 
     def _create_files(self) -> None:
         """Hidden temp files at final size (zero-filled, sparse), headers and JSON written."""

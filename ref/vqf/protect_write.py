@@ -19,10 +19,9 @@ from pathlib import Path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
-from weightfile.ref.staging import staged_folder
+from weightfile.ref.staging import check_output, staged_folder
 from weightfile.spec.errors import (
     ChecksumError,
-    DestinationExistsError,
     InvalidError,
     UnsupportedError,
 )
@@ -341,10 +340,8 @@ def protect_vqf(
             "vqf.writer.keys", "protect_vqf needs a passphrase, a private key or both"
         )
     dst = Path(dst)
-    if dst.exists() and not overwrite:  # before any work; `staged` checks again at publication
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{dst} exists (pass overwrite=True to replace it)"
-        )
+    # before any work; `staged` checks again at publication (ref/staging.py, the output policy)
+    check_output(dst, overwrite, "vqf.writer.destination")
     if private_key is None:
         return encrypt_vqf(src, dst, passphrase, overwrite=overwrite, backend=backend)
     if passphrase is None:

@@ -15,18 +15,16 @@ memory at once), or as None for an all-zero payload, written as a hole (sparse f
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from weightfile.ref import staging
 from weightfile.ref.backend import REFERENCE, Backend
-from weightfile.ref.staging import create_temp, os_failures, sweep
-from weightfile.spec.errors import DestinationExistsError, InvalidError
+from weightfile.spec.errors import InvalidError
 from weightfile.spec.records import build_record
 from weightfile.spec.vqf.arch import MOE_FIELD_NAMES, arch_defaults
 from weightfile.spec.vqf.constants import (
@@ -120,6 +118,28 @@ def write_vqf(
     §protected). `backend.checksum` computes the FNV-1a-64 trailer (spec/vqf.md §fnv-trailer).
     """
     path = Path(path)
+    emit = vqf_emitter(
+        arch=arch, tensors=tensors, flags=flags, version=version, layout=layout, order=order,
+        backend=backend,
+    )  # fmt: skip
+    with staged(path, overwrite) as out:
+        emit(out)
+    return path
+
+
+def vqf_emitter(
+    *,
+    arch: Mapping[str, Any],
+    tensors: Sequence[TensorSource],
+    flags: int = 0,
+    version: int | None = None,
+    layout: str = "current",
+    order: str = "spec",
+    backend: Backend = REFERENCE,
+) -> Callable[[BinaryIO], None]:
+    """`write_vqf`'s checks and plan, done now; the returned function writes the file's bytes
+    into an open file (at its start), for a writer that keeps them off the file system's names
+    (a plaintext before encryption: families/qwen3/to_vqf.py `publish_protected`)."""
     if flags & (VQFFlag.ENC | VQFFlag.SIGNED):
         raise InvalidError(
             "vqf.writer.protect",
@@ -140,13 +160,15 @@ def write_vqf(
             path="tensors",
         )
     header = build_header(arch, flags, version, layout, len(ordered), data_offset, file_len)
-    with staged(path, overwrite) as out:
+
+    def emit(out: BinaryIO) -> None:
         out.write(header)
         out.write(directory)
         h = backend.checksum(directory, FNV_OFFSET_BASIS)
         h = write_data(out, ordered, offsets, data_offset, file_len, h, backend.checksum)
         out.write(VQFTrailerFNV.build({"fnv1a64": h}))
-    return path
+
+    return emit
 
 
 #: The arch fields without which no decoder can run a file (spec/vqf.md §arch-semantics): the
@@ -316,51 +338,7 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
 
 @contextmanager
 def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o666) -> Iterator[BinaryIO]:
-    """A locked temporary file beside `path`, published there atomically when the block succeeds
-    (spec/ninfer3.md §safe-files): the folder's stale temporary files are swept first, the lock is
-    held until the temporary name is gone, and every OS failure is `format.file.write`. `mode` is
-    passed to open(2), so the umask applies as it would to any new file (0666 & ~umask)."""
-    path = Path(path)
-    sweep(path.parent)  # a killed writer's leftovers go now, whoever wrote them
-    if os.path.lexists(path) and not overwrite:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
-        )
-    tmp, fd = create_temp(path, mode)
-    try:
-        with os_failures(path, "write"):
-            # a second descriptor for the file object: the lock lives on `fd` until the end
-            with os.fdopen(os.dup(fd), "w+b") as out:
-                yield out
-                out.flush()
-                os.fsync(out.fileno())
-            publish(tmp, path, overwrite)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    finally:
-        os.close(fd)
-
-
-def publish(tmp: Path, path: Path, overwrite: bool) -> None:
-    """Rename into place; without overwrite, a hard link fails atomically if `path` exists."""
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
-        ) from None
-    except OSError as exc:  # a filesystem without hard links: check-then-rename is the best left
-        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        if path.exists():
-            raise DestinationExistsError(
-                "vqf.writer.destination", f"{path} exists (pass overwrite=True to replace it)"
-            ) from None
-        os.replace(tmp, path)
-        return
-    os.unlink(tmp)
+    """A VQF writer's staged output (ref/staging.py `staged`, the one output policy of
+    spec/ninfer3.md §safe-files): an existing file is `vqf.writer.destination`."""
+    with staging.staged(path, overwrite, mode, "vqf.writer.destination") as out:
+        yield out

@@ -114,7 +114,7 @@ def test_prompt_image_markers(model, tmp_path) -> None:
     for prompt, want in (("hello <image> world", [3, *block, 4]), ("hello world", [*block, 3, 4])):
         out = tmp_path / "t.npz"
         argv = ["trace", str(local), "--prompt", prompt, "--image", str(img), *PIXELS]
-        assert main([*argv, "--out", str(out)]) == 0
+        assert main([*argv, "--out", str(out), "--force"]) == 0
         assert np.load(out)["input_ids"].tolist() == want
     argv = ["trace", str(local), "--prompt", "<image> hello <image>", "--image", str(img)]
     assert main([*argv, *PIXELS, "--out", str(tmp_path / "x.npz")]) == 1

@@ -116,17 +116,19 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
-def check_destination(path: Path) -> None:
-    """An OSError naming the user's path when `path` cannot be written as a new file: it is a
-    directory, or its folder does not exist (else the error would name our temporary file)."""
-    import errno
-    import os
+def check_destination(path: Path, force: bool) -> None:
+    """Refuse `path` before the work, by the one output policy (ref/staging.py `check_output`,
+    spec/ninfer3.md §safe-files): an existing file without --force (exit 2), a symlink, directory,
+    FIFO or device whatever --force says (`format.file.destination`, exit 4), a missing folder."""
+    from weightfile.ref.staging import check_output
 
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    folder = path.parent
-    if not folder.is_dir():
-        raise FileNotFoundError(errno.ENOENT, "no such folder", str(folder))
+    check_output(path, force)
+
+
+def add_force_argument(parser: argparse.ArgumentParser, what: str = "OUT") -> None:
+    parser.add_argument(
+        "--force", action="store_true", help=f"replace an existing {what} (a regular file only)"
+    )
 
 
 def add_file_argument(parser: argparse.ArgumentParser) -> None:

@@ -7,8 +7,6 @@ One module below both commands, so neither command imports the other.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import numpy as np
 from weightfile import profiles
 from weightfile.backends import ENGINES
 
-from ._common import add_passphrase_argument, check_destination, positive_int, token_ids
+from ._common import add_passphrase_argument, positive_int, token_ids
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,14 +102,10 @@ def threads(args: argparse.Namespace) -> int:
     return len(pinned) if pinned is not None and args.cpus is not None else 1
 
 
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write through a temporary file beside `path`, so a failure leaves nothing there."""
-    check_destination(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=path.name, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def save_npz(path: Path, arrays: dict[str, np.ndarray], force: bool) -> None:
+    """Write by the one output policy (ref/staging.py `staged`, spec/ninfer3.md §safe-files):
+    staged beside `path`, published by rename, an existing file replaced only with --force."""
+    from weightfile.ref.staging import staged
+
+    with staged(path, force) as f:
+        np.savez(f, **arrays)  # a file object: savez adds no ".npz"

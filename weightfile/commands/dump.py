@@ -5,7 +5,10 @@ row-major order). With --words the logical codes and scales go to an .npz instea
 team can diff a single tensor against its own decoder; --raw writes the stored bytes as they are
 (a .ninfer resource such as tokenizer.json, or a tensor's payload). --all exports every tensor,
 dequantized, into one safetensors file (the `safetensors` library writes it). What is written is
-exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
+exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed. OUT follows the
+one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing file is replaced only
+with --force, a symlink, FIFO, device or directory never (`format.file.destination`), and the
+file is published by rename.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import numpy as np
 
 from weightfile.backends import ENGINES, backend_named
 from weightfile.ref.backend import Backend
+from weightfile.ref.staging import staged, write_output
 
-from ._common import add_passphrase_argument, passphrase
+from ._common import add_force_argument, add_passphrase_argument, check_destination, passphrase
 
 
 def register(sub: Any) -> None:
@@ -48,6 +52,7 @@ def register(sub: Any) -> None:
         help="VQF: the q8 tensors are 4x4-tiled (such files set no flag, vqf.md §0 item 3)",
     )
     add_passphrase_argument(parser)
+    add_force_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -63,21 +68,22 @@ def run(args: argparse.Namespace) -> int:
     if key is not None:
         options["passphrase"] = key
     backend = backend_named(args.engine)
+    check_destination(args.out, args.force)  # before any decoding, not after it
     with open_model_file(args.file, **options) as f:
         if args.all:
-            summary = dump_all(f, args.out, backend)
+            summary = dump_all(f, args.out, backend, args.force)
         elif args.raw:
             data = raw_bytes(f, args.name)
-            args.out.write_bytes(data)
+            write_output(args.out, data, args.force)
             summary = f"{len(data)} bytes"
         elif args.words:
             words = f.decode_words(args.name, engine=backend)
-            with open(args.out, "wb") as out:  # a file object: savez adds no ".npz"
+            with staged(args.out, args.force) as out:  # a file object: savez adds no ".npz"
                 np.savez(out, **words)
             summary = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in words.items())
         else:
             values = f.decode(args.name, engine=backend)
-            with open(args.out, "wb") as out:  # a file object: save adds no ".npy"
+            with staged(args.out, args.force) as out:  # a file object: save adds no ".npy"
                 np.save(out, values)
             summary = f"{values.dtype}{list(values.shape)}"
     print(f"{args.name or 'all tensors'}: {summary} -> {args.out}")
@@ -103,18 +109,18 @@ def tensor_names(f: Any) -> list[str]:
     return [o.id for o in f.artifact.directory.objects if o.kind != "resource"]
 
 
-def dump_all(f: Any, out: Path, backend: Backend) -> str:
-    from safetensors.numpy import save_file
+def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
+    """Every tensor into one safetensors file, published by the output policy (`save_file`
+    would rename its own temporary file over whatever OUT is: the bytes are made in memory)."""
+    from safetensors.numpy import save
 
     from weightfile.progress import each
 
-    from ._common import check_destination
-
-    check_destination(out)  # first: safetensors' own error would be a raw SafetensorError
     names = tensor_names(f)
     tensors = {
         name: np.ascontiguousarray(f.decode(name, engine=backend), dtype=np.float32)
         for name in each(names, "tensors", total=len(names))
     }
-    save_file(tensors, str(out), metadata={"source": str(f._path()), "format": f.format})
+    blob = save(tensors, metadata={"source": str(f._path()), "format": f.format})
+    write_output(out, blob, force)
     return f"{len(tensors)} tensors, float32"

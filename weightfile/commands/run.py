@@ -10,7 +10,15 @@ from typing import Any
 from weightfile import profiles
 from weightfile.backends import backend_named
 
-from ._common import UsageError, nonnegative_int, passphrase, positive_int, temperature
+from ._common import (
+    UsageError,
+    add_force_argument,
+    check_destination,
+    nonnegative_int,
+    passphrase,
+    positive_int,
+    temperature,
+)
 from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
 
 
@@ -38,6 +46,7 @@ def register(sub: Any) -> None:
         help="with --save-logits and --profile kestrel-board: also the per-op intermediates "
         "(decode.step0.layer{l}.*, prefill.last.*)",
     )  # fmt: skip
+    add_force_argument(parser, "--save-logits file")
     parser.set_defaults(run=run)
 
 
@@ -47,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.tokenizer import TextStream
 
     board_options(args)
+    if args.save_logits is not None:  # before the decoding, not after it
+        check_destination(args.save_logits, args.force)
     s = load_session(
         args.model,
         args.tokenizer,
@@ -116,6 +127,6 @@ def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:
         stream = TextStream(s.tokenizer)
         print("".join(stream.push(t) for t in tokens) + stream.flush())
     if args.save_logits is not None:
-        save_npz(args.save_logits, arrays)
+        save_npz(args.save_logits, arrays, args.force)
         print(f"{len(arrays)} arrays -> {args.save_logits}", file=sys.stderr)
     return 0

@@ -18,7 +18,7 @@ import numpy as np
 
 from weightfile.backends import backend_named
 
-from ._common import passphrase
+from ._common import add_force_argument, passphrase
 from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
 
 
@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     )
     add_prompt_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="the .npz to write")
+    add_force_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ._common import check_destination
 
-    check_destination(args.out)  # before the forward pass, not after it
+    check_destination(args.out, args.force)  # before the forward pass, not after it
     s = load_session(
         args.model,
         args.tokenizer,
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if images:
         arrays["pixel_values"] = np.concatenate([im.pixel_values for im in images])
         arrays["image_grid_thw"] = np.array([im.grid_thw for im in images], dtype=np.int64)
-    save_npz(args.out, arrays)
+    save_npz(args.out, arrays, args.force)
     print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
     return 0
 
@@ -77,6 +78,6 @@ def board_trace(args: argparse.Namespace, s: Any, ids: list[int]) -> int:
 
     arrays = {"input_ids": np.array(ids, dtype=np.int64)}
     arrays |= pack_arrays(s, args.profile, ids, 1, args.prompt_path, ops=True)
-    save_npz(args.out, arrays)
+    save_npz(args.out, arrays, args.force)
     print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
     return 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,8 +29,9 @@ from weightfile.families.qwen3.from_gguf import GGUF_LAYER
 from weightfile.families.qwen3.to_vqf import row_bands
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
+from weightfile.ref.staging import check_output, staged_path
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
@@ -57,9 +57,7 @@ def export_gguf(
 
     from weightfile.ref.vqf.read import open_vqf
 
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise DestinationExistsError("vqf.writer.destination", f"{out} exists (pass --force)")
+    out = check_output(out, overwrite, "vqf.writer.destination")  # before any work
     with open_vqf(src, passphrase=passphrase) as vqf:
         flags, a = vqf.header.flags, vqf.header.arch
         if flags & VQFFlag.VISION:
@@ -70,27 +68,15 @@ def export_gguf(
             )
         names = {e.name for e in vqf.entries}
         projection_set = "q4" if "q4_q" in names else "q8"
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        # the one output policy (ref/staging.py): gguf writes our locked temporary file
+        with staged_path(out, overwrite, exists_rule="vqf.writer.destination") as tmp:
             moe = bool(flags & VQFFlag.MOE)
             w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
             add_metadata(w, a, moe)
             add_tokenizer(w, sidecar_path(src), a)
             add_tensors(w, vqf, a, flags, projection_set, backend, progress)
             w.close()
-            os.replace(tmp, out) if overwrite else publish_new(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
     return out
-
-
-def publish_new(tmp: str, out: Path) -> None:
-    try:
-        os.link(tmp, out)
-    except FileExistsError:
-        raise DestinationExistsError("vqf.writer.destination", f"{out} exists") from None
 
 
 def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:

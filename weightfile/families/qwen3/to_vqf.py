@@ -27,7 +27,6 @@ happens, so `out` only ever holds the finished protected file and no plaintext c
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,12 +42,11 @@ from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.staging import staged_folder
+from weightfile.ref.staging import check_output, staged_folder, unnamed_file, write_output
 from weightfile.ref.vqf.encode import encode
-from weightfile.ref.vqf.write import TensorSource, iter_payload
+from weightfile.ref.vqf.write import TensorSource, iter_payload, vqf_emitter
 from weightfile.spec.codecs.vqf.registry import CODECS, codec_for, payload_size
 from weightfile.spec.errors import (
-    DestinationExistsError,
     InvalidError,
     NotFoundError,
     UnsupportedError,
@@ -409,10 +407,7 @@ def import_checkpoint(
         if qtype not in QTYPES:
             raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
         plan = VQFPlan(wmode=WMODE_OF_QTYPE[QTYPES[qtype]], layout=layout)
-    if Path(out).exists() and not overwrite:  # refuse before converting, not after
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
-        )
+    check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg, _ = read_config(src)
     with Checkpoint(src, RULES) as checkpoint:
@@ -423,11 +418,20 @@ def import_checkpoint(
         )  # fmt: skip
     tok = src / "tokenizer.json"
     if tok.is_file():
-        shutil.copyfile(tok, sidecar_path(path))
+        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
     template = chat_template(src)
     if template is not None:
-        chat_template_path(path).write_text(template, encoding="utf-8")
+        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
     return path
+
+
+def check_destinations(out: str | os.PathLike[str], overwrite: bool) -> None:
+    """OUT and its sidecars (tokenizer, chat template) by the output policy (ref/staging.py,
+    spec/ninfer3.md §safe-files), before any conversion: a sidecar belongs to OUT and is
+    replaced, but never through a symlink, nor into a FIFO, a device or a directory."""
+    check_output(out, overwrite, "vqf.writer.destination")
+    for side in (sidecar_path(Path(out)), chat_template_path(Path(out))):
+        check_output(side, True)
 
 
 def write_planned(
@@ -445,10 +449,7 @@ def write_planned(
 ) -> Path:
     """Write the VQF of a config.json dict and its tensors `sd` by `plan` (spec/vqf.md §converter);
     `blocks` may supply ready untiled blocks (a GGUF source) instead of quantizing."""
-    if Path(out).exists() and not overwrite:  # refuse before converting, not after
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
-        )
+    check_output(out, overwrite, "vqf.writer.destination")  # before converting, not after
     c = checked_config(cfg)
     flags = plan_flags(c, plan)
     arch = arch_from_config(cfg, c)
@@ -471,13 +472,22 @@ def publish_protected(
 ) -> Path:
     """Write the plaintext file privately, publish only its protected form at `out`.
 
-    The private folder is mode 0700, so the plaintext is never readable by other users while it
-    exists; it sits beside `out` so the final rename stays on one filesystem, and a killed run's
-    folder is swept by the next write there (ref/staging.py).
+    The plaintext goes into a file no name points to (ref/staging.py `unnamed_file`, mode 0600,
+    beside `out`): a kill at any moment takes it with the process, no sweep needed. Where that
+    is not available, into a private (0700) folder beside `out` that the next write sweeps.
     """
+    from weightfile.fast.backend import FAST
     from weightfile.fast.vqf.protect_write import protect_vqf
 
-    out = Path(out)
+    out = check_output(out, overwrite, "vqf.writer.destination")
+    with unnamed_file(out) as unnamed:
+        if unnamed is not None:
+            plain_file, plain_path = unnamed
+            vqf_emitter(arch=arch, tensors=tensors, flags=flags, backend=FAST)(plain_file)
+            plain_file.flush()
+            return protect_vqf(
+                plain_path, out, passphrase=passphrase, private_key=sign_key, overwrite=overwrite
+            )
     with staged_folder(out) as private:
         plain = write_vqf(private / "plain.vqf", arch=arch, tensors=tensors, flags=flags)
         return protect_vqf(

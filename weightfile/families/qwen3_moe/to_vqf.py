@@ -19,7 +19,6 @@ q4_0 in legacy (untiled) or tiled layout; f32 / f16 reference-precision files as
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from weightfile.families.qwen3.to_vqf import (
     QTYPES,
     RULES,
     arch_from_config,
+    check_destinations,
     publish_protected,
     require,
 )
@@ -46,10 +46,11 @@ from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3_moe.bands import join_col_bands
+from weightfile.ref.staging import write_output
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.qtypes import QType
 
@@ -223,10 +224,7 @@ def import_qwen3_moe(
         raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
     if layout not in LAYOUTS:
         raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
-    if Path(out).exists() and not overwrite:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
-        )
+    check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
     refuse_inexpressible(cfg)
@@ -250,8 +248,8 @@ def import_qwen3_moe(
         path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
     tok = src / "tokenizer.json"
     if tok.is_file():
-        shutil.copyfile(tok, sidecar_path(path))
+        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
     template = chat_template(src)
     if template is not None:
-        chat_template_path(path).write_text(template, encoding="utf-8")
+        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
     return path

@@ -16,7 +16,6 @@ more than 4 DeepStack indexes, an activation other than gelu_pytorch_tanh) and t
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +31,7 @@ from weightfile.families.qwen3.to_vqf import (
     RULES,
     arch_from_config,
     build_tensors,
+    check_destinations,
     publish_protected,
     require,
     require_tileable,
@@ -48,9 +48,10 @@ from weightfile.frontend.chat import chat_template_path
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
+from weightfile.ref.staging import write_output
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
-from weightfile.spec.errors import DestinationExistsError, InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.vqf.flags import VQFFlag
 from weightfile.spec.vqf.inventory import KINDS, VISION_KINDS, Geometry
 from weightfile.spec.vqf.qtypes import QType
@@ -201,10 +202,7 @@ def import_vl_checkpoint(
         raise UnsupportedError("vqf.import.qtype", f"qtype {qtype!r}", path="qtype")
     if layout not in LAYOUTS:
         raise UnsupportedError("vqf.import.layout", f"layout {layout!r}", path="layout")
-    if Path(out).exists() and not overwrite:
-        raise DestinationExistsError(
-            "vqf.writer.destination", f"{out} exists (pass overwrite=True to replace it)"
-        )
+    check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
     if not is_qwen3_vl(cfg):
@@ -228,8 +226,8 @@ def import_vl_checkpoint(
         path = publish_protected(out, arch, tensors, int(flags), overwrite, passphrase, sign_key)
     tok = src / "tokenizer.json"
     if tok.is_file():
-        shutil.copyfile(tok, sidecar_path(path))
+        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
     template = chat_template(src)
     if template is not None:
-        chat_template_path(path).write_text(template, encoding="utf-8")
+        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
     return path
