@@ -162,7 +162,7 @@ MUTANTS = [
     M("vqf-one-byte-pad", "ref/vqf/validate.py", "        if e.end < pad_end:",
       "        if e.end + 1 < pad_end:", ("tests/ref/vqf/test_pad_lengths.py",),
       "the validator skips a 1-byte pad"),
-    M("vqf-write-temp-kept", "ref/vqf/write.py",
+    M("vqf-write-temp-kept", "ref/staging.py",
       "        with contextlib.suppress(FileNotFoundError):\n            os.unlink(tmp)\n", "",
       ("tests/reliability/test_failed_write_cleanup.py",),
       "a failed VQF write leaves its temp until the next write's sweep"),
