@@ -6,6 +6,12 @@ spec/numerics.md §lanes puts term i of a sum in lane i mod 8; the SIMD kernels
 Random inputs rarely notice a tail term in the wrong lane: the sums differ by an ulp at most, and
 RMSNorm's r = 1 / sqrt(ss / n + eps) often rounds that away.
 
+`softmax_tail_cases(n)` does the same for the other lane sum, softmax's sum of exponentials
+(spec/numerics.md §softmax, ops_body.h's sum), through one-position-per-column attention: query
+(1, 0, …), key j (a_j, 0, …), value j the unit vector e_j, so the output is the probabilities
+p_j = exp(s_j − m) ⊘ S themselves and any change of S shows. The exponentials come from
+ref/numerics/exp (the model only picks inputs).
+
 `tail_cases(n)` builds RMSNorm rows of length n (weights 1) such that, for every tail position j
 and every other lane k, at least one row's output changes when the term x_j² goes to lane k
 instead of lane j mod 8. Rows are drawn from a few magnitudes (squares 0, 1, 2.25, 2^24, ...
@@ -19,6 +25,8 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+
+from weightfile.ref.numerics import exp
 
 F32 = np.float32
 LANES = 8
@@ -65,7 +73,73 @@ def tail_cases(n: int) -> tuple[np.ndarray, set[tuple[int, int]]]:
         x = rng.choice(MAGNITUDES, size=n) * rng.choice(np.array([-1, 1], F32), size=n)
         want = model_rmsnorm(x).view(np.uint32)
         hit = {p for p in todo if not np.array_equal(model_rmsnorm(x, p).view(np.uint32), want)}
-        if hit:
+        if hit or not rows:  # the first row too: a length with no separable pair still runs
             rows.append(x.astype(F32))
             todo -= hit
-    return np.stack(rows) if rows else np.zeros((0, n), F32), todo
+    return np.stack(rows), todo
+
+
+#: scores whose exponentials span 2^0 .. 2^-25 (ln 2 multiples and between)
+SCORES = np.array([0.0, -0.5, -0.6931472, -1.0, -2.0, -3.4657359, -8.317766, -10.397208,
+                   -16.635532, -17.32868], dtype=np.float64)  # fmt: skip
+
+
+def attention_head_dim(n: int) -> int:
+    """The head size that holds one value column per position (a multiple of 32)."""
+    return 32 * -(-n // 32)
+
+
+def model_probabilities(a: np.ndarray, hd: int, moved: tuple[int, int] | None = None):
+    """Softmax of the scores fl(a_j · (1 ⊘ sqrt(hd))) with the exponentials summed in lanes
+    (term i in lane i mod 8, or `moved` = (i, k) in lane k) and the §combining-tree tree."""
+    scale = F32(1.0) / np.sqrt(F32(hd))
+    s = a.astype(F32) * scale
+    with np.errstate(all="ignore"):
+        e = exp.exp(s - np.max(s))
+    lanes = [F32(0.0)] * LANES
+    for i in range(len(e)):
+        lane = moved[1] if moved is not None and moved[0] == i else i % LANES
+        lanes[lane] = lanes[lane] + e[i]
+    return e / _combine(lanes)
+
+
+@cache
+def softmax_tail_cases(n: int) -> tuple[np.ndarray, set[tuple[int, int]]]:
+    """(key values a float32 [m, n], one attention head each, and the (tail index, wrong lane)
+    pairs no head separates). Deterministic."""
+    rng = np.random.default_rng(1000 + n)
+    hd = attention_head_dim(n)
+    scale = np.float64(F32(1.0) / np.sqrt(F32(hd)))
+    budget = 4000 if n >= LANES else 300
+    whole = n - n % LANES
+    todo = {(i, k) for i in range(whole, n) for k in range(LANES) if k != i % LANES}
+    rows = []
+    for _ in range(budget):
+        if not todo:
+            break
+        a = (rng.choice(SCORES, size=n) / scale).astype(F32)
+        want = model_probabilities(a, hd).view(np.uint32)
+        hit = {
+            p
+            for p in todo
+            if not np.array_equal(model_probabilities(a, hd, p).view(np.uint32), want)
+        }
+        if hit or not rows:  # the first row too: a length with no separable pair still runs
+            rows.append(a)
+            todo -= hit
+    return np.stack(rows), todo
+
+
+def attention_inputs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(q [m·hd], keys [n, m·hd], values [n, m·hd], hd) for m heads of m kv heads (group 1):
+    head h's query (1, 0, …), key j (a[h, j], 0, …), value j the unit vector of column j."""
+    m, n = a.shape
+    hd = attention_head_dim(n)
+    q = np.zeros(m * hd, F32)
+    keys = np.zeros((n, m * hd), F32)
+    values = np.zeros((n, m * hd), F32)
+    for h in range(m):
+        q[h * hd] = 1.0
+        keys[:, h * hd] = a[h]
+        values[np.arange(n), h * hd + np.arange(n)] = 1.0
+    return q, keys, values, hd
