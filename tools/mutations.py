@@ -150,8 +150,13 @@ MUTANTS = [
       (BOARD_HARD + "::test_q8_prefill_chain_is_unfused_and_q4_prefill_fused",),
       "board Q8 prefill chain fused instead of multiply then add"),
     M("neon-dot-tail-lane", "fast/csrc/ops_body.h", "l[i % WF_LANES] = l[i % WF_LANES] + a[i] * b[i];",
-      "l[i % W] = l[i % W] + a[i] * b[i];", ("tests/fast/neon/test_neon_tails.py",),
+      "l[i % W] = l[i % W] + a[i] * b[i];",
+      ("tests/fast/neon/test_neon_tails.py::test_every_tail_term_in_its_lane_under_neon",),
       "dot tail term i in lane i mod 4 (the NEON register width) instead of i mod 8"),
+    M("neon-sum-tail-lane", "fast/csrc/ops_body.h", "l[i % WF_LANES] = l[i % WF_LANES] + a[i];",
+      "l[i % W] = l[i % W] + a[i];",
+      ("tests/fast/neon/test_neon_tails.py::test_every_softmax_tail_term_in_its_lane_under_neon",),
+      "softmax sum tail term i in lane i mod 4 instead of i mod 8"),
 ]  # fmt: skip
 
 
