@@ -102,7 +102,7 @@ def chain_exact(
 ) -> list[float]:
     """One ascending chain per row from +0: s = fl(d_w·f16(d_x)), D the exact integer block dot,
     acc = fl(acc + fl(s·D)) (separate, spec/numerics.md §board-q8-prefill) or fl(acc + s·D)
-    (fused, §board-q4-prefill)."""
+    (fused, spec/numerics.md §board-q4-prefill)."""
     rows, cols = codes_w.shape
     d_w = scale_bits.view(np.float16).astype(np.float64)
     out = []

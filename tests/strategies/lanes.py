@@ -2,7 +2,8 @@
 
 spec/numerics.md §lanes puts term i of a sum in lane i mod 8; the SIMD kernels
 (fast/csrc/ops_body.h) add whole groups of 8 in vector registers (two of 4 lanes on NEON, one of
-8 on AVX2) and the tail terms one at a time, each into its lane, before the §combining-tree tree.
+8 on AVX2) and the tail terms one at a time, each into its lane, before the spec/numerics.md
+§combining-tree tree.
 Random inputs rarely notice a tail term in the wrong lane: the sums differ by an ulp at most, and
 RMSNorm's r = 1 / sqrt(ss / n + eps) often rounds that away.
 
@@ -91,7 +92,8 @@ def attention_head_dim(n: int) -> int:
 
 def model_probabilities(a: np.ndarray, hd: int, moved: tuple[int, int] | None = None):
     """Softmax of the scores fl(a_j · (1 ⊘ sqrt(hd))) with the exponentials summed in lanes
-    (term i in lane i mod 8, or `moved` = (i, k) in lane k) and the §combining-tree tree."""
+    (term i in lane i mod 8, or `moved` = (i, k) in lane k) and the spec/numerics.md
+    §combining-tree tree."""
     scale = F32(1.0) / np.sqrt(F32(hd))
     s = a.astype(F32) * scale
     with np.errstate(all="ignore"):

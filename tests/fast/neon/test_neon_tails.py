@@ -2,10 +2,11 @@
 
 fast/csrc/ops_body.h's dot (NEON: two registers of 4 lanes) adds the terms past the last whole
 group of 8 one at a time into lane i mod 8 (spec/numerics.md §lanes), before the
-§combining-tree tree. RMSNorm's sum of squares is that dot; `strategies.lanes.tail_cases` gives,
-for every length with a tail (every n mod 8 and n mod 4), rows where moving any one tail term
-to any other lane changes the output, so a kernel that files a tail term under the wrong lane
-(for instance lane i mod 4, the register width) differs from ref/numerics here. Run under
+spec/numerics.md §combining-tree tree. RMSNorm's sum of squares is that dot;
+`strategies.lanes.tail_cases` gives, for every length with a tail (every n mod 8 and n mod 4),
+rows where moving any one tail term to any other lane changes the output, so a kernel that
+files a tail term under the wrong lane (for instance lane i mod 4, the register width) differs
+from ref/numerics here. Run under
 qemu-aarch64 with the folder's cross-built driver; softmax's sum of exponentials (ops_body.h's
 sum, the same tail loop) meets `softmax_tail_cases` through attention, whose output is then the
 probabilities themselves. The x86 paths meet the same rows in

@@ -4,7 +4,7 @@ The same inputs and oracle as tests/ref/qwen3/board/test_board_hard_cases.py, th
 kernels: activation codes on and beside (k + 1/2)·d at arbitrary scales d ≠ 1
 (spec/numerics.md §board-activations: a true division, not a reciprocal multiply), and Q8 prefill
 chains of close terms (spec/numerics.md §board-q8-prefill: separate multiply and add, not an FMA;
-§board-q4-prefill: fused), with 1 and 3 threads.
+spec/numerics.md §board-q4-prefill: fused), with 1 and 3 threads.
 """
 
 from __future__ import annotations

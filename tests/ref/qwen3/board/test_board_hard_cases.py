@@ -5,7 +5,8 @@
   (`strategies.board.midpoint_blocks`) tell it from x ⊗ (1 ⊘ d).
 * spec/numerics.md §board-q8-prefill: the Q8 prefill chain multiplies and adds with two roundings;
   chains whose terms are of one magnitude (`strategies.board.close_chains`) tell it from a fused
-  multiply-add, and the Q4 prefill GEMM (§board-q4-prefill), fused, from a separate one.
+  multiply-add, and the Q4 prefill GEMM (spec/numerics.md §board-q4-prefill), fused, from a
+  separate one.
 
 The oracle is exact rational arithmetic (tests/strategies/board.py), not ref/qwen3/board.
 """
