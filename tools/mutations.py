@@ -30,6 +30,7 @@ ROUND = D + "test_rounding_midpoints.py"
 VQF_CODECS = D + "test_vqf_codecs_fast_eq_ref.py"
 MUT = D + "test_mutant_rounding.py"
 RMS = D + "test_mutant_rmsnorm_fast_eq_ref.py"
+BOARD_HARD = "tests/fast/qwen3/board/test_board_fast_hard_cases.py"
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,22 @@ MUTANTS = [
       "        with contextlib.suppress(FileNotFoundError):\n            os.unlink(tmp)\n", "",
       ("tests/reliability/test_failed_write_cleanup.py",),
       "a failed VQF write leaves its temp until the next write's sweep"),
+    M("board-act-reciprocal", "fast/csrc/board.c", "float t = v[k] / d + 0.5f;",
+      "float t = v[k] * (1.0f / d) + 0.5f;",
+      (BOARD_HARD + "::test_activation_codes_near_midpoints_at_any_scale",),
+      "board activation code as x·(1/d) instead of x/d"),
+    M("board-q8-prefill-fma", "fast/csrc/board.c", "acc = acc + s * (float)wfb_idot(wb, xb, 0, QB);",
+      "acc = fmaf(s, (float)wfb_idot(wb, xb, 0, QB), acc);",
+      (BOARD_HARD + "::test_q8_prefill_chain_is_unfused_and_q4_prefill_fused",),
+      "board Q8 prefill chain fused instead of multiply then add"),
+    M("neon-dot-tail-lane", "fast/csrc/ops_body.h", "l[i % WF_LANES] = l[i % WF_LANES] + a[i] * b[i];",
+      "l[i % W] = l[i % W] + a[i] * b[i];",
+      ("tests/fast/neon/test_neon_tails.py::test_every_tail_term_in_its_lane_under_neon",),
+      "dot tail term i in lane i mod 4 (the NEON register width) instead of i mod 8"),
+    M("neon-sum-tail-lane", "fast/csrc/ops_body.h", "l[i % WF_LANES] = l[i % WF_LANES] + a[i];",
+      "l[i % W] = l[i % W] + a[i];",
+      ("tests/fast/neon/test_neon_tails.py::test_every_softmax_tail_term_in_its_lane_under_neon",),
+      "softmax sum tail term i in lane i mod 4 instead of i mod 8"),
 ]  # fmt: skip
 
 

@@ -16,8 +16,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies.lanes import EPS, LENGTHS, attention_inputs, softmax_tail_cases, tail_cases
 from strategies.layer_ops import bits, hard_vectors, ref_attend
 from strategies.tiny_vqf import ModelSpec, write_model_file
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
@@ -44,6 +46,40 @@ def test_rmsnorm_every_isa(data: st.DataObject, rows: int, n: int) -> None:
     for _isa in each_isa():
         out = np.empty_like(x)
         kernels().wf_rmsnorm_rows(address(x), rows, n, address(w), eps, address(out))
+        assert bits(out) == bits(want), _isa
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_rmsnorm_tail_terms_in_their_lanes_every_isa(n: int) -> None:
+    """spec/numerics.md §lanes: rows where moving any one tail term of the sum of squares to
+    another lane changes the output (tests/strategies/lanes.py), on every path (issue 36 item 8;
+    NEON: tests/fast/neon/test_neon_tails.py)."""
+    rows, _ = tail_cases(n)
+    w = np.ones(n, dtype=np.float32)
+    want = [v for r in rows for v in norm.rmsnorm(list(r), list(w), EPS)]
+    for _isa in each_isa():
+        out = np.empty_like(rows)
+        kernels().wf_rmsnorm_rows(address(rows), len(rows), n, address(w), EPS, address(out))
+        assert bits(out) == bits(want), _isa
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_softmax_tail_terms_in_their_lanes_every_isa(n: int) -> None:
+    """spec/numerics.md §lanes for softmax's sum: heads whose probabilities (the outputs, values
+    being unit vectors) change when any one tail exponential goes to another lane
+    (tests/strategies/lanes.py), on every path (issue 36 item 8)."""
+    a, _ = softmax_tail_cases(n)
+    q, keys, values, hd = attention_inputs(a)
+    m = len(a)
+    want = ref_attend(q, keys, values, m, m, hd)
+    for _isa in each_isa():
+        out = np.full(m * hd, np.nan, np.float32)
+        scores = np.empty(n, np.float32)
+        for g in range(m):
+            kernels().wf_attend_group(
+                address(q), address(keys), address(values), n, m * hd, m, m, hd, g,
+                address(scores), address(out),
+            )  # fmt: skip
         assert bits(out) == bits(want), _isa
 
 
