@@ -15,7 +15,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies.codecs_ninfer3 import assert_identical
 from strategies.codecs_ninfer3 import outcome as ninfer_outcome
@@ -117,8 +117,17 @@ def test_vqf_q8_scale_midpoints_fast_eq_ref(name: str, data: st.DataObject) -> N
     )
 
 
+#: Normal f16 ties whose lower word is even, so round-half-even and round-half-away disagree:
+#: amax = 127·m with m the midpoint after the word (12 significant bits, so 127·m needs 19 and is
+#: exact in binary32, and amax/127 = m exactly). 0x3C00 = 1.0: m = 1 + 2^-11 -> RNE 0x3C00;
+#: 0x5000 = 32.0: m = 32 + 2^-6 -> RNE 0x5000. A derandomised draw may miss every such tie.
+NORMAL_F16_TIES = [np.array([[127 * m] + [0.0] * 31], np.float32) for m in (1 + 2**-11, 32 + 2**-6)]
+
+
 @EXAMPLES
 @given(x=blocks_with_amax(32, Q8_QMAX))
+@example(x=NORMAL_F16_TIES[0])
+@example(x=NORMAL_F16_TIES[1])
 def test_vqf_q8_0_scale_words_match_numpy(x: np.ndarray) -> None:
     """The scale word of every Q8_0 block is f16_RNE(amax / 127) (spec/vqf.md §quant-q8-0), computed
     by NumPy, on the C path and the NumPy path."""
