@@ -416,12 +416,7 @@ def import_checkpoint(
             checkpoint, cfg, out, plan=plan, overwrite=overwrite, backend=backend,
             passphrase=passphrase, sign_key=sign_key, progress=progress,
         )  # fmt: skip
-    tok = src / "tokenizer.json"
-    if tok.is_file():
-        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
-    template = chat_template(src)
-    if template is not None:
-        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
+    write_sidecars(src, path)
     return path
 
 
@@ -432,6 +427,17 @@ def check_destinations(out: str | os.PathLike[str], overwrite: bool) -> None:
     check_output(out, overwrite, "vqf.writer.destination")
     for side in (sidecar_path(Path(out)), chat_template_path(Path(out))):
         check_output(side, True)
+
+
+def write_sidecars(src: Path, path: Path) -> None:
+    """The checkpoint's tokenizer.json and chat template beside the VQF at `path` (the frontend's
+    sidecar names), each published by the output policy (ref/staging.py `write_output`)."""
+    tok = src / "tokenizer.json"
+    if tok.is_file():
+        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
+    template = chat_template(src)
+    if template is not None:
+        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
 
 
 def write_planned(

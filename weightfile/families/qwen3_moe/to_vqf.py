@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.convert.checkpoint import Checkpoint, read_json
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from weightfile.families.qwen3.to_vqf import (
@@ -34,6 +34,7 @@ from weightfile.families.qwen3.to_vqf import (
     check_destinations,
     publish_protected,
     require,
+    write_sidecars,
 )
 from weightfile.families.qwen3_moe.hf_names import (
     ARCHITECTURE,
@@ -41,12 +42,9 @@ from weightfile.families.qwen3_moe.hf_names import (
     expert_tensor,
     router_tensor,
 )
-from weightfile.frontend.chat import chat_template_path
-from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.qwen3_moe.bands import join_col_bands
-from weightfile.ref.staging import write_output
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.codecs.vqf.registry import codec_for
@@ -246,10 +244,5 @@ def import_qwen3_moe(
         path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
     else:
         path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
-    tok = src / "tokenizer.json"
-    if tok.is_file():
-        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
-    template = chat_template(src)
-    if template is not None:
-        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
+    write_sidecars(src, path)
     return path

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.convert.checkpoint import Checkpoint, read_json
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.to_vqf import (
     LAYOUTS,
@@ -35,6 +35,7 @@ from weightfile.families.qwen3.to_vqf import (
     publish_protected,
     require,
     require_tileable,
+    write_sidecars,
 )
 from weightfile.families.qwen3_vl.hf_names import (
     PATCH_BIAS,
@@ -44,11 +45,8 @@ from weightfile.families.qwen3_vl.hf_names import (
     block_tensor,
     merger_tensor,
 )
-from weightfile.frontend.chat import chat_template_path
-from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.config import Qwen3Config
-from weightfile.ref.staging import write_output
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
@@ -224,10 +222,5 @@ def import_vl_checkpoint(
         path = write_vqf(out, arch=arch, tensors=tensors, flags=int(flags), overwrite=overwrite)
     else:
         path = publish_protected(out, arch, tensors, int(flags), overwrite, passphrase, sign_key)
-    tok = src / "tokenizer.json"
-    if tok.is_file():
-        write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
-    template = chat_template(src)
-    if template is not None:
-        write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
+    write_sidecars(src, path)
     return path
