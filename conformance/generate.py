@@ -4,9 +4,9 @@ Each case source yields its cases already checked against the reference: the for
 here (vqf_cases, ninfer3_cases, codec_cases, protected_cases), then every model family's
 conformance builders, taken from its row of the family registry (weightfile/families/registry.py,
 `Family.builders`). The generator adds the common case.json fields, the manifests and VERSION,
-and re-checks every spec number (spec_numbers) before anything is written. Nothing
-depends on the clock, the machine or a random seed other than the fixed ones, so regenerating
-gives identical bytes.
+and re-checks every spec number (spec_numbers) and every value an outside library can compute
+(crosscheck) before anything is written. Nothing depends on the clock, the machine or a random
+seed other than the fixed ones, so regenerating gives identical bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from weightfile.families import builders, resolve
 
-from . import codec_cases, ninfer3_cases, protected_cases, spec_numbers, vqf_cases
+from . import codec_cases, crosscheck, ninfer3_cases, protected_cases, spec_numbers, vqf_cases
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
@@ -103,6 +103,9 @@ def corpus_files() -> dict[str, bytes]:
     problems = spec_numbers.check_all(files)
     if problems:
         raise RuntimeError("the corpus disagrees with the spec: " + "; ".join(problems))
+    problems = crosscheck.check_all(files)
+    if problems:
+        raise RuntimeError("the corpus disagrees with an outside oracle: " + "; ".join(problems))
     for name, ids in manifests.items():
         files[name] = "".join(f"{cid}\n" for cid in ids).encode()
     lines = [f"{fmt} {version}" for fmt, version in VERSIONS]
