@@ -159,9 +159,8 @@ def _compare_ints(d: ArrayDiff, a, b, tol: Tolerance, shape) -> None:
     d.max_abs = float(max(delta))
     beyond = np.ones(idx.size, dtype=bool)
     if tol.atol is not None or tol.rtol is not None:
-        beyond = np.array(
-            [e > (tol.atol or 0.0) + (tol.rtol or 0.0) * abs(y) for e, y in zip(delta, vb, strict=True)]
-        )
+        atol, rtol = tol.atol or 0.0, tol.rtol or 0.0
+        beyond = np.array([e > atol + rtol * abs(y) for e, y in zip(delta, vb, strict=True)])
     _finish(d, idx, beyond, shape, a, b, None, None, 0)
 
 

@@ -142,9 +142,7 @@ def board_order(name: str) -> tuple:
 
 def is_op(name: str) -> bool:
     """An operation's output (not an input or token list): where a divergence can start."""
-    if name in TRACE_INPUTS or name.endswith(".tokens"):
-        return False
-    return True
+    return name not in TRACE_INPUTS and not name.endswith(".tokens")
 
 
 def divergence(name: str, first_index: list[int]) -> str:

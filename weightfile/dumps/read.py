@@ -80,11 +80,17 @@ class Dump:
         self.close()
 
 
-def malformed(path: Path, detail: str, *, member: str | None = None, rule: str = "malformed",
-              offset: int | None = None) -> MalformedError:  # fmt: skip
-    """frontend.dump.<rule>, naming the file (and the member) in the path."""
+def malformed(
+    path: Path,
+    detail: str,
+    *,
+    member: str | None = None,
+    rule: str = "frontend.dump.malformed",
+    offset: int | None = None,
+) -> MalformedError:
+    """A frontend.dump.* error naming the file (and the member) in the path."""
     where = f"{path}:{member}" if member is not None else str(path)
-    return MalformedError(f"frontend.dump.{rule}", detail, path=where, offset=offset)
+    return MalformedError(rule, detail, path=where, offset=offset)
 
 
 def open_dump(path: Path) -> Dump:
@@ -107,7 +113,9 @@ def open_dump(path: Path) -> Dump:
         raise
     fh.close()
     what = "the file is empty" if not head else "no .npy magic, zip archive or safetensors header"
-    raise malformed(path, f"not an .npy, .npz or safetensors dump ({what})", rule="format")
+    raise malformed(
+        path, f"not an .npy, .npz or safetensors dump ({what})", rule="frontend.dump.format"
+    )
 
 
 def require_regular(path: Path) -> None:
@@ -185,7 +193,7 @@ def open_npy(path: Path, fh: IO[bytes], size: int) -> Dump:
         raise malformed(
             path,
             f"the header describes {need} bytes of values, the file holds {size - start}",
-            rule="size",
+            rule="frontend.dump.size",
             offset=start,
         )
     name = path.name.removesuffix(".npy")
@@ -218,12 +226,21 @@ def open_npz(path: Path, fh: IO[bytes], size: int) -> Dump:
                 fp.read(start)  # the .npy header, read and checked when the dump was opened
                 data = fp.read(nbytes(header) + 1)
         except (zipfile.BadZipFile, EOFError, ValueError, OSError, zlib.error) as exc:
-            raise malformed(path, f"cannot read the member ({exc})", member=info.filename,
-                            offset=info.header_offset) from None  # fmt: skip
+            raise malformed(
+                path,
+                f"cannot read the member ({exc})",
+                member=info.filename,
+                offset=info.header_offset,
+            ) from None
         if len(data) != nbytes(header):
-            raise malformed(path, f"the member holds {len(data)} bytes of values, its header "
-                            f"describes {nbytes(header)}", member=info.filename, rule="size",
-                            offset=info.header_offset)  # fmt: skip
+            raise malformed(
+                path,
+                f"the member holds {len(data)} bytes of values, its header "
+                f"describes {nbytes(header)}",
+                member=info.filename,
+                rule="frontend.dump.size",
+                offset=info.header_offset,
+            )
         return from_bytes(data, header, fortran)
 
     def close() -> None:
@@ -240,27 +257,38 @@ def check_members(path: Path, archive: zipfile.ZipFile, size: int) -> dict[str, 
     for info in archive.infolist():
         member = info.filename
         if not member.endswith(".npy"):
-            raise malformed(path, "a member that is not an .npy array", member=member,
-                            rule="member", offset=info.header_offset)  # fmt: skip
+            raise malformed(
+                path,
+                "a member that is not an .npy array",
+                member=member,
+                rule="frontend.dump.member",
+                offset=info.header_offset,
+            )
         name = member.removesuffix(".npy")
         if name in members:
-            raise malformed(path, "a second member of this name", member=member, rule="member",
-                            offset=info.header_offset)  # fmt: skip
+            raise malformed(
+                path,
+                "a second member of this name",
+                member=member,
+                rule="frontend.dump.member",
+                offset=info.header_offset,
+            )
         held = member_capacity(path, info, size)
         try:
             with archive.open(info) as fp:
                 header, fortran = read_header(path, fp, member)
                 start = fp.tell()
         except (zipfile.BadZipFile, EOFError, OSError, RuntimeError, NotImplementedError) as exc:
-            raise malformed(path, f"cannot open the member ({exc})", member=member,
-                            offset=info.header_offset) from None  # fmt: skip
-        if nbytes(header) > held - start:
+            raise malformed(
+                path, f"cannot open the member ({exc})", member=member, offset=info.header_offset
+            ) from None
+        if nbytes(header) > held - start or nbytes(header) != info.file_size - start:
             raise malformed(
                 path,
                 f"the header claims {header.shape} {header.dtype} ({nbytes(header)} bytes), the "
-                f"member can hold {max(held - start, 0)}",
+                f"member holds {max(held - start, 0)}",
                 member=member,
-                rule="size",
+                rule="frontend.dump.size",
                 offset=info.header_offset,
             )
         members[name] = (info, header, fortran, start)
@@ -271,22 +299,35 @@ def member_capacity(path: Path, info: zipfile.ZipInfo, size: int) -> int:
     """The most bytes the member can hold: its stored bytes, times deflate's largest ratio when
     compressed, and never more than its directory entry claims."""
     if info.flag_bits & 0x1:
-        raise malformed(path, "an encrypted member", member=info.filename, rule="member",
-                        offset=info.header_offset)  # fmt: skip
+        raise malformed(
+            path,
+            "an encrypted member",
+            member=info.filename,
+            rule="frontend.dump.member",
+            offset=info.header_offset,
+        )
     if info.compress_size > size:
-        raise malformed(path, f"the member claims {info.compress_size} stored bytes, the file "
-                        f"has {size}", member=info.filename, rule="size",
-                        offset=info.header_offset)  # fmt: skip
+        raise malformed(
+            path,
+            f"the member claims {info.compress_size} stored bytes, the file has {size}",
+            member=info.filename,
+            rule="frontend.dump.size",
+            offset=info.header_offset,
+        )
     if info.compress_type == zipfile.ZIP_STORED:
         return min(info.file_size, info.compress_size)
     if info.compress_type == zipfile.ZIP_DEFLATED:
         return min(info.file_size, info.compress_size * DEFLATE_RATIO)
-    raise malformed(path, f"compression method {info.compress_type} (numpy writes stored or "
-                    "deflated members)", member=info.filename, rule="member",
-                    offset=info.header_offset)  # fmt: skip
+    raise malformed(
+        path,
+        f"compression method {info.compress_type} (numpy writes stored or deflated members)",
+        member=info.filename,
+        rule="frontend.dump.member",
+        offset=info.header_offset,
+    )
 
 
-# -- safetensors ------------------------------------------------------------------------------------
+# -- safetensors -----------------------------------------------------------------------------------
 def open_safetensors(path: Path) -> Dump:
     """A safetensors file through the `safetensors` package's numpy API (it checks every
     tensor's byte range against the file before handing a view out)."""
@@ -300,8 +341,11 @@ def open_safetensors(path: Path) -> Dump:
             part = handle.get_slice(name)
             kind = part.get_dtype()
             if kind not in SAFETENSORS_DTYPES:
-                raise UnsupportedError("frontend.dump.dtype", f"safetensors dtype {kind} is not "
-                                       "read", path=f"{path}:{name}")  # fmt: skip
+                raise UnsupportedError(
+                    "frontend.dump.dtype",
+                    f"safetensors dtype {kind} is not read",
+                    path=f"{path}:{name}",
+                )
             headers[name] = Header(tuple(part.get_shape()), np.dtype(_st_dtype(kind)))
     except SafetensorError as exc:
         raise malformed(path, f"not a readable safetensors file ({exc})") from None
