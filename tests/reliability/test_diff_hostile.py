@@ -64,6 +64,23 @@ def test_a_header_claiming_800m_floats_is_refused_before_allocating(method, tmp_
     assert "[frontend.dump.size]" in err and "bomb.npz:x.npy" in err and len(err.splitlines()) == 1
 
 
+def test_a_deflated_member_claiming_more_than_deflate_can_expand_is_refused(tmp_path) -> None:
+    """The directory and local header say 3.2 GB for a 40-byte deflated stream: beyond the
+    1032:1 deflate bound, so the claim is refused from the sizes alone."""
+    path = npz(tmp_path / "z.npz", {"x.npy": npy_bytes((800_000_000,), "<f4", bytes(16))},
+               zipfile.ZIP_DEFLATED)  # fmt: skip
+    data = bytearray(path.read_bytes())
+    claim = (3_200_000_128).to_bytes(4, "little")
+    data[22:26] = claim  # the local header's uncompressed size
+    central = data.index(b"PK\x01\x02")
+    data[central + 24 : central + 28] = claim  # the central directory's
+    path.write_bytes(bytes(data))
+    with pytest.raises(MalformedError) as info:
+        open_dump(path)
+    assert info.value.rule == "frontend.dump.size" and "(3200000000 bytes)" in info.value.detail
+    assert info.value.path.endswith("z.npz:x.npy")
+
+
 def test_a_header_beyond_a_plain_npy_file_is_refused(tmp_path) -> None:
     path = tmp_path / "a.npy"
     path.write_bytes(npy_bytes((10**12,), "<f8", bytes(8)))

@@ -39,14 +39,22 @@ def register(sub: Any) -> None:
             "2 usage, 4 an input cannot be read."
         ),
     )
-    parser.add_argument("a", type=Path, help="the first dump (.npy, .npz or .safetensors)")
-    parser.add_argument("b", type=Path, help="the second dump")
     parser.add_argument(
-        "--atol", type=_tolerance, help="an element matches when |a-b| <= atol + rtol*|b|"
+        "a", metavar="A", type=Path, help="the first dump (.npy, .npz or .safetensors)"
     )
-    parser.add_argument("--rtol", type=_tolerance, help="relative tolerance (see --atol)")
+    parser.add_argument("b", metavar="B", type=Path, help="the second dump")
+    parser.add_argument(
+        "--atol",
+        metavar="X",
+        type=_tolerance,
+        help="an element matches when |a-b| <= atol + rtol*|b|",
+    )
+    parser.add_argument(
+        "--rtol", metavar="X", type=_tolerance, help="relative tolerance (see --atol)"
+    )
     parser.add_argument(
         "--max-ulps",
+        metavar="N",
         type=_ulps,
         help="an element also matches when a and b are at most this many floats apart",
     )

@@ -60,13 +60,16 @@ class Report:
 
 
 def _array_json(d: ArrayDiff) -> dict:
+    floats = "a_bits" in d.first  # ulps and signs are said of floats only
     return {
         "name": d.name, "source": d.source or None, "status": d.status, "note": d.note or None,
         "shape_a": list(d.shape_a), "shape_b": list(d.shape_b),
         "dtype_a": d.dtype_a, "dtype_b": d.dtype_b,
         "count": d.count, "differ": d.differ, "beyond_tolerance": d.beyond,
-        "max_abs": _finite_or_text(d.max_abs), "max_ulps": d.max_ulps,
-        "sign_changes": {"count": d.sign_changes, "max_ulps": d.sign_change_ulps},
+        "max_abs": _finite_or_text(d.max_abs), "max_ulps": d.max_ulps if floats else None,
+        "sign_changes": (
+            {"count": d.sign_changes, "max_ulps": d.sign_change_ulps} if floats else None
+        ),
         "nan_mismatch": d.nan_mismatch,
         "first": {k: _finite_or_text(v) for k, v in d.first.items()} or None,
     }  # fmt: skip
