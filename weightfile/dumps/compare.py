@@ -112,7 +112,10 @@ def _wider(x: np.dtype, y: np.dtype) -> np.dtype:
     return x if x.itemsize > y.itemsize else y
 
 
-def _compare_floats(d: ArrayDiff, a, b, tol: Tolerance, shape) -> None:
+def _compare_floats(
+    d: ArrayDiff, a: np.ndarray, b: np.ndarray, tol: Tolerance, shape: tuple[int, ...]
+) -> None:
+    """Flat float arrays of one dtype; `shape` places the first differing element."""
     width = a.dtype.itemsize
     ba, bb = float_bits(a), float_bits(b)
     na, nb = np.isnan(a), np.isnan(b)  # ml_dtypes' bfloat16 has the ufunc too
@@ -147,7 +150,10 @@ def _compare_floats(d: ArrayDiff, a, b, tol: Tolerance, shape) -> None:
     _finish(d, idx, beyond, shape, a, b, ba, bb, width)
 
 
-def _compare_ints(d: ArrayDiff, a, b, tol: Tolerance, shape) -> None:
+def _compare_ints(
+    d: ArrayDiff, a: np.ndarray, b: np.ndarray, tol: Tolerance, shape: tuple[int, ...]
+) -> None:
+    """Flat integer or boolean arrays; |delta| in Python integers (no wrap-around)."""
     differ = a != b
     d.differ = int(differ.sum())
     if not d.differ:
@@ -164,14 +170,24 @@ def _compare_ints(d: ArrayDiff, a, b, tol: Tolerance, shape) -> None:
     _finish(d, idx, beyond, shape, a, b, None, None, 0)
 
 
-def _compare_complex(d: ArrayDiff, a, b, tol: Tolerance) -> None:
+def _compare_complex(d: ArrayDiff, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> None:
     """Complex values: real and imaginary parts as two float arrays side by side."""
     parts_a = np.stack([a.real, a.imag], axis=-1)
     parts_b = np.stack([b.real, b.imag], axis=-1)
     _compare_floats(d, parts_a.ravel(), parts_b.ravel(), tol, parts_a.shape)
 
 
-def _finish(d: ArrayDiff, idx, beyond, shape, a, b, ba, bb, width) -> None:
+def _finish(
+    d: ArrayDiff,
+    idx: np.ndarray,
+    beyond: np.ndarray,
+    shape: tuple[int, ...],
+    a: np.ndarray,
+    b: np.ndarray,
+    ba: np.ndarray | None,
+    bb: np.ndarray | None,
+    width: int,
+) -> None:
     """The verdict and the first differing element (the first beyond tolerance if any)."""
     d.beyond = int(beyond.sum())
     d.status = "different" if d.beyond else "within"
@@ -184,7 +200,7 @@ def _finish(d: ArrayDiff, idx, beyond, shape, a, b, ba, bb, width) -> None:
     d.first = first
 
 
-def _scalar(x) -> float | int | bool:
+def _scalar(x: object) -> float | int | bool:
     if isinstance(x, np.bool_ | bool):
         return bool(x)
     if isinstance(x, np.integer | int):
