@@ -62,7 +62,7 @@ EXAMPLES = {
     "conformance generate": "weightfile conformance generate --check",
     "bench": "weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 -r 3 -o md",
     "convert": "weightfile convert ./Qwen3-0.6B model.vqf --wmode q4",
-    "diff": "weightfile diff board/engine.npz ours.npz",
+    "diff": "weightfile diff ours.npz board/engine.npz --common-only",
 }
 
 

@@ -241,10 +241,11 @@ BAD_INPUTS = [
     (["bench", "{cut}", "--no-rss"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
     (["bench", "--synthetic", "no-such-model"], EXIT_USAGE, "no-such-model"),
     (["bench", "{ex}", "-r", "0"], EXIT_USAGE, "-r/--repetitions"),
-    (["diff", "{tmp}", "{npz}"], EXIT_IO, "Is a directory"),
-    (["diff", "{npz}", "{npz}"], EXIT_VIOLATIONS, "not an .npz of arrays (the file is empty)"),
-    (["diff", "{ex}", "{npz}"], EXIT_VIOLATIONS, "no zip archive"),
-    (["diff", "{npy}", "{npy}"], EXIT_VIOLATIONS, "an .npy or a model file?"),
+    (["diff", "{tmp}", "{npz}"], EXIT_IO, "a directory, not a regular file"),
+    (["diff", "{npz}", "{npz}"], EXIT_IO, "not an .npy, .npz or safetensors dump (the file is"),
+    (["diff", "{ex}", "{npz}"], EXIT_IO, "no .npy magic, zip archive or safetensors header"),
+    (["diff", "{npy}", "{ex}"], EXIT_IO, "[frontend.dump.format]"),
+    (["diff", "{npy}", "{npy}", "--atol", "x"], EXIT_USAGE, "--atol"),
     (["diff", "{tmp}/missing.npz", "{npz}"], EXIT_IO, "missing.npz"),
 ]
 
