@@ -3,7 +3,8 @@
 
 The source kind comes from SRC (a Hugging Face folder's model_type, else the file's magic), the
 target kind from DST's extension; `weightfile.convert.dispatch.CONVERTERS` says which converter
-runs. VQF options: --wmode, --layout, --x8, --quantizer, --embedding; `.ninfer`: --format. The
+runs. VQF options: --wmode, --layout, --x8, --quantizer, --embedding; `.ninfer`: --format,
+--hadamard PARAM_GLOB (repeatable) and --hadamard-seed. The
 tensors are read, encoded and written one at a time, the file is published atomically (--force
 replaces one), and a VQF target ends with the line of `verify --engine-defaults`.
 """
@@ -73,6 +74,16 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--format", choices=NINFER_FORMATS, default="bf16",
         help=".ninfer only: the matrices' format (norms stay bf16, GDN gates fp32)",
     )  # fmt: skip
+    parser.add_argument(
+        "--hadamard", action="append", default=[], metavar="PARAM_GLOB",
+        help=".ninfer only (repeatable): store the matching matrices (canonical names, e.g. "
+        "'text/output_head' or 'text/layers/*/mlp/*') rotated, W·(HD)^T, with seeded "
+        "hadamard_signs on their Uses; K must be a multiple of 1024",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hadamard-seed", type=int, default=0, metavar="N",
+        help="the seed of the --hadamard signs (spec/ninfer3.md §qwen35-hadamard-import)",
+    )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
     parser.add_argument(
         "--engine", choices=ENGINES, default="fast", help="which codecs encode (same bytes)"
@@ -110,6 +121,8 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     protected = args.encrypt or args.sign_key is not None
     if protected and target != "vqf":
         raise UsageError("--encrypt and --sign-key are for VQF files")
+    if getattr(args, "hadamard", None) and target != "ninfer":
+        raise UsageError("--hadamard is for .ninfer files")
     if args.x8 and wmode != "q4":
         raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
     plan = VQFPlan(
@@ -134,6 +147,8 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
         sign_key=sign_key,
         progress=bar,
         requantize=getattr(args, "requantize", False),
+        hadamard=tuple(getattr(args, "hadamard", ())),
+        hadamard_seed=getattr(args, "hadamard_seed", 0),
     )
     try:
         paths = converter(src, dst, options)

@@ -32,6 +32,10 @@ class ConvertOptions:
     #: called as each tensor is written: (its name, how many tensors the file has)
     progress: Callable[[str, int], None] | None = None
     requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
+    #: .ninfer: globs of the matrices stored Hadamard-rotated, and the seed of their signs
+    #: (weightfile/families/qwen35/to_ninfer_hadamard.py)
+    hadamard: tuple[str, ...] = ()
+    hadamard_seed: int = 0
 
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]
