@@ -45,13 +45,35 @@ def transformers_model(config: dict) -> torch.nn.Module:
     return model.eval()
 
 
+def sylvester(n: int) -> np.ndarray:
+    """The normalised Sylvester Hadamard matrix of order n, in float64 (np.kron)."""
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.kron(h, np.array([[1.0, 1.0], [1.0, -1.0]]))
+    return h / np.sqrt(n)
+
+
+def unrotated(w: np.ndarray, signs: np.ndarray, block: int = 1024) -> np.ndarray:
+    """The matrix a Hadamard-input Use multiplies x by: W · H(s ∘ x) = (W · H · diag(s)) · x per
+    1024-column block (spec/ninfer3.md §2.6), in float64 — what transformers must be given."""
+    h = sylvester(block)
+    out = w.astype(np.float64)
+    for b in range(0, w.shape[1], block):
+        out[:, b : b + block] = (out[:, b : b + block] @ h) * signs[b : b + block]
+    return out.astype(np.float32)
+
+
 def decoded(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """The file's text parameters as the forward pass uses them (rotated inputs folded back)."""
     with NInferModelFile(path) as f:
         config = f.artifact.component("text").config
-        return config, {
-            p.name: f.decode(p.name, engine="fast").reshape(p.shape)
-            for p in text_parameters(config)
-        }
+        params = {}
+        for p in text_parameters(config):
+            w = f.decode(p.name, engine="fast").reshape(p.shape)
+            signs = list(f.hadamard_signs(p.name).values())
+            assert len(signs) <= 1, p.name  # one Use with signs at most in these cases
+            params[p.name] = unrotated(w, signs[0]) if signs else w
+        return config, params
 
 
 def array(doc: dict) -> np.ndarray:
@@ -86,4 +108,5 @@ def test_the_case_logits_are_transformers_logits(folder: Path) -> None:
 
 def test_every_qwen35_model_case_is_checked() -> None:
     names = ["dense-bf16", "dense-q4-q8-fused", "moe-q8-fused"]
-    assert [case_name(p) for p in CASES] == [f"{v}/{n}" for v in ("v1", "v2") for n in names]
+    want = [f"{v}/{n}" for v in ("v1", "v2") for n in names] + ["v2/wide-hadamard"]
+    assert sorted(case_name(p) for p in CASES) == sorted(want)
