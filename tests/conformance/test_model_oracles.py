@@ -55,7 +55,7 @@ def sylvester(n: int) -> np.ndarray:
 
 def unrotated(w: np.ndarray, signs: np.ndarray, block: int = 1024) -> np.ndarray:
     """The matrix a Hadamard-input Use multiplies x by: W · H(s ∘ x) = (W · H · diag(s)) · x per
-    1024-column block (spec/ninfer3.md §2.6), in float64 — what transformers must be given."""
+    1024-column block (spec/ninfer3.md §use), in float64 — what transformers must be given."""
     h = sylvester(block)
     out = w.astype(np.float64)
     for b in range(0, w.shape[1], block):
