@@ -238,6 +238,7 @@ BAD_INPUTS = [
     (["conformance", "run", "--run", "no/such/*"], EXIT_USAGE, "no case id matches"),
     (["conformance", "run", "--impl", "{tmp}/no-such-program"], EXIT_IO, "no-such-program"),
     (["conformance", "generate", "--no-such-option"], EXIT_USAGE, "--no-such-option"),
+    (["conformance", "export", "{tmp}"], EXIT_USAGE, "exists"),
     (["bench", "{cut}", "--no-rss"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
     (["bench", "--synthetic", "no-such-model"], EXIT_USAGE, "no-such-model"),
     (["bench", "{ex}", "-r", "0"], EXIT_USAGE, "-r/--repetitions"),
@@ -319,6 +320,7 @@ PARSING = {
     "keygen": ["keygen", "--out", "{tmp}/k"],
     "conformance run": ["conformance", "run"],
     "conformance generate": ["conformance", "generate", "--check"],
+    "conformance export": ["conformance", "export", "{tmp}/corpus"],
     "bench": ["bench", "{ex}"],
     "diff": ["diff", "{npz}", "{npz}"],
 }
