@@ -20,7 +20,15 @@ from typing import Any
 
 from weightfile.families import builders, resolve
 
-from . import codec_cases, crosscheck, ninfer3_cases, protected_cases, spec_numbers, vqf_cases
+from . import (
+    codec_cases,
+    crosscheck,
+    encode_failures,
+    ninfer3_cases,
+    protected_cases,
+    spec_numbers,
+    vqf_cases,
+)
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
@@ -38,6 +46,10 @@ BOARD_VERSION = "v3"
 NINFER3_MODEL_VERSION = "v2"
 #: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §qwen3-vl): images, DeepStack, MRoPE.
 VL_VERSION = "v4"
+#: Codec cases whose encoding must fail (README "Encoding that must fail"), and, for VQF, model
+#: cases decoded by seeded sampling with a temperature (spec/numerics.md §next-token).
+VQF_V5 = "v5"
+NINFER3_V3 = "v3"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -47,6 +59,8 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", BOARD_VERSION),
     ("ninfer3", NINFER3_MODEL_VERSION),
     ("vqf", VL_VERSION),
+    ("vqf", VQF_V5),
+    ("ninfer3", NINFER3_V3),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
@@ -68,6 +82,9 @@ FORMAT_SOURCES: tuple[tuple[str, str, str, Source], ...] = (
      lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
+    ("vqf", VQF_V5, "codec", lambda _, prefix: encode_failures.corpus_cases("vqf", prefix)),
+    ("ninfer3", NINFER3_V3, "codec",
+     lambda _, prefix: encode_failures.corpus_cases("ninfer3", prefix)),
 )  # fmt: skip
 
 
