@@ -24,7 +24,7 @@ from . import codec_cases, ninfer3_cases, protected_cases, spec_numbers, vqf_cas
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 CORPUS_VERSION = "v1"  # the VQF corpus
 #: The VQF cases that need keys (the `vqf-protected` kind, README "Protected cases"): a corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
