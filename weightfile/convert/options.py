@@ -32,6 +32,8 @@ class ConvertOptions:
     #: called as each tensor is written: (its name, how many tensors the file has)
     progress: Callable[[str, int], None] | None = None
     requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
+    #: VQF -> GGUF: the projection set to export (q4 or q8); None: the file's only one
+    gguf_projections: str | None = None
 
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]
