@@ -102,7 +102,8 @@ def meta(path: Path) -> dict:
 
 def projection_types(path: Path) -> set[str]:
     r = gguf.GGUFReader(str(path))
-    return {t.tensor_type.name for t in r.tensors if t.name.startswith("blk.") and len(t.shape) == 2}
+    matrices = [t for t in r.tensors if t.name.startswith("blk.") and len(t.shape) == 2]
+    return {t.tensor_type.name for t in matrices}
 
 
 @pytest.mark.parametrize(("wmode", "file_type"), [("q4", "MOSTLY_Q4_0"), ("q8", "MOSTLY_Q8_0")])
@@ -193,3 +194,33 @@ def test_a_g256_file_exports_q8_0_blocks_and_says_so(hf, tmp_path, capsys):
         layout = codec_for(e.qtype, vqf.header.flags, e.name, shape=(64, 64))
         ours = codec(layout).decode(bytes(vqf.payload(e))[: e.bytes // 2], 64, 64)
     assert np.array_equal(dequantize(np.asarray(t.data), t.tensor_type), ours)
+
+
+def test_a_moe_gguf_gets_its_mode_and_tokenizer_back(tmp_path, capsys):
+    """The qwen3moe importer: Q4_0 experts -> q4 without --wmode, the same bytes, a sidecar."""
+    from weightfile.bench.synthetic import synthetic_model
+
+    src, _ = synthetic_model("tiny-moe-q4_0", tmp_path / "cache")
+    qwen2_style_tokenizer().save(str(sidecar_path(src)))
+    mid, back = tmp_path / "m.gguf", tmp_path / "back.vqf"
+    assert convert(src, mid) == 0
+    capsys.readouterr()
+    assert convert(mid, back) == 0
+    assert "[gguf/qwen3moe -> vqf, wmode q4," in capsys.readouterr().out
+    assert back.read_bytes() == src.read_bytes()
+    rebuilt = tokenizers.Tokenizer.from_file(str(sidecar_path(back)))
+    original = qwen2_style_tokenizer()
+    assert [rebuilt.encode(t).ids for t in STRINGS] == [original.encode(t).ids for t in STRINGS]
+
+
+@pytest.mark.parametrize(
+    ("model", "pre", "why"),
+    [("llama", "default", "not a byte-level BPE"), ("gpt2", "llama-bpe", "pre-tokenizer")],
+)
+def test_a_vocabulary_that_would_split_differently_gives_no_sidecar(model, pre, why):
+    from weightfile.convert.gguf_tokenizer import tokenizer_json
+
+    meta = {"tokenizer.ggml.model": model, "tokenizer.ggml.pre": pre,
+            "tokenizer.ggml.tokens": ["a", "b"], "tokenizer.ggml.token_type": [1, 1]}  # fmt: skip
+    text, reason = tokenizer_json(meta)
+    assert text is None and why in reason
