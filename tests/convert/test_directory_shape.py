@@ -1,7 +1,8 @@
 """Directory rows × cols are the same whichever tool wrote the file (issue 34 item 4,
-spec/vqf.md §geometry): every writer records the spec/vqf.md §text-tensors shapes the engine's writer records
-(gate/up nl·ff × d, down nl·d × ff), the strict validator reports any other factorisation as
-`vqf.directory.shape`, and a VQF -> GGUF -> VQF round trip gives back the same bytes.
+spec/vqf.md §geometry): every writer records the spec/vqf.md §text-tensors shapes the engine's
+writer records (gate/up nl·ff × d, down nl·d × ff), the strict validator reports any other
+factorisation as `vqf.directory.shape`, and a VQF -> GGUF -> VQF round trip gives back the same
+bytes.
 
 The expected shapes are written out from the symbols of spec/vqf.md §text-tensors for the example's
 arch (d 64, nl 2, qo 64, ko 32, ff 128, V 256), not taken from the inventory the writers use.
@@ -124,3 +125,24 @@ def test_an_imported_file_survives_the_round_trip_too(hf_folder, tmp_path):
     assert main(["convert", str(src), str(gguf), "--quiet"]) == 0
     assert main(["convert", str(gguf), str(back), "--wmode", "q8", "--quiet"]) == 0
     assert back.read_bytes() == src.read_bytes()
+
+
+def test_from_array_stacks_take_the_inventory_shapes():
+    """The public writer API (TensorSource.from_array) on [n_layers, out, in] stacks, and the
+    rule it uses against the inventory for another geometry."""
+    import numpy as np
+
+    import weightfile
+    from weightfile.spec.vqf.inventory import KINDS, Geometry, stacked_directory_shape
+
+    stacks = {"q4_q": (2, 64, 64), "q4_k": (2, 32, 64), "q4_gate": (2, 128, 64),
+              "q4_down": (2, 64, 128)}  # fmt: skip
+    for name, shape in stacks.items():
+        src = weightfile.TensorSource.from_array(name, np.zeros(shape), qtype=0x03)
+        assert (src.rows, src.cols) == EXAMPLE_SHAPES[name], name
+    g = Geometry.from_arch({**TINY_ARCH, "dim": 96, "ffn_dim": 160, "n_layers": 3})
+    for kind in KINDS.values():
+        if kind.family in ("q8", "q4", "x8") and not kind.name.endswith("_lm"):
+            count, out, inner = kind.physical(g)
+            got = stacked_directory_shape(kind.name, count, out, inner)
+            assert got == kind.directory_shape(g), kind.name
