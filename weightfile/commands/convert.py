@@ -133,9 +133,9 @@ def run_conversion(
     from .protect import need_passphrase
 
     source, target, converter = converter_for(src, dst)
-    export_set = chosen_wmode(wmode, source, target, src) if target == "gguf" else None
-    wmode = "q8" if target == "gguf" else chosen_wmode(wmode, source, target, src)
-    assert wmode is not None
+    chosen = chosen_wmode(wmode, source, target, src)
+    # into GGUF --wmode names the projection set to export; the VQF plan is then unused
+    export_set, wmode = (chosen, "q8") if target == "gguf" else (None, chosen or "q8")
     protected = args.encrypt or args.sign_key is not None
     if protected and target != "vqf":
         raise UsageError("--encrypt and --sign-key are for VQF files")
