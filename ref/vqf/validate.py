@@ -143,7 +143,8 @@ def check_name_field(e: Entry, report: Reporter) -> None:
 
 
 def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
-    """qtype registered and of the name's family; bytes and rows·cols as the arch implies."""
+    """qtype registered and of the name's family; bytes and rows·cols as the arch implies, in the
+    directory shape the engine's writer records (spec/vqf.md §geometry)."""
     where = f"directory[{e.index}]"
     if e.qtype not in QType.__members__.values():
         report(
@@ -175,6 +176,15 @@ def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
             "vqf.directory.geometry",
             f"{e.name}: {e.rows}×{e.cols} = {e.rows * e.cols} elements, the arch implies "
             f"{kind.elements(g)}",
+            entry_field_offset(e, "rows"),
+            f"{where}.rows",
+        )
+    elif kind is not None and (e.rows, e.cols) != kind.directory_shape(g):
+        rows, cols = kind.directory_shape(g)
+        report(
+            "vqf.directory.shape",
+            f"{e.name}: rows × cols {e.rows}×{e.cols}, the engine's writer records {rows}×{cols} "
+            "(spec/vqf.md §geometry)",
             entry_field_offset(e, "rows"),
             f"{where}.rows",
         )

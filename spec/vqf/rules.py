@@ -64,6 +64,8 @@ _RULES = (
          "bytes != size(qtype, rows·cols)"),
     Rule("vqf.directory.geometry", INV, "strict", "§7.1",
          "rows·cols differs from the arch's element count"),
+    Rule("vqf.directory.shape", INV, "strict", "§7.3",
+         "rows × cols is not the §7.1 directory shape though rows·cols is"),
     Rule("vqf.directory.offset", INV, "strict", "§3.3",
          "offset breaks the placement chain (first = data_offset, 64-aligned, contiguous)"),
     Rule("vqf.directory.order", INV, "strict", "§3.4", "entries not in §3.4 order"),

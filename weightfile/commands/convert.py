@@ -38,7 +38,12 @@ def register(sub: Any) -> None:
     parser.add_argument("src", type=Path, help="the checkpoint folder or file to convert")
     parser.add_argument("dst", type=Path, help="the file to write (.vqf or .ninfer)")
     add_vqf_arguments(parser, WMODES, LAYOUTS, QUANTIZERS, EMBEDDINGS)
-    parser.add_argument("--wmode", choices=WMODES, default="q8", help="VQF weight mode (§7.2)")
+    parser.add_argument(
+        "--wmode", choices=WMODES, default=None,
+        help="VQF weight mode (§7.2); default q8, from a GGUF source the mode of its blocks "
+        "(Q4_0 -> q4, Q8_0 -> q8); with a .gguf destination, q4 or q8 chooses the projection set "
+        "of a dual VQF file",
+    )  # fmt: skip
     parser.add_argument(
         "--requantize", action="store_true",
         help="GGUF source: dequantize and quantize again the tensors whose blocks cannot be "
@@ -106,7 +111,28 @@ def run(args: argparse.Namespace) -> int:
     return run_conversion("convert", args.src, args.dst, args, args.wmode)
 
 
-def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str) -> int:
+def chosen_wmode(wmode: str | None, source: str, target: str, src: Path) -> str | None:
+    """The weight mode a conversion uses: the one given; else, into VQF, the mode a GGUF
+    source's blocks copy into (`natural_wmode`) or q8. Into GGUF it only chooses the projection
+    set of a dual file, so only q4 and q8 are taken there."""
+    if target == "gguf":
+        if wmode not in (None, "q4", "q8"):
+            raise UsageError(
+                "with a .gguf destination --wmode chooses the projection set: q4 or q8"
+            )
+        return wmode
+    if wmode is not None:
+        return wmode
+    if source.startswith("gguf/") and target == "vqf":
+        from weightfile.families.qwen3.from_gguf import natural_wmode
+
+        return natural_wmode(src)
+    return "q8"
+
+
+def run_conversion(
+    command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str | None
+) -> int:
     """Convert src to dst with the parsed options; print what was written."""
     from weightfile.convert.dispatch import ConvertOptions, converter_for
     from weightfile.convert.vqf_plan import VQFPlan
@@ -118,6 +144,9 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     from .protect import need_passphrase
 
     source, target, converter = converter_for(src, dst)
+    chosen = chosen_wmode(wmode, source, target, src)
+    # into GGUF --wmode names the projection set to export; the VQF plan is then unused
+    export_set, wmode = (chosen, "q8") if target == "gguf" else (None, chosen or "q8")
     protected = args.encrypt or args.sign_key is not None
     if protected and target != "vqf":
         raise UsageError("--encrypt and --sign-key are for VQF files")
@@ -149,6 +178,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
         requantize=getattr(args, "requantize", False),
         hadamard=tuple(getattr(args, "hadamard", ())),
         hadamard_seed=getattr(args, "hadamard_seed", 0),
+        gguf_projections=export_set,
     )
     try:
         paths = converter(src, dst, options)
@@ -157,7 +187,19 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{extra(paths)}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
+    if target == "gguf":
+        for note in gguf_notes(src, key):
+            print(f"note: {note}")
     return 0
+
+
+def gguf_notes(src: Path, key: bytes | None) -> list[str]:
+    """What a VQF -> GGUF export changed, from the source's flags (vqf_gguf.export_notes)."""
+    from weightfile.convert.vqf_gguf import export_notes
+    from weightfile.ref.vqf.read import open_vqf
+
+    with open_vqf(src) as vqf:  # the header suffices; no decryption
+        return export_notes(vqf.header.flags)
 
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:

@@ -115,6 +115,7 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         backend=options.backend,
         passphrase=options.passphrase,
         progress=options.progress,
+        projection_set=options.gguf_projections,
     )
     return [path]
 
