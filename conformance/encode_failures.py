@@ -1,12 +1,12 @@
 """Codec cases whose encoding must fail (conformance/README.md, "Encoding that must fail").
 
-A canonical encoder refuses some inputs: a NaN or infinity reaching a quantiser
-(spec/vqf.md §quantisation; spec/ninfer3.md §grouped-absmax step 1, §fp8-row-maxabs step 1), a
-binary16 scale that rounds to infinity (§grouped-absmax step 6), an FP8 row so small that
-1/scale overflows (§fp8-row-maxabs step 5), and a pair that has no value encoder at all (nvfp4,
-t2: `no_encoder`). Each case gives `values.bin` and no payload; the implementation must exit 1
-with the rule, as for an invalid file. The rule of each case is what the reference raises, and
-the generator checks it is the rule the case was written for.
+A canonical encoder refuses some inputs: a NaN or infinity reaching a quantiser (spec/vqf.md
+§quantisation; spec/ninfer3.md §grouped-absmax, step 1; spec/ninfer3.md §fp8-row-maxabs, step 1),
+a binary16 scale that rounds to infinity (spec/ninfer3.md §grouped-absmax, step 6), an FP8 row so
+small that 1/scale overflows (spec/ninfer3.md §fp8-row-maxabs, step 5), and a pair that has no
+value encoder at all (nvfp4, t2: `no_encoder`). Each case gives `values.bin` and no payload; the
+implementation must exit 1 with the rule, as for an invalid file. The rule of each case is what
+the reference raises, and the generator checks it is the rule the case was written for.
 """
 
 from __future__ import annotations

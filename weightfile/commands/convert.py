@@ -130,6 +130,16 @@ def chosen_wmode(wmode: str | None, source: str, target: str, src: Path) -> str 
     return "q8"
 
 
+def check_target_options(args: argparse.Namespace, target: str, wmode: str) -> None:
+    """Options that only one kind of destination takes (a usage error otherwise)."""
+    if (args.encrypt or args.sign_key is not None) and target != "vqf":
+        raise UsageError("--encrypt and --sign-key are for VQF files")
+    if getattr(args, "hadamard", None) and target != "ninfer":
+        raise UsageError("--hadamard is for .ninfer files")
+    if args.x8 and wmode != "q4":
+        raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+
+
 def run_conversion(
     command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str | None
 ) -> int:
@@ -147,13 +157,7 @@ def run_conversion(
     chosen = chosen_wmode(wmode, source, target, src)
     # into GGUF --wmode names the projection set to export; the VQF plan is then unused
     export_set, wmode = (chosen, "q8") if target == "gguf" else (None, chosen or "q8")
-    protected = args.encrypt or args.sign_key is not None
-    if protected and target != "vqf":
-        raise UsageError("--encrypt and --sign-key are for VQF files")
-    if getattr(args, "hadamard", None) and target != "ninfer":
-        raise UsageError("--hadamard is for .ninfer files")
-    if args.x8 and wmode != "q4":
-        raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+    check_target_options(args, target, wmode)
     plan = VQFPlan(
         wmode=wmode,
         layout=args.layout,
