@@ -35,12 +35,19 @@ def hadamard_rows(x: ArrayLike, signs: ArrayLike) -> np.ndarray:
         raise ValueError(f"Hadamard of rows of {x.shape[-1]} elements with {s.size} signs")
     lead = x.shape[:-1]
     with np.errstate(over="ignore", invalid="ignore"):  # ±inf and NaN as IEEE gives them
-        y = (x * s).reshape(-1, HADAMARD_BLOCK)  # [T·K/1024, 1024], one block per row
-        h = 1
-        while h < HADAMARD_BLOCK:
-            # [blocks, groups of 2h, (lower | upper) half, h]: the pairs (i, i + h) line up
-            pairs = y.reshape(y.shape[0], -1, 2, h)
-            a, b = pairs[:, :, 0, :], pairs[:, :, 1, :]
-            y = np.stack((a + b, a - b), axis=2).reshape(y.shape)
-            h *= 2
+        y = butterflies((x * s).reshape(-1, HADAMARD_BLOCK))  # one 1024-block per row
         return (y * SCALE).reshape(*lead, s.size)
+
+
+def butterflies(y: np.ndarray) -> np.ndarray:
+    """The ten unnormalised stages on each row of y [blocks, 1024], stride 1 first, in y's own
+    float type (spec/numerics.md §hadamard): every stage one add and one subtract of the same
+    operand pairs."""
+    h = 1
+    while h < HADAMARD_BLOCK:
+        # [blocks, groups of 2h, (lower | upper) half, h]: the pairs (i, i + h) line up
+        pairs = y.reshape(y.shape[0], -1, 2, h)
+        a, b = pairs[:, :, 0, :], pairs[:, :, 1, :]
+        y = np.stack((a + b, a - b), axis=2).reshape(y.shape)
+        h *= 2
+    return y

@@ -90,6 +90,11 @@ def nonnegative_int(text: str) -> int:
 
 def temperature(text: str) -> float:
     """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §next-token)."""
+    return non_negative(text)
+
+
+def non_negative(text: str) -> float:
+    """An option's finite float of at least 0 (a usage error otherwise)."""
     try:
         value = float(text)
     except ValueError:

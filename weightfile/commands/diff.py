@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 from weightfile.spec.errors import WeightfileError
 
-from ._common import EXIT_IO, EXIT_OK, EXIT_VIOLATIONS, error_message
+from ._common import EXIT_IO, EXIT_OK, EXIT_VIOLATIONS, error_message, non_negative
 
 
 def register(sub: Any) -> None:
@@ -70,13 +69,7 @@ def register(sub: Any) -> None:
 
 
 def _tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text!r}")
-    return value
+    return non_negative(text)
 
 
 def _ulps(text: str) -> int:

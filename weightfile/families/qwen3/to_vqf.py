@@ -100,9 +100,8 @@ def first_id(value: Any) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
-    """spec/vqf.md §arch-semantics: the text-core arch fields of a dense Qwen3 (has_q_norm = 1,
-    head_dim_full = head_dim)."""
+def arch_sizes(c: Qwen3Config) -> dict[str, int]:
+    """The arch fields that size the tensors (spec/vqf.md §arch-semantics)."""
     return {
         "dim": c.hidden_size,
         "n_layers": c.num_hidden_layers,
@@ -111,6 +110,14 @@ def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
         "head_dim": c.head_dim,
         "ffn_dim": c.intermediate_size,
         "vocab_size": c.vocab_size,
+    }
+
+
+def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
+    """spec/vqf.md §arch-semantics: the text-core arch fields of a dense Qwen3 (has_q_norm = 1,
+    head_dim_full = head_dim)."""
+    return {
+        **arch_sizes(c),
         "max_seq_len": min(int(cfg.get("max_position_embeddings") or MAX_SEQ_LEN), MAX_SEQ_LEN),
         "rope_theta": c.rope_theta,
         "norm_eps": c.rms_norm_eps,
@@ -272,17 +279,7 @@ def plan_tensors(
 
 def directory_geometry(c: Qwen3Config) -> Geometry:
     """The spec/vqf.md §inventory symbols of a text model, for its directory shapes."""
-    return Geometry.from_arch(
-        {
-            "dim": c.hidden_size,
-            "n_layers": c.num_hidden_layers,
-            "n_heads": c.num_attention_heads,
-            "n_kv_heads": c.num_key_value_heads,
-            "head_dim": c.head_dim,
-            "ffn_dim": c.intermediate_size,
-            "vocab_size": c.vocab_size,
-        }
-    )
+    return Geometry.from_arch(arch_sizes(c))
 
 
 #: (source tensor name, untiled codec name, first row, end row) -> the raw blocks of those rows

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.fast.numerics.hadamard import butterflies
 from weightfile.spec.errors import InvalidError
 from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, text_parameters
 from weightfile.spec.numerics.constants import HADAMARD_BLOCK
@@ -79,10 +80,4 @@ def rotate_rows(w: np.ndarray, signs: np.ndarray) -> np.ndarray:
     butterflies, the 2^-5 scale): the stored weights W · (H D)ᵀ."""
     rows, k = w.shape
     y = (np.asarray(w, dtype=np.float64) * signs.astype(np.float64)).reshape(-1, HADAMARD_BLOCK)
-    h = 1
-    while h < HADAMARD_BLOCK:
-        pairs = y.reshape(y.shape[0], -1, 2, h)
-        a, b = pairs[:, :, 0, :], pairs[:, :, 1, :]
-        y = np.stack((a + b, a - b), axis=2).reshape(y.shape)
-        h *= 2
-    return (y / 32.0).reshape(rows, k)
+    return (butterflies(y) / 32.0).reshape(rows, k)
