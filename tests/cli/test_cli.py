@@ -63,13 +63,13 @@ def test_verify_of_a_signed_file_without_a_trusted_key_is_unverifiable(example, 
 
 def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):
     bad = tmp_path / "x.bin"
-    bad.write_bytes(b"GGUF" + bytes(600))
+    bad.write_bytes(b"ABCD" + bytes(600))
     assert main(["inspect", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "unknown file format" in err and "Traceback" not in err
     assert "[format.magic]" in err
     named = tmp_path / "x.vqf"
-    named.write_bytes(b"GGUF" + bytes(600))
+    named.write_bytes(b"ABCD" + bytes(600))
     assert main(["inspect", str(named)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "[vqf.header.magic]" in err and "Traceback" not in err
@@ -90,7 +90,7 @@ BAD_MAGIC = [
 @pytest.mark.parametrize(("name", "rule"), BAD_MAGIC)
 def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, name, rule):
     bad = tmp_path / name
-    bad.write_bytes(b"GGUF" + bytes(600))
+    bad.write_bytes(b"ABCD" + bytes(600))
     assert main(["verify", str(bad)]) == 1
     captured = capsys.readouterr()
     said = {r for _, r in BAD_MAGIC if f"[{r}]" in captured.out + captured.err}
@@ -101,15 +101,15 @@ def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, n
     assert info.value.rule == rule
 
 
-def test_a_short_vqf_with_a_bad_magic_is_too_small_everywhere(tmp_path, capsys):
-    """The VQF loader checks the size (spec/vqf.md §loader-chain step 1) before the magic (step
-    2)."""
+def test_a_short_vqf_with_a_bad_magic_is_a_bad_magic_everywhere(tmp_path, capsys):
+    """A short file whose first bytes are not the magic is not a VQF at all: the magic is
+    reported, not the size (spec/vqf.md §loader-chain, step 1's [weightfile] note)."""
     bad = tmp_path / "x.vqf"
-    bad.write_bytes(b"GGUF")
+    bad.write_bytes(b"GGUX")
     assert main(["verify", str(bad)]) == 1
-    assert "[vqf.file.too_small]" in capsys.readouterr().out
-    assert [v.rule for v in weightfile.validate(bad)] == ["vqf.file.too_small"]
-    assert [v.rule for v in weightfile.validate_vqf(bad)] == ["vqf.file.too_small"]
+    assert "[vqf.header.magic]" in capsys.readouterr().out
+    assert [v.rule for v in weightfile.validate(bad)] == ["vqf.header.magic"]
+    assert [v.rule for v in weightfile.validate_vqf(bad)] == ["vqf.header.magic"]
 
 
 def test_validate_is_the_vqf_validator_for_a_vqf_file(example):
