@@ -50,7 +50,7 @@ EXAMPLES = {
     "inspect": "weightfile inspect model.vqf --json",
     "verify": "weightfile verify --checksum model.vqf",
     "dump": "weightfile dump model.vqf q4_q --out q4_q.npy",
-    "run": 'weightfile run model.vqf --prompt "Hello" --max-tokens 32 --engine fast',
+    "run": 'weightfile run model.vqf --prompt "Hello" --max-tokens 32',
     "trace": "weightfile trace model.vqf --token-ids 1,2,3 --out trace.npz",
     "import": "weightfile import ./Qwen3-0.6B model.vqf --qtype q4_0 --layout tiled",
     "encrypt": "weightfile encrypt model.vqf model.enc.vqf --passphrase-file key.txt",

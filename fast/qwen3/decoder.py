@@ -39,6 +39,11 @@ from .bind import FastLayer, FastWeights
 
 #: FastLayer matrices in the order of layers.c's wf_layer.mat.
 LAYER_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: Multiply-adds one C call of the one-call path may do: a long prompt is cut into chunks of
+#: tokens below it, so Ctrl-C (handled by Python between calls) is honoured within about a
+#: second, and the scratch stays small. The bits do not change: a token's rows do not depend on
+#: which tokens are computed with it (spec/numerics.md §batch-invariance).
+CALL_BUDGET_MACS = 1 << 32
 
 
 class FastKVCache:
@@ -253,8 +258,28 @@ class FastQwen3Model:
     def _forward_layers(
         self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
     ) -> None:
-        """Every decoder layer on x [T, hidden] in place, one C call (fast/csrc/layers.c)."""
+        """Every decoder layer on x [T, hidden] in place, one C call per chunk of tokens whose
+        work stays within CALL_BUDGET_MACS (each token's K/V is in the cache before a later
+        chunk attends to it)."""
+        c = self.config
+        weights = sum(getattr(lw, f).rows * getattr(lw, f).cols
+                      for lw in self.weights.layers for f in LAYER_MATRICES)  # fmt: skip
+        attention = 2 * c.num_attention_heads * c.head_dim * len(self.weights.layers)
+        start = 0
+        while start < x.shape[0]:
+            per_token = weights + attention * (slots[start] + 1)  # q·k and p·v over the cache
+            end = min(x.shape[0], start + max(1, CALL_BUDGET_MACS // per_token))
+            rows = slice(start, end)
+            x[rows] = self._forward_chunk(x[rows], cos[rows], sin[rows], slots[rows], cache)
+            start = end
+
+    def _forward_chunk(
+        self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
+    ) -> np.ndarray:
+        """One C call (fast/csrc/layers.c): every decoder layer on the chunk's rows x [T, hidden];
+        returns them, updated."""
         c, lib, tokens = self.config, kernels(), x.shape[0]
+        x, cos, sin = (np.ascontiguousarray(a, dtype=np.float32) for a in (x, cos, sin))
         need = lib.wf_forward_scratch_floats(ctypes.addressof(self._layers), tokens)
         if self._scratch.size < need:
             self._scratch = np.empty(need, dtype=np.float32)
@@ -267,3 +292,4 @@ class FastQwen3Model:
             matrix.MIN_ELEMENTS_PER_THREAD,
         )  # fmt: skip
         assert status == 0, status
+        return x

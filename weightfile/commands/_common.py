@@ -100,13 +100,27 @@ def temperature(text: str) -> float:
 
 
 def token_ids(text: str) -> str:
-    """Comma-separated non-negative ids, at least one; kept as text for `prompt_ids`."""
-    parts = [p for p in text.replace(" ", "").split(",") if p]  # as parse_token_ids reads it
-    if not parts or any(not p.isdigit() for p in parts):
+    """Comma-separated non-negative ids, at least one, no empty place (`1,,2` is a typo, not
+    [1, 2]); kept as text for `prompt_ids`."""
+    parts = text.replace(" ", "").split(",")  # as parse_token_ids reads it
+    if any(not (p.isascii() and p.isdigit()) for p in parts):
         raise argparse.ArgumentTypeError(
             f"expected non-negative ids separated by commas (1,2,3), got {text!r}"
         )
     return text
+
+
+def utf8_text(text: str) -> str:
+    """Text that is UTF-8 (--prompt): a byte the command line could not decode arrives as a lone
+    surrogate (Python's surrogateescape), which no tokenizer takes; named here, as a usage
+    error, instead of a TypeError from inside the tokenizer."""
+    bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is None and not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    where = "" if bad is None else f": byte 0x{ord(text[bad]) - 0xDC00:02x} at character {bad}"
+    raise argparse.ArgumentTypeError(
+        f"not UTF-8 text{where} (use a UTF-8 terminal or locale, or pass --token-ids)"
+    )
 
 
 def _int(text: str) -> int:

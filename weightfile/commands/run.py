@@ -19,17 +19,18 @@ from ._common import (
     positive_int,
     temperature,
 )
-from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
+from ._prompt import add_prompt_arguments, model_prompt_ids, reference_note, save_npz, threads
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "run",
-        help="generate text with the reference or the fast decoder",
+        help="generate text with the fast or the reference decoder",
         description=(
-            "Generate from a VQF model and stream the text (token ids when no tokenizer is "
-            "found). Stops at the file's eos_id (and <|im_end|> with --chat). --engine fast "
-            "gives the same tokens as the reference decoder, faster."
+            "Generate from a VQF or .ninfer model and stream the text (token ids when no "
+            "tokenizer is found). Stops at the file's eos_id (and <|im_end|> with --chat). The "
+            "fast engine runs by default; --engine ref gives the same tokens from the readable "
+            "reference decoder, slowly (a note on stderr estimates its time per token)."
         ),
     )
     add_prompt_arguments(parser)
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     board_options(args)
     if args.save_logits is not None:  # before the decoding, not after it
         check_destination(args.save_logits, args.force)
+    if (note := reference_note(args)) is not None:  # before the slow load, not after it
+        print(note, file=sys.stderr)
     s = load_session(
         args.model,
         args.tokenizer,
