@@ -134,6 +134,9 @@ def _shows_default(action: argparse.Action) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(_version())  # before build_parser, which imports every command (NumPy and all)
+        return 0
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):
         # `weightfile` alone: the help on stdout, exit 2 as for any missing argument

@@ -133,3 +133,69 @@ def test_the_console_script_runs():
     out = subprocess.run([*cmd, "inspect", "--example"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "VQF version 2" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "m.vqf", "--promt", "hi"], "unrecognized option --promt; did you mean --prompt?"),
+        (["trace", "m.vqf", "--token-ids", "1", "--out", "t.npz", "--forse"],
+         "unrecognized option --forse; did you mean --force?"),
+        (["verify", "m.vqf", "--checksun"], "did you mean --checksum?"),
+        (["run", "m.vqf", "--prompt", "hi", "--zzz"], "unrecognized option --zzz ("),
+    ],
+)  # fmt: skip
+def test_a_misspelt_option_is_unknown_with_a_suggestion(capsys, argv, says):
+    """Issue 34 item 11: not "one of the arguments --prompt --token-ids is required"."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and says in err and "required" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_abbreviations_and_attached_values_still_parse():
+    from weightfile.cli import build_parser
+
+    args = build_parser().parse_args(["run", "m.vqf", "--prompt", "hi", "--max-tok", "3"])
+    assert args.max_tokens == 3
+    args = build_parser().parse_args(["bench", "--synthetic", "x", "-p8", "-t1", "--tokens=4"])
+    assert (args.n_prompt, args.threads, args.tokens) == ([8], [1], 4)
+
+
+def test_version_imports_neither_numpy_nor_the_readers():
+    """Issue 34 item 11: `weightfile --version` is instant; checked by what it imports, not by
+    the clock."""
+    script = (
+        "import sys\n"
+        "from weightfile.cli import main\n"
+        "assert main(['--version']) == 0\n"
+        "print(sorted(m for m in ('numpy', 'construct', 'tokenizers', 'weightfile.ref.vqf.read')"
+        " if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    version, loaded = done.stdout.splitlines()
+    assert version.startswith("weightfile ") and loaded == "[]"
+
+
+def test_inspect_leaves_out_the_all_zero_vision_and_moe_fields(capsys):
+    """Issue 34 item 11: a plain Qwen3 file's arch is its geometry, not ~30 zeros; a group with
+    any non-zero field is shown whole; --json keeps every field."""
+    from weightfile.commands.inspect import shown_arch
+    from weightfile.ref.vqf.read import open_vqf
+
+    assert main(["inspect", "--example"]) == 0
+    out = capsys.readouterr().out
+    assert "dim=64" in out and "vision and MoE fields all 0: omitted" in out
+    for name in ("vis_depth", "image_token_id", "mrope_sections", "n_experts", "top_k"):
+        assert f"{name}=" not in out
+    assert main(["inspect", "--example", "--json"]) == 0
+    arch = json.loads(capsys.readouterr().out)["arch"]
+    assert arch["vis_depth"] == 0 and arch["n_experts"] == 0
+    with open_vqf(EXAMPLE_PATH) as vqf:
+        a = dict(vqf.header.arch)
+    shown, omitted = shown_arch({**a, "n_experts": 8, "top_k": 2})
+    assert omitted == ["vision"] and shown["n_experts"] == 8 and shown["moe_ffn"] == 0
+    shown, omitted = shown_arch({**a, "vis_ds_idx": [0, 1, 0, 0]})
+    assert omitted == ["MoE"] and shown["vis_depth"] == 0 and "image_token_id" in shown

@@ -15,7 +15,7 @@ import numpy as np
 from weightfile import profiles
 from weightfile.backends import ENGINES
 
-from ._common import add_passphrase_argument, positive_int, token_ids, utf8_text
+from ._common import UsageError, add_passphrase_argument, positive_int, token_ids, utf8_text
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -140,11 +140,32 @@ def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
     from weightfile.frontend.session import prompt_ids
 
     if args.image:
-        pixels = (args.min_pixels, max(args.min_pixels, args.max_pixels))
-        return image_prompt_ids(
+        pixels = (args.min_pixels, args.max_pixels)
+        ids = image_prompt_ids(
             s, args.prompt, args.token_ids, args.chat, args.image, args.image_preprocess, pixels
         )
+        limit = context_of(s.arch)
+        if limit and len(ids) > limit:
+            raise UsageError(f"the prompt's {len(ids)} tokens, images included, exceed the "
+                             f"model's context of {limit}{MAX_PIXELS_HINT}")  # fmt: skip
+        return ids
     return list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
+
+
+#: What to do when images make the prompt too long: fewer pixels, fewer vision tokens.
+MAX_PIXELS_HINT = "; a smaller --max-pixels gives each image fewer tokens"
+
+
+def context_of(arch: dict[str, Any]) -> int:
+    """The model's context in tokens (VQF max_seq_len, Qwen3.5 max_position_embeddings), 0 when
+    the file states none."""
+    return int(arch.get("max_seq_len") or arch.get("max_position_embeddings") or 0)
+
+
+def check_image_options(args: argparse.Namespace) -> None:
+    """--min-pixels above --max-pixels is a usage error, before the model is loaded."""
+    if args.min_pixels > args.max_pixels:
+        raise UsageError(f"--min-pixels {args.min_pixels} is above --max-pixels {args.max_pixels}")
 
 
 def threads(args: argparse.Namespace) -> int:
