@@ -234,10 +234,13 @@ class FastQwen3Model:
         cos, sin = self.cos_sin(pos)
         if trace is None and len(requests) == 1 and self._layers:
             self._forward_layers(x, cos, sin, slots, caches[0])
-        else:
-            for i, lw in enumerate(self.weights.layers):
-                x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
-                x = self.mlp_block(i, lw, x, layer_hook)
+        elif trace is None and len(requests) == 1:  # step by step, one chunk of tokens at a time
+            for rows in self._step_chunks(len(tokens)):
+                x[rows] = self._layer_steps(
+                    x[rows], cos[rows], sin[rows], slots[rows], caches[rows]
+                )
+        else:  # traced or batched: every op's rows of every token at once, for the hook
+            x = self._layer_steps(x, cos, sin, slots, caches, layer_hook)
         ends = np.cumsum([len(ids) for ids, _, _ in requests])
         last = logits == "last" and trace is None
         n, (rows,) = norm_project(
@@ -256,6 +259,20 @@ class FastQwen3Model:
                 out.append(rows[end - len(token_ids) : end])
             cache.length += len(token_ids)
         return out
+
+    def _layer_steps(self, x, cos, sin, slots, caches, hook=None) -> np.ndarray:
+        """Every decoder layer on x [T, hidden], block by block (the traced, batched, MoE path)."""
+        for i, lw in enumerate(self.weights.layers):
+            x = self.attention_block(i, lw, x, cos, sin, slots, caches, hook)
+            x = self.mlp_block(i, lw, x, hook)
+        return x
+
+    def _step_chunks(self, tokens: int) -> list[slice]:
+        """Row ranges of an untraced step-by-step forward: each op's C call (a projection of every
+        row of the chunk) stays within CALL_BUDGET_MACS, so Ctrl-C is honoured between calls."""
+        widest = max(m.rows * m.cols for lw in self.weights.layers for m in (lw.q_proj, lw.o_proj))
+        step = max(1, CALL_BUDGET_MACS // widest)
+        return [slice(a, min(tokens, a + step)) for a in range(0, tokens, step)]
 
     def _forward_layers(
         self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
