@@ -94,7 +94,8 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
         "--n-prompt",
         type=int_list(0),
         **lists,
-        help="prompt lengths of the pp tests; 0 runs none (default: 512)",
+        help="prompt lengths of the pp tests, within the model's context; 0 runs none "
+        "(default: 512)",
     )
     parser.add_argument(
         "-n",
@@ -152,7 +153,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "count (default: the big cores of a big.LITTLE machine, else no pinning)",
     )  # fmt: skip
     parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
-                        help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
+                        help="buffer read by the bandwidth probe, at most half the RAM (default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
 
 
