@@ -153,7 +153,8 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "count (default: the big cores of a big.LITTLE machine, else no pinning)",
     )  # fmt: skip
     parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
-                        help="buffer read by the bandwidth probe, at most half the RAM (default 256 MiB)")  # fmt: skip
+                        help="buffer read by the bandwidth probe, at most half the RAM "
+                        "(default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
 
 
