@@ -120,7 +120,8 @@ COMMON_RULES = table(
              "--token-ids is not a comma-separated list of ids inside the vocabulary",
              doc="models"),
         Rule("frontend.prompt", INV, "frontend", "§qwen3-forward",
-             "the prompt encodes to no tokens or to ids outside the vocabulary", doc="models"),
+             "the prompt is not UTF-8 text, or encodes to no tokens or to ids outside the "
+             "vocabulary", doc="models"),
         Rule("frontend.tokenizer.missing", NOT_FOUND, "frontend", "§2.3",
              "no tokenizer.json given, beside the model or in the file", doc="ninfer3"),
         Rule("frontend.tokenizer.invalid", INV, "frontend", "§2.3",

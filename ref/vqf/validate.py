@@ -490,8 +490,10 @@ def report_missing_keys(
 ) -> bool:
     """A protected file checked without its key is reported unverifiable, never valid
     (spec/vqf.md §protected, strict verification). False when nothing more can be checked: an ENC
-    file without its passphrase."""
-    if h.encrypted and passphrase is None:
+    file without its passphrase. Every missing key is named, not only the first: an ENC and
+    SIGNED file without either needs both."""
+    locked = h.encrypted and passphrase is None
+    if locked:
         report(
             "vqf.enc.no_key",
             "encrypted file: no passphrase given (--passphrase-file or "
@@ -499,7 +501,6 @@ def report_missing_keys(
             h.file_len,
             "trailer",
         )
-        return False
     if h.signed and trusted is None:
         report(
             "vqf.sig.no_key",
@@ -508,7 +509,7 @@ def report_missing_keys(
             sig_field_offset(VQFHeader, "r"),
             "header.sig",
         )
-    return True
+    return not locked
 
 
 def tag_matches(vqf: VQFFile, done: protect.RegionPass, report: Reporter) -> bool:

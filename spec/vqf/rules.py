@@ -172,6 +172,9 @@ _RULES = (
          "an unknown weight mode, quantizer or embedding, or --x8 outside weight mode q4"),
     Rule("vqf.import.source", UNS, "importer", "§7.7",
          "no converter from the source's kind (format, model_type) to the target's"),
+    Rule("vqf.import.target", NOT_FOUND, "cli", "§7.7",
+         "convert: a Qwen3.5 checkpoint given a DST other than .ninfer (the only format it "
+         "converts to; a usage error, exit 2)"),
     Rule("vqf.import.gguf", MAL, "importer", "§7.7",
          "gguf-py cannot read the GGUF source"),
     Rule("vqf.import.requantize", UNS, "importer", "§7.7",
