@@ -15,15 +15,17 @@ share.
 
 from __future__ import annotations
 
-import json
 import os
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from weightfile.families import importers
+from weightfile.ref.fileio import open_regular
 from weightfile.spec.errors import UnsupportedError
 
+from .checkpoint import read_regular
+from .config_values import strict_json
 from .options import Converter, ConvertOptions
 
 #: The converters no family owns: VQF -> GGUF exports a dense or a MoE file (vqf_gguf.py).
@@ -44,13 +46,15 @@ def source_kind(src: Path) -> str:
     """`hf/<model_type>` for a folder (a missing model_type reads as qwen3, as `import` always
     did), else the container its first bytes name."""
     if src.is_dir() or not src.exists():  # a missing folder: the importer names what is absent
-        try:
-            cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # a regular file only, opened without blocking: a FIFO is refused, not waited on
+            data = read_regular(src / "config.json")
+            cfg = strict_json(data.decode("utf-8")) if data is not None else None
+        except (OSError, ValueError, RecursionError):
             return "hf/qwen3"  # the importer reports the missing or broken config.json
         model_type = cfg.get("model_type") if isinstance(cfg, dict) else None
         return f"hf/{model_type or 'qwen3'}"
-    with open(src, "rb") as fh:
+    fd, _ = open_regular(src)  # a FIFO or a device is refused, not read from
+    with os.fdopen(fd, "rb") as fh:
         head = fh.read(4)
     if head == GGUF_MAGIC:
         return f"gguf/{gguf_architecture(src)}"
