@@ -8,6 +8,7 @@ MemoryError, and nested loops or a huge power ran for as long as they liked. Eac
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -146,3 +147,15 @@ def test_memory_is_bounded_whatever_builds_it() -> None:
     template = "{{ ['x' * 4000000] * 4000000 }}"
     rule, _ = _refused(template, max_seconds=60)
     assert rule == "frontend.chat_template.output"
+
+
+def test_without_fork_the_render_runs_in_process_with_the_same_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fallback where `os.fork` is missing: the size checks are the same, and the clock is
+    checked on every template line (it cannot interrupt one long C call; module docstring)."""
+    monkeypatch.delattr(os, "fork")
+    assert render_chat(CHATML, MESSAGES).startswith("<|im_start|>user\nhi")
+    assert _refused("{{ 7 ** 100000 }}")[0] == "frontend.chat_template.output"
+    loops = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    assert _refused(loops, max_seconds=0.3)[0] == "frontend.chat_template.time"

@@ -356,10 +356,11 @@ def _forked(template: str, variables: dict[str, Any], bounds: tuple[int, float])
                 chunks.append(chunk)
         else:
             os.kill(pid, signal.SIGKILL)
+    except BaseException:  # Ctrl-C while waiting: the child goes too
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         os.close(read)
-        if sys.exc_info()[0] is not None:
-            os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
     timed_out = signal.SIGPROF, signal.SIGXCPU, signal.SIGKILL
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) in timed_out:
