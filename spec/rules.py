@@ -172,6 +172,9 @@ COMMON_RULES = table(
         Rule("frontend.image.grid", INV, "frontend", "§qwen3-vl",
              "the patch grid cannot be merged in 2x2 windows (odd or too small side)",
              doc="models"),
+        Rule("frontend.image.size", INV, "frontend", "§qwen3-vl",
+             "an --image file declares more pixels than --max-image-pixels, or is a "
+             "decompression bomb", doc="models"),
         Rule("frontend.image.mode", UNS, "frontend", "§qwen3-vl",
              "an image preprocessing other than hf or board", doc="models"),
         Rule("frontend.image.count", INV, "frontend", "§qwen3-vl",

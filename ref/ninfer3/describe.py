@@ -9,6 +9,7 @@ for a file set that opens, every object's deferred checks and every continuation
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from weightfile.ref.ninfer3.objects import check_object
@@ -91,11 +92,20 @@ def spanned_files(artifact: Artifact, offset: int, length: int) -> list[int]:
     return [segment[0] for segment in artifact.files.segments(offset, length)]
 
 
+def _size_or_none(where: Path) -> int | None:
+    """The size of a volume, or None when it cannot be looked at: absent, or a name the system
+    refuses (longer than NAME_MAX: ENAMETOOLONG), which `verify` reports as the violation."""
+    try:
+        return os.stat(where).st_size
+    except OSError:
+        return None
+
+
 def _files(artifact: Artifact) -> list[dict[str, Any]]:
     out = []
     for f in artifact.files.files:
         where = artifact.files.volume_path(f.index)
-        actual = where.stat().st_size if where.exists() else None
+        actual = _size_or_none(where)
         out.append(
             {
                 "index": f.index,

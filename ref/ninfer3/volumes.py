@@ -59,6 +59,14 @@ def map_range(
     return out
 
 
+def shown_name(name: str, limit: int = 60) -> str:
+    """A volume name for a message: quoted, and cut to `limit` characters when longer (a name
+    is any ID, so it may be thousands of characters)."""
+    if len(name) <= limit:
+        return repr(name)
+    return f"{name[:limit]!r}... ({len(name)} characters)"
+
+
 def payload_starts(entry_payload_start: int, count: int) -> list[int]:
     """file_payload_start(i): the entry's payload start for i = 0, else 4096
     (spec/ninfer3.md §logical-payload)."""
@@ -126,10 +134,12 @@ class FileSet:
         try:
             fd, size = open_regular(real, shown=path, nofollow=True)
         except FileAccessError as exc:
-            if exc.errno == errno.ENOENT:
+            # a name longer than the system's NAME_MAX can never be present: missing as well
+            if exc.errno in (errno.ENOENT, errno.ENAMETOOLONG):
+                why = "is absent" if exc.errno == errno.ENOENT else "is longer than a file name"
                 raise ContinuationMissingError(
                     "ninfer3.part.missing",
-                    f"continuation volume {path.name!r} is absent",
+                    f"continuation volume {shown_name(path.name)} {why}",
                     path=where,
                 ) from None
             raise FileAccessError(exc.rule, f"{path.name}: {exc.detail}", path=where) from None

@@ -189,10 +189,10 @@ def test_read_json(tmp_path):
 
 
 def test_chat_template(tmp_path):
-    assert chat_template(tmp_path) is None
+    assert chat_template(tmp_path, VQF) is None
     (tmp_path / "tokenizer_config.json").write_text("{")
-    assert chat_template(tmp_path) is None  # a broken config has no template
+    assert chat_template(tmp_path, VQF) is None  # a broken config has no template
     (tmp_path / "tokenizer_config.json").write_text('{"chat_template": "T"}')
-    assert chat_template(tmp_path) == "T"
+    assert chat_template(tmp_path, VQF) == "T"
     (tmp_path / "chat_template.jinja").write_text("J")
-    assert chat_template(tmp_path) == "J"  # the .jinja file wins
+    assert chat_template(tmp_path, VQF) == "J"  # the .jinja file wins

@@ -125,9 +125,10 @@ def test_streaming_chooses_what_generate_chooses(temperature):
 
 def test_import_copies_the_chat_template(tmp_path):
     from weightfile.convert.checkpoint import chat_template
+    from weightfile.families.qwen3.to_vqf import RULES
 
-    assert chat_template(tmp_path) is None
+    assert chat_template(tmp_path, RULES) is None
     (tmp_path / "tokenizer_config.json").write_text('{"chat_template": "T"}')
-    assert chat_template(tmp_path) == "T"
+    assert chat_template(tmp_path, RULES) == "T"
     (tmp_path / "chat_template.jinja").write_text("J")
-    assert chat_template(Path(tmp_path)) == "J"
+    assert chat_template(Path(tmp_path), RULES) == "J"

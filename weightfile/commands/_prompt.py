@@ -58,6 +58,11 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         "decode step (spec/numerics.md §board-prompts)",
     )  # fmt: skip
     add_passphrase_argument(parser)
+    _add_image_arguments(parser)
+
+
+def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    """--image and how it is prepared (Qwen3-VL, weightfile/frontend/image.py)."""
     parser.add_argument(
         "--image", type=Path, action="append", metavar="PATH",
         help="Qwen3-VL: an image for the prompt (repeatable); each <image> in --prompt (or "
@@ -75,6 +80,11 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-pixels", type=positive_int, default=16777216,
         help="hf: the processor's largest pixel count (size.longest_edge)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-image-pixels", type=positive_int, default=2 * 4096 * 4096,
+        help="the most pixels an --image file may declare in its header; larger is refused "
+        "before decoding (default 2*4096^2, twice what the processor keeps)",
     )  # fmt: skip
 
 
@@ -142,7 +152,14 @@ def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
     if args.image:
         pixels = (args.min_pixels, args.max_pixels)
         ids = image_prompt_ids(
-            s, args.prompt, args.token_ids, args.chat, args.image, args.image_preprocess, pixels
+            s,
+            args.prompt,
+            args.token_ids,
+            args.chat,
+            args.image,
+            args.image_preprocess,
+            pixels,
+            args.max_image_pixels,
         )
         limit = context_of(s.arch)
         if limit and len(ids) > limit:

@@ -19,8 +19,10 @@ from the header the library has just accepted and the little-endian words are vi
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,16 @@ import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, safe_open
 
-from weightfile.spec.errors import InvalidError, MalformedError, NotFoundError, UnsupportedError
+from weightfile.ref.fileio import open_regular
+from weightfile.spec.errors import (
+    FileAccessError,
+    InvalidError,
+    MalformedError,
+    NotFoundError,
+    UnsupportedError,
+)
+
+from .config_values import check_config_values, strict_json
 
 #: safetensors dtype -> the little-endian word one element is stored as; the dtypes the
 #: importers widen exactly to float32 (BF16 words are viewed as ml_dtypes.bfloat16).
@@ -51,30 +62,54 @@ class CheckpointRules:
     missing_tensor: str  # NotFoundError: a tensor asked for is in no shard
 
 
-def read_json(folder: Path, name: str, rules: CheckpointRules) -> dict[str, Any]:
-    """A JSON object file of the checkpoint (config.json, ...), or a typed error naming it."""
-    path = folder / name
-    if not path.is_file():
-        raise NotFoundError(rules.missing_file, f"{path} is missing", path=name)
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file, None when there is none at `path`; opened without blocking
+    and checked with fstat first, so a FIFO named config.json is refused, not waited on
+    (ref/fileio.py, spec/ninfer3.md §safe-files)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fd, _ = open_regular(path)
+    except FileAccessError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as stream:
+        return stream.read()
+
+
+def read_json(folder: Path, name: str, rules: CheckpointRules) -> dict[str, Any]:
+    """A JSON object file of the checkpoint (config.json, ...), or a typed error naming it; parsed
+    strictly (weightfile/convert/config_values.py `strict_json`: no NaN, Infinity, overflowing
+    number or huge integer)."""
+    data = read_regular(folder / name)
+    if data is None:
+        raise NotFoundError(rules.missing_file, f"{folder / name} is missing", path=name)
+    try:
+        value = strict_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidError(rules.config, f"{name}: {exc}", path=name) from None
     if not isinstance(value, dict):
         raise InvalidError(rules.config, f"{name} is not an object", path=name)
+    check_config_values(value, rules.config, name)
     return value
 
 
-def chat_template(folder: Path) -> str | None:
-    """The checkpoint's chat template: chat_template.jinja, or tokenizer_config.json's string."""
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
-    config = folder / "tokenizer_config.json"
-    if config.is_file():
+def chat_template(folder: Path, rules: CheckpointRules) -> str | None:
+    """The checkpoint's chat template: chat_template.jinja, or tokenizer_config.json's string.
+    The template is optional, but one that is there and not UTF-8 text is `rules.config`."""
+    jinja = read_regular(folder / "chat_template.jinja")
+    if jinja is not None:
         try:
-            value = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            return jinja.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidError(
+                rules.config, f"chat_template.jinja is not UTF-8 text ({exc})",
+                path="chat_template.jinja",
+            ) from None  # fmt: skip
+    config = read_regular(folder / "tokenizer_config.json")
+    if config is not None:
+        try:
+            value = strict_json(config.decode("utf-8")).get("chat_template")
+        except (UnicodeDecodeError, ValueError, RecursionError, AttributeError):
             return None  # the template is optional; a broken config just has none
         return value if isinstance(value, str) else None
     return None

@@ -15,16 +15,18 @@ share.
 
 from __future__ import annotations
 
-import json
 import os
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from weightfile.families import importers
-from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.ref.fileio import open_regular
+from weightfile.spec.errors import NotFoundError, UnsupportedError, WeightfileError
 from weightfile.spec.ninfer3.text_config import MODEL_TYPES as QWEN35_MODEL_TYPES
 
+from .checkpoint import read_regular
+from .config_values import strict_json
 from .options import Converter, ConvertOptions
 
 #: The converters no family owns: VQF -> GGUF exports a dense or a MoE file (vqf_gguf.py).
@@ -45,13 +47,15 @@ def source_kind(src: Path) -> str:
     """`hf/<model_type>` for a folder (a missing model_type reads as qwen3, as `import` always
     did), else the container its first bytes name."""
     if src.is_dir() or not src.exists():  # a missing folder: the importer names what is absent
-        try:
-            cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # a regular file only, opened without blocking: a FIFO is refused, not waited on
+            data = read_regular(src / "config.json")
+            cfg = strict_json(data.decode("utf-8")) if data is not None else None
+        except (OSError, ValueError, RecursionError):
             return "hf/qwen3"  # the importer reports the missing or broken config.json
         model_type = cfg.get("model_type") if isinstance(cfg, dict) else None
         return f"hf/{model_type or 'qwen3'}"
-    with open(src, "rb") as fh:
+    fd, _ = open_regular(src)  # a FIFO or a device is refused, not read from
+    with os.fdopen(fd, "rb") as fh:
         head = fh.read(4)
     if head == GGUF_MAGIC:
         return f"gguf/{gguf_architecture(src)}"
@@ -64,8 +68,9 @@ def is_qwen35_folder(src: Path) -> bool:
     """A folder whose config.json (or its text_config) names a Qwen3.5 text model_type
     (spec/ninfer3.md §qwen35-config), or the multimodal wrapper's qwen3_5 / qwen3_5_moe."""
     try:
-        cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_regular(src / "config.json")  # never a FIFO's open (issue 35's hang)
+        cfg = strict_json(data.decode("utf-8")) if data is not None else None
+    except (OSError, ValueError, WeightfileError):
         return False
     if not isinstance(cfg, dict):
         return False

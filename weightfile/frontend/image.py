@@ -13,7 +13,16 @@ Two recipes (spec/models.md §qwen3-vl, "Image preprocessing" and "Where the boa
 
 It lives in `weightfile/frontend/` because it wraps Pillow rather than following a spec rule by
 rule. Refusals are typed: `frontend.image.unreadable`, `frontend.image.aspect`,
-`frontend.image.grid`.
+`frontend.image.grid`, `frontend.image.size`.
+
+An image file is untrusted input, so `load_image` opens only the formats in `FORMATS` (PNG, JPEG,
+WebP, GIF, BMP: what a prompt image is in practice, each decoded by Pillow's own code, never by
+an outside program — PostScript named `.png` is refused, not handed to Ghostscript), and refuses
+a picture of more than `max_image_pixels` pixels from its header, before any pixel is decoded
+(`frontend.image.size`; Pillow's own decompression-bomb error and warning are the same rule).
+The default, `MAX_IMAGE_PIXELS` = 2 · 4096², is twice the most pixels the processor keeps
+(`max_pixels`, 16,384 image tokens before merging): a larger picture is only downscaled, and
+decoding it would cost 4 bytes a pixel for nothing the model sees.
 """
 
 from __future__ import annotations
@@ -32,6 +41,12 @@ MAX_ASPECT = 200
 
 MODES = ("hf", "board")
 
+#: The formats `load_image` opens (Pillow's format names; module docstring).
+FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
+
+#: The default pixel bound of an image file, checked from its header (module docstring).
+MAX_IMAGE_PIXELS = 2 * 4096 * 4096
+
 
 @dataclass(frozen=True)
 class ImageSettings:
@@ -48,6 +63,8 @@ class ImageSettings:
     rescale_factor: float = 1 / 255
     #: board mode only: the most patches the engine takes (the file's vis_max_pos)
     max_patches: int = 2304
+    #: the most pixels an image file may declare; larger is refused before decoding
+    max_image_pixels: int = MAX_IMAGE_PIXELS
 
     @property
     def factor(self) -> int:
@@ -100,8 +117,11 @@ def smart_resize(
     return h_bar, w_bar
 
 
-def load_image(path: str | PathLike[str]):
-    """The picture at `path` as a Pillow image, decoded now; a typed error when it cannot be."""
+def load_image(path: str | PathLike[str], max_image_pixels: int = MAX_IMAGE_PIXELS):
+    """The picture at `path` as a Pillow image, decoded now; a typed error when it cannot be,
+    and `frontend.image.size` from the header alone when it is too large (module docstring)."""
+    import warnings
+
     from PIL import Image, UnidentifiedImageError
 
     p = Path(path)
@@ -112,10 +132,27 @@ def load_image(path: str | PathLike[str]):
     if not p.is_file():
         raise InvalidError("frontend.image.unreadable", f"{p}: no such image file", path=str(p))
     try:
-        with Image.open(p) as im:
-            im.load()
-            return im.copy()
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(p, formats=FORMATS) as im:
+                width, height = im.size
+                if width * height > max_image_pixels:
+                    raise InvalidError(
+                        "frontend.image.size",
+                        f"{p}: {width}x{height} is {width * height} pixels, more than the bound "
+                        f"of {max_image_pixels} (--max-image-pixels)",
+                        path=str(p),
+                    )
+                im.load()
+                return im.copy()
+    except InvalidError:  # ours (a ValueError), raised above
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise InvalidError(
+            "frontend.image.size", f"{p}: a decompression bomb ({exc})", path=str(p)
+        ) from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        # SyntaxError: how several Pillow plugins report a malformed header
         raise InvalidError(
             "frontend.image.unreadable", f"{p}: not a readable image ({exc})", path=str(p)
         ) from None
@@ -212,7 +249,7 @@ def preprocess(image, s: ImageSettings = ImageSettings(), mode: str = "hf") -> P
     if mode not in MODES:
         raise UnsupportedError("frontend.image.mode", f"unknown image preprocessing {mode!r}")
     if isinstance(image, (str, PathLike)):
-        image = load_image(image)
+        image = load_image(image, s.max_image_pixels)
     return preprocess_hf(image, s) if mode == "hf" else preprocess_board(image, s)
 
 
@@ -253,6 +290,7 @@ def image_prompt_ids(
     images: list[str | PathLike[str]],
     mode: str = "hf",
     pixels: tuple[int, int] = (65536, 16777216),
+    max_image_pixels: int = MAX_IMAGE_PIXELS,
 ) -> list[int]:
     """The prompt ids of `run`/`trace` with `--image`, each image's placeholder expanded to its
     token count as the Hugging Face processor does, and the prepared images attached to the
@@ -268,7 +306,10 @@ def image_prompt_ids(
 
     if not hasattr(s.model, "attach_images") or not s.arch.get("vis_depth"):
         raise InvalidError("frontend.image.count", f"{s.path.name} has no vision tower")
-    settings = settings_for(s.arch, ImageSettings(min_pixels=pixels[0], max_pixels=pixels[1]))
+    base = ImageSettings(
+        min_pixels=pixels[0], max_pixels=pixels[1], max_image_pixels=max_image_pixels
+    )
+    settings = settings_for(s.arch, base)
     prepared = [preprocess(p, settings, mode) for p in images]
     vocab = s.model.config.vocab_size
     if token_ids is not None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.convert.config_values import check_config_values
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, LM_HEAD
 from weightfile.ref.backend import Backend
 from weightfile.spec.errors import InvalidError, MalformedError, NotFoundError, UnsupportedError
@@ -186,6 +187,28 @@ def metadata(reader: Any) -> dict[str, Any]:
     return out
 
 
+#: transformers config key -> the GGUF metadata key (after "<arch>.") that gives it.
+GGUF_KEYS = {
+    "hidden_size": "embedding_length",
+    "intermediate_size": "feed_forward_length",
+    "num_hidden_layers": "block_count",
+    "num_attention_heads": "attention.head_count",
+}
+#: The same for keys with a default (None: derived from the others once they are checked).
+GGUF_OPTIONAL: dict[str, tuple[str, Any]] = {
+    "num_key_value_heads": ("attention.head_count_kv", None),
+    "head_dim": ("attention.key_length", None),
+    "rope_theta": ("rope.freq_base", 10000.0),
+    "rms_norm_eps": ("attention.layer_norm_rms_epsilon", 1e-6),
+    "max_position_embeddings": ("context_length", 8192),
+}
+GGUF_MOE_KEYS = {
+    "num_experts": "expert_count",
+    "num_experts_per_tok": "expert_used_count",
+    "moe_intermediate_size": "expert_feed_forward_length",
+}
+
+
 def hf_config(state: GGUFState, want: str = "qwen3") -> dict[str, Any]:
     """A transformers-style config.json of a qwen3 (or qwen3moe) GGUF file (llama.cpp's
     metadata keys); a qwen3moe file adds the expert sizes under the transformers names."""
@@ -204,33 +227,33 @@ def hf_config(state: GGUFState, want: str = "qwen3") -> dict[str, Any]:
 
     if EMBED not in state:
         raise NotFoundError("vqf.import.missing_tensor", "token_embd.weight is missing")
-    vocab, hidden = state.shape(EMBED)
-    heads = int(key("attention.head_count"))
-    return {
-        "model_type": "qwen3" if want == "qwen3" else "qwen3_moe",
-        "vocab_size": int(meta.get(f"{want}.vocab_size", vocab)),
-        "hidden_size": int(key("embedding_length")),
-        "intermediate_size": int(key("feed_forward_length")),
-        "num_hidden_layers": int(key("block_count")),
-        "num_attention_heads": heads,
-        "num_key_value_heads": int(key("attention.head_count_kv", heads)),
-        "head_dim": int(key("attention.key_length", hidden // heads)),
-        "rope_theta": float(key("rope.freq_base", 10000.0)),
-        "rms_norm_eps": float(key("attention.layer_norm_rms_epsilon", 1e-6)),
-        "max_position_embeddings": int(key("context_length", 8192)),
-        "bos_token_id": int(meta.get("tokenizer.ggml.bos_token_id", 0)),
-        "eos_token_id": int(meta.get("tokenizer.ggml.eos_token_id", 0)),
-        "tie_word_embeddings": LM_HEAD not in state,
-    } | (
-        {}
-        if want == "qwen3"
-        else {
-            "num_experts": int(key("expert_count")),
-            "num_experts_per_tok": int(key("expert_used_count")),
-            "moe_intermediate_size": int(key("expert_feed_forward_length")),
-            "norm_topk_prob": True,  # llama.cpp's qwen3moe always renormalises, as VQF v3
+    vocab, _ = state.shape(EMBED)
+    # the raw metadata values, checked by type and range before any arithmetic on them
+    raw = {name: key(gguf) for name, gguf in GGUF_KEYS.items()} | {
+        name: meta.get(f"{want}.{gguf}", default) for name, (gguf, default) in GGUF_OPTIONAL.items()
+    }
+    raw["vocab_size"] = meta.get(f"{want}.vocab_size", vocab)
+    raw["bos_token_id"] = meta.get("tokenizer.ggml.bos_token_id", 0)
+    raw["eos_token_id"] = meta.get("tokenizer.ggml.eos_token_id", 0)
+    if want != "qwen3":
+        raw |= {name: key(gguf) for name, gguf in GGUF_MOE_KEYS.items()}
+    names = {name: f"{want}.{gguf}" for name, gguf in GGUF_KEYS.items()}
+    names |= {name: f"{want}.{gguf}" for name, (gguf, _) in GGUF_OPTIONAL.items()}
+    names |= {name: f"{want}.{gguf}" for name, gguf in GGUF_MOE_KEYS.items()}
+    check_config_values(raw, "vqf.import.config", "GGUF metadata", names)
+    heads = raw["num_attention_heads"]
+    return (
+        raw
+        | {
+            "model_type": "qwen3" if want == "qwen3" else "qwen3_moe",
+            "num_key_value_heads": raw["num_key_value_heads"] or heads,
+            "head_dim": raw["head_dim"] or raw["hidden_size"] // heads,
+            "rope_theta": float(raw["rope_theta"]),
+            "rms_norm_eps": float(raw["rms_norm_eps"]),
+            "tie_word_embeddings": LM_HEAD not in state,
         }
-    )
+        | ({} if want == "qwen3" else {"norm_topk_prob": True})
+    )  # llama.cpp's qwen3moe renormalises
 
 
 def import_gguf(

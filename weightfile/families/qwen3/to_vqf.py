@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from weightfile.convert.checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from weightfile.convert.config_values import check_config_values
 from weightfile.convert.vqf_plan import VQFPlan, plan_flags
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
@@ -383,12 +384,20 @@ def read_config(src: Path) -> tuple[dict[str, Any], Qwen3Config]:
 def checked_config(cfg: Mapping[str, Any]) -> Qwen3Config:
     """The Qwen3Config of a config.json dict, refusing what VQF cannot hold (spec/vqf.md
     §arch-semantics)."""
+    check_config_values(cfg, "vqf.import.config")
     try:
         c = config_from_hf(cfg)
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidError(
             "vqf.import.config", f"not a Qwen3 config: {exc}", path="config.json"
         ) from None
+    if c.num_attention_heads % c.num_key_value_heads:
+        raise InvalidError(
+            "vqf.import.config",
+            f"{c.num_attention_heads} attention heads cannot share {c.num_key_value_heads} "
+            "key/value heads evenly",
+            path="config.json",
+        )
     if c.hidden_size % 32 or c.intermediate_size % 32 or c.q_dim % 32:
         raise UnsupportedError(
             "vqf.import.geometry", "hidden, intermediate and q sizes must be multiples of 32"
@@ -425,6 +434,7 @@ def import_checkpoint(
     check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg, _ = read_config(src)
+    chat_template(src, RULES)  # a template that is not text refuses before anything is written
     with Checkpoint(src, RULES) as checkpoint:
         checkpoint.require_float_dtypes()  # a tensor of another dtype refuses the checkpoint
         path = write_planned(
@@ -450,7 +460,7 @@ def write_sidecars(src: Path, path: Path) -> None:
     tok = src / "tokenizer.json"
     if tok.is_file():
         write_output(sidecar_path(path), tok.read_bytes(), overwrite=True)
-    template = chat_template(src)
+    template = chat_template(src, RULES)
     if template is not None:
         write_output(chat_template_path(path), template.encode("utf-8"), overwrite=True)
 

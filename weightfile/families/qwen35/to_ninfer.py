@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.checkpoint import Checkpoint, CheckpointRules, chat_template, read_json
+from weightfile.convert.checkpoint import (
+    Checkpoint,
+    CheckpointRules,
+    chat_template,
+    read_json,
+    read_regular,
+)
 from weightfile.families.qwen35 import hf_names as hf_names_qwen35
 from weightfile.families.qwen35.hf_names import (
     LM_HEAD,
@@ -83,9 +89,10 @@ def read_resources(folder: Path) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for role in TEXT_RESOURCE_ROLES:
         path = folder / role
-        if path.is_file():
-            data = path.read_bytes()
-        elif role == CHAT_TEMPLATE and (template := chat_template(folder)) is not None:
+        found = read_regular(path)
+        if found is not None:
+            data = found
+        elif role == CHAT_TEMPLATE and (template := chat_template(folder, RULES)) is not None:
             data = template.encode("utf-8")
         else:
             raise NotFoundError(
@@ -93,6 +100,12 @@ def read_resources(folder: Path) -> dict[str, bytes]:
             )
         if not data:
             raise InvalidError("qwen35.import.resource", f"{role} is empty", path=role)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidError(
+                "qwen35.import.resource", f"{role} is not UTF-8 text ({exc})", path=role
+            ) from None
         out[role] = data
     return out
 

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from weightfile.convert.checkpoint import Checkpoint, read_json
+from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
+from weightfile.convert.config_values import check_config_values
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from weightfile.families.qwen3.to_vqf import (
@@ -225,8 +226,10 @@ def import_qwen3_moe(
     check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
+    chat_template(src, RULES)  # a template that is not text refuses before anything is written
     refuse_inexpressible(cfg)
     ne, k, ie = moe_sizes(cfg)
+    check_config_values({"intermediate_size": ne * ie}, RULES.config, "num_experts x moe_ffn")
     try:
         c = config_from_hf({**cfg, "intermediate_size": ne * ie})
     except (KeyError, TypeError, ValueError) as exc:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.convert.checkpoint import Checkpoint, read_json
+from weightfile.convert.checkpoint import Checkpoint, chat_template, read_json
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.to_vqf import (
     LAYOUTS,
@@ -203,6 +203,7 @@ def import_vl_checkpoint(
     check_destinations(out, overwrite)  # before converting, not after
     src = Path(folder)
     cfg = read_json(src, "config.json", RULES)
+    chat_template(src, RULES)  # a template that is not text refuses before anything is written
     if not is_qwen3_vl(cfg):
         raise _config_error(f"model_type {cfg.get('model_type')!r}")
     merged, c = text_config(cfg)
