@@ -11,8 +11,9 @@ arrays, stored as the file stores them (the zero-centred norms keep w, and the m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,17 +104,24 @@ def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) 
 
 
 def weights_from_parameters(
-    config: Qwen35Config, params: Mapping[str, np.ndarray]
+    config: Qwen35Config,
+    params: Mapping[str, Any],
+    matrix: Callable[[Any], Any] | None = None,
+    embedding: Callable[[Any], Any] | None = None,
 ) -> Qwen35Weights:
     """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md
-    §qwen35-names)."""
+    §qwen35-names).
+
+    `matrix` and `embedding` turn a projection's and the token embedding's parameter into what
+    the model reads (default: `DenseMatrix` of float32 values, a float32 array); the fast family
+    (weightfile.fast.qwen35) passes its in-place matrices through them."""
     check_parameter_set(config, params)
 
     def f32(name: str) -> np.ndarray:
         return np.ascontiguousarray(params[name], dtype=np.float32)
 
     def mat(name: str) -> DenseMatrix:
-        return DenseMatrix(f32(name))
+        return DenseMatrix(f32(name)) if matrix is None else matrix(params[name])
 
     def ffn(p: str) -> FfnWeights:
         return FfnWeights(mat(p + "gate"), mat(p + "up"), mat(p + "down"))
@@ -147,8 +155,9 @@ def weights_from_parameters(
         layers.append(
             LayerWeights(f32(p + "input_norm"), mixer, f32(p + "post_attention_norm"), block)
         )
+    table = TEXT_PREFIX + "token_embedding"
     return Qwen35Weights(
-        f32(TEXT_PREFIX + "token_embedding"),
+        f32(table) if embedding is None else embedding(params[table]),
         tuple(layers),
         f32(TEXT_PREFIX + "final_norm"),
         mat(TEXT_PREFIX + "output_head"),

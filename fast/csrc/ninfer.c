@@ -1,0 +1,165 @@
+/* The `.ninfer` Qwen3.5 kernels (fast/qwen35): matrix products straight from the mapped payloads
+ * and the Gated DeltaNet recurrence of one token.
+ *
+ * Products: the reference decodes every weight to float32 (spec/ninfer3.md §grouped-formats,
+ * §contiguous, §fp8-row) and takes the spec/numerics.md §dot dot of each row with the activation
+ * (spec/models.md §qwen35-activations). Here one row at a time is decoded into a row buffer by the
+ * same one-rounding rules (w = f32(s32 × q) for the grouped and fp8 formats; bf16 words << 16; fp32
+ * words as they are), then dotted with every token by wf_dot_f32: the same values in the same
+ * order, so the same bits, and no float32 copy of a matrix. Rows are independent, so any thread
+ * split gives the same bits (spec/numerics.md §threads).
+ *
+ * Recurrence: spec/numerics.md §gdn-gates on every value head's state [dk, dv]: S ← S · decay;
+ * m_j = Σ_i S[i,j] k_i; δ_j = (v_j − m_j) · β; S ← S + k_i δ_j; o_j = Σ_i S[i,j] q_i, each sum in
+ * the spec/numerics.md §lanes8-tree order (term i into lane i mod 8 from +0.0, then the tree),
+ * kept for all j at once in eight lane rows so the inner loops run over j.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+/* Payload kinds of wf_nf_matrix (fast/qwen35/matrix.py NF_KINDS mirrors them). */
+enum { WF_NF_ROW_SPLIT = 0, WF_NF_BF16 = 1, WF_NF_FP32 = 2, WF_NF_FP8_ROW = 3 };
+
+/* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split (spec/ninfer3.md
+ * §row-split): per row `gpr` groups of `group` lanes, base plane fields of base_bits bits (lowest
+ * first), high plane fields of code_bits − 4 bits (shifted up by 4), one f16 scale word per group.
+ * fp8 row scale (spec/ninfer3.md §row-scale): byte codes row-major, one bf16 scale word per row, the
+ * code values in `lut` (256 floats). */
+typedef struct {
+    const uint8_t *data;
+    const float *lut;
+    int64_t row0, rows, cols;
+    int32_t kind, code_bits, group, base_bytes, high_bytes, base_bits;
+    int64_t gpr, high_offset, scale_offset;
+} wf_nf_matrix;
+
+static float f32_of_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* The b-bit lane word u of lane j in a plane group of `bits`-bit fields, lowest bits first. */
+static inline uint32_t field(const uint8_t *plane, int64_t j, int32_t bits) {
+    const int32_t per = 8 / bits;
+    return (uint32_t)(plane[j / per] >> (bits * (int32_t)(j % per))) & ((1u << bits) - 1u);
+}
+
+/* One row of a row-split object as float32: w = f32(s32 × q), q the two's-complement code. */
+static void row_split_values(const wf_nf_matrix *m, int64_t r, float *out) {
+    const float *f16 = wf_f16_table();
+    const int32_t b = m->code_bits, hb = b - 4, G = m->group;
+    const uint8_t *base = m->data + r * m->gpr * m->base_bytes;
+    const uint8_t *high = m->data + m->high_offset + r * m->gpr * m->high_bytes;
+    const uint8_t *scales = m->data + m->scale_offset + r * m->gpr * 2;
+    for (int64_t g = 0; g * G < m->cols; g++) {
+        const float s = f16[scales[2 * g] | (scales[2 * g + 1] << 8)];
+        const uint8_t *bp = base + g * m->base_bytes, *hp = high + g * m->high_bytes;
+        const int64_t n = m->cols - g * G < G ? m->cols - g * G : G;
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t u = field(bp, j, m->base_bits);
+            if (m->high_bytes) u |= field(hp, j, hb) << 4;
+            const int32_t q = u >= (1u << (b - 1)) ? (int32_t)u - (1 << b) : (int32_t)u;
+            out[g * G + j] = (float)q * s;
+        }
+    }
+}
+
+/* Row r (of the object) as float32, by the payload's kind. */
+static void nf_row_values(const wf_nf_matrix *m, int64_t r, float *out) {
+    const int64_t K = m->cols;
+    if (m->kind == WF_NF_FP32) {
+        memcpy(out, m->data + r * K * 4, (size_t)K * 4);
+    } else if (m->kind == WF_NF_BF16) {
+        const uint8_t *src = m->data + r * K * 2;
+        for (int64_t c = 0; c < K; c++)
+            out[c] = f32_of_bits((uint32_t)(src[2 * c] | (src[2 * c + 1] << 8)) << 16);
+    } else if (m->kind == WF_NF_FP8_ROW) {
+        const uint8_t *codes = m->data + r * K, *sw = m->data + m->scale_offset + 2 * r;
+        const float s = f32_of_bits((uint32_t)(sw[0] | (sw[1] << 8)) << 16);
+        for (int64_t c = 0; c < K; c++) out[c] = m->lut[codes[c]] * s;
+    } else {
+        row_split_values(m, r, out);
+    }
+}
+
+typedef struct {
+    const wf_nf_matrix *m;
+    const float *x; /* [T, cols] */
+    int64_t tokens, ldy;
+    float *y; /* y[t * ldy + r] */
+} nf_product;
+
+static void nf_rows(void *arg, int64_t r0, int64_t r1) {
+    const nf_product *p = arg;
+    const wf_nf_matrix *m = p->m;
+    float *row = malloc(sizeof(float) * (size_t)(m->cols ? m->cols : 1));
+    if (row == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
+    for (int64_t r = r0; r < r1; r++) {
+        nf_row_values(m, m->row0 + r, row);
+        for (int64_t t = 0; t < p->tokens; t++)
+            p->y[t * p->ldy + r] = wf_dot_f32(row, p->x + t * m->cols, m->cols);
+    }
+    free(row);
+}
+
+/* y[t * ldy + r] = Σ_c W[row0 + r, c] x[t, c] for r < rows, in the spec/numerics.md §dot order. */
+void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
+                  int32_t threads) {
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t r = 0; r < m->rows; r++) y[t * ldy + r] = NAN;
+    nf_product p = {m, x, tokens, ldy, y};
+    wf_parallel_for(m->rows, threads, nf_rows, &p);
+}
+
+/* acc[L * dv + j] (eight lane rows) ← the lanes of Σ_i S[i, j] w_i; out[j] ← the tree of them. */
+static void column_dots(const float *S, const float *w, int64_t dk, int64_t dv, float *acc,
+                        float *out) {
+    for (int64_t i = 0; i < WF_LANES * dv; i++) acc[i] = 0.0f;
+    for (int64_t i = 0; i < dk; i++) {
+        float *lane = acc + (i % WF_LANES) * dv;
+        const float *s = S + i * dv, wi = w[i];
+        for (int64_t j = 0; j < dv; j++) lane[j] = lane[j] + s[j] * wi;
+    }
+    for (int64_t j = 0; j < dv; j++) {
+        float l[WF_LANES];
+        for (int L = 0; L < WF_LANES; L++) l[L] = acc[L * dv + j];
+        out[j] = wf_combine_lanes(l);
+    }
+}
+
+/* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates). */
+static void delta_rule_head(float *S, const float *q, const float *k, const float *v, float decay,
+                            float beta, int64_t dk, int64_t dv, float *acc, float *m, float *o) {
+    for (int64_t i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
+    column_dots(S, k, dk, dv, acc, m);
+    for (int64_t j = 0; j < dv; j++) m[j] = (v[j] - m[j]) * beta; /* δ */
+    for (int64_t i = 0; i < dk; i++) {
+        float *s = S + i * dv;
+        const float ki = k[i];
+        for (int64_t j = 0; j < dv; j++) s[j] = s[j] + ki * m[j];
+    }
+    column_dots(S, q, dk, dv, acc, o);
+}
+
+/* One token through every value head: states [hv, dk, dv], q and k [hk, dk] (value head h reads
+ * key head h / (hv / hk)), v and out [hv, dv], decay and beta [hv]. Returns 0, or 1 when out of
+ * memory (then nothing was changed). */
+int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
+                    const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
+                    int64_t dv, float *out) {
+    float *acc = malloc(sizeof(float) * (size_t)((WF_LANES + 1) * dv + 1));
+    if (acc == NULL) return 1;
+    const int64_t per_key = hv / hk;
+    for (int64_t h = 0; h < hv; h++) {
+        const int64_t g = h / per_key;
+        delta_rule_head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h],
+                        beta[h], dk, dv, acc, acc + WF_LANES * dv, out + h * dv);
+    }
+    free(acc);
+    return 0;
+}
