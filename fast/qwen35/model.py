@@ -137,16 +137,26 @@ class FastQwen35Model:
         cache: FastQwen35Cache,
         position_ids: PositionIds | None = None,
         trace: TraceHook | None = None,
+        logits: str = "all",
     ) -> np.ndarray:
-        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
-        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+        """Run T tokens after the cache's contents; returns logits float32 [T, vocab], or with
+        logits="last" only the last token's [1, vocab] (see forward_batch)."""
+        return self.forward_batch([(token_ids, cache, position_ids)], trace, logits)[0]
 
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], FastQwen35Cache, PositionIds | None]],
         trace: TraceHook | None = None,
+        logits: str = "all",
     ) -> list[np.ndarray]:
-        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request.
+
+        logits="last" applies the final norm and the output head to each request's last token
+        only and returns its [1, vocab]: the same bits as that row of "all", since a token's row
+        does not depend on the other rows computed with it (spec/numerics.md §batch-invariance).
+        A traced forward computes (and traces) every row."""
+        if logits not in ("all", "last"):
+            raise ValueError(f'logits must be "all" or "last", not {logits!r}')
         tokens, pos, caches = gather_requests(requests)
         slots = [at for ids, c, _ in requests for at in range(c.length, c.length + len(ids))]
         for ids, cache, _ in requests:
@@ -167,13 +177,23 @@ class FastQwen35Model:
             else:
                 x = gdn_block(self, i, mixer, x, caches, layer_hook)
             x = ffn_block(self, i, lw.ffn, x, layer_hook)
-        n = rmsnorm(x, self.final_norm, self.eps)
+        last = logits == "last"
+        return self.head(x, requests, hook, last, only_last=last and trace is None)
+
+    def head(self, x: np.ndarray, requests, hook, last: bool, only_last: bool) -> list[np.ndarray]:
+        """The final norm and the output head (of each request's last row alone when
+        `only_last`); the logits split per request (their last rows when `last`); every cache
+        advanced by its request's tokens."""
+        ends = np.cumsum([len(ids) for ids, _, _ in requests])
+        n = rmsnorm(x[ends - 1] if only_last else x, self.final_norm, self.eps)
         hook(FINAL_NORM, n)
-        logits = self.weights.output_head.matmat(n, self.threads)
-        hook(LOGITS, logits)
-        out, at = [], 0
-        for ids, cache, _ in requests:
-            out.append(logits[at : at + len(ids)])
-            at += len(ids)
+        rows = self.weights.output_head.matmat(n, self.threads)
+        hook(LOGITS, rows)
+        out = []
+        for r, ((ids, cache, _), end) in enumerate(zip(requests, ends, strict=True)):
+            if only_last:
+                out.append(rows[r : r + 1])
+            else:
+                out.append(rows[end - 1 : end] if last else rows[end - len(ids) : end])
             cache.length += len(ids)
         return out

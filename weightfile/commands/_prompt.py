@@ -32,8 +32,7 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--engine", choices=ENGINES, default="ref",
-        help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits "
-        "(a .ninfer file runs the reference, with a note)",
+        help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits",
     )  # fmt: skip
     parser.add_argument(
         "--threads",
