@@ -2,7 +2,7 @@
  * and the Gated DeltaNet recurrence of one token.
  *
  * Products: the reference decodes every weight to float32 (spec/ninfer3.md §grouped-formats,
- * §contiguous, §fp8-row) and takes the spec/numerics.md §dot dot of each row with the activation
+ * spec/ninfer3.md §contiguous, spec/ninfer3.md §fp8-row) and takes the spec/numerics.md §dot dot of each row with the activation
  * (spec/models.md §qwen35-activations). Here one row at a time is decoded into a row buffer by the
  * same one-rounding rules (w = f32(s32 × q) for the grouped and fp8 formats; bf16 words << 16; fp32
  * words as they are), then dotted with every token by wf_dot_f32: the same values in the same
@@ -24,8 +24,8 @@
 /* Payload kinds of wf_nf_matrix (fast/qwen35/matrix.py NF_KINDS mirrors them). */
 enum { WF_NF_ROW_SPLIT = 0, WF_NF_BF16 = 1, WF_NF_FP32 = 2, WF_NF_FP8_ROW = 3 };
 
-/* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split (spec/ninfer3.md
- * §row-split): per row `gpr` groups of `group` lanes, base plane fields of base_bits bits (lowest
+/* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split
+ * (spec/ninfer3.md §row-split): per row `gpr` groups of `group` lanes, base plane fields of base_bits bits (lowest
  * first), high plane fields of code_bits − 4 bits (shifted up by 4), one f16 scale word per group.
  * fp8 row scale (spec/ninfer3.md §row-scale): byte codes row-major, one bf16 scale word per row, the
  * code values in `lut` (256 floats). */

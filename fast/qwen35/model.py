@@ -98,8 +98,8 @@ class FastQwen35Model:
             if has_attention
             else None
         )
-        # Zero-centred norms: the effective weight 1 + w, rounded once, at load (spec/models.md
-        # §qwen35-rmsnorm), as the reference does.
+        # Zero-centred norms: the effective weight 1 + w, rounded once, at load, as the
+        # reference does (spec/models.md §qwen35-rmsnorm).
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)
