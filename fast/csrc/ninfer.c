@@ -15,6 +15,7 @@
  * kept for all j at once in eight lane rows so the inner loops run over j.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,9 @@
 enum { WF_NF_ROW_SPLIT = 0, WF_NF_BF16 = 1, WF_NF_FP32 = 2, WF_NF_FP8_ROW = 3 };
 
 /* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split
- * (spec/ninfer3.md §row-split): per row `gpr` groups of `group` lanes, base plane fields of base_bits bits (lowest
- * first), high plane fields of code_bits − 4 bits (shifted up by 4), one f16 scale word per group.
+ * (spec/ninfer3.md §row-split): per row `gpr` groups of `group` lanes, base plane fields of
+ * base_bits bits (lowest first), high plane fields of code_bits − 4 bits (shifted up by 4), one
+ * f16 scale word per group.
  * fp8 row scale (spec/ninfer3.md §row-scale): byte codes row-major, one bf16 scale word per row, the
  * code values in `lut` (256 floats). */
 typedef struct {
@@ -43,29 +45,82 @@ static float f32_of_bits(uint32_t b) {
     return f;
 }
 
-/* The b-bit lane word u of lane j in a plane group of `bits`-bit fields, lowest bits first. */
-static inline uint32_t field(const uint8_t *plane, int64_t j, int32_t bits) {
-    const int32_t per = 8 / bits;
-    return (uint32_t)(plane[j / per] >> (bits * (int32_t)(j % per))) & ((1u << bits) - 1u);
+/* Two's complement of a b-bit word u, branch-free: (u XOR 2^(b−1)) − 2^(b−1). */
+#define SIGNED(u, b) ((int32_t)((u) ^ (1u << ((b) - 1))) - (1 << ((b) - 1)))
+
+/* Lane j's word: its base field (4 bits, two a byte, low nibble first) and, for q5 / q6, its
+ * high field (hb bits, 8 / hb a byte, lowest first) shifted up by 4. */
+static inline uint32_t lane_word(const uint8_t *bp, const uint8_t *hp, int64_t j, int32_t hb) {
+    const uint32_t lo = (bp[j / 2] >> (4 * (j % 2))) & 15u;
+    if (hb == 0) return lo;
+    const int32_t per = 8 / hb;
+    return lo | (((uint32_t)(hp[j / per] >> (hb * (j % per))) & ((1u << hb) - 1u)) << 4);
 }
 
-/* One row of a row-split object as float32: w = f32(s32 × q), q the two's-complement code. */
+/* Per byte value: the signed nibble codes of q4's two lanes, and the high parts 16·SIGNED(h)
+ * of q5's eight / q6's four lanes (with lo the unsigned base nibble, SIGNED(lo | h << 4) =
+ * lo + 16·SIGNED(h): the top bit of the word is the top bit of h). Built once. */
+static float q4_pair[256][2];
+static int32_t q5_high[256][8], q6_high[256][4];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void) {
+    for (uint32_t v = 0; v < 256; v++) {
+        q4_pair[v][0] = (float)SIGNED(v & 15u, 4);
+        q4_pair[v][1] = (float)SIGNED(v >> 4, 4);
+        for (int32_t i = 0; i < 8; i++) q5_high[v][i] = 16 * SIGNED((v >> i) & 1u, 1);
+        for (int32_t i = 0; i < 4; i++) q6_high[v][i] = 16 * SIGNED((v >> (2 * i)) & 3u, 2);
+    }
+}
+
+/* q4/q5/q6 lanes [0, n): whole 8-lane chunks by the tables, then the tail lane by lane. */
+static void nibble_group(const uint8_t *bp, const uint8_t *hp, int32_t b, float s, int64_t n,
+                         float *out) {
+    int64_t j = 0;
+    for (; b == 4 && j + 2 <= n; j += 2) {
+        const float *pair = q4_pair[bp[j / 2]];
+        out[j] = pair[0] * s;
+        out[j + 1] = pair[1] * s;
+    }
+    for (; b == 5 && j + 8 <= n; j += 8) {
+        const int32_t *h = q5_high[hp[j / 8]];
+        for (int32_t i = 0; i < 8; i++)
+            out[j + i] = (float)((int32_t)((bp[(j + i) / 2] >> (4 * (i % 2))) & 15u) + h[i]) * s;
+    }
+    for (; b == 6 && j + 4 <= n; j += 4) {
+        const int32_t *h = q6_high[hp[j / 4]];
+        for (int32_t i = 0; i < 4; i++)
+            out[j + i] = (float)((int32_t)((bp[(j + i) / 2] >> (4 * (i % 2))) & 15u) + h[i]) * s;
+    }
+    for (; j < n; j++) out[j] = (float)SIGNED(lane_word(bp, hp, j, b - 4), b) * s;
+}
+
+/* One group of n ≤ G lanes as w_j = f32(s × q_j) (spec/ninfer3.md §grouped-formats): q8 base
+ * bytes are the codes; t2 has four 2-bit fields a byte; q4/q5/q6 as `nibble_group`. */
+static void group_values(const wf_nf_matrix *m, const uint8_t *bp, const uint8_t *hp, float s,
+                         int64_t n, float *out) {
+    const int32_t b = m->code_bits;
+    if (b == 8) {
+        for (int64_t j = 0; j < n; j++) out[j] = (float)(int8_t)bp[j] * s;
+    } else if (b == 2) {
+        for (int64_t j = 0; j < n; j++)
+            out[j] = (float)SIGNED((bp[j / 4] >> (2 * (j % 4))) & 3u, 2) * s;
+    } else {
+        nibble_group(bp, hp, b, s, n, out);
+    }
+}
+
+/* One row of a row-split object as float32. */
 static void row_split_values(const wf_nf_matrix *m, int64_t r, float *out) {
     const float *f16 = wf_f16_table();
-    const int32_t b = m->code_bits, hb = b - 4, G = m->group;
+    const int32_t G = m->group;
     const uint8_t *base = m->data + r * m->gpr * m->base_bytes;
     const uint8_t *high = m->data + m->high_offset + r * m->gpr * m->high_bytes;
     const uint8_t *scales = m->data + m->scale_offset + r * m->gpr * 2;
     for (int64_t g = 0; g * G < m->cols; g++) {
         const float s = f16[scales[2 * g] | (scales[2 * g + 1] << 8)];
-        const uint8_t *bp = base + g * m->base_bytes, *hp = high + g * m->high_bytes;
         const int64_t n = m->cols - g * G < G ? m->cols - g * G : G;
-        for (int64_t j = 0; j < n; j++) {
-            uint32_t u = field(bp, j, m->base_bits);
-            if (m->high_bytes) u |= field(hp, j, hb) << 4;
-            const int32_t q = u >= (1u << (b - 1)) ? (int32_t)u - (1 << b) : (int32_t)u;
-            out[g * G + j] = (float)q * s;
-        }
+        group_values(m, base + g * m->base_bytes, high + g * m->high_bytes, s, n, out + g * G);
     }
 }
 
@@ -96,6 +151,7 @@ typedef struct {
 
 static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const nf_product *p = arg;
+    pthread_once(&tables_once, build_tables);
     const wf_nf_matrix *m = p->m;
     float *row = malloc(sizeof(float) * (size_t)(m->cols ? m->cols : 1));
     if (row == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
