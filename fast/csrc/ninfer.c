@@ -22,23 +22,6 @@
 
 #include "wf_kernels.h"
 
-/* Payload kinds of wf_nf_matrix (fast/qwen35/matrix.py NF_KINDS mirrors them). */
-enum { WF_NF_ROW_SPLIT = 0, WF_NF_BF16 = 1, WF_NF_FP32 = 2, WF_NF_FP8_ROW = 3 };
-
-/* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split
- * (spec/ninfer3.md §row-split): per row `gpr` groups of `group` lanes, base plane fields of
- * base_bits bits (lowest first), high plane fields of code_bits − 4 bits (shifted up by 4), one
- * f16 scale word per group.
- * fp8 row scale (spec/ninfer3.md §row-scale): byte codes row-major, one bf16 scale word per row, the
- * code values in `lut` (256 floats). */
-typedef struct {
-    const uint8_t *data;
-    const float *lut;
-    int64_t row0, rows, cols;
-    int32_t kind, code_bits, group, base_bytes, high_bytes, base_bits;
-    int64_t gpr, high_offset, scale_offset;
-} wf_nf_matrix;
-
 static float f32_of_bits(uint32_t b) {
     float f;
     memcpy(&f, &b, 4);

@@ -106,9 +106,10 @@ def test_wf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
 
 
 def test_wf_nf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
-    """_native.WfNfMatrix declares ninfer.c's wf_nf_matrix field for field (names, types, order)."""
-    text = (CSRC / "ninfer.c").read_text()
-    body = re.search(r"typedef struct \{(.*?)\} wf_nf_matrix;", text, flags=re.S)
+    """_native.WfNfMatrix declares wf_kernels.h's wf_nf_matrix field for field (names, types,
+    order)."""
+    text = (CSRC / "wf_kernels.h").read_text()
+    body = re.search(r"typedef struct \{([^}]*)\} wf_nf_matrix;", text)
     assert body is not None
     types = {**C_TYPES, "const float *": ctypes.c_void_p}
     fields: list[tuple[str, type]] = []
@@ -120,6 +121,6 @@ def test_wf_nf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
 
 
 def test_ninfer_kinds_are_the_c_kind_enum() -> None:
-    """fast/qwen35/matrix.NF_KINDS == ninfer.c WF_NF_*: the row decoder branches on them."""
-    c = with_prefix(c_enums("ninfer.c"), "WF_NF_")
+    """fast/qwen35/matrix.NF_KINDS == wf_kernels.h WF_NF_*: the row decoder branches on them."""
+    c = with_prefix(c_enums("wf_kernels.h"), "WF_NF_")
     assert {name.upper(): code for name, code in NF_KINDS.items()} == c
