@@ -5,7 +5,8 @@ properties (spec/ninfer3.md §qwen35-names, §binding, §formats).
 (bf16, fp32, q4/q5/q6/q8 row split, t2 row split from drawn codes, fp8 row scale: mixed per
 parameter as the official recipes write them), whether the fusion groups share one parent bound
 by parts, one volume or several (a small volume limit), and hard values: subnormal or huge
-embeddings, router rows tied exactly, extreme GDN gates, norms that zero a vector.
+embeddings, router rows tied exactly, extreme GDN gates, norms that zero a vector; and an nvfp4
+output head (hidden 64, vocab 128), which the fast binder decodes to float32 rows.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Qwen35Spec:
     fused: bool
     limit: int | None
     hard: tuple[str, ...]
+    nvfp4_head: bool = False  # the output head in nvfp4 (hidden 64, vocab 128: its tile sizes)
 
 
 def t2_payload(values: np.ndarray, shape: tuple[int, int]) -> bytes:
@@ -73,11 +75,26 @@ def t2_payload(values: np.ndarray, shape: tuple[int, int]) -> bytes:
     return get_codec("t2_g128_fp16", "row_split_k128_v1").encode_words(words, shape)
 
 
+def nvfp4_payload(values: np.ndarray, shape: tuple[int, int]) -> bytes:
+    """nvfp4 has no encoder: e2m1 codes and e4m3fn block scales drawn from the values' seed-like
+    bits (spec/ninfer3.md §nvfp4), divisor 1.0."""
+    rng = np.random.default_rng(int(values.view(np.uint32).sum()) % 2**32)
+    n, k = shape
+    words = {
+        "codes": rng.integers(0, 16, (n, k)).astype(np.uint8),
+        "scales": rng.integers(0x28, 0x40, (n, k // 16)).astype(np.uint8),
+        "divisor": np.uint32(0x3F800000),
+    }
+    return get_codec("nvfp4", "block_scale_k16_m128x4_v1").encode_words(words, shape)
+
+
 def add_matrix(tf: TextFile, object_id: str, values: np.ndarray, fmt: tuple[str, str]) -> None:
     shape = tuple(int(d) for d in values.shape)
     tf.objects.append(TensorSpec(object_id, shape, *fmt))
     if fmt[0] == "t2_g128_fp16":
         tf.data[object_id] = t2_payload(values.astype(np.float32), shape)
+    elif fmt[0] == "nvfp4":
+        tf.data[object_id] = nvfp4_payload(values.astype(np.float32), shape)
     else:
         tf.data[object_id] = get_codec(*fmt).encode(values.astype(np.float32), shape)
 
@@ -113,6 +130,8 @@ def build(spec: Qwen35Spec) -> TextFile:
             fmt = (
                 next(formats) if p.direct_format is None else (p.direct_format, "contiguous_le_v1")
             )
+            if spec.nvfp4_head and p.name == "text/output_head":  # decoded, then an fp32 segment
+                fmt = ("nvfp4", "block_scale_k16_m128x4_v1")
             add_matrix(tf, f"w.{p.name}", params[p.name], fmt)
             tf.bindings[p.name] = {"object": f"w.{p.name}"}
         for consumed in p.inputs:
@@ -169,10 +188,13 @@ def qwen35_specs(draw: st.DrawFn) -> Qwen35Spec:
     doc["layer_types"] = draw(st.sampled_from(LAYER_PATTERNS))
     doc["num_hidden_layers"] = len(doc["layer_types"])
     doc["tie_word_embeddings"] = False
+    nvfp4_head = draw(st.booleans())
+    if nvfp4_head:
+        doc["hidden_size"], doc["vocab_size"] = 64, 128
     config = validate_text_config(doc)
     params = random_parameters(config, draw(st.integers(0, 2**16)))
     hard = tuple(draw(st.lists(st.sampled_from(HARD), max_size=2, unique=True)))
     harden(params, hard)
     formats = tuple(draw(st.lists(st.sampled_from(MATRIX_FORMATS), min_size=1, max_size=6)))
     limit = draw(st.sampled_from([None, 16_384]))
-    return Qwen35Spec(config, params, formats, draw(st.booleans()), limit, hard)
+    return Qwen35Spec(config, params, formats, draw(st.booleans()), limit, hard, nvfp4_head)
