@@ -17,6 +17,7 @@ from weightfile.fast.layers.swiglu import swiglu
 from weightfile.ref.layers.moe import route
 from weightfile.ref.layers.trace import emit
 from weightfile.ref.qwen35.trace import DENSE_OPS, MOE_OPS
+from weightfile.ref.qwen35.weights import MoeWeights
 
 from .ops import rmsnorm, sigmoid
 
@@ -45,7 +46,7 @@ def routed(model, w, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def ffn_block(model, i: int, w, h: np.ndarray, hook) -> np.ndarray:
     """out = h + FFN(zero-centred RMSNorm(h)) for every token of the call."""
     n = rmsnorm(h, model.post_norms[i], model.eps)
-    if hasattr(w, "router"):
+    if isinstance(w, MoeWeights):
         logits, moe = routed(model, w, n)
         shared = swiglu_ffn(w.shared, n, model.threads)[3]
         score = sigmoid(w.shared_score.matmat(n, model.threads))  # [T, 1]
