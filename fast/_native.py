@@ -246,6 +246,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     _declare_forward(lib, i64, i32)
     _declare_layers(lib, i64, i32)
     _declare_vision(lib, i64, i32)
+    _declare_ninfer(lib, i64, i32)
 
 
 class WfMatrix(ctypes.Structure):
@@ -352,6 +353,40 @@ def _declare_vision(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # q, k, v f32 [T, heads*head_dim], T, heads, head_dim, seg_of, seg_len i64 [T], out, threads
     lib.wf_attend_segments.argtypes = (p, p, p, i64, i64, i64, p, p, p, i32)
     lib.wf_attend_segments.restype = None
+
+
+class WfNfMatrix(ctypes.Structure):
+    """`wf_nf_matrix` of fast/csrc/ninfer.c: rows [row0, row0 + rows) of one `.ninfer` object in
+    its payload encoding."""
+
+    _fields_ = (
+        ("data", ctypes.c_void_p),
+        ("lut", ctypes.c_void_p),
+        ("row0", ctypes.c_int64),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("kind", ctypes.c_int32),
+        ("code_bits", ctypes.c_int32),
+        ("group", ctypes.c_int32),
+        ("base_bytes", ctypes.c_int32),
+        ("high_bytes", ctypes.c_int32),
+        ("base_bits", ctypes.c_int32),
+        ("gpr", ctypes.c_int64),
+        ("high_offset", ctypes.c_int64),
+        ("scale_offset", ctypes.c_int64),
+    )
+
+
+def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
+    """The `.ninfer` Qwen3.5 kernels of ninfer.c, passed addresses as `_declare_forward`'s are."""
+    p = ctypes.c_void_p
+    # matrix (wf_nf_matrix), x f32 [T, cols], T, y f32 (row stride ldy), ldy, threads
+    lib.wf_nf_matmat.argtypes = (p, p, i64, p, i64, i32)
+    lib.wf_nf_matmat.restype = None
+    # states f32 [hv, dk, dv], q, k f32 [hk, dk], v f32 [hv, dv], decay, beta f32 [hv], hv, hk,
+    # dk, dv, out f32 [hv, dv]; returns 0 (1: out of memory, nothing changed)
+    lib.wf_gdn_step.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, p)
+    lib.wf_gdn_step.restype = i32
 
 
 def address(a: np.ndarray) -> int:

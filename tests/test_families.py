@@ -240,7 +240,7 @@ def test_every_closed_set_ninfer_architecture_has_a_row():
 def test_a_ninfer_text_config_picks_qwen35(path):
     with open_artifact(path) as nf:
         family = families.ninfer_family(nf)
-        assert family.name == "qwen35" and not family.has_fast
+        assert family.name == "qwen35" and family.has_fast
         model = family.reference_model(nf)
     names = family.trace_names(model.config)
     assert names[0] == "embed" and names[-2:] == ["final_norm", "logits"]

@@ -108,4 +108,29 @@ void wf_attend_segments(const float *q, const float *k, const float *v, int64_t 
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads);
 
+/* ninfer.c: payload kinds of wf_nf_matrix (fast/qwen35/matrix.py NF_KINDS mirrors them). */
+enum { WF_NF_ROW_SPLIT = 0, WF_NF_BF16 = 1, WF_NF_FP32 = 2, WF_NF_FP8_ROW = 3 };
+
+/* Rows [row0, row0 + rows) of one `.ninfer` object [N, cols]. Row split
+ * (spec/ninfer3.md §row-split): per row `gpr` groups of `group` lanes, base plane fields of
+ * base_bits bits (lowest first), high plane fields of code_bits − 4 bits (shifted up by 4), one
+ * f16 scale word per group.
+ * fp8 row scale (spec/ninfer3.md §row-scale): byte codes row-major, one bf16 scale word per row, the
+ * code values in `lut` (256 floats). */
+typedef struct {
+    const uint8_t *data;
+    const float *lut;
+    int64_t row0, rows, cols;
+    int32_t kind, code_bits, group, base_bytes, high_bytes, base_bits;
+    int64_t gpr, high_offset, scale_offset;
+} wf_nf_matrix;
+
+/* ninfer.c: y[t * ldy + r] = the spec/numerics.md §dot of decoded row row0 + r with x[t]; the
+ * delta rule of one token over every value head (spec/numerics.md §gdn-gates). */
+void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
+                  int32_t threads);
+int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
+                    const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
+                    int64_t dv, float *out);
+
 #endif

@@ -13,8 +13,9 @@ values: the model computes W · H(x) (spec/ninfer3.md §use, spec/numerics.md §
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -109,11 +110,19 @@ def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) 
 
 def weights_from_parameters(
     config: Qwen35Config,
-    params: Mapping[str, np.ndarray],
+    params: Mapping[str, Any],
     signs: Mapping[str, np.ndarray] | None = None,
+    matrix: Callable[[Any], Any] | None = None,
+    embedding: Callable[[Any], Any] | None = None,
+    rotated: Callable[[Any, np.ndarray], Any] | None = None,
 ) -> Qwen35Weights:
     """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md
-    §qwen35-names); `signs` maps a projection's name to the ±1 hadamard_signs of its Use."""
+    §qwen35-names); `signs` maps a projection's name to the ±1 hadamard_signs of its Use.
+
+    `matrix` and `embedding` turn a projection's and the token embedding's parameter into what
+    the model reads (default: `DenseMatrix` of float32 values, a float32 array), and `rotated`
+    a projection and its signs into a Hadamard-input product (default: `HadamardMatrix`); the
+    fast family (weightfile.fast.qwen35) passes its in-place matrices through them."""
     check_parameter_set(config, params)
     signs = signs or {}
 
@@ -121,9 +130,10 @@ def weights_from_parameters(
         return np.ascontiguousarray(params[name], dtype=np.float32)
 
     def mat(name: str) -> Linear:
-        m = DenseMatrix(f32(name))
+        m = DenseMatrix(f32(name)) if matrix is None else matrix(params[name])
         if name in signs:
-            return HadamardMatrix(m, np.asarray(signs[name], dtype=np.int8))
+            s = np.asarray(signs[name], dtype=np.int8)
+            return HadamardMatrix(m, s) if rotated is None else rotated(m, s)
         return m
 
     def ffn(p: str) -> FfnWeights:
@@ -158,8 +168,9 @@ def weights_from_parameters(
         layers.append(
             LayerWeights(f32(p + "input_norm"), mixer, f32(p + "post_attention_norm"), block)
         )
+    table = TEXT_PREFIX + "token_embedding"
     return Qwen35Weights(
-        f32(TEXT_PREFIX + "token_embedding"),
+        f32(table) if embedding is None else embedding(params[table]),
         tuple(layers),
         f32(TEXT_PREFIX + "final_norm"),
         mat(TEXT_PREFIX + "output_head"),

@@ -76,3 +76,28 @@ def test_verify_lists_every_directory_violation_as_the_api_does(tmp_path, capsys
     )
     assert "uses[0].activation_policy" in lines[2] and "[ninfer3.uses.policy]" in lines[2]
     assert "3 violation(s)" in captured.err
+
+
+def test_run_and_trace_engine_fast_on_ninfer_give_refs_output_and_no_note(tmp_path, capsys):
+    """`run` / `trace --engine fast` on a .ninfer file run weightfile.fast.qwen35 (issue 28): the
+    reference's tokens and trace bits, and no fallback note on stderr."""
+    import numpy as np
+
+    from weightfile.conformance.generate import CORPUS_DIR
+
+    model = CORPUS_DIR / "ninfer3/v2/model/qwen35/moe-q8-fused/model.ninfer"
+    outs, traces = {}, {}
+    for engine in ("ref", "fast"):
+        argv = ["run", str(model), "--token-ids", "3,14,15", "--max-tokens", "3"]
+        assert main([*argv, "--engine", engine, "--threads", "2"]) == 0
+        outs[engine], err = capsys.readouterr()
+        assert "note" not in err
+        npz = tmp_path / f"{engine}.npz"
+        trace = ["trace", str(model), "--token-ids", "3,14,15", "--out", str(npz)]
+        assert main([*trace, "--engine", engine]) == 0
+        assert "note" not in capsys.readouterr().err
+        traces[engine] = dict(np.load(npz))
+    assert outs["fast"] == outs["ref"] and outs["ref"].strip()
+    assert traces["fast"].keys() == traces["ref"].keys()
+    for name, want in traces["ref"].items():
+        assert np.array_equal(traces["fast"][name].view(np.uint8), want.view(np.uint8)), name

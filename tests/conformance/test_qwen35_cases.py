@@ -106,50 +106,48 @@ def test_the_quantised_case_binds_fused_parents_by_parts():
     assert len(parts) >= 10
 
 
-def test_fast_binds_with_the_fast_codecs_and_a_wrong_decode_fails(monkeypatch):
-    """`fast` answers ninfer3-model through weightfile.fast's get_codec: a decoder that is off
-    by one ulp in one element makes every accepted Qwen3.5 case fail."""
-    import weightfile.fast.codecs.ninfer3.codec as fast_codec
+def test_fast_answers_with_the_fast_family_and_a_wrong_product_fails(monkeypatch):
+    """`fast` answers ninfer3-model with weightfile.fast.qwen35: its products run (the spy sees
+    them), and a product that is off by one ulp in one element makes every accepted Qwen3.5
+    case fail, while the rejected files are still rejected by the fast binder."""
+    from weightfile.fast.qwen35.matrix import NfMatrix
 
-    real = fast_codec.get_codec
-    calls: list[tuple[str, str]] = []
+    real = NfMatrix.matmat
+    calls: list[tuple[int, int]] = []
 
-    class OffByOneUlp:
-        def __init__(self, inner):
-            self.inner = inner
+    def spy(self, x, threads=1):
+        calls.append(self.shape)
+        return real(self, x, threads)
 
-        def decode(self, payload, shape):
-            out = np.array(self.inner.decode(payload, shape), dtype=np.float32)
-            out.reshape(-1).view(np.uint32)[0] ^= 1
-            return out
-
-    def spy(fmt, layout):
-        calls.append((fmt, layout))
-        return real(fmt, layout)
-
-    monkeypatch.setattr(fast_codec, "get_codec", spy)
+    monkeypatch.setattr(NfMatrix, "matmat", spy)
     results = run_corpus(builtin_implementation("fast"), pattern="ninfer3/*/model/qwen35/*")
     assert len(results) == len(VALID) + len(REJECTED) and all(r.passed for r in results)
-    assert ("q4_g64_fp16", "row_split_k128_v1") in calls
-    monkeypatch.setattr(fast_codec, "get_codec", lambda f, lay: OffByOneUlp(real(f, lay)))
+    assert calls
+
+    def off_by_one_ulp(self, x, threads=1):
+        out = real(self, x, threads)
+        out.reshape(-1).view(np.uint32)[0] ^= 1
+        return out
+
+    monkeypatch.setattr(NfMatrix, "matmat", off_by_one_ulp)
     results = run_corpus(builtin_implementation("fast"), pattern="ninfer3/*/model/qwen35/[dmw]*")
     assert len(results) == len(VALID) and not any(r.passed for r in results)
 
 
-def test_fast_says_it_uses_the_reference_forward_pass(capsys, monkeypatch):
+def test_fast_notes_no_reference_stand_in_for_ninfer3_models(capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["adapter"])
     assert adapter_main(["--engine", "fast", "kinds"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "ninfer3-model" in doc["kinds"]
-    assert "reference" in doc["notes"]["ninfer3-model"]
+    assert "ninfer3-model" not in doc.get("notes", {})
 
 
-def test_the_run_command_prints_the_fast_note_on_stderr_only(capsys):
+def test_the_run_command_prints_no_fallback_note(capsys):
     from weightfile.cli import main
 
     assert main(["conformance", "run", "--builtin", "fast", "--run", "*/qwen35/dense-bf16"]) == 0
     out, err = capsys.readouterr()
-    assert err.startswith("note: ninfer3-model: fast codecs bind the weights")
+    assert "ninfer3-model" not in err and "reference" not in err
     assert out.splitlines()[0].startswith("PASS ninfer3/v1/model/qwen35/dense-bf16")
 
 

@@ -14,9 +14,10 @@ import re
 
 import pytest
 
-from weightfile.fast._native import CSRC, WfMatrix
+from weightfile.fast._native import CSRC, WfMatrix, WfNfMatrix
 from weightfile.fast.codecs.vqf._native import MODES
 from weightfile.fast.numerics.matrix import KINDS, QUANTIZED
+from weightfile.fast.qwen35.matrix import NF_KINDS
 from weightfile.spec.codecs.vqf.blocks import QK, block_q4_0, block_q8_0
 from weightfile.spec.codecs.vqf.registry import CODECS
 from weightfile.spec.numerics.constants import QBLOCK, SUM_LANES
@@ -102,3 +103,24 @@ def test_wf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
         if m:
             fields += [(n.strip(), C_TYPES[m.group(1).strip()]) for n in m.group(2).split(",")]
     assert fields == list(WfMatrix._fields_)
+
+
+def test_wf_nf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
+    """_native.WfNfMatrix declares wf_kernels.h's wf_nf_matrix field for field (names, types,
+    order)."""
+    text = (CSRC / "wf_kernels.h").read_text()
+    body = re.search(r"typedef struct \{([^}]*)\} wf_nf_matrix;", text)
+    assert body is not None
+    types = {**C_TYPES, "const float *": ctypes.c_void_p}
+    fields: list[tuple[str, type]] = []
+    for decl in body.group(1).split(";"):
+        m = re.match(r"\s*(const uint8_t \*|const float \*|int64_t|int32_t)\s*(.+)", decl.strip())
+        if m:
+            fields += [(n.strip(), types[m.group(1).strip()]) for n in m.group(2).split(",")]
+    assert fields == list(WfNfMatrix._fields_)
+
+
+def test_ninfer_kinds_are_the_c_kind_enum() -> None:
+    """fast/qwen35/matrix.NF_KINDS == wf_kernels.h WF_NF_*: the row decoder branches on them."""
+    c = with_prefix(c_enums("wf_kernels.h"), "WF_NF_")
+    assert {name.upper(): code for name, code in NF_KINDS.items()} == c

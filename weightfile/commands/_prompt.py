@@ -33,8 +33,8 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", choices=ENGINES, default="fast",
         help="fast: C kernels on the mapped weights (the reference, with a note, where no C "
-        "compiler exists and for a .ninfer file); ref: the readable reference decoder, the same "
-        "bits, minutes per token at real sizes (a note estimates it) (default: fast)",
+        "compiler exists); ref: the readable reference decoder, the same bits, minutes per token "
+        "at real sizes (a note estimates it) (default: fast)",
     )  # fmt: skip
     parser.add_argument(
         "--threads",

@@ -320,6 +320,7 @@ ROWS: tuple[Family, ...] = (
         architectures=(DENSE_ARCHITECTURE, MOE_ARCHITECTURE),
         binder="weightfile.ref.qwen35.bind:bind_ninfer",
         reference="weightfile.ref.qwen35.model:Qwen35Model",
+        fast="weightfile.fast.qwen35:open_model",
         trace="weightfile.ref.qwen35.trace:names_for",
         # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
         importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
@@ -330,7 +331,6 @@ ROWS: tuple[Family, ...] = (
                 "model",
                 source="weightfile.families.qwen35.conformance:valid_cases",
                 answer="weightfile.families.qwen35.conformance:case_answer",
-                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
             Builder(
                 "ninfer3",
@@ -338,7 +338,6 @@ ROWS: tuple[Family, ...] = (
                 "model",
                 source="weightfile.families.qwen35.conformance:invalid_cases",
                 answer="weightfile.families.qwen35.conformance:case_answer",
-                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
             # with a tokenizer the installed `tokenizers` accepts (CHANGELOG.md, "ninfer3 v2")
             Builder(
@@ -347,7 +346,6 @@ ROWS: tuple[Family, ...] = (
                 "model",
                 source="weightfile.families.qwen35.conformance:valid_cases_v2",
                 answer="weightfile.families.qwen35.conformance:case_answer",
-                note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
         ),
     ),

@@ -43,7 +43,7 @@ def load_session(
     container = sniff(path)
     row.require_container(container)
     if container == NINFER:
-        return load_ninfer_session(path, tokenizer, need_tokenizer, backend, row)
+        return load_ninfer_session(path, tokenizer, need_tokenizer, backend, row, threads)
     return load_vqf_session(path, tokenizer, need_tokenizer, backend, threads, passphrase, row)
 
 

@@ -1,6 +1,6 @@
-"""A `weightfile run` / `trace` session on a `.ninfer` file: the reference model of the file's
-family (weightfile.families) under the profile (weightfile.profiles), and the frontend from the
-file's own resources (spec/ninfer3.md §qwen35-names). `dispatch.load_session` calls it."""
+"""A `weightfile run` / `trace` session on a `.ninfer` file: the reference or fast model of the
+file's family (weightfile.families) under the profile (weightfile.profiles), and the frontend from
+the file's own resources (spec/ninfer3.md §qwen35-names). `dispatch.load_session` calls it."""
 
 from __future__ import annotations
 
@@ -25,26 +25,36 @@ def load_ninfer_session(
     need_tokenizer: bool,
     backend: Backend = REFERENCE,
     profile: Profile = CANONICAL,
+    threads: int = 1,
 ) -> Session:
     """Bind the file's text component; its tokenizer, template and EOS ids come from its
     resources, and `tokenizer` (a tokenizer.json path) overrides the embedded one.
 
-    The objects are decoded by the fast codecs, which give the reference codecs' bits
-    (tests/differential), so only the forward pass is the slow, readable one.
+    Engine fast: the family's fast model reads the mapped payloads, so the file stays open as
+    the session's source. Engine ref: the objects are decoded by the fast codecs, which give the
+    reference codecs' bits (tests/differential), so only the forward pass is the slow, readable
+    one, and the file is closed once they are decoded.
     """
-    with open_artifact(path) as artifact:
+    artifact = open_artifact(path)
+    try:
         family = ninfer_family(artifact)
         backend, note = engine_for(family, backend, profile)
-        # A fast .ninfer model would read the open artifact; none exists, and the session
-        # closes the file, so a row with one must be wired here first.
-        assert backend is not FAST, f"{family.name}: a fast model needs the artifact kept open"
-        model = profile.reference_model(family, artifact, codec_for=FAST.ninfer_codecs.get_codec)
+        if backend is FAST:
+            model = profile.fast_model(family, artifact, threads=threads)
+        else:
+            codecs = FAST.ninfer_codecs.get_codec
+            model = profile.reference_model(family, artifact, codec_for=codecs)
         res = load_text_resources(
             artifact,
             need_tokenizer=need_tokenizer and tokenizer is None,
             skip_tokenizer=tokenizer is not None,
         )
         arch = dict(artifact.component(TEXT_COMPONENT).config)
+    except BaseException:
+        artifact.close()
+        raise
+    if backend is not FAST:  # the weights are decoded: the file is not needed any more
+        artifact.close()
     s = Session(
         model,
         arch,
@@ -55,6 +65,7 @@ def load_ninfer_session(
         note=note,
         family=family.name,
     )
+    s.source = artifact if backend is FAST else None
     if tokenizer is not None:
         s.tokenizer = load_tokenizer(tokenizer)
     return s

@@ -24,6 +24,7 @@ from weightfile.fast._native import library
 from weightfile.fast.backend import FAST
 from weightfile.profiles import DEFAULT, Profile, profile_named
 from weightfile.ref.backend import REFERENCE, Backend
+from weightfile.ref.ninfer3.read import Artifact
 from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.errors import InvalidError, NotFoundError
 
@@ -33,8 +34,8 @@ from .tokenizer import find_tokenizer, load_tokenizer
 #: Chat models end a turn with <|im_end|>; <|endoftext|> ends a document.
 CHAT_STOPS = ("<|im_end|>", "<|endoftext|>")
 NO_KERNELS_NOTE = "note: the C kernels are unavailable; engine fast runs the reference decoder"
-#: A family without a fast forward pass (today the .ninfer Qwen3.5 family).
-NINFER_FAST_NOTE = "note: no fast forward pass for .ninfer yet; engine fast runs the reference"
+#: A family without a fast forward pass (every registered family has one today).
+NO_FAST_NOTE = "note: this model family has no fast forward pass; engine fast runs the reference"
 #: The profile of a session that names none.
 CANONICAL = profile_named(DEFAULT)
 
@@ -49,7 +50,7 @@ def engine_for(
     if backend is not FAST:
         return backend, None
     if not has_fast:
-        return REFERENCE, NINFER_FAST_NOTE
+        return REFERENCE, NO_FAST_NOTE
     if library() is None:  # no compiler: say so, then run the reference
         return REFERENCE, NO_KERNELS_NOTE if profile.canonical else no_kernels_note(profile)
     return FAST, None
@@ -70,7 +71,7 @@ class Session:
     stop_ids: set[int] = field(default_factory=set)
     #: The file's own template (.ninfer resources); None: the VQF sidecar, else ChatML.
     chat_template: str | None = None
-    source: VQFFile | None = None  # the open file a fast model reads its weights from
+    source: VQFFile | Artifact | None = None  # the open file a fast model reads its weights from
     note: str | None = None  # one line for stderr: engine fast ran the reference
     family: str | None = None  # the family registry's name of the file's family
 

@@ -172,6 +172,34 @@ int main(int argc, char **argv) {
         ny = n;
         y = malloc(sizeof(float) * (size_t)(n ? n : 1));
         wf_exp_array(x, n, y);
+    } else if (!strcmp(op, "nf_matmat")) {
+        /* rows, cols, tokens, kind, code_bits, group, base_bytes, high_bytes, base_bits, gpr,
+         * high_offset, scale_offset, nbytes, threads; payload [nbytes], lut [256], x */
+        wf_nf_matrix m;
+        m.row0 = 0, m.rows = param(), m.cols = param();
+        int64_t tokens = param();
+        m.kind = (int32_t)param(), m.code_bits = (int32_t)param(), m.group = (int32_t)param();
+        m.base_bytes = (int32_t)param(), m.high_bytes = (int32_t)param();
+        m.base_bits = (int32_t)param();
+        m.gpr = param(), m.high_offset = param(), m.scale_offset = param();
+        int64_t nbytes = param(), threads = param();
+        uint8_t *w = malloc((size_t)nbytes + 1);
+        memcpy(w, take((size_t)nbytes), (size_t)nbytes);
+        m.data = w, m.lut = floats(256);
+        float *x = floats(tokens * m.cols);
+        ny = tokens * m.rows;
+        y = malloc(sizeof(float) * (size_t)(ny ? ny : 1));
+        wf_nf_matmat(&m, x, tokens, y, m.rows, (int32_t)threads);
+    } else if (!strcmp(op, "gdn_step")) {
+        /* hv, hk, dk, dv; states [hv dk dv], q, k [hk dk], v [hv dv], decay, beta [hv]
+         * -> out [hv dv], then the updated states */
+        int64_t hv = param(), hk = param(), dk = param(), dv = param();
+        float *states = floats(hv * dk * dv), *q = floats(hk * dk), *k = floats(hk * dk);
+        float *v = floats(hv * dv), *decay = floats(hv), *beta = floats(hv);
+        ny = hv * dv + hv * dk * dv;
+        y = malloc(sizeof(float) * (size_t)ny);
+        if (wf_gdn_step(states, q, k, v, decay, beta, hv, hk, dk, dv, y)) return 2;
+        memcpy(y + hv * dv, states, sizeof(float) * (size_t)(hv * dk * dv));
     } else {
         fprintf(stderr, "unknown op %s\n", op);
         return 2;

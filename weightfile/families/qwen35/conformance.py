@@ -5,8 +5,8 @@ file per `ninfer3.text.*` / `ninfer3.binder.*` rule a file can break.
 The file's family comes from the family registry (weightfile.families.ninfer_family). Expected
 answers come from its reference binder (ref/qwen35/bind.py) and forward pass (ref/qwen35/model.py)
 under the canonical numerics; the trace names are its table's (spec/models.md §qwen35-trace). The
-family has no fast forward pass: the `fast` engine binds with the fast codecs (`codec_for=fast
-get_codec`, as weightfile/frontend/ninfer_session.py does) and runs the reference forward pass.
+`fast` engine answers with the family's fast model (weightfile/fast/qwen35, one thread, the file
+open meanwhile), which needs the C kernels, as the Qwen3 model cases do.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from weightfile.conformance.case_types import Case, read_case
 from weightfile.conformance.sections import published_section
 from weightfile.families import Family, ninfer_family
-from weightfile.families.qwen3.conformance import run
+from weightfile.families.qwen3.conformance import fast_opener, run
 from weightfile.families.qwen35.conformance_files import (
     RESOURCES_V2,
     WIDE_UNTIED,
@@ -39,13 +39,6 @@ from weightfile.spec.errors import Violation, WeightfileError
 from weightfile.spec.ninfer3.rules import RULES
 
 MODEL_NAME = "model.ninfer"
-#: Why engine `fast` answers `ninfer3-model` although weightfile has no fast Qwen3.5 forward pass
-#: (the built-in adapter's `kinds` notes, conformance/README.md "Running"; the row's builders
-#: name it).
-FAST_NINFER3_MODEL = (
-    "fast codecs bind the weights (bind_ninfer with codec_for=fast get_codec); the forward "
-    "pass is the reference one (weightfile has no fast Qwen3.5 forward pass)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +64,29 @@ CASES = (
 )  # fmt: skip
 
 
-def open_model(entry: Path, backend: Backend) -> tuple[Family, Any]:
-    """Container checks (open + every deferred check), then the family's bind, as one load:
-    (the family, its reference model)."""
+def open_model(entry: Path) -> tuple[Family, Any]:
+    """Container checks (open + every deferred check), then the family's reference bind, as one
+    load: (the family, its reference model)."""
     with open_artifact(entry) as nf:
         family = ninfer_family(nf)
-        return family, family.reference_model(nf, codec_for=backend.ninfer_codecs.get_codec)
+        return family, family.reference_model(nf, codec_for=REFERENCE.ninfer_codecs.get_codec)
 
 
 def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
-    """The model answer; a file the binder rejects raises its typed error (the adapter turns
-    it into the protocol's rejection)."""
-    family, model = open_model(folder / case["model"], backend)
-    names = family.trace_names(model.config)
-    return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
+    """The model answer, with the file open meanwhile (container checks, every deferred check,
+    then the family's binder: the reference one, or the fast one under engine fast); a file the
+    binder rejects raises its typed error (the adapter turns it into the protocol's rejection)."""
+    if backend is not REFERENCE and fast_opener() is None:
+        raise RuntimeError("no C kernels")
+    with open_artifact(folder / case["model"]) as nf:
+        family = ninfer_family(nf)
+        model: Any
+        if backend is REFERENCE:
+            model = family.reference_model(nf, codec_for=backend.ninfer_codecs.get_codec)
+        else:
+            model = family.fast_model(nf, threads=1)
+        names = family.trace_names(model.config)
+        return run(model, [int(t) for t in case["prompt"]], int(case["new_tokens"]), names)
 
 
 def case_answer(backend: Backend, folder: Path) -> dict[str, Any] | Violation:
@@ -155,7 +157,7 @@ def valid_cases_v2(scratch: Path, prefix: str) -> Iterator[Case]:
 def rejection_of(entry: Path) -> tuple[str, str] | None:
     """(error class, rule) the reference binder rejects `entry` with, or None if it binds."""
     try:
-        open_model(entry, REFERENCE)
+        open_model(entry)
     except WeightfileError as exc:
         return exc.violation.error_class, exc.rule
     return None

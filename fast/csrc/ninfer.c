@@ -1,0 +1,263 @@
+/* The `.ninfer` Qwen3.5 kernels (fast/qwen35): matrix products straight from the mapped payloads
+ * and the Gated DeltaNet recurrence of one token.
+ *
+ * Products: the reference decodes every weight to float32 (spec/ninfer3.md §grouped-formats,
+ * spec/ninfer3.md §contiguous, spec/ninfer3.md §fp8-row) and takes the spec/numerics.md §dot dot of each row with the activation
+ * (spec/models.md §qwen35-activations). Here one row at a time is decoded into a row buffer by the
+ * same one-rounding rules (w = f32(s32 × q) for the grouped and fp8 formats; bf16 words << 16; fp32
+ * words as they are), then dotted with every token by wf_dot_f32: the same values in the same
+ * order, so the same bits, and no float32 copy of a matrix. Rows are independent, so any thread
+ * split gives the same bits (spec/numerics.md §threads).
+ *
+ * Recurrence: spec/numerics.md §gdn-gates on every value head's state [dk, dv]: S ← S · decay;
+ * m_j = Σ_i S[i,j] k_i; δ_j = (v_j − m_j) · β; S ← S + k_i δ_j; o_j = Σ_i S[i,j] q_i, each sum in
+ * the spec/numerics.md §lanes8-tree order (term i into lane i mod 8 from +0.0, then the tree),
+ * kept for all j at once in eight lane rows so the inner loops run over j.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+static float f32_of_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* Two's complement of a b-bit word u, branch-free: (u XOR 2^(b−1)) − 2^(b−1). */
+#define SIGNED(u, b) ((int32_t)((u) ^ (1u << ((b) - 1))) - (1 << ((b) - 1)))
+
+/* Lane j's word: its base field (4 bits, two a byte, low nibble first) and, for q5 / q6, its
+ * high field (hb bits, 8 / hb a byte, lowest first) shifted up by 4. */
+static inline uint32_t lane_word(const uint8_t *bp, const uint8_t *hp, int64_t j, int32_t hb) {
+    const uint32_t lo = (bp[j / 2] >> (4 * (j % 2))) & 15u;
+    if (hb == 0) return lo;
+    const int32_t per = 8 / hb;
+    return lo | (((uint32_t)(hp[j / per] >> (hb * (j % per))) & ((1u << hb) - 1u)) << 4);
+}
+
+/* Per byte value: the signed nibble codes of q4's two lanes, and the high parts 16·SIGNED(h)
+ * of q5's eight / q6's four lanes (with lo the unsigned base nibble, SIGNED(lo | h << 4) =
+ * lo + 16·SIGNED(h): the top bit of the word is the top bit of h). Built once. */
+static float q4_pair[256][2];
+static int32_t q5_high[256][8], q6_high[256][4];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void) {
+    for (uint32_t v = 0; v < 256; v++) {
+        q4_pair[v][0] = (float)SIGNED(v & 15u, 4);
+        q4_pair[v][1] = (float)SIGNED(v >> 4, 4);
+        for (int32_t i = 0; i < 8; i++) q5_high[v][i] = 16 * SIGNED((v >> i) & 1u, 1);
+        for (int32_t i = 0; i < 4; i++) q6_high[v][i] = 16 * SIGNED((v >> (2 * i)) & 3u, 2);
+    }
+}
+
+/* q4/q5/q6 lanes [0, n): whole 8-lane chunks by the tables, then the tail lane by lane. */
+static void nibble_group(const uint8_t *bp, const uint8_t *hp, int32_t b, float s, int64_t n,
+                         float *out) {
+    int64_t j = 0;
+    for (; b == 4 && j + 2 <= n; j += 2) {
+        const float *pair = q4_pair[bp[j / 2]];
+        out[j] = pair[0] * s;
+        out[j + 1] = pair[1] * s;
+    }
+    for (; b == 5 && j + 8 <= n; j += 8) {
+        const int32_t *h = q5_high[hp[j / 8]];
+        for (int32_t i = 0; i < 8; i++)
+            out[j + i] = (float)((int32_t)((bp[(j + i) / 2] >> (4 * (i % 2))) & 15u) + h[i]) * s;
+    }
+    for (; b == 6 && j + 4 <= n; j += 4) {
+        const int32_t *h = q6_high[hp[j / 4]];
+        for (int32_t i = 0; i < 4; i++)
+            out[j + i] = (float)((int32_t)((bp[(j + i) / 2] >> (4 * (i % 2))) & 15u) + h[i]) * s;
+    }
+    for (; j < n; j++) out[j] = (float)SIGNED(lane_word(bp, hp, j, b - 4), b) * s;
+}
+
+/* One group of n ≤ G lanes as w_j = f32(s × q_j) (spec/ninfer3.md §grouped-formats): q8 base
+ * bytes are the codes; t2 has four 2-bit fields a byte; q4/q5/q6 as `nibble_group`. */
+static void group_values(const wf_nf_matrix *m, const uint8_t *bp, const uint8_t *hp, float s,
+                         int64_t n, float *out) {
+    const int32_t b = m->code_bits;
+    if (b == 8) {
+        for (int64_t j = 0; j < n; j++) out[j] = (float)(int8_t)bp[j] * s;
+    } else if (b == 2) {
+        for (int64_t j = 0; j < n; j++)
+            out[j] = (float)SIGNED((bp[j / 4] >> (2 * (j % 4))) & 3u, 2) * s;
+    } else {
+        nibble_group(bp, hp, b, s, n, out);
+    }
+}
+
+/* One row of a row-split object as float32. */
+static void row_split_values(const wf_nf_matrix *m, int64_t r, float *out) {
+    const float *f16 = wf_f16_table();
+    const int32_t G = m->group;
+    const uint8_t *base = m->data + r * m->gpr * m->base_bytes;
+    const uint8_t *high = m->data + m->high_offset + r * m->gpr * m->high_bytes;
+    const uint8_t *scales = m->data + m->scale_offset + r * m->gpr * 2;
+    for (int64_t g = 0; g * G < m->cols; g++) {
+        const float s = f16[scales[2 * g] | (scales[2 * g + 1] << 8)];
+        const int64_t n = m->cols - g * G < G ? m->cols - g * G : G;
+        group_values(m, base + g * m->base_bytes, high + g * m->high_bytes, s, n, out + g * G);
+    }
+}
+
+/* Row r (of the object) as float32, by the payload's kind. */
+static void nf_row_values(const wf_nf_matrix *m, int64_t r, float *out) {
+    const int64_t K = m->cols;
+    if (m->kind == WF_NF_FP32) {
+        memcpy(out, m->data + r * K * 4, (size_t)K * 4);
+    } else if (m->kind == WF_NF_BF16) {
+        const uint8_t *src = m->data + r * K * 2;
+        for (int64_t c = 0; c < K; c++)
+            out[c] = f32_of_bits((uint32_t)(src[2 * c] | (src[2 * c + 1] << 8)) << 16);
+    } else if (m->kind == WF_NF_FP8_ROW) {
+        const uint8_t *codes = m->data + r * K, *sw = m->data + m->scale_offset + 2 * r;
+        const float s = f32_of_bits((uint32_t)(sw[0] | (sw[1] << 8)) << 16);
+        for (int64_t c = 0; c < K; c++) out[c] = m->lut[codes[c]] * s;
+    } else {
+        row_split_values(m, r, out);
+    }
+}
+
+typedef struct {
+    const wf_nf_matrix *m;
+    const float *x; /* [T, cols] */
+    int64_t tokens, ldy;
+    float *y; /* y[t * ldy + r] */
+} nf_product;
+
+enum { ROW_BLOCK = 4 };
+
+/* Lanes l [ROW_BLOCK][8] of rows w (stride n) past the whole chunks: term i into lane i mod 8,
+ * then each row's tree, as wf_dot_f32 ends. */
+static void finish_rows(float l[ROW_BLOCK][WF_LANES], const float *w, const float *x, int64_t i,
+                        int64_t n, float *out) {
+    for (; i < n; i++)
+        for (int r = 0; r < ROW_BLOCK; r++)
+            l[r][i % WF_LANES] = l[r][i % WF_LANES] + w[r * n + i] * x[i];
+    for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_combine_lanes(l[r]);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* spec/numerics.md §dot of ROW_BLOCK rows with x at once: one 8-float register per row is its
+ * eight lanes (lane j += w[i + j] · x[i + j], a product then an add: no FMA), the four rows'
+ * add chains overlapping. The same operations in the same order as wf_dot_f32 per row. */
+__attribute__((target("avx2"))) static void dot_rows_avx2(const float *w, const float *x,
+                                                         int64_t n, float *out) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const __m256 xv = _mm256_loadu_ps(x + i);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w + i), xv));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(w + n + i), xv));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_loadu_ps(w + 2 * n + i), xv));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_loadu_ps(w + 3 * n + i), xv));
+    }
+    float l[ROW_BLOCK][WF_LANES];
+    _mm256_storeu_ps(l[0], a0), _mm256_storeu_ps(l[1], a1);
+    _mm256_storeu_ps(l[2], a2), _mm256_storeu_ps(l[3], a3);
+    finish_rows(l, w, x, i, n, out);
+}
+#endif
+
+/* ROW_BLOCK rows' dots with the SIMD path of the ISA in use, else wf_dot_f32 row by row. */
+static void dot_rows(const float *w, const float *x, int64_t n, int32_t isa, float *out) {
+#if defined(__x86_64__)
+    if (isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512) {
+        dot_rows_avx2(w, x, n, out);
+        return;
+    }
+#endif
+    (void)isa;
+    for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_dot_f32(w + r * n, x, n);
+}
+
+static void nf_rows(void *arg, int64_t r0, int64_t r1) {
+    const nf_product *p = arg;
+    pthread_once(&tables_once, build_tables);
+    const wf_nf_matrix *m = p->m;
+    const int64_t K = m->cols;
+    const int32_t isa = wf_isa();
+    float *rows = malloc(sizeof(float) * (size_t)(ROW_BLOCK * K + 1));
+    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
+    int64_t r = r0;
+    for (; r + ROW_BLOCK <= r1; r += ROW_BLOCK) {
+        for (int b = 0; b < ROW_BLOCK; b++) nf_row_values(m, m->row0 + r + b, rows + b * K);
+        for (int64_t t = 0; t < p->tokens; t++) {
+            float out[ROW_BLOCK];
+            dot_rows(rows, p->x + t * K, K, isa, out);
+            for (int b = 0; b < ROW_BLOCK; b++) p->y[t * p->ldy + r + b] = out[b];
+        }
+    }
+    for (; r < r1; r++) {
+        nf_row_values(m, m->row0 + r, rows);
+        for (int64_t t = 0; t < p->tokens; t++)
+            p->y[t * p->ldy + r] = wf_dot_f32(rows, p->x + t * K, K);
+    }
+    free(rows);
+}
+
+/* y[t * ldy + r] = Σ_c W[row0 + r, c] x[t, c] for r < rows, in the spec/numerics.md §dot order. */
+void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
+                  int32_t threads) {
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t r = 0; r < m->rows; r++) y[t * ldy + r] = NAN;
+    nf_product p = {m, x, tokens, ldy, y};
+    wf_parallel_for(m->rows, threads, nf_rows, &p);
+}
+
+/* acc[L * dv + j] (eight lane rows) ← the lanes of Σ_i S[i, j] w_i; out[j] ← the tree of them. */
+static void column_dots(const float *S, const float *w, int64_t dk, int64_t dv, float *acc,
+                        float *out) {
+    for (int64_t i = 0; i < WF_LANES * dv; i++) acc[i] = 0.0f;
+    for (int64_t i = 0; i < dk; i++) {
+        float *lane = acc + (i % WF_LANES) * dv;
+        const float *s = S + i * dv, wi = w[i];
+        for (int64_t j = 0; j < dv; j++) lane[j] = lane[j] + s[j] * wi;
+    }
+    for (int64_t j = 0; j < dv; j++) {
+        float l[WF_LANES];
+        for (int L = 0; L < WF_LANES; L++) l[L] = acc[L * dv + j];
+        out[j] = wf_combine_lanes(l);
+    }
+}
+
+/* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates). */
+static void delta_rule_head(float *S, const float *q, const float *k, const float *v, float decay,
+                            float beta, int64_t dk, int64_t dv, float *acc, float *m, float *o) {
+    for (int64_t i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
+    column_dots(S, k, dk, dv, acc, m);
+    for (int64_t j = 0; j < dv; j++) m[j] = (v[j] - m[j]) * beta; /* δ */
+    for (int64_t i = 0; i < dk; i++) {
+        float *s = S + i * dv;
+        const float ki = k[i];
+        for (int64_t j = 0; j < dv; j++) s[j] = s[j] + ki * m[j];
+    }
+    column_dots(S, q, dk, dv, acc, o);
+}
+
+/* One token through every value head: states [hv, dk, dv], q and k [hk, dk] (value head h reads
+ * key head h / (hv / hk)), v and out [hv, dv], decay and beta [hv]. Returns 0, or 1 when out of
+ * memory (then nothing was changed). */
+int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
+                    const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
+                    int64_t dv, float *out) {
+    float *acc = malloc(sizeof(float) * (size_t)((WF_LANES + 1) * dv + 1));
+    if (acc == NULL) return 1;
+    const int64_t per_key = hv / hk;
+    for (int64_t h = 0; h < hv; h++) {
+        const int64_t g = h / per_key;
+        delta_rule_head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h],
+                        beta[h], dk, dv, acc, acc + WF_LANES * dv, out + h * dv);
+    }
+    free(acc);
+    return 0;
+}

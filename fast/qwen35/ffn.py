@@ -1,0 +1,62 @@
+"""The FFN half of a layer on arrays [T, width]: dense SwiGLU, or MoE with a shared expert
+(spec/models.md §qwen35, §qwen35-ffn, §qwen3-moe-forward).
+
+Dense: the reference's gate, up, SwiGLU (C kernel) and down. MoE: the router product, then the
+reference's own `route` on each token's E logits (softmax, top-k, renormalisation: a few scalar
+operations, so no second implementation to keep equal); each chosen expert, in ascending index,
+over the tokens that chose it, added as `out ← out + w · y` from zeros (each token meets its
+experts in ascending index, the reference's order); the shared expert, its sigmoid gate and
+`routed + score · shared`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from weightfile.fast.layers.swiglu import swiglu
+from weightfile.ref.layers.moe import route
+from weightfile.ref.layers.trace import emit
+from weightfile.ref.qwen35.trace import DENSE_OPS, MOE_OPS
+from weightfile.ref.qwen35.weights import MoeWeights
+
+from .ops import rmsnorm, sigmoid
+
+
+def swiglu_ffn(w, n: np.ndarray, threads: int) -> tuple[np.ndarray, ...]:
+    """(gate, up, silu(gate) · up, down) of every token through one SwiGLU FFN."""
+    g, u = w.gate.matmat(n, threads), w.up.matmat(n, threads)
+    sw = swiglu(g, u)
+    return g, u, sw, w.down.matmat(sw, threads)
+
+
+def routed(model, w, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(router logits [T, E], Σ weight · expert(n) over each token's routes [T, H])."""
+    logits = w.router.matmat(n, model.threads)
+    k = model.config.num_experts_per_tok
+    routes = [route(model.kernels, list(row), k) for row in logits]
+    out = np.zeros_like(n)
+    for e in sorted({e for r in routes for e, _ in r}):  # ascending expert index
+        rows = [t for t, r in enumerate(routes) if any(x == e for x, _ in r)]
+        weight = np.array([[wt for x, wt in routes[t] if x == e] for t in rows], np.float32)
+        y = swiglu_ffn(w.experts[e], n[rows], model.threads)[3]
+        out[rows] = out[rows] + weight * y  # one rounding for the product, one for the add
+    return logits, out
+
+
+def ffn_block(model, i: int, w, h: np.ndarray, hook) -> np.ndarray:
+    """out = h + FFN(zero-centred RMSNorm(h)) for every token of the call."""
+    n = rmsnorm(h, model.post_norms[i], model.eps)
+    if isinstance(w, MoeWeights):
+        logits, moe = routed(model, w, n)
+        shared = swiglu_ffn(w.shared, n, model.threads)[3]
+        score = sigmoid(w.shared_score.matmat(n, model.threads))  # [T, 1]
+        parts: tuple[np.ndarray, ...] = (logits, moe, shared, score, moe + score * shared)
+        table = MOE_OPS
+    else:
+        parts = swiglu_ffn(w, n, model.threads)
+        table = DENSE_OPS
+    out = h + parts[-1]
+    if hook is not None:
+        middle = dict(zip(table[1:-1], parts, strict=True))  # the parts, in the table's order
+        emit(hook, i, table, {"ffn_norm": n, **middle, "ffn_residual": out})
+    return out

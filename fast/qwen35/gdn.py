@@ -1,0 +1,111 @@
+"""Gated DeltaNet for all tokens of a call, on arrays [T, width] (spec/models.md §qwen35;
+spec/numerics.md §gdn).
+
+The reference's `gdn_block` with everything that does not depend on the recurrent state done for
+all tokens at once: the projections; the causal convolution (token t's window is the last
+kernel − 1 inputs before it, from the cache or from the call, so it depends on inputs only) as
+per-channel `lanes8_sum` of the tap products; SiLU; the L2 normalisation of q and k; the gates.
+Only the delta rule runs token by token, one C call (`wf_gdn_step`, fast/csrc/ninfer.c) per token.
+Then the gated RMSNorm, the output projection and the residual for all tokens again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from weightfile.fast._native import address
+from weightfile.fast.numerics.matrix import kernels
+from weightfile.ref.layers.trace import emit
+from weightfile.ref.numerics.deltanet import L2NORM_EPS
+from weightfile.ref.numerics.f32 import ONE
+from weightfile.ref.numerics.log import softplus
+from weightfile.ref.qwen35.config import Qwen35Config
+from weightfile.ref.qwen35.trace import GDN_OPS
+
+from .ops import exp, gated_norm, lanes8_sum, rmsnorm, sigmoid
+
+
+def runs(caches: list) -> list[tuple[int, int]]:
+    """[begin, end) of each run of consecutive tokens sharing a cache (one request's tokens)."""
+    out, begin = [], 0
+    for t in range(1, len(caches) + 1):
+        if t == len(caches) or caches[t] is not caches[begin]:
+            out.append((begin, t))
+            begin = t
+    return out
+
+
+def causal_conv(i: int, weight: np.ndarray, qkv: np.ndarray, caches: list) -> np.ndarray:
+    """spec/numerics.md §gdn-conv silu(Σ_j w[j, c] · window[j, c]) for every token, the window its
+    kernel newest inputs, oldest first; each cache keeps the last kernel − 1 inputs."""
+    kernel = weight.shape[0]
+    out = np.empty_like(qkv)
+    for begin, end in runs(caches):
+        cache = caches[begin]
+        seq = np.concatenate([cache.conv[i], qkv[begin:end]])  # [kernel − 1 + T_r, C]
+        windows = np.stack([seq[j : j + end - begin] for j in range(kernel)], axis=-1)
+        out[begin:end] = lanes8_sum(weight.T * windows)  # [T_r, C, kernel] tap products
+        cache.conv[i] = seq[seq.shape[0] - (kernel - 1) :].copy()
+    with np.errstate(all="ignore"):
+        return out / (ONE + exp(-out))  # spec/numerics.md §silu
+
+
+def l2_heads(x: np.ndarray, head_dim: int) -> np.ndarray:
+    """spec/numerics.md §gdn-l2norm x · r per head, r = 1 / sqrt(Σ x² + eps) [T, heads, dk]."""
+    h = x.reshape(x.shape[0], -1, head_dim)
+    r = ONE / np.sqrt(lanes8_sum(h * h) + L2NORM_EPS)
+    return h * r[..., None]
+
+
+def gates(w, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """beta = sigmoid(b); g = −(exp(A_log) · softplus(a + dt_bias)) (spec/models.md §qwen35)."""
+    with np.errstate(all="ignore"):
+        g = -(exp(w.a_log)[None, :] * softplus(a + w.dt_bias[None, :]))
+    return sigmoid(b), g.astype(np.float32)
+
+
+def recurrence(i: int, c: Qwen35Config, q, k, v, beta, g, caches: list) -> np.ndarray:
+    """spec/numerics.md §gdn-gates the delta rule, token by token on its cache's states."""
+    hv, hk = c.linear_num_value_heads, c.linear_num_key_heads
+    dk, dv = c.linear_key_head_dim, c.linear_value_head_dim
+    decay = exp(g)
+    out = np.empty((q.shape[0], hv, dv), dtype=np.float32)
+    q, k = np.ascontiguousarray(q), np.ascontiguousarray(k)
+    v = np.ascontiguousarray(v.reshape(-1, hv, dv))
+    beta = np.ascontiguousarray(beta)
+    lib = kernels()
+    for t, cache in enumerate(caches):
+        state = cache.recurrent[i]
+        status = lib.wf_gdn_step(
+            address(state), address(q[t]), address(k[t]), address(v[t]), address(decay[t]),
+            address(beta[t]), hv, hk, dk, dv, address(out[t]),
+        )  # fmt: skip
+        if status:
+            raise MemoryError("wf_gdn_step: out of memory")
+    return out.reshape(q.shape[0], hv * dv)
+
+
+def gdn_block(model, i: int, w, x: np.ndarray, caches: list, hook) -> np.ndarray:
+    """One Gated DeltaNet mixer plus its residual, for every token of the call, in order."""
+    c, eps, th = model.config, model.eps, model.threads
+    kg, dk = c.gdn_key_dim, c.linear_key_head_dim
+    n = rmsnorm(x, model.input_norms[i], eps)
+    qkv = np.concatenate([m.matmat(n, th) for m in (w.query, w.key, w.value)], axis=1)
+    z, a, b = (m.matmat(n, th) for m in (w.z, w.a_projection, w.b_projection))
+    conv = causal_conv(i, w.convolution, qkv, caches)
+    q = l2_heads(conv[:, :kg], dk) / np.sqrt(np.float32(dk))
+    k = l2_heads(conv[:, kg : 2 * kg], dk)
+    beta, g = gates(w, a, b)
+    core = recurrence(i, c, q, k, conv[:, 2 * kg :], beta, g, caches)
+    normed = gated_norm(core, w.norm, z, c.linear_value_head_dim, eps)
+    o = w.output.matmat(normed, th)
+    h = x + o
+    if hook is not None:
+        t = x.shape[0]
+        rows = dict(
+            attn_norm=n, gdn_qkv=qkv, gdn_z=z, gdn_a=a, gdn_b=b, gdn_conv=conv,
+            gdn_q=q.reshape(t, -1), gdn_k=k.reshape(t, -1), gdn_beta=beta, gdn_g=g,
+            gdn_core=core, gdn_norm=normed, gdn_out=o, attn_residual=h,
+        )  # fmt: skip
+        emit(hook, i, GDN_OPS, rows)
+    return h

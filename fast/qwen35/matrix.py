@@ -1,0 +1,135 @@
+"""`.ninfer` projection matrices read in their payload encoding (spec/ninfer3.md §binding,
+§row-split, §contiguous, §row-scale; spec/numerics.md §dot).
+
+A parameter binds one object whole or ordered element ranges of several (spec/ninfer3.md §binding).
+Each range that covers whole rows of a rank-2 object with the parameter's columns becomes a
+`Segment`: those rows of that object, read in place by fast/csrc/ninfer.c (`wf_nf_matmat`: one
+row decoded into a row buffer by the reference codec's one-rounding rule, then the canonical dot
+with every token). Formats with an in-kernel decoder: q4/q5/q6/q8/t2 `row_split_k128_v1`,
+bf16/fp32 `contiguous_le_v1` and fp8 `row_scale_v1`. Anything else (nvfp4
+`block_scale_k16_m128x4_v1`, or a range that splits a row) is decoded to float32 by the fast
+codec -- the reference's values, bit for bit -- and multiplied by the same kernel as fp32 rows.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from weightfile.fast._native import WfNfMatrix, address
+from weightfile.fast.codecs.ninfer3.row_scale_v1 import E4M3FN_TABLE
+from weightfile.fast.numerics.hadamard import hadamard_rows
+from weightfile.fast.numerics.matrix import kernels, threads_for
+from weightfile.spec.codecs.ninfer3.layouts import (
+    CONTIGUOUS_LE_V1,
+    ROW_SCALE_V1,
+    ROW_SPLIT_GEOMETRY,
+    ROW_SPLIT_K128_V1,
+    row_scale_planes,
+    row_split_planes,
+)
+
+#: wf_nf_matrix kinds of fast/csrc/ninfer.c.
+NF_KINDS = {"row_split": 0, "bf16": 1, "fp32": 2, "fp8_row": 3}
+#: (format, layout) pairs the C kernel decodes itself.
+FP8_FORMAT = "fp8_e4m3fn_row_bf16"
+_LUT = np.ascontiguousarray(E4M3FN_TABLE, dtype=np.float32)
+
+
+def in_kernel(fmt: str, layout: str) -> bool:
+    """True when wf_nf_matmat reads this (format, layout) in place."""
+    if layout == ROW_SPLIT_K128_V1:
+        return fmt in ROW_SPLIT_GEOMETRY
+    if layout == CONTIGUOUS_LE_V1:
+        return fmt in ("bf16", "fp32")
+    return layout == ROW_SCALE_V1 and fmt == FP8_FORMAT
+
+
+@dataclass
+class Segment:
+    """Rows [row0, row0 + rows) of one object [N, cols] (payload bytes `data`, kept alive here)."""
+
+    data: np.ndarray  # uint8 view of the object's payload, or float32 decoded values
+    fmt: str
+    layout: str
+    shape: tuple[int, int]
+    row0: int
+    rows: int
+    _struct: WfNfMatrix = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n, k = self.shape
+        s = WfNfMatrix(address(self.data), address(_LUT), self.row0, self.rows, k)
+        if self.layout == ROW_SPLIT_K128_V1:
+            geo, p = ROW_SPLIT_GEOMETRY[self.fmt], row_split_planes(self.fmt, (n, k))
+            s.kind, s.code_bits, s.group = NF_KINDS["row_split"], geo.code_bits, geo.group_size
+            s.base_bytes, s.high_bytes = geo.base_bytes_per_group, geo.high_bytes_per_group
+            s.base_bits = geo.base_bytes_per_group * 8 // geo.group_size
+            s.gpr, s.high_offset, s.scale_offset = p.gpr, p.high_offset, p.scale_offset
+        elif self.layout == ROW_SCALE_V1:
+            s.kind = NF_KINDS["fp8_row"]
+            s.scale_offset = row_scale_planes((n, k)).scale_plane_offset
+        else:
+            s.kind = NF_KINDS["bf16" if self.fmt == "bf16" else "fp32"]
+        self._struct = s
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+
+@dataclass
+class NfMatrix:
+    """A [rows, cols] projection as row segments of payload objects, in order."""
+
+    rows: int
+    cols: int
+    segments: list[Segment]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    def matmat(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        """Y = X W^T, float32 [T, rows]: every row the spec/numerics.md §dot of the decoded weight
+        row with the token's activation, as the reference's matvec gives it."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.cols:
+            raise ValueError(f"product of a {self.shape} matrix with activations {x.shape}")
+        y = np.empty((x.shape[0], self.rows), dtype=np.float32)
+        lib, at = kernels(), 0
+        for seg in self.segments:
+            th = threads_for(threads, seg.rows * self.cols * x.shape[0])
+            out = address(y) + 4 * at  # the segment's first column of y
+            lib.wf_nf_matmat(
+                ctypes.addressof(seg._struct), address(x), x.shape[0], out, self.rows, th
+            )
+            at += seg.rows
+        return y
+
+
+def float_segment(values: np.ndarray) -> Segment:
+    """A float32 [rows, cols] array as one fp32 segment (the decoded fallback)."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    raw = values.reshape(-1).view(np.uint8)
+    return Segment(raw, "fp32", CONTIGUOUS_LE_V1, values.shape, 0, values.shape[0])
+
+
+@dataclass(frozen=True)
+class NfHadamard:
+    """An NfMatrix read at a Use with hadamard_signs: y = W · H(s ∘ x), the transform by the fast
+    butterflies (fast/numerics/hadamard.py, spec/numerics.md §hadamard), then the stored,
+    rotated matrix's product — what ref's HadamardMatrix computes, the same bits."""
+
+    matrix: NfMatrix
+    signs: np.ndarray  # int8 [cols], ±1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape
+
+    def matmat(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        rotated = np.ascontiguousarray(hadamard_rows(x, self.signs), dtype=np.float32)
+        return self.matrix.matmat(rotated, threads)

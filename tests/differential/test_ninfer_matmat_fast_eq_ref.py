@@ -1,0 +1,70 @@
+"""`wf_nf_matmat` (fast/csrc/ninfer.c) equals the reference product bit for bit: the reference
+codec's decoded float32 rows, each dotted with the activation in the spec/numerics.md §dot order
+(spec/ninfer3.md §row-split, §contiguous, §row-scale; spec/models.md §qwen35-activations).
+
+Shapes reach every tail: K of any length (partial groups, odd lanes, chunks of 8 cut short), row
+segments starting inside an object, several tokens, 1 and 2 threads, every kernel path usable here.
+Activations mix ordinary values with ties, signed zeros, subnormals and extremes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies.qwen35_mixed import t2_payload
+from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
+
+from weightfile.fast._native import each_isa
+from weightfile.fast.codecs.ninfer3.codec import get_codec
+from weightfile.fast.qwen35.matrix import NfMatrix, Segment
+from weightfile.ref.numerics.reduce import dot
+
+FORMATS = (
+    ("bf16", "contiguous_le_v1"),
+    ("fp32", "contiguous_le_v1"),
+    ("q4_g64_fp16", "row_split_k128_v1"),
+    ("q5_g64_fp16", "row_split_k128_v1"),
+    ("q6_g64_fp16", "row_split_k128_v1"),
+    ("q8_g32_fp16", "row_split_k128_v1"),
+    ("t2_g128_fp16", "row_split_k128_v1"),
+    ("fp8_e4m3fn_row_bf16", "row_scale_v1"),
+)
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 2.0**-140, -(2.0**-149), 3.0e38, 0.5], np.float32)
+
+
+@st.composite
+def activations(draw: st.DrawFn, tokens: int, k: int) -> np.ndarray:
+    seed = draw(st.integers(0, 2**16))
+    x = np.random.default_rng(seed).normal(0, 1, (tokens, k)).astype(np.float32)
+    if draw(st.booleans()):  # hard values in random places
+        at = np.random.default_rng(seed + 1).integers(0, x.size, max(1, x.size // 4))
+        x.reshape(-1)[at] = SPECIAL[at % SPECIAL.size]
+    return x
+
+
+@settings(max_examples=60)
+@given(
+    fmt=st.sampled_from(FORMATS),
+    n=st.integers(1, 12),
+    k=st.integers(1, 300),
+    tokens=st.integers(1, 3),
+    data=st.data(),
+)
+def test_nf_matmat_equals_decoded_dot(fmt, n: int, k: int, tokens: int, data) -> None:
+    seed = data.draw(st.integers(0, 2**16))
+    w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
+    codec = get_codec(*fmt)
+    payload = t2_payload(w, (n, k)) if fmt[0] == "t2_g128_fp16" else codec.encode(w, (n, k))
+    decoded = np.asarray(codec.decode(payload, (n, k)), np.float32)
+    row0 = data.draw(st.integers(0, n - 1))
+    rows = data.draw(st.integers(1, n - row0))
+    seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
+    x = data.draw(activations(tokens, k))
+    want = np.array(
+        [[dot(decoded[row0 + r], x[t]) for r in range(rows)] for t in range(tokens)], np.float32
+    ).reshape(tokens, rows)
+    for _isa in each_isa():
+        for threads in (1, 2):
+            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
