@@ -32,6 +32,15 @@ from .gdn import gdn_block
 from .ops import rmsnorm
 
 
+def gdn_state_shapes(config: Qwen35Config) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    """A Gated DeltaNet layer's conv window [kernel − 1, channels] and recurrent states
+    [value heads, dk, dv] (spec/numerics.md §gdn)."""
+    channels = 2 * config.gdn_key_dim + config.gdn_value_dim
+    dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
+    window = (config.linear_conv_kernel_dim - 1, channels)
+    return window, (config.linear_num_value_heads, dk, dv)
+
+
 class FastQwen35Cache:
     """Per layer: K (after k_norm and RoPE) and V rows [capacity, kv_width] of a full-attention
     layer, grown by doubling; the last kernel − 1 conv inputs [kernel − 1, channels] and the
@@ -39,8 +48,6 @@ class FastQwen35Cache:
 
     def __init__(self, config: Qwen35Config, capacity: int = 16) -> None:
         kv = config.num_key_value_heads * config.head_dim
-        channels = 2 * config.gdn_key_dim + config.gdn_value_dim
-        dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
         self.keys: list[np.ndarray] = []
         self.values: list[np.ndarray] = []
         self.conv: list[np.ndarray] = []
@@ -49,10 +56,10 @@ class FastQwen35Cache:
         for full in attn:
             self.keys.append(np.zeros((capacity if full else 0, kv), np.float32))
             self.values.append(np.zeros((capacity if full else 0, kv), np.float32))
-            rows = 0 if full else config.linear_conv_kernel_dim - 1
-            self.conv.append(np.zeros((rows, channels), np.float32))
-            heads = 0 if full else config.linear_num_value_heads
-            self.recurrent.append(np.zeros((heads, dk, dv), np.float32))
+            # a model of full-attention layers only has no GDN sizes in its config
+            conv, state = ((0, 0), (0, 0, 0)) if full else gdn_state_shapes(config)
+            self.conv.append(np.zeros(conv, np.float32))
+            self.recurrent.append(np.zeros(state, np.float32))
         self.attention = attn
         self.length = 0
 

@@ -124,54 +124,70 @@ def weights_from_parameters(
     a projection and its signs into a Hadamard-input product (default: `HadamardMatrix`); the
     fast family (weightfile.fast.qwen35) passes its in-place matrices through them."""
     check_parameter_set(config, params)
-    signs = signs or {}
+    a = Arranger(config, params, signs or {}, matrix, rotated)
+    layers = tuple(a.layer(i, kind) for i, kind in enumerate(config.json["layer_types"]))
+    table = TEXT_PREFIX + "token_embedding"
+    return Qwen35Weights(
+        a.f32(table) if embedding is None else embedding(params[table]),
+        layers,
+        a.f32(TEXT_PREFIX + "final_norm"),
+        a.mat(TEXT_PREFIX + "output_head"),
+    )
 
-    def f32(name: str) -> np.ndarray:
-        return np.ascontiguousarray(params[name], dtype=np.float32)
 
-    def mat(name: str) -> Linear:
-        m = DenseMatrix(f32(name)) if matrix is None else matrix(params[name])
-        if name in signs:
-            s = np.asarray(signs[name], dtype=np.int8)
-            return HadamardMatrix(m, s) if rotated is None else rotated(m, s)
+@dataclass(frozen=True)
+class Arranger:
+    """How `weights_from_parameters` reads one parameter: float32 arrays, and matrices through
+    the `matrix` / `rotated` hooks."""
+
+    config: Qwen35Config
+    params: Mapping[str, Any]
+    signs: Mapping[str, np.ndarray]
+    matrix: Callable[[Any], Any] | None
+    rotated: Callable[[Any, np.ndarray], Any] | None
+
+    def f32(self, name: str) -> np.ndarray:
+        return np.ascontiguousarray(self.params[name], dtype=np.float32)
+
+    def mat(self, name: str) -> Linear:
+        m = DenseMatrix(self.f32(name)) if self.matrix is None else self.matrix(self.params[name])
+        if name in self.signs:
+            s = np.asarray(self.signs[name], dtype=np.int8)
+            return HadamardMatrix(m, s) if self.rotated is None else self.rotated(m, s)
         return m
 
-    def ffn(p: str) -> FfnWeights:
-        return FfnWeights(mat(p + "gate"), mat(p + "up"), mat(p + "down"))
+    def ffn(self, p: str) -> FfnWeights:
+        return FfnWeights(self.mat(p + "gate"), self.mat(p + "up"), self.mat(p + "down"))
 
-    layers = []
-    for i, kind in enumerate(config.json["layer_types"]):
-        p = layer_prefix(i)
-        mixer: AttentionWeights | GdnWeights
+    def mixer(self, p: str, kind: str) -> AttentionWeights | GdnWeights:
+        mat, f32 = self.mat, self.f32
         if kind == FULL_ATTENTION:
             a = p + "attention/"
-            mixer = AttentionWeights(
+            return AttentionWeights(
                 mat(a + "query"), mat(a + "key"), mat(a + "gate"), mat(a + "value"),
                 f32(a + "query_norm"), f32(a + "key_norm"), mat(a + "output"),
             )  # fmt: skip
-        else:
-            g = p + "gdn/"
-            mixer = GdnWeights(
-                mat(g + "query"), mat(g + "key"), mat(g + "value"), mat(g + "z"),
-                mat(g + "a_projection"), mat(g + "b_projection"), f32(g + "a_log"),
-                f32(g + "dt_bias"), f32(g + "convolution"), f32(g + "norm"), mat(g + "output"),
-            )  # fmt: skip
+        g = p + "gdn/"
+        return GdnWeights(
+            mat(g + "query"), mat(g + "key"), mat(g + "value"), mat(g + "z"),
+            mat(g + "a_projection"), mat(g + "b_projection"), f32(g + "a_log"),
+            f32(g + "dt_bias"), f32(g + "convolution"), f32(g + "norm"), mat(g + "output"),
+        )  # fmt: skip
+
+    def layer(self, i: int, kind: str) -> LayerWeights:
+        p = layer_prefix(i)
         block: FfnWeights | MoeWeights
-        if config.is_moe:
+        if self.config.is_moe:
             m = p + "moe/"
-            experts = tuple(ffn(f"{m}experts/{e}/") for e in range(config.json["num_experts"]))
+            count = self.config.json["num_experts"]
+            experts = tuple(self.ffn(f"{m}experts/{e}/") for e in range(count))
             block = MoeWeights(
-                mat(m + "router"), mat(m + "shared_score"), experts, ffn(m + "shared/")
-            )
+                self.mat(m + "router"), self.mat(m + "shared_score"), experts,
+                self.ffn(m + "shared/"),
+            )  # fmt: skip
         else:
-            block = ffn(p + "mlp/")
-        layers.append(
-            LayerWeights(f32(p + "input_norm"), mixer, f32(p + "post_attention_norm"), block)
-        )
-    table = TEXT_PREFIX + "token_embedding"
-    return Qwen35Weights(
-        f32(table) if embedding is None else embedding(params[table]),
-        tuple(layers),
-        f32(TEXT_PREFIX + "final_norm"),
-        mat(TEXT_PREFIX + "output_head"),
-    )
+            block = self.ffn(p + "mlp/")
+        return LayerWeights(
+            self.f32(p + "input_norm"), self.mixer(p, kind), self.f32(p + "post_attention_norm"),
+            block,
+        )  # fmt: skip

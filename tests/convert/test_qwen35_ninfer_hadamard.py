@@ -190,8 +190,15 @@ def test_a_tied_head_is_refused_and_vqf_targets_take_no_hadamard(tmp_path, capsy
         main(["convert", str(src), str(tmp_path / "x.ninfer"), "--quiet", "--hadamard", HEAD]) == 1
     )
     assert "qwen35.import.hadamard" in capsys.readouterr().err
+    # a Qwen3.5 source into .vqf is refused before its options (it converts to .ninfer only)
     assert main(["convert", str(src), str(tmp_path / "x.vqf"), "--hadamard", HEAD]) == 2
-    assert "--hadamard is for .ninfer files" in capsys.readouterr().err
+    assert "vqf.import.target" in capsys.readouterr().err
+    # and --hadamard into any other target is a usage error of its own
+    from weightfile.examples import EXAMPLE_PATH
+
+    out = tmp_path / "y.gguf"
+    assert main(["convert", str(EXAMPLE_PATH), str(out), "--hadamard", HEAD]) == 2
+    assert "--hadamard is for .ninfer files" in capsys.readouterr().err and not out.exists()
 
 
 def test_dump_hadamard_signs_of_an_unrotated_parameter_is_a_usage_error(files, tmp_path, capsys):
