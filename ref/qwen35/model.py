@@ -10,7 +10,7 @@ Per layer: h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm�
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -81,23 +81,30 @@ class Qwen35Model:
         cache: Qwen35Cache,
         position_ids: PositionIds | None = None,
         trace: TraceHook | None = None,
+        rows: Mapping[int, Vec] | None = None,
     ) -> np.ndarray:
-        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
-        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]. `rows`
+        replaces the embeddings of some tokens (index -> row): the image rows of spec/models.md
+        §qwen35-vision."""
+        return self.forward_batch([(token_ids, cache, position_ids)], trace, rows)[0]
 
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], Qwen35Cache, PositionIds | None]],
         trace: TraceHook | None = None,
+        rows: Mapping[int, Vec] | None = None,
     ) -> list[np.ndarray]:
-        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request
+        (`rows`: replaced embeddings, indexed over all requests' tokens in order)."""
         tokens, pos, caches = gather_requests(requests)
 
-        def hook(name: str, rows: list[Vec]) -> None:
+        def hook(name: str, values: list[Vec]) -> None:
             if trace is not None:
-                trace(name, as_rows(rows))
+                trace(name, as_rows(values))
 
         x = self.embed(tokens)
+        for at, row in (rows or {}).items():  # masked_scatter: no arithmetic
+            x[at] = list(row)
         hook(EMBED, x)
         for i, lw in enumerate(self.weights.layers):
             mixer = self.mixers[i]
