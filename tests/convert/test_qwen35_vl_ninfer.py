@@ -150,3 +150,54 @@ def test_engine_fast_tower_gives_the_reference_bits(model, run) -> None:
     for name, want in run["trace"].items():
         assert np.array_equal(trace[name].view(np.uint32), want.view(np.uint32)), name
     assert np.array_equal(logits.view(np.uint32), run["logits"].view(np.uint32))
+
+
+def test_trace_image_on_ninfer(model, run, tmp_path) -> None:
+    """`weightfile trace --image` with an `<image>` marker: the processor's pixel values, the
+    expanded ids, the tower's `vision.*` names and the reference logits of the same prompt."""
+    from weightfile.cli import main
+
+    _, path, img = model
+    out = tmp_path / "t.npz"
+    px = ["--min-pixels", str(PIXELS[0]), "--max-pixels", str(PIXELS[1])]
+    argv = ["trace", str(path), "--prompt", "ab <image> cd", "--image", str(img), *px]
+    assert main([*argv, "--out", str(out)]) == 0
+    t = dict(np.load(out))
+    want = np.asarray(run["image"].pixel_values)
+    assert np.array_equal(t["pixel_values"].view(np.uint32), want.view(np.uint32))
+    assert t["image_grid_thw"].tolist() == [[1, 6, 10]]
+    image_rows = t["input_ids"] == ids()["<|image_pad|>"]
+    assert image_rows.sum() == 15 and t["vision.merger"].shape == (15, 64)
+    assert "vision.blocks.1.mlp_residual" in t and not any("deepstack" in k for k in t)
+    # the merger rows do not depend on the text around them
+    assert np.array_equal(
+        t["vision.merger"].view(np.uint32), run["trace"]["vision.merger"].view(np.uint32)
+    )
+
+
+def test_default_import_writes_the_official_vision_formats(model, tmp_path) -> None:
+    from weightfile.ref.ninfer3.read import open_artifact
+
+    folder = model[1].parent
+    path = import_checkpoint(folder, tmp_path / "o.ninfer")[0]
+    want = {
+        "v.patch_embedding": "q6_g64_fp16",
+        "v.layers/0/attention/query+key+value": "q4_g64_fp16",
+        "v.layers/0/attention/query_bias+key_bias+value_bias": "bf16",
+        "v.layers/1/attention/output": "q5_g64_fp16",
+        "v.layers/1/mlp/fc1": "q4_g64_fp16",
+        "v.layers/1/mlp/fc2": "q5_g64_fp16",
+        "v.merger/fc1": "q8_g32_fp16",
+        "v.merger/fc2": "q8_g32_fp16",
+        "v.position_embedding": "bf16",
+    }
+    with open_artifact(path) as nf:
+        got = {o: nf.directory.objects_by_id[o].format for o in want}
+        vision = nf.directory.components["vision"]
+        text_formats = {
+            o.format for o in nf.directory.objects_by_id.values() if o.id.startswith("w.")
+        }
+    assert got == want
+    assert text_formats <= {"bf16", "fp32"}  # text matrices stay bf16 without --format
+    assert vision.target == "text" and vision.config["model_type"] == "qwen3_5_vision"
+    assert set(vision.resources) == {"preprocessor_config.json", "video_preprocessor_config.json"}
