@@ -26,7 +26,7 @@ from weightfile.spec.errors import InvalidError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
 from weightfile.spec.ninfer3.vision_names import VISION_COMPONENT
 
-from .resources import load_text_resources
+from .resources import load_text_resources, processor_settings
 from .session import CANONICAL, Session, engine_for
 from .tokenizer import load_tokenizer
 
@@ -111,8 +111,10 @@ def load_ninfer_session(
             skip_tokenizer=tokenizer is not None,
         )
         arch = dict(artifact.component(TEXT_COMPONENT).config)
+        processor = processor_settings(artifact) if vision is not None and images else {}
     if vision is not None and images:
-        arch |= vision_arch(vision.config, vision.ids)
+        arch |= vision_arch(vision.config, vision.ids) | processor
+
     s = Session(
         model,
         arch,

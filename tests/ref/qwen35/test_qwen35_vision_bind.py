@@ -258,3 +258,32 @@ def test_an_image_for_a_file_without_vision_names_the_component(tmp_path: Path, 
     assert len(err) == 1 and "ninfer3.binder.component" in err[0] and "'vision'" in err[0]
     with raises_rule(InvalidError, "ninfer3.binder.component"):
         load_session(path, None, False, images=True)
+
+
+def test_images_take_the_file_processor_values(tmp_path: Path) -> None:
+    """spec/models.md §qwen35-vision-prompt: mean and std from the vision component's
+    preprocessor_config.json resource, the geometry from its config."""
+    from PIL import Image
+
+    from weightfile.frontend.image import ImageSettings, image_prompt_ids, preprocess_hf
+
+    tf = vl_file()
+    blob = b'{"image_mean": [0.25, 0.5, 0.75], "image_std": [0.5, 0.25, 0.5]}'
+    rid = tf.others["vision"]["resources"]["preprocessor_config.json"]
+    tf.data[rid] = blob
+    tf.objects[:] = [type(o)(o.id, len(blob)) if o.id == rid else o for o in tf.objects]
+    path = tf.write(tmp_path / "m.ninfer")
+    picture = np.random.default_rng(2).integers(0, 256, (8, 12, 3), dtype=np.uint8)
+    Image.fromarray(picture).save(tmp_path / "i.png")
+    s = load_session(path, None, False, images=True)
+    image_prompt_ids(s, None, "4,92,9", False, [tmp_path / "i.png"], pixels=(16, 256))
+    (got,) = s.model.pending_images
+    geometry = dict(
+        patch_size=2, merge_size=2, temporal_patch_size=2, min_pixels=16, max_pixels=256
+    )
+    own = ImageSettings(**geometry, image_mean=(0.25, 0.5, 0.75), image_std=(0.5, 0.25, 0.5))
+    want = preprocess_hf(Image.fromarray(picture), own)
+    assert got.grid_thw == want.grid_thw
+    assert np.array_equal(got.pixel_values.view(np.uint32), want.pixel_values.view(np.uint32))
+    default = preprocess_hf(Image.fromarray(picture), ImageSettings(**geometry))
+    assert not np.array_equal(default.pixel_values, got.pixel_values)
