@@ -81,21 +81,37 @@ class Qwen35Model:
         cache: Qwen35Cache,
         position_ids: PositionIds | None = None,
         trace: TraceHook | None = None,
-        rows: Mapping[int, Vec] | None = None,
     ) -> np.ndarray:
-        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]. `rows`
-        replaces the embeddings of some tokens (index -> row): the image rows of spec/models.md
-        §qwen35-vision."""
-        return self.forward_batch([(token_ids, cache, position_ids)], trace, rows)[0]
+        """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
+        return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
+
+    def forward_rows(
+        self,
+        token_ids: Sequence[int],
+        cache: Qwen35Cache,
+        position_ids: PositionIds | None,
+        trace: TraceHook | None,
+        rows: Mapping[int, Vec],
+    ) -> np.ndarray:
+        """`forward` with the embeddings of some tokens replaced (index -> row, no arithmetic):
+        the image rows of spec/models.md §qwen35-vision."""
+        return self.run_batch([(token_ids, cache, position_ids)], trace, rows)[0]
 
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], Qwen35Cache, PositionIds | None]],
         trace: TraceHook | None = None,
-        rows: Mapping[int, Vec] | None = None,
     ) -> list[np.ndarray]:
-        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request
-        (`rows`: replaced embeddings, indexed over all requests' tokens in order)."""
+        """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        return self.run_batch(requests, trace, None)
+
+    def run_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], Qwen35Cache, PositionIds | None]],
+        trace: TraceHook | None,
+        rows: Mapping[int, Vec] | None,
+    ) -> list[np.ndarray]:
+        """`forward_batch`, `rows` replacing embeddings (indexed over all requests' tokens)."""
         tokens, pos, caches = gather_requests(requests)
 
         def hook(name: str, values: list[Vec]) -> None:

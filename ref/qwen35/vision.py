@@ -290,7 +290,7 @@ def vision_weights(b: VisionBinding, decoder: ObjectDecoder) -> VisionWeights:
 
 
 class Qwen35VLModel(ImagePrompt):
-    """A Qwen3.5 text model (ref/qwen35, or any model with its `forward(..., rows=)`) and a
+    """A Qwen3.5 text model (ref/qwen35, or any model with its `forward_rows`) and a
     vision tower (ref/qwen3_vl's VisionTower or fast/qwen3_vl's FastVisionTower) around the
     Qwen3-VL prompt logic (image tokens, MRoPE positions and δ, spec/models.md §qwen35-vision)."""
 
@@ -316,11 +316,17 @@ class Qwen35VLModel(ImagePrompt):
             token_ids, cache.length, position_ids, trace, images, vision_output
         )
         rows = {} if out is None else {s: list(out.embeds[r]) for r, s in enumerate(slots)}
-        return self.text.forward(token_ids, cache, pos, trace, rows=rows)
+        return self.text.forward_rows(token_ids, cache, pos, trace, rows)
 
 
 def open_vision(
-    nf: Artifact, text: Any, binding: VisionBinding, tower: Callable[..., Any], decoder
+    nf: Artifact,
+    text: Any,
+    binding: VisionBinding,
+    tower: Callable[..., Any],
+    codec_for: Callable[[str, str], Any],
 ) -> Qwen35VLModel:
-    """The multimodal model: `tower(config, weights)` builds the tower (reference or fast)."""
-    return Qwen35VLModel(text, tower(binding.config, vision_weights(binding, decoder)), binding.ids)
+    """The multimodal model: the vision parameters decoded by `codec_for(format, layout)`'s
+    codecs, `tower(config, weights)` the tower (reference or fast)."""
+    weights = vision_weights(binding, ObjectDecoder(nf, codec_for))
+    return Qwen35VLModel(text, tower(binding.config, weights), binding.ids)

@@ -20,7 +20,6 @@ from weightfile.profiles import Profile
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.read import Artifact, open_artifact
 from weightfile.ref.qwen3_vl.config import SpecialIds, VisionConfig
-from weightfile.ref.qwen35.bind import ObjectDecoder
 from weightfile.ref.qwen35.vision import VisionBinding, check_vision, has_vision, open_vision
 from weightfile.spec.errors import InvalidError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT
@@ -73,9 +72,9 @@ def with_vision(
     binding = check_vision(artifact, model.config)
     if not images:
         return model, binding
-    decoder = ObjectDecoder(artifact, FAST.ninfer_codecs.get_codec)
     tower = tower_factory(backend, threads)
-    return open_vision(artifact, model, binding, tower, decoder), binding
+    codecs = FAST.ninfer_codecs.get_codec
+    return open_vision(artifact, model, binding, tower, codecs), binding
 
 
 def load_ninfer_session(
