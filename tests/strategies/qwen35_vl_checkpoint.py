@@ -87,7 +87,7 @@ def write_checkpoint(folder: Path, seed: int) -> torch.nn.Module:
             if "norm" in name or name.endswith("bias") or "pos_embed" in name:
                 p.add_(0.2 * torch.randn_like(p))
             if "visual" in name and "weight" in name and p.ndim >= 2:
-                p.mul_(4.0)  # transformers' 0.02 init leaves the tower's rows near zero
+                p.mul_(2.0)  # transformers' 0.02 init leaves the tower's rows near zero
             if not name.endswith(("A_log", "dt_bias")):
                 round_to_bf16(p)
             else:
