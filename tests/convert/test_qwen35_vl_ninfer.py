@@ -28,6 +28,7 @@ from weightfile.families.qwen35.to_ninfer import import_checkpoint
 from weightfile.frontend.dispatch import load_session
 from weightfile.frontend.image import image_prompt_ids
 from weightfile.ref.layers.trace import TraceRecorder
+from weightfile.ref.qwen3_vl.vision import VisionInput
 
 LOGITS_BOUND = 1e-5  # the issue's bound
 MERGER_BOUND = 1e-6
@@ -201,3 +202,25 @@ def test_default_import_writes_the_official_vision_formats(model, tmp_path) -> N
     assert text_formats <= {"bf16", "fp32"}  # text matrices stay bf16 without --format
     assert vision.target == "text" and vision.config["model_type"] == "qwen3_5_vision"
     assert set(vision.resources) == {"preprocessor_config.json", "video_preprocessor_config.json"}
+
+
+def test_two_images_positions_equal_get_rope_index(model, run) -> None:
+    """Two images of different grids in one prompt, text between and after: the second image
+    starts after the first one's largest id, and δ counts both (spec/models.md §qwen3-vl (b))."""
+    hf = model[0]
+    t = ids()
+    vs, img, ve = t["<|vision_start|>"], t["<|image_pad|>"], t["<|vision_end|>"]
+    grids = [(1, 6, 10), (1, 4, 2)]
+    tokens = [5, vs, *[img] * 15, ve, 7, 8, vs, *[img] * 2, ve, 9]
+    images = [VisionInput(np.zeros((g[1] * g[2], 96), np.float32), g) for g in grids]
+    model_ = run["s"].model
+    ours = [list(p) for p in model_.positions(tokens, images, 0)]
+    ids_t = torch.tensor([tokens])
+    hf_pos, hf_delta = hf.model.get_rope_index(
+        ids_t, (ids_t == img).int(), torch.tensor([list(g) for g in grids])
+    )
+    assert ours == hf_pos[:, 0].T.tolist()
+    assert model_.rope_delta == int(hf_delta.reshape(-1)[0])
+    # by hand: the first image starts at p = 2 and moves p to 2 + max(3, 5) = 7; <ve>, 7, 8, <vs>
+    # take 7..10; the second image's first token (row 0, column 0) is (11, 11, 11)
+    assert ours[21] == [11, 11, 11]
