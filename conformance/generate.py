@@ -38,6 +38,8 @@ BOARD_VERSION = "v3"
 NINFER3_MODEL_VERSION = "v2"
 #: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §qwen3-vl): images, DeepStack, MRoPE.
 VL_VERSION = "v4"
+#: The Qwen3.5 vision model cases (`ninfer3-vl-model`), CHANGELOG.md "ninfer3 v3".
+NINFER3_VL_VERSION = "v3"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -47,6 +49,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", BOARD_VERSION),
     ("ninfer3", NINFER3_MODEL_VERSION),
     ("vqf", VL_VERSION),
+    ("ninfer3", NINFER3_VL_VERSION),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

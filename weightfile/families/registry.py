@@ -341,6 +341,15 @@ ROWS: tuple[Family, ...] = (
                 answer="weightfile.families.qwen35.conformance:case_answer",
                 note="weightfile.families.qwen35.conformance:FAST_NINFER3_MODEL",
             ),
+            # ninfer3 v3: Qwen3.5 with its vision component (spec/models.md §qwen35-vision)
+            Builder(
+                "ninfer3",
+                "v3",
+                "vl-model",
+                source="weightfile.families.qwen35.conformance_vl:corpus_cases",
+                answer="weightfile.families.qwen35.conformance_vl:case_answer",
+                note="weightfile.families.qwen35.conformance_vl:FAST_NINFER3_VL_MODEL",
+            ),
         ),
     ),
 )
