@@ -50,6 +50,8 @@ VL_VERSION = "v4"
 #: cases decoded by seeded sampling with a temperature (spec/numerics.md §next-token).
 VQF_V5 = "v5"
 NINFER3_V3 = "v3"
+#: The Qwen3.5 vision model cases (`ninfer3-vl-model`), CHANGELOG.md "ninfer3 v4".
+NINFER3_VL_VERSION = "v4"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -61,6 +63,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", VL_VERSION),
     ("vqf", VQF_V5),
     ("ninfer3", NINFER3_V3),
+    ("ninfer3", NINFER3_VL_VERSION),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

@@ -184,6 +184,27 @@ _SYMBOLS = {
 }
 
 
+def ninfer3_vision_names_table() -> str:
+    """The vision parameters (spec/ninfer3.md §qwen35-vision-names), shapes as formulas, from
+    vision_names."""
+    from weightfile.spec.ninfer3.vision_names import vision_parameters
+
+    config = {
+        "hidden_size": _Sym("W"), "intermediate_size": _Sym("I"), "depth": 1,
+        "num_position_embeddings": _Sym("S²"), "patch_size": 1, "temporal_patch_size": 1,
+        "spatial_merge_size": 1,
+    }  # fmt: skip
+    rows = []
+    for p in vision_parameters(config, _Sym("H")):  # type: ignore[arg-type]
+        name = p.name.replace("layers/0/", "layers/{i}/")
+        shape = "[" + ", ".join(map(str, p.shape)) + "]"
+        shape = shape.replace("[W, 3]", "[W, Pd]").replace("W·1", "M")
+        inputs = ", ".join(f"`{i.replace('layers/0/', 'layers/{i}/')}`" for i in p.inputs) or "–"
+        fmt = f"`{p.direct_format}`" if p.direct_format else "any registered format"
+        rows.append([f"`{name}`", shape, inputs, fmt])
+    return markdown_table(["parameter", "shape", "Use inputs", "format"], rows)
+
+
 def ninfer3_text_names_table() -> str:
     """The canonical text parameters, shapes as formulas (spec/ninfer3.md §qwen35-names), from
     text_names."""
@@ -238,6 +259,7 @@ TABLES: dict[str, dict[str, Callable[[], str]]] = {
         "ninfer3-row-split-geometry": ninfer3_row_split_table,
         "ninfer3-text-config": ninfer3_text_config_table,
         "ninfer3-text-names": ninfer3_text_names_table,
+        "ninfer3-vision-names": ninfer3_vision_names_table,
     },
 }
 

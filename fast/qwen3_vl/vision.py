@@ -88,10 +88,12 @@ class FastVisionTower:
                 hook(f"vision.blocks.{i}.{op}", rows[op])
         return out
 
-    def merge(self, name: str, mw, x: np.ndarray, post_shuffle: bool, hook) -> np.ndarray:
-        """spec/models.md §qwen3-vl steps 5-6 (spec/numerics.md §vision-merge): windows of merge²
-        patches side by side (a reshape: the rows are in merge-window order), LayerNorm over 4D
-        after the shuffle or over D before it, fc1, gelu_erf, fc2."""
+    def merge(
+        self, name: str, mw, x: np.ndarray, post_shuffle: bool, gelu: str, hook
+    ) -> np.ndarray:
+        """spec/models.md §qwen3-vl steps 5-6, §vision-variants (spec/numerics.md §vision-merge):
+        windows of merge² patches side by side (a reshape: the rows are in merge-window order),
+        LayerNorm over 4D after the shuffle or over D before it, fc1, GELU (`gelu`), fc2."""
         unit = self.config.spatial_merge_size**2
         m = x.shape[0] // unit
         if post_shuffle:
@@ -101,7 +103,7 @@ class FastVisionTower:
             pre = self.norm(x, mw.norm_w, mw.norm_b)
             n = pre.reshape(m, -1)
         f1 = self.linear(mw.fc1, mw.fc1_b, n)
-        g = gelu_erf(f1, self.threads)
+        g = (gelu_erf if gelu == "erf" else gelu_tanh)(f1, self.threads)
         out = self.linear(mw.fc2, mw.fc2_b, g)
         if hook is not None:
             hook(f"{name}.norm", pre)
@@ -147,6 +149,8 @@ class FastVisionTower:
             if i in c.deepstack_visual_indexes:
                 j = c.deepstack_visual_indexes.index(i)
                 name = f"vision.deepstack.{j}"
-                deepstack.append(self.merge(name, w.deepstack[j], x, True, layer_hook))
-        embeds = self.merge("vision.merger", w.merger, x, False, layer_hook)
+                deepstack.append(self.merge(name, w.deepstack[j], x, True, "erf", layer_hook))
+        embeds = self.merge(
+            "vision.merger", w.merger, x, c.merger_postshuffle_norm, c.merger_gelu, layer_hook
+        )
         return VisionOutput(embeds, tuple(deepstack))

@@ -10,7 +10,7 @@ Per layer: h = x + mixer(RMSNorm₀(x)); out = h + FFN(RMSNorm₀(h)), RMSNorm�
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -85,19 +85,42 @@ class Qwen35Model:
         """Run T tokens after the cache's contents; returns logits float32 [T, vocab]."""
         return self.forward_batch([(token_ids, cache, position_ids)], trace)[0]
 
+    def forward_rows(
+        self,
+        token_ids: Sequence[int],
+        cache: Qwen35Cache,
+        position_ids: PositionIds | None,
+        trace: TraceHook | None,
+        rows: Mapping[int, Vec],
+    ) -> np.ndarray:
+        """`forward` with the embeddings of some tokens replaced (index -> row, no arithmetic):
+        the image rows of spec/models.md §qwen35-vision."""
+        return self.run_batch([(token_ids, cache, position_ids)], trace, rows)[0]
+
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], Qwen35Cache, PositionIds | None]],
         trace: TraceHook | None = None,
     ) -> list[np.ndarray]:
         """Several sequences in one layer-major pass; logits float32 [T_r, vocab] per request."""
+        return self.run_batch(requests, trace, None)
+
+    def run_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], Qwen35Cache, PositionIds | None]],
+        trace: TraceHook | None,
+        rows: Mapping[int, Vec] | None,
+    ) -> list[np.ndarray]:
+        """`forward_batch`, `rows` replacing embeddings (indexed over all requests' tokens)."""
         tokens, pos, caches = gather_requests(requests)
 
-        def hook(name: str, rows: list[Vec]) -> None:
+        def hook(name: str, values: list[Vec]) -> None:
             if trace is not None:
-                trace(name, as_rows(rows))
+                trace(name, as_rows(values))
 
         x = self.embed(tokens)
+        for at, row in (rows or {}).items():  # masked_scatter: no arithmetic
+            x[at] = list(row)
         hook(EMBED, x)
         for i, lw in enumerate(self.weights.layers):
             mixer = self.mixers[i]

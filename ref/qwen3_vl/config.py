@@ -9,6 +9,9 @@ import numpy as np
 
 from weightfile.ref.numerics.matrix import DenseMatrix, Matrix
 
+#: The final merger's activations (spec/numerics.md §vision-gelu): exact erf, or the tanh form.
+MERGER_GELUS = ("erf", "tanh")
+
 
 @dataclass(frozen=True)
 class VisionConfig:
@@ -27,6 +30,11 @@ class VisionConfig:
     in_channels: int = 3
     rope_theta: float = 10000.0
     eps: float = 1e-6
+    #: The family switches of spec/models.md §vision-variants: where the final merger's LayerNorm
+    #: sits (False: over D on each patch before the 2×2 regrouping) and its activation. Qwen3-VL
+    #: and Qwen3.5 agree on both; the DeepStack count above is what tells them apart.
+    merger_postshuffle_norm: bool = False
+    merger_gelu: str = "erf"
 
     def __post_init__(self) -> None:
         hd, side = self.head_dim, math.isqrt(self.num_position_embeddings)
@@ -36,6 +44,8 @@ class VisionConfig:
             raise ValueError(f"{self.num_position_embeddings} position rows are not a square")
         if any(not 0 <= i < self.depth for i in self.deepstack_visual_indexes):
             raise ValueError(f"deepstack indexes {self.deepstack_visual_indexes} past the blocks")
+        if self.merger_gelu not in MERGER_GELUS:
+            raise ValueError(f"merger activation {self.merger_gelu!r} is none of {MERGER_GELUS}")
 
     @property
     def head_dim(self) -> int:

@@ -166,9 +166,12 @@ class VisionTower:
             hook(f"vision.blocks.{i}.{op}", rows[op])
         return out
 
-    def merge(self, name: str, mw: MergerWeights, x: list[Vec], post_shuffle: bool, hook) -> list:
-        """spec/models.md §qwen3-vl steps 5-6: windows of 4 patches side by side, LayerNorm (over 4D
-        after the shuffle, or over D before it), fc1, gelu_erf, fc2."""
+    def merge(
+        self, name: str, mw: MergerWeights, x: list[Vec], post_shuffle: bool, gelu: str, hook
+    ) -> list:
+        """spec/models.md §qwen3-vl steps 5-6, §vision-variants: windows of 4 patches side by
+        side, LayerNorm (over 4D after the shuffle, or over D before it), fc1, GELU (`gelu`:
+        "erf" or "tanh"), fc2."""
         unit = self.config.spatial_merge_size**2
         if post_shuffle:
             windows = [window(x, w, unit) for w in range(0, len(x), unit)]
@@ -179,7 +182,8 @@ class VisionTower:
             hook(f"{name}.norm", pre)
             n = [window(pre, w, unit) for w in range(0, len(pre), unit)]
         f1 = [self.linear(mw.fc1, mw.fc1_b, v) for v in n]
-        g = [[gelu_erf(e) for e in v] for v in f1]
+        act = gelu_erf if gelu == "erf" else gelu_tanh
+        g = [[act(e) for e in v] for v in f1]
         out = [self.linear(mw.fc2, mw.fc2_b, v) for v in g]
         hook(f"{name}.fc1", f1)
         hook(f"{name}.gelu", g)
@@ -217,6 +221,9 @@ class VisionTower:
             if i in c.deepstack_visual_indexes:
                 j = c.deepstack_visual_indexes.index(i)
                 name = f"vision.deepstack.{j}"
-                deepstack.append(as_rows(self.merge(name, w.deepstack[j], x, True, hook)))
-        embeds = as_rows(self.merge("vision.merger", w.merger, x, False, hook))
+                deepstack.append(as_rows(self.merge(name, w.deepstack[j], x, True, "erf", hook)))
+        final = self.merge(
+            "vision.merger", w.merger, x, c.merger_postshuffle_norm, c.merger_gelu, hook
+        )
+        embeds = as_rows(final)
         return VisionOutput(embeds, tuple(deepstack))

@@ -92,6 +92,10 @@ def test_every_ninfer3_rule_a_file_can_break_has_one_invalid_case():
     # symlink out of the folder (corpus files are plain files) and the reader's JSON size cap,
     # a limit of this implementation rather than a rule of the format
     left_out |= {"ninfer3.part.outside", "ninfer3.header.json_limit"}
+    # ... and, not yet, the vision binder's rules (README "Untested / implementation-defined":
+    # ninfer3 v3 has accepted vision files only; tests/ref/qwen35/test_qwen35_vision_bind.py
+    # raises each)
+    left_out |= {r for r in NINFER3_RULES if r.startswith("ninfer3.vision.")}
     assert set(NINFER3_RULES) - set(rejected) == left_out
     for c in cases:
         if c["expect"] == "reject":

@@ -9,6 +9,7 @@ logits.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import write_artifact
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
 from weightfile.spec.ninfer3.text_names import fusion_groups, text_parameters
+from weightfile.spec.ninfer3.vision_names import qkv_groups, vision_parameters
 
 TINY: dict[str, Any] = {
     "architectures": ["Qwen3_5ForCausalLM"],
@@ -116,6 +118,8 @@ class TextFile:
     bindings: dict[str, Any] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     resources: dict[str, str] = field(default_factory=dict)
+    #: components beside text (vision: `add_vision`)
+    others: dict[str, Any] = field(default_factory=dict)
 
     def add_tensor(self, object_id: str, values: np.ndarray, fmt: str, layout: str) -> None:
         shape = tuple(int(d) for d in values.shape)
@@ -127,7 +131,10 @@ class TextFile:
             path,
             self.data,
             objects=self.objects,
-            components={"text": {"config": self.config, "resources": self.resources}},
+            components={
+                "text": {"config": self.config, "resources": self.resources},
+                **self.others,
+            },
             bindings=self.bindings,
             uses=self.uses,
         )
@@ -172,3 +179,86 @@ def text_file(config: Qwen35Config, params: dict[str, np.ndarray], matrix_format
         for consumed in p.inputs:
             tf.uses.append({"parameter": name, "input": consumed, "activation_policy": "A16Only"})
     return tf
+
+
+# -- the vision component (spec/ninfer3.md §qwen35-vision-names) -------------------------------
+
+TINY_VISION: dict[str, Any] = {
+    "model_type": "qwen3_5_vision",
+    "depth": 2,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_heads": 2,
+    "patch_size": 2,
+    "temporal_patch_size": 2,
+    "spatial_merge_size": 2,
+    "num_position_embeddings": 9,
+}
+#: the image tokens, after the tiny vocabulary's first ids
+VISION_IDS = {
+    "<|vision_start|>": 90,
+    "<|vision_end|>": 91,
+    "<|image_pad|>": 92,
+    "<|video_pad|>": 93,
+}
+TOKENIZER_WITH_IMAGES = json.dumps(
+    {"model": {}, "added_tokens": [{"id": i, "content": t} for t, i in VISION_IDS.items()]}
+).encode()
+VISION_RESOURCES = {
+    "preprocessor_config.json": b'{"patch_size": 2}',
+    "video_preprocessor_config.json": b'{"patch_size": 2}',
+}
+
+
+def random_vision_parameters(
+    vision: dict[str, Any], text_hidden: int, seed: int
+) -> dict[str, np.ndarray]:
+    """Every vision parameter: N(0, 0.3) matrices and biases, LayerNorm weights around 1."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in vision_parameters(vision, text_hidden):
+        v = rng.normal(0.0, 0.3, p.shape)
+        if p.name.endswith(("norm1_weight", "norm2_weight", "norm_weight")):
+            v = 1.0 + v
+        out[p.name] = v.astype(np.float32)
+    return out
+
+
+def add_vision(
+    tf: TextFile,
+    vision: dict[str, Any],
+    params: dict[str, np.ndarray],
+    matrix_format: str = "bf16",
+    poison: bool = False,
+) -> None:
+    """The vision component as the official converter packs it ({q, k, v} and their biases one
+    parent each), its two resources, the tokenizer resource with the image tokens, one A16Only Use
+    per declared input. `poison`: every vision tensor's bytes 0xFF (NaN in bf16)."""
+    tf.data["r.tokenizer.json"] = TOKENIZER_WITH_IMAGES
+    tf.objects[:] = [
+        ResourceSpec(o.id, len(TOKENIZER_WITH_IMAGES)) if o.id == "r.tokenizer.json" else o
+        for o in tf.objects
+    ]
+    res = {}
+    for role, blob in VISION_RESOURCES.items():
+        res[role] = f"r.{role}"
+        tf.objects.append(ResourceSpec(f"r.{role}", len(blob)))
+        tf.data[f"r.{role}"] = blob
+    tf.others["vision"] = {"config": vision, "target": "text", "resources": res}
+    text_hidden = tf.config["hidden_size"]
+    specs = vision_parameters(vision, text_hidden)
+    groups = {n: g for g in qkv_groups(vision) for n in g}
+    for p in specs:
+        group = groups.get(p.name, (p.name,))
+        parent = "v." + "+".join(group)
+        if parent not in tf.data:
+            fmt = p.direct_format or matrix_format
+            tf.add_tensor(parent, np.concatenate([params[n] for n in group]), fmt,
+                          matrix_layout(fmt))  # fmt: skip
+            if poison:
+                tf.data[parent] = b"\xff" * len(tf.data[parent])
+        at = sum(params[n].size for n in group[: group.index(p.name)])
+        part = {"object": parent, "range": [at, at + params[p.name].size]}
+        tf.bindings[p.name] = {"parts": [part]} if len(group) > 1 else {"object": parent}
+        for consumed in p.inputs:
+            tf.uses.append({"parameter": p.name, "input": consumed, "activation_policy": "A16Only"})

@@ -76,8 +76,9 @@ def add_vqf_arguments(
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--format", choices=NINFER_FORMATS, default="bf16",
-        help=".ninfer only: the matrices' format (norms stay bf16, GDN gates fp32)",
+        "--format", choices=NINFER_FORMATS, default=None,
+        help=".ninfer only: every matrix's format, text and vision (norms stay bf16, GDN gates "
+        "fp32; default: bf16 text matrices, the official formats for the vision tower)",
     )  # fmt: skip
     parser.add_argument(
         "--hadamard", action="append", default=[], metavar="PARAM_GLOB",
@@ -208,7 +209,7 @@ def gguf_notes(src: Path, key: bytes | None) -> list[str]:
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:
     if target != "vqf":
-        return f", {args.format}" if target == "ninfer" else ""
+        return f", {args.format or 'bf16'}" if target == "ninfer" else ""
     parts = [f"wmode {plan.wmode}", plan.layout]
     parts += ["x8"] * plan.x8 + [plan.quantizer] * (plan.quantizer != "kestrel")
     parts += ["f32 embedding"] * (plan.embedding == "f32" and plan.wmode != "f32")

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         threads(args),
         passphrase=passphrase(args),
         profile=args.profile,
+        images=bool(args.image),
     )
     if s.note:
         print(s.note, file=sys.stderr)

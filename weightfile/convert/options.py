@@ -24,7 +24,8 @@ class ConvertOptions:
     """Everything a converter may use; each converter reads the fields of its target."""
 
     vqf: VQFPlan = field(default_factory=VQFPlan)
-    ninfer_format: str = "bf16"
+    #: .ninfer: every matrix's format; None: bf16 text matrices, the official vision formats
+    ninfer_format: str | None = None
     overwrite: bool = False
     backend: Backend = FAST  # whose codecs encode: REFERENCE or FAST (the same bytes)
     passphrase: bytes | None = None

@@ -347,6 +347,15 @@ ROWS: tuple[Family, ...] = (
                 source="weightfile.families.qwen35.conformance:valid_cases_v2",
                 answer="weightfile.families.qwen35.conformance:case_answer",
             ),
+            # ninfer3 v4: Qwen3.5 with its vision component (spec/models.md §qwen35-vision)
+            Builder(
+                "ninfer3",
+                "v4",
+                "vl-model",
+                source="weightfile.families.qwen35.conformance_vl:corpus_cases",
+                answer="weightfile.families.qwen35.conformance_vl:case_answer",
+                note="weightfile.families.qwen35.conformance_vl:FAST_NINFER3_VL_MODEL",
+            ),
         ),
     ),
 )

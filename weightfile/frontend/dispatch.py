@@ -32,18 +32,21 @@ def load_session(
     threads: int = 1,
     passphrase: bytes | None = None,
     profile: str = DEFAULT,
+    images: bool = False,
 ) -> Session:
     """Bind the model file at `path` under the numerics profile named `profile`; attach its
     tokenizer if found (required when `need_tokenizer`).
 
     `passphrase` opens an encrypted VQF: authenticated, then decrypted in memory (spec/vqf.md
     §sm4-hmac). A profile that runs no family of the file's container refuses it by its magic alone.
+    `images`: the prompt will carry images, so a `.ninfer` file's vision component is selected
+    (its payload is read only then, spec/ninfer3.md §qwen35-vision-names).
     """
     row = profile_named(profile)
     container = sniff(path)
     row.require_container(container)
     if container == NINFER:
-        return load_ninfer_session(path, tokenizer, need_tokenizer, backend, row, threads)
+        return load_ninfer_session(path, tokenizer, need_tokenizer, backend, row, images, threads)
     return load_vqf_session(path, tokenizer, need_tokenizer, backend, threads, passphrase, row)
 
 

@@ -264,12 +264,15 @@ def settings_for(arch: dict, base: ImageSettings = ImageSettings()) -> ImageSett
     fields)."""
     from dataclasses import replace
 
+    # a .ninfer file's own processor values (weightfile/frontend/resources.processor_settings)
+    own = {k: arch[k] for k in ("image_mean", "image_std", "rescale_factor") if k in arch}
     return replace(
         base,
         patch_size=int(arch["vis_patch"]),
         merge_size=int(arch["vis_merge"]),
         temporal_patch_size=int(arch["vis_temporal"]),
         max_patches=int(arch["vis_max_pos"]),
+        **own,
     )
 
 

@@ -42,18 +42,18 @@ def has_role(artifact: Artifact, role: str) -> bool:
     return role in artifact.component(TEXT_COMPONENT).resources
 
 
-def resource_text(artifact: Artifact, role: str) -> str:
+def resource_text(artifact: Artifact, role: str, component: str = "text") -> str:
     """A resource's bytes as UTF-8 text, or InvalidError naming the role."""
     try:
-        return bytes(artifact.resource(role)).decode("utf-8")
+        return bytes(artifact.resource(role, component)).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidError(RULE, f"{role} is not UTF-8: {exc}", path=role) from None
 
 
-def resource_json(artifact: Artifact, role: str) -> dict[str, Any]:
+def resource_json(artifact: Artifact, role: str, component: str = "text") -> dict[str, Any]:
     """A JSON-object resource, or InvalidError naming the role."""
     try:
-        value = json.loads(resource_text(artifact, role))
+        value = json.loads(resource_text(artifact, role, component))
     except json.JSONDecodeError as exc:
         raise InvalidError(RULE, f"{role}: {exc}", path=role) from None
     if not isinstance(value, dict):
@@ -112,4 +112,29 @@ def load_text_resources(
         found = out.tokenizer.token_to_id(token) if token is not None else None
         if found is not None:
             out.eos_ids.add(found)
+    return out
+
+
+#: The processor values an image's pixels depend on beyond the tower's geometry.
+PROCESSOR_KEYS = {"image_mean": 3, "image_std": 3, "rescale_factor": 0}
+
+
+def processor_settings(artifact: Artifact) -> dict[str, Any]:
+    """`image_mean`, `image_std` (three numbers each) and `rescale_factor` of the vision
+    component's `preprocessor_config.json` (spec/models.md §qwen35-vision-prompt), those present;
+    a value of another shape is InvalidError naming the role and key."""
+    role = "preprocessor_config.json"
+    doc = resource_json(artifact, role, "vision")
+    out: dict[str, Any] = {}
+    for key, count in PROCESSOR_KEYS.items():
+        if key not in doc:
+            continue
+        v = doc[key]
+        items = v if isinstance(v, list) else [v]
+        ok = all(type(x) in (int, float) and x > 0 for x in items) and (
+            len(items) == count if count else not isinstance(v, list)
+        )
+        if not ok:
+            raise InvalidError(RULE, f"{role}: {key} {v!r:.60} is not valid", path=f"{role}.{key}")
+        out[key] = tuple(float(x) for x in items) if count else float(v)
     return out

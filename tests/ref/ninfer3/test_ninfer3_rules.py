@@ -33,7 +33,7 @@ SKIP = [
     f"--ignore={ROOT / 'tests' / 'ref' / 'ninfer3' / name}"
     for name in ("test_ninfer3_roundtrip.py", "test_ninfer3_hostile.py")
 ]
-BINDER = ("config", "bind")  # the Qwen3.5 binder tests that raise ninfer3.text.* rules
+BINDER = ("config", "bind", "vision_bind")  # the Qwen3.5 binder tests: ninfer3.{text,vision}.*
 RULE_LITERAL = re.compile(r'"(ninfer3\.[a-z0-9_]+\.[a-z0-9_]+)"')
 
 

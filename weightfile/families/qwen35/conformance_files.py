@@ -165,6 +165,8 @@ class TextDirectory:
     bindings: dict[str, Any] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     resources: dict[str, str] = field(default_factory=dict)
+    #: components beside text (the `ninfer3-vl-model` cases' vision), written after it
+    others: dict[str, Any] = field(default_factory=dict)
 
     def tensor(self, object_id: str, values: np.ndarray, fmt: str) -> None:
         """Encode `values` with the canonical encoder of (fmt, its layout) as the object
@@ -185,7 +187,10 @@ class TextDirectory:
             path,
             {oid: blob for oid, (_, blob) in self.objects.items()},
             objects=[spec for spec, _ in self.objects.values()],
-            components={TEXT_COMPONENT: {"config": self.config, "resources": self.resources}},
+            components={
+                TEXT_COMPONENT: {"config": self.config, "resources": self.resources},
+                **self.others,
+            },
             bindings=self.bindings,
             uses=self.uses,
             artifact_id=artifact_id,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,14 @@ from weightfile.families.qwen35.to_ninfer_hadamard import (
     signs_object_id,
 )
 from weightfile.families.qwen35.to_ninfer_plan import Parent, bindings, plan_parents, uses
+from weightfile.families.qwen35.to_ninfer_vision import (
+    HF_VISION,
+    hf_names,
+    vision_config,
+    vision_parents,
+    vision_uses,
+    vision_values,
+)
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import ArtifactWriter
@@ -61,6 +70,7 @@ from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
 from weightfile.spec.ninfer3.text_names import text_parameters
+from weightfile.spec.ninfer3.vision_names import VISION_RESOURCE_ROLES
 
 #: The rule ids the checkpoint reader raises for this importer (spec/ninfer3/rules.py).
 RULES = CheckpointRules(
@@ -236,7 +246,7 @@ def check_tensor_set(
     fused: frozenset[int],
 ) -> int:
     """Every text-model tensor of the checkpoint is one a parent reads (else
-    qwen35.import.unexpected_tensor); returns how many other tensors are left out."""
+    qwen35.import.unexpected_tensor); returns how many other (vision, MTP) tensors there are."""
     expected = {
         member_source(config, prefix, m.name, fused).hf_name for p in parents for m in p.members
     }
@@ -256,44 +266,52 @@ def import_checkpoint(
     folder: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
-    fmt: str = "bf16",
+    fmt: str | None = None,
     backend: Backend = REFERENCE,
     limit: int = DEFAULT_LIMIT,
     hadamard: tuple[str, ...] = (),
     hadamard_seed: int = 0,
+    vision: bool = True,
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
-    `hadamard` globs name the matrices to store rotated, with signs from `hadamard_seed`."""
+
+    `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats,
+    `to_ninfer_vision`). A checkpoint with a `vision_config` and `model.visual.*` tensors gets a
+    `vision` component unless `vision` is False (then its tensors are counted as ignored).
+    `hadamard` globs name the text matrices to store rotated, with signs from `hadamard_seed`."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
     prefix = text_model_prefix(multimodal="text_config" in hf_config)
-    parents = plan_parents(config, fmt)
+    parents = plan_parents(config, fmt or "bf16")
     rotation = Rotation(config, tuple(hadamard), hadamard_seed)
     resources = read_resources(src)
-    objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
-    objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
-    objects += rotation.objects()
     with Checkpoint(src, RULES) as checkpoint:
+        vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [])
+        components: dict[str, Any] = {
+            "text": {"config": config, "resources": {r: resource_id(r) for r in resources}}
+        }
+        if vp.component is not None:
+            components["vision"] = vp.component
+        resources |= vp.resources
+        objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
+        objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents + vp.parents]
+        objects += rotation.objects()
         fused = fused_layers(checkpoint.names, config, prefix)
         ignored = check_tensor_set(checkpoint.names, config, prefix, parents, fused)
+        ignored -= len(vp.expected)
         with ArtifactWriter(
             out,
             objects=objects,
-            components={
-                "text": {
-                    "config": config,
-                    "resources": {r: resource_id(r) for r in resources},
-                }
-            },
-            bindings=bindings(parents, config["tie_word_embeddings"]),
-            uses=rotation.uses(uses(config)),
+            components=components,
+            bindings=bindings(parents, config["tie_word_embeddings"]) | bindings(vp.parents, False),
+            uses=rotation.uses(uses(config)) + vp.uses,
             metadata={"name": src.resolve().name or "model"},
             provenance={
                 "converter": "weightfile import",
                 "source": {"architectures": hf_config.get("architectures")},
-                "format": fmt,
-                "encoder": "grouped_absmax" if fmt != "bf16" else "bf16 round to nearest even",
+                "format": fmt or "bf16 text, official vision formats",
+                "encoder": "grouped_absmax, bf16 round to nearest even",
                 "ignored_tensors": ignored,
             }
             | ({"hadamard": rotation.provenance()} if hadamard else {}),
@@ -310,4 +328,54 @@ def import_checkpoint(
             bf16 = backend.ninfer_codecs.get_codec("bf16", "contiguous_le_v1")
             for i, signs in rotation.signs.items():
                 writer.write(signs_object_id(i), bf16.encode(signs.astype(np.float32), signs.shape))
+            for parent in vp.parents:
+                writer.write(
+                    parent.id, encode_parent(parent, vision_values(parent, tensor), backend)
+                )
             return writer.finish()
+
+
+@dataclass
+class VisionPart:
+    """What the vision component adds to the file (nothing for a text-only checkpoint)."""
+
+    component: dict[str, Any] | None = None
+    parents: list[Parent] = field(default_factory=list)
+    resources: dict[str, bytes] = field(default_factory=dict)
+    expected: set[str] = field(default_factory=set)  # the checkpoint tensors it reads
+    uses: list[dict[str, str]] = field(default_factory=list)
+
+
+def plan_vision(
+    src: Path,
+    hf_config: Mapping[str, Any],
+    config: Mapping[str, Any],
+    fmt: str | None,
+    names: list[str],
+) -> VisionPart:
+    """The vision component of a checkpoint with a vision tower (a `vision_config` and
+    `model.visual.*` tensors among `names`), spec/ninfer3.md §qwen35-vision-names."""
+    if "vision_config" not in hf_config or not any(n.startswith(HF_VISION) for n in names):
+        return VisionPart()
+    vc = vision_config(hf_config, config["architectures"][0])
+    hidden = config["hidden_size"]
+    resources = {}
+    for role in VISION_RESOURCE_ROLES:
+        path = src / role
+        if not path.is_file():
+            raise NotFoundError(
+                "qwen35.import.missing_file", f"{path} is missing (a vision resource)", path=role
+            )
+        resources[role] = path.read_bytes()
+    component = {
+        "config": vc,
+        "target": "text",
+        "resources": {r: resource_id(r) for r in resources},
+    }
+    return VisionPart(
+        component,
+        vision_parents(vc, hidden, fmt),
+        resources,
+        hf_names(vc, hidden),
+        vision_uses(vc, hidden),
+    )

@@ -61,7 +61,8 @@ class Parent:
     def shape(self) -> tuple[int, ...]:
         if len(self.members) == 1:
             return self.members[0].shape
-        return (sum(m.shape[0] for m in self.members), self.members[0].shape[1])
+        # stacked by rows; vectors (the vision q/k/v biases) simply end to end
+        return (sum(m.shape[0] for m in self.members), *self.members[0].shape[1:])
 
 
 def object_id(names: tuple[str, ...]) -> str:
@@ -113,7 +114,7 @@ def bindings(parents: list[Parent], tied: bool) -> dict[str, dict[str, Any]]:
             out[parent.members[0].name] = {"object": parent.id}
             continue
         row = 0
-        k = parent.shape[1]
+        k = parent.shape[1] if len(parent.shape) > 1 else 1
         for m in parent.members:
             rows = m.shape[0]
             out[m.name] = {"parts": [{"object": parent.id, "range": [row * k, (row + rows) * k]}]}

@@ -1,0 +1,47 @@
+"""The fast vision tower on float32 matrices held in memory: the decoded weights of a `.ninfer`
+vision component (spec/ninfer3.md §qwen35-vision-names), bit for bit the reference tower on the
+same `DenseMatrix` records (spec/numerics.md §vision: F32 weights take the spec/numerics.md
+§matmul dot in both).
+
+`fast_tower(config, weights, threads)` is the entry point a fast Qwen3.5 text decoder calls for
+its images, as weightfile/frontend/ninfer_session.py does with the reference text model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+import numpy as np
+
+from weightfile.fast.numerics.matrix import FastMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.ref.qwen3_vl.config import VisionConfig, VisionWeights
+
+from .vision import FastVisionTower
+
+
+def fast_matrix(m: DenseMatrix) -> FastMatrix:
+    """An F32 FastMatrix reading the DenseMatrix's own float32 bytes (no copy)."""
+    values = np.ascontiguousarray(m.values, dtype=np.float32)
+    rows, cols = values.shape
+    return FastMatrix("f32", values.reshape(-1).view(np.uint8), rows, cols)
+
+
+def as_fast(record: Any) -> Any:
+    """The record with every DenseMatrix field a FastMatrix (nested records and tuples too)."""
+    changes = {}
+    for f in fields(record):
+        v = getattr(record, f.name)
+        if isinstance(v, DenseMatrix):
+            changes[f.name] = fast_matrix(v)
+        elif isinstance(v, tuple):
+            changes[f.name] = tuple(as_fast(x) for x in v)
+        elif hasattr(v, "__dataclass_fields__"):
+            changes[f.name] = as_fast(v)
+    return replace(record, **changes)
+
+
+def fast_tower(config: VisionConfig, weights: VisionWeights, threads: int = 1) -> FastVisionTower:
+    """The fast tower on the reference tower's weight records (spec/models.md §qwen35-vision)."""
+    return FastVisionTower(config, as_fast(weights), threads)
