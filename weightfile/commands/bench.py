@@ -129,12 +129,13 @@ def _output_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
     """How the run is made: synthetic models' cache, the image engine, the optional rows, CPUs,
     the bandwidth probe's buffer and an encrypted model's passphrase."""
+    from weightfile.ref.user_cache import CACHE_WORDING
+
     parser.add_argument(
         "--cache-dir",
         default=None,
         metavar="DIR",
-        help="where synthetic models live (default $XDG_CACHE_HOME/weightfile/"
-        "synthetic, or $WEIGHTFILE_CACHE/synthetic)",
+        help=f"where synthetic models live (default: synthetic/ of {CACHE_WORDING})",
     )
     # Qwen3-VL (issue 18 item 8): which engine encodes the bench image
     parser.add_argument(

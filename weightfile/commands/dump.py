@@ -1,4 +1,4 @@
-"""`weightfile dump FILE NAME --out OUT.npy [--words | --raw]`, `dump FILE --all OUT.safetensors`.
+"""`weightfile dump FILE NAME --out OUT [--words | --raw]`, `dump FILE --all --out OUT`.
 
 Values are float32 in the logical shape (C order; tiled and interleaved layouts come out in plain
 row-major order). With --words the logical codes and scales go to an .npz instead, so an engine
@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--all",
         action="store_true",
-        help="every tensor, dequantized to float32, into OUT.safetensors (no NAME)",
+        help="every tensor, dequantized to float32, into one safetensors file written at "
+        "exactly OUT (no NAME; streamed: a tensor at a time)",
     )
     parser.add_argument("--engine", choices=ENGINES, default="fast")
     parser.add_argument(
