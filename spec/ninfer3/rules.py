@@ -229,7 +229,5 @@ IMPORT_RULES: dict[str, Rule] = table(
         Rule("qwen35.import.resource", INV, "importer", "§2.3",
              "a tokenizer or template resource is empty"),
         Rule("qwen35.import.format", UNS, "importer", "§3.1", "an unknown --format"),
-        Rule("qwen35.import.force", UNS, "cli", "§1.7",
-             "--force given for a .ninfer output (the writer never replaces a file set)"),
     )
 )  # fmt: skip

@@ -4,11 +4,11 @@ Values are float32 in the logical shape (C order; tiled and interleaved layouts 
 row-major order). With --words the logical codes and scales go to an .npz instead, so an engine
 team can diff a single tensor against its own decoder; --raw writes the stored bytes as they are
 (a .ninfer resource such as tokenizer.json, or a tensor's payload). --all exports every tensor,
-dequantized, into one safetensors file (the `safetensors` library writes it). What is written is
-exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed. OUT follows the
-one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing file is replaced only
-with --force, a symlink, FIFO, device or directory never (`format.file.destination`), and the
-file is published by rename.
+dequantized, into one safetensors file, streamed (header first, then a tensor at a time).
+What is written is exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
+OUT follows the one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing
+file is replaced only with --force, a symlink, FIFO, device or directory never
+(`format.file.destination`), and the file is published by rename.
 """
 
 from __future__ import annotations
@@ -111,17 +111,39 @@ def tensor_names(f: Any) -> list[str]:
 
 
 def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
-    """Every tensor into one safetensors file, published by the output policy (`save_file`
-    would rename its own temporary file over whatever OUT is: the bytes are made in memory)."""
-    from safetensors.numpy import save
-
+    """Every tensor into one safetensors file, streamed: the header (every name, shape and
+    offset, known from the directory alone) first, then each tensor's float32 bytes as it is
+    decoded, so memory holds about one tensor, not the model. Published by the output policy
+    (ref/staging.py `staged`: never through a symlink, FIFO or device)."""
     from weightfile.progress import each
 
     names = tensor_names(f)
-    tensors = {
-        name: np.ascontiguousarray(f.decode(name, engine=backend), dtype=np.float32)
-        for name in each(names, "tensors", total=len(names))
-    }
-    blob = save(tensors, metadata={"source": str(f._path()), "format": f.format})
-    write_output(out, blob, force)
-    return f"{len(tensors)} tensors, float32"
+    shapes = {name: tuple(int(n) for n in f.shape(name)) for name in names}
+    header = safetensors_header(shapes, {"source": str(f._path()), "format": f.format})
+    with staged(out, force) as fh:
+        fh.write(header)
+        for name in each(names, "tensors", total=len(names)):
+            values = np.ascontiguousarray(f.decode(name, engine=backend), dtype="<f4")
+            if values.shape != shapes[name]:  # our own bug: the header already says otherwise
+                raise RuntimeError(f"{name}: decoded {values.shape}, directory {shapes[name]}")
+            fh.write(memoryview(values).cast("B"))
+            del values
+    return f"{len(names)} tensors, float32"
+
+
+def safetensors_header(shapes: dict[str, tuple[int, ...]], metadata: dict[str, str]) -> bytes:
+    """The safetensors prefix for float32 tensors stored in `shapes`' order, back to back: the
+    8-byte little-endian length, then the JSON header padded with spaces to a multiple of 8 (as
+    the safetensors format asks, so the data starts aligned)."""
+    import json
+    import math
+
+    entries: dict[str, Any] = {"__metadata__": metadata}
+    offset = 0
+    for name, shape in shapes.items():
+        end = offset + 4 * math.prod(shape)
+        entries[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, end]}
+        offset = end
+    text = json.dumps(entries, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text

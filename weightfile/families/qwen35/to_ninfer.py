@@ -163,6 +163,11 @@ def encode_parent(parent: Parent, values: np.ndarray, backend: Backend) -> bytes
         ) from None
 
 
+def resource_ids(resources: dict[str, bytes]) -> dict[str, str]:
+    """Each resource role's object id (spec/ninfer3.md §qwen35-names)."""
+    return {r: resource_id(r) for r in resources}
+
+
 def import_checkpoint(
     folder: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -170,8 +175,10 @@ def import_checkpoint(
     fmt: str = "bf16",
     backend: Backend = REFERENCE,
     limit: int = DEFAULT_LIMIT,
+    overwrite: bool = False,
 ) -> list[Path]:
-    """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written."""
+    """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
+    `overwrite` replaces an existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
@@ -196,13 +203,9 @@ def import_checkpoint(
             )
         with ArtifactWriter(
             out,
+            overwrite=overwrite,
             objects=objects,
-            components={
-                "text": {
-                    "config": config,
-                    "resources": {r: resource_id(r) for r in resources},
-                }
-            },
+            components={"text": {"config": config, "resources": resource_ids(resources)}},
             bindings=bindings(parents, config["tie_word_embeddings"]),
             uses=uses(config),
             metadata={"name": src.resolve().name or "model"},
