@@ -56,7 +56,8 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--wmode", choices=WMODES, default=None,
-        help=f"VQF weight mode (default {DEFAULT_WMODE}): {wmode_help()}",
+        help=f"VQF weight mode (default {DEFAULT_WMODE}; a VQF source keeps its own): "
+        f"{wmode_help()}",
     )  # fmt: skip
     parser.add_argument(
         "--qtype", choices=tuple(WMODE_OF_QTYPE), default=None,
@@ -89,12 +90,22 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
 
 
-def resolve_wmode(args: argparse.Namespace) -> str:
-    """The weight mode --wmode or --qtype names (the default when neither is given)."""
+def resolve_wmode(args: argparse.Namespace) -> str | None:
+    """The weight mode --wmode or --qtype names; None when neither is given (`default_wmode`)."""
     named = None if args.qtype is None else WMODE_OF_QTYPE[args.qtype]
     if args.wmode is not None and named is not None and args.wmode != named:
         raise UsageError(f"--wmode {args.wmode} and --qtype {args.qtype} name different modes")
-    return args.wmode or named or DEFAULT_WMODE
+    return args.wmode or named
+
+
+def default_wmode(source: str, src: Path) -> str:
+    """The weight mode when none is asked for: a VQF source keeps its own (a relayout copies
+    its blocks), any other source gets DEFAULT_WMODE."""
+    if source != "vqf":
+        return DEFAULT_WMODE
+    from weightfile.families.qwen3.from_vqf import wmode_of
+
+    return wmode_of(src)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
     return run_conversion("convert", args.src, args.dst, args, resolve_wmode(args))
 
 
-def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str) -> int:
+def run_conversion(
+    command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str | None
+) -> int:
     """Convert src to dst with the parsed options; print what was written."""
     from weightfile.convert.dispatch import ConvertOptions, converter_for
     from weightfile.convert.vqf_plan import VQFPlan
@@ -138,6 +151,7 @@ def run_conversion(command: str, src: Path, dst: Path, args: argparse.Namespace,
     from .protect import need_passphrase
 
     source, target, converter = converter_for(src, dst)
+    wmode = wmode or default_wmode(source, src)
     protected = args.encrypt or args.sign_key is not None
     if protected and target != "vqf":
         raise UsageError("--encrypt and --sign-key are for VQF files")

@@ -232,6 +232,7 @@ ROWS: tuple[Family, ...] = (
             # a folder no row names by its model_type: the Qwen3 importer reports its config
             Importer("hf/*", VQF, "weightfile.families.qwen3.importers:hf_to_vqf"),
             Importer("gguf/qwen3", VQF, "weightfile.families.qwen3.importers:gguf_to_vqf"),
+            Importer("vqf", VQF, "weightfile.families.qwen3.importers:vqf_to_vqf"),
         ),
         presets="weightfile.families.qwen3.presets:PRESETS",
         builders=(
