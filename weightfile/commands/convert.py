@@ -37,14 +37,19 @@ def register(sub: Any) -> None:
         description=(
             "Convert SRC to DST. SRC is a Hugging Face checkpoint folder (config.json, "
             "*.safetensors), a GGUF file (llama.cpp qwen3 or qwen3moe) or a VQF file; DST's "
-            "extension names the target: .vqf, .ninfer (Qwen3.5 checkpoints) or .gguf (from a "
-            "VQF file). VQF files are written as the engine's converter writes them: weight "
-            "mode, repack gates per matrix, x8 copies, quantizer generation and embedding type "
-            "(bpw: stored bits per projection weight, as llama-quantize counts them)."
+            "extension names the target: .vqf, .ninfer (Qwen3.5 checkpoints), .gguf (from a "
+            "VQF file), or none: a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
+            "file, its weights dequantized to float32). VQF files are written as the engine's "
+            "converter writes them: weight mode, repack gates per matrix, x8 copies, quantizer "
+            "generation and embedding type (bpw: stored bits per projection weight, as "
+            "llama-quantize counts them)."
         ),
     )
     parser.add_argument("src", type=Path, help="the checkpoint folder or file to convert")
-    parser.add_argument("dst", type=Path, help="the file to write (.vqf, .ninfer or .gguf)")
+    parser.add_argument(
+        "dst", type=Path, help="the file to write (.vqf, .ninfer or .gguf), or a folder (no "
+        "extension: a Hugging Face checkpoint)"
+    )  # fmt: skip
     add_conversion_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -184,7 +189,8 @@ def run_conversion(
         paths = converter(src, dst, options)
     finally:
         bar.close()
-    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{extra(paths)}")
+    more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
+    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
     return 0

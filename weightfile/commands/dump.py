@@ -115,6 +115,7 @@ def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
     offset, known from the directory alone) first, then each tensor's float32 bytes as it is
     decoded, so memory holds about one tensor, not the model. Published by the output policy
     (ref/staging.py `staged`: never through a symlink, FIFO or device)."""
+    from weightfile.convert.checkpoint import safetensors_header
     from weightfile.progress import each
 
     names = tensor_names(f)
@@ -129,21 +130,3 @@ def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
             fh.write(memoryview(values).cast("B"))
             del values
     return f"{len(names)} tensors, float32"
-
-
-def safetensors_header(shapes: dict[str, tuple[int, ...]], metadata: dict[str, str]) -> bytes:
-    """The safetensors prefix for float32 tensors stored in `shapes`' order, back to back: the
-    8-byte little-endian length, then the JSON header padded with spaces to a multiple of 8 (as
-    the safetensors format asks, so the data starts aligned)."""
-    import json
-    import math
-
-    entries: dict[str, Any] = {"__metadata__": metadata}
-    offset = 0
-    for name, shape in shapes.items():
-        end = offset + 4 * math.prod(shape)
-        entries[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, end]}
-        offset = end
-    text = json.dumps(entries, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    return len(text).to_bytes(8, "little") + text

@@ -1,6 +1,11 @@
 """A dense Qwen3 VQF file -> a VQF file of another weight mode or layout, and -> a Hugging Face
 checkpoint folder (spec/vqf.md §converter, issue 34 item 13).
 
+The Hugging Face export (`export_hf`) writes the dequantized weights as float32 under the names
+transformers' Qwen3ForCausalLM loads (model.safetensors, streamed a tensor at a time), its
+config.json from the arch, and the tokenizer sidecars as tokenizer.json / chat_template.jinja.
+Each file follows the output policy (ref/staging.py); the folder is made if missing.
+
 `VQFState` presents a VQF file's tensors under the transformers names the importer reads (as
 `GGUFState` does for a GGUF file): float32 values decoded one layer's matrix at a time, or raw
 untiled blocks. Re-encoding to VQF goes through the one planner (to_vqf.write_planned): a
@@ -158,6 +163,7 @@ def hf_config_of(vqf: Any) -> dict[str, Any]:
         "num_key_value_heads": int(a["n_kv_heads"]),
         "head_dim": int(a["head_dim"]),
         "rope_theta": float(a["rope_theta"]),
+        "rope_parameters": {"rope_type": "default", "rope_theta": float(a["rope_theta"])},
         "rms_norm_eps": float(a["norm_eps"]),
         "max_position_embeddings": int(a["max_seq_len"]),
         "bos_token_id": int(a["bos_id"]),
@@ -238,3 +244,57 @@ def copy_sidecars(src: Path, dst: Path) -> None:
     for side in (sidecar_path, chat_template_path):
         if side(src).is_file():
             write_output(side(dst), side(src).read_bytes(), overwrite=True)
+
+
+def export_hf(
+    src: str | os.PathLike[str], out: str | os.PathLike[str], *, overwrite: bool, backend: Any,
+    progress: Any = None,
+) -> list[Path]:  # fmt: skip
+    """Write `src` as a Hugging Face Qwen3 checkpoint folder at `out` (module docstring);
+    returns the files written, model.safetensors first."""
+    import json
+
+    from weightfile.convert.checkpoint import safetensors_header
+    from weightfile.frontend.chat import chat_template_path
+    from weightfile.frontend.tokenizer import sidecar_path
+    from weightfile.ref.staging import check_output, staged, write_output
+
+    folder = Path(out)
+    sides = {"tokenizer.json": sidecar_path(Path(src)),
+             "chat_template.jinja": chat_template_path(Path(src))}  # fmt: skip
+    names = ["model.safetensors", "config.json"] + [n for n, p in sides.items() if p.is_file()]
+    if folder.exists() or folder.is_symlink():
+        check_folder(folder)
+        for name in names:  # before the work: an existing file only with --force
+            check_output(folder / name, overwrite, "vqf.writer.destination")
+    with open_dense(src) as vqf:
+        state = VQFState(vqf, lossy_ok=True, backend=backend)
+        config = hf_config_of(vqf)
+        shapes = {key: state.shape(key) for key in state}
+        header = safetensors_header(shapes, {"format": "pt", "source": Path(src).name})
+        folder.mkdir(exist_ok=True)
+        with staged(folder / "model.safetensors", overwrite) as fh:
+            fh.write(header)
+            for key in shapes:
+                fh.write(memoryview(np.ascontiguousarray(state[key], dtype="<f4")).cast("B"))
+                if progress is not None:
+                    progress(key, len(shapes))
+    write_output(folder / "config.json", json.dumps(config, indent=2).encode(), overwrite)
+    for name, side in sides.items():
+        if side.is_file():
+            write_output(folder / name, side.read_bytes(), overwrite)
+    return [folder / name for name in names]
+
+
+def check_folder(folder: Path) -> None:
+    """An existing destination must be a real folder (never a symlink to one)."""
+    import stat
+
+    from weightfile.spec.errors import FileAccessError
+
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise FileAccessError(
+            "format.file.destination",
+            "a Hugging Face export goes into a folder; this is not one (or a symlink)",
+            path=str(folder),
+        )
