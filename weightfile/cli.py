@@ -15,7 +15,6 @@ import importlib
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
 
 from weightfile.commands._common import (
     EXIT_INTERRUPTED,
@@ -140,9 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `weightfile` alone: the help on stdout, exit 2 as for any missing argument
         parser.print_help()
         return EXIT_USAGE
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # the command's own parser says so, pointing at the command's --help
-        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    args = parser.parse_args(argv)
     from weightfile.progress import configure, install_compile_note
 
     configure(quiet=bool(getattr(args, "quiet", False)))
@@ -167,17 +164,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
-    """The (sub)parser of the command `args` ran: `weightfile conformance run`'s for it."""
-    words = [args.command] + ([args.action] if getattr(args, "action", None) else [])
-    for word in words:
-        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        if sub is None or word not in sub.choices:
-            break
-        parser = sub.choices[word]
-    return parser
 
 
 def _os_error(exc: OSError) -> str:

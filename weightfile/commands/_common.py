@@ -15,7 +15,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from weightfile.spec.errors import (
     DestinationExistsError,
@@ -69,6 +69,26 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, but an unknown option is reported by the command's own parser, so the
+        message points at `weightfile COMMAND --help`, not at the top-level help."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.command_parser(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+    def command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The (sub)parser of the command `parsed` ran: `weightfile conformance run`'s for it."""
+        parser: argparse.ArgumentParser = self
+        for word in (getattr(parsed, "command", None), getattr(parsed, "action", None)):
+            sub = next(
+                (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None
+            )
+            if word is None or sub is None or word not in sub.choices:
+                break
+            parser = sub.choices[word]
+        return parser
 
 
 # -- validators for numeric options (argparse `type=`; messages read like argparse's own) ---------

@@ -37,7 +37,7 @@ CONVERTERS: dict[tuple[str, str], str] = {**importers(), **FORMAT_CONVERTERS}
 
 #: A destination's extension -> its target kind.
 TARGET_EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer", ".gguf": "gguf"}
-#: The target kind of a destination without an extension (or an existing folder).
+#: The target kind of a destination without an extension: a checkpoint folder.
 HF_TARGET = "hf"
 
 GGUF_MAGIC = b"GGUF"
@@ -64,7 +64,7 @@ def source_kind(src: Path) -> str:
 
 def target_kind(dst: Path) -> str:
     """The target kind by the destination's extension; a folder (no extension) is `hf`."""
-    if dst.suffix == "" or dst.is_dir():  # a folder: a Hugging Face checkpoint
+    if dst.suffix == "":  # a folder: a Hugging Face checkpoint
         return HF_TARGET
     kind = TARGET_EXTENSIONS.get(dst.suffix.lower())
     if kind is None:
