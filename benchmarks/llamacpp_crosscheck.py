@@ -2,7 +2,9 @@
 (issue 20 item 6). Not a test: llama.cpp is not bit-exact with us; the point is that a VQF ->
 GGUF export is the same model.
 
-`python benchmarks/llamacpp_crosscheck.py --llama-dir /work/llama-build/build/bin`
+`python benchmarks/llamacpp_crosscheck.py [--llama-dir DIR]`; the default DIR is where
+`benchmarks/vs_llamacpp.py --build` builds: llama-build/build/bin in the cache folder
+($WEIGHTFILE_CACHE, else $XDG_CACHE_HOME/weightfile, else ~/.cache/weightfile).
 
 * A seeded tiny transformers Qwen3 and Qwen3-MoE (random weights, untied lm_head) are saved,
   imported with `weightfile convert --wmode q8|q4` (tiled, the default), and exported with
@@ -33,8 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_LLAMA = Path("/work/llama-build/build/bin")
-DEFAULT_BINDINGS = Path("/work/llama-build/llama_cpp_python-0.3.36")
+from weightfile.demo import cache_root
+
+#: The folder `benchmarks/vs_llamacpp.py --build` builds in (its default_build_dir) and the
+#: sdist it unpacks there.
+BUILD_FOLDER = "llama-build"
+SDIST_FOLDER = "llama_cpp_python-0.3.36"
 SIZES = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, head_dim=64)  # fmt: skip
 
@@ -42,6 +48,16 @@ SIZES = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_
 #: Qwen3-MoE: the same attention geometry, 4 experts of 64, top 2 (renormalised, as VQF v3)
 MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64, norm_topk_prob=True,
            decoder_sparse_step=1, mlp_only_layers=[])  # fmt: skip
+
+
+def default_llama_dir() -> Path:
+    """llama.cpp's build/bin in the cache folder (`weightfile.demo.cache_root`)."""
+    return cache_root() / BUILD_FOLDER / "build" / "bin"
+
+
+def default_bindings() -> Path:
+    """The llama_cpp_python source tree unpacked beside that build."""
+    return cache_root() / BUILD_FOLDER / SDIST_FOLDER
 
 
 def tiny_model(folder: Path, seed: int, moe: bool = False) -> Path:
@@ -131,13 +147,18 @@ def theirs(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--llama-dir", type=Path, default=DEFAULT_LLAMA, help="holds libllama.so")
-    ap.add_argument("--bindings", type=Path, default=DEFAULT_BINDINGS,
-                    help="llama_cpp_python source tree matching the build")  # fmt: skip
+    ap.add_argument("--llama-dir", type=Path, default=None,
+                    help="holds libllama.so (default: llama-build/build/bin in the cache "
+                         "folder, where benchmarks/vs_llamacpp.py --build builds)")  # fmt: skip
+    ap.add_argument("--bindings", type=Path, default=None,
+                    help="llama_cpp_python source tree matching the build (default: the sdist "
+                         "unpacked beside the default build)")  # fmt: skip
     ap.add_argument("--steps", type=int, default=16, help="greedy tokens to compare")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="write the numbers here too")
     args = ap.parse_args(argv)
+    args.llama_dir = args.llama_dir or default_llama_dir()
+    args.bindings = args.bindings or default_bindings()
     if not (args.llama_dir / "libllama.so").exists():
         print(f"no libllama.so in {args.llama_dir}: build llama.cpp (benchmarks/vs_llamacpp.py "
               "--build) and pass --llama-dir")  # fmt: skip

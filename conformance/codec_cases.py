@@ -57,8 +57,12 @@ def engine_codec(backend: Backend, case: dict[str, Any]) -> Any:
     return backend.ninfer_codecs.get_codec(case["codec"]["format"] or None, case["codec"]["layout"])
 
 
-def answer(backend: Backend, case: dict[str, Any], values: bytes | None, payload: bytes) -> Any:
-    """What a codec case's implementation prints: encoded digest, words and values."""
+def answer(
+    backend: Backend, case: dict[str, Any], values: bytes | None, payload: bytes | None
+) -> Any:
+    """What a codec case's implementation prints: encoded digest, words and values. A case
+    without a payload only encodes (an encoding that must fail raises before anything is
+    printed: conformance/encode_failures.py)."""
     codec = engine_codec(backend, case)
     shape = tuple(int(n) for n in case["shape"])
     out: dict[str, Any] = {}
@@ -67,12 +71,16 @@ def answer(backend: Backend, case: dict[str, Any], values: bytes | None, payload
         if values is not None:
             x = np.frombuffer(values, dtype="<f4").reshape(shape)
             out["encoded_sha256"] = hashlib.sha256(codec.encode(x, rows, cols)).hexdigest()
+        if payload is None:
+            return out
         words = codec.decode_words(payload, rows, cols)
         decoded = codec.decode(payload, rows, cols)
     else:
         if values is not None:
             x = np.frombuffer(values, dtype=case["values_dtype"]).reshape(shape)
             out["encoded_sha256"] = hashlib.sha256(codec.encode(x, shape)).hexdigest()
+        if payload is None:
+            return out
         words = codec.decode_words(payload, shape)
         decoded = codec.decode(payload, shape)
     out["words"] = {name: array_json(words[name]) for name in sorted(words)}

@@ -4,9 +4,9 @@ Each case source yields its cases already checked against the reference: the for
 here (vqf_cases, ninfer3_cases, codec_cases, protected_cases), then every model family's
 conformance builders, taken from its row of the family registry (weightfile/families/registry.py,
 `Family.builders`). The generator adds the common case.json fields, the manifests and VERSION,
-and re-checks every spec number (spec_numbers) before anything is written. Nothing
-depends on the clock, the machine or a random seed other than the fixed ones, so regenerating
-gives identical bytes.
+and re-checks every spec number (spec_numbers) and every value an outside library can compute
+(crosscheck) before anything is written. Nothing depends on the clock, the machine or a random
+seed other than the fixed ones, so regenerating gives identical bytes.
 """
 
 from __future__ import annotations
@@ -20,11 +20,19 @@ from typing import Any
 
 from weightfile.families import builders, resolve
 
-from . import codec_cases, ninfer3_cases, protected_cases, spec_numbers, vqf_cases
+from . import (
+    codec_cases,
+    crosscheck,
+    encode_failures,
+    ninfer3_cases,
+    protected_cases,
+    spec_numbers,
+    vqf_cases,
+)
 from .case_types import Case
 
 #: Bump when a case's bytes or JSON change; recorded in every case.json and in VERSION.
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 CORPUS_VERSION = "v1"  # the VQF corpus
 #: The VQF cases that need keys (the `vqf-protected` kind, README "Protected cases"): a corpus
 #: version of their own beside v1, run together with it (CHANGELOG.md).
@@ -38,6 +46,10 @@ BOARD_VERSION = "v3"
 NINFER3_MODEL_VERSION = "v2"
 #: The Qwen3-VL model cases (`vqf-vl-model`, spec/models.md §qwen3-vl): images, DeepStack, MRoPE.
 VL_VERSION = "v4"
+#: Codec cases whose encoding must fail (README "Encoding that must fail"), and, for VQF, model
+#: cases decoded by seeded sampling with a temperature (spec/numerics.md §next-token).
+VQF_V5 = "v5"
+NINFER3_V3 = "v3"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -47,6 +59,8 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", BOARD_VERSION),
     ("ninfer3", NINFER3_MODEL_VERSION),
     ("vqf", VL_VERSION),
+    ("vqf", VQF_V5),
+    ("ninfer3", NINFER3_V3),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
@@ -68,6 +82,9 @@ FORMAT_SOURCES: tuple[tuple[str, str, str, Source], ...] = (
      lambda _, prefix: codec_cases.corpus_cases("ninfer3", prefix)),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.valid_cases),
     ("vqf", PROTECTED_VERSION, "protected", protected_cases.invalid_cases),
+    ("vqf", VQF_V5, "codec", lambda _, prefix: encode_failures.corpus_cases("vqf", prefix)),
+    ("ninfer3", NINFER3_V3, "codec",
+     lambda _, prefix: encode_failures.corpus_cases("ninfer3", prefix)),
 )  # fmt: skip
 
 
@@ -103,6 +120,9 @@ def corpus_files() -> dict[str, bytes]:
     problems = spec_numbers.check_all(files)
     if problems:
         raise RuntimeError("the corpus disagrees with the spec: " + "; ".join(problems))
+    problems = crosscheck.check_all(files)
+    if problems:
+        raise RuntimeError("the corpus disagrees with an outside oracle: " + "; ".join(problems))
     for name, ids in manifests.items():
         files[name] = "".join(f"{cid}\n" for cid in ids).encode()
     lines = [f"{fmt} {version}" for fmt, version in VERSIONS]

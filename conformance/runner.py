@@ -5,7 +5,9 @@ asked `COMMAND kinds` once for the case kinds it answers) or a built-in engine a
 in-process. Cases of a kind the implementation does not declare are skipped, not failed. A
 valid case passes when the command exits 0 and stdout is JSON equal to want.json; an invalid
 case passes when it exits 1 and the first stderr line is `ErrorClass: rule-id: message` with a
-(class, rule) pair the case accepts. Anything else fails.
+(class, rule) pair the case accepts. An implementation may answer a case of a kind it declares with
+exit 3 and a first stderr line `unsupported: why`: the verdict is `unsupported`, neither a pass
+nor a failure (README, "Verdicts"). Anything else fails.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,7 +41,15 @@ from .generate import CORPUS_DIR
 
 #: The stderr line of a rejection: class name, rule id, free text.
 REJECTION = re.compile(r"^([A-Za-z]+): ([a-z0-9_.]+): ")
+#: The default per-case time bound (README, "Protocol"); `--timeout` changes it.
 TIMEOUT_SECONDS = 60.0
+#: The exit status and stderr prefix of an `unsupported` answer (README, "Verdicts").
+UNSUPPORTED_STATUS = 3
+UNSUPPORTED_PREFIX = "unsupported:"
+#: The four verdicts, in the order a summary lists them.
+VERDICTS = ("pass", "fail", "unsupported", "skip")
+#: The tag of `conformance run --json` documents; bumped when their shape changes.
+RESULTS_SCHEMA = "weightfile-conformance-results/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +64,21 @@ class Implementation:
 
 @dataclass(frozen=True, slots=True)
 class Result:
+    """One case's verdict (one of VERDICTS) and why; `seconds` is the implementation's time."""
+
     case: str
-    passed: bool
+    verdict: str
     reason: str
-    skipped: bool = False
+    kind: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def skipped(self) -> bool:
+        return self.verdict == "skip"
 
 
 def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
@@ -66,17 +89,21 @@ def case_ids(root: Path = CORPUS_DIR, pattern: str = "*") -> list[str]:
     return [cid for cid in ids if fnmatch.fnmatchcase(cid, pattern)]
 
 
-def command_implementation(command: str) -> Implementation:
-    """Run `command` with the case kind and input path appended, as the protocol describes."""
+def timed_out(seconds: float) -> Answer:
+    """The answer recorded for a call that outlived the time bound (a failure)."""
+    return Answer(-1, "", f"timed out after {seconds:g} s")
+
+
+def command_implementation(command: str, timeout: float = TIMEOUT_SECONDS) -> Implementation:
+    """Run `command` with the case kind and input path appended, as the protocol describes; a
+    call that takes longer than `timeout` seconds is killed and fails."""
     argv = shlex.split(command)
 
     def run(*args: str) -> Answer:
         try:
-            done = subprocess.run(
-                [*argv, *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS
-            )
+            done = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return Answer(-1, "", f"timed out after {TIMEOUT_SECONDS:g} s")
+            return timed_out(timeout)
         return Answer(done.returncode, done.stdout, done.stderr)
 
     reply = run("kinds")
@@ -109,12 +136,50 @@ def declared_notes(reply: Answer) -> dict[str, str]:
     return {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else {}
 
 
-def builtin_implementation(engine: str) -> Implementation:
+class _Alarm(BaseException):
+    """Raised by SIGALRM inside a built-in answer; a BaseException so that no `except
+    Exception` of the code under test can swallow it."""
+
+
+def bounded(ask: Callable[[], Answer], timeout: float | None) -> Answer:
+    """`ask()` interrupted after `timeout` seconds of wall time (SIGALRM, main thread only;
+    without a bound or off the main thread it runs to the end)."""
+    if not timeout or not hasattr(signal, "setitimer"):
+        return ask()
+
+    def ring(signum: int, frame: object) -> None:
+        raise _Alarm
+
+    try:
+        previous = signal.signal(signal.SIGALRM, ring)
+    except ValueError:  # not the main thread: no alarm
+        return ask()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        return ask()
+    except _Alarm:
+        return timed_out(timeout)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def builtin_implementation(engine: str, timeout: float | None = None) -> Implementation:
     """The ref or fast engine answered in-process (the same code the adapter command runs); the
-    name is the protocol's `--engine`, mapped to its Backend by `adapter.answer`."""
+    name is the protocol's `--engine`, mapped to its Backend by `adapter.answer`. With `timeout`
+    a case that runs longer fails as a timed-out command would."""
     kinds = frozenset(supported_kinds(engine))
-    ask = lambda kind, path: answer(kind, str(path), engine)  # noqa: E731
+    ask = lambda kind, path: bounded(lambda: answer(kind, str(path), engine), timeout)  # noqa: E731
     return Implementation(ask, kinds, unsupported(engine), notes(engine))
+
+
+def unsupported_reason(got: Answer) -> str | None:
+    """The implementation's reason when `got` is an `unsupported` answer (exit 3, first stderr
+    line `unsupported: why`), else None (README, "Verdicts")."""
+    line = got.stderr.splitlines()[0] if got.stderr else ""
+    if got.status == UNSUPPORTED_STATUS and line.startswith(UNSUPPORTED_PREFIX):
+        return line[len(UNSUPPORTED_PREFIX) :].strip() or "(no reason given)"
+    return None
 
 
 def judge(case: dict[str, Any], want: Any, got: Answer) -> tuple[bool, str]:
@@ -223,14 +288,19 @@ def run_case(root: Path, cid: str, impl: Implementation) -> Result:
     kind = case_kind(case)
     if not declared(case, impl.kinds):
         why = impl.reasons.get(kind, f"{kind} not declared")
-        return Result(cid, False, f"skipped: {why}", skipped=True)
+        return Result(cid, "skip", f"skipped: {why}", kind)
     want_path = folder / "want.json"
     want = json.loads(want_path.read_text()) if want_path.exists() else None
     target = folder / case["input"] if "input" in case else folder
+    start = time.perf_counter()
     with case_environment(case):
         got = impl.ask(kind, target)
+    seconds = time.perf_counter() - start
+    why = unsupported_reason(got)
+    if why is not None:
+        return Result(cid, "unsupported", f"unsupported: {why}", kind, seconds)
     passed, reason = judge(case, want, got)
-    return Result(cid, passed, reason)
+    return Result(cid, "pass" if passed else "fail", reason, kind, seconds)
 
 
 def run_corpus(
@@ -245,7 +315,33 @@ def run_corpus(
     return [run_case(root, cid, impl) for cid in (ids if progress is None else progress(ids))]
 
 
+def counts(results: list[Result]) -> dict[str, int]:
+    """How many results have each verdict, every verdict present (0 when none)."""
+    return {v: sum(r.verdict == v for r in results) for v in VERDICTS}
+
+
 def summary(results: list[Result]) -> str:
-    passed = sum(r.passed for r in results)
-    skipped = sum(r.skipped for r in results)
-    return f"{passed} passed, {len(results) - passed - skipped} failed, {skipped} skipped"
+    n = counts(results)
+    text = f"{n['pass']} passed, {n['fail']} failed, {n['skip']} skipped"
+    return text + (f", {n['unsupported']} unsupported" if n["unsupported"] else "")
+
+
+def results_document(results: list[Result], corpus_version: list[str]) -> dict[str, Any]:
+    """The `--json` document (README, "Results as JSON"): the schema tag, the corpus version
+    lines, the counts, and one row per case in run order."""
+    n = counts(results)
+    rows = [
+        {"case": r.case, "kind": r.kind, "verdict": r.verdict, "reason": r.reason,
+         "seconds": round(r.seconds, 6), "passed": r.passed, "skipped": r.skipped}
+        for r in results
+    ]  # fmt: skip
+    return {
+        "schema": RESULTS_SCHEMA,
+        "corpus": corpus_version,
+        "counts": n,
+        "passed": n["pass"],
+        "failed": n["fail"],
+        "skipped": n["skip"],
+        "unsupported": n["unsupported"],
+        "results": rows,
+    }

@@ -150,6 +150,13 @@ def drop_one_element(p: Path) -> None:
     patch_entry(p, Q4_Q, rows=e.rows * e.cols - 1, cols=1)
 
 
+def transposed_gate(p: Path) -> None:
+    """q4_gate as nl·d × ff, the transpose earlier weightfile importers wrote (spec/vqf.md
+    §geometry): the element count is right, the factorisation is not."""
+    a = RULE_ARCH
+    patch_entry(p, Q4_GATE, rows=a["n_layers"] * a["dim"], cols=a["ffn_dim"])
+
+
 def tensor_beyond_file_len(p: Path) -> None:
     patch_entry(p, Q4_LM, bytes=entry(p, Q4_LM).bytes + 64)
 
@@ -194,6 +201,7 @@ CASES: dict[str, tuple[Mutation, set[str] | None]] = {
     "vqf.directory.bytes": (lambda p: patch_entry(p, Q_NORM, bytes=100), None),
     # One Q4 element fewer needs the same number of blocks: only the element count is off.
     "vqf.directory.geometry": (drop_one_element, None),
+    "vqf.directory.shape": (transposed_gate, None),
     "vqf.directory.offset": (move_last_tensor, None),
     "vqf.directory.order": (
         lambda p: (rename(Q4_GATE, b"q4_up")(p), rename(Q4_UP, b"q4_gate")(p)),

@@ -212,7 +212,8 @@ def create_temp(destination: Path, mode: int = PUBLIC_MODE) -> tuple[Path, int]:
     """A new, empty, locked temporary file beside `destination`: (path, fd open read-write)."""
     for _ in range(8):
         temp = temp_path(destination)
-        with os_failures(temp, "create a temporary file"):
+        # named by the destination the user gave: the temporary name alone says nothing to them
+        with os_failures(destination, f"create a temporary file ({temp.name}) beside it"):
             fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, mode)
         try:
             try:

@@ -120,7 +120,8 @@ COMMON_RULES = table(
              "--token-ids is not a comma-separated list of ids inside the vocabulary",
              doc="models"),
         Rule("frontend.prompt", INV, "frontend", "§qwen3-forward",
-             "the prompt encodes to no tokens or to ids outside the vocabulary", doc="models"),
+             "the prompt is not UTF-8 text, or encodes to no tokens or to ids outside the "
+             "vocabulary", doc="models"),
         Rule("frontend.tokenizer.missing", NOT_FOUND, "frontend", "§2.3",
              "no tokenizer.json given, beside the model or in the file", doc="ninfer3"),
         Rule("frontend.tokenizer.invalid", INV, "frontend", "§2.3",
@@ -138,8 +139,23 @@ COMMON_RULES = table(
         Rule("frontend.profile.unsupported", UNS, "feature", "§board",
              "the kestrel-board profile was asked for a file it does not run (.ninfer)",
              doc="numerics"),
-        Rule("frontend.npz.invalid", INV, "frontend", "§board-prompts",
-             "weightfile diff: an input is not an .npz of arrays", doc="numerics"),
+        # weightfile diff's inputs (weightfile/dumps/read.py; the command exits 4 on each)
+        Rule("frontend.dump.format", MAL, "frontend", "§dump-diff",
+             "weightfile diff: an input is neither an .npy, an .npz nor a safetensors file",
+             doc="numerics"),
+        Rule("frontend.dump.malformed", MAL, "frontend", "§dump-diff",
+             "weightfile diff: a zip archive, .npy header or safetensors header that does not "
+             "parse, or a member that cannot be read (bad CRC, cut short)", doc="numerics"),
+        Rule("frontend.dump.size", MAL, "frontend", "§dump-diff",
+             "weightfile diff: an .npy header describes more (or fewer) bytes than its file or "
+             "archive member holds; refused before anything is allocated", doc="numerics"),
+        Rule("frontend.dump.member", MAL, "frontend", "§dump-diff",
+             "weightfile diff: an .npz member that is not an .npy array (another name, a second "
+             "member of one name, encrypted, a compression numpy does not write)",
+             doc="numerics"),
+        Rule("frontend.dump.dtype", UNS, "frontend", "§dump-diff",
+             "weightfile diff: an object (pickled) array or another non-numeric dtype; pickled "
+             "data is never loaded", doc="numerics"),
         Rule("frontend.chat_template.recursion", INV, "frontend", "§2.3",
              "rendering the chat template recurses too deeply", doc="ninfer3"),
         Rule("frontend.chat_template.output", INV, "frontend", "§2.3",

@@ -42,6 +42,7 @@ LAYER_OF = {
     "weightfile.progress": "support",
     "weightfile._table": "support",
     "weightfile.cpus": "support",
+    "weightfile.dumps": "support",  # reading and comparing array dumps (weightfile diff)
     "weightfile.frontend": "frontend",  # tokenizers, chat templates, images, resources
     "weightfile.frontend.session": "sessions",  # run sessions: family x profile x backend
     "weightfile.frontend.dispatch": "sessions",

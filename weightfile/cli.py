@@ -50,7 +50,7 @@ EXAMPLES = {
     "inspect": "weightfile inspect model.vqf --json",
     "verify": "weightfile verify --checksum model.vqf",
     "dump": "weightfile dump model.vqf q4_q --out q4_q.npy",
-    "run": 'weightfile run model.vqf --prompt "Hello" --max-tokens 32 --engine fast',
+    "run": 'weightfile run model.vqf --prompt "Hello" --max-tokens 32',
     "trace": "weightfile trace model.vqf --token-ids 1,2,3 --out trace.npz",
     "import": "weightfile import ./Qwen3-0.6B model.vqf --qtype q4_0 --layout tiled",
     "encrypt": "weightfile encrypt model.vqf model.enc.vqf --passphrase-file key.txt",
@@ -62,7 +62,7 @@ EXAMPLES = {
     "conformance generate": "weightfile conformance generate --check",
     "bench": "weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 -r 3 -o md",
     "convert": "weightfile convert ./Qwen3-0.6B model.vqf --wmode q4",
-    "diff": "weightfile diff board/engine.npz ours.npz",
+    "diff": "weightfile diff ours.npz board/engine.npz --common-only",
 }
 
 
@@ -134,6 +134,9 @@ def _shows_default(action: argparse.Action) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(_version())  # before build_parser, which imports every command (NumPy and all)
+        return 0
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):
         # `weightfile` alone: the help on stdout, exit 2 as for any missing argument

@@ -47,7 +47,7 @@ from weightfile.spec.errors import InvalidError
 from weightfile.spec.vqf.qtypes import QType
 
 CORPUS_PATH = Path(__file__).with_name("data") / "demo_corpus.txt"
-BUILD_VERSION = 1  # bump when the construction below changes
+BUILD_VERSION = 2  # bump when the construction below changes (2: spec gate/up/down shapes)
 SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 DEFAULT_PROMPT = "The weight file"
 

@@ -27,6 +27,7 @@ from weightfile.backends import as_backend
 from weightfile.formats import sniff
 from weightfile.ref.backend import Backend
 from weightfile.ref.ninfer3.bindings import (
+    HADAMARD_ROLE,
     element_ranges,
     require_common_words,
     whole_row_width,
@@ -245,6 +246,17 @@ class NInferModelFile(_ReadOnlyTensors):
             "format": "ninfer3",
             "metadata": dict(d.metadata),
             "provenance": dict(d.provenance),
+        }
+
+    def hadamard_signs(self, name: str) -> dict[str, np.ndarray]:
+        """Use input -> the ±1 hadamard_signs (float32 [K]) of every Use of parameter `name` that
+        carries them (spec/ninfer3.md §use), each checked as the binder checks it
+        (`ninfer3.binder.hadamard`, K the binding's column count); empty when none does."""
+        shape = self.shape(name)  # NotFoundError for a name that is no object or binding
+        return {
+            use.input: np.array(self.artifact.hadamard_signs(use, shape), dtype=np.float32)
+            for use in self.artifact.directory.uses
+            if use.parameter == name and HADAMARD_ROLE in use.auxiliaries
         }
 
     def get_slice(self, name: str) -> TensorSlice:

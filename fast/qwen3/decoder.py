@@ -39,6 +39,13 @@ from .bind import FastLayer, FastWeights
 
 #: FastLayer matrices in the order of layers.c's wf_layer.mat.
 LAYER_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: Multiply-adds one C call of the one-call path may do: a long prompt is cut into chunks of
+#: tokens below it, so Ctrl-C (handled by Python between calls) is honoured within about a
+#: second, and the scratch stays small. The bits do not change: a token's rows do not depend on
+#: which tokens are computed with it (spec/numerics.md §batch-invariance). 2^35 is ~70 tokens of
+#: Qwen3-0.6B, ~0.5 s on one core of the 2-core development VM (~60 GMAC/s); chunks of ~8 tokens
+#: measured clearly slower there, chunks of ~64 as fast as one call.
+CALL_BUDGET_MACS = 1 << 35
 
 
 class FastKVCache:
@@ -227,10 +234,13 @@ class FastQwen3Model:
         cos, sin = self.cos_sin(pos)
         if trace is None and len(requests) == 1 and self._layers:
             self._forward_layers(x, cos, sin, slots, caches[0])
-        else:
-            for i, lw in enumerate(self.weights.layers):
-                x = self.attention_block(i, lw, x, cos, sin, slots, caches, layer_hook)
-                x = self.mlp_block(i, lw, x, layer_hook)
+        elif trace is None and len(requests) == 1:  # step by step, one chunk of tokens at a time
+            for rows in self._step_chunks(len(tokens)):
+                x[rows] = self._layer_steps(
+                    x[rows], cos[rows], sin[rows], slots[rows], caches[rows]
+                )
+        else:  # traced or batched: every op's rows of every token at once, for the hook
+            x = self._layer_steps(x, cos, sin, slots, caches, layer_hook)
         ends = np.cumsum([len(ids) for ids, _, _ in requests])
         last = logits == "last" and trace is None
         n, (rows,) = norm_project(
@@ -250,11 +260,45 @@ class FastQwen3Model:
             cache.length += len(token_ids)
         return out
 
+    def _layer_steps(self, x, cos, sin, slots, caches, hook=None) -> np.ndarray:
+        """Every decoder layer on x [T, hidden], block by block (the traced, batched, MoE path)."""
+        for i, lw in enumerate(self.weights.layers):
+            x = self.attention_block(i, lw, x, cos, sin, slots, caches, hook)
+            x = self.mlp_block(i, lw, x, hook)
+        return x
+
+    def _step_chunks(self, tokens: int) -> list[slice]:
+        """Row ranges of an untraced step-by-step forward: each op's C call (a projection of every
+        row of the chunk) stays within CALL_BUDGET_MACS, so Ctrl-C is honoured between calls."""
+        widest = max(m.rows * m.cols for lw in self.weights.layers for m in (lw.q_proj, lw.o_proj))
+        step = max(1, CALL_BUDGET_MACS // widest)
+        return [slice(a, min(tokens, a + step)) for a in range(0, tokens, step)]
+
     def _forward_layers(
         self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
     ) -> None:
-        """Every decoder layer on x [T, hidden] in place, one C call (fast/csrc/layers.c)."""
+        """Every decoder layer on x [T, hidden] in place, one C call per chunk of tokens whose
+        work stays within CALL_BUDGET_MACS (each token's K/V is in the cache before a later
+        chunk attends to it)."""
+        c = self.config
+        weights = sum(getattr(lw, f).rows * getattr(lw, f).cols
+                      for lw in self.weights.layers for f in LAYER_MATRICES)  # fmt: skip
+        attention = 2 * c.num_attention_heads * c.head_dim * len(self.weights.layers)
+        start = 0
+        while start < x.shape[0]:
+            per_token = weights + attention * (slots[start] + 1)  # q·k and p·v over the cache
+            end = min(x.shape[0], start + max(1, CALL_BUDGET_MACS // per_token))
+            rows = slice(start, end)
+            x[rows] = self._forward_chunk(x[rows], cos[rows], sin[rows], slots[rows], cache)
+            start = end
+
+    def _forward_chunk(
+        self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, slots: list[int], cache: FastKVCache
+    ) -> np.ndarray:
+        """One C call (fast/csrc/layers.c): every decoder layer on the chunk's rows x [T, hidden];
+        returns them, updated."""
         c, lib, tokens = self.config, kernels(), x.shape[0]
+        x, cos, sin = (np.ascontiguousarray(a, dtype=np.float32) for a in (x, cos, sin))
         need = lib.wf_forward_scratch_floats(ctypes.addressof(self._layers), tokens)
         if self._scratch.size < need:
             self._scratch = np.empty(need, dtype=np.float32)
@@ -267,3 +311,4 @@ class FastQwen3Model:
             matrix.MIN_ELEMENTS_PER_THREAD,
         )  # fmt: skip
         assert status == 0, status
+        return x

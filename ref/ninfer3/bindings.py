@@ -136,16 +136,23 @@ def hadamard_ranges(
     binding: Binding, parameter_shape: Sequence[int], objects: dict[str, ObjectEntry]
 ) -> list[ElementRange]:
     """hadamard_signs: a bf16 contiguous vector of K = parameter columns, K % 1024 == 0, for a
-    matrix parameter (spec/ninfer3.md §use); rule ninfer3.binder.hadamard. The ±1 values are checked
-    on read."""
+    matrix parameter (spec/ninfer3.md §use); rule ninfer3.binder.hadamard, whose message says
+    which condition failed. The ±1 values are checked on read."""
     ranges = element_ranges(binding, objects)
     parents = [objects[r.object_id] for r in ranges]
-    ok = len(parameter_shape) == 2 and parameter_shape[1] % HADAMARD_BLOCK == 0
-    ok = ok and sum(r.count for r in ranges) == (parameter_shape[1] if ok else -1)
-    ok = ok and all(p.format == "bf16" and p.layout == "contiguous_le_v1" for p in parents)
-    if binding.object_id is not None:
-        ok = ok and len(parents[0].shape or ()) == 1
-    require(
-        ok, "ninfer3.binder.hadamard", "signs are not a bf16 vector of K % 1024 == 0", binding.path
+    count = sum(r.count for r in ranges)
+
+    def need(ok: bool, detail: str) -> None:
+        require(ok, "ninfer3.binder.hadamard", detail, binding.path)
+
+    need(len(parameter_shape) == 2, f"the parameter {list(parameter_shape)} is not a matrix")
+    k = parameter_shape[1]
+    need(k % HADAMARD_BLOCK == 0, f"the column count K = {k} is not a multiple of 1024")
+    need(count == k, f"{count} signs for K = {k} columns")
+    need(
+        all(p.format == "bf16" and p.layout == "contiguous_le_v1" for p in parents),
+        "signs are not bf16 in contiguous_le_v1",
     )
+    if binding.object_id is not None:
+        need(len(parents[0].shape or ()) == 1, "the signs object is not a vector")
     return ranges

@@ -22,7 +22,8 @@ from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile, Quantiz
 from . import attention, norm, quant, reduce, rope, softmax
 from . import exp as exp_mod
 from .f32 import F32
-from .matrix import DenseMatrix, Matrix, QuantMatrix
+from .hadamard import hadamard
+from .matrix import DenseMatrix, HadamardMatrix, Matrix, QuantMatrix
 
 Vector = Sequence[np.float32]
 
@@ -56,11 +57,14 @@ class Kernels:
         """spec/numerics.md §softmax Softmax of one score vector, with this profile's exp."""
         return self._softmax(scores, self.exp)
 
-    def matvec(self, m: Matrix, x: Vector) -> list[np.float32]:
+    def matvec(self, m: Matrix | HadamardMatrix, x: Vector) -> list[np.float32]:
         """spec/numerics.md §matmul / §quantized-matmul y = W x for one activation vector; each row
-        a dot in the profile's order."""
+        a dot in the profile's order. A HadamardMatrix rotates x first (spec/numerics.md
+        §hadamard)."""
         if m.shape[1] != len(x):
             raise ValueError(f"matvec of a {m.shape} matrix with a vector of {len(x)}")
+        if isinstance(m, HadamardMatrix):
+            return self.matvec(m.matrix, hadamard(x, m.signs.tolist()))
         if isinstance(m, DenseMatrix):
             return [self.dot(row, x) for row in m.values]
         return self._quant_matvec(m, x)

@@ -51,3 +51,22 @@ class QuantMatrix:
 
 
 Matrix = DenseMatrix | QuantMatrix
+
+
+@dataclass(frozen=True)
+class HadamardMatrix:
+    """A matrix whose input is rotated first: y = W · H(x), H the spec/numerics.md §hadamard
+    transform with these signs (a `.ninfer` Use's hadamard_signs, spec/ninfer3.md §use). `matrix`
+    holds the stored (rotated) weights."""
+
+    matrix: Matrix
+    signs: np.ndarray  # int8 [cols], every element +1 or −1
+
+    def __post_init__(self) -> None:
+        s, cols = self.signs, self.matrix.shape[1]
+        if s.dtype != np.int8 or s.shape != (cols,) or not np.isin(s, (-1, 1)).all():
+            raise ValueError(f"signs must be int8 ±1 [{self.matrix.shape[1]}]")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape

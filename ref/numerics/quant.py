@@ -31,7 +31,8 @@ def activation_scale(block: Sequence[np.float32]) -> np.float32:
         a = abs(x)
         if a > amax or a != a:
             amax = a
-    return amax / QMAX
+    with np.errstate(invalid="ignore"):  # a signalling NaN's division flags invalid: NaN is meant
+        return amax / QMAX
 
 
 def activation_codes(block: Sequence[np.float32], d: np.float32) -> list[int]:

@@ -11,9 +11,11 @@ The binder's checks, in this order, each one function:
    fp32 for a_log / dt_bias);
 4. no `text/` binding is left over that no layer declares;
 5. every declared (parameter, input) has a Use with an activation policy, no Use of a text parameter
-   names an undeclared input, and every Use's auxiliaries are valid (spec/ninfer3.md §use).
+   names an undeclared input, and every Use's auxiliaries are valid (spec/ninfer3.md §use); the
+   hadamard_signs of the Uses the text model consumes are kept.
 Then every parameter is decoded with its objects' codecs, its element ranges concatenated in
-order, and the weights arranged (`weights_from_parameters`).
+order, and the weights arranged (`weights_from_parameters`), a projection with signs computing
+W · H(x) (spec/numerics.md §hadamard).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from weightfile.ref.ninfer3.bindings import ElementRange
 from weightfile.ref.ninfer3.read import Artifact
 from weightfile.ref.ninfer3.records import Use
 from weightfile.ref.ninfer3.require import require
-from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.ninfer3.directory import TEXT_COMPONENT, TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.domains import elements
 from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, TextParameter, text_parameters
@@ -99,21 +100,21 @@ def allowed_inputs(nf: Artifact, p: TextParameter) -> set[str]:
     return allowed
 
 
-def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> None:
-    """Auxiliaries (spec/ninfer3.md §use): accepted roles, a valid divisor, valid Hadamard signs.
-    The reference keeps activations in float32 (spec/models.md §qwen35-activations), so a divisor
-    changes nothing; Hadamard signs change the weights' meaning and are not implemented."""
+def check_use(nf: Artifact, use: Use, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Auxiliaries (spec/ninfer3.md §use): accepted roles, a valid divisor, valid Hadamard signs,
+    returned as int8 ±1 (None without). The reference keeps activations in float32
+    (spec/models.md §qwen35-activations), so a divisor changes nothing; signs make the product
+    W · H(x)."""
     nf.activation_divisor(use)
-    if nf.hadamard_signs(use, shape) is not None:
-        raise UnsupportedError(
-            "ninfer3.text.hadamard",
-            f"{use.parameter} at {use.input} uses hadamard_signs, which the reference lacks",
-            path=f"uses[{use.index}].auxiliaries",
-        )
+    signs = nf.hadamard_signs(use, shape)
+    return None if signs is None else np.array(signs, dtype=np.int8)
 
 
-def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
-    """Step 5: each declared input has a Use with a policy; no undeclared input is used."""
+def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> dict[str, np.ndarray]:
+    """Step 5: each declared input has a Use with a policy; no undeclared input is used. Returns
+    parameter name -> hadamard_signs of its Uses at the text model's own inputs (an output head
+    Use at another component's final_hidden is checked, not consumed here)."""
+    rotated: dict[str, np.ndarray] = {}
     for use in nf.directory.uses:
         p = params.get(use.parameter)
         if p is None:
@@ -130,7 +131,9 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
             f"{use.parameter} at {use.input} has no activation_policy",
             f"uses[{use.index}]",
         )
-        check_use(nf, use, p.shape)
+        signs = check_use(nf, use, p.shape)
+        if signs is not None and use.input in p.inputs:
+            rotated[p.name] = signs
     declared = {(u.parameter, u.input) for u in nf.directory.uses}
     for p in params.values():
         for consumed in p.inputs:
@@ -140,6 +143,7 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
                 f"{p.name} has no Use at {consumed}",
                 "uses",
             )
+    return rotated
 
 
 class ObjectDecoder:
@@ -184,7 +188,7 @@ def bind_ninfer(
     params = {p.name: p for p in text_parameters(config.json)}
     ranges = {name: resolve(nf, p) for name, p in params.items()}
     check_unexpected(nf, params)
-    check_uses(nf, params)
+    signs = check_uses(nf, params)
     decoder = ObjectDecoder(nf, codec_for)
     values = {name: decoder.parameter(ranges[name], p.shape) for name, p in params.items()}
-    return config, weights_from_parameters(config, values)
+    return config, weights_from_parameters(config, values, signs)

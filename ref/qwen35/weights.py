@@ -7,6 +7,8 @@ set and the shapes against `text_parameters(config)` and arranges them per layer
 are `DenseMatrix` (values decoded from any format: the reference multiplies decoded weights,
 spec/models.md §qwen35-activations); norms, gates, the convolution and the embedding stay float32
 arrays, stored as the file stores them (the zero-centred norms keep w, and the model adds 1).
+A projection whose Use carries hadamard_signs is a `HadamardMatrix` around its stored (rotated)
+values: the model computes W · H(x) (spec/ninfer3.md §use, spec/numerics.md §hadamard).
 """
 
 from __future__ import annotations
@@ -16,58 +18,61 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix, HadamardMatrix
 from weightfile.spec.ninfer3.text_config import FULL_ATTENTION
 from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, layer_prefix, text_parameters
 
 from .config import Qwen35Config
+
+#: A projection: its decoded values, possibly with its input rotated first.
+Linear = DenseMatrix | HadamardMatrix
 
 
 @dataclass(frozen=True)
 class AttentionWeights:
     """Gated full attention: query/gate [Q,H], key/value [Kw,H], norms [D], output [H,Q]."""
 
-    query: DenseMatrix
-    key: DenseMatrix
-    gate: DenseMatrix
-    value: DenseMatrix
+    query: Linear
+    key: Linear
+    gate: Linear
+    value: Linear
     query_norm: np.ndarray  # zero-centred: the model scales by 1 + w
     key_norm: np.ndarray
-    output: DenseMatrix
+    output: Linear
 
 
 @dataclass(frozen=True)
 class GdnWeights:
     """Gated DeltaNet: projections, fp32 gates, conv [kernel, 2Kg+Vg], gated norm [Dv], output."""
 
-    query: DenseMatrix
-    key: DenseMatrix
-    value: DenseMatrix
-    z: DenseMatrix
-    a_projection: DenseMatrix
-    b_projection: DenseMatrix
+    query: Linear
+    key: Linear
+    value: Linear
+    z: Linear
+    a_projection: Linear
+    b_projection: Linear
     a_log: np.ndarray
     dt_bias: np.ndarray
     convolution: np.ndarray
     norm: np.ndarray  # NOT zero-centred (spec/models.md §qwen35): used as stored
-    output: DenseMatrix
+    output: Linear
 
 
 @dataclass(frozen=True)
 class FfnWeights:
     """A SwiGLU FFN: the dense mlp, one routed expert or the shared expert."""
 
-    gate: DenseMatrix
-    up: DenseMatrix
-    down: DenseMatrix
+    gate: Linear
+    up: Linear
+    down: Linear
 
 
 @dataclass(frozen=True)
 class MoeWeights:
     """Router [E,H], shared-expert score [1,H], E routed experts and the shared expert."""
 
-    router: DenseMatrix
-    shared_score: DenseMatrix
+    router: Linear
+    shared_score: Linear
     experts: tuple[FfnWeights, ...]
     shared: FfnWeights
 
@@ -85,7 +90,7 @@ class Qwen35Weights:
     token_embedding: np.ndarray  # float32 [V, H]
     layers: tuple[LayerWeights, ...]
     final_norm: np.ndarray
-    output_head: DenseMatrix  # [V, H]; with tied embeddings the file binds the same values
+    output_head: Linear  # [V, H]; with tied embeddings the file binds the same values
 
 
 def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) -> None:
@@ -103,17 +108,23 @@ def check_parameter_set(config: Qwen35Config, params: Mapping[str, np.ndarray]) 
 
 
 def weights_from_parameters(
-    config: Qwen35Config, params: Mapping[str, np.ndarray]
+    config: Qwen35Config,
+    params: Mapping[str, np.ndarray],
+    signs: Mapping[str, np.ndarray] | None = None,
 ) -> Qwen35Weights:
     """Arrange canonical float32 parameters into per-layer weights (spec/ninfer3.md
-    §qwen35-names)."""
+    §qwen35-names); `signs` maps a projection's name to the ±1 hadamard_signs of its Use."""
     check_parameter_set(config, params)
+    signs = signs or {}
 
     def f32(name: str) -> np.ndarray:
         return np.ascontiguousarray(params[name], dtype=np.float32)
 
-    def mat(name: str) -> DenseMatrix:
-        return DenseMatrix(f32(name))
+    def mat(name: str) -> Linear:
+        m = DenseMatrix(f32(name))
+        if name in signs:
+            return HadamardMatrix(m, np.asarray(signs[name], dtype=np.int8))
+        return m
 
     def ffn(p: str) -> FfnWeights:
         return FfnWeights(mat(p + "gate"), mat(p + "up"), mat(p + "down"))

@@ -25,6 +25,7 @@ from weightfile.spec.vqf.constants import (
     ENTRY_BYTES,
     HEADER_BYTES,
     LEGACY_HEADER_BYTES,
+    MAGIC_BYTES,
     MIN_FILE_BYTES,
     VERSION_DENSE,
     VERSIONS,
@@ -59,6 +60,8 @@ def open_vqf(
     path = Path(path)
     fd, size = open_regular(path)  # a regular file only (spec/ninfer3.md §safe-files)
     try:
+        if size < MIN_FILE_BYTES:  # not a VQF at all, or a truncated one (magic first)
+            require_magic_prefix(os.pread(fd, len(MAGIC_BYTES), 0))
         require_min_size(size)  # step 1, before mapping: an empty file cannot be mapped
         mapped = map_readonly(fd, size, path)
     except BaseException:
@@ -87,6 +90,19 @@ def open_vqf(
             raise
         vqf._plain_view = memoryview(vqf._plain)
     return vqf
+
+
+def require_magic_prefix(head: bytes) -> None:
+    """A short file whose first bytes are not (a prefix of) the magic is not a VQF:
+    `vqf.header.magic`, not `vqf.file.too_small` (spec/vqf.md §loader-chain, the [weightfile]
+    note of step 1): "truncated" would send the user looking for missing bytes."""
+    if head and not MAGIC_BYTES.startswith(head):
+        raise MalformedError(
+            "vqf.header.magic",
+            f"not a VQF file: bad magic (first bytes {head.hex(' ')}, a VQF starts with "
+            f"{MAGIC_BYTES.hex(' ')})",
+            offset=0,
+        )
 
 
 def require_min_size(size: int) -> None:

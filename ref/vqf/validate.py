@@ -143,7 +143,8 @@ def check_name_field(e: Entry, report: Reporter) -> None:
 
 
 def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
-    """qtype registered and of the name's family; bytes and rows·cols as the arch implies."""
+    """qtype registered and of the name's family; bytes and rows·cols as the arch implies, in the
+    directory shape the engine's writer records (spec/vqf.md §geometry)."""
     where = f"directory[{e.index}]"
     if e.qtype not in QType.__members__.values():
         report(
@@ -175,6 +176,15 @@ def check_qtype_and_size(e: Entry, g: Geometry, report: Reporter) -> None:
             "vqf.directory.geometry",
             f"{e.name}: {e.rows}×{e.cols} = {e.rows * e.cols} elements, the arch implies "
             f"{kind.elements(g)}",
+            entry_field_offset(e, "rows"),
+            f"{where}.rows",
+        )
+    elif kind is not None and (e.rows, e.cols) != kind.directory_shape(g):
+        rows, cols = kind.directory_shape(g)
+        report(
+            "vqf.directory.shape",
+            f"{e.name}: rows × cols {e.rows}×{e.cols}, the engine's writer records {rows}×{cols} "
+            "(spec/vqf.md §geometry)",
             entry_field_offset(e, "rows"),
             f"{where}.rows",
         )
@@ -480,8 +490,10 @@ def report_missing_keys(
 ) -> bool:
     """A protected file checked without its key is reported unverifiable, never valid
     (spec/vqf.md §protected, strict verification). False when nothing more can be checked: an ENC
-    file without its passphrase."""
-    if h.encrypted and passphrase is None:
+    file without its passphrase. Every missing key is named, not only the first: an ENC and
+    SIGNED file without either needs both."""
+    locked = h.encrypted and passphrase is None
+    if locked:
         report(
             "vqf.enc.no_key",
             "encrypted file: no passphrase given (--passphrase-file or "
@@ -489,7 +501,6 @@ def report_missing_keys(
             h.file_len,
             "trailer",
         )
-        return False
     if h.signed and trusted is None:
         report(
             "vqf.sig.no_key",
@@ -498,7 +509,7 @@ def report_missing_keys(
             sig_field_offset(VQFHeader, "r"),
             "header.sig",
         )
-    return True
+    return not locked
 
 
 def tag_matches(vqf: VQFFile, done: protect.RegionPass, report: Reporter) -> bool:

@@ -70,13 +70,13 @@ class TensorSource:
     ) -> TensorSource:
         """A tensor encoded from floats in its logical shape (what `weightfile.open(...)
         .decode(name)` returns): a vector, or a per-layer stack of vectors for a norm; an
-        [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, spec/vqf.md
-        §text-tensors). Quantized matrices take the layout `flags` and the name select (spec/vqf.md
-        §encodings), so pass the file's flags. `backend`'s codecs encode (the same bytes either
-        way)."""
+        [out, in] matrix; an [n_layers, out, in] stack (directory n_layers·in × out, or
+        n_layers·out × in for gate/up/down, spec/vqf.md §text-tensors, §geometry). Quantized
+        matrices take the layout `flags` and the name select (spec/vqf.md §encodings), so pass the
+        file's flags. `backend`'s codecs encode (the same bytes either way)."""
         import numpy as np
 
-        from weightfile.spec.vqf.inventory import KINDS
+        from weightfile.spec.vqf.inventory import KINDS, stacked_directory_shape
 
         from .encode import encode
 
@@ -91,7 +91,7 @@ class TensorSource:
         if a.ndim == 3:
             count, out, inner = a.shape
             data = b"".join(encode(qt, flags, name, m, backend) for m in a)
-            return cls(name, qt, count * inner, out, data)
+            return cls(name, qt, *stacked_directory_shape(name, count, out, inner), data)
         raise InvalidError(
             "vqf.writer.payload", f"{name}: an array of {a.ndim} dimensions is no VQF tensor"
         )

@@ -179,8 +179,6 @@ RULES: dict[str, Rule] = table(
              "a consumed Use has no activation_policy"),
         Rule("ninfer3.text.use_unexpected", INV, "binder", "§6.2",
              "a text parameter used at no declared input"),
-        Rule("ninfer3.text.hadamard", UNS, "binder", "§2.6",
-             "hadamard_signs on a text Use (not in ref)"),
         # -- Qwen3.5 text from a transformers checkpoint (the importer's source side) --------
         Rule("ninfer3.text.hf_config", INV, "importer", "§6.1",
              "not a Qwen3.5 text config of transformers"),
@@ -229,5 +227,8 @@ IMPORT_RULES: dict[str, Rule] = table(
         Rule("qwen35.import.resource", INV, "importer", "§2.3",
              "a tokenizer or template resource is empty"),
         Rule("qwen35.import.format", UNS, "importer", "§3.1", "an unknown --format"),
+        Rule("qwen35.import.hadamard", INV, "importer", "§2.6",
+             "a --hadamard glob matching no matrix, a matched K not a multiple of 1024, or a "
+             "tied output head"),
     )
 )  # fmt: skip

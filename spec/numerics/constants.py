@@ -43,3 +43,9 @@ ROPE_MIDPOINT_GUARD_EXP2 = -100
 
 #: spec/numerics.md §cos-sin Working precision (bits) of the RoPE table evaluation.
 ROPE_WORK_BITS = 192
+
+#: spec/numerics.md §hadamard Elements per Hadamard block (spec/ninfer3.md §use hadamard_signs).
+HADAMARD_BLOCK = 1024
+
+#: spec/numerics.md §hadamard The normalisation 1/sqrt(1024) = 2**-5, exact: 0.03125.
+HADAMARD_SCALE_BITS = 0x3D000000

@@ -101,6 +101,19 @@ _PROJECTIONS: tuple[tuple[str, Shape, Callable[[Geometry], tuple[int, int]]], ..
 )
 
 
+#: The projections whose directory shape is nl·out × in; q/k/v/o record nl·in × out (the
+#: engine's writer, spec/vqf.md §text-tensors, §geometry).
+OUT_MAJOR = ("gate", "up", "down")
+
+
+def stacked_directory_shape(name: str, count: int, out: int, inner: int) -> tuple[int, int]:
+    """The directory rows × cols of `count` stacked [out, in] matrices named `name` (the
+    _PROJECTIONS shapes above, for any geometry)."""
+    if name.split("_", 1)[-1] in OUT_MAJOR:
+        return count * out, inner
+    return count * inner, out
+
+
 def _per_layer(out_in: Callable[[Geometry], tuple[int, int]]) -> Physical:
     return lambda g: (g.nl, *out_in(g))
 

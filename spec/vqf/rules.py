@@ -64,6 +64,8 @@ _RULES = (
          "bytes != size(qtype, rows·cols)"),
     Rule("vqf.directory.geometry", INV, "strict", "§7.1",
          "rows·cols differs from the arch's element count"),
+    Rule("vqf.directory.shape", INV, "strict", "§7.3",
+         "rows × cols is not the §7.1 directory shape though rows·cols is"),
     Rule("vqf.directory.offset", INV, "strict", "§3.3",
          "offset breaks the placement chain (first = data_offset, 64-aligned, contiguous)"),
     Rule("vqf.directory.order", INV, "strict", "§3.4", "entries not in §3.4 order"),
@@ -170,6 +172,9 @@ _RULES = (
          "an unknown weight mode, quantizer or embedding, or --x8 outside weight mode q4"),
     Rule("vqf.import.source", UNS, "importer", "§7.7",
          "no converter from the source's kind (format, model_type) to the target's"),
+    Rule("vqf.import.target", NOT_FOUND, "cli", "§7.7",
+         "convert: a Qwen3.5 checkpoint given a DST other than .ninfer (the only format it "
+         "converts to; a usage error, exit 2)"),
     Rule("vqf.import.gguf", MAL, "importer", "§7.7",
          "gguf-py cannot read the GGUF source"),
     Rule("vqf.import.requantize", UNS, "importer", "§7.7",

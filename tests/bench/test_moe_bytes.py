@@ -12,7 +12,6 @@ from weightfile.bench.moe_bytes import (
     shared_bytes,
 )
 from weightfile.bench.synthetic import SPECS, planned_layout, spec_named, synthetic_model
-from weightfile.bench.targets import moe_roofline_target
 from weightfile.families import vqf_family
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import NotFoundError
@@ -73,14 +72,6 @@ def test_decoded_tokens_read_k_experts_per_layer(tiny):
 def shared_bytes_of(path):
     with open_vqf(path) as vqf:
         return shared_bytes(vqf)
-
-
-def test_the_moe_target_is_half_the_bytes_read_roofline():
-    tests = [{"engine": "fast", "threads": 1, "n_gen": 16, "avg_tokens_per_s": 30.0}]
-    report = {"tests": tests, "moe_roofline": {"tokens_per_s": 50.0}}
-    [row] = moe_roofline_target(report)
-    assert row["value"] == pytest.approx(0.6) and row["met"] is True
-    assert moe_roofline_target({"tests": tests}) == []
 
 
 def test_the_bench_report_counts_only_the_chosen_experts(tmp_path, capsys):

@@ -1,8 +1,16 @@
-"""The issue's targets: which apply to which model, and the arithmetic of each."""
+"""The development targets (benchmarks/targets.py): which apply to which model, and the
+arithmetic of each."""
+
+import importlib.util
+from pathlib import Path
 
 import pytest
 
-from weightfile.bench.targets import QWEN3_0_6B, check_targets
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "targets.py"
+_spec = importlib.util.spec_from_file_location("bench_targets", SCRIPT)
+_targets = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_targets)
+QWEN3_0_6B, check_targets = _targets.QWEN3_0_6B, _targets.check_targets
 
 
 def report(geometry, family="q4", matvec=None, tests=(), speedup=None):
@@ -57,3 +65,11 @@ def test_speedup_target_names_an_estimated_reference():
     (t,) = check_targets(report(QWEN3_0_6B, family="q8", tests=ref, speedup={"1": 90.0}))
     assert t["target"] == "decode speed-up fast ×1 / estimated ref"
     assert (t["value"], t["met"]) == (90.0, False)
+
+
+def test_the_moe_target_is_half_the_bytes_read_roofline():
+    tests = [{"engine": "fast", "threads": 1, "n_gen": 16, "avg_tokens_per_s": 30.0}]
+    report = {"tests": tests, "moe_roofline": {"tokens_per_s": 50.0}}
+    [row] = _targets.moe_roofline_target(report)
+    assert row["value"] == pytest.approx(0.6) and row["met"] is True
+    assert _targets.moe_roofline_target({"tests": tests}) == []

@@ -54,23 +54,46 @@ def bench_json(capsys, cache, *extra, quick=QUICK):
 
 
 def tiny_params():
-    """Elements of tiny-q4_0 from its geometry (synthetic.SPECS), counted by hand: embedding and
-    untied lm_head V·d each, per layer q/o d·q_dim each, k/v d·kv_dim each, gate/up/down d·ff
-    each, two d-norms and two head_dim-norms; the final norm d."""
+    """Elements of tiny-q4_0 from its geometry (synthetic.SPECS), counted by hand: the embedding
+    V·d once (the lm_head is tied to it, as llama-bench counts a tied model), per layer q/o
+    d·q_dim each, k/v d·kv_dim each, gate/up/down d·ff each, two d-norms and two head_dim-norms;
+    the final norm d."""
     v, d, ff, layers, q_dim, kv_dim, hd = 256, 64, 128, 2, 4 * 16, 2 * 16, 16
     layer = 2 * d * q_dim + 2 * d * kv_dim + 3 * d * ff + 2 * d + 2 * hd
-    return 2 * v * d + layers * layer + d
+    return v * d + layers * layer + d
+
+
+def test_a_tied_qwen3_0_6b_counts_its_embedding_once():
+    """Qwen3-0.6B's geometry (V 151936, d 1024, ff 3072, 28 layers, 16 q heads and 8 kv heads
+    of 128): by hand 151936·1024 = 155,582,464 for the embedding; per layer q and o 1024·2048
+    each, k and v 1024·1024 each, gate/up/down 1024·3072 each and norms 2·1024 + 2·128, so
+    15,730,944; ×28 = 440,466,432; the final norm 1024: 596,049,920 (llama-bench: 596.05 M).
+    The synthetic file also stores q4_lm [V, d], written from the embedding: not counted."""
+    from types import SimpleNamespace
+
+    from weightfile.bench.report import model_params
+
+    v, d, ff, nl, q, kv, hd = 151_936, 1024, 3072, 28, 2048, 1024, 128
+    shapes = {"token_embed": (v, d), "final_norm": (d, 1), "attn_norm": (nl * d, 1),
+              "ffn_norm": (nl * d, 1), "q_norm": (nl * hd, 1), "k_norm": (nl * hd, 1),
+              "q4_q": (nl * q, d), "q4_k": (nl * kv, d), "q4_v": (nl * kv, d),
+              "q4_o": (nl * d, q), "q4_gate": (nl * ff, d), "q4_up": (nl * ff, d),
+              "q4_down": (nl * d, ff), "q4_lm": (v, d)}  # fmt: skip
+    entries = [SimpleNamespace(name=n, rows=r, cols=c) for n, (r, c) in shapes.items()]
+    vqf = SimpleNamespace(entries=entries)
+    assert model_params(vqf, "qwen3-0.6b-q4_0") == 596_049_920
+    assert model_params(vqf, None) == 596_049_920 + v * d  # a file's own q4_lm: untied
 
 
 def test_json_report_schema(tmp_path, capsys):
     r, err = bench_json(capsys, tmp_path)
     assert "generated" in err
-    assert r["schema"] == SCHEMA == "weightfile.bench/2"
+    assert r["schema"] == SCHEMA == "weightfile.bench/3"
     assert set(r) == {
         "schema", "build", "timestamp", "machine", "model", "fast_engine", "repetitions",
         "open_seconds", "checksum_bytes_per_s", "checksum_bytes_hashed", "dequantize",
         "memory_bandwidth", "matvec", "tests", "decode_speedup", "roofline", "peak_rss",
-        "targets", "notes",
+        "notes",
     }  # fmt: skip
     assert set(r["build"]) == {"version", "commit"}
     assert r["build"]["commit"] is None or re.fullmatch(r"[0-9a-f]{12}", r["build"]["commit"])
@@ -78,7 +101,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert abs((datetime.utcnow() - stamp).total_seconds()) < 600
     assert r["model"]["synthetic"] == "tiny-q4_0" and r["model"]["family"] == "q4"
     assert r["model"]["geometry"]["hidden"] == 64
-    assert r["model"]["params"] == tiny_params() == 106_880
+    assert r["model"]["params"] == tiny_params() == 90_496
     assert r["fast_engine"] is FAST and r["repetitions"] == 1
     for key in ("open_seconds", "checksum_bytes_per_s"):
         assert r[key] > 0
@@ -158,7 +181,7 @@ def test_csv_and_jsonl_rows(shared, capsys):
     for x in rows:
         samples = [float(v) for v in x["samples_ts"].split(";")]
         assert float(x["avg_ts"]) == pytest.approx(statistics.mean(samples))
-        assert x["model"] == "tiny-q4_0" and int(x["model_n_params"]) == 106_880
+        assert x["model"] == "tiny-q4_0" and int(x["model_n_params"]) == 90_496
         assert int(x["model_size"]) == os.path.getsize(x["model_path"])
         assert (x["roofline_ts"] == "") == (x["test"].startswith("pp"))
         assert x["stddev_ts"] == ""  # -r 1: one sample, no stddev
@@ -179,6 +202,7 @@ def test_md_output_is_llama_bench_table_then_summary(shared, capsys):
         assert label in out
     assert re.fullmatch(r"build: \S+ \(.+\) · \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", lines[-1])
     assert ("n/a (no fast engine)" in out) is not FAST
+    assert "target" not in out and "NOT met" not in out  # development goals: benchmarks/targets.py
     assert "\r" not in err  # no progress bar: stderr is not a terminal
 
 

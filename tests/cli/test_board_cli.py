@@ -54,10 +54,13 @@ def test_run_tokenwise_prints_the_engines_tokens(tmp_path: Path, capsys) -> None
 
 
 def test_diff_of_a_dump_with_itself_the_engine_and_a_canonical_run(prefill_dump, tmp_path, capsys):
-    """diff: 0 against the engine's file; 1 against the canonical profile's logits, naming the
-    first differing element with both bit patterns; 1 against a one-bit change of one op,
-    naming that op and layer as the first divergence."""
-    assert main(["diff", str(prefill_dump), str(ENGINE)]) == 0
+    """diff: 0 against the engine's file on the arrays both hold (--common-only; the engine's
+    tokenwise path is in its file only, which without the option is a difference); 1 against
+    the canonical profile's logits, naming the first differing element with both bit patterns;
+    1 against a one-bit change of one op, naming that op and layer as the first divergence."""
+    assert main(["diff", str(prefill_dump), str(ENGINE)]) == 1  # the tokenwise path is B's only
+    assert "42 arrays in B only (not in A): prompt.decode_path.logits" in capsys.readouterr().out
+    assert main(["diff", str(prefill_dump), str(ENGINE), "--common-only"]) == 0
     assert "73 of 73 common arrays bit-identical" in capsys.readouterr().out
     canon = tmp_path / "canon.npz"
     argv = ["run", MODEL, "--token-ids", PROMPT, "--max-tokens", "2", "--save-logits", str(canon)]
@@ -66,6 +69,7 @@ def test_diff_of_a_dump_with_itself_the_engine_and_a_canonical_run(prefill_dump,
     assert main(["diff", str(canon), str(ENGINE)]) == 1
     out = capsys.readouterr().out
     assert "prefill.logits: " in out and "first [" in out and "ulps" in out
+    assert "result: different" in out
     with np.load(prefill_dump) as z:
         arrays = {n: z[n] for n in z.files}
     bad = arrays["decode.step0.layer1.k_norm"].copy()
@@ -81,21 +85,27 @@ def test_diff_of_a_dump_with_itself_the_engine_and_a_canonical_run(prefill_dump,
 
 def test_diff_reads_a_trace_in_the_boards_names(tmp_path: Path, capsys) -> None:
     """A canonical trace is compared as prefill.last.* / prefill.logits; it differs from the
-    board (the designed difference), and the first divergence is in layer 0."""
+    board (the designed difference), and the first divergence is in layer 0; with
+    --common-only the decode steps the trace does not hold are not judged, and it still
+    differs."""
     trace = tmp_path / "t.npz"
     assert main(["trace", MODEL, "--token-ids", PROMPT, "--out", str(trace)]) == 0
     capsys.readouterr()
     assert main(["diff", str(trace), str(ENGINE)]) == 1
     out = capsys.readouterr().out
-    assert "prefill.logits: " in out and "first divergence: prefill.last: layer 0" in out
+    assert "prefill.logits [logits[-1]]: " in out
+    assert "first divergence: prefill.last: layer 0" in out
+    assert "not mapped: the board dumps no such array): embed, layers.0.o_proj" in out
+    assert main(["diff", str(trace), str(ENGINE), "--common-only"]) == 1
 
 
-def test_diff_refuses_a_file_that_is_not_npz(tmp_path: Path, capsys) -> None:
-    """frontend.npz.invalid, exit 1, one line; a missing file is exit 4."""
+def test_diff_refuses_a_file_that_is_not_a_dump(tmp_path: Path, capsys) -> None:
+    """frontend.dump.format, exit 4 (unreadable, never 1 = "different"), one line; a missing
+    file is exit 4 too."""
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
-    assert main(["diff", str(junk), str(ENGINE)]) == 1
-    assert "frontend.npz.invalid" in capsys.readouterr().err
+    assert main(["diff", str(junk), str(ENGINE)]) == 4
+    assert "frontend.dump.format" in capsys.readouterr().err
     assert main(["diff", str(tmp_path / "missing.npz"), str(ENGINE)]) == 4
 
 

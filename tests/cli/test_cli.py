@@ -63,13 +63,13 @@ def test_verify_of_a_signed_file_without_a_trusted_key_is_unverifiable(example, 
 
 def test_unreadable_input_is_one_line_not_a_traceback(tmp_path, capsys):
     bad = tmp_path / "x.bin"
-    bad.write_bytes(b"GGUF" + bytes(600))
+    bad.write_bytes(b"ABCD" + bytes(600))
     assert main(["inspect", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "unknown file format" in err and "Traceback" not in err
     assert "[format.magic]" in err
     named = tmp_path / "x.vqf"
-    named.write_bytes(b"GGUF" + bytes(600))
+    named.write_bytes(b"ABCD" + bytes(600))
     assert main(["inspect", str(named)]) == 1
     err = capsys.readouterr().err
     assert "MalformedError" in err and "[vqf.header.magic]" in err and "Traceback" not in err
@@ -90,7 +90,7 @@ BAD_MAGIC = [
 @pytest.mark.parametrize(("name", "rule"), BAD_MAGIC)
 def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, name, rule):
     bad = tmp_path / name
-    bad.write_bytes(b"GGUF" + bytes(600))
+    bad.write_bytes(b"ABCD" + bytes(600))
     assert main(["verify", str(bad)]) == 1
     captured = capsys.readouterr()
     said = {r for _, r in BAD_MAGIC if f"[{r}]" in captured.out + captured.err}
@@ -101,15 +101,15 @@ def test_cli_and_api_name_the_same_rule_for_an_unknown_magic(tmp_path, capsys, n
     assert info.value.rule == rule
 
 
-def test_a_short_vqf_with_a_bad_magic_is_too_small_everywhere(tmp_path, capsys):
-    """The VQF loader checks the size (spec/vqf.md §loader-chain step 1) before the magic (step
-    2)."""
+def test_a_short_vqf_with_a_bad_magic_is_a_bad_magic_everywhere(tmp_path, capsys):
+    """A short file whose first bytes are not the magic is not a VQF at all: the magic is
+    reported, not the size (spec/vqf.md §loader-chain, step 1's [weightfile] note)."""
     bad = tmp_path / "x.vqf"
-    bad.write_bytes(b"GGUF")
+    bad.write_bytes(b"GGUX")
     assert main(["verify", str(bad)]) == 1
-    assert "[vqf.file.too_small]" in capsys.readouterr().out
-    assert [v.rule for v in weightfile.validate(bad)] == ["vqf.file.too_small"]
-    assert [v.rule for v in weightfile.validate_vqf(bad)] == ["vqf.file.too_small"]
+    assert "[vqf.header.magic]" in capsys.readouterr().out
+    assert [v.rule for v in weightfile.validate(bad)] == ["vqf.header.magic"]
+    assert [v.rule for v in weightfile.validate_vqf(bad)] == ["vqf.header.magic"]
 
 
 def test_validate_is_the_vqf_validator_for_a_vqf_file(example):
@@ -133,3 +133,69 @@ def test_the_console_script_runs():
     out = subprocess.run([*cmd, "inspect", "--example"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "VQF version 2" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "m.vqf", "--promt", "hi"], "unrecognized option --promt; did you mean --prompt?"),
+        (["trace", "m.vqf", "--token-ids", "1", "--out", "t.npz", "--forse"],
+         "unrecognized option --forse; did you mean --force?"),
+        (["verify", "m.vqf", "--checksun"], "did you mean --checksum?"),
+        (["run", "m.vqf", "--prompt", "hi", "--zzz"], "unrecognized option --zzz ("),
+    ],
+)  # fmt: skip
+def test_a_misspelt_option_is_unknown_with_a_suggestion(capsys, argv, says):
+    """Issue 34 item 11: not "one of the arguments --prompt --token-ids is required"."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and says in err and "required" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_abbreviations_and_attached_values_still_parse():
+    from weightfile.cli import build_parser
+
+    args = build_parser().parse_args(["run", "m.vqf", "--prompt", "hi", "--max-tok", "3"])
+    assert args.max_tokens == 3
+    args = build_parser().parse_args(["bench", "--synthetic", "x", "-p8", "-t1", "--tokens=4"])
+    assert (args.n_prompt, args.threads, args.tokens) == ([8], [1], 4)
+
+
+def test_version_imports_neither_numpy_nor_the_readers():
+    """Issue 34 item 11: `weightfile --version` is instant; checked by what it imports, not by
+    the clock."""
+    script = (
+        "import sys\n"
+        "from weightfile.cli import main\n"
+        "assert main(['--version']) == 0\n"
+        "print(sorted(m for m in ('numpy', 'construct', 'tokenizers', 'weightfile.ref.vqf.read')"
+        " if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    version, loaded = done.stdout.splitlines()
+    assert version.startswith("weightfile ") and loaded == "[]"
+
+
+def test_inspect_leaves_out_the_all_zero_vision_and_moe_fields(capsys):
+    """Issue 34 item 11: a plain Qwen3 file's arch is its geometry, not ~30 zeros; a group with
+    any non-zero field is shown whole; --json keeps every field."""
+    from weightfile.commands.inspect import shown_arch
+    from weightfile.ref.vqf.read import open_vqf
+
+    assert main(["inspect", "--example"]) == 0
+    out = capsys.readouterr().out
+    assert "dim=64" in out and "vision and MoE fields all 0: omitted" in out
+    for name in ("vis_depth", "image_token_id", "mrope_sections", "n_experts", "top_k"):
+        assert f"{name}=" not in out
+    assert main(["inspect", "--example", "--json"]) == 0
+    arch = json.loads(capsys.readouterr().out)["arch"]
+    assert arch["vis_depth"] == 0 and arch["n_experts"] == 0
+    with open_vqf(EXAMPLE_PATH) as vqf:
+        a = dict(vqf.header.arch)
+    shown, omitted = shown_arch({**a, "n_experts": 8, "top_k": 2})
+    assert omitted == ["vision"] and shown["n_experts"] == 8 and shown["moe_ffn"] == 0
+    shown, omitted = shown_arch({**a, "vis_ds_idx": [0, 1, 0, 0]})
+    assert omitted == ["MoE"] and shown["vis_depth"] == 0 and "image_token_id" in shown

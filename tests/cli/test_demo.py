@@ -52,10 +52,12 @@ def test_demo_builds_the_same_bytes_twice(tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell environment")
 def test_the_console_command_runs(tmp_path):
+    """The console entry point end to end. No wall-clock limit: the work is bounded by itself
+    (a tiny model, 3 tokens), and a limit would measure the machine's load, not the code."""
     env = {**os.environ, "WEIGHTFILE_CACHE": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "weightfile", "demo", "--max-tokens", "3"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "no violations" in done.stdout and "tokens" in done.stdout

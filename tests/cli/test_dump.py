@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from strategies.ninfer3 import TINY_PAYLOAD, build_file_set, tiny_doc
@@ -78,3 +80,14 @@ def test_ninfer_objects_and_bindings(tmp_path, engine):
     assert list(bits[:3]) == [0x00000000, 0x80000000, 0x3F800000] and np.isnan(whole[3])
     assert list(split["codes"]) == [0x3F80, 0x7FC1, 0x0000, 0x8000]
     assert scalar.shape == () and float(scalar) == 2.0
+
+
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="Linux /proc")
+def test_an_unwritable_destination_is_named_not_its_temporary_file(capsys):
+    """Issue 34 item 11: /proc takes no new file; the error names --out's path."""
+    from weightfile.examples import EXAMPLE_PATH
+
+    assert main(["dump", str(EXAMPLE_PATH), "final_norm", "--out", "/proc/version",
+                 "--force"]) == 4  # fmt: skip
+    err = capsys.readouterr().err
+    assert "(/proc/version)" in err and "Traceback" not in err and len(err.splitlines()) == 1

@@ -238,13 +238,15 @@ BAD_INPUTS = [
     (["conformance", "run", "--run", "no/such/*"], EXIT_USAGE, "no case id matches"),
     (["conformance", "run", "--impl", "{tmp}/no-such-program"], EXIT_IO, "no-such-program"),
     (["conformance", "generate", "--no-such-option"], EXIT_USAGE, "--no-such-option"),
+    (["conformance", "export", "{tmp}"], EXIT_USAGE, "exists"),
     (["bench", "{cut}", "--no-rss"], EXIT_VIOLATIONS, "truncated, 87096 bytes"),
     (["bench", "--synthetic", "no-such-model"], EXIT_USAGE, "no-such-model"),
     (["bench", "{ex}", "-r", "0"], EXIT_USAGE, "-r/--repetitions"),
-    (["diff", "{tmp}", "{npz}"], EXIT_IO, "Is a directory"),
-    (["diff", "{npz}", "{npz}"], EXIT_VIOLATIONS, "not an .npz of arrays (the file is empty)"),
-    (["diff", "{ex}", "{npz}"], EXIT_VIOLATIONS, "no zip archive"),
-    (["diff", "{npy}", "{npy}"], EXIT_VIOLATIONS, "an .npy or a model file?"),
+    (["diff", "{tmp}", "{npz}"], EXIT_IO, "a directory, not a regular file"),
+    (["diff", "{npz}", "{npz}"], EXIT_IO, "not an .npy, .npz or safetensors dump (the file is"),
+    (["diff", "{ex}", "{npz}"], EXIT_IO, "no .npy magic, zip archive or safetensors header"),
+    (["diff", "{npy}", "{ex}"], EXIT_IO, "[frontend.dump.format]"),
+    (["diff", "{npy}", "{npy}", "--atol", "x"], EXIT_USAGE, "--atol"),
     (["diff", "{tmp}/missing.npz", "{npz}"], EXIT_IO, "missing.npz"),
 ]
 
@@ -318,6 +320,7 @@ PARSING = {
     "keygen": ["keygen", "--out", "{tmp}/k"],
     "conformance run": ["conformance", "run"],
     "conformance generate": ["conformance", "generate", "--check"],
+    "conformance export": ["conformance", "export", "{tmp}/corpus"],
     "bench": ["bench", "{ex}"],
     "diff": ["diff", "{npz}", "{npz}"],
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from strategies.tiny_vqf import write_tiny_model
 
@@ -85,3 +87,41 @@ def test_dump_needs_the_passphrase(model, tmp_path, keys, capsys):
     assert main(["dump", str(enc), "final_norm", "--out", str(out)]) == 3
     assert main(["dump", str(enc), "final_norm", "--out", str(out),
                  "--passphrase-file", str(pw)]) == 0  # fmt: skip
+
+
+def test_an_encrypted_and_signed_file_without_keys_names_both(model, tmp_path, keys, capsys):
+    """Issue 34 item 11: both keys are missing, so both are named (exit 3, never valid)."""
+    pw, key, _ = keys
+    enc, signed = tmp_path / "e.vqf", tmp_path / "s.vqf"
+    assert main(["encrypt", str(model), str(enc), "--passphrase-file", str(pw)]) == 0
+    assert main(["sign", str(enc), str(signed), "--sign-key", str(key),
+                 "--passphrase-file", str(pw)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["verify", str(signed)]) == 3
+    out = capsys.readouterr().out
+    enc_rule, sig_rule = "vqf.enc.no_key", "vqf.sig.no_key"
+    assert f"[{enc_rule}]" in out and f"[{sig_rule}]" in out
+    assert "passphrase" in out and "public key" in out
+
+
+def test_encrypt_sign_and_decrypt_carry_the_tokenizer_sidecars(model, tmp_path, keys, capsys):
+    """Issue 34 item 11: `run --prompt` on the protected file finds its tokenizer."""
+    pw, key, _ = keys
+    src = tmp_path / "m.vqf"
+    src.write_bytes(model.read_bytes())
+    tok = tmp_path / "m.vqf.tokenizer.json"
+    tok.write_bytes(Path(str(model) + ".tokenizer.json").read_bytes())
+    (tmp_path / "m.vqf.chat_template.jinja").write_text("{{ messages[0]['content'] }}")
+    enc, signed, back = tmp_path / "e.vqf", tmp_path / "s.vqf", tmp_path / "d.vqf"
+    assert main(["encrypt", str(src), str(enc), "--passphrase-file", str(pw)]) == 0
+    assert "(+ e.vqf.tokenizer.json, e.vqf.chat_template.jinja)" in capsys.readouterr().out
+    assert main(["sign", str(enc), str(signed), "--sign-key", str(key),
+                 "--passphrase-file", str(pw)]) == 0  # fmt: skip
+    assert main(["decrypt", str(enc), str(back), "--passphrase-file", str(pw)]) == 0
+    for out in (enc, signed, back):
+        assert Path(f"{out}.tokenizer.json").read_bytes() == tok.read_bytes()
+        assert Path(f"{out}.chat_template.jinja").read_text() == "{{ messages[0]['content'] }}"
+    capsys.readouterr()
+    argv = ["run", str(signed), "--prompt", "hello", "--max-tokens", "2", "--passphrase-file",
+            str(pw)]  # fmt: skip
+    assert main(argv) == 0

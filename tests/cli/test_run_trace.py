@@ -112,7 +112,7 @@ def test_ids_outside_the_vocabulary_are_rule_errors(model_path, tmp_path, capsys
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("ids", ["1,x", "", "-1"])
+@pytest.mark.parametrize("ids", ["1,x", "", "-1", "1,,2", ",1", "1,"])
 def test_malformed_token_ids_are_usage_errors(model_path, tmp_path, capsys, ids):
     out = tmp_path / "bad.npz"
     with pytest.raises(SystemExit) as usage:
@@ -136,3 +136,51 @@ def test_fast_without_the_c_kernels_runs_the_reference_with_a_note(model_path, c
     assert captured.err.strip() == session.NO_KERNELS_NOTE
     tok = load_tokenizer(sidecar_path(model_path))
     assert captured.out == tok.decode(want) + "\n"
+
+
+# -- the default engine (issue 34 item 2) --------------------------------------------------------
+@pytest.mark.parametrize("command", ["run", "trace"])
+def test_the_fast_engine_is_the_default_and_ref_one_flag_away(command):
+    from weightfile.cli import build_parser
+
+    argv = [command, "m.vqf", "--token-ids", "1"] + ["--out", "t.npz"] * (command == "trace")
+    assert build_parser().parse_args(argv).engine == "fast"
+    assert build_parser().parse_args([*argv, "--engine", "ref"]).engine == "ref"
+
+
+def test_the_reference_on_a_big_file_notes_its_time_per_token(model_path, capsys, monkeypatch):
+    """The note comes with the reference (--engine ref, or no C kernels) on a file above the size
+    threshold (lowered here: the tiny model stands for a real one), never with the fast engine."""
+    import weightfile.commands._prompt as prompt
+    import weightfile.fast._native as native
+
+    monkeypatch.setattr(prompt, "REFERENCE_NOTE_BYTES", 0)
+    args = ["run", str(model_path), "--token-ids", "3,1,4", "--max-tokens", "1"]
+    assert main([*args, "--engine", "ref"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("note: the reference engine runs this") and len(err.splitlines()) == 1
+    assert " s per token (estimated); --engine fast gives the same tokens" in err
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""  # fast: nothing to note
+    monkeypatch.setattr(prompt, "REFERENCE_NOTE_BYTES", model_path.stat().st_size)
+    assert main([*args, "--engine", "ref"]) == 0
+    assert capsys.readouterr().err == ""  # at the threshold: small enough
+    monkeypatch.setattr(prompt, "REFERENCE_NOTE_BYTES", 0)
+    monkeypatch.setattr(native, "library", lambda: None)  # no compiler: the reference runs
+    note = prompt.reference_note(build_args(model_path))
+    assert note is not None and "per token (estimated)" in note and "--engine fast" not in note
+
+
+def build_args(model_path):
+    from weightfile.cli import build_parser
+
+    return build_parser().parse_args(["run", str(model_path), "--token-ids", "1"])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.025, "0.025 s"), (42, "42 s"), (600, "10 min"), (7200, "2 h")]
+)
+def test_durations_read_in_a_person_s_unit(seconds, text):
+    from weightfile.commands._prompt import duration
+
+    assert duration(seconds) == text

@@ -118,3 +118,29 @@ def test_prompt_image_markers(model, tmp_path) -> None:
         assert np.load(out)["input_ids"].tolist() == want
     argv = ["trace", str(local), "--prompt", "<image> hello <image>", "--image", str(img)]
     assert main([*argv, *PIXELS, "--out", str(tmp_path / "x.npz")]) == 1
+
+
+def test_image_option_papercuts_are_one_line_usage_errors(model, tmp_path, capsys) -> None:
+    """Issue 34 item 11: --image DIR names a directory; --min-pixels above --max-pixels is
+    refused before the model loads; an image whose tokens exceed the context (here 1024 × 1024
+    pixels: 64 × 64 patches, 1024 merged tokens, over max_seq_len 512) hints at --max-pixels."""
+    from PIL import Image
+
+    path, img = model
+    ids = ["--token-ids", f"1,{IMAGE_ID}"]
+    assert main(["run", str(path), *ids, "--image", str(tmp_path), *PIXELS]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path}: is a directory" in err and err.count("\n") == 1
+    bad = ["--min-pixels", "70000", "--max-pixels", "65536"]
+    for command in (["run"], ["trace", "--out", str(tmp_path / "t.npz")]):
+        assert main([*command, str(path), *ids, "--image", str(img), *bad]) == 2
+        err = capsys.readouterr().err
+        assert "--min-pixels 70000 is above --max-pixels 65536" in err and err.count("\n") == 1
+    big = tmp_path / "big.png"
+    Image.fromarray(np.zeros((1024, 1024, 3), np.uint8)).save(big)
+    for command in (["run"], ["trace", "--out", str(tmp_path / "t.npz")]):
+        argv = [*command, str(path), *ids, "--image", str(big), "--max-pixels", str(1 << 24)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "context of 512" in err and "smaller --max-pixels" in err and err.count("\n") == 1
+    assert not (tmp_path / "t.npz").exists()

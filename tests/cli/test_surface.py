@@ -49,7 +49,7 @@ def test_every_command_has_an_example_and_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "(default: 32)" in out and "(default: ref)" in out  # --max-tokens, --engine
+    assert "(default: 32)" in out and "(default: fast)" in out  # --max-tokens, --engine
 
 
 @pytest.mark.quick

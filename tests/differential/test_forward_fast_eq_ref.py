@@ -207,3 +207,44 @@ def test_a_subclass_overriding_a_block_keeps_the_step_by_step_path(spec: ModelSp
             assert len(dense._layers) == spec.config.num_hidden_layers
             sub = Overriding(dense.config, dense.weights)
             assert len(sub._layers) == 0
+
+
+@settings(max_examples=8)
+@given(spec=model_specs(), data=st.data())
+def test_a_prompt_cut_into_chunks_gives_the_reference_bits(spec: ModelSpec, data: st.DataObject):
+    """The one-call path cuts a long prompt into chunks under CALL_BUDGET_MACS (so Ctrl-C is
+    honoured between calls); with the budget drawn down to a token or a few per chunk, logits
+    and the next decode step are still the reference's (spec/numerics.md §batch-invariance)."""
+    from weightfile.fast.qwen3 import decoder
+
+    vocab = spec.config.vocab_size
+    prompt = data.draw(st.lists(st.integers(0, vocab - 1), min_size=2, max_size=12))
+    nxt = data.draw(st.integers(0, vocab - 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            ref, fast = Qwen3Model(*bind_vqf(vqf)), open_model(vqf, threads=2)
+            ref_cache = ref.new_cache()
+            want, want_next = ref.forward(prompt, ref_cache), ref.forward([nxt], ref_cache)
+            # one token's weights are the floor: 1 token per call, up to about 5
+            weights = decoder.CALL_BUDGET_MACS
+            most = data.draw(st.integers(1, 5))
+            decoder.CALL_BUDGET_MACS = most * per_token_macs(fast)
+            try:
+                chunks = []
+                inner = fast._forward_chunk
+                fast._forward_chunk = lambda x, *rest: chunks.append(len(x)) or inner(x, *rest)
+                cache = fast.new_cache()
+                assert_same_bits("chunked", fast.forward(prompt, cache), want)
+                assert_same_bits("next", fast.forward([nxt], cache), want_next)
+            finally:
+                decoder.CALL_BUDGET_MACS = weights
+            if fast._layers:  # the dense one-call path (other layer types go step by step)
+                assert sum(chunks) == len(prompt) + 1 and max(chunks) <= most
+
+
+def per_token_macs(model) -> int:
+    from weightfile.fast.qwen3.decoder import LAYER_MATRICES
+
+    return sum(getattr(lw, f).rows * getattr(lw, f).cols
+               for lw in model.weights.layers for f in LAYER_MATRICES)  # fmt: skip

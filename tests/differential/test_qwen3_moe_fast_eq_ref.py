@@ -153,3 +153,36 @@ def test_the_fast_path_reads_only_the_chosen_experts(tmp_path):
         ref = Qwen3MoeModel(*bind_vqf(vqf))
         assert_same_bits("ref logits", ref.forward(tokens, ref.new_cache()), want)
     assert_same_bits("logits", got, want)
+
+
+@settings(max_examples=8, deadline=None)
+@given(spec=moe_specs(), data=st.data())
+def test_a_prompt_cut_into_chunks_gives_the_reference_bits(spec: MoeSpec, data) -> None:
+    """The untraced step-by-step forward cuts a long prompt into chunks whose widest projection
+    stays under CALL_BUDGET_MACS (so Ctrl-C is honoured between C calls); drawn down to a token
+    or a few per chunk, logits and the next decode step are still the reference's
+    (spec/numerics.md §batch-invariance)."""
+    from weightfile.fast.qwen3 import decoder
+
+    vocab = spec.config.vocab_size
+    prompt = data.draw(st.lists(st.integers(0, vocab - 1), min_size=2, max_size=9))
+    nxt = data.draw(st.integers(0, vocab - 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_moe_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            ref, fast = Qwen3MoeModel(*bind_vqf(vqf)), open_model(vqf, threads=2)
+            rc = ref.new_cache()
+            want, want_next = ref.forward(prompt, rc), ref.forward([nxt], rc)
+            widest = max(
+                m.rows * m.cols for lw in fast.weights.layers for m in (lw.q_proj, lw.o_proj)
+            )
+            most = data.draw(st.integers(1, 4))
+            budget, decoder.CALL_BUDGET_MACS = decoder.CALL_BUDGET_MACS, most * widest
+            try:
+                sizes = [r.stop - r.start for r in fast._step_chunks(len(prompt))]
+                assert sum(sizes) == len(prompt) and max(sizes) == min(most, len(prompt))
+                cache = fast.new_cache()
+                assert_same_bits("chunked", fast.forward(prompt, cache), want)
+                assert_same_bits("next", fast.forward([nxt], cache), want_next)
+            finally:
+                decoder.CALL_BUDGET_MACS = budget

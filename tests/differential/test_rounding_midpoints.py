@@ -63,9 +63,8 @@ def test_f16_ties_are_on_subnormal_halfway_points(x: float) -> None:
 def test_scale_midpoints_separate_division_from_reciprocal() -> None:
     """The maxima strategy finds amax whose f16 scale word differs between amax/q and
     amax·(1/q) for the grouped formats' q = 7 and 15 at most midpoints (a uniform sample almost
-    never does); for q = 127 the two binary32 scales differ, which `reciprocal_sensitive_block`
-    turns into different codes."""
-    from strategies.rounding import _kestrel_code, _scale_candidates, f16_midpoint
+    never does)."""
+    from strategies.rounding import _scale_candidates, f16_midpoint
 
     for q in (7, 15):
         hits = 0
@@ -73,7 +72,16 @@ def test_scale_midpoints_separate_division_from_reciprocal() -> None:
             amax = F32(_scale_candidates(q, f16_midpoint(word), False)[0])
             hits += int(f16_oracle(amax / F32(q)) != f16_oracle(amax * (F32(1) / F32(q))))
         assert hits >= 40  # of 27·... midpoints: 67 and 88 of 133 measured
-    block = reciprocal_sensitive_block(32).example()
+
+
+@settings(max_examples=10, deadline=None)
+@given(reciprocal_sensitive_block(32))
+def test_reciprocal_sensitive_blocks_change_kestrel_codes(block: np.ndarray) -> None:
+    """For q = 127 the two binary32 scales amax/q and amax·(1/q) differ at the strategy's
+    maxima, which `reciprocal_sensitive_block` turns into different codes (drawn through
+    @given: `.example()` is for interactive use, Hypothesis warns about it in tests)."""
+    from strategies.rounding import _kestrel_code
+
     amax = F32(np.abs(block).max())
     ra, rb = F32(1) / (amax / F32(127)), F32(1) / (amax * (F32(1) / F32(127)))
     assert sum(_kestrel_code(x, ra) != _kestrel_code(x, rb) for x in block) >= 8

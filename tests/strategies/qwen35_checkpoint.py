@@ -38,9 +38,9 @@ SIZES = dict(
 TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['content'] }}<|im_end|>{% endfor %}"
 
 
-def hf_config(tied: bool, vocab: int) -> transformers.Qwen3_5TextConfig:
+def hf_config(tied: bool, vocab: int, sizes: dict | None = None) -> transformers.Qwen3_5TextConfig:
     return transformers.Qwen3_5TextConfig(
-        **SIZES,
+        **(SIZES if sizes is None else sizes),
         vocab_size=vocab,
         rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
@@ -55,11 +55,14 @@ def round_to_bf16(t: torch.Tensor) -> None:
     t.copy_(t.to(torch.bfloat16).to(torch.float32))
 
 
-def write_checkpoint(folder: Path, tied: bool, seed: int) -> torch.nn.Module:
-    """save_pretrained of a random model, plus the tokenizer files of a tiny BPE tokenizer."""
+def write_checkpoint(
+    folder: Path, tied: bool, seed: int, sizes: dict | None = None
+) -> torch.nn.Module:
+    """save_pretrained of a random model (`SIZES` unless `sizes` is given), plus the tokenizer
+    files of a tiny BPE tokenizer."""
     torch.manual_seed(seed)
     tok = bpe_tokenizer()
-    model = transformers.Qwen3_5ForCausalLM(hf_config(tied, tok.get_vocab_size())).eval()
+    model = transformers.Qwen3_5ForCausalLM(hf_config(tied, tok.get_vocab_size(), sizes)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:

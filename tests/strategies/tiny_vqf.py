@@ -11,13 +11,19 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS, layer_tensor
-from weightfile.families.qwen3.to_vqf import VQF_NORMS, arch_from_config, build_tensors
+from weightfile.families.qwen3.to_vqf import (
+    VQF_NORMS,
+    arch_from_config,
+    build_tensors,
+    directory_geometry,
+)
 from weightfile.fast.backend import FAST
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.qwen3.config import Qwen3Config
 from weightfile.ref.vqf.encode import encode, file_flags
 from weightfile.ref.vqf.write import TensorSource, write_vqf
 from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.inventory import KINDS
 from weightfile.spec.vqf.qtypes import QType
 
 TEXT = [
@@ -156,6 +162,7 @@ def write_model_file(path: Path, spec: ModelSpec) -> Path:
     flags |= VQFFlag.EMB_F16 if spec.embed_f16 else 0
     d, hd, nl = c.hidden_size, c.head_dim, c.num_hidden_layers
     family = "q4" if qtype == QType.Q4_0 else "q8"
+    g = directory_geometry(c)
 
     def values(*shape: int, base: float = 0.0, scale: float = 0.3) -> np.ndarray:
         return (base + scale * rng.standard_normal(shape)).astype(np.float32)
@@ -181,7 +188,8 @@ def write_model_file(path: Path, spec: ModelSpec) -> Path:
         layers = 1 if short == "lm" else nl
         name = f"{family}_{short}"
         parts = [encode(qtype, flags, name, values(rows, cols), FAST) for _ in range(layers)]
-        mats.append(TensorSource(name, qtype, layers * cols, rows, b"".join(parts)))
+        # the directory shape of spec/vqf.md §text-tensors (spec/vqf.md §geometry)
+        mats.append(TensorSource(name, qtype, *KINDS[name].directory_shape(g), b"".join(parts)))
     hf = {"bos_token_id": 0, "eos_token_id": 0}
     arch = arch_from_config(hf, c)
     if c.mrope_section:

@@ -9,7 +9,8 @@ band 1/E of its layer's slice. Which experts a token chooses is read off the dec
 (`layers.L.moe_experts`), so the figure is the traffic of the tokens decoded, not an estimate.
 
 The report wires this in as `moe_roofline` beside `roofline` (weightfile/bench/report.py); the
-target (decode at ≥ 50 % of this roofline on 1 thread) is targets.moe_roofline_target.
+development target (decode at ≥ 50 % of this roofline on 1 thread) is
+benchmarks/targets.py's moe_roofline_target.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Run every bench measurement on one model and shape the result (schema `weightfile.bench/2`).
+"""Run every bench measurement on one model and shape the result (schema `weightfile.bench/3`).
 
 JSON schema (fields are only ever added; a removal or a change of meaning bumps the version:
 /1 had one `forward` row per engine and thread count, /2 has llama-bench's one row per test).
 Rates are per second; bytes are bytes (not MB); a field is null when its engine is not available.
 
-    schema            "weightfile.bench/2"
+    schema            "weightfile.bench/3"
     build             {version (the installed package's, null from a source tree),
                        commit (git's short hash of the source tree, null outside a checkout)}
     timestamp         when the run started, ISO 8601 UTC ("2026-12-01T22:40:00Z")
@@ -12,7 +12,9 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        shared machine every rate below is only as good as this; pinned_cpus
                        (the cpulist the run was pinned to, "0-3", or null: weightfile/cpus.py)}
     model             {path, synthetic (name or null), file_bytes, params (elements of the tensors
-                       the decoder binds), family (the projection set, "q4"/"q8"),
+                       the decoder binds; a synthetic model's lm_head, written from its embedding,
+                       counted once, as llama-bench counts a tied model),
+                       family (the projection set, "q4"/"q8"),
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
                        encrypted (ENC: every open authenticates and decrypts, spec/vqf.md
                        §sm4-hmac)}
@@ -58,8 +60,6 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                                                image), method,
                                                flops (one block's product over all patches),
                                                gflop_per_s {threads: rate}}]}
-    targets           [{target, value, goal, met}]: the issue's targets that apply to this model
-                       (weightfile/bench/targets.py); value and met null when not measured
     notes             [str]: how to read estimated or missing numbers
 """
 
@@ -88,10 +88,9 @@ from .machine import describe_machine
 from .peak_rss import measure_peak_rss, rss_bound
 from .progress import Progress
 from .roofline import EMBED, NORMS, roofline_tokens_per_s, weight_bytes_per_token
-from .targets import check_targets
 from .vision import IMAGE_SIDE
 
-SCHEMA = "weightfile.bench/2"
+SCHEMA = "weightfile.bench/3"
 NO_FAST = "fast forward rows: n/a (no fast engine: the C kernels are unavailable, see the warning)"
 NO_FAST_MATRIX = "matvec rows: n/a (no fast engine: the C kernels are unavailable)"
 ESTIMATED = (
@@ -200,11 +199,16 @@ def thread_bandwidths(buffer_bytes: int, threads: list[int]) -> tuple[Bandwidth,
     return Bandwidth(rates[1], rates[cpus], cpus, method, words.nbytes), rates
 
 
-def model_params(vqf: Any) -> int:
+def model_params(vqf: Any, synthetic: str | None) -> int:
     """Elements of every tensor the decoder binds (what llama-bench calls params): the
-    embedding, the norms and the bound family's matrices (spec/vqf.md §text-tensors)."""
+    embedding, the norms and the bound family's matrices (spec/vqf.md §text-tensors). A tied
+    model's lm_head is its embedding stored a second time (quantized), so it is not counted
+    again, as llama-bench counts a tied GGUF (which stores no output.weight). A synthetic model
+    is tied (its head is written from its embedding); a file's own q*_lm says untied
+    (spec/vqf.md §decisions: the arch stores no tie flag)."""
     prefix = engines.projection_set_of(vqf) + "_"
-    keep = lambda n: n == EMBED or n in NORMS or n.startswith(prefix)  # noqa: E731
+    head = f"{prefix}lm" if synthetic is not None else None
+    keep = lambda n: n == EMBED or n in NORMS or (n.startswith(prefix) and n != head)  # noqa: E731
     return sum(e.rows * e.cols for e in vqf.entries if keep(e.name))
 
 
@@ -333,7 +337,6 @@ def run_bench(
             notes += _peak_rss(report, path, c, plan, fast, measurable, passphrase)
     finally:
         bar.close()
-    report["targets"] = check_targets(report)
     report["notes"] = notes
     return report
 
@@ -369,7 +372,8 @@ def _report_head(
         "build": build_section(),
         "timestamp": started,
         "machine": machine_section(),
-        "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf)},
+        # a synthetic model's head is its embedding (synthetic.py): tied, as Qwen3-0.6B's is
+        "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf, synthetic)},
         "fast_engine": fast,
         "repetitions": plan.repetitions,
         "open_seconds": measure.open_seconds(path, passphrase),

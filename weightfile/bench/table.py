@@ -108,17 +108,6 @@ def machine_line(machine: dict[str, Any]) -> str:
     return machine["description"] + cpus + ("" if load is None else f" · load {load:.2f} (1 min)")
 
 
-def target_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = []
-    for t in report["targets"]:
-        if t["met"] is None:
-            rows.append((f"target: {t['target']}", f"n/a (goal ≥ {t['goal']:g})"))
-            continue
-        verdict = "met" if t["met"] else "NOT met"
-        rows.append((f"target: {t['target']}", f"{t['value']:.3g} vs ≥ {t['goal']:.3g}: {verdict}"))
-    return rows
-
-
 def bandwidth_value(bw: dict[str, Any]) -> str:
     by = bw["by_threads"]
     return ", ".join(f"{n} thread{'s' if n != '1' else ''} {gb(v)}" for n, v in by.items())
@@ -149,7 +138,6 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
          f"1 core {roof['single_core_tokens_per_s']:.1f}, "
          f"{bw['threads']} cores {roof['all_core_tokens_per_s']:.1f}"),
         *rss_lines(report),
-        *target_lines(report),
     ]  # fmt: skip
     return rows
 

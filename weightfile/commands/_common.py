@@ -64,31 +64,39 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is ONE line on stderr (exit 2), naming where --help is."""
+    """argparse, but a usage error is ONE line on stderr (exit 2), naming where --help is, and
+    an option this command does not have is reported as such, with the closest one, before
+    argparse would call a required option missing (`--promt hi`: "unrecognized option --promt;
+    did you mean --prompt?", not "one of --prompt --token-ids is required")."""
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        """argparse's, but an unknown option is reported by the command's own parser, so the
-        message points at `weightfile COMMAND --help`, not at the top-level help."""
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            self.command_parser(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
-        return parsed
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        args = sys.argv[1:] if args is None else list(args)
+        if self._subparsers is None:  # a leaf command: the options are all known here
+            self._refuse_unknown_options(args)
+        return super().parse_known_args(args, namespace)
 
-    def command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
-        """The (sub)parser of the command `parsed` ran: `weightfile conformance run`'s for it."""
-        parser: argparse.ArgumentParser = self
-        for word in (getattr(parsed, "command", None), getattr(parsed, "action", None)):
-            sub = next(
-                (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None
-            )
-            if word is None or sub is None or word not in sub.choices:
-                break
-            parser = sub.choices[word]
-        return parser
+    def _refuse_unknown_options(self, args: list[str]) -> None:
+        import difflib
+
+        known = self._option_string_actions
+        for arg in args:
+            if arg == "--":
+                return
+            name = arg.split("=", 1)[0]
+            if not name.startswith("-") or name == "-" or name[1:2].isdigit():
+                continue  # a value, stdin, or a negative number
+            if name in known or (not name.startswith("--") and name[:2] in known):
+                continue  # -p8 is -p 8
+            if name.startswith("--") and any(o.startswith(name) for o in known):
+                continue  # an abbreviation argparse resolves (or calls ambiguous)
+            longs = [o for o in known if o.startswith("--")]
+            close = difflib.get_close_matches(name, longs, 1, 0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            self.error(f"unrecognized option {name}{hint}")
 
 
 # -- validators for numeric options (argparse `type=`; messages read like argparse's own) ---------
@@ -110,6 +118,11 @@ def nonnegative_int(text: str) -> int:
 
 def temperature(text: str) -> float:
     """A finite float of at least 0; 0 is greedy decoding (spec/numerics.md §next-token)."""
+    return non_negative(text)
+
+
+def non_negative(text: str) -> float:
+    """An option's finite float of at least 0 (a usage error otherwise)."""
     try:
         value = float(text)
     except ValueError:
@@ -120,13 +133,27 @@ def temperature(text: str) -> float:
 
 
 def token_ids(text: str) -> str:
-    """Comma-separated non-negative ids, at least one; kept as text for `prompt_ids`."""
-    parts = [p for p in text.replace(" ", "").split(",") if p]  # as parse_token_ids reads it
-    if not parts or any(not p.isdigit() for p in parts):
+    """Comma-separated non-negative ids, at least one, no empty place (`1,,2` is a typo, not
+    [1, 2]); kept as text for `prompt_ids`."""
+    parts = text.replace(" ", "").split(",")  # as parse_token_ids reads it
+    if any(not (p.isascii() and p.isdigit()) for p in parts):
         raise argparse.ArgumentTypeError(
             f"expected non-negative ids separated by commas (1,2,3), got {text!r}"
         )
     return text
+
+
+def utf8_text(text: str) -> str:
+    """Text that is UTF-8 (--prompt): a byte the command line could not decode arrives as a lone
+    surrogate (Python's surrogateescape), which no tokenizer takes; named here, as a usage
+    error, instead of a TypeError from inside the tokenizer."""
+    bad = next((i for i, ch in enumerate(text) if "\udc80" <= ch <= "\udcff"), None)
+    if bad is None and not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    where = "" if bad is None else f": byte 0x{ord(text[bad]) - 0xDC00:02x} at character {bad}"
+    raise argparse.ArgumentTypeError(
+        f"not UTF-8 text{where} (use a UTF-8 terminal or locale, or pass --token-ids)"
+    )
 
 
 def _int(text: str) -> int:

@@ -15,14 +15,14 @@ import numpy as np
 from weightfile import profiles
 from weightfile.backends import ENGINES
 
-from ._common import add_passphrase_argument, positive_int, token_ids
+from ._common import UsageError, add_passphrase_argument, positive_int, token_ids, utf8_text
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     """MODEL, the prompt (text or ids), --chat and --tokenizer; run and trace share them."""
     parser.add_argument("model", type=Path, help="a .vqf or .ninfer file")
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--prompt", help="prompt text (needs a tokenizer)")
+    src.add_argument("--prompt", type=utf8_text, help="prompt text, UTF-8 (needs a tokenizer)")
     src.add_argument("--token-ids", type=token_ids, help="prompt token ids, comma separated: 1,2,3")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the chat template")
     parser.add_argument(
@@ -31,9 +31,10 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokenizer.json (default: the .ninfer's own, MODEL.tokenizer.json)",
     )
     parser.add_argument(
-        "--engine", choices=ENGINES, default="ref",
-        help="ref: the reference decoder; fast: C kernels on the mapped weights, same bits "
-        "(a .ninfer file runs the reference, with a note)",
+        "--engine", choices=ENGINES, default="fast",
+        help="fast: C kernels on the mapped weights (the reference, with a note, where no C "
+        "compiler exists and for a .ninfer file); ref: the readable reference decoder, the same "
+        "bits, minutes per token at real sizes (a note estimates it) (default: fast)",
     )  # fmt: skip
     parser.add_argument(
         "--threads",
@@ -78,17 +79,94 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+#: Above this many bytes a file run by the reference engine gets the estimate's note: the
+#: reference decodes ~10^5-10^6 weights a second, so 16 MiB of weights is tens of seconds a token.
+REFERENCE_NOTE_BYTES = 16 << 20
+
+
+def reference_note(args: argparse.Namespace) -> str | None:
+    """One line for stderr when the reference engine will run a file above REFERENCE_NOTE_BYTES:
+    `--engine ref`, no C kernels, or a .ninfer file (no fast forward pass), with the reference's
+    time per token estimated as `weightfile bench` estimates it (weightfile/bench/engines.py:
+    its matrix-vector products timed on a few rows of every matrix). None otherwise, and for a
+    file that cannot be read here (the session reports why)."""
+    import os
+
+    from weightfile.fast._native import library
+    from weightfile.formats import sniff
+    from weightfile.spec.errors import WeightfileError
+
+    try:
+        size = os.stat(args.model).st_size
+        kind = sniff(args.model) if size > REFERENCE_NOTE_BYTES else None
+    except (OSError, WeightfileError):
+        return None
+    if kind is None or (kind == "vqf" and args.engine == "fast" and library() is not None):
+        return None
+    why = "with --engine ref" if args.engine == "ref" else "here"
+    head = f"note: the reference engine runs this {size / 1e6:.0f} MB file {why}"
+    seconds = estimate_reference_seconds(args.model) if kind == "vqf" else None
+    if seconds is None:
+        return f"{head}: expect minutes per token"
+    tail = "; --engine fast gives the same tokens" if args.engine == "ref" else ""
+    return f"{head}: about {duration(seconds)} per token (estimated){tail}"
+
+
+def estimate_reference_seconds(path: Path) -> float | None:
+    """`weightfile bench`'s estimate of one reference token, or None when the header, directory
+    or payloads cannot be read without more (an encrypted file: no passphrase is spent here)."""
+    from weightfile.bench.engines import estimate_ref_token_seconds
+    from weightfile.ref.vqf.read import open_vqf
+    from weightfile.spec.errors import WeightfileError
+
+    try:
+        with open_vqf(path) as vqf:
+            return estimate_ref_token_seconds(vqf)
+    except (OSError, WeightfileError, KeyError, ValueError):
+        return None
+
+
+def duration(seconds: float) -> str:
+    """12 s, 3.5 min, 2.1 h: the unit a person reads a waiting time in."""
+    if seconds < 90:
+        return f"{seconds:.2g} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.2g} min"
+    return f"{seconds / 3600:.2g} h"
+
+
 def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
     """The prompt ids; with --image the images are prepared and attached to the model."""
     from weightfile.frontend.image import image_prompt_ids
     from weightfile.frontend.session import prompt_ids
 
     if args.image:
-        pixels = (args.min_pixels, max(args.min_pixels, args.max_pixels))
-        return image_prompt_ids(
+        pixels = (args.min_pixels, args.max_pixels)
+        ids = image_prompt_ids(
             s, args.prompt, args.token_ids, args.chat, args.image, args.image_preprocess, pixels
         )
+        limit = context_of(s.arch)
+        if limit and len(ids) > limit:
+            raise UsageError(f"the prompt's {len(ids)} tokens, images included, exceed the "
+                             f"model's context of {limit}{MAX_PIXELS_HINT}")  # fmt: skip
+        return ids
     return list(prompt_ids(s, args.prompt, args.token_ids, args.chat))
+
+
+#: What to do when images make the prompt too long: fewer pixels, fewer vision tokens.
+MAX_PIXELS_HINT = "; a smaller --max-pixels gives each image fewer tokens"
+
+
+def context_of(arch: dict[str, Any]) -> int:
+    """The model's context in tokens (VQF max_seq_len, Qwen3.5 max_position_embeddings), 0 when
+    the file states none."""
+    return int(arch.get("max_seq_len") or arch.get("max_position_embeddings") or 0)
+
+
+def check_image_options(args: argparse.Namespace) -> None:
+    """--min-pixels above --max-pixels is a usage error, before the model is loaded."""
+    if args.min_pixels > args.max_pixels:
+        raise UsageError(f"--min-pixels {args.min_pixels} is above --max-pixels {args.max_pixels}")
 
 
 def threads(args: argparse.Namespace) -> int:

@@ -97,7 +97,8 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
         "--n-prompt",
         type=int_list(0),
         **lists,
-        help="prompt lengths of the pp tests; 0 runs none (default: 512)",
+        help="prompt lengths of the pp tests, within the model's context; 0 runs none "
+        "(default: 512)",
     )
     parser.add_argument(
         "-n",
@@ -157,7 +158,8 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "count (default: the big cores of a big.LITTLE machine, else no pinning)",
     )  # fmt: skip
     parser.add_argument("--bandwidth-mib", type=positive_int, default=256, metavar="MIB",
-                        help="buffer read by the bandwidth probe (default 256 MiB)")  # fmt: skip
+                        help="buffer read by the bandwidth probe, at most half the RAM "
+                        "(default 256 MiB)")  # fmt: skip
     add_passphrase_argument(parser)
 
 
@@ -178,6 +180,44 @@ def test_lists(args: argparse.Namespace) -> tuple[list[int], list[int]]:
     if not prompts and not gens:
         raise UsageError("-p and -n are both 0: no test to run")
     return prompts, gens
+
+
+def check_bandwidth_buffer(mib: int) -> None:
+    """--bandwidth-mib within half this machine's memory: the probe touches the whole buffer, so
+    more would swap or fail inside NumPy's allocator."""
+    limit = physical_memory() // 2 >> 20
+    if limit and mib > limit:
+        raise UsageError(
+            f"--bandwidth-mib {mib}: the probe's buffer must fit in half of this machine's "
+            f"memory, at most {limit} MiB"
+        )
+
+
+def physical_memory() -> int:
+    """Bytes of RAM, or 0 where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_lengths(path: Any, prompts: list[int], gens: list[int]) -> None:
+    """-p and -n within the model's context (arch max_seq_len): every test starts from an empty
+    cache, so N tokens need N positions. A file that cannot be opened is left to the bench,
+    which reports why."""
+    from weightfile.ref.vqf.read import open_vqf
+    from weightfile.spec.errors import WeightfileError
+
+    try:
+        with open_vqf(path) as vqf:  # header and directory only: no passphrase needed
+            limit = int(vqf.header.arch.get("max_seq_len") or 0)
+    except (OSError, WeightfileError):
+        return
+    for option, values in (("-p/--n-prompt", prompts), ("-n/--n-gen", gens)):
+        if limit and values and max(values) > limit:
+            raise UsageError(
+                f"{option} {max(values)}: the model's context is {limit} tokens (max_seq_len)"
+            )
 
 
 def unique(values: Sequence[int]) -> list[int]:
@@ -202,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = output_format(args)
     prompts, gens = test_lists(args)
+    check_bandwidth_buffer(args.bandwidth_mib)  # before any allocation, and before generating
     if args.plot is not None and (missing := require_matplotlib()) is not None:
         print(f"weightfile bench: {missing}", file=sys.stderr)
         return EXIT_UNVERIFIABLE
@@ -214,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
         if built and not args.quiet:
             took = time.perf_counter() - start
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
+    check_lengths(path, prompts, gens)
     from weightfile import cpus as cpu_sets
 
     pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §threads)

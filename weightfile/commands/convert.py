@@ -3,7 +3,8 @@
 
 The source kind comes from SRC (a Hugging Face folder's model_type, else the file's magic), the
 target kind from DST's extension; `weightfile.convert.dispatch.CONVERTERS` says which converter
-runs. VQF options: --wmode, --layout, --x8, --quantizer, --embedding; `.ninfer`: --format. The
+runs. VQF options: --wmode, --layout, --x8, --quantizer, --embedding; `.ninfer`: --format,
+--hadamard PARAM_GLOB (repeatable) and --hadamard-seed. The
 tensors are read, encoded and written one at a time, the file is published atomically (--force
 replaces one), and a VQF target ends with the line of `verify --engine-defaults`.
 """
@@ -61,8 +62,9 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--wmode", choices=WMODES, default=None,
-        help=f"VQF weight mode (default {DEFAULT_WMODE}; a VQF source keeps its own): "
-        f"{wmode_help()}",
+        help=f"VQF weight mode: default {DEFAULT_WMODE}, from a GGUF source the mode of its "
+        "blocks (Q4_0 -> q4, Q8_0 -> q8), a VQF source keeps its own; with a .gguf destination "
+        f"q4 or q8 chooses the projection set of a dual VQF file. {wmode_help()}",
     )  # fmt: skip
     parser.add_argument(
         "--qtype", choices=tuple(WMODE_OF_QTYPE), default=None,
@@ -96,27 +98,27 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_wmode(args: argparse.Namespace) -> str | None:
-    """The weight mode --wmode or --qtype names; None when neither is given (`default_wmode`)."""
+    """The weight mode --wmode or --qtype names; None when neither is given (`chosen_wmode`)."""
     named = None if args.qtype is None else WMODE_OF_QTYPE[args.qtype]
     if args.wmode is not None and named is not None and args.wmode != named:
         raise UsageError(f"--wmode {args.wmode} and --qtype {args.qtype} name different modes")
     return args.wmode or named
 
 
-def default_wmode(source: str, src: Path) -> str:
-    """The weight mode when none is asked for: a VQF source keeps its own (a relayout copies
-    its blocks), any other source gets DEFAULT_WMODE."""
-    if source != "vqf":
-        return DEFAULT_WMODE
-    from weightfile.families.qwen3.from_vqf import wmode_of
-
-    return wmode_of(src)
-
-
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=NINFER_FORMATS, default="bf16",
         help=".ninfer only: the matrices' format (norms stay bf16, GDN gates fp32)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hadamard", action="append", default=[], metavar="PARAM_GLOB",
+        help=".ninfer only (repeatable): store the matching matrices (canonical names, e.g. "
+        "'text/output_head' or 'text/layers/*/mlp/*') rotated, W·(HD)^T, with seeded "
+        "hadamard_signs on their Uses; K must be a multiple of 1024",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hadamard-seed", type=int, default=0, metavar="N",
+        help="the seed of the --hadamard signs (spec/ninfer3.md §qwen35-hadamard-import)",
     )  # fmt: skip
     parser.add_argument(
         "--force", action="store_true", help="replace an existing DST (a regular file only)"
@@ -142,6 +144,39 @@ def run(args: argparse.Namespace) -> int:
     return run_conversion("convert", args.src, args.dst, args, resolve_wmode(args))
 
 
+def chosen_wmode(wmode: str | None, source: str, target: str, src: Path) -> str | None:
+    """The weight mode a conversion uses: the one given; else, into VQF, the mode a GGUF
+    source's blocks copy into (`natural_wmode`) or q8. Into GGUF it only chooses the projection
+    set of a dual file, so only q4 and q8 are taken there."""
+    if target == "gguf":
+        if wmode not in (None, "q4", "q8"):
+            raise UsageError(
+                "with a .gguf destination --wmode chooses the projection set: q4 or q8"
+            )
+        return wmode
+    if wmode is not None:
+        return wmode
+    if source == "vqf" and target == "vqf":  # a relayout keeps the source's mode
+        from weightfile.families.qwen3.from_vqf import wmode_of
+
+        return wmode_of(src)
+    if source.startswith("gguf/") and target == "vqf":
+        from weightfile.families.qwen3.from_gguf import natural_wmode
+
+        return natural_wmode(src)
+    return "q8"
+
+
+def check_target_options(args: argparse.Namespace, target: str, wmode: str) -> None:
+    """Options that only one kind of destination takes (a usage error otherwise)."""
+    if (args.encrypt or args.sign_key is not None) and target != "vqf":
+        raise UsageError("--encrypt and --sign-key are for VQF files")
+    if getattr(args, "hadamard", None) and target != "ninfer":
+        raise UsageError("--hadamard is for .ninfer files")
+    if args.x8 and wmode != "q4":
+        raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+
+
 def run_conversion(
     command: str, src: Path, dst: Path, args: argparse.Namespace, wmode: str | None
 ) -> int:
@@ -156,12 +191,10 @@ def run_conversion(
     from .protect import need_passphrase
 
     source, target, converter = converter_for(src, dst)
-    wmode = wmode or default_wmode(source, src)
-    protected = args.encrypt or args.sign_key is not None
-    if protected and target != "vqf":
-        raise UsageError("--encrypt and --sign-key are for VQF files")
-    if args.x8 and wmode != "q4":
-        raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+    chosen = chosen_wmode(wmode, source, target, src)
+    # into GGUF --wmode names the projection set to export; the VQF plan is then unused
+    export_set, wmode = (chosen, "q8") if target == "gguf" else (None, chosen or "q8")
+    check_target_options(args, target, wmode)
     plan = VQFPlan(
         wmode=wmode,
         layout=args.layout,
@@ -184,6 +217,9 @@ def run_conversion(
         sign_key=sign_key,
         progress=bar,
         requantize=getattr(args, "requantize", False),
+        hadamard=tuple(getattr(args, "hadamard", ())),
+        hadamard_seed=getattr(args, "hadamard_seed", 0),
+        gguf_projections=export_set,
     )
     try:
         paths = converter(src, dst, options)
@@ -193,7 +229,19 @@ def run_conversion(
     print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
+    if target == "gguf":
+        for note in gguf_notes(src, key):
+            print(f"note: {note}")
     return 0
+
+
+def gguf_notes(src: Path, key: bytes | None) -> list[str]:
+    """What a VQF -> GGUF export changed, from the source's flags (vqf_gguf.export_notes)."""
+    from weightfile.convert.vqf_gguf import export_notes
+    from weightfile.ref.vqf.read import open_vqf
+
+    with open_vqf(src) as vqf:  # the header suffices; no decryption
+        return export_notes(vqf.header.flags)
 
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:

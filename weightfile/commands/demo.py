@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from ._common import positive_int
+from ._common import positive_int, utf8_text
 
 
 def register(sub: Any) -> None:
@@ -22,7 +22,9 @@ def register(sub: Any) -> None:
             "reference decoder and print the tokens."
         ),
     )
-    parser.add_argument("--prompt", default=None, help="default: 'The weight file'")
+    parser.add_argument(
+        "--prompt", type=utf8_text, default=None, help="UTF-8 text; default: 'The weight file'"
+    )
     parser.add_argument("--max-tokens", type=positive_int, default=16, help="new tokens at most")
     parser.set_defaults(run=run)
 

@@ -1,9 +1,12 @@
-"""`weightfile dump FILE NAME --out OUT [--words | --raw]`, `dump FILE --all --out OUT`.
+"""`weightfile dump FILE NAME --out OUT [--words | --raw | --hadamard-signs]`,
+`dump FILE --all --out OUT`.
 
 Values are float32 in the logical shape (C order; tiled and interleaved layouts come out in plain
 row-major order). With --words the logical codes and scales go to an .npz instead, so an engine
 team can diff a single tensor against its own decoder; --raw writes the stored bytes as they are
-(a .ninfer resource such as tokenizer.json, or a tensor's payload). --all exports every tensor,
+(a .ninfer resource such as tokenizer.json, or a tensor's payload). A .ninfer parameter stored
+Hadamard-rotated comes out as stored (the rotated matrix); --hadamard-signs gives the ±1 signs of
+its Use instead (spec/ninfer3.md §qwen35-hadamard-import). --all exports every tensor,
 dequantized, into one safetensors file, streamed (header first, then a tensor at a time).
 What is written is exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
 OUT follows the one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing
@@ -39,6 +42,11 @@ def register(sub: Any) -> None:
     what.add_argument("--words", action="store_true", help="logical codes and scales (.npz)")
     what.add_argument(
         "--raw", action="store_true", help="the stored bytes (a .ninfer resource, a payload)"
+    )
+    what.add_argument(
+        "--hadamard-signs",
+        action="store_true",
+        help=".ninfer: the ±1 hadamard_signs of NAME's Use (float32 .npy), not its stored matrix",
     )
     what.add_argument(
         "--all",
@@ -77,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
             data = raw_bytes(f, args.name)
             write_output(args.out, data, args.force)
             summary = f"{len(data)} bytes"
+        elif args.hadamard_signs:
+            values = use_signs(f, args.name)
+            with staged(args.out, args.force) as out:
+                np.save(out, values)
+            summary = f"hadamard_signs {values.dtype}{list(values.shape)}"
         elif args.words:
             words = f.decode_words(args.name, engine=backend)
             with staged(args.out, args.force) as out:  # a file object: savez adds no ".npz"
@@ -89,6 +102,25 @@ def run(args: argparse.Namespace) -> int:
             summary = f"{values.dtype}{list(values.shape)}"
     print(f"{args.name or 'all tensors'}: {summary} -> {args.out}")
     return 0
+
+
+def use_signs(f: Any, name: str) -> np.ndarray:
+    """The hadamard_signs of parameter `name`'s Uses, when they are one vector (spec/ninfer3.md
+    §use, §qwen35-hadamard-import)."""
+    from ._common import UsageError
+
+    if f.format != "ninfer":
+        raise UsageError("--hadamard-signs is for .ninfer files")
+    found = f.hadamard_signs(name)
+    if not found:
+        raise UsageError(f"no Use of {name!r} carries hadamard_signs")
+    first = next(iter(found.values()))
+    if any(not np.array_equal(first, s) for s in found.values()):
+        raise UsageError(
+            f"the Uses of {name!r} at {sorted(found)} carry different signs: dump the signs "
+            "object by its id"
+        )
+    return first
 
 
 def raw_bytes(f: Any, name: str) -> bytes:

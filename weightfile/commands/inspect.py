@@ -131,6 +131,28 @@ def engine_defaults_line(path: Any, key: bytes | None) -> str:
 
 
 # -- text: through the one table printer (weightfile/_table.py) -------------------------------
+#: Arch field groups a text-only dense file leaves all zero (spec/vqf.md §arch-semantics): the
+#: vision tower with MRoPE and its token ids, and the MoE tail of version 3.
+VISION_FIELDS = ("has_mrope", "has_vision", "mrope_n_sec", "mrope_sections", "image_token_id",
+                 "video_token_id")  # fmt: skip
+
+
+def shown_arch(arch: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arch without the vision and MoE groups whose every field is zero, and the groups
+    left out (a plain Qwen3 file prints its own geometry, not ~30 zeros)."""
+    from weightfile.spec.vqf.arch import MOE_FIELD_NAMES
+
+    vision = [k for k in arch if k.startswith(("vis_", "vision_")) or k in VISION_FIELDS]
+    groups = {"vision": vision, "MoE": [k for k in MOE_FIELD_NAMES if k in arch]}
+
+    def zero(value: Any) -> bool:
+        return not any(value) if isinstance(value, list) else not value
+
+    omitted = [g for g, keys in groups.items() if keys and all(zero(arch[k]) for k in keys)]
+    hidden = {k for g in omitted for k in groups[g]}
+    return {k: v for k, v in arch.items() if k not in hidden}, omitted
+
+
 def format_vqf(d: dict[str, Any]) -> str:
     """The VQF describer's result (ref/vqf/describe.py) as text: header lines, the arch
     wrapped, the directory table."""
@@ -152,8 +174,10 @@ def format_vqf(d: dict[str, Any]) -> str:
         lines.append(f"  signed       SM2 by pub {p['signer_pub']}")
     if p:
         lines.append(f"  loader       {p['loader_policy']}")
-    lines.append("arch")
-    items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in a.items()]
+    shown, omitted = shown_arch(a)
+    lines.append("arch" + (f"  ({' and '.join(omitted)} fields all 0: omitted; --json lists "
+                           "every field)" if omitted else ""))  # fmt: skip
+    items = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()]
     line = ""
     for item in items:  # wrap at ~96 columns
         if line and len(line) + 2 + len(item) > 96:

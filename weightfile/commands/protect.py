@@ -3,6 +3,7 @@
 spec/vqf.md §protected. Every writer streams the file in 1 MiB chunks, publishes atomically and
 refuses an existing OUT unless --force. The passphrase comes from --passphrase-file or VLLM_VQF_KEY;
 KEYFILE holds an SM2 private key as 64 hex characters (the engine's VLLM_VQF_SIGN_PRIV form).
+IN's tokenizer and chat-template sidecars are copied beside OUT (`carry_sidecars`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def run_encrypt(args: argparse.Namespace) -> int:
     from weightfile.fast.vqf.protect_write import encrypt_vqf
 
     encrypt_vqf(args.input, args.output, need_passphrase("encrypt", args), overwrite=args.force)
-    print(f"{args.output}: encrypted (SM4-CTR, one stream; HMAC-SM3 tag)")
+    print(f"{args.output}: encrypted (SM4-CTR, one stream; HMAC-SM3 tag){carry_sidecars(args)}")
     return 0
 
 
@@ -75,7 +76,7 @@ def run_decrypt(args: argparse.Namespace) -> int:
     from weightfile.fast.vqf.protect_write import decrypt_vqf
 
     decrypt_vqf(args.input, args.output, need_passphrase("decrypt", args), overwrite=args.force)
-    print(f"{args.output}: plaintext (tag verified; FNV-1a-64 trailer)")
+    print(f"{args.output}: plaintext (tag verified; FNV-1a-64 trailer){carry_sidecars(args)}")
     return 0
 
 
@@ -84,8 +85,27 @@ def run_sign(args: argparse.Namespace) -> int:
 
     key = read_private_key(args.sign_key)
     sign_vqf(args.input, args.output, key, passphrase=passphrase(args), overwrite=args.force)
-    print(f"{args.output}: signed (SM2, ID vllm-shs-vqf)")
+    print(f"{args.output}: signed (SM2, ID vllm-shs-vqf){carry_sidecars(args)}")
     return 0
+
+
+def carry_sidecars(args: argparse.Namespace) -> str:
+    """Copy IN's tokenizer and chat-template sidecars (IN.tokenizer.json,
+    IN.chat_template.jinja) beside OUT, which `run --prompt` reads them from: they are plain
+    text, not part of the protected file (spec/vqf.md §decisions: the tokenizer lives outside
+    the file), and belong to the OUT just published, as an importer's do. Returns " (+ names)"
+    for the summary line, or ""."""
+    from weightfile.frontend.chat import chat_template_path
+    from weightfile.frontend.tokenizer import sidecar_path
+    from weightfile.ref.staging import write_output
+
+    carried = []
+    for beside in (sidecar_path, chat_template_path):
+        source = beside(args.input)
+        if source.is_file():
+            write_output(beside(args.output), source.read_bytes(), overwrite=True)
+            carried.append(beside(args.output).name)
+    return f" (+ {', '.join(carried)})" if carried else ""
 
 
 def run_keygen(args: argparse.Namespace) -> int:

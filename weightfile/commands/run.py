@@ -19,17 +19,27 @@ from ._common import (
     positive_int,
     temperature,
 )
-from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
+from ._prompt import (
+    MAX_PIXELS_HINT,
+    add_prompt_arguments,
+    check_image_options,
+    context_of,
+    model_prompt_ids,
+    reference_note,
+    save_npz,
+    threads,
+)
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "run",
-        help="generate text with the reference or the fast decoder",
+        help="generate text with the fast or the reference decoder",
         description=(
-            "Generate from a VQF model and stream the text (token ids when no tokenizer is "
-            "found). Stops at the file's eos_id (and <|im_end|> with --chat). --engine fast "
-            "gives the same tokens as the reference decoder, faster."
+            "Generate from a VQF or .ninfer model and stream the text (token ids when no "
+            "tokenizer is found). Stops at the file's eos_id (and <|im_end|> with --chat). The "
+            "fast engine runs by default; --engine ref gives the same tokens from the readable "
+            "reference decoder, slowly (a note on stderr estimates its time per token)."
         ),
     )
     add_prompt_arguments(parser)
@@ -56,8 +66,11 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.tokenizer import TextStream
 
     board_options(args)
+    check_image_options(args)
     if args.save_logits is not None:  # before the decoding, not after it
         check_destination(args.save_logits, args.force)
+    if (note := reference_note(args)) is not None:  # before the slow load, not after it
+        print(note, file=sys.stderr)
     s = load_session(
         args.model,
         args.tokenizer,
@@ -70,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if s.note:
         print(s.note, file=sys.stderr)
     ids = model_prompt_ids(s, args)
-    args.max_tokens = within_context(s.arch, len(ids), args.max_tokens)
+    hint = MAX_PIXELS_HINT if args.image else ""
+    args.max_tokens = within_context(s.arch, len(ids), args.max_tokens, hint)
     if not profiles.profile_named(args.profile).canonical or args.save_logits is not None:
         return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
@@ -86,15 +100,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def within_context(arch: dict[str, Any], prompt: int, wanted: int) -> int:
+def within_context(arch: dict[str, Any], prompt: int, wanted: int, hint: str = "") -> int:
     """New tokens that fit the model's context (VQF max_seq_len, Qwen3.5
     max_position_embeddings), with a note on stderr when --max-tokens is cut; a prompt that
-    fills it is a usage error."""
-    limit = int(arch.get("max_seq_len") or arch.get("max_position_embeddings") or 0)
+    fills it is a usage error (`hint`: what would shorten it)."""
+    limit = context_of(arch)
     if not limit or prompt + wanted <= limit:
         return wanted
     if prompt >= limit:
-        raise UsageError(f"the prompt's {prompt} tokens fill the model's context of {limit}")
+        raise UsageError(f"the prompt's {prompt} tokens fill the model's context of {limit}{hint}")
     print(f"note: the model's context is {limit} tokens: generating {limit - prompt}, "
           f"not {wanted} (--max-tokens)", file=sys.stderr)  # fmt: skip
     return limit - prompt

@@ -19,7 +19,14 @@ import numpy as np
 from weightfile.backends import backend_named
 
 from ._common import add_force_argument, passphrase
-from ._prompt import add_prompt_arguments, model_prompt_ids, save_npz, threads
+from ._prompt import (
+    add_prompt_arguments,
+    check_image_options,
+    model_prompt_ids,
+    reference_note,
+    save_npz,
+    threads,
+)
 
 
 def register(sub: Any) -> None:
@@ -27,8 +34,9 @@ def register(sub: Any) -> None:
         "trace",
         help="dump every operation's output of one forward pass to .npz",
         description=(
-            "Run the prompt through the decoder (--engine) and save every traced operation per "
-            "layer, plus input_ids and logits ([tokens, vocab] float32), to an .npz file."
+            "Run the prompt through the decoder (--engine: fast by default, ref the same bits "
+            "slowly) and save every traced operation per layer, plus input_ids and logits "
+            "([tokens, vocab] float32), to an .npz file."
         ),
     )
     add_prompt_arguments(parser)
@@ -44,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
 
     from ._common import check_destination
 
+    check_image_options(args)
     check_destination(args.out, args.force)  # before the forward pass, not after it
+    if (note := reference_note(args)) is not None:  # before the slow load, not after it
+        print(note, file=sys.stderr)
     s = load_session(
         args.model,
         args.tokenizer,

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from weightfile.families import importers
-from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.errors import NotFoundError, UnsupportedError
+from weightfile.spec.ninfer3.text_config import MODEL_TYPES as QWEN35_MODEL_TYPES
 
 from .options import Converter, ConvertOptions
 
@@ -62,6 +63,21 @@ def source_kind(src: Path) -> str:
     return sniff(src)
 
 
+def is_qwen35_folder(src: Path) -> bool:
+    """A folder whose config.json (or its text_config) names a Qwen3.5 text model_type
+    (spec/ninfer3.md §qwen35-config), or the multimodal wrapper's qwen3_5 / qwen3_5_moe."""
+    try:
+        cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(cfg, dict):
+        return False
+    text = cfg.get("text_config")
+    types = {cfg.get("model_type"), text.get("model_type") if isinstance(text, dict) else None}
+    wrappers = {t.removesuffix("_text") for t in QWEN35_MODEL_TYPES.values()}
+    return bool(types & (set(QWEN35_MODEL_TYPES.values()) | wrappers))
+
+
 def target_kind(dst: Path) -> str:
     """The target kind by the destination's extension; a folder (no extension) is `hf`."""
     if dst.suffix == "":  # a folder: a Hugging Face checkpoint
@@ -80,6 +96,14 @@ def target_kind(dst: Path) -> str:
 def converter_for(src: Path, dst: Path) -> tuple[str, str, Converter]:
     """The source kind, target kind and converter of one conversion."""
     pair = (source_kind(src), target_kind(dst))
+    if pair[0].startswith("hf/") and pair[1] != "ninfer" and is_qwen35_folder(src):
+        # hf/* -> vqf is the Qwen3 importer, which would call the checkpoint broken
+        raise NotFoundError(
+            "vqf.import.target",
+            f"{src} is a Qwen3.5 checkpoint ({pair[0]}): it converts to .ninfer, not "
+            f".{pair[1]} (give DST a .ninfer name)",
+            path="dst",
+        )
     ref = CONVERTERS.get(pair)
     if ref is None and pair[0].startswith("hf/"):
         ref = CONVERTERS.get(("hf/*", pair[1]))
@@ -120,6 +144,7 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         backend=options.backend,
         passphrase=options.passphrase,
         progress=options.progress,
+        projection_set=options.gguf_projections,
     )
     return [path]
 

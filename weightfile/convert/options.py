@@ -32,6 +32,12 @@ class ConvertOptions:
     #: called as each tensor is written: (its name, how many tensors the file has)
     progress: Callable[[str, int], None] | None = None
     requantize: bool = False  # GGUF: dequantize and quantize again what cannot be copied
+    #: .ninfer: globs of the matrices stored Hadamard-rotated, and the seed of their signs
+    #: (weightfile/families/qwen35/to_ninfer_hadamard.py)
+    hadamard: tuple[str, ...] = ()
+    hadamard_seed: int = 0
+    #: VQF -> GGUF: the projection set to export (q4 or q8); None: the file's only one
+    gguf_projections: str | None = None
 
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]
@@ -42,13 +48,16 @@ FAMILY_QTYPES = {"q8": "q8_0", "q4": "q4_0", "f32": "f32", "f16": "f16"}
 
 
 def family_qtype_of(options: ConvertOptions, family: str) -> str:
-    """The one-qtype importers take wmode q8/q4 (or f32/f16) with the default quantizer and
-    embedding; the engine converter's other options are refused, not ignored."""
+    """The one-qtype importers take wmode q8/q4 (or f32/f16) with the default quantizer and the
+    embedding the weight mode implies (f32 for wmode f32, which `VQFPlan` switches to; f16
+    otherwise); the engine converter's other options are refused, not ignored."""
     p = options.vqf
-    if p.wmode not in FAMILY_QTYPES or p.x8 or p.quantizer != "kestrel" or p.embedding != "f16":
+    embedding = "f32" if p.wmode == "f32" else "f16"
+    if p.wmode not in FAMILY_QTYPES or p.x8 or p.quantizer != "kestrel" or p.embedding != embedding:
         raise UnsupportedError(
             "vqf.import.option",
-            f"{family}: only --wmode q8|q4|f32|f16 with the default quantizer and embedding",
+            f"{family}: only --wmode q8|q4|f32|f16 with the default quantizer and embedding "
+            "(an f32 embedding comes with --wmode f32 only)",
         )
     return FAMILY_QTYPES[p.wmode]
 

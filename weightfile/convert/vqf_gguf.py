@@ -5,8 +5,12 @@ Every q8_*/q4_* matrix is untiled back to its plain blocks and written as GGUF Q
 layer's slice per `blk.L.*` tensor: the bytes are not requantized, so a GGUF -> VQF -> GGUF round
 trip gives the projections' blocks back unchanged. Q4I8 and G256 payloads are Q8_0 blocks already
 (spec/vqf.md §q4i8, §g256) and are copied as Q8_0. The embedding stays F16 (or F32), the norms F32;
-the lm_head is `output.weight` (absent when the file ties it to the embedding). A file with both
-families exports the q4 one, as the binder binds it (spec/vqf.md §arch-semantics). The tokenizer
+the lm_head is `output.weight` (absent when the file ties it to the embedding). A dual file holds
+two projection sets and a GGUF file one: it is refused unless the caller names the set
+(`projection_set`, `convert --wmode q4|q8`), never picked silently. `general.file_type` is
+llama.cpp's LlamaFileType of the set (MOSTLY_Q4_0 or MOSTLY_Q8_0) and
+`general.quantization_version` gguf-py's GGML_QUANT_VERSION; the `<file>.chat_template.jinja`
+sidecar becomes `tokenizer.chat_template`. The tokenizer
 comes from the `<file>.tokenizer.json` sidecar (a byte-level BPE: tokens, types, merges, bos/eos),
 as llama.cpp's qwen3 loader needs it; without one the GGUF names llama.cpp's `none` tokenizer model
 with the vocabulary size, which llama.cpp loads and runs on token ids. A MoE file's router and
@@ -50,11 +54,14 @@ def export_gguf(
     backend: Backend = REFERENCE,
     passphrase: bytes | None = None,
     progress: Callable[[str, int], None] | None = None,
+    projection_set: str | None = None,
 ) -> Path:
     """Write the GGUF of the VQF file `src` (module docstring), published atomically;
-    `progress(name, total)` is told of every tensor written."""
+    `progress(name, total)` is told of every tensor written; `projection_set` (q4 or q8) chooses
+    the set of a dual file, and must be the file's own set otherwise."""
     import gguf
 
+    from weightfile.frontend.chat import chat_template_path
     from weightfile.ref.vqf.read import open_vqf
 
     out = check_output(out, overwrite, "vqf.writer.destination")  # before any work
@@ -66,17 +73,58 @@ def export_gguf(
                 "a VISION file does not export to GGUF: llama.cpp keeps the vision tower in a "
                 "separate mmproj (clip) GGUF, which this exporter does not write",
             )
-        names = {e.name for e in vqf.entries}
-        projection_set = "q4" if "q4_q" in names else "q8"
+        chosen = choose_projection_set({e.name for e in vqf.entries}, projection_set, src)
         # the one output policy (ref/staging.py): gguf writes our locked temporary file
         with staged_path(out, overwrite, exists_rule="vqf.writer.destination") as tmp:
             moe = bool(flags & VQFFlag.MOE)
             w = gguf.GGUFWriter(tmp, "qwen3moe" if moe else "qwen3")
             add_metadata(w, a, moe)
+            file_type = "MOSTLY_Q4_0" if chosen == "q4" else "MOSTLY_Q8_0"
+            w.add_file_type(int(gguf.LlamaFileType[file_type]))
+            w.add_quantization_version(gguf.GGML_QUANT_VERSION)
             add_tokenizer(w, sidecar_path(src), a)
-            add_tensors(w, vqf, a, flags, projection_set, backend, progress)
+            template = chat_template_path(src)
+            if template.is_file():
+                w.add_chat_template(template.read_text(encoding="utf-8"))
+            add_tensors(w, vqf, a, flags, chosen, backend, progress)
             w.close()
     return out
+
+
+def choose_projection_set(names: set[str], wanted: str | None, src: str | os.PathLike[str]) -> str:
+    """The projection set to export: the file's only one, or the one `wanted` names; a dual
+    file without a choice, or a choice the file does not hold, is refused (vqf.import.option)."""
+    held = [s for s in ("q8", "q4") if f"{s}_q" in names] or ["q8"]
+    name = Path(src).name
+    if wanted is None and len(held) > 1:
+        raise UnsupportedError(
+            "vqf.import.option",
+            f"{name} is a dual file (q8_* and q4_* projections) and a GGUF file holds one set: "
+            "pass --wmode q8 or --wmode q4 to choose which one to export",
+            path="wmode",
+        )
+    if wanted is not None and wanted not in held:
+        raise UnsupportedError(
+            "vqf.import.option",
+            f"{name} holds only the {held[0]}_* projections: --wmode {wanted} would need them "
+            "quantized again, which the GGUF export does not do",
+            path="wmode",
+        )
+    return wanted or held[0]
+
+
+def export_notes(flags: int) -> list[str]:
+    """What the export writes differently from the VQF file, said once (the `convert` line):
+    G256 and Q4I8 payloads are exported as the Q8_0 blocks they are (spec/vqf.md §g256, §q4i8)."""
+    notes = []
+    for flag, mode in ((VQFFlag.G256, "g256"), (VQFFlag.Q8BUF_Q4, "q4i")):
+        if flags & flag:
+            notes.append(
+                f"the {mode} matrices are written as GGUF Q8_0 blocks: the same values (a {mode} "
+                f"payload is Q8_0 blocks), but GGUF has no {mode} type, so converting the GGUF "
+                f"back to --wmode {mode} needs --requantize"
+            )
+    return notes
 
 
 def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:

@@ -254,6 +254,14 @@ ROWS: tuple[Family, ...] = (
                 answer="weightfile.families.qwen3.board_conformance:case_answer",
                 numerics=KESTREL_BOARD.name,
             ),
+            # decoded by seeded sampling (spec/numerics.md §next-token)
+            Builder(
+                "vqf",
+                "v5",
+                "model",
+                source="weightfile.families.qwen3.conformance:sampled_cases",
+                answer="weightfile.families.qwen3.conformance:case_answer",
+            ),
         ),
     ),
     Family(

@@ -105,6 +105,10 @@ def load_image(path: str | PathLike[str]):
     from PIL import Image, UnidentifiedImageError
 
     p = Path(path)
+    if p.is_dir():
+        raise InvalidError(
+            "frontend.image.unreadable", f"{p}: is a directory, not an image file", path=str(p)
+        )
     if not p.is_file():
         raise InvalidError("frontend.image.unreadable", f"{p}: no such image file", path=str(p))
     try:

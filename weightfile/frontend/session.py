@@ -89,9 +89,9 @@ def attach_tokenizer(
 
 
 def parse_token_ids(text: str, vocab: int) -> list[int]:
-    """ "1,2,3" -> [1, 2, 3], each id inside the vocabulary."""
+    """ "1,2,3" -> [1, 2, 3], each id inside the vocabulary; an empty place ("1,,2") is refused."""
     try:
-        ids = [int(p) for p in text.replace(" ", "").split(",") if p]
+        ids = [int(p) for p in text.replace(" ", "").split(",")]
     except ValueError:
         raise InvalidError(
             "frontend.token_ids", f"not a comma-separated id list: {text!r}", path="--token-ids"
@@ -120,6 +120,12 @@ def prompt_ids(
     if token_ids is not None:
         return parse_token_ids(token_ids, s.model.config.vocab_size)
     assert prompt is not None and s.tokenizer is not None
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: bytes the command line could not decode
+        raise InvalidError(
+            "frontend.prompt", f"not UTF-8 text (character {exc.start})", path="--prompt"
+        ) from None
     if chat:
         prompt = chat_prompt(s, prompt)
         s.stop_ids |= {i for t in CHAT_STOPS if (i := s.tokenizer.token_to_id(t)) is not None}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -83,6 +84,16 @@ def test_zero_block_gives_zero_codes() -> None:
     block = fv(*([0.0] * 32))
     assert activation_scale(block) == F(0)
     assert activation_codes(block, F(0)) == [0] * 32
+
+
+def test_signalling_nan_block_scales_to_nan_without_a_warning() -> None:
+    """spec/numerics.md §q8-activation step 1: amax is NaN when an element is; a signalling NaN
+    (0x7f800001) flags "invalid" in the division, which is the intended NaN, not a warning."""
+    snan = np.array([0x7F800001], dtype="<u4").view("<f4")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = activation_scale([snan, *fv(*([1.0] * 31))])
+    assert np.isnan(d) and activation_codes([snan], d) == [0]
 
 
 def one_block_matrix(codes: list[int], scale: float) -> QuantMatrix:

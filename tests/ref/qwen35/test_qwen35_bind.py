@@ -29,7 +29,7 @@ from weightfile.ref.qwen35.bind import bind_ninfer
 from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.ref.qwen35.model import Qwen35Model
 from weightfile.ref.qwen35.weights import weights_from_parameters
-from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError
 
 L0, L1 = "text/layers/0/", "text/layers/1/"
 
@@ -185,9 +185,11 @@ def test_output_head_use_for_an_absent_component_is_rejected(tmp_path: Path) -> 
         bind_file(tmp_path, tf)
 
 
-def test_hadamard_signs_are_validated_then_refused(tmp_path: Path) -> None:
-    """K must be a multiple of 1024, so this one case uses a 1024-wide single-layer model."""
-    config = validate_text_config(
+@cache
+def wide_config():
+    """K must be a multiple of 1024, so the Hadamard cases use a 1024-wide single-layer model;
+    untied, so that the head is a matrix of its own."""
+    return validate_text_config(
         {
             "architectures": ["Qwen3_5ForCausalLM"],
             "model_type": "qwen3_5_text",
@@ -195,7 +197,7 @@ def test_hadamard_signs_are_validated_then_refused(tmp_path: Path) -> None:
             "vocab_size": 4,
             "num_hidden_layers": 1,
             "max_position_embeddings": 64,
-            "tie_word_embeddings": True,
+            "tie_word_embeddings": False,
             "rms_norm_eps": 1e-6,
             "layer_types": ["full_attention"],
             "num_attention_heads": 1,
@@ -209,13 +211,76 @@ def test_hadamard_signs_are_validated_then_refused(tmp_path: Path) -> None:
             },
         }
     )
+
+
+SIGNS = np.where(np.arange(1024) % 3 == 0, -1.0, 1.0)
+HEAD = "text/output_head"
+
+
+def wide_file(
+    signs: np.ndarray = SIGNS, parameter: str = HEAD, fmt: str = "bf16", extra: str | None = None
+) -> TextFile:
+    """The wide model with `signs` as hadamard_signs of `parameter`'s Use (and of `extra`'s,
+    sharing the one signs object: identical bindings are allowed, spec/ninfer3.md §use)."""
+    config = wide_config()
     tf = text_file(config, random_parameters(config, seed=1), "bf16")
-    tf.add_tensor("w.signs", np.where(np.arange(1024) % 3, 1.0, -1.0), "bf16", "contiguous_le_v1")
-    use = next(u for u in tf.uses if u["parameter"] == "text/output_head")
-    use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs"}}
-    with raises_rule(UnsupportedError, "ninfer3.text.hadamard") as info:
-        bind_file(tmp_path, tf)
-    assert info.value.path.startswith("uses[") and info.value.path.endswith("].auxiliaries")
+    tf.add_tensor("w.signs", signs, fmt, "contiguous_le_v1")
+    for use in tf.uses:
+        if use["parameter"] in (parameter, extra):
+            use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs"}}
+    return tf
+
+
+def test_hadamard_signs_make_the_product_w_times_h_of_x(tmp_path: Path) -> None:
+    """A legal file binds: the head and mlp/gate (both K = 1024) become W · H(x); the logits are
+    the plain file's logits computed with the stored head times H(signs ∘ final hidden), which
+    the reference computes through its kernels, checked here against the bound model's own
+    trace (spec/numerics.md §hadamard, the float order of ref/numerics/hadamard.py)."""
+    from weightfile.ref.numerics.hadamard import hadamard
+    from weightfile.ref.numerics.matrix import DenseMatrix, HadamardMatrix
+
+    gate = L0 + "mlp/gate"
+    _, weights = bind_file(tmp_path, wide_file(extra=gate))
+    head = weights.output_head
+    assert isinstance(head, HadamardMatrix) and isinstance(head.matrix, DenseMatrix)
+    assert head.signs.tolist() == SIGNS.astype(int).tolist()
+    assert isinstance(weights.layers[0].ffn.gate, HadamardMatrix)
+    assert isinstance(weights.layers[0].ffn.up, DenseMatrix)  # no signs on its Use
+    model = Qwen35Model(wide_config(), weights)
+    seen: dict[str, np.ndarray] = {}
+    logits = model.forward([1, 3, 2], model.new_cache(), trace=seen.__setitem__)
+    for t, n in enumerate(seen["final_norm"]):
+        z = hadamard(list(n), SIGNS.astype(int).tolist())
+        want = [model.kernels.dot(row, z) for row in head.matrix.values]
+        assert bits(logits[t]).tolist() == bits(np.array(want, dtype=np.float32)).tolist()
+    # the rotation changes the logits: the same file without signs gives others
+    plain = wide_file()
+    for use in plain.uses:
+        use.pop("auxiliaries", None)
+    (tmp_path / "plain").mkdir()
+    _, unrotated = bind_file(tmp_path / "plain", plain)
+    other = Qwen35Model(wide_config(), unrotated).forward([1, 3, 2], model.new_cache())
+    assert not np.array_equal(other, logits)
+
+
+@pytest.mark.parametrize(
+    "signs,parameter,fmt,detail",
+    [
+        (SIGNS * 0.5, HEAD, "bf16", "neither +1 nor -1"),  # not ±1
+        (SIGNS[:512], HEAD, "bf16", "512 signs for K = 1024"),  # wrong length
+        (SIGNS[:4], L0 + "attention/output", "bf16", "K = 4 is not a multiple of 1024"),
+        (SIGNS, HEAD, "fp32", "not bf16"),
+    ],
+    ids=["not-plus-minus-one", "wrong-length", "k-not-multiple-of-1024", "not-bf16"],
+)
+def test_bad_hadamard_signs_are_rejected(
+    tmp_path: Path, signs: np.ndarray, parameter: str, fmt: str, detail: str
+) -> None:
+    """Each beside the legal file above (same model, same Use, only the signs differ)."""
+    with raises_rule(InvalidError, "ninfer3.binder.hadamard") as info:
+        bind_file(tmp_path, wide_file(signs, parameter, fmt))
+    assert detail in info.value.detail
+    assert info.value.path.startswith("uses[") and "hadamard_signs" in info.value.path
 
 
 def logits_of(tmp_path: Path, tf: TextFile, name: str) -> np.ndarray:

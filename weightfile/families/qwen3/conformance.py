@@ -26,7 +26,7 @@ from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LAYER_TENSORS,
 from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.fast._native import library
 from weightfile.ref.backend import REFERENCE, Backend
-from weightfile.ref.layers.sampling import greedy
+from weightfile.ref.layers.sampling import SplitMix64, greedy, sample
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import VQFFile, open_vqf
@@ -50,6 +50,8 @@ class ModelCase:
     seed: int
     prompt: tuple[int, ...]
     new_tokens: int
+    temperature: float = 0.0  # 0: greedy; else seeded sampling (spec/numerics.md §next-token)
+    sample_seed: int = 0  # the SplitMix64 seed of the draws
 
 
 CASES = (
@@ -59,6 +61,16 @@ CASES = (
               (7, 7, 40, 63, 0, 12), 3),
     ModelCase("f32-one-token", "F32 weights, a one-token prompt", QType.F32, "legacy", 3,
               (9,), 5),
+)  # fmt: skip
+
+
+#: Model cases decoded by seeded sampling (corpus vqf/v5): a temperature above 1 and one below,
+#: on both weight kinds, long enough that several draws leave the argmax.
+SAMPLED = (
+    ModelCase("q8-sampled-t1.5", "wmode q8, sampled at temperature 1.5 with seed 20260101",
+              QType.Q8_0, "legacy", 1, (2, 17, 33, 5), 8, 1.5, 20260101),
+    ModelCase("q4-sampled-t0.7", "wmode q4 tiled, sampled at temperature 0.7 with seed 2^64-1",
+              QType.Q4_0, "tiled", 2, (7, 7, 40, 63, 0, 12), 8, 0.7, 2**64 - 1),
 )  # fmt: skip
 
 
@@ -95,17 +107,27 @@ def digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f4").tobytes()).hexdigest()
 
 
-def run(model: Any, prompt: list[int], new_tokens: int, names: list[str]) -> dict[str, Any]:
-    """Prefill (traced), then greedy decoding one token at a time; the protocol's answer.
-    `names` are the trace names to digest (the family's table, e.g. spec/models.md
-    §qwen3-forward)."""
+def run(
+    model: Any,
+    prompt: list[int],
+    new_tokens: int,
+    names: list[str],
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Prefill (traced), then decoding one token at a time — greedy, or with `temperature` > 0
+    seeded sampling from SplitMix64(`seed`) by the canonical softmax (spec/numerics.md
+    §next-token); the protocol's answer. `names` are the trace names to digest (the family's
+    table, e.g. spec/models.md §qwen3-forward)."""
     cache = model.new_cache()
     trace = TraceRecorder()
     logits = np.asarray(model.forward(prompt, cache, trace=trace), dtype=np.float32)
     rows = [logits]
     tokens: list[int] = []
+    rng = SplitMix64(seed)
     for step in range(new_tokens):
-        nxt = greedy(list(rows[-1][-1]))
+        row = list(rows[-1][-1])
+        nxt = greedy(row) if temperature <= 0 else sample(row, temperature, rng, model.kernels)
         tokens.append(nxt)
         if step + 1 < new_tokens:
             rows.append(np.asarray(model.forward([nxt], cache), dtype=np.float32))
@@ -135,10 +157,17 @@ def fast_opener() -> Callable[[VQFFile], Any] | None:
     return lambda vqf: vqf_family(vqf).fast_model(vqf, threads=1)
 
 
-def answer_model(vqf: VQFFile, model: Any, prompt: list[int], new_tokens: int) -> dict[str, Any]:
+def answer_model(
+    vqf: VQFFile,
+    model: Any,
+    prompt: list[int],
+    new_tokens: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> dict[str, Any]:
     """`run` with the trace names of the file's family."""
     names = vqf_family(vqf).trace_names(model.config)
-    return run(model, prompt, new_tokens, names)
+    return run(model, prompt, new_tokens, names, temperature, seed)
 
 
 def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, Any]:
@@ -146,9 +175,11 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     opener = ref_model if backend is REFERENCE else fast_opener()
     if opener is None:
         raise RuntimeError("no C kernels")
+    prompt, new_tokens = [int(t) for t in case["prompt"]], int(case["new_tokens"])
+    # a sampled case (README "Model cases"): the temperature as a decimal, the seed a u64
+    temperature, seed = float(case.get("temperature", "0")), int(case.get("seed", "0"))
     with open_vqf(folder / case["model"]) as vqf:
-        model = opener(vqf)
-        return answer_model(vqf, model, [int(t) for t in case["prompt"]], int(case["new_tokens"]))
+        return answer_model(vqf, opener(vqf), prompt, new_tokens, temperature, seed)
 
 
 def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
@@ -157,13 +188,23 @@ def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
     return answer(backend, folder, read_case(folder))
 
 
-def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+def corpus_cases(
+    scratch: Path, prefix: str, cases: tuple[ModelCase, ...] = CASES
+) -> Iterator[Case]:
     """(case id, case.json fields, files, want.json) of every VQF model case."""
-    for case in CASES:
+    for case in cases:
         path = write_model(scratch / f"{case.name}.vqf", case)
         fields = {"expect": "accept", "model": "model.vqf",
                   "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
                   "numerics": "canonical", "description": case.meaning}  # fmt: skip
+        if case.temperature > 0:
+            fields |= {"temperature": repr(case.temperature), "seed": str(case.sample_seed)}
         with open_vqf(path) as vqf:
-            want = answer_model(vqf, ref_model(vqf), list(case.prompt), case.new_tokens)
+            want = answer_model(vqf, ref_model(vqf), list(case.prompt), case.new_tokens,
+                                case.temperature, case.sample_seed)  # fmt: skip
         yield f"{prefix}/model/qwen3/{case.name}", fields, {"model.vqf": path.read_bytes()}, want
+
+
+def sampled_cases(scratch: Path, prefix: str) -> Iterator[Case]:
+    """The seeded-sampling model cases (corpus vqf/v5)."""
+    return corpus_cases(scratch, prefix, SAMPLED)

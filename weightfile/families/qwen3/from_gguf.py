@@ -8,7 +8,8 @@ the flags say (a permutation of the same blocks, spec/vqf.md §q8-tiled, §q4-0)
 F32/F16/BF16 tensors are quantized as a checkpoint's would be. Any other quantized projection
 (K-quants, or Q8_0 into a q4 family) is dequantized and quantized again only with
 `requantize=True`; otherwise `vqf.import.requantize`. The token embedding is always widened to
-float (VQF stores it F16 or F32), so its type may change.
+float (VQF stores it F16 or F32), so its type may change. The GGUF's vocabulary, merges and chat
+template become the VQF's tokenizer sidecars (weightfile/convert/gguf_tokenizer.py).
 """
 
 from __future__ import annotations
@@ -153,6 +154,27 @@ class GGUFState(Mapping[str, np.ndarray]):
             mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
+#: The per-layer projection weights of llama.cpp's qwen3 and qwen3moe files.
+PROJECTION = re.compile(r"blk\.\d+\.(attn_(q|k|v|output)|ffn_(gate|up|down)(_exps)?)\.weight")
+#: The weight mode whose blocks a GGUF type's blocks are (COPYABLE's targets).
+WMODE_OF_TYPE = {"Q4_0": "q4", "Q8_0": "q8"}
+
+
+def natural_wmode(path: str | os.PathLike[str]) -> str:
+    """The weight mode a GGUF file's blocks copy into (spec/vqf.md §converter): q4 when most of
+    its per-layer projections are Q4_0, q8 when Q8_0, else q8 (whose blocks then need
+    --requantize). The lm head and embedding do not decide: llama-quantize often gives them
+    another type."""
+    from collections import Counter
+
+    state = GGUFState(path)
+    types = Counter(
+        t.tensor_type.name for t in state.reader.tensors if PROJECTION.fullmatch(t.name)
+    )
+    most = types.most_common(1)[0][0] if types else None
+    return WMODE_OF_TYPE.get(most, "q8")
+
+
 def metadata(reader: Any) -> dict[str, Any]:
     """Scalar and string metadata fields by key."""
     out: dict[str, Any] = {}
@@ -224,11 +246,14 @@ def import_gguf(
     progress: Any = None,
 ) -> Path:
     """Write the VQF of a qwen3 GGUF file (module docstring); returns the path."""
+    from weightfile.convert.gguf_tokenizer import write_gguf_sidecars
     from weightfile.families.qwen3.to_vqf import write_planned
 
     state = GGUFState(src, requantize=requantize)
     cfg = hf_config(state)
-    return write_planned(
+    path = write_planned(
         state, cfg, out, plan=plan, overwrite=overwrite, backend=backend, passphrase=passphrase,
         sign_key=sign_key, progress=progress, blocks=state.blocks,
     )  # fmt: skip
+    write_gguf_sidecars(metadata(state.reader), path)  # the GGUF's tokenizer, as a VQF's
+    return path

@@ -52,6 +52,7 @@ from weightfile.spec.errors import (
     UnsupportedError,
 )
 from weightfile.spec.vqf.flags import VQFFlag
+from weightfile.spec.vqf.inventory import KINDS, Geometry
 from weightfile.spec.vqf.qtypes import QType
 
 #: The rule ids the checkpoint reader raises for this importer (spec/vqf/rules.py).
@@ -99,9 +100,8 @@ def first_id(value: Any) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
-    """spec/vqf.md §arch-semantics: the text-core arch fields of a dense Qwen3 (has_q_norm = 1,
-    head_dim_full = head_dim)."""
+def arch_sizes(c: Qwen3Config) -> dict[str, int]:
+    """The arch fields that size the tensors (spec/vqf.md §arch-semantics)."""
     return {
         "dim": c.hidden_size,
         "n_layers": c.num_hidden_layers,
@@ -110,6 +110,14 @@ def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
         "head_dim": c.head_dim,
         "ffn_dim": c.intermediate_size,
         "vocab_size": c.vocab_size,
+    }
+
+
+def arch_from_config(cfg: Mapping[str, Any], c: Qwen3Config) -> dict[str, Any]:
+    """spec/vqf.md §arch-semantics: the text-core arch fields of a dense Qwen3 (has_q_norm = 1,
+    head_dim_full = head_dim)."""
+    return {
+        **arch_sizes(c),
         "max_seq_len": min(int(cfg.get("max_position_embeddings") or MAX_SEQ_LEN), MAX_SEQ_LEN),
         "rope_theta": c.rope_theta,
         "norm_eps": c.rms_norm_eps,
@@ -187,6 +195,7 @@ def plan_tensors(
     float32 matrix is in memory at a time, so `sd` (a `Checkpoint`) must stay open while writing."""
     d, hd, nl, V = c.hidden_size, c.head_dim, c.num_hidden_layers, c.vocab_size
     mode = None if p.wmode in ("f32", "f16") else p.quantizer
+    g = directory_geometry(c)
 
     def embedding() -> Iterator[bytes]:
         f16 = backend.vqf_codecs.codec("f16")
@@ -259,12 +268,18 @@ def plan_tensors(
                 data = x8_layers(f"q4_{short}", field, (rows, cols))
             else:
                 data = layers(name, qtype, field, (rows, cols))
-            # directory shape of spec/vqf.md §text-tensors: nl·in × out
-            out.append(TensorSource(name, qtype, nl * cols, rows, data))
+            # the directory shape of spec/vqf.md §text-tensors, as the engine's writer records
+            # it: q/k/v/o nl·in × out, gate/up/down nl·out × in (spec/vqf.md §geometry)
+            out.append(TensorSource(name, qtype, *KINDS[name].directory_shape(g), data))
         if projection_set != "x8":
             lm = f"{projection_set}_lm"
             out.append(TensorSource(lm, qtype, V, d, lm_head(lm, qtype)))
     return out
+
+
+def directory_geometry(c: Qwen3Config) -> Geometry:
+    """The spec/vqf.md §inventory symbols of a text model, for its directory shapes."""
+    return Geometry.from_arch(arch_sizes(c))
 
 
 #: (source tensor name, untiled codec name, first row, end row) -> the raw blocks of those rows

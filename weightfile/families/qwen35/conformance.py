@@ -22,10 +22,14 @@ from weightfile.families import Family, ninfer_family
 from weightfile.families.qwen3.conformance import run
 from weightfile.families.qwen35.conformance_files import (
     RESOURCES_V2,
+    WIDE_UNTIED,
     Layout,
+    TextDirectory,
     config_json,
+    hadamard_uses,
     parameters,
     text_directory,
+    word_level_tokenizer,
 )
 from weightfile.families.qwen35.conformance_mutations import BASES, MUTATIONS
 from weightfile.ref.backend import REFERENCE, Backend
@@ -114,9 +118,38 @@ def valid_cases(
         yield f"{prefix}/model/qwen35/{case.name}", fields, {MODEL_NAME: entry.read_bytes()}, want
 
 
+def accepted_case(
+    scratch: Path, prefix: str, name: str, meaning: str, directory: TextDirectory,
+    prompt: tuple[int, ...], new_tokens: int,
+) -> Case:  # fmt: skip
+    """One accepted model case: the file (checked valid), its case.json fields, the reference's
+    answer."""
+    entry = directory.write(scratch / f"{name}.ninfer")
+    found = verify(entry)
+    if found:
+        raise RuntimeError(f"model case {name} is invalid: {[str(v) for v in found]}")
+    fields = {"expect": "accept", "model": MODEL_NAME, "prompt": [str(t) for t in prompt],
+              "new_tokens": str(new_tokens), "numerics": "canonical",
+              "description": meaning}  # fmt: skip
+    want = answer(REFERENCE, scratch, {**fields, "model": entry.name})
+    return f"{prefix}/model/qwen35/{name}", fields, {MODEL_NAME: entry.read_bytes()}, want
+
+
 def valid_cases_v2(scratch: Path, prefix: str) -> Iterator[Case]:
-    """ninfer3 v2: the accepted model cases again, carrying `RESOURCES_V2` (CHANGELOG.md)."""
-    return valid_cases(scratch, prefix, RESOURCES_V2)
+    """ninfer3 v2: the accepted model cases again, carrying `RESOURCES_V2` (CHANGELOG.md); then
+    the Hadamard case (generator 5): a one-layer model 1024 wide whose attention, FFN gate/up
+    and output head Uses carry hadamard_signs (spec/ninfer3.md §use, spec/numerics.md
+    §hadamard)."""
+    yield from valid_cases(scratch, prefix, RESOURCES_V2)
+    resources = {**RESOURCES_V2, "tokenizer.json": word_level_tokenizer(WIDE_UNTIED["vocab_size"])}
+    directory = text_directory(WIDE_UNTIED, parameters(WIDE_UNTIED, 4), Layout("bf16"), resources)
+    hadamard_uses(directory)
+    yield accepted_case(
+        scratch, prefix, "wide-hadamard",
+        "hidden 1024, one full-attention layer, bf16; hadamard_signs on the Uses at the mixer "
+        "input, the FFN input (one signs object shared by six Uses) and the output head (another)",
+        directory, (1, 6, 2, 7), 2,
+    )  # fmt: skip
 
 
 def rejection_of(entry: Path) -> tuple[str, str] | None:

@@ -84,6 +84,12 @@ WIDE = text_config(
     1024, 4, [ATTENTION], {"intermediate_size": 2}, attention=(1, 1, 4), mrope=(1, 0, 0), tied=True
 )
 
+#: The same model untied and with a vocabulary of 8: the accepted Hadamard case (ninfer3 v2,
+#: generator 5), whose head is a matrix of its own.
+WIDE_UNTIED = text_config(
+    1024, 8, [ATTENTION], {"intermediate_size": 2}, attention=(1, 1, 4), mrope=(1, 0, 0)
+)
+
 RESOURCES: dict[str, bytes] = {
     "tokenizer.json": b'{"model": {"type": "WordLevel", "vocab": {}}}',
     "tokenizer_config.json": b"{}",
@@ -231,3 +237,22 @@ def text_directory(
             {"parameter": p.name, "input": i, "activation_policy": "A16Only"} for i in p.inputs
         ]
     return d
+
+
+def hadamard_signs(seed: int, k: int) -> np.ndarray:
+    """±1.0 float32 signs from `seeded.uniform` (negative where the draw is)."""
+    return np.where(seeded.uniform(seed, (k,)) < 0, np.float32(-1.0), np.float32(1.0))
+
+
+def hadamard_uses(d: TextDirectory) -> None:
+    """hadamard_signs on every Use at a layer's mixer or FFN input (one shared object,
+    `w.signs.hidden`) and on the output head's (`w.signs.head`): every matrix of K = hidden, a
+    multiple of 1024 (spec/ninfer3.md §use)."""
+    k = d.config["hidden_size"]
+    d.tensor("w.signs.hidden", hadamard_signs(71, k), "bf16")
+    d.tensor("w.signs.head", hadamard_signs(72, k), "bf16")
+    for use in d.uses:
+        if use["input"].endswith(("/mixer_input", "/ffn_input")):
+            use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs.hidden"}}
+        elif use["parameter"] == "text/output_head":
+            use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs.head"}}

@@ -18,5 +18,11 @@ def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     if options.passphrase is not None or options.sign_key is not None:
         raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
     return import_checkpoint(
-        src, dst, fmt=options.ninfer_format, backend=options.backend, overwrite=options.overwrite
+        src,
+        dst,
+        fmt=options.ninfer_format,
+        backend=options.backend,
+        hadamard=options.hadamard,
+        hadamard_seed=options.hadamard_seed,
+        overwrite=options.overwrite,
     )

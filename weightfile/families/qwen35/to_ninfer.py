@@ -12,7 +12,10 @@ The steps, in order:
    `tokenizer_config.json`, `chat_template.jinja` and `generation_config.json`;
 4. the parents, each read from the checkpoint (`checkpoint`, `hf_names`), encoded by its
    (format, layout) codec and streamed to the writer one object at a time (spec/ninfer3.md §writer),
-   so only one parent is ever in memory.
+   so only one parent is ever in memory;
+5. with `hadamard` globs, the matched matrices' rows rotated before encoding, one bf16 signs
+   object per rotated Use input and the hadamard_signs auxiliaries on their Uses
+   (`to_ninfer_hadamard`, spec/ninfer3.md §qwen35-hadamard-import).
 
 The writer publishes atomically: a failure at any step leaves nothing at the destination. The
 codecs are the `Backend`'s (ref/backend.py): the reference ones by default; the CLI passes FAST,
@@ -38,6 +41,12 @@ from weightfile.families.qwen35.hf_names import (
     text_model_prefix,
 )
 from weightfile.families.qwen35.to_ninfer_config import text_config
+from weightfile.families.qwen35.to_ninfer_hadamard import (
+    rotate_rows,
+    rotated_inputs,
+    seeded_signs,
+    signs_object_id,
+)
 from weightfile.families.qwen35.to_ninfer_plan import Parent, bindings, plan_parents, uses
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
@@ -45,6 +54,7 @@ from weightfile.ref.ninfer3.write import ArtifactWriter
 from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
+from weightfile.spec.ninfer3.text_names import text_parameters
 
 #: The rule ids the checkpoint reader raises for this importer (spec/ninfer3/rules.py).
 RULES = CheckpointRules(
@@ -163,6 +173,72 @@ def encode_parent(parent: Parent, values: np.ndarray, backend: Backend) -> bytes
         ) from None
 
 
+class Rotation:
+    """The importer's Hadamard plan: parameter -> its Use input, input -> its signs."""
+
+    def __init__(self, config: Mapping[str, Any], globs: tuple[str, ...], seed: int) -> None:
+        self.globs, self.seed = globs, seed
+        self.input_of = rotated_inputs(config, globs)
+        width = {p.name: p.shape[-1] for p in text_parameters(config)}
+        self.signs = {i: seeded_signs(seed, i, width[n]) for n, i in self.input_of.items()}
+
+    def objects(self) -> list[TensorSpec]:
+        return [
+            TensorSpec(signs_object_id(i), s.shape, "bf16", "contiguous_le_v1")
+            for i, s in self.signs.items()
+        ]
+
+    def uses(self, plain: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The Uses with hadamard_signs on the rotated parameters' ones."""
+        out = []
+        for use in plain:
+            i = self.input_of.get(use["parameter"])
+            if i is not None and use["input"] == i:
+                use = use | {"auxiliaries": {"hadamard_signs": {"object": signs_object_id(i)}}}
+            out.append(use)
+        return out
+
+    def apply(self, parent: Parent, values: np.ndarray) -> np.ndarray:
+        """The parent's values with every rotated member's rows rotated (members are stacked by
+        rows, spec/ninfer3.md §binding)."""
+        row = 0
+        for m in parent.members:
+            rows = m.shape[0] if len(parent.members) > 1 else values.shape[0]
+            if m.name in self.input_of:
+                signs = self.signs[self.input_of[m.name]]
+                values = np.array(values, dtype=np.float32)  # a private copy, writable
+                values[row : row + rows] = rotate_rows(values[row : row + rows], signs)
+            row += rows
+        return values
+
+    def provenance(self) -> dict[str, Any]:
+        return {"globs": list(self.globs), "seed": self.seed, "rotated": sorted(self.input_of)}
+
+
+def check_tensor_set(
+    names: list[str],
+    config: Mapping[str, Any],
+    prefix: str,
+    parents: list[Parent],
+    fused: frozenset[int],
+) -> int:
+    """Every text-model tensor of the checkpoint is one a parent reads (else
+    qwen35.import.unexpected_tensor); returns how many other tensors are left out."""
+    expected = {
+        member_source(config, prefix, m.name, fused).hf_name for p in parents for m in p.members
+    }
+    if config["tie_word_embeddings"]:
+        expected.add(LM_HEAD)  # a tied checkpoint may still store the head; it is not read
+    unexpected, ignored = unexpected_tensors(names, expected, prefix)
+    if unexpected:
+        raise InvalidError(
+            "qwen35.import.unexpected_tensor",
+            f"{len(unexpected)} tensor(s) the text model does not use: {unexpected[:5]}",
+            path=unexpected[0],
+        )
+    return ignored
+
+
 def resource_ids(resources: dict[str, bytes]) -> dict[str, str]:
     """Each resource role's object id (spec/ninfer3.md §qwen35-names)."""
     return {r: resource_id(r) for r in resources}
@@ -175,39 +251,33 @@ def import_checkpoint(
     fmt: str = "bf16",
     backend: Backend = REFERENCE,
     limit: int = DEFAULT_LIMIT,
+    hadamard: tuple[str, ...] = (),
+    hadamard_seed: int = 0,
     overwrite: bool = False,
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
+    `hadamard` globs name the matrices to store rotated, with signs from `hadamard_seed`;
     `overwrite` replaces an existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
     prefix = text_model_prefix(multimodal="text_config" in hf_config)
     parents = plan_parents(config, fmt)
+    rotation = Rotation(config, tuple(hadamard), hadamard_seed)
     resources = read_resources(src)
     objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
     objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
+    objects += rotation.objects()
     with Checkpoint(src, RULES) as checkpoint:
         fused = fused_layers(checkpoint.names, config, prefix)
-        expected = {
-            member_source(config, prefix, m.name, fused).hf_name for p in parents for m in p.members
-        }
-        if config["tie_word_embeddings"]:
-            expected.add(LM_HEAD)  # a tied checkpoint may still store the head; it is not read
-        unexpected, ignored = unexpected_tensors(checkpoint.names, expected, prefix)
-        if unexpected:
-            raise InvalidError(
-                "qwen35.import.unexpected_tensor",
-                f"{len(unexpected)} tensor(s) the text model does not use: {unexpected[:5]}",
-                path=unexpected[0],
-            )
+        ignored = check_tensor_set(checkpoint.names, config, prefix, parents, fused)
         with ArtifactWriter(
             out,
             overwrite=overwrite,
             objects=objects,
             components={"text": {"config": config, "resources": resource_ids(resources)}},
             bindings=bindings(parents, config["tie_word_embeddings"]),
-            uses=uses(config),
+            uses=rotation.uses(uses(config)),
             metadata={"name": src.resolve().name or "model"},
             provenance={
                 "converter": "weightfile import",
@@ -215,13 +285,19 @@ def import_checkpoint(
                 "format": fmt,
                 "encoder": "grouped_absmax" if fmt != "bf16" else "bf16 round to nearest even",
                 "ignored_tensors": ignored,
-            },
+            }
+            | ({"hadamard": rotation.provenance()} if hadamard else {}),
             limit=limit,
         ) as writer:
             for role, data in resources.items():
                 writer.write(resource_id(role), data)
             tensor = LastTensor(checkpoint.tensor)
             for parent in parents:
-                values = parent_values(parent, config, prefix, tensor, fused)
+                values = rotation.apply(
+                    parent, parent_values(parent, config, prefix, tensor, fused)
+                )
                 writer.write(parent.id, encode_parent(parent, values, backend))
+            bf16 = backend.ninfer_codecs.get_codec("bf16", "contiguous_le_v1")
+            for i, signs in rotation.signs.items():
+                writer.write(signs_object_id(i), bf16.encode(signs.astype(np.float32), signs.shape))
             return writer.finish()

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from weightfile.families.qwen3.from_gguf import COPYABLE, GGUFState, hf_config
+from weightfile.convert.gguf_tokenizer import write_gguf_sidecars
+from weightfile.families.qwen3.from_gguf import COPYABLE, GGUFState, hf_config, metadata
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from weightfile.families.qwen3.to_vqf import (
     VQF_PROJECTIONS,
@@ -186,8 +187,11 @@ def import_gguf_moe(
         tensors = with_progress(tensors, progress)
     arch = {**arch_from_config(cfg, c), "n_experts": ne, "moe_ffn": ie, "top_k": k}
     if passphrase is None and sign_key is None:
-        return write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
-    return publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
+        path = write_vqf(out, arch=arch, tensors=tensors, flags=flags, overwrite=overwrite)
+    else:
+        path = publish_protected(out, arch, tensors, flags, overwrite, passphrase, sign_key)
+    write_gguf_sidecars(metadata(state.reader), path)  # the GGUF's tokenizer, as a VQF's
+    return path
 
 
 __all__ = ["import_gguf_moe"]

@@ -1,4 +1,8 @@
-"""The issue's performance targets, checked against one report (issue 6, "Targets").
+"""The development targets of issue 6 ("Targets"), checked against one `weightfile bench --json`
+report: `python benchmarks/targets.py report.json`.
+
+Not part of `weightfile bench`'s output (issue 34 item 8): the goals compare with numbers measured
+on other machines (llama.cpp's 47 tokens/s), a verdict about the user's hardware it cannot give.
 
 Each target applies only where the issue states it: the matvec target at a Q4_0 2048 × 6144
 matrix (Qwen3-VL-2B's down projection), the llama.cpp comparison on the Qwen3-0.6B geometry in
@@ -8,6 +12,9 @@ number is missing (no fast engine) is listed with value null and met null: not y
 
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 #: The issue's llama.cpp decode tokens/s on 1 thread for the Qwen3-0.6B geometry in Q4_0.
@@ -68,3 +75,26 @@ def check_targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(target("decode tokens/s fast ×1 (llama.cpp 47 ÷ 1.5)", fast_decode(report, 1),
                           goal))  # fmt: skip
     return out
+
+
+def lines(targets: list[dict[str, Any]]) -> list[str]:
+    """One line per target: its value against its goal, met or NOT met (n/a when not measured)."""
+    out = []
+    for t in targets:
+        if t["met"] is None:
+            out.append(f"target: {t['target']}: n/a (goal ≥ {t['goal']:g})")
+            continue
+        verdict = "met" if t["met"] else "NOT met"
+        out.append(f"target: {t['target']}: {t['value']:.3g} vs ≥ {t['goal']:.3g}: {verdict}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report", type=Path, help="the output of weightfile bench --json")
+    args = parser.parse_args()
+    print("\n".join(lines(check_targets(json.loads(args.report.read_text(encoding="utf-8"))))))
+
+
+if __name__ == "__main__":
+    main()
