@@ -145,8 +145,9 @@ def tensor_names(f: Any) -> list[str]:
 def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
     """Every tensor into one safetensors file, streamed: the header (every name, shape and
     offset, known from the directory alone) first, then each tensor's float32 bytes as it is
-    decoded, so memory holds about one tensor, not the model. Published by the output policy
-    (ref/staging.py `staged`: never through a symlink, FIFO or device)."""
+    decoded, a band of rows at a time (`bands`): memory holds one band, not the model.
+    Published by the output policy (ref/staging.py `staged`: never through a symlink, FIFO or
+    device)."""
     from weightfile.convert.checkpoint import safetensors_header
     from weightfile.progress import each
 
@@ -156,9 +157,33 @@ def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
     with staged(out, force) as fh:
         fh.write(header)
         for name in each(names, "tensors", total=len(names)):
-            values = np.ascontiguousarray(f.decode(name, engine=backend), dtype="<f4")
-            if values.shape != shapes[name]:  # our own bug: the header already says otherwise
-                raise RuntimeError(f"{name}: decoded {values.shape}, directory {shapes[name]}")
-            fh.write(memoryview(values).cast("B"))
-            del values
+            for values in bands(f, name, shapes[name], backend):
+                fh.write(memoryview(np.ascontiguousarray(values, dtype="<f4")).cast("B"))
+                del values
     return f"{len(names)} tensors, float32"
+
+
+#: About how many float32 bytes `dump --all` decodes at once (a band of leading rows).
+BAND_BYTES = 16 << 20
+#: Bands are whole multiples of this many leading rows (every tiled layout's row group divides
+#: it, spec/vqf.md §q8-tiled, §q4-0).
+BAND_ROWS = 64
+
+
+def bands(f: Any, name: str, shape: tuple[int, ...], backend: Backend) -> Any:
+    """`name`'s values a band of leading rows (layers of a stacked tensor, rows of a matrix) at
+    a time, so a decode's temporaries are those of a band, not of the whole tensor."""
+    import math
+
+    if len(shape) < 2:
+        yield f.decode(name, engine=backend)
+        return
+    per_row = 4 * math.prod(shape[1:])
+    step = max(1, BAND_BYTES // max(per_row, 1))
+    step = step if step < BAND_ROWS else step // BAND_ROWS * BAND_ROWS
+    view = f.get_slice(name)
+    for start in range(0, shape[0], step):
+        values = view.__getitem__(slice(start, min(start + step, shape[0])), engine=backend)
+        if values.shape[1:] != shape[1:]:  # our own bug: the header already says otherwise
+            raise RuntimeError(f"{name}: decoded {values.shape}, directory {shape}")
+        yield values

@@ -2,7 +2,7 @@
 checkpoint folder (spec/vqf.md §converter, issue 34 item 13).
 
 The Hugging Face export (`export_hf`) writes the dequantized weights as float32 under the names
-transformers' Qwen3ForCausalLM loads (model.safetensors, streamed a tensor at a time), its
+transformers' Qwen3ForCausalLM loads (model.safetensors, streamed a band of rows at a time), its
 config.json from the arch, and the tokenizer sidecars as tokenizer.json / chat_template.jinja.
 Each file follows the output policy (ref/staging.py); the folder is made if missing.
 
@@ -255,6 +255,7 @@ def export_hf(
     import json
 
     from weightfile.convert.checkpoint import safetensors_header
+    from weightfile.families.qwen3.to_vqf import row_bands
     from weightfile.frontend.chat import chat_template_path
     from weightfile.frontend.tokenizer import sidecar_path
     from weightfile.ref.staging import check_output, staged, write_output
@@ -275,8 +276,10 @@ def export_hf(
         folder.mkdir(exist_ok=True)
         with staged(folder / "model.safetensors", overwrite) as fh:
             fh.write(header)
-            for key in shapes:
-                fh.write(memoryview(np.ascontiguousarray(state[key], dtype="<f4")).cast("B"))
+            for key, shape in shapes.items():
+                for start, stop in row_bands(*shape) if len(shape) == 2 else [(0, 0)]:
+                    part = state.rows(key, start, stop) if len(shape) == 2 else state[key]
+                    fh.write(memoryview(np.ascontiguousarray(part, dtype="<f4")).cast("B"))
                 if progress is not None:
                     progress(key, len(shapes))
     write_output(folder / "config.json", json.dumps(config, indent=2).encode(), overwrite)
