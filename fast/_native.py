@@ -78,9 +78,10 @@ def compiler() -> str | None:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("WEIGHTFILE_CACHE") or os.environ.get("XDG_CACHE_HOME")
-    base = Path(root) if root else Path.home() / ".cache"
-    return (base if os.environ.get("WEIGHTFILE_CACHE") else base / "weightfile") / "native"
+    """The compiled kernels' folder: `native/` of the one cache folder (ref/user_cache.py)."""
+    from weightfile.ref.user_cache import cache_dir as user_cache_dir
+
+    return user_cache_dir("native")
 
 
 @functools.cache

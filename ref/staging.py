@@ -41,6 +41,12 @@ from weightfile.spec.ninfer3.framing import CONTINUATION_MAGIC, ENTRY_MAGIC, HEA
 #: What flock answers on a filesystem that has no such locks.
 _NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
 
+#: The mode every public output is created with (docs/design.md, "Reliability"): 0644, or less
+#: where the umask says so (it is open(2)'s mode). Secrets (a private key, a plaintext before it is
+#: encrypted) are `SECRET_MODE`, 0600 whatever the umask.
+PUBLIC_MODE = 0o644
+SECRET_MODE = 0o600
+
 #: A writer's temporary file: hidden, the destination's name, 16 random hex digits, `.tmp`.
 TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{16}\.tmp")
 
@@ -121,7 +127,7 @@ def _kind(mode: int) -> str:
 def staged_path(
     path: str | os.PathLike[str],
     overwrite: bool,
-    mode: int = 0o666,
+    mode: int = PUBLIC_MODE,
     exists_rule: str = "format.file.exists",
 ) -> Iterator[Path]:
     """A locked temporary file beside `path` (its name: `TEMP_NAME`), published at `path` when the
@@ -150,11 +156,11 @@ def staged_path(
 def staged(
     path: str | os.PathLike[str],
     overwrite: bool,
-    mode: int = 0o666,
+    mode: int = PUBLIC_MODE,
     exists_rule: str = "format.file.exists",
 ) -> Iterator[BinaryIO]:
     """`staged_path`, with the temporary file open for writing (spec/ninfer3.md §safe-files).
-    `mode` is passed to open(2), so the umask applies (0666 & ~umask)."""
+    `mode` is passed to open(2), so the umask applies (0644 & ~umask by default)."""
     path = Path(path)
     with (
         staged_path(path, overwrite, mode, exists_rule) as tmp,
@@ -166,7 +172,7 @@ def staged(
 
 
 def write_output(
-    path: str | os.PathLike[str], data: bytes, overwrite: bool, mode: int = 0o666
+    path: str | os.PathLike[str], data: bytes, overwrite: bool, mode: int = PUBLIC_MODE
 ) -> Path:
     """`data` published at `path` by the output policy (`staged`)."""
     with staged(path, overwrite, mode) as out:
@@ -202,7 +208,7 @@ def temp_path(destination: Path) -> Path:
     return destination.parent / f".{destination.name}.{secrets.token_hex(8)}.tmp"
 
 
-def create_temp(destination: Path, mode: int = 0o666) -> tuple[Path, int]:
+def create_temp(destination: Path, mode: int = PUBLIC_MODE) -> tuple[Path, int]:
     """A new, empty, locked temporary file beside `destination`: (path, fd open read-write)."""
     for _ in range(8):
         temp = temp_path(destination)
@@ -274,16 +280,16 @@ def unnamed_file(destination: Path) -> Iterator[tuple[BinaryIO, Path] | None]:
     fd = -1
     if hasattr(os, "O_TMPFILE"):
         try:
-            fd = os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            fd = os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, SECRET_MODE)
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
                 raise write_error(exc, folder, "create an unnamed temporary file") from None
     if fd < 0:  # no O_TMPFILE on this file system: a name for an instant, while still empty
-        temp, fd = create_temp(destination, 0o600)
+        temp, fd = create_temp(destination, SECRET_MODE)
         with os_failures(temp, "unlink a temporary file"):
             os.unlink(temp)
     with os_failures(destination, "write"), os.fdopen(fd, "w+b") as out:
-        os.fchmod(fd, 0o600)
+        os.fchmod(fd, SECRET_MODE)
         yield out, Path(f"/proc/self/fd/{fd}")
 
 

@@ -69,7 +69,8 @@ def test_every_importer_resolves_and_the_convert_dispatch_runs_it(row):
         assert CONVERTERS[(imp.source, imp.target)] == imp.converter
         kind = "hf/unnamed_model_type" if imp.source == "hf/*" else imp.source
         with patch.object(dispatch, "source_kind", lambda _src, kind=kind: kind):
-            s, t, run = dispatch.converter_for(Path("src"), Path(f"dst.{imp.target}"))
+            dst = Path("dst" if imp.target == "hf" else f"dst.{imp.target}")  # hf: a folder
+            s, t, run = dispatch.converter_for(Path("src"), dst)
         assert (s, t) == (kind, imp.target)
         assert run is families.resolve(imp.converter)
 

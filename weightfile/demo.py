@@ -9,8 +9,9 @@
 3. Write it as VQF (Q8_0, 8×8 tiled, F16 embedding), verify it with the strict validator.
 4. Run a prompt greedily with the reference decoder and print the tokens.
 
-The model and tokenizer are cached under $WEIGHTFILE_CACHE (default ~/.cache/weightfile)
-/demo/<key>, the key a hash of the corpus and every build parameter, so a second run reuses them.
+The model and tokenizer are cached in demo/<key> of the one cache folder (ref/user_cache.py:
+$WEIGHTFILE_CACHE, else $XDG_CACHE_HOME/weightfile, else ~/.cache/weightfile), the key a hash of
+the corpus and every build parameter, so a second run reuses them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from weightfile.families.qwen3.to_vqf import arch_from_config, build_tensors
 from weightfile.fast.backend import FAST
 from weightfile.frontend.tokenizer import sidecar_path
 from weightfile.ref.staging import staged_folder, sweep
+from weightfile.ref.user_cache import cache_root
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.validate import validate
 from weightfile.ref.vqf.write import write_vqf
@@ -61,14 +63,6 @@ class DemoSizes:
     head_dim: int = 32
     seed: int = 2026
     logit_scale: float = 12.0
-
-
-def cache_root() -> Path:
-    env = os.environ.get("WEIGHTFILE_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "weightfile"
 
 
 def cache_key(corpus: str, sizes: DemoSizes) -> str:

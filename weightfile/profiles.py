@@ -62,6 +62,7 @@ class Profile:
     summary: str
     runs: str
     models: Mapping[str, FamilyModels] | None = None
+    limits: str = ""  # what else a file needs, for --help (the models' own checks refuse it)
 
     @property
     def canonical(self) -> bool:
@@ -134,6 +135,9 @@ ROWS: tuple[Profile, ...] = (
         numerics=KESTREL_BOARD,
         summary="the RK3588 engine's own arithmetic bit for bit (spec/numerics.md §board)",
         runs="dense Qwen3 VQF files",
+        limits="with either --engine, the same bits; all projections "
+        "Q4_0 or all Q8_0, an untied lm_head, head_dim a multiple of 32 and at most 256, an "
+        "FFN width a multiple of 4; greedy decoding",
         models=MappingProxyType(
             {
                 "qwen3": FamilyModels(

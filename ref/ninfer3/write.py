@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from weightfile.ref.fileio import read_head
 from weightfile.ref.ninfer3 import read  # read.MAX_JSON_BYTES: the one definition of the cap
 from weightfile.ref.ninfer3.directory import validate_directory
 from weightfile.ref.ninfer3.jsontext import parse_json
@@ -27,10 +28,19 @@ from weightfile.ref.ninfer3.plan import ObjectSpec, layout_directory, plan_objec
 from weightfile.ref.ninfer3.records import FileEntry
 from weightfile.ref.ninfer3.require import fail, require
 from weightfile.ref.ninfer3.volumes import map_range, payload_starts
-from weightfile.ref.staging import check_output, create_temp, os_failures, sweep
+from weightfile.ref.staging import (
+    PUBLIC_MODE,
+    check_output,
+    create_temp,
+    os_failures,
+    remove_orphans,
+    sweep,
+)
 from weightfile.spec.errors import DestinationExistsError, FileAccessError, UnsupportedError
 from weightfile.spec.ninfer3.framing import (
     DEFAULT_LIMIT,
+    ENTRY_MAGIC,
+    HEADER_BYTES,
     JSON_OFFSET,
     build_continuation_header,
     build_entry_header,
@@ -66,8 +76,10 @@ class ArtifactWriter:
         limit: int = DEFAULT_LIMIT,
         min_json_bytes: int = 1,
         artifact_id: bytes | None = None,
+        overwrite: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.overwrite = overwrite  # replace existing regular files (spec/ninfer3.md §writer)
         descriptors = plan_objects(objects)
         payload_bytes = descriptors[-1]["offset"] + descriptors[-1]["bytes"]
         root = {
@@ -106,15 +118,15 @@ class ArtifactWriter:
     # -- setup --------------------------------------------------------------------------------
 
     def _refuse_existing(self) -> None:
-        """Fail before writing anything if any destination exists (spec/ninfer3.md §writer
-        Publication)."""
+        """Fail before writing anything if any destination exists without `overwrite`, or is
+        anything but a regular file (spec/ninfer3.md §writer Publication)."""
         for destination in self.destinations:  # the one output policy (ref/staging.py)
-            check_output(destination, False, "ninfer3.writer.exists", hint="")
+            check_output(destination, self.overwrite, "ninfer3.writer.exists", hint="")
 
     def _create_files(self) -> None:
         """Hidden temp files at final size (zero-filled, sparse), headers and JSON written."""
         for i, destination in enumerate(self.destinations):
-            temp, fd = create_temp(destination, 0o666)  # locked while this writer lives
+            temp, fd = create_temp(destination, PUBLIC_MODE)  # locked while this writer lives
             self._temps.append(temp)
             self._fds.append(fd)
             with os_failures(temp, "write"):
@@ -196,7 +208,11 @@ class ArtifactWriter:
                 with os_failures(self._temps[i], "sync"):
                     os.fdatasync(fd)
             order = [*range(1, len(self.destinations)), 0]
+            replaced = self._replaced_artifact_id()
             for i in order:
+                if self.overwrite:  # an existing regular file only, checked again now
+                    self._replace(i)
+                    continue
                 try:
                     with os_failures(self.destinations[i], "publish"):
                         os.link(self._temps[i], self.destinations[i])
@@ -221,7 +237,27 @@ class ArtifactWriter:
         self._close_fds()
         self._temps.clear()
         self._published.clear()  # published for good: a later abort() must not remove them
+        if replaced is not None:  # the replaced set's volumes beyond the new set's go too
+            remove_orphans(self.path.parent, self.path.name, replaced)
         return list(self.destinations)
+
+    def _replaced_artifact_id(self) -> bytes | None:
+        """The artifact_id of the entry `overwrite` is about to replace (None: nothing there)."""
+        if not self.overwrite:
+            return None
+        try:
+            head = read_head(self.path, HEADER_BYTES)
+        except OSError:
+            return None
+        return head[16:32] if head[:8] == ENTRY_MAGIC and len(head) >= 32 else None
+
+    def _replace(self, i: int) -> None:
+        """Publish file `i` over an existing regular file (the output policy, ref/staging.py)."""
+        destination = self.destinations[i]
+        check_output(destination, True, "ninfer3.writer.exists", hint="")
+        with os_failures(destination, "publish"):
+            os.replace(self._temps[i], destination)
+        self._published.append(destination)  # its temporary name is gone: unlinks skip it
 
     def _require_open(self) -> None:
         if not self._temps:  # a caller bug, not bad input

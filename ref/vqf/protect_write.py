@@ -19,7 +19,7 @@ from pathlib import Path
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.crypto import sm2
 from weightfile.ref.crypto.sm import hmac_sm3
-from weightfile.ref.staging import check_output, staged_folder
+from weightfile.ref.staging import SECRET_MODE, check_output, staged_folder
 from weightfile.spec.errors import (
     ChecksumError,
     InvalidError,
@@ -369,8 +369,8 @@ def write_private_key(path: str | os.PathLike[str], *, overwrite: bool = False) 
     never readable by others, not even before the rename.
     """
     private = sm2.generate_private_key()
-    with staged(path, overwrite, mode=0o600) as out:
-        os.fchmod(out.fileno(), 0o600)  # and so whatever the umask
+    with staged(path, overwrite, mode=SECRET_MODE) as out:
+        os.fchmod(out.fileno(), SECRET_MODE)  # and so whatever the umask
         out.write(private.hex().encode() + b"\n")
     return sm2.public_key(private)
 

@@ -337,7 +337,9 @@ def skip_zeros(out: BinaryIO, count: int) -> None:
 
 
 @contextmanager
-def staged(path: str | os.PathLike[str], overwrite: bool, mode: int = 0o666) -> Iterator[BinaryIO]:
+def staged(
+    path: str | os.PathLike[str], overwrite: bool, mode: int = staging.PUBLIC_MODE
+) -> Iterator[BinaryIO]:
     """A VQF writer's staged output (ref/staging.py `staged`, the one output policy of
     spec/ninfer3.md §safe-files): an existing file is `vqf.writer.destination`."""
     with staging.staged(path, overwrite, mode, "vqf.writer.destination") as out:

@@ -256,7 +256,5 @@ IMPORT_RULES: dict[str, Rule] = table(
         Rule("qwen35.import.hadamard", INV, "importer", "§2.6",
              "a --hadamard glob matching no matrix, a matched K not a multiple of 1024, or a "
              "tied output head"),
-        Rule("qwen35.import.force", UNS, "cli", "§1.7",
-             "--force given for a .ninfer output (the writer never replaces a file set)"),
     )
 )  # fmt: skip

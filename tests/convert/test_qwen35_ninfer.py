@@ -193,6 +193,24 @@ def test_a_small_limit_shards_the_file_set(checkpoint, imported, tmp_path, capsy
             a, b = sharded.decode(name), whole.decode(name)
             assert a.view(np.uint32).tolist() == b.view(np.uint32).tolist(), name
     capsys.readouterr()
-    argv = ["import", str(folder), str(paths[0]), "--format", "bf16", "--force"]
-    assert main(argv) == 3  # an UnsupportedError: exit 3 by the CLI's table (README)
-    assert "qwen35.import.force" in capsys.readouterr().err
+    # issue 34 item 10: --force replaces the sharded set with a one-file set, and the old set's
+    # continuation volumes go; without --force the existing entry is a usage error (2)
+    argv = ["import", str(folder), str(paths[0]), "--format", "bf16"]
+    assert main(argv) == 2 and "ninfer3.writer.exists" in capsys.readouterr().err
+    assert main([*argv, "--force"]) == 0
+    assert sorted(tmp_path.glob("s.ninfer*")) == [paths[0]]
+    assert main(["verify", str(paths[0])]) == 0
+    with NInferModelFile(paths[0]) as replaced, NInferModelFile(imported["bf16"]) as whole:
+        for name in sorted(whole.artifact.directory.bindings):
+            a, b = replaced.decode(name), whole.decode(name)
+            assert a.view(np.uint32).tolist() == b.view(np.uint32).tolist(), name
+
+
+def test_force_never_replaces_a_symlinked_ninfer_destination(checkpoint, tmp_path, capsys):
+    folder, _ = checkpoint
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"keep")
+    (tmp_path / "l.ninfer").symlink_to(target)
+    argv = ["import", str(folder), str(tmp_path / "l.ninfer"), "--format", "bf16", "--force"]
+    assert main(argv) == 4 and "format.file.destination" in capsys.readouterr().err
+    assert target.read_bytes() == b"keep" and (tmp_path / "l.ninfer").is_symlink()

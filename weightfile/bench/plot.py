@@ -22,10 +22,13 @@ def require_matplotlib() -> str | None:
     return None
 
 
-def plot_report(report: dict[str, Any], path: str | os.PathLike[str]) -> None:
+def plot_report(report: dict[str, Any], path: str | os.PathLike[str], force: bool = False) -> None:
     """One line per test (avg tokens/s with its stddev as error bars) over the thread counts,
-    and the tg roofline (bandwidth at that thread count ÷ weight bytes per token), log scale."""
+    and the tg roofline (bandwidth at that thread count ÷ weight bytes per token), log scale;
+    published at `path` by the one output policy (ref/staging.py: --force replaces a file)."""
     import matplotlib
+
+    from weightfile.ref.staging import staged
 
     matplotlib.use("Agg")  # a file, never a window
     import matplotlib.pyplot as plt
@@ -50,5 +53,6 @@ def plot_report(report: dict[str, Any], path: str | os.PathLike[str]) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
+    with staged(path, force) as out:  # never through a symlink, FIFO or device
+        fig.savefig(out, format="png", dpi=100)
     plt.close(fig)

@@ -29,9 +29,9 @@ import numpy as np
 
 from weightfile.bench.progress import Progress
 from weightfile.bench.synthetic_spec import MoeSyntheticSpec, SyntheticSpec, VLSyntheticSpec
-from weightfile.demo import cache_root
 from weightfile.families import presets
 from weightfile.fast.backend import FAST
+from weightfile.ref.user_cache import cache_root
 from weightfile.ref.vqf.encode import encode
 from weightfile.ref.vqf.write import Payload, TensorSource, plan
 from weightfile.spec.errors import DestinationExistsError, NotFoundError
@@ -218,7 +218,7 @@ def cache_key(s: SyntheticSpec) -> str:
 
 
 def default_cache_dir() -> Path:
-    """$WEIGHTFILE_CACHE/synthetic, else $XDG_CACHE_HOME/weightfile/synthetic (~/.cache/…)."""
+    """synthetic/ of the one cache folder (ref/user_cache.py)."""
     return cache_root() / "synthetic"
 
 

@@ -50,7 +50,8 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile", choices=profiles.names(), default=profiles.DEFAULT,
         help="numerics (weightfile/profiles.py): " + "; ".join(
-            f"{p.name}: {p.summary}, runs {p.runs}" for p in profiles.ROWS),
+            f"{p.name}: {p.summary}, runs {p.runs}" + (f" ({p.limits})" if p.limits else "")
+            for p in profiles.ROWS),
     )  # fmt: skip
     parser.add_argument(
         "--prompt-path", choices=("prefill", "tokenwise"), default="prefill",

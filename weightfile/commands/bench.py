@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from weightfile.backends import ENGINES, backend_named
@@ -16,7 +17,9 @@ from weightfile.backends import ENGINES, backend_named
 from ._common import (
     EXIT_UNVERIFIABLE,
     UsageError,
+    add_force_argument,
     add_passphrase_argument,
+    check_destination,
     passphrase,
     positive_int,
 )
@@ -119,6 +122,7 @@ def _output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="PNG", default=None,
                         help="also draw tokens/s against the roofline per thread count "
                         "(needs the optional extra weightfile[plot], matplotlib)")  # fmt: skip
+    add_force_argument(parser, "--plot PNG")
     parser.add_argument(
         "-q",
         "--quiet",
@@ -130,12 +134,13 @@ def _output_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
     """How the run is made: synthetic models' cache, the image engine, the optional rows, CPUs,
     the bandwidth probe's buffer and an encrypted model's passphrase."""
+    from weightfile.ref.user_cache import CACHE_WORDING
+
     parser.add_argument(
         "--cache-dir",
         default=None,
         metavar="DIR",
-        help="where synthetic models live (default $XDG_CACHE_HOME/weightfile/"
-        "synthetic, or $WEIGHTFILE_CACHE/synthetic)",
+        help=f"where synthetic models live (default: synthetic/ of {CACHE_WORDING})",
     )
     # Qwen3-VL (issue 18 item 8): which engine encodes the bench image
     parser.add_argument(
@@ -241,6 +246,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None and (missing := require_matplotlib()) is not None:
         print(f"weightfile bench: {missing}", file=sys.stderr)
         return EXIT_UNVERIFIABLE
+    if args.plot is not None:  # a missing folder or an existing file: said before the work
+        check_destination(Path(args.plot), args.force)
     path = args.model
     if args.synthetic is not None:
         start = time.perf_counter()
@@ -270,5 +277,5 @@ def run(args: argparse.Namespace) -> int:
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))
     if args.plot is not None:
-        plot_report(report, args.plot)
+        plot_report(report, args.plot, args.force)
     return 0

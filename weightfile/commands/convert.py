@@ -22,27 +22,72 @@ from ._common import UsageError, add_passphrase_argument
 NINFER_FORMATS = ("bf16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16")
 
 
-def register(sub: Any) -> None:
-    from weightfile.convert.vqf_plan import EMBEDDINGS, LAYOUTS, QUANTIZERS, WMODES
+#: import's --qtype spelling -> the weight mode it names (spec/vqf.md §converter); both commands
+#: take both spellings.
+WMODE_OF_QTYPE = {"f32": "f32", "f16": "f16", "q8_0": "q8", "q4_0": "q4"}
 
+#: The weight mode when neither --wmode nor --qtype is given.
+DEFAULT_WMODE = "q8"
+
+
+def register(sub: Any) -> None:
     parser = sub.add_parser(
         "convert",
-        help="convert between Hugging Face folders, VQF and .ninfer (format by magic/extension)",
+        help="convert between Hugging Face folders, GGUF, VQF and .ninfer (format by "
+        "magic/extension)",
         description=(
             "Convert SRC to DST. SRC is a Hugging Face checkpoint folder (config.json, "
-            "*.safetensors) or a container file; DST's extension names the target (.vqf, "
-            ".ninfer). VQF files are written as the engine's converter writes them: weight mode, "
-            "repack gates per matrix, x8 copies, quantizer generation and embedding type."
+            "*.safetensors), a GGUF file (llama.cpp qwen3 or qwen3moe) or a VQF file; DST's "
+            "extension names the target: .vqf, .ninfer (Qwen3.5 checkpoints), .gguf (from a "
+            "VQF file), or none: a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
+            "file, its weights dequantized to float32). VQF files are written as the engine's "
+            "converter writes them: weight mode, repack gates per matrix, x8 copies, quantizer "
+            "generation and embedding type (bpw: stored bits per projection weight, as "
+            "llama-quantize counts them)."
         ),
     )
     parser.add_argument("src", type=Path, help="the checkpoint folder or file to convert")
-    parser.add_argument("dst", type=Path, help="the file to write (.vqf or .ninfer)")
-    add_vqf_arguments(parser, WMODES, LAYOUTS, QUANTIZERS, EMBEDDINGS)
+    parser.add_argument(
+        "dst", type=Path, help="the file to write (.vqf, .ninfer or .gguf), or a folder (no "
+        "extension: a Hugging Face checkpoint)"
+    )  # fmt: skip
+    add_conversion_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option of `convert`, which `import` shares spelling for spelling
+    (spec/vqf.md §converter)."""
+    from weightfile.convert.vqf_plan import EMBEDDINGS, LAYOUTS, QUANTIZERS, WMODES, wmode_help
+
     parser.add_argument(
         "--wmode", choices=WMODES, default=None,
-        help="VQF weight mode (§7.2); default q8, from a GGUF source the mode of its blocks "
-        "(Q4_0 -> q4, Q8_0 -> q8); with a .gguf destination, q4 or q8 chooses the projection set "
-        "of a dual VQF file",
+        help=f"VQF weight mode: default {DEFAULT_WMODE}, from a GGUF source the mode of its "
+        "blocks (Q4_0 -> q4, Q8_0 -> q8), a VQF source keeps its own; with a .gguf destination "
+        f"q4 or q8 chooses the projection set of a dual VQF file. {wmode_help()}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--qtype", choices=tuple(WMODE_OF_QTYPE), default=None,
+        help="the same as --wmode in import's spelling: q8_0 = q8, q4_0 = q4, f32, f16",
+    )  # fmt: skip
+    parser.add_argument(
+        "--layout", choices=LAYOUTS, default="tiled",
+        help="tiled: blocks interleaved in row groups as the engine's repack gates allow (a "
+        "default engine loads it); legacy: plain row-major blocks; the same bpw either way",
+    )  # fmt: skip
+    parser.add_argument(
+        "--x8", action="store_true", help="wmode q4: also the x8_* copies (Q4_0 in 8-row tiles, "
+        "+4.5 bpw) and X8; no default engine loads such a file"
+    )  # fmt: skip
+    parser.add_argument(
+        "--quantizer", choices=QUANTIZERS, default="kestrel",
+        help="quantizer generation: kestrel, the current engine converter's (f16 scales "
+        "rounded to nearest even); kestrel_legacy, older builds' (truncated f16 scales, "
+        "division-based Q8 codes); decoding does not depend on it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--embedding", choices=EMBEDDINGS, default="f16",
+        help="token_embed as binary16 (16 bpw, EMB_F16) or binary32 (32 bpw)",
     )  # fmt: skip
     parser.add_argument(
         "--requantize", action="store_true",
@@ -50,28 +95,14 @@ def register(sub: Any) -> None:
         "copied (K-quants, or Q8_0 into a q4 family); without it they are refused",
     )  # fmt: skip
     add_common_arguments(parser)
-    parser.set_defaults(run=run)
 
 
-def add_vqf_arguments(
-    parser: argparse.ArgumentParser,
-    wmodes: tuple[str, ...],
-    layouts: tuple[str, ...],
-    quantizers: tuple[str, ...],
-    embeddings: tuple[str, ...],
-) -> None:
-    """The VQF writer options `convert` and `import` share (spec/vqf.md §converter)."""
-    parser.add_argument(
-        "--layout", choices=layouts, default="tiled",
-        help="tiled: the engine's repack gates decide per model (a default engine loads it); "
-        "legacy: no tiling",
-    )  # fmt: skip
-    parser.add_argument(
-        "--x8", action="store_true", help="wmode q4: also the x8_* copies and X8 (no default "
-        "engine loads such a file)"
-    )  # fmt: skip
-    parser.add_argument("--quantizer", choices=quantizers, default="kestrel")
-    parser.add_argument("--embedding", choices=embeddings, default="f16")
+def resolve_wmode(args: argparse.Namespace) -> str | None:
+    """The weight mode --wmode or --qtype names; None when neither is given (`chosen_wmode`)."""
+    named = None if args.qtype is None else WMODE_OF_QTYPE[args.qtype]
+    if args.wmode is not None and named is not None and args.wmode != named:
+        raise UsageError(f"--wmode {args.wmode} and --qtype {args.qtype} name different modes")
+    return args.wmode or named
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +121,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--hadamard-seed", type=int, default=0, metavar="N",
         help="the seed of the --hadamard signs (spec/ninfer3.md §qwen35-hadamard-import)",
     )  # fmt: skip
-    parser.add_argument("--force", action="store_true", help="replace DST (VQF only)")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing DST (a regular file only)"
+    )
     parser.add_argument(
         "--engine", choices=ENGINES, default="fast", help="which codecs encode (same bytes)"
     )
@@ -109,7 +142,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_conversion("convert", args.src, args.dst, args, args.wmode)
+    return run_conversion("convert", args.src, args.dst, args, resolve_wmode(args))
 
 
 def chosen_wmode(wmode: str | None, source: str, target: str, src: Path) -> str | None:
@@ -124,6 +157,10 @@ def chosen_wmode(wmode: str | None, source: str, target: str, src: Path) -> str 
         return wmode
     if wmode is not None:
         return wmode
+    if source == "vqf" and target == "vqf":  # a relayout keeps the source's mode
+        from weightfile.families.qwen3.from_vqf import wmode_of
+
+        return wmode_of(src)
     if source.startswith("gguf/") and target == "vqf":
         from weightfile.families.qwen3.from_gguf import natural_wmode
 
@@ -189,7 +226,8 @@ def run_conversion(
         paths = converter(src, dst, options)
     finally:
         bar.close()
-    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{extra(paths)}")
+    more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
+    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
     if target == "gguf":

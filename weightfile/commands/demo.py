@@ -10,14 +10,16 @@ from ._common import positive_int, utf8_text
 
 
 def register(sub: Any) -> None:
+    from weightfile.ref.user_cache import CACHE_WORDING
+
     parser = sub.add_parser(
         "demo",
         help="the whole pipeline on a tiny built-in model, in seconds",
         description=(
             "Train a small BPE tokenizer on a bundled text, build a tiny Qwen3-architecture "
-            "model from it, write it as VQF (cached under ~/.cache/weightfile/demo, or "
-            "$WEIGHTFILE_CACHE), verify it with the strict validator, then generate greedily "
-            "from a prompt with the reference decoder and print the tokens."
+            f"model from it, write it as VQF (cached in demo/ of {CACHE_WORDING}), verify it "
+            "with the strict validator, then generate greedily from a prompt with the "
+            "reference decoder and print the tokens."
         ),
     )
     parser.add_argument(

@@ -1,5 +1,5 @@
-"""`weightfile dump FILE NAME --out OUT.npy [--words | --raw | --hadamard-signs]`, `dump FILE --all
-OUT.safetensors`.
+"""`weightfile dump FILE NAME --out OUT [--words | --raw | --hadamard-signs]`,
+`dump FILE --all --out OUT`.
 
 Values are float32 in the logical shape (C order; tiled and interleaved layouts come out in plain
 row-major order). With --words the logical codes and scales go to an .npz instead, so an engine
@@ -7,11 +7,11 @@ team can diff a single tensor against its own decoder; --raw writes the stored b
 (a .ninfer resource such as tokenizer.json, or a tensor's payload). A .ninfer parameter stored
 Hadamard-rotated comes out as stored (the rotated matrix); --hadamard-signs gives the ±1 signs of
 its Use instead (spec/ninfer3.md §qwen35-hadamard-import). --all exports every tensor,
-dequantized, into one safetensors file (the `safetensors` library writes it). What is written is
-exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed. OUT follows the
-one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing file is replaced only
-with --force, a symlink, FIFO, device or directory never (`format.file.destination`), and the
-file is published by rename.
+dequantized, into one safetensors file, streamed (header first, then a tensor at a time).
+What is written is exactly --out: NumPy's habit of appending .npy/.npz to a name is not followed.
+OUT follows the one output policy (ref/staging.py, spec/ninfer3.md §safe-files): an existing
+file is replaced only with --force, a symlink, FIFO, device or directory never
+(`format.file.destination`), and the file is published by rename.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
     what.add_argument(
         "--all",
         action="store_true",
-        help="every tensor, dequantized to float32, into OUT.safetensors (no NAME)",
+        help="every tensor, dequantized to float32, into one safetensors file written at "
+        "exactly OUT (no NAME; streamed: a tensor at a time)",
     )
     parser.add_argument("--engine", choices=ENGINES, default="fast")
     parser.add_argument(
@@ -142,17 +143,47 @@ def tensor_names(f: Any) -> list[str]:
 
 
 def dump_all(f: Any, out: Path, backend: Backend, force: bool) -> str:
-    """Every tensor into one safetensors file, published by the output policy (`save_file`
-    would rename its own temporary file over whatever OUT is: the bytes are made in memory)."""
-    from safetensors.numpy import save
-
+    """Every tensor into one safetensors file, streamed: the header (every name, shape and
+    offset, known from the directory alone) first, then each tensor's float32 bytes as it is
+    decoded, a band of rows at a time (`bands`): memory holds one band, not the model.
+    Published by the output policy (ref/staging.py `staged`: never through a symlink, FIFO or
+    device)."""
+    from weightfile.convert.checkpoint import safetensors_header
     from weightfile.progress import each
 
     names = tensor_names(f)
-    tensors = {
-        name: np.ascontiguousarray(f.decode(name, engine=backend), dtype=np.float32)
-        for name in each(names, "tensors", total=len(names))
-    }
-    blob = save(tensors, metadata={"source": str(f._path()), "format": f.format})
-    write_output(out, blob, force)
-    return f"{len(tensors)} tensors, float32"
+    shapes = {name: tuple(int(n) for n in f.shape(name)) for name in names}
+    header = safetensors_header(shapes, {"source": str(f._path()), "format": f.format})
+    with staged(out, force) as fh:
+        fh.write(header)
+        for name in each(names, "tensors", total=len(names)):
+            for values in bands(f, name, shapes[name], backend):
+                fh.write(memoryview(np.ascontiguousarray(values, dtype="<f4")).cast("B"))
+                del values
+    return f"{len(names)} tensors, float32"
+
+
+#: About how many float32 bytes `dump --all` decodes at once (a band of leading rows).
+BAND_BYTES = 16 << 20
+#: Bands are whole multiples of this many leading rows (every tiled layout's row group divides
+#: it, spec/vqf.md §q8-tiled, §q4-0).
+BAND_ROWS = 64
+
+
+def bands(f: Any, name: str, shape: tuple[int, ...], backend: Backend) -> Any:
+    """`name`'s values a band of leading rows (layers of a stacked tensor, rows of a matrix) at
+    a time, so a decode's temporaries are those of a band, not of the whole tensor."""
+    import math
+
+    if len(shape) < 2:
+        yield f.decode(name, engine=backend)
+        return
+    per_row = 4 * math.prod(shape[1:])
+    step = max(1, BAND_BYTES // max(per_row, 1))
+    step = step if step < BAND_ROWS else step // BAND_ROWS * BAND_ROWS
+    view = f.get_slice(name)
+    for start in range(0, shape[0], step):
+        values = view.__getitem__(slice(start, min(start + step, shape[0])), engine=backend)
+        if values.shape[1:] != shape[1:]:  # our own bug: the header already says otherwise
+            raise RuntimeError(f"{name}: decoded {values.shape}, directory {shape}")
+        yield values

@@ -1,4 +1,6 @@
-"""`weightfile inspect FILE [--json]`: header, arch, flags by name and the directory.
+"""`weightfile inspect FILE [--json] [--layer N] [--filter GLOB]`: header, arch, flags by name
+and the directory; with --layer/--filter, the chosen tensors' logical shapes and the parameter
+count instead, one row per tensor as gguf-dump lists them.
 
 A file that parses but breaks rules is still shown, followed by its violations (the JSON's
 `violations`, in verify --json's form); only a file that cannot be parsed is refused. The JSON
@@ -23,6 +25,15 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("inspect", help="show a file's header, architecture and directory")
     add_file_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON for tools")
+    parser.add_argument(
+        "--layer", type=int, metavar="N", default=None,
+        help="list layer N's tensors, one row each: elements, shape, type, name (as gguf-dump), "
+        "and the parameter count",
+    )  # fmt: skip
+    parser.add_argument(
+        "--filter", metavar="GLOB", default=None,
+        help="list the tensors whose name matches GLOB (fnmatch: 'q4_*', '*norm*'), as --layer",
+    )  # fmt: skip
     add_passphrase_argument(parser)
     parser.set_defaults(run=run)
 
@@ -34,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_file("inspect", args)
     kind = sniff(path)
     key = passphrase(args)
+    if args.layer is not None or args.filter is not None:
+        return run_tensor_list(path, key, args)
     if kind == "vqf":
         description = describe_vqf(path, key)
         format_text = format_vqf
@@ -300,3 +313,106 @@ def _binding_text(b: dict[str, Any]) -> str:
     if "object" in b:
         return f"-> {b['object']}"
     return " + ".join(f"{p['object']}[{p['range'][0]}:{p['range'][1]}]" for p in b["parts"])
+
+
+# -- --layer / --filter: the tensors one by one, as gguf-dump lists them ------------------------
+TENSORS_SCHEMA = "weightfile.inspect.tensors/1"
+
+
+def run_tensor_list(path: Any, key: bytes | None, args: argparse.Namespace) -> int:
+    """Print (or --json) the tensors --layer and --filter choose, and their parameter count."""
+    from weightfile.model_file import open_model_file
+
+    from ._common import UsageError
+
+    options = {} if key is None else {"passphrase": key}
+    with open_model_file(path, **options) as f:
+        layers = layer_count(f)
+        if args.layer is not None and not 0 <= args.layer < layers:
+            raise UsageError(f"--layer {args.layer}: the model has layers 0..{layers - 1}")
+        rows = tensor_rows(f, args.layer, args.filter)
+    params = sum(r["elements"] for r in rows if not r["copy"])
+    if args.json:
+        doc = {"schema": TENSORS_SCHEMA, "path": str(path), "layer": args.layer,
+               "filter": args.filter, "tensors": rows, "parameters": params}  # fmt: skip
+        print(json.dumps(doc, indent=2))
+        return 0
+    header = ("#", "elements", "shape", "type", "name")
+    table = [
+        (str(i), f"{r['elements']:,}", "[" + ", ".join(map(str, r["shape"])) + "]", r["type"],
+         r["name"] + (" (copy)" if r["copy"] else ""))
+        for i, r in enumerate(rows)
+    ]  # fmt: skip
+    print("\n".join(aligned(header, table, right={0, 1})))
+    copies = sum(r["copy"] for r in rows)
+    note = f" ({copies} copies of other tensors not counted)" if copies else ""
+    print(f"{len(rows)} tensors, {params:,} parameters{note}")
+    return 0
+
+
+def layer_count(f: Any) -> int:
+    """Decoder layers: the VQF arch's n_layers, the .ninfer text config's num_hidden_layers."""
+    if f.format == "vqf":
+        return int(f.geometry.nl)
+    meta = f.artifact.directory.components.get("text", {}).get("config", {})
+    return int(meta.get("num_hidden_layers", 0))
+
+
+def tensor_rows(f: Any, layer: int | None, pattern: str | None) -> list[dict[str, Any]]:
+    """One row per tensor: name, type, logical shape (row-major, outermost first), elements,
+    and whether it is a copy (a dual file's q4_* beside its q8_*, an x8_* copy of a q4_*)."""
+    import fnmatch
+    import math
+
+    present = set(f.names()) if f.format == "vqf" else set()
+    rows = []
+    for name, kind, shape in named_shapes(f, layer):
+        if pattern is not None and not fnmatch.fnmatchcase(name, pattern):
+            continue
+        rows.append({"name": name, "type": kind, "shape": list(shape),
+                     "elements": math.prod(shape), "copy": is_copy(present, name)})  # fmt: skip
+    return rows
+
+
+def named_shapes(f: Any, layer: int | None) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, type, shape) of every tensor; with `layer`, only layer N's, a stacked VQF tensor
+    as its slice `name[N]` (spec/vqf.md §text-tensors: per-layer matrices are stacked)."""
+    import re
+
+    if f.format != "vqf":
+        d = f.artifact.directory
+        names = list(d.bindings) or [o.id for o in d.objects if o.kind != "resource"]
+        if layer is not None:
+            names = [n for n in names if re.search(rf"(^|\.)layers\.{layer}\.", n)]
+        return [(n, _ninfer_type(d, n), tuple(f.shape(n))) for n in names]
+    out = []
+    for name in f.names():
+        count, rows, cols = f._matrices(f.file.entry(name))
+        shape = tuple(f.shape(name))
+        per_layer = not name.startswith("v_") and count >= f.geometry.nl > 0
+        per_layer = per_layer and count % f.geometry.nl == 0 and count > 1
+        if layer is None:
+            out.append((name, f.codec(name), shape))
+        elif per_layer:  # its count // nl matrices of layer N
+            k = count // f.geometry.nl
+            inner = (cols,) if rows == 1 else (rows, cols)
+            sliced = (k, *inner) if k > 1 else inner
+            out.append((f"{name}[{layer}]", f.codec(name), sliced))
+    return out
+
+
+def _ninfer_type(d: Any, name: str) -> str:
+    """An object's format, or the formats of the objects a binding's parts read."""
+    if name in d.objects_by_id:
+        return str(d.objects_by_id[name].format or d.objects_by_id[name].kind)
+    parts = d.bindings[name].get("parts", []) if isinstance(d.bindings[name], dict) else []
+    formats = {str(d.objects_by_id[p["object"]].format) for p in parts if "object" in p}
+    return "+".join(sorted(formats)) or "binding"
+
+
+def is_copy(present: set[str], name: str) -> bool:
+    """A second copy of weights the VQF file already holds (`present`: its tensor names): x8_*
+    (of q4_*), and q4_* beside q8_* of the same matrix (a dual file, spec/vqf.md
+    §weight-modes)."""
+    base = name.split("[")[0]
+    return base.startswith("x8_") or (base.startswith("q4_") and "q8_" + base[3:] in present)

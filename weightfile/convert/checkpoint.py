@@ -305,3 +305,19 @@ class Checkpoint(Mapping[str, np.ndarray]):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def safetensors_header(shapes: dict[str, tuple[int, ...]], metadata: dict[str, str]) -> bytes:
+    """The safetensors prefix for float32 tensors stored in `shapes`' order, back to back: the
+    8-byte little-endian length, then the JSON header padded with spaces to a multiple of 8 (as
+    the safetensors format asks, so the data starts aligned): a writer streams the header
+    first and then each tensor, as `dump --all` and the VQF -> Hugging Face export do."""
+    entries: dict[str, Any] = {"__metadata__": metadata}
+    offset = 0
+    for name, shape in shapes.items():
+        end = offset + 4 * math.prod(shape)
+        entries[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, end]}
+        offset = end
+    text = json.dumps(entries, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text

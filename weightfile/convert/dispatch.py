@@ -40,6 +40,9 @@ CONVERTERS: dict[tuple[str, str], str] = {**importers(), **FORMAT_CONVERTERS}
 
 #: A destination's extension -> its target kind.
 TARGET_EXTENSIONS = {".vqf": "vqf", ".ninfer": "ninfer", ".gguf": "gguf"}
+#: The target kind of a destination without an extension: a checkpoint folder.
+HF_TARGET = "hf"
+
 GGUF_MAGIC = b"GGUF"
 
 
@@ -81,7 +84,9 @@ def is_qwen35_folder(src: Path) -> bool:
 
 
 def target_kind(dst: Path) -> str:
-    """The target kind by the destination's extension."""
+    """The target kind by the destination's extension; a folder (no extension) is `hf`."""
+    if dst.suffix == "":  # a folder: a Hugging Face checkpoint
+        return HF_TARGET
     kind = TARGET_EXTENSIONS.get(dst.suffix.lower())
     if kind is None:
         raise UnsupportedError(

@@ -24,6 +24,49 @@ LAYOUTS = ("tiled", "legacy")
 QUANTIZERS = ("kestrel", "kestrel_legacy")
 EMBEDDINGS = ("f16", "f32")
 
+#: Each weight mode in words (spec/vqf.md §weight-modes), for --help and docs/commands.md.
+WMODE_WORDS = {
+    "dual": "a Q8_0 and a Q4_0 copy of every projection; the engine picks one per run",
+    "q4": "Q4_0: 4-bit codes, one f16 scale per 32 weights",
+    "q8": "Q8_0: 8-bit codes, one f16 scale per 32 weights",
+    "q4i": "Q4_0's values (int8 code - 8) in Q8_0 blocks, for the Q8 kernels",
+    "g256": "Q8_0 blocks whose runs of 8 (256 weights) share one scale",
+    "f32": "reference precision: every tensor binary32, nothing quantized",
+    "f16": "reference precision: projections binary16, not quantized",
+}
+
+#: The VQF codec (spec/codecs/vqf/registry.py) of each projection set a weight mode writes.
+WMODE_CODECS = {
+    "dual": ("q8_0", "q4_0"),
+    "q4": ("q4_0",),
+    "q8": ("q8_0",),
+    "q4i": ("q4i8",),
+    "g256": ("g256",),
+    "f32": ("f32",),
+    "f16": ("f16",),
+}
+
+
+def codec_bits_per_weight(codec: str) -> float:
+    """Stored bits per weight of one VQF codec: 8 · block bytes / block elements (Q8_0: 8 · 34 /
+    32 = 8.5, as llama-quantize counts; tiling moves blocks and changes nothing)."""
+    from weightfile.spec.codecs.vqf.registry import CODECS
+
+    c = CODECS[codec]
+    return 8 * c.block_bytes / c.block_elements
+
+
+def bits_per_weight(wmode: str, x8: bool = False) -> float:
+    """Stored bits per projection weight of a weight mode: the sum over the sets it writes (dual
+    stores two copies; --x8 adds a Q4_0 copy, spec/vqf.md §q4-8x8l)."""
+    total = sum(codec_bits_per_weight(c) for c in WMODE_CODECS[wmode])
+    return total + (codec_bits_per_weight("q4_0") if x8 else 0.0)
+
+
+def wmode_help() -> str:
+    """The short form for --help: each mode with its bits per weight."""
+    return "; ".join(f"{m} {bits_per_weight(m):.1f} bpw ({WMODE_WORDS[m]})" for m in WMODES)
+
 
 @dataclass(frozen=True)
 class VQFPlan:

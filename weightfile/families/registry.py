@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 #: Container names, as `weightfile.formats.sniff` spells them.
 VQF = "vqf"
 NINFER = "ninfer"
+HF = "hf"  # a Hugging Face checkpoint folder: a destination without an extension
 
 #: The architectures a VQF header can say (spec/vqf.md §header-layout, §flags: version 2 or 3, flag
 #: MOE).
@@ -232,6 +233,8 @@ ROWS: tuple[Family, ...] = (
             # a folder no row names by its model_type: the Qwen3 importer reports its config
             Importer("hf/*", VQF, "weightfile.families.qwen3.importers:hf_to_vqf"),
             Importer("gguf/qwen3", VQF, "weightfile.families.qwen3.importers:gguf_to_vqf"),
+            Importer("vqf", VQF, "weightfile.families.qwen3.importers:vqf_to_vqf"),
+            Importer("vqf", HF, "weightfile.families.qwen3.importers:vqf_to_hf"),
         ),
         presets="weightfile.families.qwen3.presets:PRESETS",
         builders=(

@@ -44,6 +44,13 @@ def _ignore(name: str, value: np.ndarray) -> None:
     pass
 
 
+#: The geometry the board's kernels cover (spec/numerics.md §board-forward): head_dim a multiple
+#: of 32 and at most 256 (decode attention), an FFN width a multiple of 4 (SiLU's lanes).
+HEAD_DIM_MULTIPLE = 32
+HEAD_DIM_MAX = 256
+FFN_MULTIPLE = 4
+
+
 @dataclass(frozen=True)
 class BoardModel:
     """A Qwen3 dense decoder under the kestrel-board profile; qtype is "q4" or "q8"."""
@@ -60,10 +67,13 @@ class BoardModel:
         why = None
         if self.qtype not in ("q4", "q8") or not all(isinstance(m, QuantMatrix) for m in matrices):
             why = "Q4_0 or Q8_0 projections with an untied lm_head"
-        elif c.head_dim % 32 or c.head_dim > 256:
-            why = "head_dim a multiple of 32 and at most 256 (decode attention)"
-        elif c.intermediate_size % 4:
-            why = "an FFN width that is a multiple of 4 (the SiLU's 4-lane groups)"
+        elif c.head_dim % HEAD_DIM_MULTIPLE or c.head_dim > HEAD_DIM_MAX:
+            why = (
+                f"head_dim a multiple of {HEAD_DIM_MULTIPLE} and at most {HEAD_DIM_MAX} "
+                "(decode attention)"
+            )
+        elif c.intermediate_size % FFN_MULTIPLE:
+            why = f"an FFN width that is a multiple of {FFN_MULTIPLE} (the SiLU's 4-lane groups)"
         if why is not None:
             raise UnsupportedError(
                 "vqf.bind.unsupported", f"the kestrel-board profile needs {why}", path="arch"

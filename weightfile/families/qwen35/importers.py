@@ -11,14 +11,10 @@ from weightfile.spec.errors import UnsupportedError
 
 def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     """A Hugging Face Qwen3.5 folder -> a `.ninfer` file set
-    (weightfile/families/qwen35/to_ninfer.py); the `.ninfer` writer never replaces a file set
+    (weightfile/families/qwen35/to_ninfer.py); --force replaces an existing set's regular files
     (spec/ninfer3.md §writer)."""
     from .to_ninfer import import_checkpoint
 
-    if options.overwrite:
-        raise UnsupportedError(
-            "qwen35.import.force", "--force is VQF only; remove the .ninfer file set first"
-        )
     if options.passphrase is not None or options.sign_key is not None:
         raise UnsupportedError("vqf.import.option", "--encrypt and --sign-key are for VQF files")
     return import_checkpoint(
@@ -28,4 +24,5 @@ def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         backend=options.backend,
         hadamard=options.hadamard,
         hadamard_seed=options.hadamard_seed,
+        overwrite=options.overwrite,
     )

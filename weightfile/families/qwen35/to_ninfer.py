@@ -262,6 +262,11 @@ def check_tensor_set(
     return ignored
 
 
+def resource_ids(resources: dict[str, bytes]) -> dict[str, str]:
+    """Each resource role's object id (spec/ninfer3.md §qwen35-names)."""
+    return {r: resource_id(r) for r in resources}
+
+
 def import_checkpoint(
     folder: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -272,13 +277,15 @@ def import_checkpoint(
     hadamard: tuple[str, ...] = (),
     hadamard_seed: int = 0,
     vision: bool = True,
+    overwrite: bool = False,
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
 
     `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats,
     `to_ninfer_vision`). A checkpoint with a `vision_config` and `model.visual.*` tensors gets a
     `vision` component unless `vision` is False (then its tensors are counted as ignored).
-    `hadamard` globs name the text matrices to store rotated, with signs from `hadamard_seed`."""
+    `hadamard` globs name the text matrices to store rotated, with signs from `hadamard_seed`;
+    `overwrite` replaces an existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
@@ -289,7 +296,7 @@ def import_checkpoint(
     with Checkpoint(src, RULES) as checkpoint:
         vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [])
         components: dict[str, Any] = {
-            "text": {"config": config, "resources": {r: resource_id(r) for r in resources}}
+            "text": {"config": config, "resources": resource_ids(resources)}
         }
         if vp.component is not None:
             components["vision"] = vp.component
@@ -302,6 +309,7 @@ def import_checkpoint(
         ignored -= len(vp.expected)
         with ArtifactWriter(
             out,
+            overwrite=overwrite,
             objects=objects,
             components=components,
             bindings=bindings(parents, config["tie_word_embeddings"]) | bindings(vp.parents, False),
@@ -370,7 +378,7 @@ def plan_vision(
     component = {
         "config": vc,
         "target": "text",
-        "resources": {r: resource_id(r) for r in resources},
+        "resources": resource_ids(resources),
     }
     return VisionPart(
         component,
