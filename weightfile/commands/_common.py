@@ -12,10 +12,13 @@ missing FILE is; a file missing what its model needs is a violation (1).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from weightfile.spec.errors import (
     DestinationExistsError,
@@ -163,13 +166,45 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
+#: `--out -`: the output goes to standard output instead of a file (docs/commands.md).
+STDOUT = "-"
+
+
+def is_stdout(path: Path | str) -> bool:
+    return str(path) == STDOUT
+
+
 def check_destination(path: Path, force: bool) -> None:
     """Refuse `path` before the work, by the one output policy (ref/staging.py `check_output`,
     spec/ninfer3.md §safe-files): an existing file without --force (exit 2), a symlink, directory,
-    FIFO or device whatever --force says (`format.file.destination`, exit 4), a missing folder."""
+    FIFO or device whatever --force says (`format.file.destination`, exit 4), a missing folder.
+    `-` (standard output) is always fine."""
     from weightfile.ref.staging import check_output
 
-    check_output(path, force)
+    if not is_stdout(path):
+        check_output(path, force)
+
+
+@contextlib.contextmanager
+def output_stream(path: Path, force: bool) -> Iterator[BinaryIO]:
+    """Where a command writes one output: for `-`, a buffer copied to standard output once the
+    block succeeds (so a failure writes nothing there either); else the staged file of the output
+    policy (ref/staging.py `staged`), published by rename."""
+    from weightfile.ref.staging import staged
+
+    if is_stdout(path):
+        buffer = io.BytesIO()
+        yield buffer
+        sys.stdout.buffer.write(buffer.getvalue())
+        sys.stdout.buffer.flush()
+        return
+    with staged(path, force) as out:
+        yield out
+
+
+def report_stream(path: Path | str) -> TextIO:
+    """Where a command's one-line summary goes: stderr when its output is standard output."""
+    return sys.stderr if is_stdout(path) else sys.stdout
 
 
 def add_force_argument(parser: argparse.ArgumentParser, what: str = "OUT") -> None:

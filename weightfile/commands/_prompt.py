@@ -200,8 +200,9 @@ def threads(args: argparse.Namespace) -> int:
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray], force: bool) -> None:
     """Write by the one output policy (ref/staging.py `staged`, spec/ninfer3.md §safe-files):
-    staged beside `path`, published by rename, an existing file replaced only with --force."""
-    from weightfile.ref.staging import staged
+    staged beside `path`, published by rename, an existing file replaced only with --force;
+    `-` is standard output (`output_stream`)."""
+    from ._common import output_stream
 
-    with staged(path, force) as f:
+    with output_stream(path, force) as f:
         np.savez(f, **arrays)  # a file object: savez adds no ".npz"

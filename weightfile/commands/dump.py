@@ -24,9 +24,17 @@ import numpy as np
 
 from weightfile.backends import ENGINES, backend_named
 from weightfile.ref.backend import Backend
-from weightfile.ref.staging import staged, write_output
+from weightfile.ref.staging import staged
 
-from ._common import add_force_argument, add_passphrase_argument, check_destination, passphrase
+from ._common import (
+    add_force_argument,
+    add_passphrase_argument,
+    check_destination,
+    is_stdout,
+    output_stream,
+    passphrase,
+    report_stream,
+)
 
 
 def register(sub: Any) -> None:
@@ -36,7 +44,10 @@ def register(sub: Any) -> None:
         "name", nargs="?", help="VQF tensor name, or .ninfer object id / binding name"
     )
     parser.add_argument(
-        "--out", type=Path, required=True, help="the file to write, exactly this path"
+        "--out",
+        type=Path,
+        required=True,
+        help="the file to write, exactly this path; - for standard output (not with --all)",
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--words", action="store_true", help="logical codes and scales (.npz)")
@@ -77,30 +88,33 @@ def run(args: argparse.Namespace) -> int:
     if key is not None:
         options["passphrase"] = key
     backend = backend_named(args.engine)
+    if args.all and is_stdout(args.out):
+        raise UsageError("--all writes a safetensors file: give --out a path, not -")
     check_destination(args.out, args.force)  # before any decoding, not after it
     with open_model_file(args.file, **options) as f:
         if args.all:
             summary = dump_all(f, args.out, backend, args.force)
         elif args.raw:
             data = raw_bytes(f, args.name)
-            write_output(args.out, data, args.force)
+            with output_stream(args.out, args.force) as out:
+                out.write(data)
             summary = f"{len(data)} bytes"
         elif args.hadamard_signs:
             values = use_signs(f, args.name)
-            with staged(args.out, args.force) as out:
+            with output_stream(args.out, args.force) as out:
                 np.save(out, values)
             summary = f"hadamard_signs {values.dtype}{list(values.shape)}"
         elif args.words:
             words = f.decode_words(args.name, engine=backend)
-            with staged(args.out, args.force) as out:  # a file object: savez adds no ".npz"
+            with output_stream(args.out, args.force) as out:  # a file object: savez adds no ".npz"
                 np.savez(out, **words)
             summary = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in words.items())
         else:
             values = f.decode(args.name, engine=backend)
-            with staged(args.out, args.force) as out:  # a file object: save adds no ".npy"
+            with output_stream(args.out, args.force) as out:  # a file object: save adds no ".npy"
                 np.save(out, values)
             summary = f"{values.dtype}{list(values.shape)}"
-    print(f"{args.name or 'all tensors'}: {summary} -> {args.out}")
+    print(f"{args.name or 'all tensors'}: {summary} -> {args.out}", file=report_stream(args.out))
     return 0
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from weightfile.backends import backend_named
 
-from ._common import add_force_argument, passphrase
+from ._common import add_force_argument, passphrase, report_stream
 from ._prompt import (
     add_prompt_arguments,
     check_image_options,
@@ -40,7 +40,9 @@ def register(sub: Any) -> None:
         ),
     )
     add_prompt_arguments(parser)
-    parser.add_argument("--out", type=Path, required=True, help="the .npz to write")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="the .npz to write; - for standard output"
+    )
     add_force_argument(parser)
     parser.set_defaults(run=run)
 
@@ -79,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         arrays["pixel_values"] = np.concatenate([im.pixel_values for im in images])
         arrays["image_grid_thw"] = np.array([im.grid_thw for im in images], dtype=np.int64)
     save_npz(args.out, arrays, args.force)
-    print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
+    print(
+        f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}", file=report_stream(args.out)
+    )
     return 0
 
 
@@ -91,5 +95,7 @@ def board_trace(args: argparse.Namespace, s: Any, ids: list[int]) -> int:
     arrays = {"input_ids": np.array(ids, dtype=np.int64)}
     arrays |= pack_arrays(s, args.profile, ids, 1, args.prompt_path, ops=True)
     save_npz(args.out, arrays, args.force)
-    print(f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}")
+    print(
+        f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}", file=report_stream(args.out)
+    )
     return 0
