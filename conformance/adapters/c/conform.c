@@ -1003,14 +1003,642 @@ static int check_ninfer3(const char *entry_path) {
     return 0;
 }
 
+/* ---- codec cases (README "Codec cases"; spec/vqf.md §encodings, §quantisation;
+ *      spec/ninfer3.md §formats, §layouts) ------------------------------------------------- */
+
+static _Noreturn void unsupported(const char *why) {
+    fprintf(stderr, "unsupported: %s\n", why);
+    exit(3);
+}
+
+static _Noreturn void broken(const char *why) { /* a case this adapter cannot read: a crash */
+    fprintf(stderr, "error: %s\n", why);
+    exit(2);
+}
+
+static float f32_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static uint32_t bits_of(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static float absf(float f) { return f32_of(bits_of(f) & 0x7FFFFFFFu); }
+static int finite32(float f) { return (bits_of(f) & 0x7F800000u) != 0x7F800000u; }
+
+/* binary16 -> binary32, exactly, by bits (subnormals, Inf and NaN payloads included). */
+static float f16_to_f32(uint16_t h) {
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3FF;
+    if (e == 31) return f32_of(s | 0x7F800000u | m << 13);
+    if (e) return f32_of(s | (e + 112) << 23 | m << 13);
+    if (!m) return f32_of(s);
+    e = 113;                          /* normalise the subnormal m·2^-24 */
+    while (!(m & 0x400)) m <<= 1, e--;
+    return f32_of(s | e << 23 | (m & 0x3FF) << 13);
+}
+
+/* spec/vqf.md §f16-rne: binary32 -> binary16, round to nearest even, NaN -> sign | 0x7E00. */
+static uint16_t f32_to_f16_rne(float f) {
+    uint32_t b = bits_of(f), s = (b >> 16) & 0x8000, e = (b >> 23) & 0xFF, m = b & 0x7FFFFF;
+    if (e == 0xFF) return (uint16_t)(s | (m ? 0x7E00 : 0x7C00));
+    int he = (int)e - 112;            /* the binary16 exponent field if normal */
+    if (he >= 31) return (uint16_t)(s | 0x7C00);
+    uint32_t mant, shift;
+    if (he <= 0) {                    /* binary16 subnormal (or zero): value / 2^-24 */
+        if (he < -10) return (uint16_t)s;
+        mant = m | 0x800000;
+        shift = (uint32_t)(14 - he);  /* 13 + (1 - he) */
+    } else {
+        mant = m;
+        shift = 13;
+    }
+    uint32_t q = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (q & 1))) q++;
+    uint32_t out = he <= 0 ? q : ((uint32_t)he << 10) + q; /* a carry moves into the exponent */
+    return (uint16_t)(s | out);
+}
+
+/* spec/ninfer3.md §direct-formats / §fp8-row-maxabs step 4: binary32 -> bf16 by the bit rule. */
+static uint16_t f32_to_bf16_rne(float f) {
+    uint32_t b = bits_of(f);
+    if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFF))
+        return (uint16_t)((b >> 16 & 0x8000) | 0x7FC0);
+    return (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+}
+static float bf16_to_f32(uint16_t h) { return f32_of((uint32_t)h << 16); }
+
+/* spec/ninfer3.md §nvfp4: E4M3FN -> binary32 exactly. */
+static float e4m3_to_f32(uint8_t c) {
+    uint32_t s = (uint32_t)(c & 0x80) << 24, e = (c >> 3) & 15, m = c & 7;
+    if (e == 15 && m == 7) return f32_of(s | 0x7FC00000u);
+    if (e == 0) return f32_of(s | bits_of((float)m * 0x1p-9f));
+    return f32_of(s | (e + 120) << 23 | m << 20);
+}
+static float e2m1_to_f32(uint8_t c) {
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    return f32_of(bits_of(mag[c & 7]) | (uint32_t)(c & 8) << 28);
+}
+
+/* Round to the nearest integer, ties to even (|n| < 2^23 here). */
+static long rne_int(float n) {
+    int neg = n < 0;
+    float a = absf(n);
+    long i = (long)a;
+    float d = a - (float)i;
+    if (d > 0.5f || (d == 0.5f && (i & 1))) i++;
+    return neg ? -i : i;
+}
+
+/* ---- the answer: named little-endian arrays as hex ---- */
+
+typedef struct {
+    const char *name, *dtype;
+    int rank;
+    uint64_t dims[17];
+    unsigned char *bytes;
+    uint64_t n;
+} array;
+
+static array arr(const char *name, const char *dtype, int rank, const uint64_t *dims, int width) {
+    array a = {name, dtype, rank, {0}, NULL, 0};
+    uint64_t count = 1;
+    for (int i = 0; i < rank; i++) a.dims[i] = dims[i], count *= dims[i];
+    a.n = count * (uint64_t)width;
+    a.bytes = calloc(a.n ? a.n : 1, 1);
+    if (!a.bytes) exit(2);
+    return a;
+}
+static void put16(unsigned char *p, uint64_t i, uint16_t v) { p[2 * i] = (unsigned char)v; p[2 * i + 1] = (unsigned char)(v >> 8); }
+static void put32(unsigned char *p, uint64_t i, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[4 * i + k] = (unsigned char)(v >> (8 * k));
+}
+static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void print_array(const array *a) {
+    printf("\"%s\": {\"dtype\": \"%s\", \"shape\": [", a->name, a->dtype);
+    for (int i = 0; i < a->rank; i++)
+        printf("%s\"%llu\"", i ? ", " : "", (unsigned long long)a->dims[i]);
+    printf("], \"hex\": \"");
+    for (uint64_t i = 0; i < a->n; i++) printf("%02x", a->bytes[i]);
+    printf("\"}");
+}
+
+/* The whole codec answer; `encoded` is NULL when the case has no encoder. */
+static void answer_codec(const unsigned char *encoded, uint64_t encoded_len, const array *words,
+                         int n_words, const array *values) {
+    printf("{");
+    if (encoded) {
+        char digest[65];
+        sha256_hex(encoded, encoded_len, digest);
+        printf("\"encoded_sha256\": \"%s\", ", digest);
+    }
+    printf("\"words\": {");
+    for (int i = 0; i < n_words; i++) {
+        if (i) printf(", ");
+        print_array(&words[i]);
+    }
+    printf("}, ");
+    print_array(values);
+    printf("}\n");
+}
+
+/* ---- the case ---- */
+
+static struct {
+    const jnode *doc;
+    int rank;
+    uint64_t dims[17], n;
+    unsigned char *payload, *values;
+    uint64_t payload_len, values_len;
+    const char *encoder;
+} cc;
+
+static const char *case_str(const jnode *v, const char *what) {
+    if (!v || v->t != J_STR) broken(what);
+    return v->s;
+}
+
+static void load_case(const char *dir) {
+    char path[4096];
+    uint64_t len;
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    unsigned char *text = slurp(path, &len);
+    if (!text) broken("no case.json");
+    jt = text, jlen = len, jpos = 0;
+    cc.doc = jvalue(0);
+    const jnode *shape = member(cc.doc, "shape");
+    if (!shape || shape->t != J_ARR || shape->n > 16) broken("shape");
+    cc.rank = (int)shape->n;
+    cc.n = 1;
+    for (int i = 0; i < cc.rank; i++) {
+        cc.dims[i] = strtoull(case_str(shape->items[i], "shape"), NULL, 10);
+        cc.n *= cc.dims[i];
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "payload"), "payload"));
+    cc.payload = slurp(path, &cc.payload_len);
+    if (!cc.payload) broken("no payload");
+    cc.encoder = case_str(member(cc.doc, "encoder"), "encoder");
+    cc.values = NULL;
+    if (*cc.encoder) {
+        snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "values"), "values"));
+        cc.values = slurp(path, &cc.values_len);
+        if (!cc.values) broken("no values");
+    }
+}
+
+static float value_at(uint64_t i) { return f32_of(get32(cc.values + 4 * i)); }
+
+/* ---- VQF layouts (spec/vqf.md §encodings) ---- */
+
+/* A tiling (spec/vqf.md §q8-tiled "one formula"): G rows, k-byte chunks, XOR on the codes. */
+typedef struct { unsigned g, k, x; } tiling;
+
+/* spec/vqf.md §quant-q8-0 over `len` values (a 32-block, or a 256-run for G256): scale word and
+ * codes. */
+static uint16_t quant_q8(const float *x, int len, signed char *codes) {
+    float amax = 1e-10f;
+    for (int i = 0; i < len; i++)
+        if (absf(x[i]) > amax) amax = absf(x[i]);
+    float scale = amax / 127.0f;
+    if (scale < 1e-10f) scale = 1e-10f;
+    float r = 1.0f / scale;
+    for (int i = 0; i < len; i++) {
+        float v = x[i] * r;
+        float w = v >= 0 ? v + 0.5f : v - 0.5f;
+        long q = w >= 128.0f ? 127 : w <= -128.0f ? -127 : (long)w; /* trunc toward zero */
+        codes[i] = (signed char)(q > 127 ? 127 : q < -127 ? -127 : q);
+    }
+    return f32_to_f16_rne(scale);
+}
+
+/* spec/vqf.md §quant-q4-0 over one 32-block: scale word and the 32 nibbles (element order). */
+static uint16_t quant_q4(const float *x, unsigned char *nib) {
+    float amax = 0.0f, maxv = 0.0f;
+    for (int i = 0; i < 32; i++)
+        if (absf(x[i]) > amax) amax = absf(x[i]), maxv = x[i];
+    float d = maxv / -8.0f;
+    if (d == 0.0f) d = 1.0f;
+    float id = 1.0f / d;
+    for (int i = 0; i < 32; i++) {
+        float t = x[i] * id + 8.5f; /* a multiply and an add, each rounded (-ffp-contract=off) */
+        nib[i] = (unsigned char)(t != t ? 0 : t <= 0.0f ? 0 : t >= 15.0f ? 15 : (long)t);
+    }
+    return f32_to_f16_rne(d);
+}
+
+/* Encode cc.values into the untiled payload of `base` ("q8_0", "q4_0", "q4i8", "g256"). */
+static unsigned char *vqf_encode_untiled(const char *base, uint64_t nb) {
+    int q4 = !strcmp(base, "q4_0"), bs = q4 ? 18 : 34;
+    unsigned char *out = calloc(nb * (uint64_t)bs + 1, 1);
+    float *x = calloc(nb * 32 + 1, sizeof *x); /* padded with +0.0 (spec/vqf.md §size-function) */
+    if (!out || !x) exit(2);
+    for (uint64_t i = 0; i < cc.n; i++) {
+        x[i] = value_at(i);
+        if (!finite32(x[i])) broken("non-finite input (finite_input): no answer for it");
+    }
+    if (!strcmp(base, "g256")) {
+        signed char codes[256];
+        for (uint64_t run = 0; (run + 1) * 256 <= cc.n; run++) { /* later blocks stay zero */
+            uint16_t d = quant_q8(x + run * 256, 256, codes);
+            for (int b = 0; b < 8; b++) {
+                unsigned char *blk = out + (run * 8 + (uint64_t)b) * 34;
+                put16(blk, 0, d);
+                memcpy(blk + 2, codes + 32 * b, 32);
+            }
+        }
+    } else {
+        for (uint64_t b = 0; b < nb; b++) {
+            unsigned char *blk = out + b * (uint64_t)bs, nib[32];
+            signed char codes[32];
+            if (!strcmp(base, "q8_0")) {
+                put16(blk, 0, quant_q8(x + 32 * b, 32, codes));
+                memcpy(blk + 2, codes, 32);
+            } else {
+                put16(blk, 0, quant_q4(x + 32 * b, nib));
+                for (int j = 0; j < 32; j++) {
+                    if (q4 && j < 16) blk[2 + j] = (unsigned char)(nib[j] | nib[j + 16] << 4);
+                    if (!q4) blk[2 + j] = (unsigned char)(nib[j] - 8);
+                }
+            }
+        }
+    }
+    free(x);
+    return out;
+}
+
+/* Move between the untiled payload and a tiling of it (spec/vqf.md §q8-tiled, §q4-0,
+ * §q4-8x8l): row m's legacy byte j of a block sits at 2G + floor(j/k)·k·G + k·m + (j mod k). */
+static void vqf_retile(unsigned char *untiled, unsigned char *tiled, tiling t, int p,
+                       uint64_t rows, uint64_t cols, int to_tiled) {
+    uint64_t nb = cols / 32, gb = (uint64_t)t.g * (2 + (uint64_t)p);
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t b = 0; b < nb; b++) {
+            unsigned char *blk = untiled + (r * nb + b) * (2 + (uint64_t)p);
+            unsigned m = (unsigned)(r % t.g);
+            unsigned char *grp = tiled + ((r / t.g) * nb + b) * gb;
+            unsigned char *sc = grp + 2 * m;
+            if (to_tiled) memcpy(sc, blk, 2);
+            else memcpy(blk, sc, 2);
+            for (unsigned j = 0; j < (unsigned)p; j++) {
+                unsigned char *at = grp + 2 * t.g + j / t.k * t.k * t.g + t.k * m + j % t.k;
+                if (to_tiled) *at = (unsigned char)(blk[2 + j] ^ t.x);
+                else blk[2 + j] = (unsigned char)(*at ^ t.x);
+            }
+        }
+}
+
+static int vqf_codec(const char *name) {
+    static const struct { const char *name, *base; tiling t; } LAYOUTS[] = {
+        {"f32", "f32", {0, 0, 0}},         {"f16", "f16", {0, 0, 0}},
+        {"q8_0", "q8_0", {0, 0, 0}},       {"q4_0", "q4_0", {0, 0, 0}},
+        {"q4i8", "q4i8", {0, 0, 0}},       {"g256", "g256", {0, 0, 0}},
+        {"q8_0_8x8", "q8_0", {8, 4, 0}},   {"q8_0_4x4", "q8_0", {4, 4, 0}},
+        {"g256_8x8", "g256", {8, 4, 0}},   {"g256_4x4", "g256", {4, 4, 0}},
+        {"q4_0_4x4", "q4_0", {4, 4, 0x88}}, {"q4_0_8x8l", "q4_0", {8, 8, 0x88}},
+    };
+    int li = -1;
+    for (int i = 0; i < (int)(sizeof LAYOUTS / sizeof LAYOUTS[0]); i++)
+        if (!strcmp(name, LAYOUTS[i].name)) li = i;
+    if (li < 0) unsupported("an unknown VQF layout");
+    if (cc.rank != 2) broken("a VQF codec case is rows x cols");
+    const char *base = LAYOUTS[li].base;
+    tiling t = LAYOUTS[li].t;
+    uint64_t rows = cc.dims[0], cols = cc.dims[1], n = cc.n;
+    if (*cc.encoder && strcmp(cc.encoder, !strcmp(base, "f16") ? "rne" : "kestrel"))
+        unsupported("only the default encoder modes (kestrel, rne) are implemented");
+    array values = arr("values", "float32", cc.rank, cc.dims, 4);
+    if (!strcmp(base, "f32") || !strcmp(base, "f16")) {
+        int w = base[1] == '3' ? 4 : 2;
+        if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+        array bits = arr("bits", w == 4 ? "uint32" : "uint16", 2, cc.dims, w);
+        memcpy(bits.bytes, cc.payload, bits.n);
+        for (uint64_t i = 0; i < n; i++)
+            put32(values.bytes, i, w == 4 ? get32(cc.payload + 4 * i)
+                                           : bits_of(f16_to_f32(get16(cc.payload + 2 * i))));
+        unsigned char *enc = NULL;
+        if (*cc.encoder) {
+            enc = calloc(n * (uint64_t)w + 1, 1);
+            for (uint64_t i = 0; i < n; i++) {
+                if (w == 4) put32(enc, i, get32(cc.values + 4 * i));
+                else put16(enc, i, f32_to_f16_rne(value_at(i)));
+            }
+        }
+        answer_codec(enc, n * (uint64_t)w, &bits, 1, &values);
+        return 0;
+    }
+    int q4 = !strcmp(base, "q4_0"), p = q4 ? 16 : 32;
+    uint64_t nb = (n + 31) / 32, size = nb * (2 + (uint64_t)p);
+    if (cc.payload_len != size) broken("payload length");
+    if (t.g && (rows % t.g || cols % 32)) broken("a tiled case must divide into groups");
+    unsigned char *untiled = cc.payload;
+    if (t.g) {
+        untiled = calloc(size, 1);
+        vqf_retile(untiled, cc.payload, t, p, rows, cols, 0);
+    }
+    uint64_t sdims[2] = {rows, cols / 32};
+    array codes = arr("codes", q4 ? "uint8" : "int8", 2, cc.dims, 1);
+    array scales = cols % 32 ? arr("scales", "uint16", 1, &nb, 2) : arr("scales", "uint16", 2, sdims, 2);
+    for (uint64_t b = 0; b < nb; b++) {
+        const unsigned char *blk = untiled + b * (2 + (uint64_t)p);
+        uint16_t dw = get16(blk);
+        float d = f16_to_f32(dw);
+        put16(scales.bytes, b, dw);
+        for (uint64_t j = 0; j < 32 && b * 32 + j < n; j++) {
+            uint64_t i = b * 32 + j;
+            int code;
+            if (q4) {
+                unsigned nib = j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4;
+                codes.bytes[i] = (unsigned char)nib;
+                code = (int)nib - 8;
+            } else {
+                codes.bytes[i] = blk[2 + j];
+                code = (signed char)blk[2 + j];
+            }
+            put32(values.bytes, i, bits_of((float)code * d)); /* one binary32 multiply */
+        }
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        enc = vqf_encode_untiled(base, nb);
+        if (t.g) {
+            unsigned char *tiled = calloc(size, 1);
+            vqf_retile(enc, tiled, t, p, rows, cols, 1);
+            enc = tiled;
+        }
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, size, words, 2, &values);
+    return 0;
+}
+
+/* ---- .ninfer formats and layouts (spec/ninfer3.md §formats, §layouts) ---- */
+
+
+/* spec/ninfer3.md §contiguous (bf16, fp32, int32) and §raw-bytes (resources). */
+static int ninfer3_direct(const char *format) {
+    int w = !strcmp(format, "bf16") ? 2 : !strcmp(format, "") ? 1 : 4;
+    const char *dt = w == 2 ? "uint16" : w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "uint32";
+    uint64_t n = cc.n;
+    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    array words = arr(w == 1 ? "bytes" : "codes", dt, cc.rank, cc.dims, w);
+    memcpy(words.bytes, cc.payload, words.n);
+    array values = arr("values", w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "float32",
+                       cc.rank, cc.dims, w == 2 ? 4 : w);
+    if (w == 2)
+        for (uint64_t i = 0; i < n; i++) put32(values.bytes, i, (uint32_t)get16(cc.payload + 2 * i) << 16);
+    else memcpy(values.bytes, cc.payload, values.n);
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        const char *want = w == 2 ? "bf16_rne" : w == 1 ? "verbatim" : "exact";
+        if (strcmp(cc.encoder, want)) unsupported("an encoder this adapter does not know");
+        enc = calloc(n * (uint64_t)w + 1, 1);
+        if (w == 2)
+            for (uint64_t i = 0; i < n; i++) put16(enc, i, f32_to_bf16_rne(value_at(i)));
+        else memcpy(enc, cc.values, n * (uint64_t)w); /* exact / verbatim: the words unchanged */
+    }
+    answer_codec(enc, n * (uint64_t)w, &words, 1, &values);
+    return 0;
+}
+
+/* spec/ninfer3.md §row-split geometry of one format. */
+typedef struct { int b, g, base, high, qmax; } rsplit;
+
+typedef struct { uint64_t kpad, gpr, high_off, scale_off, bytes; } rgeom;
+
+static rgeom row_split_geometry(rsplit f, uint64_t n, uint64_t k) {
+    rgeom r;
+    r.kpad = align_up(k, 128);
+    r.gpr = r.kpad / (uint64_t)f.g;
+    r.high_off = align_up(n * r.gpr * (uint64_t)f.base, 256);
+    r.scale_off = r.high_off + align_up(n * r.gpr * (uint64_t)f.high, 256);
+    r.bytes = r.scale_off + n * r.gpr * 2;
+    return r;
+}
+
+/* The two's-complement code of lane i of group (p, g) (spec/ninfer3.md §row-split "Planes"). */
+static int rs_get(const unsigned char *pl, rsplit f, rgeom r, uint64_t grp, unsigned i) {
+    const unsigned char *base = pl + grp * (uint64_t)f.base;
+    unsigned u;
+    if (f.b == 8) u = base[i];
+    else if (f.b == 2) u = base[i / 4] >> (2 * (i % 4)) & 3;
+    else u = base[i / 2] >> (4 * (i % 2)) & 15;
+    if (f.high) {
+        const unsigned char *hi = pl + r.high_off + grp * (uint64_t)f.high;
+        unsigned hb = (unsigned)f.b - 4;
+        for (unsigned j = 0; j < hb; j++) {
+            unsigned t = i * hb + j;
+            u |= (unsigned)(hi[t / 8] >> (t % 8) & 1) << (4 + j);
+        }
+    }
+    return u < (1u << (f.b - 1)) ? (int)u : (int)u - (1 << f.b);
+}
+
+static void rs_put(unsigned char *pl, rsplit f, rgeom r, uint64_t grp, unsigned i, int q) {
+    unsigned char *base = pl + grp * (uint64_t)f.base;
+    unsigned u = (unsigned)q & ((1u << f.b) - 1);
+    if (f.b == 8) base[i] = (unsigned char)u;
+    else if (f.b == 2) base[i / 4] |= (unsigned char)(u << (2 * (i % 4)));
+    else base[i / 2] |= (unsigned char)((u & 15) << (4 * (i % 2)));
+    if (f.high) {
+        unsigned char *hi = pl + r.high_off + grp * (uint64_t)f.high;
+        unsigned hb = (unsigned)f.b - 4;
+        for (unsigned j = 0; j < hb; j++) {
+            unsigned t = i * hb + j;
+            hi[t / 8] |= (unsigned char)((u >> (4 + j) & 1) << (t % 8));
+        }
+    }
+}
+
+/* spec/ninfer3.md §grouped-absmax: the canonical encoder (q4/q5/q6/q8). */
+static unsigned char *grouped_absmax(rsplit f, rgeom r, uint64_t n, uint64_t k) {
+    unsigned char *out = calloc(r.bytes + 1, 1);
+    if (!out) exit(2);
+    for (uint64_t p = 0; p < n; p++)
+        for (uint64_t g = 0; g < r.gpr; g++) {
+            float amax = 0.0f;
+            for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
+                float a = absf(value_at(p * k + c));
+                if (!finite32(a)) broken("non-finite input (grouped_absmax.nonfinite)");
+                if (a > amax) amax = a;
+            }
+            if (amax == 0.0f) continue; /* scale +0 and zero codes */
+            float raw = (float)((double)amax / (double)f.qmax);
+            uint16_t s = f32_to_f16_rne(raw);
+            if (s == 0) s = 1; /* the rescue, 2^-24 */
+            if (s == 0x7C00) broken("scale overflow (grouped_absmax.scale_overflow)");
+            float inv = (float)(1.0 / (double)f16_to_f32(s));
+            put16(out + r.scale_off, p * r.gpr + g, s);
+            for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
+                long q = rne_int(value_at(p * k + c) * inv);
+                q = q > f.qmax ? f.qmax : q < -f.qmax - 1 ? -f.qmax - 1 : q;
+                if (f.b == 8 && q < -127) q = -127; /* unreachable: |n| <= 127 rounds to >= -127 */
+                rs_put(out, f, r, p * r.gpr + g, (unsigned)(c - g * (uint64_t)f.g), (int)q);
+            }
+        }
+    return out;
+}
+
+static int ninfer3_row_split(const char *format) {
+    static const struct { const char *name; rsplit f; } FORMATS[] = {
+        {"q4_g64_fp16", {4, 64, 32, 0, 7}},    {"q5_g64_fp16", {5, 64, 32, 8, 15}},
+        {"q6_g64_fp16", {6, 64, 32, 16, 31}},  {"q8_g32_fp16", {8, 32, 32, 0, 127}},
+        {"t2_g128_fp16", {2, 128, 32, 0, 1}},
+    };
+    int fi = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(format, FORMATS[i].name)) fi = i;
+    if (fi < 0) unsupported("a format row_split_k128_v1 does not accept");
+    rsplit f = FORMATS[fi].f;
+    if (cc.rank != 2) broken("row_split_k128_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1], lg = (k + (uint64_t)f.g - 1) / (uint64_t)f.g;
+    rgeom r = row_split_geometry(f, n, k);
+    if (cc.payload_len != r.bytes) broken("payload length");
+    uint64_t sdims[2] = {n, lg};
+    array codes = arr("codes", "int8", 2, cc.dims, 1), scales = arr("scales", "uint16", 2, sdims, 2);
+    array values = arr("values", "float32", 2, cc.dims, 4);
+    for (uint64_t p = 0; p < n; p++) {
+        for (uint64_t g = 0; g < lg; g++)
+            put16(scales.bytes, p * lg + g, get16(cc.payload + r.scale_off + 2 * (p * r.gpr + g)));
+        for (uint64_t c = 0; c < k; c++) {
+            uint64_t g = c / (uint64_t)f.g;
+            int q = rs_get(cc.payload, f, r, p * r.gpr + g, (unsigned)(c % (uint64_t)f.g));
+            float s = f16_to_f32(get16(cc.payload + r.scale_off + 2 * (p * r.gpr + g)));
+            codes.bytes[p * k + c] = (unsigned char)(signed char)q;
+            put32(values.bytes, p * k + c, bits_of(s * (float)q));
+        }
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        if (strcmp(cc.encoder, "grouped_absmax") || f.b == 2)
+            unsupported("an encoder this adapter does not know");
+        enc = grouped_absmax(f, r, n, k);
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, r.bytes, words, 2, &values);
+    return 0;
+}
+
+/* The nearest E4M3FN word (0x00..0x7E) to a |value| <= 448, ties to the even word. */
+static uint8_t e4m3_nearest(float a) {
+    unsigned w = 0;
+    while (w < 0x7E && e4m3_to_f32((uint8_t)(w + 1)) <= a) w++;
+    if (w == 0x7E) return 0x7E;
+    float lo = e4m3_to_f32((uint8_t)w), hi = e4m3_to_f32((uint8_t)(w + 1));
+    float mid = (lo + hi) / 2.0f; /* exact: both are dyadic with few bits */
+    if (a > mid || (a == mid && (w & 1))) w++;
+    return (uint8_t)w;
+}
+
+/* spec/ninfer3.md §fp8-row-maxabs. */
+static unsigned char *fp8_row_maxabs(uint64_t n, uint64_t k, uint64_t scale_off, uint64_t bytes) {
+    unsigned char *out = calloc(bytes + 1, 1);
+    if (!out) exit(2);
+    for (uint64_t p = 0; p < n; p++) {
+        float amax = 0.0f;
+        for (uint64_t c = 0; c < k; c++) {
+            float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
+            if (!finite32(x)) broken("non-finite input (fp8_row_maxabs.nonfinite)");
+            if (absf(x) > amax) amax = absf(x);
+        }
+        if (amax == 0.0f) continue;
+        float raw = (float)((double)amax / 448.0);
+        uint16_t s = f32_to_bf16_rne(raw);
+        if (s == 0) s = 1;
+        float inv = (float)(1.0 / (double)bf16_to_f32(s));
+        if (!finite32(inv)) broken("inverse overflow (fp8_row_maxabs.inverse_overflow)");
+        put16(out + scale_off, p, s);
+        for (uint64_t c = 0; c < k; c++) {
+            float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
+            float v = (float)((double)x * (double)inv);
+            if (!finite32(v)) broken("inverse overflow (fp8_row_maxabs.inverse_overflow)");
+            v = v > 448.0f ? 448.0f : v < -448.0f ? -448.0f : v;
+            uint8_t w = e4m3_nearest(absf(v));
+            out[p * k + c] = (unsigned char)(w | (bits_of(v) >> 31 ? 0x80 : 0));
+        }
+    }
+    return out;
+}
+
+static int ninfer3_row_scale(void) {
+    if (cc.rank != 2) broken("row_scale_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1], so = align_up(n * k, 256), bytes = so + 2 * n;
+    if (cc.payload_len != bytes) broken("payload length");
+    array codes = arr("codes", "uint8", 2, cc.dims, 1), scales = arr("scales", "uint16", 1, &n, 2);
+    array values = arr("values", "float32", 2, cc.dims, 4);
+    memcpy(codes.bytes, cc.payload, n * k);
+    memcpy(scales.bytes, cc.payload + so, 2 * n);
+    for (uint64_t p = 0; p < n; p++) {
+        float s = bf16_to_f32(get16(cc.payload + so + 2 * p));
+        for (uint64_t c = 0; c < k; c++)
+            put32(values.bytes, p * k + c, bits_of(e4m3_to_f32(cc.payload[p * k + c]) * s));
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        if (strcmp(cc.encoder, "fp8_row_maxabs")) unsupported("an encoder this adapter does not know");
+        enc = fp8_row_maxabs(n, k, so, bytes);
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, bytes, words, 2, &values);
+    return 0;
+}
+
+/* spec/ninfer3.md §block-scale: codes, the unswizzled scales and the divisor; no encoder. */
+static int ninfer3_nvfp4(void) {
+    if (cc.rank != 2) broken("block_scale_k16_m128x4_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1];
+    if (n % 128 || k % 64) broken("nvfp4 needs N % 128 == 0 and K % 64 == 0");
+    uint64_t so = align_up(n * k / 2, 256), dv = so + n * k / 16, tiles = k / 64;
+    if (cc.payload_len != dv + 4) broken("payload length");
+    if (*cc.encoder) unsupported("nvfp4 has no encoder");
+    uint64_t sdims[2] = {n, k / 16};
+    array codes = arr("codes", "uint8", 2, cc.dims, 1), scales = arr("scales", "uint8", 2, sdims, 1);
+    array divisor = arr("divisor", "uint32", 0, NULL, 4), values = arr("values", "float32", 2, cc.dims, 4);
+    memcpy(divisor.bytes, cc.payload + dv, 4);
+    float d = f32_of(get32(cc.payload + dv));
+    for (uint64_t p = 0; p < n; p++)
+        for (uint64_t g = 0; g < k / 16; g++) {
+            uint64_t m = p % 128;
+            scales.bytes[p * (k / 16) + g] =
+                cc.payload[so + ((p / 128) * tiles + g / 4) * 512 + (m % 32) * 16 + (m / 32) * 4 + g % 4];
+        }
+    for (uint64_t i = 0; i < n * k; i++) {
+        uint8_t c = cc.payload[i / 2] >> (4 * (i % 2)) & 15;
+        codes.bytes[i] = c;
+        float s = e4m3_to_f32(scales.bytes[i / k * (k / 16) + i % k / 16]);
+        put32(values.bytes, i, bits_of(e2m1_to_f32(c) * s / d));
+    }
+    array words[3] = {codes, scales, divisor};
+    answer_codec(NULL, 0, words, 3, &values);
+    return 0;
+}
+
+static int codec_case(const char *kind, const char *dir) {
+    load_case(dir);
+    const jnode *codec = member(cc.doc, "codec");
+    if (!strcmp(kind, "vqf-codec")) return vqf_codec(case_str(member(codec, "name"), "codec.name"));
+    const char *format = case_str(member(codec, "format"), "codec.format");
+    const char *layout = case_str(member(codec, "layout"), "codec.layout");
+    if (!strcmp(layout, "contiguous_le_v1") &&
+        (!strcmp(format, "bf16") || !strcmp(format, "fp32") || !strcmp(format, "int32")))
+        return ninfer3_direct(format);
+    if (!strcmp(layout, "raw_bytes_v1") && !*format) return ninfer3_direct("");
+    if (!strcmp(layout, "row_split_k128_v1")) return ninfer3_row_split(format);
+    if (!strcmp(layout, "row_scale_v1") && !strcmp(format, "fp8_e4m3fn_row_bf16"))
+        return ninfer3_row_scale();
+    if (!strcmp(layout, "block_scale_k16_m128x4_v1") && !strcmp(format, "nvfp4"))
+        return ninfer3_nvfp4();
+    unsupported("a (format, layout) pair this adapter does not know");
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "kinds") == 0) {
         /* protected VQF files need SM4, SM3 and SM2, which this one-file adapter leaves out */
-        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\"], "
+        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\", \"vqf-codec\", "
+               "\"ninfer3-codec\"], "
                "\"unsupported\": {\"vqf-protected\": \"no SM4, SM3 or SM2 in this adapter\"}}\n");
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "ninfer3-container") == 0) return check_ninfer3(argv[2]);
+    if (argc == 3 && (!strcmp(argv[1], "vqf-codec") || !strcmp(argv[1], "ninfer3-codec")))
+        return codec_case(argv[1], argv[2]);
     if (argc != 3 || strcmp(argv[1], "vqf-container") != 0) {
         fprintf(stderr, "usage: %s kinds | vqf-container PATH | ninfer3-container PATH\n",
                 argv[0]);
