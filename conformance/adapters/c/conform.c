@@ -1,11 +1,13 @@
-/* A conformance adapter for the two containers, written from conformance/README.md, vqf.md and
- * spec/ninfer3.md alone (no Python was read to write the checks).
+/* A conformance adapter for the two containers and their codecs, written from
+ * conformance/README.md, spec/vqf.md and spec/ninfer3.md alone (no Python was read to write the
+ * checks or the codecs).
  *
  *   cc -O2 -ffp-contract=off -std=c11 -o conform conform.c
- *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"],
- *                                          "unsupported": {"vqf-protected": "..."}}
+ *   conform kinds                      -> {"kinds": [...], "unsupported": {"vqf-protected": "..."}}
  *   conform vqf-container PATH         -> description on stdout, exit 0
  *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
+ *   conform vqf-codec CASE_DIR         -> {"encoded_sha256", "words", "values"}, exit 0; or
+ *   conform ninfer3-codec CASE_DIR        "unsupported: why" on stderr, exit 3
  *
  * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §loader-chain (steps
  * 1-5, 8 with the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it
@@ -15,6 +17,16 @@
  * .ninfer: the whole open-time validation of spec/ninfer3.md §validation, then every object's
  * deferred checks, then every continuation volume (spec/ninfer3.md §header-checks step 6), with a
  * small strict JSON parser.
+ *
+ * Codecs: every VQF layout (spec/vqf.md §encodings) and every .ninfer (format, layout) pair
+ * (spec/ninfer3.md §formats, §layouts) decoded to words and float32 values by bit manipulation
+ * (f16, bf16, E4M3FN and E2M1 widened exactly; one binary32 product per element, and compiled
+ * with -ffp-contract=off so no product is fused); the canonical encoders (spec/vqf.md
+ * §quantisation "kestrel", §f16-rne "rne"; spec/ninfer3.md bf16_rne, exact, verbatim,
+ * §grouped-absmax, §fp8-row-maxabs). An encoder's refusal (a NaN or Inf input, a scale that
+ * overflows) is a rejection with its rule. Other encoder modes (kestrel_legacy, ggml, trunc_ftz)
+ * answer "unsupported". Decoding assumes valid words: the strict payload checks of the codecs
+ * (spec/vqf.md §encodings "Payload rules", spec/ninfer3.md §grouped-formats) are not made.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -1148,7 +1160,7 @@ static struct {
     uint64_t dims[17], n;
     unsigned char *payload, *values;
     uint64_t payload_len, values_len;
-    const char *encoder;
+    const char *encoder, *name; /* name: the VQF quantiser, for its rule ids */
 } cc;
 
 static const char *case_str(const jnode *v, const char *what) {
@@ -1232,7 +1244,11 @@ static unsigned char *vqf_encode_untiled(const char *base, uint64_t nb) {
     if (!out || !x) exit(2);
     for (uint64_t i = 0; i < cc.n; i++) {
         x[i] = value_at(i);
-        if (!finite32(x[i])) broken("non-finite input (finite_input): no answer for it");
+        if (!finite32(x[i])) { /* spec/vqf.md §quantisation: refused, not defined */
+            char rule[96];
+            snprintf(rule, sizeof rule, "vqf.codec.%s.finite_input", cc.name);
+            fail("InvalidError", rule, "a quantiser input is NaN or Inf");
+        }
     }
     if (!strcmp(base, "g256")) {
         signed char codes[256];
@@ -1300,6 +1316,7 @@ static int vqf_codec(const char *name) {
     if (li < 0) unsupported("an unknown VQF layout");
     if (cc.rank != 2) broken("a VQF codec case is rows x cols");
     const char *base = LAYOUTS[li].base;
+    cc.name = base; /* an encoder's refusal names the quantiser, the tiling's base */
     tiling t = LAYOUTS[li].t;
     uint64_t rows = cc.dims[0], cols = cc.dims[1], n = cc.n;
     if (*cc.encoder && strcmp(cc.encoder, !strcmp(base, "f16") ? "rne" : "kestrel"))
@@ -1456,14 +1473,16 @@ static unsigned char *grouped_absmax(rsplit f, rgeom r, uint64_t n, uint64_t k) 
             float amax = 0.0f;
             for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
                 float a = absf(value_at(p * k + c));
-                if (!finite32(a)) broken("non-finite input (grouped_absmax.nonfinite)");
+                if (!finite32(a))
+                    BAD("ninfer3.codec.grouped_absmax.nonfinite", "a NaN or Inf in a group");
                 if (a > amax) amax = a;
             }
             if (amax == 0.0f) continue; /* scale +0 and zero codes */
             float raw = (float)((double)amax / (double)f.qmax);
             uint16_t s = f32_to_f16_rne(raw);
             if (s == 0) s = 1; /* the rescue, 2^-24 */
-            if (s == 0x7C00) broken("scale overflow (grouped_absmax.scale_overflow)");
+            if (s == 0x7C00)
+                BAD("ninfer3.codec.grouped_absmax.scale_overflow", "the binary16 scale is Inf");
             float inv = (float)(1.0 / (double)f16_to_f32(s));
             put16(out + r.scale_off, p * r.gpr + g, s);
             for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
@@ -1535,7 +1554,7 @@ static unsigned char *fp8_row_maxabs(uint64_t n, uint64_t k, uint64_t scale_off,
         float amax = 0.0f;
         for (uint64_t c = 0; c < k; c++) {
             float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
-            if (!finite32(x)) broken("non-finite input (fp8_row_maxabs.nonfinite)");
+            if (!finite32(x)) BAD("ninfer3.codec.fp8_row_maxabs.nonfinite", "a NaN or Inf");
             if (absf(x) > amax) amax = absf(x);
         }
         if (amax == 0.0f) continue;
@@ -1543,12 +1562,14 @@ static unsigned char *fp8_row_maxabs(uint64_t n, uint64_t k, uint64_t scale_off,
         uint16_t s = f32_to_bf16_rne(raw);
         if (s == 0) s = 1;
         float inv = (float)(1.0 / (double)bf16_to_f32(s));
-        if (!finite32(inv)) broken("inverse overflow (fp8_row_maxabs.inverse_overflow)");
+        if (!finite32(inv))
+            BAD("ninfer3.codec.fp8_row_maxabs.inverse_overflow", "1/scale is not finite");
         put16(out + scale_off, p, s);
         for (uint64_t c = 0; c < k; c++) {
             float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
             float v = (float)((double)x * (double)inv);
-            if (!finite32(v)) broken("inverse overflow (fp8_row_maxabs.inverse_overflow)");
+            if (!finite32(v))
+                BAD("ninfer3.codec.fp8_row_maxabs.inverse_overflow", "x/scale is not finite");
             v = v > 448.0f ? 448.0f : v < -448.0f ? -448.0f : v;
             uint8_t w = e4m3_nearest(absf(v));
             out[p * k + c] = (unsigned char)(w | (bits_of(v) >> 31 ? 0x80 : 0));
