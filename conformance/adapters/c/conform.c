@@ -21,10 +21,10 @@
  * Codecs: every VQF layout (spec/vqf.md §encodings) and every .ninfer (format, layout) pair
  * (spec/ninfer3.md §formats, §layouts) decoded to words and float32 values by bit manipulation
  * (f16, bf16, E4M3FN and E2M1 widened exactly; one binary32 product per element, and compiled
- * with -ffp-contract=off so no product is fused); the canonical encoders (spec/vqf.md
- * §quantisation "kestrel", §f16-rne "rne"; spec/ninfer3.md bf16_rne, exact, verbatim,
- * §grouped-absmax, §fp8-row-maxabs). An encoder's refusal (a NaN or Inf input, a scale that
- * overflows) is a rejection with its rule. Other encoder modes (kestrel_legacy, ggml, trunc_ftz)
+ * with -ffp-contract=off so no product is fused); the canonical encoders:
+ * spec/vqf.md §quantisation "kestrel" and spec/vqf.md §f16-rne "rne"; bf16_rne, exact, verbatim,
+ * spec/ninfer3.md §grouped-absmax and spec/ninfer3.md §fp8-row-maxabs. An encoder's refusal
+ * (a NaN or Inf input, a scale that overflows) is a rejection with its rule. Other encoder modes (kestrel_legacy, ggml, trunc_ftz)
  * answer "unsupported". Decoding assumes valid words: the strict payload checks of the codecs
  * (spec/vqf.md §encodings "Payload rules", spec/ninfer3.md §grouped-formats) are not made.
  */
@@ -1115,7 +1115,10 @@ static array arr(const char *name, const char *dtype, int rank, const uint64_t *
     if (!a.bytes) exit(2);
     return a;
 }
-static void put16(unsigned char *p, uint64_t i, uint16_t v) { p[2 * i] = (unsigned char)v; p[2 * i + 1] = (unsigned char)(v >> 8); }
+static void put16(unsigned char *p, uint64_t i, uint16_t v) {
+    p[2 * i] = (unsigned char)v;
+    p[2 * i + 1] = (unsigned char)(v >> 8);
+}
 static void put32(unsigned char *p, uint64_t i, uint32_t v) {
     for (int k = 0; k < 4; k++) p[4 * i + k] = (unsigned char)(v >> (8 * k));
 }
@@ -1281,7 +1284,8 @@ static unsigned char *vqf_encode_untiled(const char *base, uint64_t nb) {
 }
 
 /* Move between the untiled payload and a tiling of it (spec/vqf.md §q8-tiled, §q4-0,
- * §q4-8x8l): row m's legacy byte j of a block sits at 2G + floor(j/k)·k·G + k·m + (j mod k). */
+ * spec/vqf.md §q4-8x8l): row m's legacy byte j of a block sits at
+ * 2G + floor(j/k)·k·G + k·m + (j mod k). */
 static void vqf_retile(unsigned char *untiled, unsigned char *tiled, tiling t, int p,
                        uint64_t rows, uint64_t cols, int to_tiled) {
     uint64_t nb = cols / 32, gb = (uint64_t)t.g * (2 + (uint64_t)p);
@@ -1301,46 +1305,32 @@ static void vqf_retile(unsigned char *untiled, unsigned char *tiled, tiling t, i
         }
 }
 
-static int vqf_codec(const char *name) {
-    static const struct { const char *name, *base; tiling t; } LAYOUTS[] = {
-        {"f32", "f32", {0, 0, 0}},         {"f16", "f16", {0, 0, 0}},
-        {"q8_0", "q8_0", {0, 0, 0}},       {"q4_0", "q4_0", {0, 0, 0}},
-        {"q4i8", "q4i8", {0, 0, 0}},       {"g256", "g256", {0, 0, 0}},
-        {"q8_0_8x8", "q8_0", {8, 4, 0}},   {"q8_0_4x4", "q8_0", {4, 4, 0}},
-        {"g256_8x8", "g256", {8, 4, 0}},   {"g256_4x4", "g256", {4, 4, 0}},
-        {"q4_0_4x4", "q4_0", {4, 4, 0x88}}, {"q4_0_8x8l", "q4_0", {8, 8, 0x88}},
-    };
-    int li = -1;
-    for (int i = 0; i < (int)(sizeof LAYOUTS / sizeof LAYOUTS[0]); i++)
-        if (!strcmp(name, LAYOUTS[i].name)) li = i;
-    if (li < 0) unsupported("an unknown VQF layout");
-    if (cc.rank != 2) broken("a VQF codec case is rows x cols");
-    const char *base = LAYOUTS[li].base;
-    cc.name = base; /* an encoder's refusal names the quantiser, the tiling's base */
-    tiling t = LAYOUTS[li].t;
-    uint64_t rows = cc.dims[0], cols = cc.dims[1], n = cc.n;
-    if (*cc.encoder && strcmp(cc.encoder, !strcmp(base, "f16") ? "rne" : "kestrel"))
-        unsupported("only the default encoder modes (kestrel, rne) are implemented");
+/* spec/vqf.md §f32, spec/vqf.md §f16: the words are the values' bits (f16 widened exactly). */
+static int vqf_float(int w) {
+    uint64_t n = cc.n;
     array values = arr("values", "float32", cc.rank, cc.dims, 4);
-    if (!strcmp(base, "f32") || !strcmp(base, "f16")) {
-        int w = base[1] == '3' ? 4 : 2;
-        if (cc.payload_len != n * (uint64_t)w) broken("payload length");
-        array bits = arr("bits", w == 4 ? "uint32" : "uint16", 2, cc.dims, w);
-        memcpy(bits.bytes, cc.payload, bits.n);
-        for (uint64_t i = 0; i < n; i++)
-            put32(values.bytes, i, w == 4 ? get32(cc.payload + 4 * i)
-                                           : bits_of(f16_to_f32(get16(cc.payload + 2 * i))));
-        unsigned char *enc = NULL;
-        if (*cc.encoder) {
-            enc = calloc(n * (uint64_t)w + 1, 1);
-            for (uint64_t i = 0; i < n; i++) {
-                if (w == 4) put32(enc, i, get32(cc.values + 4 * i));
-                else put16(enc, i, f32_to_f16_rne(value_at(i)));
-            }
+    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    array bits = arr("bits", w == 4 ? "uint32" : "uint16", 2, cc.dims, w);
+    memcpy(bits.bytes, cc.payload, bits.n);
+    for (uint64_t i = 0; i < n; i++)
+        put32(values.bytes, i, w == 4 ? get32(cc.payload + 4 * i)
+                                       : bits_of(f16_to_f32(get16(cc.payload + 2 * i))));
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        enc = calloc(n * (uint64_t)w + 1, 1);
+        for (uint64_t i = 0; i < n; i++) {
+            if (w == 4) put32(enc, i, get32(cc.values + 4 * i));
+            else put16(enc, i, f32_to_f16_rne(value_at(i)));
         }
-        answer_codec(enc, n * (uint64_t)w, &bits, 1, &values);
-        return 0;
     }
+    answer_codec(enc, n * (uint64_t)w, &bits, 1, &values);
+    return 0;
+}
+
+/* The block layouts: untile, decode code·d per element, encode and re-tile. */
+static int vqf_blocks(const char *base, tiling t, uint64_t rows, uint64_t cols) {
+    uint64_t n = cc.n;
+    array values = arr("values", "float32", cc.rank, cc.dims, 4);
     int q4 = !strcmp(base, "q4_0"), p = q4 ? 16 : 32;
     uint64_t nb = (n + 31) / 32, size = nb * (2 + (uint64_t)p);
     if (cc.payload_len != size) broken("payload length");
@@ -1352,7 +1342,8 @@ static int vqf_codec(const char *name) {
     }
     uint64_t sdims[2] = {rows, cols / 32};
     array codes = arr("codes", q4 ? "uint8" : "int8", 2, cc.dims, 1);
-    array scales = cols % 32 ? arr("scales", "uint16", 1, &nb, 2) : arr("scales", "uint16", 2, sdims, 2);
+    array scales = cols % 32 ? arr("scales", "uint16", 1, &nb, 2)
+                             : arr("scales", "uint16", 2, sdims, 2);
     for (uint64_t b = 0; b < nb; b++) {
         const unsigned char *blk = untiled + b * (2 + (uint64_t)p);
         uint16_t dw = get16(blk);
@@ -1386,13 +1377,38 @@ static int vqf_codec(const char *name) {
     return 0;
 }
 
+static int vqf_codec(const char *name) {
+    static const struct { const char *name, *base; tiling t; } LAYOUTS[] = {
+        {"f32", "f32", {0, 0, 0}},         {"f16", "f16", {0, 0, 0}},
+        {"q8_0", "q8_0", {0, 0, 0}},       {"q4_0", "q4_0", {0, 0, 0}},
+        {"q4i8", "q4i8", {0, 0, 0}},       {"g256", "g256", {0, 0, 0}},
+        {"q8_0_8x8", "q8_0", {8, 4, 0}},   {"q8_0_4x4", "q8_0", {4, 4, 0}},
+        {"g256_8x8", "g256", {8, 4, 0}},   {"g256_4x4", "g256", {4, 4, 0}},
+        {"q4_0_4x4", "q4_0", {4, 4, 0x88}}, {"q4_0_8x8l", "q4_0", {8, 8, 0x88}},
+    };
+    int li = -1;
+    for (int i = 0; i < (int)(sizeof LAYOUTS / sizeof LAYOUTS[0]); i++)
+        if (!strcmp(name, LAYOUTS[i].name)) li = i;
+    if (li < 0) unsupported("an unknown VQF layout");
+    if (cc.rank != 2) broken("a VQF codec case is rows x cols");
+    const char *base = LAYOUTS[li].base;
+    cc.name = base; /* an encoder's refusal names the quantiser, the tiling's base */
+    tiling t = LAYOUTS[li].t;
+    uint64_t rows = cc.dims[0], cols = cc.dims[1];
+    if (*cc.encoder && strcmp(cc.encoder, !strcmp(base, "f16") ? "rne" : "kestrel"))
+        unsupported("only the default encoder modes (kestrel, rne) are implemented");
+    if (!strcmp(base, "f32") || !strcmp(base, "f16")) return vqf_float(base[1] == '3' ? 4 : 2);
+    return vqf_blocks(base, t, rows, cols);
+}
 /* ---- .ninfer formats and layouts (spec/ninfer3.md §formats, §layouts) ---- */
 
 
-/* spec/ninfer3.md §contiguous (bf16, fp32, int32) and §raw-bytes (resources). */
+/* spec/ninfer3.md §contiguous (bf16, fp32, int32), spec/ninfer3.md §raw-bytes (resources). */
 static int ninfer3_direct(const char *format) {
     int w = !strcmp(format, "bf16") ? 2 : !strcmp(format, "") ? 1 : 4;
-    const char *dt = w == 2 ? "uint16" : w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "uint32";
+    const char *dt = w == 2   ? "uint16"
+                     : w == 1 ? "uint8"
+                     : !strcmp(format, "int32") ? "int32" : "uint32";
     uint64_t n = cc.n;
     if (cc.payload_len != n * (uint64_t)w) broken("payload length");
     array words = arr(w == 1 ? "bytes" : "codes", dt, cc.rank, cc.dims, w);
@@ -1400,7 +1416,8 @@ static int ninfer3_direct(const char *format) {
     array values = arr("values", w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "float32",
                        cc.rank, cc.dims, w == 2 ? 4 : w);
     if (w == 2)
-        for (uint64_t i = 0; i < n; i++) put32(values.bytes, i, (uint32_t)get16(cc.payload + 2 * i) << 16);
+        for (uint64_t i = 0; i < n; i++)
+            put32(values.bytes, i, (uint32_t)get16(cc.payload + 2 * i) << 16);
     else memcpy(values.bytes, cc.payload, values.n);
     unsigned char *enc = NULL;
     if (*cc.encoder) {
@@ -1511,7 +1528,8 @@ static int ninfer3_row_split(const char *format) {
     rgeom r = row_split_geometry(f, n, k);
     if (cc.payload_len != r.bytes) broken("payload length");
     uint64_t sdims[2] = {n, lg};
-    array codes = arr("codes", "int8", 2, cc.dims, 1), scales = arr("scales", "uint16", 2, sdims, 2);
+    array codes = arr("codes", "int8", 2, cc.dims, 1);
+    array scales = arr("scales", "uint16", 2, sdims, 2);
     array values = arr("values", "float32", 2, cc.dims, 4);
     for (uint64_t p = 0; p < n; p++) {
         for (uint64_t g = 0; g < lg; g++)
@@ -1593,7 +1611,8 @@ static int ninfer3_row_scale(void) {
     }
     unsigned char *enc = NULL;
     if (*cc.encoder) {
-        if (strcmp(cc.encoder, "fp8_row_maxabs")) unsupported("an encoder this adapter does not know");
+        if (strcmp(cc.encoder, "fp8_row_maxabs"))
+            unsupported("an encoder this adapter does not know");
         enc = fp8_row_maxabs(n, k, so, bytes);
     }
     array words[2] = {codes, scales};
@@ -1610,15 +1629,17 @@ static int ninfer3_nvfp4(void) {
     if (cc.payload_len != dv + 4) broken("payload length");
     if (*cc.encoder) unsupported("nvfp4 has no encoder");
     uint64_t sdims[2] = {n, k / 16};
-    array codes = arr("codes", "uint8", 2, cc.dims, 1), scales = arr("scales", "uint8", 2, sdims, 1);
-    array divisor = arr("divisor", "uint32", 0, NULL, 4), values = arr("values", "float32", 2, cc.dims, 4);
+    array codes = arr("codes", "uint8", 2, cc.dims, 1);
+    array scales = arr("scales", "uint8", 2, sdims, 1);
+    array divisor = arr("divisor", "uint32", 0, NULL, 4);
+    array values = arr("values", "float32", 2, cc.dims, 4);
     memcpy(divisor.bytes, cc.payload + dv, 4);
     float d = f32_of(get32(cc.payload + dv));
     for (uint64_t p = 0; p < n; p++)
         for (uint64_t g = 0; g < k / 16; g++) {
             uint64_t m = p % 128;
-            scales.bytes[p * (k / 16) + g] =
-                cc.payload[so + ((p / 128) * tiles + g / 4) * 512 + (m % 32) * 16 + (m / 32) * 4 + g % 4];
+            uint64_t at = ((p / 128) * tiles + g / 4) * 512 + (m % 32) * 16 + (m / 32) * 4 + g % 4;
+            scales.bytes[p * (k / 16) + g] = cc.payload[so + at]; /* the swizzle undone */
         }
     for (uint64_t i = 0; i < n * k; i++) {
         uint8_t c = cc.payload[i / 2] >> (4 * (i % 2)) & 15;
