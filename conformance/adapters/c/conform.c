@@ -9,10 +9,10 @@
  *   conform vqf-codec CASE_DIR         -> {"encoded_sha256", "words", "values"}, exit 0; or
  *   conform ninfer3-codec CASE_DIR        "unsupported: why" on stderr, exit 3
  *
- * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §loader-chain (steps
- * 1-5, 8 with the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it
- * every valid case and the invalid cases whose origin is "loader". The strict checks of
- * spec/vqf.md §strict-checks are not made.
+ * VQF, kind "vqf-container": the engine's load chain of spec/vqf.md §loader-chain (steps 1-5, 8
+ * with the trailer compared whenever it is non-zero, 12 and 13), then every strict check of
+ * spec/vqf.md §strict-checks. No key is ever given to these cases and the adapter has no SM4, SM3
+ * or SM2, so an ENC or SIGNED file is rejected as unverifiable (vqf.enc.no_key, vqf.sig.no_key).
  *
  * .ninfer: the whole open-time validation of spec/ninfer3.md §validation, then every object's
  * deferred checks, then every continuation volume (spec/ninfer3.md §header-checks step 6), with a
@@ -209,6 +209,240 @@ static void describe_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t 
     printf("]}\n");
 }
 
+/* ---- the strict checks (spec/vqf.md §strict-checks) ------------------------------------------ */
+
+#define FLAG_Q8_8X8 0x001u
+#define FLAG_Q4_4X4 0x002u
+#define FLAG_X8 0x004u
+#define FLAG_Q8BUF_Q4 0x008u
+#define FLAG_EMB_F16 0x020u
+#define FLAG_VISION 0x040u
+
+/* spec/vqf.md §directory-order, then the spec/vqf.md §vision-tensors table: every known name,
+ * in order. */
+static const char *const ORDER[] = {
+    "token_embed", "final_norm", "attn_norm", "ffn_norm", "q_norm", "k_norm", "moe_router",
+    "q8_q", "q8_k", "q8_v", "q8_o", "q8_gate", "q8_up", "q8_down", "q8_lm",
+    "q4_q", "q4_k", "q4_v", "q4_o", "q4_gate", "q4_up", "q4_down", "q4_lm",
+    "x8_q", "x8_k", "x8_v", "x8_o", "x8_gate", "x8_up", "x8_down",
+    "v_q8_qkv", "v_q8_proj", "v_q8_fc1", "v_q8_fc2", "v_patch_embed", "v_patch_bias",
+    "v_pos_embed", "v_qkv_bias", "v_proj_bias", "v_norm1_w", "v_norm1_b", "v_norm2_w",
+    "v_norm2_b", "v_fc1_bias", "v_fc2_bias", "v_merger_nw", "v_merger_nb", "v_merger_f1w",
+    "v_merger_f1b", "v_merger_f2w", "v_merger_f2b", "v_ds_nw", "v_ds_nb", "v_ds_f1w",
+    "v_ds_f1b", "v_ds_f2w", "v_ds_f2b",
+};
+#define N_ORDER (int)(sizeof ORDER / sizeof ORDER[0])
+#define FIRST_VISION 30
+
+static int order_index(const unsigned char *field) {
+    size_t len = name_len(field);
+    for (int i = 0; i < N_ORDER; i++)
+        if (strlen(ORDER[i]) == len && !memcmp(ORDER[i], field, len)) return i;
+    return -1;
+}
+
+/* The arch words a strict check needs (spec/vqf.md §inventory symbols). */
+typedef struct {
+    uint64_t d, nl, hd, qo, ko, ff, v, ne, vh, vd, vf, vfp, vp, vt, mi, vo, ds, vmp;
+} geometry;
+
+static geometry arch_geometry(int legacy) {
+    geometry g;
+    uint64_t a[45];
+    for (int i = 0; i < 45; i++) /* the MoE tail reads as 0 in legacy files */
+        a[i] = legacy && i >= MOE_TAIL_WORD ? 0 : u32(16 + 4 * (uint64_t)i);
+    g.d = a[0], g.nl = a[1], g.hd = a[4], g.qo = a[2] * a[4], g.ko = a[3] * a[4], g.v = a[6];
+    g.ne = a[41];
+    g.ff = a[5]; /* = n_experts·moe_ffn in MoE files, which vqf.arch.moe_ffn checks */
+    g.vd = a[17], g.vh = a[18], g.vf = a[20], g.vfp = (a[20] + 31) / 32 * 32, g.vp = a[21];
+    g.vt = a[22], g.mi = a[18] * a[23] * a[23], g.vo = a[24], g.ds = a[27], g.vmp = a[26];
+    return g;
+}
+
+/* Elements (rows·cols) the arch implies for known name `i` (spec/vqf.md §text-tensors,
+ * spec/vqf.md §vision-tensors), and its physical per-layer matrix [R, C] for the tilings. */
+static uint64_t implied_elements(int i, const geometry *g, uint64_t *r, uint64_t *c) {
+    static const char *const proj[] = {"q", "k", "v", "o", "gate", "up", "down", "lm"};
+    *r = 0, *c = 0;
+    if (i >= 7 && i < 30) {
+        const char *p = ORDER[i] + 3;
+        int k = 0;
+        while (strcmp(proj[k], p)) k++;
+        uint64_t out[] = {g->qo, g->ko, g->ko, g->d, g->ff, g->ff, g->d, g->v};
+        uint64_t in[] = {g->d, g->d, g->d, g->qo, g->d, g->d, g->ff, g->d};
+        *r = out[k], *c = in[k];
+        return (k == 7 ? 1 : g->nl) * out[k] * in[k];
+    }
+    uint64_t vh = g->vh, vd = g->vd, mi = g->mi, vo = g->vo, ds = g->ds;
+    uint64_t e[] = {
+        g->v * g->d, g->d, g->nl * g->d, g->nl * g->d, g->nl * g->hd, g->nl * g->hd,
+        g->nl * g->ne * g->d, [30] = vd * 3 * vh * vh, vd * vh * vh, vd * g->vf * vh,
+        vd * vh * g->vfp, vh * 3 * g->vt * g->vp * g->vp, vh, g->vmp * vh, vd * 3 * vh, vd * vh,
+        vd * vh, vd * vh, vd * vh, vd * vh, vd * g->vf, vd * vh, vh, vh, mi * mi, mi, mi * vo, vo,
+        ds * mi, ds * mi, ds * mi * mi, ds * mi, ds * mi * vo, ds * vo,
+    };
+    return e[i];
+}
+
+/* Allowed qtypes (bit q) of known name `i` (spec/vqf.md §text-tensors, §vision-tensors). */
+static unsigned allowed_qtypes(int i) {
+    if (i == 0) return 1u << 5 | 1u << 1;
+    if (i >= 7 && i < 15) return 1u << 2;
+    if (i >= 15 && i < 23) return 1u << 3;
+    if (i >= 23 && i < 30) return 1u << 4;
+    if (i >= 30 && i < 34) return 1u << 2;
+    return 1u << 1;
+}
+
+static uint64_t size_of(uint32_t qtype, uint64_t n) {
+    return qtype == 1 ? 4 * n : qtype == 5 ? 2 * n : qtype == 2 ? (n + 31) / 32 * 34
+                                                                : (n + 31) / 32 * 18;
+}
+
+static int all_zero(uint64_t at, uint64_t len) {
+    for (uint64_t i = 0; i < len; i++)
+        if (file[at + i]) return 0;
+    return 1;
+}
+
+#define STRICT(rule, text) return reject("InvalidError", rule, text)
+
+/* Header, reserved fields and the arch (spec/vqf.md §header-layout, §legacy-header, §flags,
+ * spec/vqf.md §arch-semantics). */
+static int strict_header(int legacy, uint32_t version, uint32_t flags) {
+    uint64_t shift = legacy ? 16 : 0;
+    if (flags >> 10) STRICT("vqf.header.unknown_flags", "flag bits 10-31 set");
+    if (!all_zero(196 - shift, 4) || (legacy && !all_zero(432, 16)))
+        STRICT("vqf.header.padding", "header padding not zero");
+    if (!all_zero(232 - shift, 16)) STRICT("vqf.header.enc_rsvd", "enc_rsvd not zero");
+    if (!(flags & FLAG_ENC) && !all_zero(216 - shift, 16))
+        STRICT("vqf.header.enc_iv", "enc_iv not zero without ENC");
+    if (!(flags & FLAG_SIGNED) && !all_zero(248 - shift, 200))
+        STRICT("vqf.header.sig", "sig block not zero without SIGNED");
+    if (u32(72) != u32(32) || u32(76) != 0)
+        STRICT("vqf.arch.reserved", "head_dim_full != head_dim or kv_lora_rank != 0");
+    int moe = (flags & FLAG_MOE) || version == 3;
+    uint64_t ne = legacy ? 0 : u32(180), mf = legacy ? 0 : u32(184);
+    uint64_t tk = legacy ? 0 : u32(188), sh = legacy ? 0 : u32(192);
+    /* n_experts alone in a dense file is vqf.flags.moe's business, not this rule's */
+    if (moe ? (uint64_t)u32(36) != ne * mf : (mf | tk | sh) != 0)
+        STRICT("vqf.arch.moe_ffn", "ffn_dim / MoE fields inconsistent");
+    uint32_t nsec = u32(128);
+    int64_t sum = 0;
+    int bad = nsec > 4;
+    for (uint32_t i = 0; i < 4; i++) {
+        int32_t s = (int32_t)u32(148 + 4 * (uint64_t)i);
+        if (i >= nsec && s != 0) bad = 1;
+        sum += s;
+    }
+    if (bad || (u32(68) && 2 * sum != (int64_t)u32(32)))
+        STRICT("vqf.arch.mrope_sections", "mrope sections inconsistent");
+    return 0;
+}
+
+/* Placement and every pad byte (spec/vqf.md §placement). */
+static int strict_placement(uint32_t n, uint64_t data_offset, uint64_t file_len) {
+    uint64_t dir_end = DIR_OFFSET + (uint64_t)ENTRY_BYTES * n;
+    if (data_offset != (dir_end + 4095) / 4096 * 4096)
+        STRICT("vqf.header.data_offset", "data_offset != round_up(448 + 64n, 4096)");
+    uint64_t want = data_offset, end = data_offset;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48);
+        if (off != want) STRICT("vqf.directory.offset", "offset breaks the placement chain");
+        end = off + u64(e + 56);
+        want = (end + 63) / 64 * 64;
+    }
+    if (file_len != (end + 63) / 64 * 64)
+        STRICT("vqf.header.file_len", "file_len != round_up(end of last tensor, 64)");
+    if (!all_zero(dir_end, data_offset - dir_end)) STRICT("vqf.file.gap", "gap not zero");
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, stop = u64(e + 48) + u64(e + 56);
+        uint64_t next = i + 1 < n ? u64(e + ENTRY_BYTES + 48) : file_len;
+        if (!all_zero(stop, next - stop)) STRICT("vqf.data.padding", "pad byte not zero");
+    }
+    return 0;
+}
+
+/* Every entry against spec/vqf.md §entry, §qtype-codes, §size-function, §inventory. */
+static int strict_entries(uint32_t n, const geometry *g) {
+    int last = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *f = file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * i;
+        size_t len = name_len(f);
+        if (len == 32) STRICT("vqf.directory.name_terminated", "no NUL within 32 bytes");
+        for (size_t k = len; k < 32; k++)
+            if (f[k]) STRICT("vqf.directory.name_padding", "byte after the NUL not zero");
+        if (u32(DIR_OFFSET + (uint64_t)ENTRY_BYTES * i + 44))
+            STRICT("vqf.directory.entry_padding", "entry pad not zero");
+        for (uint32_t j = 0; j < i; j++) {
+            const unsigned char *o = file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * j;
+            if (name_len(o) == len && !memcmp(o, f, len))
+                STRICT("vqf.directory.name_unique", "name used twice");
+        }
+        int k = order_index(f);
+        if (k < 0) STRICT("vqf.directory.name_known", "name not in the inventory");
+        uint32_t qtype = u32((uint64_t)(f - file) + 32);
+        uint64_t rows = u32((uint64_t)(f - file) + 36), cols = u32((uint64_t)(f - file) + 40);
+        if (qtype < 1 || qtype > 5) STRICT("vqf.directory.qtype_known", "qtype not registered");
+        if (!(allowed_qtypes(k) >> qtype & 1))
+            STRICT("vqf.directory.qtype_family", "qtype not allowed for the name");
+        if (u64((uint64_t)(f - file) + 56) != size_of(qtype, rows * cols))
+            STRICT("vqf.directory.bytes", "bytes != size(qtype, rows*cols)");
+        uint64_t r, c;
+        if (rows * cols != implied_elements(k, g, &r, &c))
+            STRICT("vqf.directory.geometry", "rows*cols differs from the arch");
+        if (k <= last) STRICT("vqf.directory.order", "entries out of order");
+        last = k;
+    }
+    return 0;
+}
+
+/* Flags against the directory, and the tilings (spec/vqf.md §flags, §strict-checks). */
+static int strict_flags(uint32_t n, uint32_t version, uint32_t flags, const geometry *g) {
+    int seen[N_ORDER] = {0}, vision = 0, x8 = 0, q4 = 0;
+    uint32_t embed_qtype = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = order_index(file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * i);
+        seen[k] = 1;
+        if (k == 0) embed_qtype = u32(DIR_OFFSET + (uint64_t)ENTRY_BYTES * i + 32);
+    }
+    for (int k = 0; k < N_ORDER; k++) {
+        vision += k >= FIRST_VISION && seen[k];
+        x8 += k >= 23 && k < 30 && seen[k];
+        q4 += k >= 15 && k < 23 && seen[k];
+    }
+    if (!!(flags & FLAG_EMB_F16) != (embed_qtype == 5))
+        STRICT("vqf.flags.emb_f16", "EMB_F16 != (token_embed is F16)");
+    if (!!(flags & FLAG_VISION) != (vision == 27))
+        STRICT("vqf.flags.vision", "VISION != all 27 v_* tensors");
+    if (!!(flags & FLAG_X8) != (x8 == 7)) STRICT("vqf.flags.x8", "X8 != all 7 x8_* tensors");
+    int m = !!(flags & FLAG_MOE);
+    if (m != (version == 3) || m != (g->ne > 0) || m != seen[6])
+        STRICT("vqf.flags.moe", "MOE, version 3, n_experts and moe_router disagree");
+    if ((flags & FLAG_Q8BUF_Q4) && ((flags & FLAG_Q8_8X8) || q4))
+        STRICT("vqf.flags.q8buf_q4", "Q8BUF_Q4 with Q8_8X8 or q4_* tensors");
+    for (int k = 7; k < 30; k++) {
+        uint64_t r, c, rows = k < 15 ? 8 : k < 23 ? 4 : 8;
+        int tiled = k < 15   ? (flags & FLAG_Q8_8X8) && !(flags & FLAG_Q8BUF_Q4)
+                    : k < 23 ? (flags & FLAG_Q4_4X4) != 0
+                             : 1;
+        implied_elements(k, g, &r, &c);
+        if (seen[k] && tiled && (r % rows || c % 32))
+            STRICT("vqf.flags.tiling", "a tiled matrix does not divide into whole tiles");
+    }
+    return 0;
+}
+
+static int strict_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t n,
+                      uint64_t data_offset, uint64_t file_len) {
+    geometry g = arch_geometry(legacy);
+    int status = strict_header(legacy, version, flags);
+    if (!status) status = strict_placement(n, data_offset, file_len);
+    if (!status) status = strict_entries(n, &g);
+    if (!status) status = strict_flags(n, version, flags, &g);
+    return status;
+}
+
 static int check_vqf(void) {
     /* spec/vqf.md §loader-chain step 1: a header plus one directory entry. */
     if (file_size < HEADER_BYTES + ENTRY_BYTES)
@@ -257,7 +491,15 @@ static int check_vqf(void) {
         h = fnv1a64(h, file + data_offset, file_len - data_offset);
         if (stored != 0 && stored != h)
             return reject("ChecksumError", "vqf.trailer.fnv", "FNV-1a-64 mismatch");
+        if (stored == 0 && h != 0)
+            return reject("ChecksumError", "vqf.trailer.fnv_missing", "stored FNV is 0");
     }
+    /* README "Protected cases": no key is ever given to a vqf-container case (and this adapter
+     * has no SM4, SM3 or SM2), so a protected file is unverifiable, never valid. */
+    if (flags & FLAG_ENC) return reject("UnsupportedError", "vqf.enc.no_key", "ENC, no key");
+    if (flags & FLAG_SIGNED)
+        return reject("UnsupportedError", "vqf.sig.no_key", "SIGNED, no trusted key");
+    if (strict_vqf(legacy, version, flags, n, data_offset, file_len)) return 1;
     describe_vqf(legacy, version, flags, n, data_offset, file_len, stored);
     return 0;
 }
@@ -1673,7 +1915,7 @@ static int codec_case(const char *kind, const char *dir) {
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "kinds") == 0) {
         /* protected VQF files need SM4, SM3 and SM2, which this one-file adapter leaves out */
-        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\", \"vqf-codec\", "
+        printf("{\"kinds\": [\"vqf-container\", \"ninfer3-container\", \"vqf-codec\", "
                "\"ninfer3-codec\"], "
                "\"unsupported\": {\"vqf-protected\": \"no SM4, SM3 or SM2 in this adapter\"}}\n");
         return 0;
