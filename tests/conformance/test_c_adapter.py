@@ -32,6 +32,7 @@ from weightfile.ref.backend import REFERENCE
 from weightfile.ref.vqf.fnv1a64 import fnv1a64
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.ref.vqf.validate import validate as validate_vqf
+from weightfile.spec.codecs.ninfer3.formats import FORMATS
 from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
 from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
 from weightfile.spec.errors import WeightfileError
@@ -338,3 +339,60 @@ def test_the_c_adapter_agrees_with_the_reference_on_edited_vqf_files(adapter, tm
         assert got in {(v.error_class, v.rule) for v in found}, (i, c.stderr, found)
         rules.add(got[1])
     assert len(rules) >= 20  # the edits reach many different rules
+
+
+def _ninfer3_words(fmt: str, shape: tuple[int, int], rng: random.Random) -> dict[str, np.ndarray]:
+    """Seeded legal logical words of a .ninfer format (spec/ninfer3.md §grouped-formats,
+    §nvfp4, §fp8-row): random codes of the domain, positive finite scales, subnormals included."""
+    n, k = shape
+    if fmt == "nvfp4":
+        return {
+            "codes": np.array([rng.randrange(16) for _ in range(n * k)], np.uint8).reshape(shape),
+            "scales": np.array([rng.randrange(0x7F) for _ in range(n * k // 16)], np.uint8).reshape(
+                n, k // 16
+            ),
+            "divisor": np.array(
+                rng.choice([1, 0x3F000000, rng.randrange(1, 0x7F800000)]), np.uint32
+            ),
+        }
+    if fmt == "fp8_e4m3fn_row_bf16":
+        legal = [c for c in range(256) if c not in (0x7F, 0xFF)]
+        codes = np.array([rng.choice(legal) for _ in range(n * k)], np.uint8).reshape(shape)
+        return {
+            "codes": codes,
+            "scales": np.array([rng.randrange(1, 0x7F80) for _ in range(n)], np.uint16),
+        }
+    info = FORMATS[fmt]
+    legal = [q for q in range(info.qmin, info.qmax + 1) if q not in info.illegal_codes]
+    groups = -(-k // info.group_size)
+    return {
+        "codes": np.array([rng.choice(legal) for _ in range(n * k)], np.int8).reshape(shape),
+        "scales": np.array(
+            [rng.randrange(1, 0x7C00) for _ in range(n * groups)], np.uint16
+        ).reshape(n, groups),
+    }
+
+
+def test_the_c_adapter_decodes_seeded_ninfer3_words_as_the_reference_does(adapter, tmp_path):
+    """Decoding alone, beyond the corpus: seeded legal words of every quantised .ninfer format,
+    packed by the reference's `encode_words`, in shapes with partial and padding groups."""
+    rng = random.Random(35)
+    pairs = [(f, lay) for (f, lay) in NINFER3_CODECS if f not in (None, "bf16", "fp32", "int32")]
+    for i in range(60):
+        fmt, layout = pairs[i % len(pairs)]
+        shape = (128 * rng.randint(1, 2), 64 * rng.randint(1, 2)) if fmt == "nvfp4" else (
+            rng.randint(1, 3), rng.randint(1, 300))  # fmt: skip
+        codec = {"format": fmt, "layout": layout}
+        payload = engine_codec(REFERENCE, {"format": "ninfer3", "codec": codec}).encode_words(
+            _ninfer3_words(fmt, shape, rng), shape
+        )
+        case = {"format": "ninfer3", "codec": codec, "shape": [str(d) for d in shape],
+                "payload": "payload.bin", "encoder": ""}  # fmt: skip
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        (folder / "case.json").write_text(json.dumps(case))
+        (folder / "payload.bin").write_bytes(payload)
+        c = run(adapter, "ninfer3-codec", folder)
+        assert c.returncode == 0, (case, c.stderr)
+        want = codec_answer(REFERENCE, case, None, payload)
+        assert json.loads(c.stdout) == want, (case, first_difference(want, json.loads(c.stdout)))
