@@ -24,9 +24,10 @@
  * with -ffp-contract=off so no product is fused); the canonical encoders:
  * spec/vqf.md §quantisation "kestrel" and spec/vqf.md §f16-rne "rne"; bf16_rne, exact, verbatim,
  * spec/ninfer3.md §grouped-absmax and spec/ninfer3.md §fp8-row-maxabs. An encoder's refusal
- * (a NaN or Inf input, a scale that overflows) is a rejection with its rule. Other encoder modes (kestrel_legacy, ggml, trunc_ftz)
- * answer "unsupported". Decoding assumes valid words: the strict payload checks of the codecs
- * (spec/vqf.md §encodings "Payload rules", spec/ninfer3.md §grouped-formats) are not made.
+ * (a NaN or Inf input, a scale that overflows) is a rejection with its rule. The VQF modes
+ * kestrel_legacy and trunc_ftz are there too; mode ggml answers "unsupported". Decoding assumes
+ * valid words: the strict payload checks of the codecs (spec/vqf.md §encodings "Payload rules",
+ * spec/ninfer3.md §grouped-formats) are not made.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -1307,6 +1308,16 @@ static uint16_t f32_to_f16_rne(float f) {
     return (uint16_t)(s | out);
 }
 
+/* spec/vqf.md §f16: the engine's truncating, flush-to-zero converter (mode trunc_ftz, and the
+ * scales of kestrel_legacy, spec/vqf.md §f16-rne). */
+static uint16_t f32_to_f16_trunc(float f) {
+    uint32_t b = bits_of(f), s = (b >> 16) & 0x8000, m = b & 0x7FFFFF;
+    int e = (int)((b >> 23) & 0xFF) - 112;
+    if (e <= 0) return (uint16_t)s;
+    if (e >= 31) return (uint16_t)(s | 0x7C00); /* NaN too */
+    return (uint16_t)(s | (uint32_t)e << 10 | m >> 13);
+}
+
 /* spec/ninfer3.md §direct-formats / §fp8-row-maxabs step 4: binary32 -> bf16 by the bit rule. */
 static uint16_t f32_to_bf16_rne(float f) {
     uint32_t b = bits_of(f);
@@ -1448,6 +1459,8 @@ static float value_at(uint64_t i) { return f32_of(get32(cc.values + 4 * i)); }
 /* A tiling (spec/vqf.md §q8-tiled "one formula"): G rows, k-byte chunks, XOR on the codes. */
 typedef struct { unsigned g, k, x; } tiling;
 
+static int legacy_mode; /* kestrel_legacy (spec/vqf.md §f16-rne): truncating f16, Q8 by division */
+
 /* spec/vqf.md §quant-q8-0 over `len` values (a 32-block, or a 256-run for G256): scale word and
  * codes. */
 static uint16_t quant_q8(const float *x, int len, signed char *codes) {
@@ -1460,10 +1473,11 @@ static uint16_t quant_q8(const float *x, int len, signed char *codes) {
     for (int i = 0; i < len; i++) {
         float v = x[i] * r;
         float w = v >= 0 ? v + 0.5f : v - 0.5f;
+        if (legacy_mode) w = x[i] / scale + 0.5f; /* biased upward for negatives, as written */
         long q = w >= 128.0f ? 127 : w <= -128.0f ? -127 : (long)w; /* trunc toward zero */
         codes[i] = (signed char)(q > 127 ? 127 : q < -127 ? -127 : q);
     }
-    return f32_to_f16_rne(scale);
+    return legacy_mode ? f32_to_f16_trunc(scale) : f32_to_f16_rne(scale);
 }
 
 /* spec/vqf.md §quant-q4-0 over one 32-block: scale word and the 32 nibbles (element order). */
@@ -1478,7 +1492,7 @@ static uint16_t quant_q4(const float *x, unsigned char *nib) {
         float t = x[i] * id + 8.5f; /* a multiply and an add, each rounded (-ffp-contract=off) */
         nib[i] = (unsigned char)(t != t ? 0 : t <= 0.0f ? 0 : t >= 15.0f ? 15 : (long)t);
     }
-    return f32_to_f16_rne(d);
+    return legacy_mode ? f32_to_f16_trunc(d) : f32_to_f16_rne(d);
 }
 
 /* Encode cc.values into the untiled payload of `base` ("q8_0", "q4_0", "q4i8", "g256"). */
@@ -1562,7 +1576,8 @@ static int vqf_float(int w) {
         enc = calloc(n * (uint64_t)w + 1, 1);
         for (uint64_t i = 0; i < n; i++) {
             if (w == 4) put32(enc, i, get32(cc.values + 4 * i));
-            else put16(enc, i, f32_to_f16_rne(value_at(i)));
+            else put16(enc, i, legacy_mode ? f32_to_f16_trunc(value_at(i))
+                                           : f32_to_f16_rne(value_at(i)));
         }
     }
     answer_codec(enc, n * (uint64_t)w, &bits, 1, &values);
@@ -1637,9 +1652,11 @@ static int vqf_codec(const char *name) {
     cc.name = base; /* an encoder's refusal names the quantiser, the tiling's base */
     tiling t = LAYOUTS[li].t;
     uint64_t rows = cc.dims[0], cols = cc.dims[1];
-    if (*cc.encoder && strcmp(cc.encoder, !strcmp(base, "f16") ? "rne" : "kestrel"))
-        unsupported("only the default encoder modes (kestrel, rne) are implemented");
-    if (!strcmp(base, "f32") || !strcmp(base, "f16")) return vqf_float(base[1] == '3' ? 4 : 2);
+    int f16 = !strcmp(base, "f16"), f32 = !strcmp(base, "f32");
+    legacy_mode = !strcmp(cc.encoder, f16 ? "trunc_ftz" : "kestrel_legacy") && !f32;
+    if (*cc.encoder && strcmp(cc.encoder, f16 ? "rne" : "kestrel") && !legacy_mode)
+        unsupported("encoder mode not implemented (ggml is not)");
+    if (f32 || f16) return vqf_float(f32 ? 4 : 2);
     return vqf_blocks(base, t, rows, cols);
 }
 /* ---- .ninfer formats and layouts (spec/ninfer3.md §formats, §layouts) ---- */
