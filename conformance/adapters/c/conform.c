@@ -1,20 +1,33 @@
-/* A conformance adapter for the two containers, written from conformance/README.md, vqf.md and
- * spec/ninfer3.md alone (no Python was read to write the checks).
+/* A conformance adapter for the two containers and their codecs, written from
+ * conformance/README.md, spec/vqf.md and spec/ninfer3.md alone (no Python was read to write the
+ * checks or the codecs).
  *
  *   cc -O2 -ffp-contract=off -std=c11 -o conform conform.c
- *   conform kinds                      -> {"kinds": ["vqf-container:loader", "ninfer3-container"],
- *                                          "unsupported": {"vqf-protected": "..."}}
+ *   conform kinds                      -> {"kinds": [...], "unsupported": {"vqf-protected": "..."}}
  *   conform vqf-container PATH         -> description on stdout, exit 0
  *   conform ninfer3-container PATH        or "ErrorClass: rule: text" on stderr, exit 1
+ *   conform vqf-codec CASE_DIR         -> {"encoded_sha256", "words", "values"}, exit 0; or
+ *   conform ninfer3-codec CASE_DIR        "unsupported: why" on stderr, exit 3
  *
- * VQF, level "vqf-container:loader": the engine's load chain of spec/vqf.md §loader-chain (steps
- * 1-5, 8 with the trailer compared whenever it is non-zero, 12 and 13), so the runner gives it
- * every valid case and the invalid cases whose origin is "loader". The strict checks of
- * spec/vqf.md §strict-checks are not made.
+ * VQF, kind "vqf-container": the engine's load chain of spec/vqf.md §loader-chain (steps 1-5, 8
+ * with the trailer compared whenever it is non-zero, 12 and 13), then every strict check of
+ * spec/vqf.md §strict-checks. No key is ever given to these cases and the adapter has no SM4, SM3
+ * or SM2, so an ENC or SIGNED file is rejected as unverifiable (vqf.enc.no_key, vqf.sig.no_key).
  *
  * .ninfer: the whole open-time validation of spec/ninfer3.md §validation, then every object's
  * deferred checks, then every continuation volume (spec/ninfer3.md §header-checks step 6), with a
  * small strict JSON parser.
+ *
+ * Codecs: every VQF layout (spec/vqf.md §encodings) and every .ninfer (format, layout) pair
+ * (spec/ninfer3.md §formats, §layouts) decoded to words and float32 values by bit manipulation
+ * (f16, bf16, E4M3FN and E2M1 widened exactly; one binary32 product per element, and compiled
+ * with -ffp-contract=off so no product is fused); the canonical encoders:
+ * spec/vqf.md §quantisation "kestrel" and spec/vqf.md §f16-rne "rne"; bf16_rne, exact, verbatim,
+ * spec/ninfer3.md §grouped-absmax and spec/ninfer3.md §fp8-row-maxabs. An encoder's refusal
+ * (a NaN or Inf input, a scale that overflows) is a rejection with its rule. The VQF modes
+ * kestrel_legacy and trunc_ftz are there too; mode ggml answers "unsupported". Decoding assumes
+ * valid words: the strict payload checks of the codecs (spec/vqf.md §encodings "Payload rules",
+ * spec/ninfer3.md §grouped-formats) are not made.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -197,6 +210,240 @@ static void describe_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t 
     printf("]}\n");
 }
 
+/* ---- the strict checks (spec/vqf.md §strict-checks) ------------------------------------------ */
+
+#define FLAG_Q8_8X8 0x001u
+#define FLAG_Q4_4X4 0x002u
+#define FLAG_X8 0x004u
+#define FLAG_Q8BUF_Q4 0x008u
+#define FLAG_EMB_F16 0x020u
+#define FLAG_VISION 0x040u
+
+/* spec/vqf.md §directory-order, then the spec/vqf.md §vision-tensors table: every known name,
+ * in order. */
+static const char *const ORDER[] = {
+    "token_embed", "final_norm", "attn_norm", "ffn_norm", "q_norm", "k_norm", "moe_router",
+    "q8_q", "q8_k", "q8_v", "q8_o", "q8_gate", "q8_up", "q8_down", "q8_lm",
+    "q4_q", "q4_k", "q4_v", "q4_o", "q4_gate", "q4_up", "q4_down", "q4_lm",
+    "x8_q", "x8_k", "x8_v", "x8_o", "x8_gate", "x8_up", "x8_down",
+    "v_q8_qkv", "v_q8_proj", "v_q8_fc1", "v_q8_fc2", "v_patch_embed", "v_patch_bias",
+    "v_pos_embed", "v_qkv_bias", "v_proj_bias", "v_norm1_w", "v_norm1_b", "v_norm2_w",
+    "v_norm2_b", "v_fc1_bias", "v_fc2_bias", "v_merger_nw", "v_merger_nb", "v_merger_f1w",
+    "v_merger_f1b", "v_merger_f2w", "v_merger_f2b", "v_ds_nw", "v_ds_nb", "v_ds_f1w",
+    "v_ds_f1b", "v_ds_f2w", "v_ds_f2b",
+};
+#define N_ORDER (int)(sizeof ORDER / sizeof ORDER[0])
+#define FIRST_VISION 30
+
+static int order_index(const unsigned char *field) {
+    size_t len = name_len(field);
+    for (int i = 0; i < N_ORDER; i++)
+        if (strlen(ORDER[i]) == len && !memcmp(ORDER[i], field, len)) return i;
+    return -1;
+}
+
+/* The arch words a strict check needs (spec/vqf.md §inventory symbols). */
+typedef struct {
+    uint64_t d, nl, hd, qo, ko, ff, v, ne, vh, vd, vf, vfp, vp, vt, mi, vo, ds, vmp;
+} geometry;
+
+static geometry arch_geometry(int legacy) {
+    geometry g;
+    uint64_t a[45];
+    for (int i = 0; i < 45; i++) /* the MoE tail reads as 0 in legacy files */
+        a[i] = legacy && i >= MOE_TAIL_WORD ? 0 : u32(16 + 4 * (uint64_t)i);
+    g.d = a[0], g.nl = a[1], g.hd = a[4], g.qo = a[2] * a[4], g.ko = a[3] * a[4], g.v = a[6];
+    g.ne = a[41];
+    g.ff = a[5]; /* = n_experts·moe_ffn in MoE files, which vqf.arch.moe_ffn checks */
+    g.vd = a[17], g.vh = a[18], g.vf = a[20], g.vfp = (a[20] + 31) / 32 * 32, g.vp = a[21];
+    g.vt = a[22], g.mi = a[18] * a[23] * a[23], g.vo = a[24], g.ds = a[27], g.vmp = a[26];
+    return g;
+}
+
+/* Elements (rows·cols) the arch implies for known name `i` (spec/vqf.md §text-tensors,
+ * spec/vqf.md §vision-tensors), and its physical per-layer matrix [R, C] for the tilings. */
+static uint64_t implied_elements(int i, const geometry *g, uint64_t *r, uint64_t *c) {
+    static const char *const proj[] = {"q", "k", "v", "o", "gate", "up", "down", "lm"};
+    *r = 0, *c = 0;
+    if (i >= 7 && i < 30) {
+        const char *p = ORDER[i] + 3;
+        int k = 0;
+        while (strcmp(proj[k], p)) k++;
+        uint64_t out[] = {g->qo, g->ko, g->ko, g->d, g->ff, g->ff, g->d, g->v};
+        uint64_t in[] = {g->d, g->d, g->d, g->qo, g->d, g->d, g->ff, g->d};
+        *r = out[k], *c = in[k];
+        return (k == 7 ? 1 : g->nl) * out[k] * in[k];
+    }
+    uint64_t vh = g->vh, vd = g->vd, mi = g->mi, vo = g->vo, ds = g->ds;
+    uint64_t e[] = {
+        g->v * g->d, g->d, g->nl * g->d, g->nl * g->d, g->nl * g->hd, g->nl * g->hd,
+        g->nl * g->ne * g->d, [30] = vd * 3 * vh * vh, vd * vh * vh, vd * g->vf * vh,
+        vd * vh * g->vfp, vh * 3 * g->vt * g->vp * g->vp, vh, g->vmp * vh, vd * 3 * vh, vd * vh,
+        vd * vh, vd * vh, vd * vh, vd * vh, vd * g->vf, vd * vh, vh, vh, mi * mi, mi, mi * vo, vo,
+        ds * mi, ds * mi, ds * mi * mi, ds * mi, ds * mi * vo, ds * vo,
+    };
+    return e[i];
+}
+
+/* Allowed qtypes (bit q) of known name `i` (spec/vqf.md §text-tensors, §vision-tensors). */
+static unsigned allowed_qtypes(int i) {
+    if (i == 0) return 1u << 5 | 1u << 1;
+    if (i >= 7 && i < 15) return 1u << 2;
+    if (i >= 15 && i < 23) return 1u << 3;
+    if (i >= 23 && i < 30) return 1u << 4;
+    if (i >= 30 && i < 34) return 1u << 2;
+    return 1u << 1;
+}
+
+static uint64_t size_of(uint32_t qtype, uint64_t n) {
+    return qtype == 1 ? 4 * n : qtype == 5 ? 2 * n : qtype == 2 ? (n + 31) / 32 * 34
+                                                                : (n + 31) / 32 * 18;
+}
+
+static int all_zero(uint64_t at, uint64_t len) {
+    for (uint64_t i = 0; i < len; i++)
+        if (file[at + i]) return 0;
+    return 1;
+}
+
+#define STRICT(rule, text) return reject("InvalidError", rule, text)
+
+/* Header, reserved fields and the arch (spec/vqf.md §header-layout, §legacy-header, §flags,
+ * spec/vqf.md §arch-semantics). */
+static int strict_header(int legacy, uint32_t version, uint32_t flags) {
+    uint64_t shift = legacy ? 16 : 0;
+    if (flags >> 10) STRICT("vqf.header.unknown_flags", "flag bits 10-31 set");
+    if (!all_zero(196 - shift, 4) || (legacy && !all_zero(432, 16)))
+        STRICT("vqf.header.padding", "header padding not zero");
+    if (!all_zero(232 - shift, 16)) STRICT("vqf.header.enc_rsvd", "enc_rsvd not zero");
+    if (!(flags & FLAG_ENC) && !all_zero(216 - shift, 16))
+        STRICT("vqf.header.enc_iv", "enc_iv not zero without ENC");
+    if (!(flags & FLAG_SIGNED) && !all_zero(248 - shift, 200))
+        STRICT("vqf.header.sig", "sig block not zero without SIGNED");
+    if (u32(72) != u32(32) || u32(76) != 0)
+        STRICT("vqf.arch.reserved", "head_dim_full != head_dim or kv_lora_rank != 0");
+    int moe = (flags & FLAG_MOE) || version == 3;
+    uint64_t ne = legacy ? 0 : u32(180), mf = legacy ? 0 : u32(184);
+    uint64_t tk = legacy ? 0 : u32(188), sh = legacy ? 0 : u32(192);
+    /* n_experts alone in a dense file is vqf.flags.moe's business, not this rule's */
+    if (moe ? (uint64_t)u32(36) != ne * mf : (mf | tk | sh) != 0)
+        STRICT("vqf.arch.moe_ffn", "ffn_dim / MoE fields inconsistent");
+    uint32_t nsec = u32(128);
+    int64_t sum = 0;
+    int bad = nsec > 4;
+    for (uint32_t i = 0; i < 4; i++) {
+        int32_t s = (int32_t)u32(148 + 4 * (uint64_t)i);
+        if (i >= nsec && s != 0) bad = 1;
+        sum += s;
+    }
+    if (bad || (u32(68) && 2 * sum != (int64_t)u32(32)))
+        STRICT("vqf.arch.mrope_sections", "mrope sections inconsistent");
+    return 0;
+}
+
+/* Placement and every pad byte (spec/vqf.md §placement). */
+static int strict_placement(uint32_t n, uint64_t data_offset, uint64_t file_len) {
+    uint64_t dir_end = DIR_OFFSET + (uint64_t)ENTRY_BYTES * n;
+    if (data_offset != (dir_end + 4095) / 4096 * 4096)
+        STRICT("vqf.header.data_offset", "data_offset != round_up(448 + 64n, 4096)");
+    uint64_t want = data_offset, end = data_offset;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, off = u64(e + 48);
+        if (off != want) STRICT("vqf.directory.offset", "offset breaks the placement chain");
+        end = off + u64(e + 56);
+        want = (end + 63) / 64 * 64;
+    }
+    if (file_len != (end + 63) / 64 * 64)
+        STRICT("vqf.header.file_len", "file_len != round_up(end of last tensor, 64)");
+    if (!all_zero(dir_end, data_offset - dir_end)) STRICT("vqf.file.gap", "gap not zero");
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = DIR_OFFSET + (uint64_t)ENTRY_BYTES * i, stop = u64(e + 48) + u64(e + 56);
+        uint64_t next = i + 1 < n ? u64(e + ENTRY_BYTES + 48) : file_len;
+        if (!all_zero(stop, next - stop)) STRICT("vqf.data.padding", "pad byte not zero");
+    }
+    return 0;
+}
+
+/* Every entry against spec/vqf.md §entry, §qtype-codes, §size-function, §inventory. */
+static int strict_entries(uint32_t n, const geometry *g) {
+    int last = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *f = file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * i;
+        size_t len = name_len(f);
+        if (len == 32) STRICT("vqf.directory.name_terminated", "no NUL within 32 bytes");
+        for (size_t k = len; k < 32; k++)
+            if (f[k]) STRICT("vqf.directory.name_padding", "byte after the NUL not zero");
+        if (u32(DIR_OFFSET + (uint64_t)ENTRY_BYTES * i + 44))
+            STRICT("vqf.directory.entry_padding", "entry pad not zero");
+        for (uint32_t j = 0; j < i; j++) {
+            const unsigned char *o = file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * j;
+            if (name_len(o) == len && !memcmp(o, f, len))
+                STRICT("vqf.directory.name_unique", "name used twice");
+        }
+        int k = order_index(f);
+        if (k < 0) STRICT("vqf.directory.name_known", "name not in the inventory");
+        uint32_t qtype = u32((uint64_t)(f - file) + 32);
+        uint64_t rows = u32((uint64_t)(f - file) + 36), cols = u32((uint64_t)(f - file) + 40);
+        if (qtype < 1 || qtype > 5) STRICT("vqf.directory.qtype_known", "qtype not registered");
+        if (!(allowed_qtypes(k) >> qtype & 1))
+            STRICT("vqf.directory.qtype_family", "qtype not allowed for the name");
+        if (u64((uint64_t)(f - file) + 56) != size_of(qtype, rows * cols))
+            STRICT("vqf.directory.bytes", "bytes != size(qtype, rows*cols)");
+        uint64_t r, c;
+        if (rows * cols != implied_elements(k, g, &r, &c))
+            STRICT("vqf.directory.geometry", "rows*cols differs from the arch");
+        if (k <= last) STRICT("vqf.directory.order", "entries out of order");
+        last = k;
+    }
+    return 0;
+}
+
+/* Flags against the directory, and the tilings (spec/vqf.md §flags, §strict-checks). */
+static int strict_flags(uint32_t n, uint32_t version, uint32_t flags, const geometry *g) {
+    int seen[N_ORDER] = {0}, vision = 0, x8 = 0, q4 = 0;
+    uint32_t embed_qtype = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = order_index(file + DIR_OFFSET + (uint64_t)ENTRY_BYTES * i);
+        seen[k] = 1;
+        if (k == 0) embed_qtype = u32(DIR_OFFSET + (uint64_t)ENTRY_BYTES * i + 32);
+    }
+    for (int k = 0; k < N_ORDER; k++) {
+        vision += k >= FIRST_VISION && seen[k];
+        x8 += k >= 23 && k < 30 && seen[k];
+        q4 += k >= 15 && k < 23 && seen[k];
+    }
+    if (!!(flags & FLAG_EMB_F16) != (embed_qtype == 5))
+        STRICT("vqf.flags.emb_f16", "EMB_F16 != (token_embed is F16)");
+    if (!!(flags & FLAG_VISION) != (vision == 27))
+        STRICT("vqf.flags.vision", "VISION != all 27 v_* tensors");
+    if (!!(flags & FLAG_X8) != (x8 == 7)) STRICT("vqf.flags.x8", "X8 != all 7 x8_* tensors");
+    int m = !!(flags & FLAG_MOE);
+    if (m != (version == 3) || m != (g->ne > 0) || m != seen[6])
+        STRICT("vqf.flags.moe", "MOE, version 3, n_experts and moe_router disagree");
+    if ((flags & FLAG_Q8BUF_Q4) && ((flags & FLAG_Q8_8X8) || q4))
+        STRICT("vqf.flags.q8buf_q4", "Q8BUF_Q4 with Q8_8X8 or q4_* tensors");
+    for (int k = 7; k < 30; k++) {
+        uint64_t r, c, rows = k < 15 ? 8 : k < 23 ? 4 : 8;
+        int tiled = k < 15   ? (flags & FLAG_Q8_8X8) && !(flags & FLAG_Q8BUF_Q4)
+                    : k < 23 ? (flags & FLAG_Q4_4X4) != 0
+                             : 1;
+        implied_elements(k, g, &r, &c);
+        if (seen[k] && tiled && (r % rows || c % 32))
+            STRICT("vqf.flags.tiling", "a tiled matrix does not divide into whole tiles");
+    }
+    return 0;
+}
+
+static int strict_vqf(int legacy, uint32_t version, uint32_t flags, uint32_t n,
+                      uint64_t data_offset, uint64_t file_len) {
+    geometry g = arch_geometry(legacy);
+    int status = strict_header(legacy, version, flags);
+    if (!status) status = strict_placement(n, data_offset, file_len);
+    if (!status) status = strict_entries(n, &g);
+    if (!status) status = strict_flags(n, version, flags, &g);
+    return status;
+}
+
 static int check_vqf(void) {
     /* spec/vqf.md §loader-chain step 1: a header plus one directory entry. */
     if (file_size < HEADER_BYTES + ENTRY_BYTES)
@@ -245,7 +492,15 @@ static int check_vqf(void) {
         h = fnv1a64(h, file + data_offset, file_len - data_offset);
         if (stored != 0 && stored != h)
             return reject("ChecksumError", "vqf.trailer.fnv", "FNV-1a-64 mismatch");
+        if (stored == 0 && h != 0)
+            return reject("ChecksumError", "vqf.trailer.fnv_missing", "stored FNV is 0");
     }
+    /* README "Protected cases": no key is ever given to a vqf-container case (and this adapter
+     * has no SM4, SM3 or SM2), so a protected file is unverifiable, never valid. */
+    if (flags & FLAG_ENC) return reject("UnsupportedError", "vqf.enc.no_key", "ENC, no key");
+    if (flags & FLAG_SIGNED)
+        return reject("UnsupportedError", "vqf.sig.no_key", "SIGNED, no trusted key");
+    if (strict_vqf(legacy, version, flags, n, data_offset, file_len)) return 1;
     describe_vqf(legacy, version, flags, n, data_offset, file_len, stored);
     return 0;
 }
@@ -1003,14 +1258,688 @@ static int check_ninfer3(const char *entry_path) {
     return 0;
 }
 
+/* ---- codec cases (README "Codec cases"; spec/vqf.md §encodings, §quantisation;
+ *      spec/ninfer3.md §formats, §layouts) ------------------------------------------------- */
+
+static _Noreturn void unsupported(const char *why) {
+    fprintf(stderr, "unsupported: %s\n", why);
+    exit(3);
+}
+
+static _Noreturn void broken(const char *why) { /* a case this adapter cannot read: a crash */
+    fprintf(stderr, "error: %s\n", why);
+    exit(2);
+}
+
+static float f32_of(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static uint32_t bits_of(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static float absf(float f) { return f32_of(bits_of(f) & 0x7FFFFFFFu); }
+static int finite32(float f) { return (bits_of(f) & 0x7F800000u) != 0x7F800000u; }
+
+/* binary16 -> binary32, exactly, by bits (subnormals, Inf and NaN payloads included). */
+static float f16_to_f32(uint16_t h) {
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3FF;
+    if (e == 31) return f32_of(s | 0x7F800000u | m << 13);
+    if (e) return f32_of(s | (e + 112) << 23 | m << 13);
+    if (!m) return f32_of(s);
+    e = 113;                          /* normalise the subnormal m·2^-24 */
+    while (!(m & 0x400)) m <<= 1, e--;
+    return f32_of(s | e << 23 | (m & 0x3FF) << 13);
+}
+
+/* spec/vqf.md §f16-rne: binary32 -> binary16, round to nearest even, NaN -> sign | 0x7E00. */
+static uint16_t f32_to_f16_rne(float f) {
+    uint32_t b = bits_of(f), s = (b >> 16) & 0x8000, e = (b >> 23) & 0xFF, m = b & 0x7FFFFF;
+    if (e == 0xFF) return (uint16_t)(s | (m ? 0x7E00 : 0x7C00));
+    int he = (int)e - 112;            /* the binary16 exponent field if normal */
+    if (he >= 31) return (uint16_t)(s | 0x7C00);
+    uint32_t mant, shift;
+    if (he <= 0) {                    /* binary16 subnormal (or zero): value / 2^-24 */
+        if (he < -10) return (uint16_t)s;
+        mant = m | 0x800000;
+        shift = (uint32_t)(14 - he);  /* 13 + (1 - he) */
+    } else {
+        mant = m;
+        shift = 13;
+    }
+    uint32_t q = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (q & 1))) q++;
+    uint32_t out = he <= 0 ? q : ((uint32_t)he << 10) + q; /* a carry moves into the exponent */
+    return (uint16_t)(s | out);
+}
+
+/* spec/vqf.md §f16: the engine's truncating, flush-to-zero converter (mode trunc_ftz, and the
+ * scales of kestrel_legacy, spec/vqf.md §f16-rne). */
+static uint16_t f32_to_f16_trunc(float f) {
+    uint32_t b = bits_of(f), s = (b >> 16) & 0x8000, m = b & 0x7FFFFF;
+    int e = (int)((b >> 23) & 0xFF) - 112;
+    if (e <= 0) return (uint16_t)s;
+    if (e >= 31) return (uint16_t)(s | 0x7C00); /* NaN too */
+    return (uint16_t)(s | (uint32_t)e << 10 | m >> 13);
+}
+
+/* spec/ninfer3.md §direct-formats / §fp8-row-maxabs step 4: binary32 -> bf16 by the bit rule. */
+static uint16_t f32_to_bf16_rne(float f) {
+    uint32_t b = bits_of(f);
+    if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFF))
+        return (uint16_t)((b >> 16 & 0x8000) | 0x7FC0);
+    return (uint16_t)((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+}
+static float bf16_to_f32(uint16_t h) { return f32_of((uint32_t)h << 16); }
+
+/* spec/ninfer3.md §nvfp4: E4M3FN -> binary32 exactly. */
+static float e4m3_to_f32(uint8_t c) {
+    uint32_t s = (uint32_t)(c & 0x80) << 24, e = (c >> 3) & 15, m = c & 7;
+    if (e == 15 && m == 7) return f32_of(s | 0x7FC00000u);
+    if (e == 0) return f32_of(s | bits_of((float)m * 0x1p-9f));
+    return f32_of(s | (e + 120) << 23 | m << 20);
+}
+static float e2m1_to_f32(uint8_t c) {
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    return f32_of(bits_of(mag[c & 7]) | (uint32_t)(c & 8) << 28);
+}
+
+/* Round to the nearest integer, ties to even (|n| < 2^23 here). */
+static long rne_int(float n) {
+    int neg = n < 0;
+    float a = absf(n);
+    long i = (long)a;
+    float d = a - (float)i;
+    if (d > 0.5f || (d == 0.5f && (i & 1))) i++;
+    return neg ? -i : i;
+}
+
+/* ---- the answer: named little-endian arrays as hex ---- */
+
+typedef struct {
+    const char *name, *dtype;
+    int rank;
+    uint64_t dims[17];
+    unsigned char *bytes;
+    uint64_t n;
+} array;
+
+static array arr(const char *name, const char *dtype, int rank, const uint64_t *dims, int width) {
+    array a = {name, dtype, rank, {0}, NULL, 0};
+    uint64_t count = 1;
+    for (int i = 0; i < rank; i++) a.dims[i] = dims[i], count *= dims[i];
+    a.n = count * (uint64_t)width;
+    a.bytes = calloc(a.n ? a.n : 1, 1);
+    if (!a.bytes) exit(2);
+    return a;
+}
+static void put16(unsigned char *p, uint64_t i, uint16_t v) {
+    p[2 * i] = (unsigned char)v;
+    p[2 * i + 1] = (unsigned char)(v >> 8);
+}
+static void put32(unsigned char *p, uint64_t i, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[4 * i + k] = (unsigned char)(v >> (8 * k));
+}
+static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void print_array(const array *a) {
+    printf("\"%s\": {\"dtype\": \"%s\", \"shape\": [", a->name, a->dtype);
+    for (int i = 0; i < a->rank; i++)
+        printf("%s\"%llu\"", i ? ", " : "", (unsigned long long)a->dims[i]);
+    printf("], \"hex\": \"");
+    for (uint64_t i = 0; i < a->n; i++) printf("%02x", a->bytes[i]);
+    printf("\"}");
+}
+
+/* The whole codec answer; `encoded` is NULL when the case has no encoder. */
+static void answer_codec(const unsigned char *encoded, uint64_t encoded_len, const array *words,
+                         int n_words, const array *values) {
+    printf("{");
+    if (encoded) {
+        char digest[65];
+        sha256_hex(encoded, encoded_len, digest);
+        printf("\"encoded_sha256\": \"%s\", ", digest);
+    }
+    printf("\"words\": {");
+    for (int i = 0; i < n_words; i++) {
+        if (i) printf(", ");
+        print_array(&words[i]);
+    }
+    printf("}, ");
+    print_array(values);
+    printf("}\n");
+}
+
+/* ---- the case ---- */
+
+static struct {
+    const jnode *doc;
+    int rank;
+    uint64_t dims[17], n;
+    unsigned char *payload, *values;
+    uint64_t payload_len, values_len;
+    const char *encoder, *name; /* name: the VQF quantiser, for its rule ids */
+} cc;
+
+static const char *case_str(const jnode *v, const char *what) {
+    if (!v || v->t != J_STR) broken(what);
+    return v->s;
+}
+
+static void load_case(const char *dir) {
+    char path[4096];
+    uint64_t len;
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    unsigned char *text = slurp(path, &len);
+    if (!text) broken("no case.json");
+    jt = text, jlen = len, jpos = 0;
+    cc.doc = jvalue(0);
+    const jnode *shape = member(cc.doc, "shape");
+    if (!shape || shape->t != J_ARR || shape->n > 16) broken("shape");
+    cc.rank = (int)shape->n;
+    cc.n = 1;
+    for (int i = 0; i < cc.rank; i++) {
+        cc.dims[i] = strtoull(case_str(shape->items[i], "shape"), NULL, 10);
+        cc.n *= cc.dims[i];
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "payload"), "payload"));
+    cc.payload = slurp(path, &cc.payload_len);
+    if (!cc.payload) broken("no payload");
+    cc.encoder = case_str(member(cc.doc, "encoder"), "encoder");
+    cc.values = NULL;
+    if (*cc.encoder) {
+        snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "values"), "values"));
+        cc.values = slurp(path, &cc.values_len);
+        if (!cc.values) broken("no values");
+    }
+}
+
+static float value_at(uint64_t i) { return f32_of(get32(cc.values + 4 * i)); }
+
+/* ---- VQF layouts (spec/vqf.md §encodings) ---- */
+
+/* A tiling (spec/vqf.md §q8-tiled "one formula"): G rows, k-byte chunks, XOR on the codes. */
+typedef struct { unsigned g, k, x; } tiling;
+
+static int legacy_mode; /* kestrel_legacy (spec/vqf.md §f16-rne): truncating f16, Q8 by division */
+
+/* spec/vqf.md §quant-q8-0 over `len` values (a 32-block, or a 256-run for G256): scale word and
+ * codes. */
+static uint16_t quant_q8(const float *x, int len, signed char *codes) {
+    float amax = 1e-10f;
+    for (int i = 0; i < len; i++)
+        if (absf(x[i]) > amax) amax = absf(x[i]);
+    float scale = amax / 127.0f;
+    if (scale < 1e-10f) scale = 1e-10f;
+    float r = 1.0f / scale;
+    for (int i = 0; i < len; i++) {
+        float v = x[i] * r;
+        float w = v >= 0 ? v + 0.5f : v - 0.5f;
+        if (legacy_mode) w = x[i] / scale + 0.5f; /* biased upward for negatives, as written */
+        long q = w >= 128.0f ? 127 : w <= -128.0f ? -127 : (long)w; /* trunc toward zero */
+        codes[i] = (signed char)(q > 127 ? 127 : q < -127 ? -127 : q);
+    }
+    return legacy_mode ? f32_to_f16_trunc(scale) : f32_to_f16_rne(scale);
+}
+
+/* spec/vqf.md §quant-q4-0 over one 32-block: scale word and the 32 nibbles (element order). */
+static uint16_t quant_q4(const float *x, unsigned char *nib) {
+    float amax = 0.0f, maxv = 0.0f;
+    for (int i = 0; i < 32; i++)
+        if (absf(x[i]) > amax) amax = absf(x[i]), maxv = x[i];
+    float d = maxv / -8.0f;
+    if (d == 0.0f) d = 1.0f;
+    float id = 1.0f / d;
+    for (int i = 0; i < 32; i++) {
+        float t = x[i] * id + 8.5f; /* a multiply and an add, each rounded (-ffp-contract=off) */
+        nib[i] = (unsigned char)(t != t ? 0 : t <= 0.0f ? 0 : t >= 15.0f ? 15 : (long)t);
+    }
+    return legacy_mode ? f32_to_f16_trunc(d) : f32_to_f16_rne(d);
+}
+
+/* Encode cc.values into the untiled payload of `base` ("q8_0", "q4_0", "q4i8", "g256"). */
+static unsigned char *vqf_encode_untiled(const char *base, uint64_t nb) {
+    int q4 = !strcmp(base, "q4_0"), bs = q4 ? 18 : 34;
+    unsigned char *out = calloc(nb * (uint64_t)bs + 1, 1);
+    float *x = calloc(nb * 32 + 1, sizeof *x); /* padded with +0.0 (spec/vqf.md §size-function) */
+    if (!out || !x) exit(2);
+    for (uint64_t i = 0; i < cc.n; i++) {
+        x[i] = value_at(i);
+        if (!finite32(x[i])) { /* spec/vqf.md §quantisation: refused, not defined */
+            char rule[96];
+            snprintf(rule, sizeof rule, "vqf.codec.%s.finite_input", cc.name);
+            fail("InvalidError", rule, "a quantiser input is NaN or Inf");
+        }
+    }
+    if (!strcmp(base, "g256")) {
+        signed char codes[256];
+        for (uint64_t run = 0; (run + 1) * 256 <= cc.n; run++) { /* later blocks stay zero */
+            uint16_t d = quant_q8(x + run * 256, 256, codes);
+            for (int b = 0; b < 8; b++) {
+                unsigned char *blk = out + (run * 8 + (uint64_t)b) * 34;
+                put16(blk, 0, d);
+                memcpy(blk + 2, codes + 32 * b, 32);
+            }
+        }
+    } else {
+        for (uint64_t b = 0; b < nb; b++) {
+            unsigned char *blk = out + b * (uint64_t)bs, nib[32];
+            signed char codes[32];
+            if (!strcmp(base, "q8_0")) {
+                put16(blk, 0, quant_q8(x + 32 * b, 32, codes));
+                memcpy(blk + 2, codes, 32);
+            } else {
+                put16(blk, 0, quant_q4(x + 32 * b, nib));
+                for (int j = 0; j < 32; j++) {
+                    if (q4 && j < 16) blk[2 + j] = (unsigned char)(nib[j] | nib[j + 16] << 4);
+                    if (!q4) blk[2 + j] = (unsigned char)(nib[j] - 8);
+                }
+            }
+        }
+    }
+    free(x);
+    return out;
+}
+
+/* Move between the untiled payload and a tiling of it (spec/vqf.md §q8-tiled, §q4-0,
+ * spec/vqf.md §q4-8x8l): row m's legacy byte j of a block sits at
+ * 2G + floor(j/k)·k·G + k·m + (j mod k). */
+static void vqf_retile(unsigned char *untiled, unsigned char *tiled, tiling t, int p,
+                       uint64_t rows, uint64_t cols, int to_tiled) {
+    uint64_t nb = cols / 32, gb = (uint64_t)t.g * (2 + (uint64_t)p);
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t b = 0; b < nb; b++) {
+            unsigned char *blk = untiled + (r * nb + b) * (2 + (uint64_t)p);
+            unsigned m = (unsigned)(r % t.g);
+            unsigned char *grp = tiled + ((r / t.g) * nb + b) * gb;
+            unsigned char *sc = grp + 2 * m;
+            if (to_tiled) memcpy(sc, blk, 2);
+            else memcpy(blk, sc, 2);
+            for (unsigned j = 0; j < (unsigned)p; j++) {
+                unsigned char *at = grp + 2 * t.g + j / t.k * t.k * t.g + t.k * m + j % t.k;
+                if (to_tiled) *at = (unsigned char)(blk[2 + j] ^ t.x);
+                else blk[2 + j] = (unsigned char)(*at ^ t.x);
+            }
+        }
+}
+
+/* spec/vqf.md §f32, spec/vqf.md §f16: the words are the values' bits (f16 widened exactly). */
+static int vqf_float(int w) {
+    uint64_t n = cc.n;
+    array values = arr("values", "float32", cc.rank, cc.dims, 4);
+    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    array bits = arr("bits", w == 4 ? "uint32" : "uint16", 2, cc.dims, w);
+    memcpy(bits.bytes, cc.payload, bits.n);
+    for (uint64_t i = 0; i < n; i++)
+        put32(values.bytes, i, w == 4 ? get32(cc.payload + 4 * i)
+                                       : bits_of(f16_to_f32(get16(cc.payload + 2 * i))));
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        enc = calloc(n * (uint64_t)w + 1, 1);
+        for (uint64_t i = 0; i < n; i++) {
+            if (w == 4) put32(enc, i, get32(cc.values + 4 * i));
+            else put16(enc, i, legacy_mode ? f32_to_f16_trunc(value_at(i))
+                                           : f32_to_f16_rne(value_at(i)));
+        }
+    }
+    answer_codec(enc, n * (uint64_t)w, &bits, 1, &values);
+    return 0;
+}
+
+/* The block layouts: untile, decode code·d per element, encode and re-tile. */
+static int vqf_blocks(const char *base, tiling t, uint64_t rows, uint64_t cols) {
+    uint64_t n = cc.n;
+    array values = arr("values", "float32", cc.rank, cc.dims, 4);
+    int q4 = !strcmp(base, "q4_0"), p = q4 ? 16 : 32;
+    uint64_t nb = (n + 31) / 32, size = nb * (2 + (uint64_t)p);
+    if (cc.payload_len != size) broken("payload length");
+    if (t.g && (rows % t.g || cols % 32)) broken("a tiled case must divide into groups");
+    unsigned char *untiled = cc.payload;
+    if (t.g) {
+        untiled = calloc(size, 1);
+        vqf_retile(untiled, cc.payload, t, p, rows, cols, 0);
+    }
+    uint64_t sdims[2] = {rows, cols / 32};
+    array codes = arr("codes", q4 ? "uint8" : "int8", 2, cc.dims, 1);
+    array scales = cols % 32 ? arr("scales", "uint16", 1, &nb, 2)
+                             : arr("scales", "uint16", 2, sdims, 2);
+    for (uint64_t b = 0; b < nb; b++) {
+        const unsigned char *blk = untiled + b * (2 + (uint64_t)p);
+        uint16_t dw = get16(blk);
+        float d = f16_to_f32(dw);
+        put16(scales.bytes, b, dw);
+        for (uint64_t j = 0; j < 32 && b * 32 + j < n; j++) {
+            uint64_t i = b * 32 + j;
+            int code;
+            if (q4) {
+                unsigned nib = j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4;
+                codes.bytes[i] = (unsigned char)nib;
+                code = (int)nib - 8;
+            } else {
+                codes.bytes[i] = blk[2 + j];
+                code = (signed char)blk[2 + j];
+            }
+            put32(values.bytes, i, bits_of((float)code * d)); /* one binary32 multiply */
+        }
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        enc = vqf_encode_untiled(base, nb);
+        if (t.g) {
+            unsigned char *tiled = calloc(size, 1);
+            vqf_retile(enc, tiled, t, p, rows, cols, 1);
+            enc = tiled;
+        }
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, size, words, 2, &values);
+    return 0;
+}
+
+static int vqf_codec(const char *name) {
+    static const struct { const char *name, *base; tiling t; } LAYOUTS[] = {
+        {"f32", "f32", {0, 0, 0}},         {"f16", "f16", {0, 0, 0}},
+        {"q8_0", "q8_0", {0, 0, 0}},       {"q4_0", "q4_0", {0, 0, 0}},
+        {"q4i8", "q4i8", {0, 0, 0}},       {"g256", "g256", {0, 0, 0}},
+        {"q8_0_8x8", "q8_0", {8, 4, 0}},   {"q8_0_4x4", "q8_0", {4, 4, 0}},
+        {"g256_8x8", "g256", {8, 4, 0}},   {"g256_4x4", "g256", {4, 4, 0}},
+        {"q4_0_4x4", "q4_0", {4, 4, 0x88}}, {"q4_0_8x8l", "q4_0", {8, 8, 0x88}},
+    };
+    int li = -1;
+    for (int i = 0; i < (int)(sizeof LAYOUTS / sizeof LAYOUTS[0]); i++)
+        if (!strcmp(name, LAYOUTS[i].name)) li = i;
+    if (li < 0) unsupported("an unknown VQF layout");
+    if (cc.rank != 2) broken("a VQF codec case is rows x cols");
+    const char *base = LAYOUTS[li].base;
+    cc.name = base; /* an encoder's refusal names the quantiser, the tiling's base */
+    tiling t = LAYOUTS[li].t;
+    uint64_t rows = cc.dims[0], cols = cc.dims[1];
+    int f16 = !strcmp(base, "f16"), f32 = !strcmp(base, "f32");
+    legacy_mode = !strcmp(cc.encoder, f16 ? "trunc_ftz" : "kestrel_legacy") && !f32;
+    if (*cc.encoder && strcmp(cc.encoder, f16 ? "rne" : "kestrel") && !legacy_mode)
+        unsupported("encoder mode not implemented (ggml is not)");
+    if (f32 || f16) return vqf_float(f32 ? 4 : 2);
+    return vqf_blocks(base, t, rows, cols);
+}
+/* ---- .ninfer formats and layouts (spec/ninfer3.md §formats, §layouts) ---- */
+
+
+/* spec/ninfer3.md §contiguous (bf16, fp32, int32), spec/ninfer3.md §raw-bytes (resources). */
+static int ninfer3_direct(const char *format) {
+    int w = !strcmp(format, "bf16") ? 2 : !strcmp(format, "") ? 1 : 4;
+    const char *dt = w == 2   ? "uint16"
+                     : w == 1 ? "uint8"
+                     : !strcmp(format, "int32") ? "int32" : "uint32";
+    uint64_t n = cc.n;
+    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    array words = arr(w == 1 ? "bytes" : "codes", dt, cc.rank, cc.dims, w);
+    memcpy(words.bytes, cc.payload, words.n);
+    array values = arr("values", w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "float32",
+                       cc.rank, cc.dims, w == 2 ? 4 : w);
+    if (w == 2)
+        for (uint64_t i = 0; i < n; i++)
+            put32(values.bytes, i, (uint32_t)get16(cc.payload + 2 * i) << 16);
+    else memcpy(values.bytes, cc.payload, values.n);
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        const char *want = w == 2 ? "bf16_rne" : w == 1 ? "verbatim" : "exact";
+        if (strcmp(cc.encoder, want)) unsupported("an encoder this adapter does not know");
+        enc = calloc(n * (uint64_t)w + 1, 1);
+        if (w == 2)
+            for (uint64_t i = 0; i < n; i++) put16(enc, i, f32_to_bf16_rne(value_at(i)));
+        else memcpy(enc, cc.values, n * (uint64_t)w); /* exact / verbatim: the words unchanged */
+    }
+    answer_codec(enc, n * (uint64_t)w, &words, 1, &values);
+    return 0;
+}
+
+/* spec/ninfer3.md §row-split geometry of one format. */
+typedef struct { int b, g, base, high, qmax; } rsplit;
+
+typedef struct { uint64_t kpad, gpr, high_off, scale_off, bytes; } rgeom;
+
+static rgeom row_split_geometry(rsplit f, uint64_t n, uint64_t k) {
+    rgeom r;
+    r.kpad = align_up(k, 128);
+    r.gpr = r.kpad / (uint64_t)f.g;
+    r.high_off = align_up(n * r.gpr * (uint64_t)f.base, 256);
+    r.scale_off = r.high_off + align_up(n * r.gpr * (uint64_t)f.high, 256);
+    r.bytes = r.scale_off + n * r.gpr * 2;
+    return r;
+}
+
+/* The two's-complement code of lane i of group (p, g) (spec/ninfer3.md §row-split "Planes"). */
+static int rs_get(const unsigned char *pl, rsplit f, rgeom r, uint64_t grp, unsigned i) {
+    const unsigned char *base = pl + grp * (uint64_t)f.base;
+    unsigned u;
+    if (f.b == 8) u = base[i];
+    else if (f.b == 2) u = base[i / 4] >> (2 * (i % 4)) & 3;
+    else u = base[i / 2] >> (4 * (i % 2)) & 15;
+    if (f.high) {
+        const unsigned char *hi = pl + r.high_off + grp * (uint64_t)f.high;
+        unsigned hb = (unsigned)f.b - 4;
+        for (unsigned j = 0; j < hb; j++) {
+            unsigned t = i * hb + j;
+            u |= (unsigned)(hi[t / 8] >> (t % 8) & 1) << (4 + j);
+        }
+    }
+    return u < (1u << (f.b - 1)) ? (int)u : (int)u - (1 << f.b);
+}
+
+static void rs_put(unsigned char *pl, rsplit f, rgeom r, uint64_t grp, unsigned i, int q) {
+    unsigned char *base = pl + grp * (uint64_t)f.base;
+    unsigned u = (unsigned)q & ((1u << f.b) - 1);
+    if (f.b == 8) base[i] = (unsigned char)u;
+    else if (f.b == 2) base[i / 4] |= (unsigned char)(u << (2 * (i % 4)));
+    else base[i / 2] |= (unsigned char)((u & 15) << (4 * (i % 2)));
+    if (f.high) {
+        unsigned char *hi = pl + r.high_off + grp * (uint64_t)f.high;
+        unsigned hb = (unsigned)f.b - 4;
+        for (unsigned j = 0; j < hb; j++) {
+            unsigned t = i * hb + j;
+            hi[t / 8] |= (unsigned char)((u >> (4 + j) & 1) << (t % 8));
+        }
+    }
+}
+
+/* spec/ninfer3.md §grouped-absmax: the canonical encoder (q4/q5/q6/q8). */
+static unsigned char *grouped_absmax(rsplit f, rgeom r, uint64_t n, uint64_t k) {
+    unsigned char *out = calloc(r.bytes + 1, 1);
+    if (!out) exit(2);
+    for (uint64_t p = 0; p < n; p++)
+        for (uint64_t g = 0; g < r.gpr; g++) {
+            float amax = 0.0f;
+            for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
+                float a = absf(value_at(p * k + c));
+                if (!finite32(a))
+                    BAD("ninfer3.codec.grouped_absmax.nonfinite", "a NaN or Inf in a group");
+                if (a > amax) amax = a;
+            }
+            if (amax == 0.0f) continue; /* scale +0 and zero codes */
+            float raw = (float)((double)amax / (double)f.qmax);
+            uint16_t s = f32_to_f16_rne(raw);
+            if (s == 0) s = 1; /* the rescue, 2^-24 */
+            if (s == 0x7C00)
+                BAD("ninfer3.codec.grouped_absmax.scale_overflow", "the binary16 scale is Inf");
+            float inv = (float)(1.0 / (double)f16_to_f32(s));
+            put16(out + r.scale_off, p * r.gpr + g, s);
+            for (uint64_t c = g * (uint64_t)f.g; c < (g + 1) * (uint64_t)f.g && c < k; c++) {
+                long q = rne_int(value_at(p * k + c) * inv);
+                q = q > f.qmax ? f.qmax : q < -f.qmax - 1 ? -f.qmax - 1 : q;
+                if (f.b == 8 && q < -127) q = -127; /* unreachable: |n| <= 127 rounds to >= -127 */
+                rs_put(out, f, r, p * r.gpr + g, (unsigned)(c - g * (uint64_t)f.g), (int)q);
+            }
+        }
+    return out;
+}
+
+static int ninfer3_row_split(const char *format) {
+    static const struct { const char *name; rsplit f; } FORMATS[] = {
+        {"q4_g64_fp16", {4, 64, 32, 0, 7}},    {"q5_g64_fp16", {5, 64, 32, 8, 15}},
+        {"q6_g64_fp16", {6, 64, 32, 16, 31}},  {"q8_g32_fp16", {8, 32, 32, 0, 127}},
+        {"t2_g128_fp16", {2, 128, 32, 0, 1}},
+    };
+    int fi = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(format, FORMATS[i].name)) fi = i;
+    if (fi < 0) unsupported("a format row_split_k128_v1 does not accept");
+    rsplit f = FORMATS[fi].f;
+    if (cc.rank != 2) broken("row_split_k128_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1], lg = (k + (uint64_t)f.g - 1) / (uint64_t)f.g;
+    rgeom r = row_split_geometry(f, n, k);
+    if (cc.payload_len != r.bytes) broken("payload length");
+    uint64_t sdims[2] = {n, lg};
+    array codes = arr("codes", "int8", 2, cc.dims, 1);
+    array scales = arr("scales", "uint16", 2, sdims, 2);
+    array values = arr("values", "float32", 2, cc.dims, 4);
+    for (uint64_t p = 0; p < n; p++) {
+        for (uint64_t g = 0; g < lg; g++)
+            put16(scales.bytes, p * lg + g, get16(cc.payload + r.scale_off + 2 * (p * r.gpr + g)));
+        for (uint64_t c = 0; c < k; c++) {
+            uint64_t g = c / (uint64_t)f.g;
+            int q = rs_get(cc.payload, f, r, p * r.gpr + g, (unsigned)(c % (uint64_t)f.g));
+            float s = f16_to_f32(get16(cc.payload + r.scale_off + 2 * (p * r.gpr + g)));
+            codes.bytes[p * k + c] = (unsigned char)(signed char)q;
+            put32(values.bytes, p * k + c, bits_of(s * (float)q));
+        }
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        if (strcmp(cc.encoder, "grouped_absmax") || f.b == 2)
+            unsupported("an encoder this adapter does not know");
+        enc = grouped_absmax(f, r, n, k);
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, r.bytes, words, 2, &values);
+    return 0;
+}
+
+/* The nearest E4M3FN word (0x00..0x7E) to a |value| <= 448, ties to the even word. */
+static uint8_t e4m3_nearest(float a) {
+    unsigned w = 0;
+    while (w < 0x7E && e4m3_to_f32((uint8_t)(w + 1)) <= a) w++;
+    if (w == 0x7E) return 0x7E;
+    float lo = e4m3_to_f32((uint8_t)w), hi = e4m3_to_f32((uint8_t)(w + 1));
+    float mid = (lo + hi) / 2.0f; /* exact: both are dyadic with few bits */
+    if (a > mid || (a == mid && (w & 1))) w++;
+    return (uint8_t)w;
+}
+
+/* spec/ninfer3.md §fp8-row-maxabs. */
+static unsigned char *fp8_row_maxabs(uint64_t n, uint64_t k, uint64_t scale_off, uint64_t bytes) {
+    unsigned char *out = calloc(bytes + 1, 1);
+    if (!out) exit(2);
+    for (uint64_t p = 0; p < n; p++) {
+        float amax = 0.0f;
+        for (uint64_t c = 0; c < k; c++) {
+            float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
+            if (!finite32(x)) BAD("ninfer3.codec.fp8_row_maxabs.nonfinite", "a NaN or Inf");
+            if (absf(x) > amax) amax = absf(x);
+        }
+        if (amax == 0.0f) continue;
+        float raw = (float)((double)amax / 448.0);
+        uint16_t s = f32_to_bf16_rne(raw);
+        if (s == 0) s = 1;
+        float inv = (float)(1.0 / (double)bf16_to_f32(s));
+        if (!finite32(inv))
+            BAD("ninfer3.codec.fp8_row_maxabs.inverse_overflow", "1/scale is not finite");
+        put16(out + scale_off, p, s);
+        for (uint64_t c = 0; c < k; c++) {
+            float x = bf16_to_f32(f32_to_bf16_rne(value_at(p * k + c)));
+            float v = (float)((double)x * (double)inv);
+            if (!finite32(v))
+                BAD("ninfer3.codec.fp8_row_maxabs.inverse_overflow", "x/scale is not finite");
+            v = v > 448.0f ? 448.0f : v < -448.0f ? -448.0f : v;
+            uint8_t w = e4m3_nearest(absf(v));
+            out[p * k + c] = (unsigned char)(w | (bits_of(v) >> 31 ? 0x80 : 0));
+        }
+    }
+    return out;
+}
+
+static int ninfer3_row_scale(void) {
+    if (cc.rank != 2) broken("row_scale_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1], so = align_up(n * k, 256), bytes = so + 2 * n;
+    if (cc.payload_len != bytes) broken("payload length");
+    array codes = arr("codes", "uint8", 2, cc.dims, 1), scales = arr("scales", "uint16", 1, &n, 2);
+    array values = arr("values", "float32", 2, cc.dims, 4);
+    memcpy(codes.bytes, cc.payload, n * k);
+    memcpy(scales.bytes, cc.payload + so, 2 * n);
+    for (uint64_t p = 0; p < n; p++) {
+        float s = bf16_to_f32(get16(cc.payload + so + 2 * p));
+        for (uint64_t c = 0; c < k; c++)
+            put32(values.bytes, p * k + c, bits_of(e4m3_to_f32(cc.payload[p * k + c]) * s));
+    }
+    unsigned char *enc = NULL;
+    if (*cc.encoder) {
+        if (strcmp(cc.encoder, "fp8_row_maxabs"))
+            unsupported("an encoder this adapter does not know");
+        enc = fp8_row_maxabs(n, k, so, bytes);
+    }
+    array words[2] = {codes, scales};
+    answer_codec(enc, bytes, words, 2, &values);
+    return 0;
+}
+
+/* spec/ninfer3.md §block-scale: codes, the unswizzled scales and the divisor; no encoder. */
+static int ninfer3_nvfp4(void) {
+    if (cc.rank != 2) broken("block_scale_k16_m128x4_v1 is rank 2");
+    uint64_t n = cc.dims[0], k = cc.dims[1];
+    if (n % 128 || k % 64) broken("nvfp4 needs N % 128 == 0 and K % 64 == 0");
+    uint64_t so = align_up(n * k / 2, 256), dv = so + n * k / 16, tiles = k / 64;
+    if (cc.payload_len != dv + 4) broken("payload length");
+    if (*cc.encoder) unsupported("nvfp4 has no encoder");
+    uint64_t sdims[2] = {n, k / 16};
+    array codes = arr("codes", "uint8", 2, cc.dims, 1);
+    array scales = arr("scales", "uint8", 2, sdims, 1);
+    array divisor = arr("divisor", "uint32", 0, NULL, 4);
+    array values = arr("values", "float32", 2, cc.dims, 4);
+    memcpy(divisor.bytes, cc.payload + dv, 4);
+    float d = f32_of(get32(cc.payload + dv));
+    for (uint64_t p = 0; p < n; p++)
+        for (uint64_t g = 0; g < k / 16; g++) {
+            uint64_t m = p % 128;
+            uint64_t at = ((p / 128) * tiles + g / 4) * 512 + (m % 32) * 16 + (m / 32) * 4 + g % 4;
+            scales.bytes[p * (k / 16) + g] = cc.payload[so + at]; /* the swizzle undone */
+        }
+    for (uint64_t i = 0; i < n * k; i++) {
+        uint8_t c = cc.payload[i / 2] >> (4 * (i % 2)) & 15;
+        codes.bytes[i] = c;
+        float s = e4m3_to_f32(scales.bytes[i / k * (k / 16) + i % k / 16]);
+        put32(values.bytes, i, bits_of(e2m1_to_f32(c) * s / d));
+    }
+    array words[3] = {codes, scales, divisor};
+    answer_codec(NULL, 0, words, 3, &values);
+    return 0;
+}
+
+static int codec_case(const char *kind, const char *dir) {
+    load_case(dir);
+    const jnode *codec = member(cc.doc, "codec");
+    if (!strcmp(kind, "vqf-codec")) return vqf_codec(case_str(member(codec, "name"), "codec.name"));
+    const char *format = case_str(member(codec, "format"), "codec.format");
+    const char *layout = case_str(member(codec, "layout"), "codec.layout");
+    if (!strcmp(layout, "contiguous_le_v1") &&
+        (!strcmp(format, "bf16") || !strcmp(format, "fp32") || !strcmp(format, "int32")))
+        return ninfer3_direct(format);
+    if (!strcmp(layout, "raw_bytes_v1") && !*format) return ninfer3_direct("");
+    if (!strcmp(layout, "row_split_k128_v1")) return ninfer3_row_split(format);
+    if (!strcmp(layout, "row_scale_v1") && !strcmp(format, "fp8_e4m3fn_row_bf16"))
+        return ninfer3_row_scale();
+    if (!strcmp(layout, "block_scale_k16_m128x4_v1") && !strcmp(format, "nvfp4"))
+        return ninfer3_nvfp4();
+    unsupported("a (format, layout) pair this adapter does not know");
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "kinds") == 0) {
         /* protected VQF files need SM4, SM3 and SM2, which this one-file adapter leaves out */
-        printf("{\"kinds\": [\"vqf-container:loader\", \"ninfer3-container\"], "
+        printf("{\"kinds\": [\"vqf-container\", \"ninfer3-container\", \"vqf-codec\", "
+               "\"ninfer3-codec\"], "
                "\"unsupported\": {\"vqf-protected\": \"no SM4, SM3 or SM2 in this adapter\"}}\n");
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "ninfer3-container") == 0) return check_ninfer3(argv[2]);
+    if (argc == 3 && (!strcmp(argv[1], "vqf-codec") || !strcmp(argv[1], "ninfer3-codec")))
+        return codec_case(argv[1], argv[2]);
     if (argc != 3 || strcmp(argv[1], "vqf-container") != 0) {
         fprintf(stderr, "usage: %s kinds | vqf-container PATH | ninfer3-container PATH\n",
                 argv[0]);
