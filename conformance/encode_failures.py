@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from weightfile.ref.backend import REFERENCE
+from weightfile.spec.codecs.ninfer3.registry import CODECS as NINFER3_CODECS
+from weightfile.spec.codecs.vqf.registry import CODECS as VQF_CODECS
 from weightfile.spec.errors import WeightfileError
 
 from .case_types import Case
@@ -34,6 +36,7 @@ class Failure:
     values: np.ndarray
     rules: tuple[str, ...]  # the reference's rule first; the others are accepted too
     description: str
+    encoder: str = ""  # the canonical encoder that must refuse ("" for a pair without one)
 
 
 def with_value(shape: tuple[int, ...], at: int, value: float) -> np.ndarray:
@@ -128,6 +131,13 @@ def ninfer3_failures() -> Iterator[Failure]:
         )
 
 
+def encoder_of(fmt: str, f: Failure) -> str:
+    """The case.json `encoder`: the VQF default mode, the `.ninfer` pair's encoder, or ""."""
+    if fmt == "vqf":
+        return VQF_CODECS[f.codec["name"]].default_mode
+    return NINFER3_CODECS[(f.codec["format"], f.codec["layout"])].encoder or ""
+
+
 def reference_rejection(fmt: str, f: Failure) -> tuple[str, str]:
     """(error class, rule id) the reference raises for `f`; the generator refuses a case whose
     input the reference encodes, or rejects under a rule the case does not list."""
@@ -151,7 +161,8 @@ def corpus_cases(fmt: str, prefix: str) -> Iterator[Case]:
         error_class, rule = reference_rejection(fmt, f)
         fields: dict[str, Any] = {
             "expect": "reject", "codec": f.codec, "shape": [str(n) for n in f.shape],
-            "values": "values.bin", "values_dtype": "float32", "description": f.description,
+            "values": "values.bin", "values_dtype": "float32", "encoder": encoder_of(fmt, f),
+            "description": f.description,
             "rule": rule, "error_class": error_class,
             "accepted": [{"error_class": error_class, "rule": r} for r in f.rules],
         }  # fmt: skip

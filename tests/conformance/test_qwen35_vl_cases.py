@@ -15,7 +15,7 @@ from weightfile.conformance.runner import builtin_implementation, run_corpus
 from weightfile.families.qwen3.conformance import digest
 from weightfile.ref.ninfer3.read import open_artifact
 
-VL = "ninfer3/v3/vl-model/qwen35"
+VL = "ninfer3/v4/vl-model/qwen35"
 NAMES = ("bf16-one-image", "q8-two-images")
 VS, VE, PAD = 60, 61, 62  # the added tokens of the cases' tokenizer.json
 
@@ -33,8 +33,8 @@ def pixels(name: str, k: int) -> np.ndarray:
 
 
 def test_the_cases_are_listed_and_have_a_vision_component() -> None:
-    assert (CORPUS_DIR / "files-ninfer3-v3").read_text().split() == [f"{VL}/{n}" for n in NAMES]
-    assert "ninfer3 v3" in (CORPUS_DIR / "VERSION").read_text().splitlines()
+    assert (CORPUS_DIR / "files-ninfer3-v4").read_text().split() == [f"{VL}/{n}" for n in NAMES]
+    assert "ninfer3 v4" in (CORPUS_DIR / "VERSION").read_text().splitlines()
     for name in NAMES:
         with open_artifact(CORPUS_DIR / VL / name / "model.ninfer") as nf:
             vision = nf.directory.components["vision"]

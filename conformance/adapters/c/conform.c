@@ -285,6 +285,27 @@ static uint64_t implied_elements(int i, const geometry *g, uint64_t *r, uint64_t
     return e[i];
 }
 
+/* The directory rows of known name `i` as writers record them (spec/vqf.md §text-tensors,
+ * §vision-tensors, §geometry): q/k/v/o nl·in × out, gate/up/down nl·out × in, lm V × d; cols are
+ * the implied elements over rows. 0 when the arch implies no rows. */
+static uint64_t directory_rows(int i, const geometry *g) {
+    if (i >= 7 && i < 30) {
+        uint64_t r, c;
+        implied_elements(i, g, &r, &c);
+        const char *p = ORDER[i] + 3;
+        if (!strcmp(p, "lm")) return r;
+        int out_major = !strcmp(p, "gate") || !strcmp(p, "up") || !strcmp(p, "down");
+        return g->nl * (out_major ? r : c);
+    }
+    uint64_t vd = g->vd, ds = g->ds;
+    uint64_t rows[] = {
+        g->v, g->d, g->nl * g->d, g->nl * g->d, g->nl * g->hd, g->nl * g->hd, g->nl * g->ne,
+        [30] = vd, vd, vd, vd, 1, 1, 1, vd, vd, vd, vd, vd, vd, vd, vd, 1, 1, 1, 1, 1, 1,
+        ds, ds, ds, ds, ds, ds,
+    };
+    return rows[i];
+}
+
 /* Allowed qtypes (bit q) of known name `i` (spec/vqf.md §text-tensors, §vision-tensors). */
 static unsigned allowed_qtypes(int i) {
     if (i == 0) return 1u << 5 | 1u << 1;
@@ -390,8 +411,11 @@ static int strict_entries(uint32_t n, const geometry *g) {
         if (u64((uint64_t)(f - file) + 56) != size_of(qtype, rows * cols))
             STRICT("vqf.directory.bytes", "bytes != size(qtype, rows*cols)");
         uint64_t r, c;
-        if (rows * cols != implied_elements(k, g, &r, &c))
+        uint64_t elements = implied_elements(k, g, &r, &c), want = directory_rows(k, g);
+        if (rows * cols != elements)
             STRICT("vqf.directory.geometry", "rows*cols differs from the arch");
+        if (want && rows != want)
+            STRICT("vqf.directory.shape", "rows x cols is not the directory shape writers record");
         if (k <= last) STRICT("vqf.directory.order", "entries out of order");
         last = k;
     }
@@ -1440,16 +1464,31 @@ static void load_case(const char *dir) {
         cc.dims[i] = strtoull(case_str(shape->items[i], "shape"), NULL, 10);
         cc.n *= cc.dims[i];
     }
-    snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "payload"), "payload"));
-    cc.payload = slurp(path, &cc.payload_len);
-    if (!cc.payload) broken("no payload");
+    /* An "encoding that must fail" case has values and no payload (README, "Codec cases"): the
+       layout then decodes zeros of its own size (need_payload) before the encoder refuses. */
+    cc.payload = NULL, cc.payload_len = 0;
+    if (member(cc.doc, "payload")) {
+        snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "payload"), "payload"));
+        cc.payload = slurp(path, &cc.payload_len);
+        if (!cc.payload) broken("no payload");
+    }
     cc.encoder = case_str(member(cc.doc, "encoder"), "encoder");
     cc.values = NULL;
-    if (*cc.encoder) {
+    if (member(cc.doc, "values")) {
         snprintf(path, sizeof path, "%s/%s", dir, case_str(member(cc.doc, "values"), "values"));
         cc.values = slurp(path, &cc.values_len);
         if (!cc.values) broken("no values");
     }
+}
+
+/* The payload must be `expected` bytes; a case without one decodes `expected` zero bytes. */
+static void need_payload(uint64_t expected) {
+    if (!cc.payload) {
+        cc.payload = calloc(expected + 1, 1);
+        if (!cc.payload) exit(2);
+        cc.payload_len = expected;
+    }
+    if (cc.payload_len != expected) broken("payload length");
 }
 
 static float value_at(uint64_t i) { return f32_of(get32(cc.values + 4 * i)); }
@@ -1565,7 +1604,7 @@ static void vqf_retile(unsigned char *untiled, unsigned char *tiled, tiling t, i
 static int vqf_float(int w) {
     uint64_t n = cc.n;
     array values = arr("values", "float32", cc.rank, cc.dims, 4);
-    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    need_payload(n * (uint64_t)w);
     array bits = arr("bits", w == 4 ? "uint32" : "uint16", 2, cc.dims, w);
     memcpy(bits.bytes, cc.payload, bits.n);
     for (uint64_t i = 0; i < n; i++)
@@ -1590,7 +1629,7 @@ static int vqf_blocks(const char *base, tiling t, uint64_t rows, uint64_t cols) 
     array values = arr("values", "float32", cc.rank, cc.dims, 4);
     int q4 = !strcmp(base, "q4_0"), p = q4 ? 16 : 32;
     uint64_t nb = (n + 31) / 32, size = nb * (2 + (uint64_t)p);
-    if (cc.payload_len != size) broken("payload length");
+    need_payload(size);
     if (t.g && (rows % t.g || cols % 32)) broken("a tiled case must divide into groups");
     unsigned char *untiled = cc.payload;
     if (t.g) {
@@ -1669,7 +1708,7 @@ static int ninfer3_direct(const char *format) {
                      : w == 1 ? "uint8"
                      : !strcmp(format, "int32") ? "int32" : "uint32";
     uint64_t n = cc.n;
-    if (cc.payload_len != n * (uint64_t)w) broken("payload length");
+    need_payload(n * (uint64_t)w);
     array words = arr(w == 1 ? "bytes" : "codes", dt, cc.rank, cc.dims, w);
     memcpy(words.bytes, cc.payload, words.n);
     array values = arr("values", w == 1 ? "uint8" : !strcmp(format, "int32") ? "int32" : "float32",
@@ -1785,7 +1824,7 @@ static int ninfer3_row_split(const char *format) {
     if (cc.rank != 2) broken("row_split_k128_v1 is rank 2");
     uint64_t n = cc.dims[0], k = cc.dims[1], lg = (k + (uint64_t)f.g - 1) / (uint64_t)f.g;
     rgeom r = row_split_geometry(f, n, k);
-    if (cc.payload_len != r.bytes) broken("payload length");
+    need_payload(r.bytes);
     uint64_t sdims[2] = {n, lg};
     array codes = arr("codes", "int8", 2, cc.dims, 1);
     array scales = arr("scales", "uint16", 2, sdims, 2);
@@ -1858,7 +1897,7 @@ static unsigned char *fp8_row_maxabs(uint64_t n, uint64_t k, uint64_t scale_off,
 static int ninfer3_row_scale(void) {
     if (cc.rank != 2) broken("row_scale_v1 is rank 2");
     uint64_t n = cc.dims[0], k = cc.dims[1], so = align_up(n * k, 256), bytes = so + 2 * n;
-    if (cc.payload_len != bytes) broken("payload length");
+    need_payload(bytes);
     array codes = arr("codes", "uint8", 2, cc.dims, 1), scales = arr("scales", "uint16", 1, &n, 2);
     array values = arr("values", "float32", 2, cc.dims, 4);
     memcpy(codes.bytes, cc.payload, n * k);
@@ -1885,7 +1924,7 @@ static int ninfer3_nvfp4(void) {
     uint64_t n = cc.dims[0], k = cc.dims[1];
     if (n % 128 || k % 64) broken("nvfp4 needs N % 128 == 0 and K % 64 == 0");
     uint64_t so = align_up(n * k / 2, 256), dv = so + n * k / 16, tiles = k / 64;
-    if (cc.payload_len != dv + 4) broken("payload length");
+    need_payload(dv + 4);
     if (*cc.encoder) unsupported("nvfp4 has no encoder");
     uint64_t sdims[2] = {n, k / 16};
     array codes = arr("codes", "uint8", 2, cc.dims, 1);
@@ -1921,6 +1960,12 @@ static int codec_case(const char *kind, const char *dir) {
         (!strcmp(format, "bf16") || !strcmp(format, "fp32") || !strcmp(format, "int32")))
         return ninfer3_direct(format);
     if (!strcmp(layout, "raw_bytes_v1") && !*format) return ninfer3_direct("");
+    if (cc.values && !*cc.encoder &&
+        (!strcmp(format, "nvfp4") || !strcmp(format, "t2_g128_fp16"))) {
+        char rule[96]; /* spec/ninfer3.md §formats: no value encoder, words are imported */
+        snprintf(rule, sizeof rule, "ninfer3.codec.%s.no_encoder", layout);
+        fail("UnsupportedError", rule, "the pair has no value encoder: import words instead");
+    }
     if (!strcmp(layout, "row_split_k128_v1")) return ninfer3_row_split(format);
     if (!strcmp(layout, "row_scale_v1") && !strcmp(format, "fp8_e4m3fn_row_bf16"))
         return ninfer3_row_scale();
