@@ -78,6 +78,16 @@ def with_vision(
     return open_vision(artifact, model, binding, tower, codecs), binding
 
 
+def text_model(
+    profile: Profile, family: Any, artifact: Artifact, backend: Backend, threads: int
+) -> Any:
+    """The family's fast model on the open artifact, or its reference model on weights the fast
+    codecs decoded (the reference codecs' bits, tests/differential)."""
+    if backend is FAST:
+        return profile.fast_model(family, artifact, threads=threads)
+    return profile.reference_model(family, artifact, codec_for=FAST.ninfer_codecs.get_codec)
+
+
 def load_ninfer_session(
     path: str | os.PathLike[str],
     tokenizer: str | os.PathLike[str] | None,
@@ -103,11 +113,7 @@ def load_ninfer_session(
         backend, note = engine_for(family, backend, profile)
         if images and backend is FAST:
             backend = REFERENCE  # the fast text decoder takes no image rows yet
-        if backend is FAST:
-            model = profile.fast_model(family, artifact, threads=threads)
-        else:
-            codecs = FAST.ninfer_codecs.get_codec
-            model = profile.reference_model(family, artifact, codec_for=codecs)
+        model = text_model(profile, family, artifact, backend, threads)
         model, vision = with_vision(artifact, model, images, asked, threads)
         if images and asked is FAST and library() is not None:
             note = FAST_TOWER_NOTE

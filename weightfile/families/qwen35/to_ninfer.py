@@ -295,11 +295,7 @@ def import_checkpoint(
     resources = read_resources(src)
     with Checkpoint(src, RULES) as checkpoint:
         vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [])
-        components: dict[str, Any] = {
-            "text": {"config": config, "resources": resource_ids(resources)}
-        }
-        if vp.component is not None:
-            components["vision"] = vp.component
+        components = components_of(config, resources, vp)
         resources |= vp.resources
         objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
         objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents + vp.parents]
@@ -315,14 +311,7 @@ def import_checkpoint(
             bindings=bindings(parents, config["tie_word_embeddings"]) | bindings(vp.parents, False),
             uses=rotation.uses(uses(config)) + vp.uses,
             metadata={"name": src.resolve().name or "model"},
-            provenance={
-                "converter": "weightfile import",
-                "source": {"architectures": hf_config.get("architectures")},
-                "format": fmt or "bf16 text, official vision formats",
-                "encoder": "grouped_absmax, bf16 round to nearest even",
-                "ignored_tensors": ignored,
-            }
-            | ({"hadamard": rotation.provenance()} if hadamard else {}),
+            provenance=provenance(hf_config, fmt, ignored, rotation),
             limit=limit,
         ) as writer:
             for role, data in resources.items():
@@ -333,14 +322,45 @@ def import_checkpoint(
                     parent, parent_values(parent, config, prefix, tensor, fused)
                 )
                 writer.write(parent.id, encode_parent(parent, values, backend))
-            bf16 = backend.ninfer_codecs.get_codec("bf16", "contiguous_le_v1")
-            for i, signs in rotation.signs.items():
-                writer.write(signs_object_id(i), bf16.encode(signs.astype(np.float32), signs.shape))
-            for parent in vp.parents:
-                writer.write(
-                    parent.id, encode_parent(parent, vision_values(parent, tensor), backend)
-                )
+            write_signs_and_vision(writer, rotation, vp, tensor, backend)
             return writer.finish()
+
+
+def components_of(
+    config: Mapping[str, Any], resources: Mapping[str, bytes], vp: VisionPart
+) -> dict[str, Any]:
+    """The `text` component with its resources, and `vision` when the checkpoint has one."""
+    components: dict[str, Any] = {
+        "text": {"config": config, "resources": resource_ids(dict(resources))}
+    }
+    if vp.component is not None:
+        components["vision"] = vp.component
+    return components
+
+
+def provenance(
+    hf_config: Mapping[str, Any], fmt: str | None, ignored: int, rotation: Rotation
+) -> dict[str, Any]:
+    """The file's provenance record: source, formats, encoders, what was left out, rotation."""
+    record = {
+        "converter": "weightfile import",
+        "source": {"architectures": hf_config.get("architectures")},
+        "format": fmt or "bf16 text, official vision formats",
+        "encoder": "grouped_absmax, bf16 round to nearest even",
+        "ignored_tensors": ignored,
+    }
+    return record | ({"hadamard": rotation.provenance()} if rotation.input_of else {})
+
+
+def write_signs_and_vision(
+    writer: ArtifactWriter, rotation: Rotation, vp: VisionPart, tensor: Any, backend: Backend
+) -> None:
+    """The Hadamard signs objects (bf16 ±1) and the vision component's parents."""
+    bf16 = backend.ninfer_codecs.get_codec("bf16", "contiguous_le_v1")
+    for i, signs in rotation.signs.items():
+        writer.write(signs_object_id(i), bf16.encode(signs.astype(np.float32), signs.shape))
+    for parent in vp.parents:
+        writer.write(parent.id, encode_parent(parent, vision_values(parent, tensor), backend))
 
 
 @dataclass
