@@ -286,8 +286,8 @@ static uint64_t implied_elements(int i, const geometry *g, uint64_t *r, uint64_t
 }
 
 /* The directory rows of known name `i` as writers record them (spec/vqf.md §text-tensors,
- * §vision-tensors, §geometry): q/k/v/o nl·in × out, gate/up/down nl·out × in, lm V × d; cols are
- * the implied elements over rows. 0 when the arch implies no rows. */
+ * spec/vqf.md §vision-tensors, spec/vqf.md §geometry): q/k/v/o nl·in × out, gate/up/down
+ * nl·out × in, lm V × d; cols are the implied elements over rows. 0 when the arch implies none. */
 static uint64_t directory_rows(int i, const geometry *g) {
     if (i >= 7 && i < 30) {
         uint64_t r, c;
