@@ -15,7 +15,7 @@ import sys
 from weightfile.conformance.runner import builtin_implementation, run_corpus
 from weightfile.fast import _native
 
-MODEL_CASES = "*/model/*"
+MODEL_CASES = "*model/*"  # every model kind: model, board-model, moe-model, vl-model
 
 
 def main() -> int:

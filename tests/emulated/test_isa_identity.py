@@ -24,7 +24,7 @@ from weightfile.conformance.runner import case_ids
 from .arm64_python import ensure_environment, missing_tools, package_tree, run_python
 
 DRIVER = Path(__file__).with_name("isa_models.py")
-CASES = len(case_ids(pattern="*/model/*"))
+CASES = len(case_ids(pattern="*model/*"))
 
 
 def answers(stdout: str) -> dict:
