@@ -62,15 +62,18 @@ def check_resources(nf: Artifact) -> None:
         nf.object(resources[role])
 
 
-def resolve(nf: Artifact, p: TextParameter) -> list[ElementRange]:
-    """Step 3: the parameter's element ranges; a direct one's objects have its exact format."""
+def resolve(
+    nf: Artifact, p: TextParameter, rule: str = "ninfer3.text.direct_format"
+) -> list[ElementRange]:
+    """Step 3: the parameter's element ranges; a direct one's objects have its exact format
+    (else `rule`: the text's, or the vision component's own)."""
     ranges = nf.bind(p.name, p.shape)
     if p.direct_format is not None:
         for r in ranges:
             o = nf.object(r.object_id)
             require(
                 o.format == p.direct_format and o.layout == DIRECT_LAYOUT,
-                "ninfer3.text.direct_format",
+                rule,
                 f"{p.name} reads {o.id} as {o.format}/{o.layout}, needs {p.direct_format}/"
                 f"{DIRECT_LAYOUT}",
                 nf.directory.bindings[p.name].path,

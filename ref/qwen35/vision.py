@@ -55,7 +55,7 @@ from weightfile.spec.ninfer3.vision_names import (
     vision_parameters,
 )
 
-from .bind import DIRECT_LAYOUT, ObjectDecoder
+from .bind import ObjectDecoder, resolve
 from .config import Qwen35Config
 
 CONFIG_PATH = f"components.{VISION_COMPONENT}.config"
@@ -166,22 +166,6 @@ def special_ids(nf: Artifact) -> SpecialIds:
     return SpecialIds(**ids)
 
 
-def resolve(nf: Artifact, p: TextParameter) -> list[ElementRange]:
-    """A parameter's element ranges; a direct one's objects are bf16 `contiguous_le_v1`."""
-    ranges = nf.bind(p.name, p.shape)
-    if p.direct_format is not None:
-        for r in ranges:
-            o = nf.object(r.object_id)
-            require(
-                o.format == p.direct_format and o.layout == DIRECT_LAYOUT,
-                "ninfer3.vision.direct_format",
-                f"{p.name} reads {o.id} as {o.format}/{o.layout}, needs {p.direct_format}/"
-                f"{DIRECT_LAYOUT}",
-                nf.directory.bindings[p.name].path,
-            )
-    return ranges
-
-
 def check_use(nf: Artifact, use: Use, p: TextParameter) -> None:
     """A vision Use: a declared input, a policy, valid auxiliaries; Hadamard signs are not
     implemented for the tower."""
@@ -235,7 +219,7 @@ def check_vision(nf: Artifact, text: Qwen35Config) -> VisionBinding:
         )
         nf.object(component.resources[role])
     params = {p.name: p for p in vision_parameters(component.config, text.hidden_size)}
-    ranges = {name: resolve(nf, p) for name, p in params.items()}
+    ranges = {name: resolve(nf, p, "ninfer3.vision.direct_format") for name, p in params.items()}
     for name, binding in nf.directory.bindings.items():
         require(
             not name.startswith(VISION_PREFIX) or name in params,

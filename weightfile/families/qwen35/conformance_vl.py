@@ -23,8 +23,7 @@ import numpy as np
 from weightfile.conformance.case_types import Case, read_case
 from weightfile.conformance.seeded import uniform
 from weightfile.families import ninfer_family
-from weightfile.families.qwen3.conformance import digest
-from weightfile.families.qwen3_vl.conformance import image_answer, read_images
+from weightfile.families.qwen3_vl.conformance import read_images, vl_answer
 from weightfile.families.qwen35.conformance_files import (
     RESOURCES,
     Layout,
@@ -208,20 +207,7 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     names = ["vision.patch_embed",
              *(f"vision.blocks.{i}.mlp_residual" for i in range(binding.config.depth)),
              "vision.merger", *family.trace_names(model.config)]  # fmt: skip
-    every = np.concatenate(rows)
-    return {
-        "images": [image_answer(p) for p in prepared],
-        "prompt": [str(t) for t in prompt],
-        "position_ids": [[str(v) for v in p] for p in positions],
-        "rope_delta": str(delta),
-        "tokens": [str(t) for t in tokens],
-        "logits": {
-            "dtype": "float32",
-            "shape": [str(n) for n in every.shape],
-            "hex": np.ascontiguousarray(every, dtype="<f4").tobytes().hex(),
-        },
-        "activations": {name: digest(arrays[name]) for name in names},
-    }
+    return vl_answer(prepared, prompt, positions, delta, tokens, rows, arrays, names)
 
 
 def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:

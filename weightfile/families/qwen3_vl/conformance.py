@@ -221,6 +221,35 @@ def text_trace_names(config: Any, deepstack: int) -> list[str]:
     return out
 
 
+def vl_answer(
+    prepared: list[Any],
+    prompt: list[int],
+    positions: Any,
+    delta: int,
+    tokens: list[int],
+    rows: list[np.ndarray],
+    arrays: dict[str, np.ndarray],
+    names: list[str],
+) -> dict[str, Any]:
+    """The answer of a vision model case (conformance/README.md "Qwen3-VL model cases"), for
+    Qwen3-VL over VQF and Qwen3.5 over `.ninfer` alike: images, prompt, positions, tokens,
+    every logits row in hex, the named activations' digests."""
+    every = np.concatenate(rows)
+    return {
+        "images": [image_answer(p) for p in prepared],
+        "prompt": [str(t) for t in prompt],
+        "position_ids": [[str(v) for v in p] for p in positions],
+        "rope_delta": str(delta),
+        "tokens": [str(t) for t in tokens],
+        "logits": {
+            "dtype": "float32",
+            "shape": [str(n) for n in every.shape],
+            "hex": np.ascontiguousarray(every, dtype="<f4").tobytes().hex(),
+        },
+        "activations": {name: digest(arrays[name]) for name in names},
+    }
+
+
 def image_answer(p: Any) -> dict[str, Any]:
     """One prepared image: its grid, token count and the digest of its pixel_values."""
     return {
@@ -285,20 +314,7 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
                 rows.append(np.asarray(model.forward([tokens[-1]], cache), dtype=np.float32))
         arrays = trace.arrays()
         names = vision_names(vqf) + text_trace_names(model.config, arch["vis_ds_count"])
-    every = np.concatenate(rows)
-    return {
-        "images": [image_answer(p) for p in prepared],
-        "prompt": [str(t) for t in prompt],
-        "position_ids": [[str(v) for v in p] for p in positions],
-        "rope_delta": str(delta),
-        "tokens": [str(t) for t in tokens],
-        "logits": {
-            "dtype": "float32",
-            "shape": [str(n) for n in every.shape],
-            "hex": np.ascontiguousarray(every, dtype="<f4").tobytes().hex(),
-        },
-        "activations": {name: digest(arrays[name]) for name in names},
-    }
+    return vl_answer(prepared, prompt, positions, delta, tokens, rows, arrays, names)
 
 
 def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
