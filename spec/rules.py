@@ -156,6 +156,10 @@ COMMON_RULES = table(
         Rule("frontend.dump.dtype", UNS, "frontend", "§dump-diff",
              "weightfile diff: an object (pickled) array or another non-numeric dtype; pickled "
              "data is never loaded", doc="numerics"),
+        Rule("frontend.replay.input", INV, "frontend", "§replay",
+             "weightfile replay: a dump's input array has another dtype or shape than the "
+             "model's operation takes (moe.x_in: float32 [L <= layers, N, hidden])",
+             doc="numerics"),
         Rule("frontend.chat_template.recursion", INV, "frontend", "§2.3",
              "rendering the chat template recurses too deeply", doc="ninfer3"),
         Rule("frontend.chat_template.output", INV, "frontend", "§2.3",

@@ -72,22 +72,25 @@ def test_canonical_runs_every_family_with_the_family_rows_models(family):
     canonical.require_container(family.container)  # no refusal
 
 
-def test_the_board_profile_runs_the_qwen3_board_model_only():
+def test_the_board_profile_runs_the_qwen3_and_qwen3_moe_board_models_only():
     board = profiles.profile_named("kestrel-board")
     qwen3 = families.lookup(families.VQF, families.QWEN3)
     assert board.family_models(qwen3).reference.endswith("ref.qwen3.board.model:bind_board")
-    assert board.has_fast(qwen3)
+    moe = families.lookup(families.VQF, families.QWEN3_MOE)
+    own = board.family_models(moe)
+    assert own.reference.endswith("ref.qwen3_moe.board.model:bind_board_moe")
+    assert own.fast.endswith("fast.qwen3_moe.board.model:bind_board_moe_fast")
+    assert board.has_fast(qwen3) and board.has_fast(moe)
     assert board.generator("qwen3") is families.resolve(board.models["qwen3"].generate)
     assert board.generator("qwen3_vl") is None
     for other in families.ROWS:
-        if other.name == "qwen3" or other.refusal is not None:
+        if other.name in ("qwen3", "qwen3_moe") or other.refusal is not None:
             continue
         with pytest.raises(UnsupportedError) as exc:
             board.reference_model(other, None)
         assert exc.value.rule == "vqf.bind.unsupported"
-        assert f"kestrel-board profile runs dense Qwen3 VQF files, not the {other.name}" in str(
-            exc.value
-        )
+        runs = "kestrel-board profile runs dense Qwen3 and Qwen3-MoE VQF files"
+        assert f"{runs}, not the {other.name}" in str(exc.value)
 
 
 def test_the_board_profile_refuses_a_ninfer_file_by_its_container():
@@ -96,17 +99,25 @@ def test_the_board_profile_refuses_a_ninfer_file_by_its_container():
     with pytest.raises(UnsupportedError) as exc:
         board.require_container(families.NINFER)
     assert (exc.value.rule, exc.value.path) == ("frontend.profile.unsupported", "--profile")
-    assert "the kestrel-board profile runs dense Qwen3 VQF files, not .ninfer" in str(exc.value)
+    runs = "the kestrel-board profile runs dense Qwen3 and Qwen3-MoE VQF files"
+    assert f"{runs}, not .ninfer" in str(exc.value)
 
 
-@pytest.mark.parametrize("name", ["tiny-moe-q4_0", "tiny-vl-q8_0"])
-def test_run_refuses_a_family_the_board_profile_does_not_run(name, tmp_path, capsys):
-    """`run --profile kestrel-board` on a Qwen3-MoE or Qwen3-VL file: the typed refusal (exit 3)
-    with the binder's rule id, before any weight is bound."""
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("tiny-moe-q4_0", "needs Q8_0 projections and experts"),
+        ("tiny-vl-q8_0", "kestrel-board profile runs dense Qwen3"),
+    ],
+)
+def test_run_refuses_a_file_the_board_profile_does_not_run(name, why, tmp_path, capsys):
+    """`run --profile kestrel-board` on a Qwen3-VL file (a family it does not run) or a Q4_0
+    Qwen3-MoE file (a MoE limit, named in the message): the typed refusal (exit 3) with the
+    binder's rule id."""
     from weightfile.bench.synthetic import synthetic_model
 
     path, _ = synthetic_model(name, tmp_path)
     argv = ["run", str(path), "--token-ids", "1", "--profile", "kestrel-board"]
     assert main(argv) == 3
     err = capsys.readouterr().err
-    assert "vqf.bind.unsupported" in err and "kestrel-board profile runs dense Qwen3" in err
+    assert "vqf.bind.unsupported" in err and why in err

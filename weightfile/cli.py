@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "weightfile.commands.conformance",
     "weightfile.commands.bench",
     "weightfile.commands.diff",
+    "weightfile.commands.replay",
 )
 
 
@@ -63,6 +64,7 @@ EXAMPLES = {
     "bench": "weightfile bench --synthetic qwen3-0.6b-q4_0 -p 64,512 -n 64 -t 1,2 -r 3 -o md",
     "convert": "weightfile convert ./Qwen3-0.6B model.vqf --wmode q4",
     "diff": "weightfile diff ours.npz board/engine.npz --common-only",
+    "replay": "weightfile replay model.vqf board/engine.npz --profile kestrel-board",
 }
 
 

@@ -154,3 +154,29 @@ def moe_ffn(router: np.ndarray, experts: tuple[MoeExpert, ...], k: int, x: np.nd
         logits, np.array(chosen, dtype=np.int32), p,
         *(np.stack(rows[n]) for n in ("gate", "up", "act", "partial")), out=y,
     )  # fmt: skip
+
+
+#: MoeStep field -> the engine dumps' array name (tests/data/kestrel-board-v2/README.md, MoE packs).
+DUMP_NAMES = {
+    "logits": "moe.router_logits",
+    "experts": "moe.experts",
+    "weights": "moe.weights",
+    "gate": "moe.gate",
+    "up": "moe.up",
+    "act": "moe.act",
+    "partial": "moe.partial_sum",
+    "out": "moe.out",
+}
+
+
+def dump_arrays(steps: list[list[MoeStep]]) -> dict[str, np.ndarray]:
+    """The engine dump's `moe.*` arrays [L, N, ...] of steps[l][t] (layer l, token t). A layer
+    the engine refuses has only its zero output: then `moe.out` alone is returned."""
+    flat = [s for row in steps for s in row]
+    names = ["out"] if any(s.refused for s in flat) else list(DUMP_NAMES)
+    lead = (len(steps), len(steps[0]) if steps else 0)
+    out = {}
+    for field in names:
+        rows = [getattr(s, field) for s in flat]
+        out[DUMP_NAMES[field]] = np.stack(rows).reshape(lead + rows[0].shape)
+    return out
