@@ -55,7 +55,7 @@ ROWS: tuple[ReplayOp, ...] = (
             "moe.partial_sum",
             "moe.out",
             "moe.info_simd_mode8_rejected_ef",
-        ),  # fmt: skip
+        ),
         run="weightfile.replay_ops:board_moe_ffn",
         profiles=("kestrel-board",),
         families=("qwen3_moe",),

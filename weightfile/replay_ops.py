@@ -30,7 +30,7 @@ def board_moe_ffn(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.nda
             f"{len(layers)}, N, {d}]",
             path="moe.x_in",
         )
-    steps = [[model.moe_step(layers[l], row) for row in x[l]] for l in range(x.shape[0])]
+    steps = [[model.moe_step(layers[i], row) for row in x[i]] for i in range(x.shape[0])]
     out = dump_arrays(steps)
     refused = int(any(s.refused for row in steps for s in row))
     ie = model.config.moe_intermediate_size
