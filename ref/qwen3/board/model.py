@@ -66,14 +66,18 @@ class BoardModel:
         matrices = [w.lm_head] + [m for lw in w.layers for m in (lw.q_proj, lw.down_proj)]
         why = None
         if self.qtype not in ("q4", "q8") or not all(isinstance(m, QuantMatrix) for m in matrices):
-            why = "Q4_0 or Q8_0 projections with an untied lm_head"
+            tied = " (this file's lm_head is tied)" if w.lm_head is None else ""
+            why = f"Q4_0 or Q8_0 projections with an untied lm_head{tied}"
         elif c.head_dim % HEAD_DIM_MULTIPLE or c.head_dim > HEAD_DIM_MAX:
             why = (
                 f"head_dim a multiple of {HEAD_DIM_MULTIPLE} and at most {HEAD_DIM_MAX} "
-                "(decode attention)"
+                f"(decode attention; this file's head_dim is {c.head_dim})"
             )
         elif c.intermediate_size % FFN_MULTIPLE:
-            why = f"an FFN width that is a multiple of {FFN_MULTIPLE} (the SiLU's 4-lane groups)"
+            why = (
+                f"an FFN width that is a multiple of {FFN_MULTIPLE} (the SiLU's 4-lane groups; "
+                f"this file's is {c.intermediate_size})"
+            )
         if why is not None:
             raise UnsupportedError(
                 "vqf.bind.unsupported", f"the kestrel-board profile needs {why}", path="arch"

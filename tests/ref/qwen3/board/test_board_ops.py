@@ -98,15 +98,26 @@ def test_without_glibc_the_profile_is_refused(monkeypatch: pytest.MonkeyPatch) -
         libm._libm.cache_clear()
 
 
-def test_a_geometry_the_board_cannot_run_is_refused() -> None:
-    """vqf.bind.unsupported: head_dim 16 (the engine's decode attention needs multiples of 32)."""
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("head_dim", 16, "head_dim a multiple of 32 and at most 256 (decode attention; this "
+         "file's head_dim is 16)"),
+        ("head_dim", 288, "this file's head_dim is 288"),
+        ("intermediate_size", 258, "(the SiLU's 4-lane groups; this file's is 258)"),
+    ],
+)  # fmt: skip
+def test_a_geometry_the_board_cannot_run_is_refused_naming_the_limit(field, value, words) -> None:
+    """vqf.bind.unsupported, the message naming the limit and the file's value (spec/numerics.md
+    §board-text-paths): head_dim 16 (the engine's decode attention needs multiples of 32), 288
+    (above 256), an FFN width not a multiple of 4."""
     from .test_board_packs import board_model
 
     m = board_model("a-q4_0-tiled-p5")
-    config = type(m.config)(**{**m.config.__dict__, "head_dim": 16})
+    config = type(m.config)(**{**m.config.__dict__, field: value})
     with pytest.raises(UnsupportedError) as e:
         BoardModel(config, m.weights, m.qtype)
-    assert e.value.rule == "vqf.bind.unsupported"
+    assert e.value.rule == "vqf.bind.unsupported" and words in str(e.value)
 
 
 def test_a_libm_with_other_bits_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
