@@ -38,6 +38,7 @@ ORIGINS = (
     "writer",  # writer inputs
     "frontend",  # tokenizer, prompt and chat template of run/trace
     "cli",  # command-line usage that raises one of our errors
+    "defect",  # a board-engine defect a valid file's geometry triggers: reported, never raised
 )
 
 ID = re.compile(r"[a-z][a-z0-9_]*(\.([a-z0-9_]+|\*))+")

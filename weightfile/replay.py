@@ -11,6 +11,7 @@ changes. What the dump holds that no row can replay is listed, never silently sk
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,6 @@ import numpy as np
 
 from weightfile.dumps.compare import ArrayDiff, Tolerance, compare_arrays
 from weightfile.dumps.read import Dump
-from weightfile.families import resolve
 
 SCHEMA = "weightfile.replay/1"
 EXACT = Tolerance()
@@ -96,6 +96,12 @@ class ReplayReport:
         return bool(self.replayed) and all(r.equal for r in self.replayed)
 
 
+def resolve(ref: str) -> Callable[..., dict[str, np.ndarray]]:
+    """The function a row's "module:attribute" names."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def _why_not(op: ReplayOp, names: set[str], profile: str, family: str | None) -> str:
     """Why `op` cannot be replayed on this dump and model ("" when it can)."""
     missing = [n for n in op.inputs if n not in names]
@@ -118,8 +124,7 @@ def replay(dump: Dump, model: Any, profile: str, family: str | None) -> ReplayRe
             continue
         r = OpResult(op, skipped=_why_not(op, names, profile, family))
         if not r.skipped:
-            run: Callable[..., dict[str, np.ndarray]] = resolve(op.run)
-            ours = run(model, {n: dump.array(n) for n in op.inputs})
+            ours = resolve(op.run)(model, {n: dump.array(n) for n in op.inputs})
             for name, value in ours.items():
                 if name in names:
                     r.arrays.append(compare_arrays(name, value, dump.array(name), EXACT))

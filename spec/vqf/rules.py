@@ -12,6 +12,7 @@ merges this table with the others.
 from __future__ import annotations
 
 from weightfile.spec.rule import CHECKSUM, CLOSED, EXISTS, INV, MAL, NOT_FOUND, UNS, Rule, table
+from weightfile.spec.vqf.defects import DEFECT_RULES
 
 _RULES = (
     # --- file framing and header (spec/vqf.md §loader-chain steps 1-5, spec/vqf.md §legacy-header)
@@ -197,7 +198,8 @@ _RULES = (
          "weightfile.write_vqf was given an arch without a field a decoder needs"),
 )  # fmt: skip
 
-RULES: dict[str, Rule] = table(_RULES)
+#: The engine-defect rows (spec/vqf/defects.py) are VQF rules too: reported, never raised.
+RULES: dict[str, Rule] = table((*_RULES, *DEFECT_RULES.values()))
 
 #: Rules no implementation raises any more, and the rule that reports the same file today. The
 #: corpus keeps their published v1 cases; the generator and the runner accept the successor.

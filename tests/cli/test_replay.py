@@ -107,9 +107,7 @@ def test_unreadable_dump_is_exit_4_and_unsupported_profile_file_is_3(tmp_path, c
 
 def test_the_table_rows_resolve_and_cover_the_packs_moe_vocabulary():
     """Each row's function imports; the MoE row's names are exactly the packs' moe arrays."""
-    from weightfile.families import resolve
-
     for op in replay_table.ROWS:
-        assert callable(resolve(op.run)) and op.inputs and op.outputs
+        assert callable(replay_table.resolve(op.run)) and op.inputs and op.outputs
     (moe,) = [op for op in replay_table.ROWS if op.name == "moe.ffn"]
     assert set(moe.inputs) | set(moe.outputs) == set(engine_arrays())

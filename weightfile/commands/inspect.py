@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     print(format_text(description))
     if kind == "vqf":
         print(f"engine: {engine_defaults_line(path, key)}")
+        for line in engine_defect_lines(path, key):
+            print(line)
     if violations:
         print(f"\n{len(violations)} violation(s) (weightfile verify lists the same):")
         for v in violations:
@@ -128,6 +130,19 @@ def engine_defaults_line(path: Any, key: bytes | None) -> str:
             return engine_load_file(vqf).summary()
     except WeightfileError as exc:  # shown above with the violations; say why here too
         return f"not checked ({exc.rule})"
+
+
+def engine_defect_lines(path: Any, key: bytes | None) -> list[str]:
+    """One line per known engine defect the file's geometry triggers (spec/numerics.md
+    §board-defects); none when the header cannot be read (the violations say why)."""
+    from weightfile.ref.vqf.engine_defects import engine_defects_file
+    from weightfile.ref.vqf.read import open_vqf
+
+    try:
+        with open_vqf(path, passphrase=key, check_ranges=False) as vqf:
+            return [f"engine: defect [{d.rule}] {d.detail}" for d in engine_defects_file(vqf)]
+    except WeightfileError:
+        return []
 
 
 # -- text: through the one table printer (weightfile/_table.py) -------------------------------

@@ -47,7 +47,8 @@ def register(sub: Any) -> None:
         "--engine-defaults",
         action="store_true",
         help="VQF: also say whether the board engine with default settings loads the file, and "
-        "which settings it needs if not (exit 1 when no default engine loads it; §9.2)",
+        "which settings it needs if not (exit 1 when no default engine loads it; §9.2), and "
+        "name each known engine defect the file's geometry triggers (vqf.defect.*)",
     )
     parser.set_defaults(run=run)
 
@@ -151,16 +152,20 @@ def print_engine_defaults(path: Any, kind: str) -> bool:
     if kind != "vqf":
         print(f"{path}: engine: --engine-defaults is about the VQF board engine; not checked")
         return False
+    from weightfile.ref.vqf.engine_defects import engine_defects_file
     from weightfile.ref.vqf.engine_load import engine_load_file
     from weightfile.ref.vqf.read import open_vqf
 
     try:
         with open_vqf(path) as vqf:  # the header and directory suffice
             report = engine_load_file(vqf)
+            defects = engine_defects_file(vqf)
     except (WeightfileError, OSError):
         return True  # the validator has reported why the file cannot be opened
     for f in report.findings:
         if not f.met:
             print(f"engine: {f.condition}: {f.detail}")
+    for d in defects:  # spec/numerics.md §board-defects: loads, but computes something else
+        print(f"engine: defect [{d.rule}] {d.detail}")
     print(f"{path}: engine: {report.summary()}")
     return not report.loads_by_default
