@@ -196,6 +196,22 @@ _RULES = (
          "protect_vqf was given neither a passphrase nor a private key"),
     Rule("vqf.writer.arch", INV, "writer", "§8",
          "weightfile.write_vqf was given an arch without a field a decoder needs"),
+    # --- the board's tokenizer file, vocab.bin (spec/vqf.md §vocab-bin) ---
+    Rule("vqf.vocab.count", INV, "reader", "§vocab-bin-loader",
+         "vocab.bin count is 0, above 151,936, or more records than the file can hold"),
+    Rule("vqf.vocab.truncated", MAL, "reader", "§vocab-bin-loader",
+         "a vocab.bin record's header or text runs past the end of the file (or a text "
+         "longer than a u16 length holds)"),
+    Rule("vqf.vocab.id_range", INV, "reader", "§vocab-bin-loader",
+         "a vocab.bin record's id is not below the count (the engine leaves the slot empty), "
+         "or a tokenizer.json leaves an id without a token"),
+    Rule("vqf.vocab.id_duplicate", INV, "strict", "§vocab-bin-loader",
+         "two vocab.bin records carry one id (the engine keeps the later)"),
+    Rule("vqf.vocab.trailing", MAL, "strict", "§vocab-bin-loader",
+         "bytes after the last vocab.bin record (the engine never reads them)"),
+    Rule("vqf.vocab.raw_byte", INV, "strict", "§vocab-bin-text",
+         "a token's text holds a raw byte 0x00-0x20 instead of its marker character "
+         "U+0100-U+0120"),
 )  # fmt: skip
 
 #: The engine-defect rows (spec/vqf/defects.py) are VQF rules too: reported, never raised.
