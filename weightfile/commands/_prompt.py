@@ -58,6 +58,16 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
         help="kestrel-board: the engine's batched prefill, or each prompt token through the "
         "decode step (spec/numerics.md §board-prompts)",
     )  # fmt: skip
+    parser.add_argument(
+        "--tokenizer-mode", choices=("hf", "board"), default="hf",
+        help="hf: the tokenizer.json's BPE; board (with --profile kestrel-board): the engine's "
+        "greedy longest match over its vocab.bin, so a board dump made from text is "
+        "reproducible (spec/vqf.md §vocab-bin-encode)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vocab-bin", type=Path, default=None,
+        help="--tokenizer-mode board: the engine's vocab.bin (default: vocab.bin beside MODEL)",
+    )  # fmt: skip
     add_passphrase_argument(parser)
     _add_image_arguments(parser)
 
@@ -145,11 +155,38 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.2g} h"
 
 
+def needs_hf_tokenizer(args: argparse.Namespace) -> bool:
+    """A text prompt encoded by the tokenizer.json (not by the board's vocab.bin)."""
+    return args.prompt is not None and getattr(args, "tokenizer_mode", "hf") == "hf"
+
+
+def board_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
+    """--tokenizer-mode board: the text through the engine's encoder over its vocab.bin
+    (spec/vqf.md §vocab-bin-encode); ids outside the model's vocabulary are frontend.prompt."""
+    from weightfile.ref.vqf.vocab_bin import encode_board, read_vocab_bin
+    from weightfile.spec.errors import InvalidError
+
+    if args.profile != "kestrel-board":
+        raise UsageError("--tokenizer-mode board needs --profile kestrel-board")
+    if args.chat or args.image:
+        raise UsageError("--tokenizer-mode board encodes the --prompt text as given: no --chat, "
+                         "no --image")  # fmt: skip
+    ids = encode_board(read_vocab_bin(args.vocab_bin or Path(args.model).parent / "vocab.bin"),
+                       args.prompt)  # fmt: skip
+    vocab = int(s.arch.get("vocab_size") or 0)
+    if not ids or any(i >= vocab for i in ids):
+        why = f"the board encoding {ids[:8]} is empty or outside the model's vocabulary of {vocab}"
+        raise InvalidError("frontend.prompt", why, path="--prompt")
+    return ids
+
+
 def model_prompt_ids(s: Any, args: argparse.Namespace) -> list[int]:
     """The prompt ids; with --image the images are prepared and attached to the model."""
     from weightfile.frontend.image import image_prompt_ids
     from weightfile.frontend.session import prompt_ids
 
+    if getattr(args, "tokenizer_mode", "hf") == "board" and args.prompt is not None:
+        return board_prompt_ids(s, args)
     if args.image:
         pixels = (args.min_pixels, args.max_pixels)
         ids = image_prompt_ids(

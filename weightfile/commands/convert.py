@@ -132,6 +132,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="VQF only: publish the file SM4-CTR encrypted (passphrase as for encrypt)",
     )
+    parser.add_argument(
+        "--vocab-bin", action="store_true",
+        help="VQF from a Hugging Face folder: also write the board engine's tokenizer file, "
+        "vocab.bin, beside DST from SRC's tokenizer.json (spec/vqf.md §vocab-bin; --force "
+        "replaces it)",
+    )  # fmt: skip
     add_passphrase_argument(parser)
     parser.add_argument(
         "--sign-key",
@@ -176,6 +182,44 @@ def check_target_options(args: argparse.Namespace, target: str, wmode: str) -> N
         raise UsageError("--hadamard is for .ninfer files")
     if args.x8 and wmode != "q4":
         raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
+    if getattr(args, "vocab_bin", False) and target != "vqf":
+        raise UsageError("--vocab-bin is for VQF files")
+
+
+def vocab_bin_paths(src: Path, dst: Path, force: bool) -> tuple[Path, Path]:
+    """(SRC's tokenizer.json, DST's vocab.bin), both checked before the conversion runs."""
+    from weightfile.spec.errors import NotFoundError
+
+    from ._common import check_destination
+
+    tokenizer = src / "tokenizer.json" if src.is_dir() else src
+    if not tokenizer.is_file() or tokenizer.name != "tokenizer.json":
+        raise NotFoundError(
+            "frontend.tokenizer.missing", f"--vocab-bin needs {src}/tokenizer.json", path=str(src)
+        )
+    out = dst.parent / "vocab.bin"
+    check_destination(out, force)
+    return tokenizer, out
+
+
+def write_vocab_bin(tokenizer: Path, out: Path, force: bool) -> Path:
+    """spec/vqf.md §vocab-bin-text the table of `tokenizer`, as the engine's build script
+    would write it; an unreadable tokenizer.json is frontend.tokenizer.invalid."""
+    import json
+
+    from weightfile.ref.vqf.vocab_bin import vocab_from_tokenizer_json
+    from weightfile.ref.vqf.vocab_bin import write_vocab_bin as write
+    from weightfile.spec.errors import InvalidError
+
+    try:
+        table = vocab_from_tokenizer_json(json.loads(tokenizer.read_bytes()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidError(
+            "frontend.tokenizer.invalid", f"{tokenizer}: no byte-level vocabulary ({exc})",
+            path=str(tokenizer),
+        ) from None  # fmt: skip
+    write(out, table, overwrite=force)
+    return out
 
 
 def run_conversion(
@@ -222,11 +266,14 @@ def run_conversion(
         hadamard_seed=getattr(args, "hadamard_seed", 0),
         gguf_projections=export_set,
     )
+    vocab = vocab_bin_paths(src, dst, args.force) if getattr(args, "vocab_bin", False) else None
     try:
         paths = converter(src, dst, options)
     finally:
         bar.close()
     more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
+    if vocab is not None:
+        more += f" (+ {write_vocab_bin(*vocab, args.force).name})"
     print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")

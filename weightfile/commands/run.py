@@ -25,6 +25,7 @@ from ._prompt import (
     check_image_options,
     context_of,
     model_prompt_ids,
+    needs_hf_tokenizer,
     reference_note,
     save_npz,
     threads,
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     s = load_session(
         args.model,
         args.tokenizer,
-        args.prompt is not None,
+        needs_hf_tokenizer(args),
         backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),

@@ -23,6 +23,7 @@ from ._prompt import (
     add_prompt_arguments,
     check_image_options,
     model_prompt_ids,
+    needs_hf_tokenizer,
     reference_note,
     save_npz,
     threads,
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     s = load_session(
         args.model,
         args.tokenizer,
-        args.prompt is not None,
+        needs_hf_tokenizer(args),
         backend_named(args.engine),
         threads(args),
         passphrase=passphrase(args),
