@@ -150,3 +150,33 @@ def test_run_with_the_board_profile_runs_a_moe_file(capsys) -> None:
         assert main([*argv, "--profile", "kestrel-board", "--engine", engine]) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and outs[0].strip()
+
+
+@pytest.fixture(scope="module")
+def aarch64(tmp_path_factory):
+    from tests.emulated import build_driver
+
+    return build_driver(Path(__file__).with_name("moe_driver.c"), tmp_path_factory.mktemp("moe"))
+
+
+def test_the_c_under_aarch64_gives_the_packs_bits(aarch64) -> None:
+    """fast/csrc/board_moe.c built for aarch64 and run under qemu with the aarch64 glibc's
+    expf: layer 1 of the tie pack (moe-d), tokens 0 and 3 (a tie at the k-th slot, both tied
+    experts chosen), every intermediate bit for bit against the engine's arrays."""
+    pack = packs.PACKS[1]
+    z = np.load(packs.DATA / pack / "engine.npz")
+    layer = stacked(pack)[1]
+    d, ne, ie = layer.router.shape[1], layer.router.shape[0], layer.expert_width
+    k = z["moe.experts"].shape[2]
+    for t in (0, 3):
+        raw = aarch64.run(
+            "moe", [d, ne, k, ie, 2], z["moe.x_in"][1, t], layer.router, layer.gate.scales,
+            layer.up.scales, layer.down.scales, layer.gate.codes.tobytes(),
+            layer.up.codes.tobytes(), layer.down.codes.tobytes(),
+        )  # fmt: skip
+        sizes = [ne, k, k, k * ie, k * ie, k * ie, k * d, d]
+        names = ["router_logits", "experts", "weights", "gate", "up", "act", "partial_sum", "out"]
+        parts = np.split(raw, np.cumsum(sizes)[:-1])
+        for name, got in zip(names, parts, strict=True):
+            want = z[f"moe.{name}"][1, t].astype(np.float32).reshape(-1)
+            assert np.array_equal(packs.bits(got), packs.bits(want)), (t, name)
