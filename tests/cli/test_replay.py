@@ -111,3 +111,18 @@ def test_the_table_rows_resolve_and_cover_the_packs_moe_vocabulary():
         assert callable(replay_table.resolve(op.run)) and op.inputs and op.outputs
     (moe,) = [op for op in replay_table.ROWS if op.name == "moe.ffn"]
     assert set(moe.inputs) | set(moe.outputs) == set(engine_arrays())
+
+
+def test_diff_of_board_moe_traces_names_the_first_moe_op(tmp_path, capsys):
+    """trace --profile kestrel-board on a MoE file records the MoE ops per layer; diff orders
+    them as the layer computes them (router logits before experts, weights, output)."""
+    ours = tmp_path / "ours.npz"
+    argv = ["trace", MODEL, "--token-ids", "1,2,3", *BOARD, "--out", str(ours)]
+    assert main(argv) == 0
+    z = dict(np.load(ours))
+    for name in ("prefill.last.layer1.moe.out", "prefill.last.layer1.moe.router_logits"):
+        z[name] = z[name].copy()
+        z[name].view(np.uint32)[0] ^= 1
+    capsys.readouterr()
+    assert main(["diff", str(ours), write(tmp_path, z)]) == 1
+    assert "first divergence: prefill.last: layer 1 op moe.router_logits" in capsys.readouterr().out

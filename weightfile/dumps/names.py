@@ -23,7 +23,8 @@ from .read import Dump
 OP_ORDER = (
     "attn_norm", "q_proj", "k_proj", "v_proj", "q_norm", "k_norm", "q_rope", "k_rope",
     "attn_out", "o_proj_residual", "ffn_norm", "gate_proj", "up_proj", "silu_mul",
-    "down_residual",
+    "down_residual", "moe.router_logits", "moe.experts", "moe.weights", "moe.out",
+    "ffn_residual",
 )  # fmt: skip
 #: Trace op names (ref/qwen3/trace.py) that have a board counterpart.
 TRACE_TO_BOARD = {
@@ -33,7 +34,7 @@ TRACE_TO_BOARD = {
     "gate_proj": "gate_proj", "up_proj": "up_proj", "swiglu": "silu_mul",
     "ffn_residual": "down_residual",
 }  # fmt: skip
-BOARD_OP = re.compile(r"(?P<phase>.+)\.layer(?P<layer>\d+)\.(?P<op>\w+)")
+BOARD_OP = re.compile(r"(?P<phase>.+)\.layer(?P<layer>\d+)\.(?P<op>\w+(?:\.\w+)?)")
 TRACE_OP = re.compile(r"layers\.(?P<layer>\d+)\.(?P<op>\w+)")
 BOARD_PHASES = ("prefill.", "decode.", "decode_path.", "prompt.")
 #: Trace arrays that are inputs, not per-token operations.
