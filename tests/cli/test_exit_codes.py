@@ -248,6 +248,7 @@ BAD_INPUTS = [
     (["diff", "{npy}", "{ex}"], EXIT_IO, "[frontend.dump.format]"),
     (["diff", "{npy}", "{npy}", "--atol", "x"], EXIT_USAGE, "--atol"),
     (["diff", "{tmp}/missing.npz", "{npz}"], EXIT_IO, "missing.npz"),
+    (["replay", "{ex}", "{tmp}/missing.npz"], EXIT_IO, "missing.npz"),
 ]
 
 
@@ -323,6 +324,7 @@ PARSING = {
     "conformance export": ["conformance", "export", "{tmp}/corpus"],
     "bench": ["bench", "{ex}"],
     "diff": ["diff", "{npz}", "{npz}"],
+    "replay": ["replay", "{ex}", "{npz}"],
 }
 
 
