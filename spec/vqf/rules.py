@@ -205,11 +205,11 @@ _RULES = (
     Rule("vqf.vocab.id_range", INV, "reader", "§vocab-bin-loader",
          "a vocab.bin record's id is not below the count (the engine leaves the slot empty), "
          "or a tokenizer.json leaves an id without a token"),
-    Rule("vqf.vocab.id_duplicate", INV, "strict", "§vocab-bin-loader",
+    Rule("vqf.vocab.id_duplicate", INV, "reader", "§vocab-bin-loader",
          "two vocab.bin records carry one id (the engine keeps the later)"),
-    Rule("vqf.vocab.trailing", MAL, "strict", "§vocab-bin-loader",
+    Rule("vqf.vocab.trailing", MAL, "reader", "§vocab-bin-loader",
          "bytes after the last vocab.bin record (the engine never reads them)"),
-    Rule("vqf.vocab.raw_byte", INV, "strict", "§vocab-bin-text",
+    Rule("vqf.vocab.raw_byte", INV, "reader", "§vocab-bin-text",
          "a token's text holds a raw byte 0x00-0x20 instead of its marker character "
          "U+0100-U+0120"),
 )  # fmt: skip
