@@ -261,6 +261,7 @@ class WfMatrix(ctypes.Structure):
         ("group_rows", ctypes.c_int32),
         ("chunk_bytes", ctypes.c_int32),
         ("xor_mask", ctypes.c_int32),
+        ("group_stride", ctypes.c_int64),
     )
 
 
@@ -340,6 +341,11 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_forward_layers.restype = i32
     lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
     lib.wf_forward_scratch_floats.restype = i64
+    # moe.c: gate, up, down (wf_matrix*), width, codes?, x f32, xq i8, xd f32, T, count,
+    # ids i32 [count], start i64 [count + 1], tok i64, weights f32, moe f32 [T, d], threads,
+    # min work per thread; returns 0 (-1: out of memory, moe NaN)
+    lib.wf_moe_experts.argtypes = (p, p, p, i64, i32, p, p, p, i64, i32, p, p, p, p, p, i32, i64)
+    lib.wf_moe_experts.restype = i32
 
 
 def _declare_vision(lib: ctypes.CDLL, i64: object, i32: object) -> None:
