@@ -400,8 +400,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", choices=("qwen3", "qwen3moe"), default="qwen3",
                    help="qwen3: the Qwen3-0.6B geometry (default); qwen3moe: Qwen3-30B-A3B's "
                         "cut to its first -L layers")  # fmt: skip
-    p.add_argument("-L", "--layers", type=int, default=4,
-                   help="layers of the qwen3moe model (default 4: a 2.2 GB Q4_0 file)")
+    p.add_argument(
+        "-L",
+        "--layers",
+        type=int,
+        default=4,
+        help="layers of the qwen3moe model (default 4: a 2.2 GB Q4_0 file)",
+    )
     p.add_argument(
         "--tests",
         type=Tests,
