@@ -346,6 +346,8 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # min work per thread; returns 0 (-1: out of memory, moe NaN)
     lib.wf_moe_experts.argtypes = (p, p, p, i64, i32, p, p, p, i64, i32, p, p, p, p, p, i32, i64)
     lib.wf_moe_experts.restype = i32
+    lib.wf_softmax_rows.argtypes = (p, i64, i64)  # x f32 [rows, n] in place, rows, n
+    lib.wf_softmax_rows.restype = None
     # attention_tiles.c: q, qd, keys, values, stride, slots i64, t0, t1, heads, kv heads,
     # head_dim, kv head g, scores f32, att f32 (every query head of kv head g of tokens [t0, t1))
     lib.wf_attend_tile.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, i64, i64, p, p)

@@ -22,8 +22,8 @@ void wf_attend_group(const float *q, const float *keys, const float *values, int
                      float *scores, float *out);
 
 /* spec/numerics.md §softmax in place: p_i = exp(s_i − m) ⊘ S, S the spec/numerics.md §lanes8-tree
- * sum of the exps (model_ops.c's operations in its order). */
-static void softmax(float *s, int64_t n) {
+ * sum of the exps (model_ops.c's operations in its order; moe.c's router takes it too). */
+void wf_softmax(float *s, int64_t n) {
     const float m = wf_max_f32(s, n);
     for (int64_t i = 0; i < n; i++) s[i] = s[i] - m;
     wf_exp_array(s, n, s);

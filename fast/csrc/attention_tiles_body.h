@@ -5,11 +5,11 @@
  *
  * The queries of a tile read the same kv head; a block of JB cached positions is loaded once and
  * serves every query of the tile (the per-token form reads the whole cache once per query). Per
- * output nothing changes: each score is one §dot in its own lane block (lane i mod 8, the
- * §combining-tree tree), then ⊗ scale; softmax per query over its own positions; each output
- * element o_c starts at +0.0 and adds p_j ⊗ v_j,c for j ascending, block after block. The
- * vectors are GCC vectors of 8 binary32 lanes whose + and * are lane-wise IEEE operations, never
- * fused (-ffp-contract=off).
+ * output nothing changes: each score is one spec/numerics.md §dot in its own lane block (lane
+ * i mod 8, the spec/numerics.md §combining-tree tree), then ⊗ scale; softmax per query over its
+ * own positions; each output element o_c starts at +0.0 and adds p_j ⊗ v_j,c for j ascending,
+ * block after block. The vectors are GCC vectors of 8 binary32 lanes whose + and * are lane-wise
+ * IEEE operations, never fused (-ffp-contract=off).
  */
 typedef float SFX(l8) __attribute__((vector_size(32), aligned(4)));
 #define L8 SFX(l8)
@@ -123,7 +123,7 @@ ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64
     for (int64_t a = 0; a < nq; a++) {
         float *s = sc + a * most;
         for (int64_t j = 0; j < np[a]; j++) s[j] = s[j] * scale;
-        softmax(s, np[a]);
+        wf_softmax(s, np[a]);
         ps[a] = s;
     }
     SFX(weigh)(ps, os, np, nq, v, stride, hd, most);

@@ -26,6 +26,14 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
 void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
                         float *scales);
 
+void wf_softmax(float *s, int64_t n);
+
+/* The router's spec/numerics.md §softmax of each of `rows` rows of n logits, in place (the
+ * routing's first step, spec/models.md §qwen3-moe-forward; the top-k stays the reference's). */
+void wf_softmax_rows(float *x, int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r++) wf_softmax(x + r * n, n);
+}
+
 /* Bytes of one (row group, block column) unit: G rows of one block (one word for F32 / F16). */
 static int64_t unit_bytes(const wf_matrix *m) {
     const int64_t g = m->group_rows > 1 ? m->group_rows : 1;

@@ -16,6 +16,14 @@ from weightfile.fast.numerics.matrix import FastMatrix, kernels, quantize_activa
 from .bind import ExpertStack
 
 
+def router_softmax(logits: np.ndarray) -> np.ndarray:
+    """spec/numerics.md §softmax of every row of the router logits [T, E] (the C form the
+    attention uses), equal to the reference kernels' softmax of the canonical profile."""
+    probs = np.array(logits, dtype=np.float32, order="C", copy=True)
+    kernels().wf_softmax_rows(address(probs), probs.shape[0], probs.shape[1])
+    return probs
+
+
 def expert_lists(routes: list[list[tuple[int, np.float32]]]) -> tuple[np.ndarray, ...]:
     """(ids int32 [n], start int64 [n + 1], tokens int64, weights float32) of the chosen
     experts in ascending index, each with its tokens in ascending order."""
