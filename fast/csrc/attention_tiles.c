@@ -40,10 +40,13 @@ typedef void (*tile_fn)(const float *const *qs, float *const *os, const int64_t 
 #define ATTR __attribute__((target("avx512f,avx512vl")))
 #define SFX(name) avx512_##name
 #define QT 4
+#define WIDE16 1
 #include "attention_tiles_body.h"
 #undef ATTR
 #undef SFX
 #undef QT
+#undef WIDE16
+#define WIDE16 0
 #define ATTR __attribute__((target("avx2")))
 #define SFX(name) avx2_##name
 #define QT 2
@@ -56,6 +59,7 @@ static tile_fn tile_for(int32_t isa) {
     return isa == WF_ISA_AVX512 ? avx512_tile : isa == WF_ISA_AVX2 ? avx2_tile : NULL;
 }
 #elif defined(__ARM_NEON)
+#define WIDE16 0
 #define ATTR
 #define SFX(name) neon_##name
 #define QT 2

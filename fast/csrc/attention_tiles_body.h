@@ -21,24 +21,46 @@ ATTR static inline float SFX(combine8)(L8 acc) {
     return wf_combine_lanes(l);
 }
 
-/* NQ queries (q[a]) × NK key rows from k (kstride apart): sc[a * ld + b] = dot(q_a, k_b). */
+/* NQ queries (q[a]) × NK key rows from k (kstride apart): sc[a * ld + b] = dot(q_a, k_b). Named
+ * accumulators, not arrays, so that they stay in registers (NQ, NK constants after inlining). */
+#define ACC_ROW(a) L8 a##0 = {0}, a##1 = {0}, a##2 = {0}, a##3 = {0}
+#define ACC_ADD(a, x)                                                                              \
+    do {                                                                                           \
+        a##0 += (x) * c0;                                                                          \
+        if (NK == 4) a##1 += (x) * c1, a##2 += (x) * c2, a##3 += (x) * c3;                         \
+    } while (0)
+#define ACC_OUT(a, row)                                                                            \
+    do {                                                                                           \
+        sc[(row) * ld] = SFX(combine8)(a##0);                                                      \
+        if (NK == 4)                                                                               \
+            sc[(row) * ld + 1] = SFX(combine8)(a##1), sc[(row) * ld + 2] = SFX(combine8)(a##2),   \
+                            sc[(row) * ld + 3] = SFX(combine8)(a##3);                              \
+    } while (0)
 ATTR static inline __attribute__((always_inline)) void
 SFX(dots)(const float *const *q, const int NQ, const float *k, int64_t kstride, const int NK,
           int64_t n, float *sc, int64_t ld) {
-    L8 acc[4][4];
-    for (int a = 0; a < NQ; a++)
-        for (int b = 0; b < NK; b++) acc[a][b] = (L8){0};
+    ACC_ROW(p);
+    ACC_ROW(r);
+    ACC_ROW(s);
+    ACC_ROW(u);
+    const float *k1 = k + kstride, *k2 = k + 2 * kstride, *k3 = k + 3 * kstride;
     for (int64_t i = 0; i < n; i += 8) {
-        L8 c[4];
-        for (int b = 0; b < NK; b++) c[b] = LD8(k + b * kstride + i);
-        for (int a = 0; a < NQ; a++) {
-            const L8 x = LD8(q[a] + i);
-            for (int b = 0; b < NK; b++) acc[a][b] += x * c[b];
-        }
+        const L8 c0 = LD8(k + i);
+        L8 c1 = {0}, c2 = {0}, c3 = {0};
+        if (NK == 4) c1 = LD8(k1 + i), c2 = LD8(k2 + i), c3 = LD8(k3 + i);
+        ACC_ADD(p, LD8(q[0] + i));
+        if (NQ >= 2) ACC_ADD(r, LD8(q[1] + i));
+        if (NQ >= 3) ACC_ADD(s, LD8(q[2] + i));
+        if (NQ >= 4) ACC_ADD(u, LD8(q[3] + i));
     }
-    for (int a = 0; a < NQ; a++)
-        for (int b = 0; b < NK; b++) sc[a * ld + b] = SFX(combine8)(acc[a][b]);
+    ACC_OUT(p, 0);
+    if (NQ >= 2) ACC_OUT(r, 1);
+    if (NQ >= 3) ACC_OUT(s, 2);
+    if (NQ >= 4) ACC_OUT(u, 3);
 }
+#undef ACC_ROW
+#undef ACC_ADD
+#undef ACC_OUT
 
 /* Scores of queries qs[a0 .. a0 + NQ) over positions [j0, j1) (each within every query's range). */
 ATTR static inline __attribute__((always_inline)) void
@@ -74,25 +96,63 @@ ATTR static void SFX(scores)(const float *const *qs, const int64_t *np, int64_t 
 
 /* Step 4 for queries a, a+1 (NQ 2) or a (NQ 1) over positions [j0, j1) of a block, 32 outputs
  * at a time: o ← o ⊕ p_j ⊗ v_j in ascending j, the accumulators loaded from and stored to o. */
+#if WIDE16
+/* The AVX-512 form: 32 outputs in two 16-lane vectors (each output its own lane, so the same
+ * operations as the 8-lane form, half the instructions). */
+typedef float SFX(l16) __attribute__((vector_size(64), aligned(4)));
+#define L16 SFX(l16)
+#define LD16(p) (*(const L16 *)(p))
 ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
+    const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
     for (int64_t c = 0; c < hd; c += 32) {
-        L8 acc[2][4];
-        for (int a = 0; a < NQ; a++)
-            for (int r = 0; r < 4; r++) memcpy(&acc[a][r], os[a] + c + 8 * r, 32);
+        float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
+        L16 a0 = LD16(oa), a1 = LD16(oa + 16), b0 = LD16(ob), b1 = LD16(ob + 16);
+        for (int64_t j = j0; j < j1; j++) {
+            const float *row = v + j * stride + c;
+            const L16 v0 = LD16(row), v1 = LD16(row + 16);
+            const float x = pa[j];
+            a0 += x * v0, a1 += x * v1;
+            if (NQ == 2) {
+                const float y = pb[j];
+                b0 += y * v0, b1 += y * v1;
+            }
+        }
+        memcpy(oa, &a0, 64), memcpy(oa + 16, &a1, 64);
+        if (NQ == 2) memcpy(ob, &b0, 64), memcpy(ob + 16, &b1, 64);
+    }
+}
+#undef L16
+#undef LD16
+#else
+ATTR static inline __attribute__((always_inline)) void
+SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
+                int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
+    const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
+    for (int64_t c = 0; c < hd; c += 32) {
+        float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
+        L8 a0 = LD8(oa), a1 = LD8(oa + 8), a2 = LD8(oa + 16), a3 = LD8(oa + 24);
+        L8 b0 = LD8(ob), b1 = LD8(ob + 8), b2 = LD8(ob + 16), b3 = LD8(ob + 24);
         for (int64_t j = j0; j < j1; j++) {
             const float *row = v + j * stride + c;
             const L8 v0 = LD8(row), v1 = LD8(row + 8), v2 = LD8(row + 16), v3 = LD8(row + 24);
-            for (int a = 0; a < NQ; a++) {
-                const float p = ps[a][j];
-                acc[a][0] += p * v0, acc[a][1] += p * v1, acc[a][2] += p * v2, acc[a][3] += p * v3;
+            const float x = pa[j];
+            a0 += x * v0, a1 += x * v1, a2 += x * v2, a3 += x * v3;
+            if (NQ == 2) {
+                const float y = pb[j];
+                b0 += y * v0, b1 += y * v1, b2 += y * v2, b3 += y * v3;
             }
         }
-        for (int a = 0; a < NQ; a++)
-            for (int r = 0; r < 4; r++) memcpy(os[a] + c + 8 * r, &acc[a][r], 32);
+        memcpy(oa, &a0, 32), memcpy(oa + 8, &a1, 32), memcpy(oa + 16, &a2, 32);
+        memcpy(oa + 24, &a3, 32);
+        if (NQ == 2) {
+            memcpy(ob, &b0, 32), memcpy(ob + 8, &b1, 32), memcpy(ob + 16, &b2, 32);
+            memcpy(ob + 24, &b3, 32);
+        }
     }
 }
+#endif
 
 ATTR static void SFX(weigh)(const float *const *ps, float *const *os, const int64_t *np,
                             int64_t nq, const float *v, int64_t stride, int64_t hd, int64_t most) {
