@@ -2,8 +2,9 @@
  * is attention_tiles_body.h): every query head of TILE_TOKENS consecutive tokens that reads one kv
  * head goes through the cache together, a block of positions loaded once for all of them.
  *
- * One body, included once per kernel path: AVX-512 (the same 8-lane vectors with 32 registers, so
- * four queries share each key load), AVX2 and NEON (two queries). The portable path keeps the
+ * One body, included once per kernel path: AVX-512 (two queries' 8-lane blocks in one 16-lane
+ * vector, eight queries sharing each key load; values weighed 16 outputs a vector), AVX2 and NEON
+ * (two queries, 8 lanes). The portable path keeps the
  * per-token kernel (wf_attend_group); every path gives its bits, since nothing in an output's
  * operations depends on which queries are computed together (spec/numerics.md §batch-invariance).
  */
@@ -39,7 +40,7 @@ typedef void (*tile_fn)(const float *const *qs, float *const *os, const int64_t 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATTR __attribute__((target("avx512f,avx512vl")))
 #define SFX(name) avx512_##name
-#define QT 4
+#define QT 8
 #define WIDE16 1
 #include "attention_tiles_body.h"
 #undef ATTR

@@ -1,7 +1,7 @@
 /* spec/numerics.md §attention for a tile of queries × cached positions, written once and included
  * by attention_tiles.c per kernel path with ATTR (the path's target attribute), SFX(name) (a
- * per-path name) and QT (queries per register tile: 4 where 32 vector registers hold the
- * accumulators, else 2) defined.
+ * per-path name), QT (queries per register tile: 8 on AVX-512, in pairs of 16-lane vectors, else
+ * 2) and WIDE16 (1 for the AVX-512 forms over 16-lane vectors) defined.
  *
  * The queries of a tile read the same kv head; a block of JB cached positions is loaded once and
  * serves every query of the tile (the per-token form reads the whole cache once per query). Per
@@ -71,6 +71,97 @@ SFX(score_span)(const float *const *qs, const int NQ, const float *k, int64_t st
     for (; j < j1; j++) SFX(dots)(qs, NQ, k + j * stride, stride, 1, hd, sc + j, ld);
 }
 
+#if WIDE16
+/* The AVX-512 form of a QT = 8 group: queries packed in pairs (16 lanes: query 2p's 8 lanes of a
+ * piece, then query 2p+1's), each key piece broadcast to both halves, so one 16-lane operation
+ * advances two dots, each in its own 8 lanes in the canonical order. */
+typedef float SFX(w16) __attribute__((vector_size(64), aligned(4)));
+#define W16 SFX(w16)
+#define ACC_ROW(a) W16 a##0 = {0}, a##1 = {0}, a##2 = {0}, a##3 = {0}
+#define ACC_ADD(a, x)                                                                              \
+    do {                                                                                           \
+        const W16 xv = (x);                                                                        \
+        a##0 += xv * c0;                                                                           \
+        if (NK == 4) a##1 += xv * c1, a##2 += xv * c2, a##3 += xv * c3;                            \
+    } while (0)
+#define ACC_OUT1(acc, row, b)                                                                      \
+    do {                                                                                           \
+        float l[16];                                                                               \
+        memcpy(l, &acc, 64);                                                                       \
+        sc[(row) * ld + (b)] = wf_combine_lanes(l);                                                \
+        sc[((row) + 1) * ld + (b)] = wf_combine_lanes(l + 8);                                      \
+    } while (0)
+#define ACC_OUT(a, row)                                                                            \
+    do {                                                                                           \
+        ACC_OUT1(a##0, row, 0);                                                                    \
+        if (NK == 4) {                                                                             \
+            ACC_OUT1(a##1, row, 1);                                                                \
+            ACC_OUT1(a##2, row, 2);                                                                \
+            ACC_OUT1(a##3, row, 3);                                                                \
+        }                                                                                          \
+    } while (0)
+#define BCAST(p) __builtin_shufflevector(LD8(p), LD8(p), 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, \
+                                         5, 6, 7)
+ATTR static inline __attribute__((always_inline)) void
+SFX(dots_paired)(const float *pk, const float *k, int64_t kstride, const int NK, int64_t n,
+                 float *sc, int64_t ld) {
+    ACC_ROW(p);
+    ACC_ROW(r);
+    ACC_ROW(s);
+    ACC_ROW(u);
+    const float *k1 = k + kstride, *k2 = k + 2 * kstride, *k3 = k + 3 * kstride;
+    for (int64_t i = 0; i < n; i += 8) {
+        const W16 c0 = BCAST(k + i);
+        W16 c1 = {0}, c2 = {0}, c3 = {0};
+        if (NK == 4) c1 = BCAST(k1 + i), c2 = BCAST(k2 + i), c3 = BCAST(k3 + i);
+        const float *x = pk + 2 * i;
+        ACC_ADD(p, *(const W16 *)x);
+        ACC_ADD(r, *(const W16 *)(x + 2 * n));
+        ACC_ADD(s, *(const W16 *)(x + 4 * n));
+        ACC_ADD(u, *(const W16 *)(x + 6 * n));
+    }
+    ACC_OUT(p, 0);
+    ACC_OUT(r, 2);
+    ACC_OUT(s, 4);
+    ACC_OUT(u, 6);
+}
+#undef ACC_ROW
+#undef ACC_ADD
+#undef ACC_OUT1
+#undef ACC_OUT
+#undef BCAST
+
+/* Queries qs[0..8) packed for dots_paired: pair p at pk + 2·p·n, piece i as 8 lanes of query 2p
+ * then 8 of query 2p+1. */
+ATTR static void SFX(pack8)(const float *const *qs, int64_t n, float *pk) {
+    for (int p = 0; p < 4; p++)
+        for (int64_t i = 0; i < n; i += 8) {
+            memcpy(pk + 2 * p * n + 2 * i, qs[2 * p] + i, 32);
+            memcpy(pk + 2 * p * n + 2 * i + 8, qs[2 * p + 1] + i, 32);
+        }
+}
+
+ATTR static void SFX(score_span8)(const float *const *qs, const float *k, int64_t stride,
+                                  int64_t j0, int64_t j1, int64_t hd, float *sc, int64_t ld) {
+    float pk[8 * 256];
+    if (hd > 256) {
+        SFX(score_span)(qs, 4, k, stride, j0, j1, hd, sc, ld);
+        SFX(score_span)(qs + 4, 4, k, stride, j0, j1, hd, sc + 4 * ld, ld);
+        return;
+    }
+    SFX(pack8)(qs, hd, pk);
+    int64_t j = j0;
+    for (; j + 4 <= j1; j += 4) SFX(dots_paired)(pk, k + j * stride, stride, 4, hd, sc + j, ld);
+    for (; j < j1; j++) SFX(dots_paired)(pk, k + j * stride, stride, 1, hd, sc + j, ld);
+}
+#undef W16
+#define SCORE_GROUP(qs, k, stride, j0, j1, hd, sc, ld)                                            \
+    SFX(score_span8)(qs, k, stride, j0, j1, hd, sc, ld)
+#else
+#define SCORE_GROUP(qs, k, stride, j0, j1, hd, sc, ld)                                            \
+    SFX(score_span)(qs, QT, k, stride, j0, j1, hd, sc, ld)
+#endif
+
 /* Step 2 for every query: sc[a * ld + j] = dot(q_a, k_j) for j < np[a], position block by
  * position block, QT queries at a time while all of them reach, one at a time past that. */
 ATTR static void SFX(scores)(const float *const *qs, const int64_t *np, int64_t nq, const float *k,
@@ -82,7 +173,7 @@ ATTR static void SFX(scores)(const float *const *qs, const int64_t *np, int64_t 
             int64_t common = jend;
             for (int64_t b = a; b < a + n; b++) common = np[b] < common ? np[b] : common;
             if (n == QT && common > j0)
-                SFX(score_span)(qs + a, QT, k, stride, j0, common, hd, sc + a * ld, ld);
+                SCORE_GROUP(qs + a, k, stride, j0, common, hd, sc + a * ld, ld);
             else
                 common = j0;
             for (int64_t b = a; b < a + n; b++) {
@@ -189,5 +280,6 @@ ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64
     SFX(weigh)(ps, os, np, nq, v, stride, hd, most);
 }
 
+#undef SCORE_GROUP
 #undef L8
 #undef LD8
