@@ -4,8 +4,8 @@
 The reference binder's checks in its order (`moe_plan`, the entry and layout checks), then every
 attention projection is a `FastMatrix` view of its layer, the router a float32 `FastMatrix`
 view, and each layer's stacked gate/up/down stays one byte view: an expert's gate and up are
-views of its row band, its down a view of its column band read in place with a row-group
-stride (`weightfile.ref.qwen3_moe.bands`), made only when a token chooses it.
+its row band, its down its column band read in place with a row-group stride (fast/csrc/moe.c,
+the grid of `weightfile.ref.qwen3_moe.bands`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from weightfile.fast.numerics.matrix import FastMatrix, matrix_from_entry
 from weightfile.fast.qwen3.bind import MATRIX_QTYPES, stacked
 from weightfile.ref.qwen3.bind_vqf import read_norm, require_entry, require_layout
-from weightfile.ref.qwen3_moe.bands import col_band_view, row_band
+from weightfile.ref.qwen3_moe.bands import grid
 from weightfile.ref.qwen3_moe.bind_vqf import ROUTER, moe_plan, read_router
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.vqf.read import VQFFile
@@ -45,33 +45,13 @@ class ExpertStack:
         """The stacked gate, up [E·Ie, d] and down [d, E·Ie] as matrices (fast/csrc/moe.c takes
         each expert's bands of them in place)."""
         rows, d = self.experts * self.width, self.hidden
+        grid(self.codec, self.width, d)  # an expert's bands are whole row groups and blocks
+        grid(self.codec, d, self.width)
         return (
             FastMatrix(self.codec, self.gate, rows, d, self.mode),
             FastMatrix(self.codec, self.up, rows, d, self.mode),
             FastMatrix(self.codec, self.down, d, rows, self.mode),
         )
-
-    def gate_up(self, e: int) -> tuple[FastMatrix, FastMatrix]:
-        """Expert e's gate and up: rows [e·Ie, (e+1)·Ie), views of the mapped file."""
-        rows, lo, hi = self.experts * self.width, e * self.width, (e + 1) * self.width
-        return tuple(  # type: ignore[return-value]
-            FastMatrix(
-                self.codec,
-                row_band(self.codec, m, rows, self.hidden, lo, hi),
-                self.width,
-                self.hidden,
-                self.mode,
-            )
-            for m in (self.gate, self.up)
-        )
-
-    def down_of(self, e: int) -> FastMatrix:
-        """Expert e's down: columns [e·Ie, (e+1)·Ie), read in place from the mapped file
-        (`col_band_view`: the C kernels step `group_stride` bytes from row group to row group,
-        so a product reads exactly the expert's bytes and nothing is copied)."""
-        cols, lo, hi = self.experts * self.width, e * self.width, (e + 1) * self.width
-        band, stride = col_band_view(self.codec, self.down, self.hidden, cols, lo, hi)
-        return FastMatrix(self.codec, band, self.hidden, self.width, self.mode, stride)
 
 
 @dataclass(frozen=True)
