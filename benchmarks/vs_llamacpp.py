@@ -185,7 +185,7 @@ def vqf_bytes_per_token(path: Path) -> int:
 
     with open_vqf(path) as vqf:
         arch = vqf.header.arch
-        if "top_k" not in arch:
+        if not int(arch.get("n_experts", 0) or 0):  # a dense file
             return weight_bytes_per_token(vqf)
         return shared_bytes(vqf) + expert_bytes(vqf) * int(arch["top_k"]) * int(arch["n_layers"])
 
