@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from weightfile.bench.machine import describe_machine
-from weightfile.bench.synthetic import SPECS, SyntheticSpec, synthetic_model
+from weightfile.bench.synthetic import SyntheticSpec, spec_named, synthetic_model
+from weightfile.bench.synthetic_spec import MoeSyntheticSpec
 from weightfile.demo import cache_root
 
 SDIST = "llama_cpp_python==0.3.36"
@@ -93,6 +94,24 @@ def gguf_tensors(s: SyntheticSpec) -> list[tuple[str, tuple[int, int] | int, boo
     return out
 
 
+def gguf_tensors_moe(s: MoeSyntheticSpec) -> list[tuple[str, tuple[int, ...] | int, bool]]:
+    """llama.cpp's qwen3moe names (src/models/qwen3moe, as weightfile's VQF → GGUF exporter
+    writes them, spec/vqf.md §converter): attention as qwen3's, per layer the F32 router
+    `ffn_gate_inp` [E, d] and the experts stacked as `ffn_{gate,up}_exps` [E, Ie, d] and
+    `ffn_down_exps` [E, d, Ie] (numpy order: the GGUF ne is reversed)."""
+    out = [t for t in gguf_tensors(s) if not t[0].split(".")[-2].startswith("ffn_")]
+    for i in range(s.layers):
+        b = f"blk.{i}."
+        out += [
+            (b + "ffn_norm.weight", s.hidden, False),
+            (b + "ffn_gate_inp.weight", (s.experts, s.hidden), False),
+            (b + "ffn_gate_exps.weight", (s.experts, s.moe_ffn, s.hidden), True),
+            (b + "ffn_up_exps.weight", (s.experts, s.moe_ffn, s.hidden), True),
+            (b + "ffn_down_exps.weight", (s.experts, s.hidden, s.moe_ffn), True),
+        ]
+    return out
+
+
 def write_gguf(s: SyntheticSpec, qtype: str, path: Path, seed: int = 19) -> Path:
     """The all-`qtype` GGUF of `s`'s geometry (written once; reused when present)."""
     import gguf
@@ -104,11 +123,16 @@ def write_gguf(s: SyntheticSpec, qtype: str, path: Path, seed: int = 19) -> Path
     ftype = {"q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_suffix(".part")
-    w = gguf.GGUFWriter(part, "qwen3")
+    moe = isinstance(s, MoeSyntheticSpec)
+    w = gguf.GGUFWriter(part, "qwen3moe" if moe else "qwen3")
     w.add_name(f"synthetic {s.name} ({qtype}, random weights)")
     w.add_context_length(s.max_seq_len)
     w.add_embedding_length(s.hidden)
-    w.add_feed_forward_length(s.intermediate)
+    w.add_feed_forward_length(s.moe_ffn if moe else s.intermediate)
+    if moe:
+        w.add_expert_count(s.experts)
+        w.add_expert_used_count(s.top_k)
+        w.add_expert_feed_forward_length(s.moe_ffn)
     w.add_block_count(s.layers)
     w.add_head_count(s.heads)
     w.add_head_count_kv(s.kv_heads)
@@ -119,11 +143,14 @@ def write_gguf(s: SyntheticSpec, qtype: str, path: Path, seed: int = 19) -> Path
     w.add_file_type(ftype[qtype])
     w.add_tokenizer_model("none")  # no vocabulary: vocab_size placeholder tokens
     w.add_vocab_size(s.vocab)
-    for name, shape, quantized in gguf_tensors(s):
+    for name, shape, quantized in gguf_tensors_moe(s) if moe else gguf_tensors(s):
         if quantized:
-            rows, cols = shape  # type: ignore[misc]
-            data = random_blocks(qtype, rows, cols, rng)
+            *lead, rows, cols = shape  # type: ignore[misc]
+            data = random_blocks(qtype, int(np.prod(lead, dtype=np.int64)) * rows, cols, rng)
+            data = data.reshape(*lead, rows, -1)
             w.add_tensor(name, data, raw_shape=data.shape, raw_dtype=gtype[qtype])
+        elif isinstance(shape, tuple):  # the router: random logits spread the routing
+            w.add_tensor(name, rng.standard_normal(shape).astype(np.float32) * 0.02)
         else:
             w.add_tensor(name, np.ones(shape, dtype=np.float32))
     w.write_header_to_file()
@@ -134,26 +161,33 @@ def write_gguf(s: SyntheticSpec, qtype: str, path: Path, seed: int = 19) -> Path
     return path
 
 
-def gguf_bytes_per_token(path: Path) -> int:
+def gguf_bytes_per_token(path: Path, used: int = 0, experts: int = 1) -> int:
     """What llama.cpp reads to decode one token: every tensor but the embedding, plus one
-    embedding row."""
+    embedding row; of stacked experts (`*_exps`) only `used` of `experts` (k distinct ones)."""
     import gguf
 
     total = 0
     for t in gguf.GGUFReader(path).tensors:
         if t.name == "token_embd.weight":
             total += int(t.n_bytes) // int(t.shape[1])  # ne = [hidden, vocab]: one row of vocab
+        elif t.name.endswith("_exps.weight"):
+            total += int(t.n_bytes) * used // experts
         else:
             total += int(t.n_bytes)
     return total
 
 
 def vqf_bytes_per_token(path: Path) -> int:
+    """The same count on our file: shared tensors plus k distinct experts per layer on an MoE."""
+    from weightfile.bench.moe_bytes import expert_bytes, shared_bytes
     from weightfile.bench.roofline import weight_bytes_per_token
     from weightfile.ref.vqf.read import open_vqf
 
     with open_vqf(path) as vqf:
-        return weight_bytes_per_token(vqf)
+        arch = vqf.header.arch
+        if not int(arch.get("n_experts", 0) or 0):  # a dense file
+            return weight_bytes_per_token(vqf)
+        return shared_bytes(vqf) + expert_bytes(vqf) * int(arch["top_k"]) * int(arch["n_layers"])
 
 
 # -- llama-bench: given, found, or built --------------------------------------------------------
@@ -363,6 +397,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="where --build downloads and builds (default: llama-build in the cache "
                         "folder, $XDG_CACHE_HOME/weightfile or ~/.cache/weightfile)")  # fmt: skip
     p.add_argument("--quants", default=",".join(QUANTS), help="q4_0,q8_0 (default)")
+    p.add_argument("--arch", choices=("qwen3", "qwen3moe"), default="qwen3",
+                   help="qwen3: the Qwen3-0.6B geometry (default); qwen3moe: Qwen3-30B-A3B's "
+                        "cut to its first -L layers")  # fmt: skip
+    p.add_argument(
+        "-L",
+        "--layers",
+        type=int,
+        default=4,
+        help="layers of the qwen3moe model (default 4: a 2.2 GB Q4_0 file)",
+    )
     p.add_argument(
         "--tests",
         type=Tests,
@@ -404,13 +448,15 @@ def main(argv: list[str] | None = None) -> int:
     gguf_dir = Path(a.gguf_dir) if a.gguf_dir else cache_root() / "gguf"
     models = {}
     for q in quants:
-        s = SPECS[f"qwen3-0.6b-{q}"]
+        moe = a.arch == "qwen3moe"
+        s = spec_named(f"qwen3-30b-a3b-{q}-L{a.layers}" if moe else f"qwen3-0.6b-{q}")
         vqf, _ = synthetic_model(s.name, a.cache_dir)
         gg = write_gguf(s, q, gguf_dir / f"{s.name}-pure.gguf")
         models[q] = (s.name, gg)
+        used = (s.top_k, s.experts) if isinstance(s, MoeSyntheticSpec) else (0, 1)
         print(
             f"{q}: bytes per decoded token: weightfile {vqf_bytes_per_token(vqf) / 1e6:.2f} MB "
-            f"({vqf.name}), llama.cpp {gguf_bytes_per_token(gg) / 1e6:.2f} MB ({gg.name})"
+            f"({vqf.name}), llama.cpp {gguf_bytes_per_token(gg, *used) / 1e6:.2f} MB ({gg.name})"
         )
     rounds: list[dict[str, Any]] = []
     limit = a.max_rounds or 3 * a.rounds

@@ -261,6 +261,7 @@ class WfMatrix(ctypes.Structure):
         ("group_rows", ctypes.c_int32),
         ("chunk_bytes", ctypes.c_int32),
         ("xor_mask", ctypes.c_int32),
+        ("group_stride", ctypes.c_int64),
     )
 
 
@@ -340,6 +341,19 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     lib.wf_forward_layers.restype = i32
     lib.wf_forward_scratch_floats.argtypes = (p, i64)  # layers, T
     lib.wf_forward_scratch_floats.restype = i64
+    # moe.c: gate, up, down (wf_matrix*), width, codes?, x f32, xq i8, xd f32, T, count,
+    # ids i32 [count], start i64 [count + 1], tok i64, weights f32, moe f32 [T, d], threads,
+    # min work per thread; returns 0 (-1: out of memory, moe NaN)
+    lib.wf_moe_experts.argtypes = (p, p, p, i64, i32, p, p, p, i64, i32, p, p, p, p, p, i32, i64)
+    lib.wf_moe_experts.restype = i32
+    lib.wf_softmax_rows.argtypes = (p, i64, i64)  # x f32 [rows, n] in place, rows, n
+    lib.wf_softmax_rows.restype = None
+    # attention_tiles.c: q, qd, keys, values, stride, slots i64, t0, t1, heads, kv heads,
+    # head_dim, kv head g, scores f32, att f32 (every query head of kv head g of tokens [t0, t1))
+    lib.wf_attend_tile.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend_tile.restype = None
+    lib.wf_attend_tile_tokens.argtypes = (i64, i64)
+    lib.wf_attend_tile_tokens.restype = i64
 
 
 def _declare_vision(lib: ctypes.CDLL, i64: object, i32: object) -> None:

@@ -50,7 +50,7 @@ AVX2 INLINE __m256 accumulate(__m256 acc, __m256i dots, __m256 dw, float dx) {
 AVX2 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                              const int32_t *xsum8, int64_t t0, const int nt, float *y) {
     const int64_t nb = m->cols / WF_QK;
-    const uint8_t *ga = m->data + (r / 4) * nb * 72, *gb = ga + nb * 72;
+    const uint8_t *ga = wf_group(m, r / 4), *gb = wf_group(m, r / 4 + 1);
     const __m256i mask = _mm256_set1_epi8((char)0x88), low = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[TILE_TOKENS];
@@ -97,7 +97,7 @@ AVX2 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, co
 AVX2 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                              int64_t t0, const int nt, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
-    const uint8_t *g = m->data + (r / 8) * nb * step;
+    const uint8_t *g = wf_group(m, r / 8);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[TILE_TOKENS];
     UNROLL
@@ -134,7 +134,7 @@ AVX2 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, co
 AVX2 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                               const int32_t *xsum8, int64_t t0, const int nt, const int q4,
                               float *y) {
-    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = nb * bytes;
+    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = wf_stride(m);
     const uint8_t *p = m->data + r * row_bytes;
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0F);
     __m256 acc[TILE_TOKENS];

@@ -25,6 +25,10 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
 void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
                      int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t g,
                      float *scores, float *out);
+void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *values,
+                    int64_t stride, const int64_t *slots, int64_t t0, int64_t t1, int64_t heads,
+                    int64_t kv_heads, int64_t head_dim, int64_t g, float *scores, float *att);
+int64_t wf_attend_tile_tokens(int64_t heads, int64_t kv_heads);
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads);
 void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
                                  const float *xd, int64_t tokens, float *const *ys,
@@ -70,8 +74,9 @@ static int any_codes(const wf_layer *L, int a, int b, int c) {
     return L->codes[a] || (b >= 0 && L->codes[b]) || (c >= 0 && L->codes[c]);
 }
 
-/* Attention of T tokens: unit u = t * kv_heads + g is every query head of token t that reads kv
- * head g (wf_attend_group: on a SIMD path the group's queries go through the cache together),
+/* Attention of T tokens: unit u = i * kv_heads + g is every query head of the tokens of tile i
+ * (`tile` consecutive tokens, wf_attend_tile_tokens) that reads kv head g (wf_attend_tile: on a
+ * SIMD path the tile's queries go through the cache together, attention_tiles.c), token t
  * attending cache rows 0..slots[t]. Units are independent (each query has its own scores and
  * sums), so any split over the pool gives the same bits. The pool hands out work in chunks of
  * UNIT_SPAN (its CHUNK_ALIGN, made for row groups), so each unit counts UNIT_SPAN: otherwise a
@@ -81,19 +86,20 @@ enum { UNIT_SPAN = 8 };
 typedef struct {
     const float *qr, *keys, *values;
     const int64_t *slots;
-    int64_t heads, kv_heads, head_dim, qd, kvd, npos_max;
+    int64_t heads, kv_heads, head_dim, qd, kvd, npos_max, tile, tokens;
     float *att;
 } attention_job;
 
 static void attention_units(void *arg, int64_t s0, int64_t s1) {
     const attention_job *a = arg;
     const int64_t group = a->heads / a->kv_heads;
-    float *scores = malloc(sizeof(float) * (size_t)(group * a->npos_max));
+    float *scores = malloc(sizeof(float) * (size_t)(a->tile * group * a->npos_max));
     if (scores == NULL) return; /* att was NaN-filled by the caller: the failure shows */
     for (int64_t u = (s0 + UNIT_SPAN - 1) / UNIT_SPAN; u * UNIT_SPAN < s1; u++) {
-        const int64_t t = u / a->kv_heads, g = u % a->kv_heads;
-        wf_attend_group(a->qr + t * a->qd, a->keys, a->values, a->slots[t] + 1, a->kvd, a->heads,
-                        a->kv_heads, a->head_dim, g, scores, a->att + t * a->qd);
+        const int64_t t0 = (u / a->kv_heads) * a->tile, g = u % a->kv_heads;
+        const int64_t t1 = t0 + a->tile < a->tokens ? t0 + a->tile : a->tokens;
+        wf_attend_tile(a->qr, a->qd, a->keys, a->values, a->kvd, a->slots, t0, t1, a->heads,
+                       a->kv_heads, a->head_dim, g, scores, a->att);
     }
     free(scores);
 }
@@ -152,6 +158,7 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
     int64_t attention_work = 0; /* multiply-adds of q.k and p.v, for the thread count */
     for (int64_t t = 0; t < T; t++) attention_work += 2 * (slots[t] + 1) * qd;
     const int32_t attention_threads = wf_threads_for(threads, attention_work, min_work);
+    const int64_t tile = wf_attend_tile_tokens(heads, kv_heads); /* tokens per attention unit */
     static const int QKV[3] = {P_Q, P_K, P_V}, O[1] = {P_O}, GU[2] = {P_GATE, P_UP};
     static const int DOWN[1] = {P_DOWN};
     for (int32_t i = 0; i < nlayers; i++) {
@@ -170,9 +177,11 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
             memcpy(lk + slots[t] * kvd, kr + t * kvd, sizeof(float) * (size_t)kvd);
             memcpy(lv + slots[t] * kvd, v + t * kvd, sizeof(float) * (size_t)kvd);
         }
-        attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max, att};
+        attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max,
+                             tile, T, att};
         for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
-        wf_parallel_for(T * kv_heads * UNIT_SPAN, attention_threads, attention_units, &job);
+        wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, attention_threads,
+                        attention_units, &job);
         if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads, min_work);

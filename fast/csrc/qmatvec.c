@@ -94,7 +94,7 @@ static void rows4_neon(const wf_matrix *m, int64_t r, const int8_t *xq, const fl
         for (int i = 0; i < 4; i++) {
             uint16_t d;
             if (m->group_rows <= 1) /* the same block of the next four rows, as on x86 */
-                __builtin_prefetch(m->data + ((r + 4 + i) * nb + b) * (2 +
+                __builtin_prefetch(wf_group(m, r + 4 + i) + b * (2 +
                 wf_payload_bytes(m->kind)));
             const int8_t *w = wf_fetch_block(m, r + i, b, tmp[i], &d);
             dw[i] = f16[d];
@@ -132,7 +132,7 @@ static void rows4_neon_q4_4x4(const wf_matrix *m, int64_t r, const int8_t *xq, c
                               int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK;
     const float *f16 = wf_f16_table();
-    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    const uint8_t *g = wf_group(m, r / 4);
     float32x4_t stack_acc[16], *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) *
     tokens); if (acc == NULL) return;
     for (int64_t t = 0; t < tokens; t++) acc[t] = vdupq_n_f32(0.0f);
@@ -177,7 +177,7 @@ static void rows8_neon_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq, c
                               int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
     const float *f16 = wf_f16_table();
-    const uint8_t *g = m->data + (r / 8) * nb * step;
+    const uint8_t *g = wf_group(m, r / 8);
     float32x4_t stack_acc[32],
         *acc = tokens <= 16 ? stack_acc : malloc(sizeof(float32x4_t) * 2 * tokens);
     if (acc == NULL) return;
@@ -300,11 +300,11 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
 static void row_values(const wf_matrix *m, int64_t r, float *out) {
     const float *f16 = wf_f16_table();
     if (m->kind == WF_W_F32) {
-        memcpy(out, m->data + r * m->cols * 4, (size_t)m->cols * 4);
+        memcpy(out, wf_group(m, r), (size_t)m->cols * 4);
         return;
     }
     if (m->kind == WF_W_F16) {
-        const uint8_t *src = m->data + r * m->cols * 2;
+        const uint8_t *src = wf_group(m, r);
         for (int64_t c = 0; c < m->cols; c++) out[c] = f16[src[2 * c] | (src[2 * c + 1] << 8)];
         return;
     }

@@ -75,7 +75,7 @@ AVX512 INLINE long long bits64(const uint8_t *p) {
  * adds each row's four products to its own lane: no transpose. */
 AVX512 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                const int32_t *xsum8, int64_t t0, const int nt, float *y) {
-    const int64_t nb = m->cols / WF_QK, gs = nb * 72; /* bytes of one row group */
+    const int64_t nb = m->cols / WF_QK, gs = wf_stride(m); /* row group to row group */
     const uint8_t *g = m->data + (r / 4) * gs;
     const __m512i mask = _mm512_set1_epi8((char)0x88), low = _mm512_set1_epi8(0x0F);
     __m512 acc[TILE_TOKENS];
@@ -129,7 +129,7 @@ AVX512 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
  * the tile's tokens, and 128·sum(x) = 16·xsum8 comes off D. */
 AVX512 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                const int32_t *xsum8, int64_t t0, const int nt, float *y) {
-    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK), gs = nb * step;
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK), gs = wf_stride(m);
     const uint8_t *g = m->data + (r / 8) * gs;
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     __m512 acc[TILE_TOKENS];
@@ -171,12 +171,12 @@ AVX512 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
 AVX512 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const int8_t *xq,
                                           const float *xd, const int32_t *xsum8, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
-    const uint8_t *g = m->data + (r / 8) * nb * step;
+    const uint8_t *g = wf_group(m, r / 8);
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += step) {
         for (int i = 0; i < 5; i++) /* the next row group's block: 272 bytes, 5 lines */
-            _mm_prefetch((const char *)(g + nb * step + 64 * i), _MM_HINT_T0);
+            _mm_prefetch((const char *)(g + wf_stride(m) + 64 * i), _MM_HINT_T0);
         const int8_t *x = xq + b * WF_QK;
         __m256i d0 = _mm256_setzero_si256(), d1 = _mm256_setzero_si256();
         UNROLL
@@ -206,7 +206,7 @@ AVX512 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const i
 AVX512 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
                                 const int32_t *xsum8, int64_t t0, const int nt, const int q4,
                                 float *y) {
-    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = nb * bytes;
+    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = wf_stride(m);
     const uint8_t *p = m->data + r * row_bytes;
     const __m256i low = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8((char)0x80);
     const int32_t xmul = q4 ? 1 : 16; /* Q4: 8·sum(x); Q8: 128·sum(x) */
@@ -263,7 +263,7 @@ AVX512 INLINE void untiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
 AVX512 INLINE void untiled16_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
                                   const float *xd, const int32_t *xsum8, int64_t t0,
                                   const int nt, const int q4, float *y) {
-    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = nb * bytes;
+    const int64_t nb = m->cols / WF_QK, bytes = q4 ? 18 : 34, row_bytes = wf_stride(m);
     const uint8_t *p = m->data + r * row_bytes;
     const __m512i low = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8((char)0x80);
     /* qword indices of piece k and piece k + 4 (0-7: u, 8-15: v, see below) */
@@ -355,7 +355,7 @@ AVX512 INLINE void transpose_dots8(const __m256i p[8], __m256i *db, __m256i *db1
  * both halves, using only block b. */
 AVX512 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
                                               const float *xd, const int32_t *xsum8, float *y) {
-    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const int64_t nb = m->cols / WF_QK, row_bytes = wf_stride(m);
     const uint8_t *p = m->data + r * row_bytes;
     const __m256i low = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();

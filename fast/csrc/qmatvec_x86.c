@@ -37,12 +37,12 @@ AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, 
                                       __m256i gidx) {
     const int64_t nb = m->cols / WF_QK;
     if (m->group_rows <= 1 && m->kind == WF_W_Q8) {
-        const uint8_t *p = m->data + (r * nb + b) * 34;
+        const uint8_t *p = wf_group(m, r) + b * 34;
         *d = (uint16_t)(p[0] | (p[1] << 8));
         return _mm256_loadu_si256((const __m256i *)(p + 2));
     }
     if (m->group_rows <= 1) { /* byte j: element j in the low nibble, j + 16 in the high one */
-        const uint8_t *p = m->data + (r * nb + b) * 18;
+        const uint8_t *p = wf_group(m, r) + b * 18;
         *d = (uint16_t)(p[0] | (p[1] << 8));
         const __m128i q = _mm_loadu_si128((const __m128i *)(p + 2)), low = _mm_set1_epi8(0x0F);
         const __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
@@ -51,7 +51,7 @@ AVX2 static inline __m256i load_codes(const wf_matrix *m, int64_t r, int64_t b, 
     if (m->chunk_bytes == 4 || m->chunk_bytes == 8) { /* tiled: gather row m's 4-byte pieces */
         const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
         const int p = m->kind == WF_W_Q8 ? WF_QK : WF_QK / 2;
-        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        const uint8_t *group = wf_group(m, r / g) + b * g * (2 + p);
         *d = (uint16_t)(group[2 * mm] | (group[2 * mm + 1] << 8));
         const int *row = (const int *)(group + 2 * g + k * mm);
         const __m256i xor_mask = _mm256_set1_epi8((char)m->xor_mask);
@@ -109,7 +109,7 @@ AVX2 static inline __m256i untiled_codes(const uint8_t *p, int q4) {
  * product before block b+1's, the contract's ascending order. Returns the blocks it did. */
 AVX2 static inline int64_t rows4_q4_pairs(const wf_matrix *m, int64_t r, const int8_t *xq,
                                    const float *xd, const int32_t *xsum8, __m128 *acc_out) {
-    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const int64_t nb = m->cols / WF_QK, row_bytes = wf_stride(m);
     const float *f16 = wf_f16_table();
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const uint8_t *p = m->data + r * row_bytes;
@@ -193,7 +193,7 @@ AVX2 static inline void transpose_dots8(const __m256i p[8], __m256i *db, __m256i
  * with its bytes in both halves, using only block b. */
 AVX2 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, const int8_t *xq,
                                             const float *xd, const int32_t *xsum8, float *y) {
-    const int64_t nb = m->cols / WF_QK, row_bytes = nb * 18;
+    const int64_t nb = m->cols / WF_QK, row_bytes = wf_stride(m);
     const uint8_t *p = m->data + r * row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b += 2, p += 36) {
@@ -239,13 +239,13 @@ AVX2 static inline void rows4_one_token_untiled(const wf_matrix *m, int64_t r, c
     const float *f16 = wf_f16_table();
     __m128 acc = _mm_setzero_ps();
     const int64_t start = q4 ? rows4_q4_pairs(m, r, xq, xd, xsum8, &acc) : 0;
-    const uint8_t *p = m->data + r * nb * bytes + start * bytes;
+    const uint8_t *p = wf_group(m, r) + start * bytes;
     for (int64_t b = start; b < nb; b++, p += bytes) {
         __m256i w[4];
         float dw[4];
         for (int i = 0; i < 4; i++) {
-            const uint8_t *blk = p + i * nb * bytes;
-            _mm_prefetch((const char *)(blk + 4 * nb * bytes), _MM_HINT_T0); /* next 4 rows */
+            const uint8_t *blk = p + i * wf_stride(m);
+            _mm_prefetch((const char *)(blk + 4 * wf_stride(m)), _MM_HINT_T0); /* next 4 rows */
             dw[i] = f16[blk[0] | (blk[1] << 8)];
             w[i] = untiled_codes(blk + 2, q4);
         }
@@ -275,11 +275,11 @@ AVX2 static inline void rows4_one_token_q4_4x4(const wf_matrix *m, int64_t r, co
     const __m256i lo23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
     const __m256i hi01 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
     const __m256i hi23 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
-    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    const uint8_t *g = wf_group(m, r / 4);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += 72) {
-        _mm_prefetch((const char *)(g + nb * 72), _MM_HINT_T0); /* the next row group */
-        _mm_prefetch((const char *)(g + nb * 72 + 64), _MM_HINT_T0);
+        _mm_prefetch((const char *)(g + wf_stride(m)), _MM_HINT_T0); /* the next row group */
+        _mm_prefetch((const char *)(g + wf_stride(m) + 64), _MM_HINT_T0);
         const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * WF_QK));
         const __m256i w01 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 8)), mask);
         const __m256i w23 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(g + 40)), mask);
@@ -315,11 +315,11 @@ AVX2 static void rows8_one_token_q8_8x8(const wf_matrix *m, int64_t r, const int
                                         const float *xd, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
     const __m256i ones = _mm256_set1_epi16(1);
-    const uint8_t *g = m->data + (r / 8) * nb * step;
+    const uint8_t *g = wf_group(m, r / 8);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += step) {
         for (int i = 0; i < 5; i++) /* the next row group's block: 272 bytes, 5 lines */
-            _mm_prefetch((const char *)(g + nb * step + 64 * i), _MM_HINT_T0);
+            _mm_prefetch((const char *)(g + wf_stride(m) + 64 * i), _MM_HINT_T0);
         const int8_t *x = xq + b * WF_QK;
         __m256i dots = _mm256_setzero_si256();
         for (int c = 0; c < 8; c++) {
@@ -352,7 +352,7 @@ AVX2 static void rows4_tokens_q4_4x4(const wf_matrix *m, int64_t r, const int8_t
     const __m256i lo23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
     const __m256i hi01 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
     const __m256i hi23 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
-    const uint8_t *g = m->data + (r / 4) * nb * 72;
+    const uint8_t *g = wf_group(m, r / 4);
     __m128 stack_acc[64], *acc = tokens <= 64 ? stack_acc : malloc(sizeof(__m128) * tokens);
     if (acc == NULL) return; /* y stays NaN-filled: the failure cannot pass unnoticed */
     for (int64_t t = 0; t < tokens; t++) acc[t] = _mm_setzero_ps();
@@ -390,7 +390,7 @@ AVX2 static void rows8_tokens_q8_8x8(const wf_matrix *m, int64_t r, const int8_t
                                      const float *xd, int64_t tokens, float *y) {
     const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK);
     const __m256i ones = _mm256_set1_epi16(1);
-    const uint8_t *g = m->data + (r / 8) * nb * step;
+    const uint8_t *g = wf_group(m, r / 8);
     /* __m256 needs 32-byte alignment, more than malloc promises */
     __m256 stack_acc[64],
         *acc = tokens <= 64 ? stack_acc : aligned_alloc(32, sizeof(__m256) * (size_t)tokens);

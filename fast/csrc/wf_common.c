@@ -233,19 +233,18 @@ void wf_parallel_for(int64_t n, int32_t threads, wf_range_fn fn, void *ctx) {
  * returned in place; everything else is unpacked into `tmp`. */
 const int8_t *wf_fetch_block(const wf_matrix *m, int64_t r, int64_t b, int8_t *tmp,
                              uint16_t *d) {
-    const int64_t nb = m->cols / WF_QK;
     const int p = wf_payload_bytes(m->kind);
     const uint8_t *scale, *src;
     uint8_t gathered[WF_QK];
     if (m->group_rows <= 1) {
-        const uint8_t *block = m->data + (r * nb + b) * (2 + p);
+        const uint8_t *block = wf_group(m, r) + b * (2 + p);
         scale = block;
         src = block + 2;
     } else {
         /* spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l: row m's payload byte j at 2G + (j/k)(kG) + km +
          * j%k, XOR undone */
         const int64_t g = m->group_rows, k = m->chunk_bytes, mm = r % g;
-        const uint8_t *group = m->data + ((r / g) * nb + b) * g * (2 + p);
+        const uint8_t *group = wf_group(m, r / g) + b * g * (2 + p);
         scale = group + 2 * mm;
         const uint8_t *row = group + 2 * g + k * mm;
         if (k == 4) /* chunk c: k bytes at 2G + c·kG + km (fixed sizes, so memcpy is inlined) */

@@ -21,13 +21,35 @@ enum { WF_W_Q8 = 0, WF_W_Q4 = 1, WF_W_F32 = 2, WF_W_F16 = 3 };
 
 /* A weight matrix [rows, cols] in its file encoding. group_rows = 1 for untiled payloads; else
  * the spec/vqf.md §q8-tiled, §q4-0, §q4-8x8l tile geometry (G rows per group, k-byte chunks, XOR on
- * payload bytes).
+ * payload bytes). group_stride: bytes from one row group's start to the next one's; 0 for a whole
+ * matrix (the group's own length), larger for a column band read in place from a wider matrix
+ * (spec/vqf.md §text-tensors: an expert's down columns are the same block columns of every row
+ * group, so `data` points at the band's first block and each group is `group_stride` further).
  */
 typedef struct {
     const uint8_t *data;
     int64_t rows, cols;
     int32_t kind, group_rows, chunk_bytes, xor_mask;
+    int64_t group_stride;
 } wf_matrix;
+
+/* Bytes of one row group of G rows and cols / 32 blocks (one row of words for F32 / F16). */
+static inline int64_t wf_group_bytes(const wf_matrix *m) {
+    if (m->kind == WF_W_F32) return m->cols * 4;
+    if (m->kind == WF_W_F16) return m->cols * 2;
+    const int64_t g = m->group_rows > 1 ? m->group_rows : 1;
+    return (m->cols / WF_QK) * g * (2 + (m->kind == WF_W_Q8 ? WF_QK : WF_QK / 2));
+}
+
+/* Bytes from one row group's start to the next: the group's own length unless set. */
+static inline int64_t wf_stride(const wf_matrix *m) {
+    return m->group_stride > 0 ? m->group_stride : wf_group_bytes(m);
+}
+
+/* Where row group `g` starts. */
+static inline const uint8_t *wf_group(const wf_matrix *m, int64_t g) {
+    return m->data + g * wf_stride(m);
+}
 
 /* Bytes after the f16 scale in one base block of `kind` (WF_W_Q8 or WF_W_Q4). */
 static inline int wf_payload_bytes(int32_t kind) { return kind == WF_W_Q8 ? WF_QK : WF_QK / 2; }

@@ -70,6 +70,9 @@ class FastMatrix:
     rows: int
     cols: int
     mode: QuantizedMatmul = QuantizedMatmul.Q8_ACTIVATION
+    #: bytes from one row group to the next; 0 for a whole payload, more for a column band of a
+    #: wider matrix read in place (`data` then runs from the band's first unit to its last)
+    group_stride: int = 0
     _struct: WfMatrix = field(init=False, repr=False)
     _address: int = field(init=False, repr=False)
     quantized: bool = field(init=False)
@@ -80,7 +83,7 @@ class FastMatrix:
         if kind in QUANTIZED and self.cols % QBLOCK:
             raise ValueError(f"a quantized matrix needs cols % {QBLOCK} == 0, got {self.cols}")
         require_shape(self.codec, self.rows, self.cols)
-        want = payload_size(self.codec, self.rows, self.cols)
+        want = self._span()
         if (
             self.data.dtype != np.uint8
             or not self.data.flags.c_contiguous
@@ -98,9 +101,22 @@ class FastMatrix:
             t.group_rows if t else 1,
             t.chunk_bytes if t else 0,
             t.xor if t else 0,
+            self.group_stride,
         )
         self._address = ctypes.addressof(self._struct)
         self.quantized = kind in QUANTIZED
+
+    def _span(self) -> int:
+        """Bytes from the first unit to the last: the payload size, or for a band read in place
+        (spec/vqf.md §text-tensors) every row group but the last at `group_stride` apart."""
+        size = payload_size(self.codec, self.rows, self.cols)
+        if self.group_stride == 0:
+            return size
+        t = CODECS[self.codec].tiling
+        groups = self.rows // (t.group_rows if t else 1)
+        if self.group_stride < size // groups:
+            raise ValueError(f"group stride {self.group_stride} < a row group's {size // groups}")
+        return (groups - 1) * self.group_stride + size // groups
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -109,7 +125,7 @@ class FastMatrix:
     @property
     def nbytes(self) -> int:
         """Bytes of file encoding one product reads (the whole payload of this matrix)."""
-        return int(self.data.nbytes)
+        return payload_size(self.codec, self.rows, self.cols)
 
     def matvec(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
         """y = W x, float32 [rows], x float32 [cols]."""

@@ -4,20 +4,21 @@
 The reference binder's checks in its order (`moe_plan`, the entry and layout checks), then every
 attention projection is a `FastMatrix` view of its layer, the router a float32 `FastMatrix`
 view, and each layer's stacked gate/up/down stays one byte view: an expert's gate and up are
-views of its row band, its down the gathered column band (`weightfile.ref.qwen3_moe.bands`),
-made only when a token chooses it.
+its row band, its down its column band read in place with a row-group stride (fast/csrc/moe.c,
+the grid of `weightfile.ref.qwen3_moe.bands`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from weightfile.fast.numerics.matrix import FastMatrix, matrix_from_entry
 from weightfile.fast.qwen3.bind import MATRIX_QTYPES, stacked
 from weightfile.ref.qwen3.bind_vqf import read_norm, require_entry, require_layout
-from weightfile.ref.qwen3_moe.bands import col_band, row_band
+from weightfile.ref.qwen3_moe.bands import grid
 from weightfile.ref.qwen3_moe.bind_vqf import ROUTER, moe_plan, read_router
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.vqf.read import VQFFile
@@ -39,26 +40,18 @@ class ExpertStack:
     experts: int
     mode: QuantizedMatmul
 
-    def gate_up(self, e: int) -> tuple[FastMatrix, FastMatrix]:
-        """Expert e's gate and up: rows [e·Ie, (e+1)·Ie), views of the mapped file."""
-        rows, lo, hi = self.experts * self.width, e * self.width, (e + 1) * self.width
-        return tuple(  # type: ignore[return-value]
-            FastMatrix(
-                self.codec,
-                row_band(self.codec, m, rows, self.hidden, lo, hi),
-                self.width,
-                self.hidden,
-                self.mode,
-            )
-            for m in (self.gate, self.up)
+    @cached_property
+    def whole(self) -> tuple[FastMatrix, FastMatrix, FastMatrix]:
+        """The stacked gate, up [E·Ie, d] and down [d, E·Ie] as matrices (fast/csrc/moe.c takes
+        each expert's bands of them in place)."""
+        rows, d = self.experts * self.width, self.hidden
+        grid(self.codec, self.width, d)  # an expert's bands are whole row groups and blocks
+        grid(self.codec, d, self.width)
+        return (
+            FastMatrix(self.codec, self.gate, rows, d, self.mode),
+            FastMatrix(self.codec, self.up, rows, d, self.mode),
+            FastMatrix(self.codec, self.down, d, rows, self.mode),
         )
-
-    def down_of(self, e: int) -> FastMatrix:
-        """Expert e's down: columns [e·Ie, (e+1)·Ie), gathered from the mapped file (the C
-        kernels take contiguous matrices; this reads exactly the expert's bytes)."""
-        cols, lo, hi = self.experts * self.width, e * self.width, (e + 1) * self.width
-        band = col_band(self.codec, self.down, self.hidden, cols, lo, hi)
-        return FastMatrix(self.codec, band, self.hidden, self.width, self.mode)
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,14 @@
 §qwen3-moe-forward).
 
 `weightfile.fast.qwen3`'s attention, embedding, output and cache, with the FFN half replaced:
-the post-attention norm and the F32 router product in one call (`norm_project`), the routing by
-the reference's own `route` on each token's E logits (a few scalar operations, so no second
-implementation to keep equal), then for each chosen expert, in ascending index, its gate/up
-over the tokens that chose it (`project`), SwiGLU and its down (`swiglu_project`) with the
-existing C kernels on that expert's bands only, and the combine `out ← out ⊕ (w ⊗ y)` as
-NumPy float32 element-wise operations in ascending expert index, exactly the reference's
-order. Bytes read per token: attention, the router and the k chosen experts' bands.
+the post-attention norm and the F32 router product in one call (`norm_project`), the routing's
+softmax in C (`router_softmax`, the spec/numerics.md §softmax every path shares) and its top-k and
+renormalisation by the reference's own `choose` on each token's E probabilities (a few scalar
+operations, so no second implementation to keep equal), then every chosen expert in one C call
+per layer (`experts_of`, fast/csrc/moe.c): in ascending index, its gate/up over the tokens that
+chose it, SwiGLU and its down, on that expert's bands read in place, and the combine
+`out ← out ⊕ (w ⊗ y)` element by element, exactly the reference's order. Bytes read per token:
+attention, the router and the k chosen experts' bands.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from weightfile.fast.layers.norm import norm_project
-from weightfile.fast.layers.swiglu import swiglu_project
-from weightfile.fast.numerics.matrix import project
 from weightfile.fast.qwen3.decoder import FastQwen3Model
-from weightfile.ref.layers.moe import route
+from weightfile.ref.layers.moe import choose
 from weightfile.ref.layers.trace import emit
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.qwen3_moe.trace import MOE_OPS
 
 from .bind import FastMoeLayer
+from .experts import experts_of, router_softmax
 
 
 class FastQwen3MoeModel(FastQwen3Model):
@@ -37,15 +37,8 @@ class FastQwen3MoeModel(FastQwen3Model):
         """out = h + MoE(n), n = post_attention_layernorm(h), for every token of the call."""
         th, k = self.threads, self.config.num_experts_per_tok
         n, (logits,) = norm_project(h, lw.ffn_norm, self.eps, (lw.router,), th)
-        routes = [route(self.kernels, list(row), k) for row in logits]
-        moe = np.zeros_like(h)
-        for e in sorted({e for r in routes for e, _ in r}):  # ascending expert index
-            rows = [t for t, r in enumerate(routes) if any(x == e for x, _ in r)]
-            weight = np.array([[w for x, w in routes[t] if x == e] for t in rows], np.float32)
-            gate, up = lw.experts.gate_up(e)
-            g, u = project((gate, up), n[rows], th)
-            _, y = swiglu_project(g, u, lw.experts.down_of(e), th)
-            moe[rows] = moe[rows] + weight * y  # one rounding for the product, one for the add
+        routes = [choose(self.kernels, list(row), k) for row in router_softmax(logits)]
+        moe = experts_of(lw.experts, n, routes, th)
         out = h + moe
         if hook is None:
             return out

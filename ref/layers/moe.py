@@ -34,7 +34,12 @@ def top_k(probs: Vec, k: int) -> list[int]:
 def route(kernels: Kernels, logits: Vec, k: int) -> list[tuple[int, np.float32]]:
     """(expert, weight) of the top-k experts, ascending expert index: softmax, top-k, each
     probability divided by the canonical sum of the chosen ones (spec/models.md §qwen35-ffn)."""
-    probs = kernels.softmax(logits)
+    return choose(kernels, kernels.softmax(logits), k)
+
+
+def choose(kernels: Kernels, probs: Vec, k: int) -> list[tuple[int, np.float32]]:
+    """`route` after its softmax: the top-k of the probabilities, each divided by the canonical
+    sum of the chosen ones (spec/models.md §qwen35-ffn)."""
     chosen = top_k(probs, k)
     total = kernels.sum([probs[e] for e in chosen])
     return [(e, probs[e] / total) for e in chosen]

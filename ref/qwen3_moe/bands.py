@@ -59,6 +59,21 @@ def col_band(codec: str, data: np.ndarray, rows: int, cols: int, lo: int, hi: in
     return np.ascontiguousarray(units[:, lo // gr.block_cols : hi // gr.block_cols]).reshape(-1)
 
 
+def col_band_view(
+    codec: str, data: np.ndarray, rows: int, cols: int, lo: int, hi: int
+) -> tuple[np.ndarray, int]:
+    """Columns [lo, hi) of a [rows, cols] payload in place: (the bytes from the band's first unit
+    to its last, the byte stride between row groups). Row group g of the band is the `hi − lo`
+    columns' units at g·stride from the view's start (a view: nothing is copied)."""
+    gr = grid(codec, rows, cols)
+    if lo % gr.block_cols or hi % gr.block_cols:
+        raise ValueError(f"columns [{lo}, {hi}) split {gr.block_cols}-column blocks")
+    stride = gr.nb * gr.unit_bytes
+    first = lo // gr.block_cols * gr.unit_bytes
+    span = (gr.outer - 1) * stride + (hi - lo) // gr.block_cols * gr.unit_bytes
+    return data[first : first + span], stride
+
+
 def join_col_bands(codec: str, bands: list[bytes], rows: int, band_cols: int) -> bytes:
     """The [rows, len(bands)·band_cols] payload whose column bands are `bands` (each a
     [rows, band_cols] payload of `codec`), in order: the inverse of `col_band`."""

@@ -31,6 +31,9 @@ void wf_attend_group(const float *q, const float *keys, const float *values, int
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
                   float eps, const float *cos, const float *sin, float *normed, float *rotated);
 void wf_exp_array(const float *x, int64_t n, float *out);
+void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *values,
+                    int64_t stride, const int64_t *slots, int64_t t0, int64_t t1, int64_t heads,
+                    int64_t kv_heads, int64_t head_dim, int64_t g, float *scores, float *att);
 
 static uint8_t *input;
 static size_t input_len, at;
@@ -81,8 +84,9 @@ int main(int argc, char **argv) {
     const char *op = argv[1];
     float *y = NULL;
     int64_t ny = 0;
-    if (!strcmp(op, "q8act") || !strcmp(op, "f32")) {
-        /* rows, cols, tokens, kind, group_rows, chunk_bytes, xor, nbytes, threads;
+    if (!strcmp(op, "q8act") || !strcmp(op, "f32") || !strcmp(op, "q8band")) {
+        /* rows, cols, tokens, kind, group_rows, chunk_bytes, xor, nbytes, threads (q8band: then
+         * the band's byte offset and its row-group stride: a column band read in place);
          * weights [nbytes], x [tokens * cols] */
         wf_matrix m;
         m.rows = param(), m.cols = param();
@@ -90,9 +94,12 @@ int main(int argc, char **argv) {
         m.kind = (int32_t)param(), m.group_rows = (int32_t)param();
         m.chunk_bytes = (int32_t)param(), m.xor_mask = (int32_t)param();
         int64_t nbytes = param(), threads = param();
+        const int band = !strcmp(op, "q8band");
+        const int64_t offset = band ? param() : 0;
+        m.group_stride = band ? param() : 0;
         uint8_t *w = malloc((size_t)nbytes + 1);
         memcpy(w, take((size_t)nbytes), (size_t)nbytes);
-        m.data = w;
+        m.data = w + offset;
         float *x = floats(tokens * m.cols);
         ny = tokens * m.rows;
         y = malloc(sizeof(float) * (size_t)(ny ? ny : 1));
@@ -158,6 +165,20 @@ int main(int argc, char **argv) {
         y = malloc(sizeof(float) * (size_t)ny);
         for (int64_t g = 0; g < kvh; g++)
             wf_attend_group(q, k, v, npos, kvh * hd, heads, kvh, hd, g, scores, y);
+    } else if (!strcmp(op, "attend_tile")) {
+        /* tokens, npos, heads, kv_heads, head_dim, slots [tokens]; q [tokens, heads·hd], keys,
+         * values [npos, kv_heads·hd] -> att [tokens, heads·hd], every kv head, one tile */
+        int64_t tokens = param(), npos = param(), heads = param(), kvh = param(), hd = param();
+        int64_t *slots = malloc(sizeof(int64_t) * (size_t)tokens);
+        for (int64_t t = 0; t < tokens; t++) slots[t] = param();
+        float *q = floats(tokens * heads * hd), *k = floats(npos * kvh * hd);
+        float *v = floats(npos * kvh * hd);
+        float *scores = malloc(sizeof(float) * (size_t)(tokens * heads * npos));
+        ny = tokens * heads * hd;
+        y = malloc(sizeof(float) * (size_t)ny);
+        for (int64_t g = 0; g < kvh; g++)
+            wf_attend_tile(q, heads * hd, k, v, kvh * hd, slots, 0, tokens, heads, kvh, hd, g,
+                           scores, y);
     } else if (!strcmp(op, "norm_rope")) { /* tokens, heads, head_dim, eps bits; x, w, cos, sin */
         int64_t tokens = param(), heads = param(), hd = param();
         const float eps = f32_of_bits(param());
