@@ -1,5 +1,6 @@
 """Qwen3.5-MoE with images from a `.ninfer` file against transformers (spec/models.md
-§qwen35-vision, spec/ninfer3.md §qwen35-vision-names; the MoE blocks of §qwen35-names).
+§qwen35-vision, spec/ninfer3.md §qwen35-vision-names; the MoE blocks of spec/ninfer3.md
+§qwen35-names).
 
 A tiny seeded `Qwen3_5MoeForConditionalGeneration` (tests/strategies/qwen35_vl_checkpoint.py
 with `moe`: four routed experts, top 2, a shared expert; the same 2-block tower; every weight a
