@@ -142,13 +142,14 @@ static void attend_head_c(const float *q, const float *keys, const float *values
 /* spec/numerics.md §attention for the heads / kv_heads query heads of one token that read kv head
  * g: `scores` holds (heads / kv_heads) * npos floats. A SIMD path takes the group's queries
  * together against the cache (each query's scores, softmax and sums in their own order, so the
- * same bits as one head at a time); head_dim must then be a multiple of 32 (Qwen3's 128). */
+ * same bits as one head at a time); head_dim must then be a multiple of 8 (Qwen3's 128, the
+ * Qwen3.5 vision tower's 72). */
 void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
                      int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t g,
                      float *scores, float *out) {
     const wf_vec_ops *ops = vec();
     const int64_t group = heads / kv_heads;
-    if (ops != NULL && head_dim % 32 == 0) {
+    if (ops != NULL && head_dim % 8 == 0) {
         ops->attend_group(q, keys, values, npos, stride, heads, kv_heads, head_dim, g, scores,
                           out);
         return;
@@ -165,7 +166,7 @@ void wf_attend_head(const float *q, const float *keys, const float *values, int6
                     float *scores, float *out) {
     const wf_vec_ops *ops = vec();
     const int64_t group = heads / kv_heads;
-    if (ops != NULL && head_dim % 32 == 0) { /* head h as the only query of kv head h / group */
+    if (ops != NULL && head_dim % 8 == 0) { /* head h as the only query of kv head h / group */
         const int64_t g = h / group;
         ops->attend_group(q + (h - g) * head_dim, keys, values, npos, stride, kv_heads, kv_heads,
                           head_dim, g, scores, out + (h - g) * head_dim);

@@ -184,13 +184,31 @@ SFX(dot_tile)(const float *q0, const float *q1, const int NQ, const float *k, in
     }
 }
 
+/* SFX(weigh) for the 8 outputs i..i+7 of each query (a head_dim that is not a multiple of 32,
+ * such as the Qwen3.5 vision tower's 72: its last 8-column pieces). */
+ATTR static inline __attribute__((always_inline)) void
+SFX(weigh8)(const float *p, const int NQ, const float *values, int64_t npos, int64_t stride,
+            int64_t head_dim, int64_t i, float *o) {
+    L8 a0 = {0}, b0 = {0};
+    for (int64_t j = 0; j < npos; j++) {
+        const L8 v0 = LD8(values + j * stride + i);
+        a0 += p[j] * v0;
+        if (NQ == 2) b0 += p[npos + j] * v0;
+    }
+    memcpy(o + i, &a0, 32);
+    if (NQ == 2) memcpy(o + head_dim + i, &b0, 32);
+}
+
 /* spec/numerics.md §attention step 4 for NQ (1, 2) queries (probabilities p_a = p + a * npos):
  * o_a,c = o_a,c + p_a,j * v_j,c over j = 0..npos-1 in order, from +0, 32 outputs of each query
- * in registers across the positions (head_dim % 32 == 0); a value load serves NQ queries. */
+ * in registers across the positions, then the 8-output pieces past the last 32 (head_dim % 8 ==
+ * 0); a value load serves NQ queries. */
 ATTR static inline __attribute__((always_inline)) void
 SFX(weigh)(const float *p, const int NQ, const float *values, int64_t npos, int64_t stride,
            int64_t head_dim, float *o) {
-    for (int64_t i = 0; i < head_dim; i += 32) {
+    for (int64_t i = head_dim - head_dim % 32; i < head_dim; i += 8)
+        SFX(weigh8)(p, NQ, values, npos, stride, head_dim, i, o);
+    for (int64_t i = 0; i + 32 <= head_dim; i += 32) {
         L8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int64_t j = 0; j < npos; j++) {
             const float *v = values + j * stride + i;

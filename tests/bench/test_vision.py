@@ -140,6 +140,37 @@ def test_a_fast_tower_is_timed_at_every_thread_count(tiny_vl, monkeypatch):
     assert [m["tensor"] for m in lin] == list(vision.BLOCK_LINEARS)
     assert all(m["engine"] == "fast" and set(m["gflop_per_s"]) == {"1", "2"} for m in lin)
     assert all(v > 0 for m in lin for v in m["gflop_per_s"].values())
+    # the Qwen3.5 tower on the same image (at this tiny tower's own sizes, weightfile/bench/
+    # vision35.py), a real fast encode, with its GFLOP/s from the work counted by hand
+    q = section["qwen35_vision"]
+    assert q["geometry"]["official"] is False and q["geometry"]["hidden"] == 64
+    assert q["image"]["patches"] == 784 and q["image"]["tokens"] == 196
+    per_patch = (
+        3 * 64 * 64 + 64 * 64 + 2 * 80 * 64
+    ) * 2  # qkv, proj, fc1, fc2 (unpadded) x 2 blocks
+    merger = (256 * 256 + 64 * 256) * 196  # fc1 [4D, 4D], fc2 [text 64, 4D] per merge window
+    linears = per_patch * 784 + 64 * 1536 * 784 + merger
+    assert q["flops_per_image"]["linears"] == 2 * linears
+    assert q["flops_per_image"]["attention"] == 2 * 2 * 784 * 784 * 64 * 2
+    assert [r["threads"] for r in q["rows"]] == [1, 2]
+    for r in q["rows"]:
+        assert r["gflop_per_s"] == pytest.approx(q["flops_per_image"]["total"] / r["seconds"] / 1e9)
+    assert all(r["gflop_per_s"] > 0 for r in section["rows"])
+    lines = dict(image_lines({"image_encode": section}))
+    assert any(k.startswith("image encode, Qwen3.5 tower (depth 2, width 64") for k in lines)
+
+
+def test_the_official_qwen35_geometry_beside_a_real_size_tower():
+    from weightfile.bench import vision35
+    from weightfile.bench.synthetic import arch_of
+
+    c = vision35.geometry_beside(vision.tower_config(arch_of(SPECS["qwen3-vl-2b-q4_0"])))
+    assert c is vision35.QWEN35_VISION and c.head_dim == 72 and c.deepstack_visual_indexes == ()
+    w = vision.work_of(c, 784, pad=1)
+    # spec/models.md §qwen35-vision: depth 27, width 1152, MLP 4304 (unpadded), merger to 5120
+    blocks = (4 * 1152 * 1152 + 2 * 4304 * 1152) * 784 * 27
+    assert w.linears == blocks + 1152 * 1536 * 784 + (4608 * 4608 + 5120 * 4608) * 196
+    assert w.attention == 2 * 784 * 784 * 1152 * 27
 
 
 class CountingBar:

@@ -99,3 +99,34 @@ def test_answers_are_consistent_with_themselves() -> None:
 def test_the_builtin_engines_answer_the_cases(engine: str) -> None:
     results = run_corpus(builtin_implementation(engine), pattern=f"{VL}/*")
     assert len(results) == 2 and all(r.passed for r in results), results
+
+
+REJECTED = "ninfer3/v5/vl-model/qwen35"
+
+
+def test_every_vision_rule_has_one_rejected_file_listed_in_the_readme() -> None:
+    from weightfile.families.qwen35.conformance_vl_mutations import MUTATIONS
+    from weightfile.ref.ninfer3.describe import verify
+    from weightfile.spec.ninfer3.rules import RULES
+
+    ids = (CORPUS_DIR / "files-ninfer3-v5").read_text().split()
+    rules = {json.loads((CORPUS_DIR / c / "case.json").read_text())["rule"]: c for c in ids}
+    vision = {r for r in RULES if r.startswith("ninfer3.vision.")}
+    # every vision rule but the reference's own refusal of signs (README, CHANGELOG ninfer3 v5)
+    assert vision - set(rules) == {"ninfer3.vision.hadamard"}
+    assert set(rules) == set(MUTATIONS) and len(ids) == 15
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    for rule, cid in rules.items():
+        assert f"| `{rule}` | {RULES[rule].error_class} |" in readme, rule
+        assert cid == f"{REJECTED}/reject-{rule.split('.')[1]}-{rule.split('.')[2]}"
+        assert verify(CORPUS_DIR / cid / "model.ninfer") == []  # a valid container
+    with open_artifact(CORPUS_DIR / rules["ninfer3.binder.component"] / "model.ninfer") as nf:
+        assert "vision" not in nf.directory.components
+    with open_artifact(CORPUS_DIR / rules["ninfer3.vision.token"] / "model.ninfer") as nf:
+        assert b"<|image_pad|>" not in bytes(nf.resource("tokenizer.json"))
+
+
+@pytest.mark.parametrize("engine", ["ref", "fast"])
+def test_the_builtin_engines_reject_each_file_with_its_rule(engine: str) -> None:
+    results = run_corpus(builtin_implementation(engine), pattern=f"{REJECTED}/*")
+    assert len(results) == 15 and all(r.passed for r in results), results

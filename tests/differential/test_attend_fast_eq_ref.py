@@ -1,11 +1,11 @@
 """wf_attend (fast/csrc/model_ops.c) against the reference's spec/numerics.md §attention attention,
 bit for bit.
 
-The forward-pass property runs tiny models (head_dim 8, the generic loop); here head_dim is a
-multiple of 32, the vector path of Qwen3's 128 (fast/csrc/ops_body.h, AVX2 or NEON): several
-positions' dots at once, each output in its own lanes. Position counts cover the four-at-a-time
-loop and its tail; every kernel path usable here runs (spec/numerics.md §kernel-paths: portable
-takes the plain C loop).
+Here head_dim is a multiple of 8, the vector path (fast/csrc/ops_body.h, AVX2 or NEON): Qwen3's
+128 and the multiples of 32, and those that end in 8-column pieces (the Qwen3.5 vision tower's
+72, and 8, 24, 40): several positions' dots at once, each output in its own lanes. Position
+counts cover the four-at-a-time loop and its tail; every kernel path usable here runs
+(spec/numerics.md §kernel-paths: portable takes the plain C loop).
 """
 
 import numpy as np
@@ -26,7 +26,7 @@ def canonical_bits(a: np.ndarray) -> list[int]:
 
 @settings(max_examples=25, deadline=None)
 @given(
-    head_dim=st.sampled_from([32, 64, 128]),
+    head_dim=st.sampled_from([8, 24, 32, 40, 64, 72, 128]),
     groups=st.sampled_from([(2, 1), (4, 2), (2, 2)]),
     npos=st.integers(1, 11),
     seed=st.integers(0, 2**32 - 1),

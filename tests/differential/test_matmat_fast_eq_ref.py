@@ -102,6 +102,31 @@ def test_dense_product_equals_ref(layout: str, seed: int, rows: int, cols: int, 
             assert_same_bits(fast.matmat(x, threads=threads), want)
 
 
+@settings(max_examples=15)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 13),
+    cols=st.sampled_from([1, 7, 8, 9, 16, 31, 70]),
+    tokens=st.sampled_from([1, 2, 5, 6, 7, 13]),
+    wide=st.booleans(),
+)
+def test_f32_register_tiles_equal_ref(seed, rows, cols, tokens, wide):
+    """fast/csrc/f32_x86.c: bands of 4 rows with the rows past the last band left to the loop,
+    token tiles of 6 (AVX-512) or 2 (AVX2) with the tokens past the last tile one at a time,
+    columns past the last multiple of 8 added to the same lanes; with `wide`, rows long enough
+    that a token span (256 KiB) holds fewer tokens than the product (several spans)."""
+    rng = np.random.default_rng(seed)
+    cols = 20_000 + cols if wide else cols
+    values = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+    values[rng.random((rows, cols)) < 0.05] = -0.0
+    x = activations(rng, tokens, cols)
+    fast = FastMatrix("f32", np.frombuffer(values.astype("<f4").tobytes(), np.uint8), rows, cols)
+    want = ref_product(DenseMatrix(values), x, QuantizedMatmul.Q8_ACTIVATION)
+    for _isa in each_isa():
+        for threads in (1, 2):
+            assert_same_bits(fast.matmat(x, threads=threads), want)
+
+
 def test_a_changed_code_changes_the_product() -> None:
     """The comparison can fail: one code off gives different bits."""
     rng = np.random.default_rng(7)

@@ -4,10 +4,14 @@ trace name, as uint32 views, on every kernel path, with 1-3 threads.
 
 The weights are a tiny vision component bound from a bf16 file (tests/strategies/qwen35.py,
 the binder of ref/qwen35/vision.py, the entry point fast/qwen3_vl/dense.py). Hypothesis draws
-one or two images (grids of 2×2 merge windows, pixel values at several scales with zeros and
-extremes) and the family switches: the Qwen3.5 values (pre-regrouping norm, erf GELU) and the
-others the tower takes (post-regrouping norm over the merge window, tanh GELU in the merger), so
-every switch position is shown equal in both engines.
+one or two images (grids of 1-3 merge windows a side, so odd and non-square ones; pixel values
+at several scales with zeros and extremes) and the family switches: the Qwen3.5 values
+(pre-regrouping norm, erf GELU) and the others the tower takes (post-regrouping norm over the
+merge window, tanh GELU in the merger), so every switch position is shown equal in both engines.
+
+Then the whole multimodal session of `run --image` (engine fast against engine ref) over drawn
+prompts: text before, between and after the images, vision matrices bf16 or q8_g32_fp16, the
+prefill and one decode step's logits, the positions and δ.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies.qwen35 import (
     TINY_VISION,
+    VISION_IDS,
     add_vision,
     random_parameters,
     random_vision_parameters,
@@ -31,7 +36,7 @@ from strategies.qwen35 import (
 )
 from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autouse fixture)
 
-from weightfile.fast._native import each_isa, library
+from weightfile.fast._native import each_isa, forced_isa, library, usable_isas
 from weightfile.fast.qwen3_vl.dense import fast_tower
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.ninfer3.read import open_artifact
@@ -75,7 +80,7 @@ def pixels(rng: np.random.Generator, rows: int, cols: int, scale: float) -> np.n
 
 
 images = st.lists(
-    st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from([1e-3, 1.0, 8.0])),
+    st.tuples(st.integers(1, 3), st.integers(1, 3), st.sampled_from([1e-3, 1.0, 8.0])),
     min_size=1,
     max_size=2,
 )
@@ -109,3 +114,85 @@ def test_fast_tower_equals_reference(ims, post_shuffle, gelu, seed, data) -> Non
         assert list(got) == list(want)
         for name, v in want.items():
             assert np.array_equal(got[name].view(np.uint32), v.view(np.uint32)), name
+
+
+# -- the whole multimodal session: images in prompts ---------------------------------------
+
+
+@cache
+def vl_path(vision_format: str) -> Path:
+    """The tiny text model with the tower, its vision matrices in `vision_format`."""
+    tf = text_file(tiny_config(), random_parameters(tiny_config(), seed=3), "bf16")
+    params = random_vision_parameters(TINY_VISION, 32, seed=8)
+    add_vision(tf, dict(TINY_VISION), params, vision_format)
+    return tf.write(Path(tempfile.mkdtemp(prefix="wf-v35s-")) / "m.ninfer")
+
+
+@cache
+def session(vision_format: str, engine: str, threads: int):
+    from weightfile.backends import backend_named
+    from weightfile.frontend.dispatch import load_session
+
+    path = vl_path(vision_format)
+    return load_session(path, None, False, backend_named(engine), threads=threads, images=True)
+
+
+def prompt_of(texts: list[list[int]], grids: list[tuple[int, int]]) -> list[int]:
+    """texts[0], then per image <vision_start>, its merged-grid count of pads, <vision_end> and
+    the next text."""
+    vs, ve, pad = (VISION_IDS[t] for t in ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>"))
+    out = list(texts[0])
+    for (bh, bw), text in zip(grids, texts[1:], strict=True):
+        out += [vs, *[pad] * (bh * bw), ve, *text]
+    return out
+
+
+def run_session(s, tokens: list[int], inputs: list[VisionInput], step: int):
+    """(prefill logits, one decode step's logits, positions, δ, trace) of one session."""
+    s.model.attach_images(inputs)
+    rec, cache_ = TraceRecorder(), s.model.new_cache()
+    prefill = s.model.forward(tokens, cache_, trace=rec)
+    positions = [list(p) for p in s.model.positions(tokens, inputs, 0)]
+    delta = s.model.rope_delta
+    decode = s.model.forward([step], cache_)
+    return prefill, decode, positions, delta, rec.arrays()
+
+
+texts = st.lists(st.integers(0, 89), max_size=2)
+grids = st.lists(st.tuples(st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=2)
+
+
+@settings(max_examples=5, deadline=None)
+@given(
+    grid=grids,
+    data=st.data(),
+    vision_format=st.sampled_from(["bf16", "q8_g32_fp16"]),
+    seed=st.integers(0, 2**16),
+    step=st.integers(0, 89),
+    isa=st.sampled_from(usable_isas() or ["portable"]),
+    threads=st.integers(1, 3),
+)
+def test_fast_session_equals_reference_over_prompts(
+    grid, data, vision_format, seed, step, isa, threads
+):
+    """Images of 1-3 merge windows a side (odd and non-square grids) between drawn text, through
+    the session `run --image` builds (engine fast: the fast tower and the fast codecs on a drawn
+    kernel path and 1-3 threads) against engine ref: every logits row of the prefill and one
+    decode step, the MRoPE positions and δ, every traced activation, as uint32 views. (Every
+    path on every draw is the tower property above; the text forward of a session is the
+    costly part, so here the path is drawn.)"""
+    rng = np.random.default_rng(seed)
+    tokens = prompt_of([data.draw(texts) for _ in range(len(grid) + 1)], grid)
+    inputs = [
+        VisionInput(pixels(rng, 4 * bh * bw, 24, 1.0), (1, 2 * bh, 2 * bw)) for bh, bw in grid
+    ]
+    want = run_session(session(vision_format, "ref", 1), tokens, inputs, step)
+    assert "vision.merger" in want[4] and np.isfinite(want[0]).all()
+    with forced_isa(isa):
+        got = run_session(session(vision_format, "fast", threads), tokens, inputs, step)
+    for g, w in zip(got[:2], want[:2], strict=True):
+        assert np.array_equal(g.view(np.uint32), w.view(np.uint32))
+    assert got[2:4] == want[2:4]
+    assert list(got[4]) == list(want[4])
+    for name, v in want[4].items():
+        assert np.array_equal(got[4][name].view(np.uint32), v.view(np.uint32)), name

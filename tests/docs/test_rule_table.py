@@ -20,6 +20,7 @@ from pathlib import Path
 from weightfile.conformance.ninfer3_mutations import CASES as NINFER3_CASES
 from weightfile.conformance.vqf_mutations import CASES as VQF_CASES
 from weightfile.families.qwen35.conformance_mutations import MUTATIONS as QWEN35_CASES
+from weightfile.families.qwen35.conformance_vl_mutations import MUTATIONS as QWEN35_VL_CASES
 from weightfile.spec.errors import ERROR_CLASSES
 from weightfile.spec.rules import PREFIXES, RULES, Rule, lookup
 
@@ -61,7 +62,7 @@ def raised_by_tests() -> tuple[set[str], set[str]]:
     """(rule ids the tests and mutation tables name, literals of the codec tests)."""
     tests = [p for p in python_files("tests") if p != Path(__file__).resolve()]  # not PENDING
     named = set(rule_ids(string_literals(tests)))
-    named |= set(VQF_CASES) | set(NINFER3_CASES) | set(QWEN35_CASES)
+    named |= set(VQF_CASES) | set(NINFER3_CASES) | set(QWEN35_CASES) | set(QWEN35_VL_CASES)
     return named, set(string_literals(python_files(*CODEC_TESTS)))
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from strategies.qwen35_checkpoint import SIZES, TEMPLATE, round_to_bf16
+from strategies.qwen35_moe_checkpoint import SIZES as MOE_SIZES
 from strategies.tiny_vqf import bpe_tokenizer
 
 torch = pytest.importorskip("torch", reason="the import check needs the 'external' extra (torch)")
@@ -45,10 +46,12 @@ def ids() -> dict[str, int]:
     return {t: tok.token_to_id(t) for t in TOKENS}
 
 
-def hf_config() -> transformers.Qwen3_5Config:
+def hf_config(moe: bool = False) -> transformers.Qwen3_5Config:
+    """The dense checkpoint's config, or with `moe` the Qwen3.5-MoE one (the text model of
+    tests/strategies/qwen35_moe_checkpoint.py under the same tower and tokens)."""
     found = ids()
     text = dict(
-        SIZES,
+        MOE_SIZES if moe else SIZES,
         vocab_size=tokenizer().get_vocab_size(),
         rms_norm_eps=1e-6,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
@@ -57,7 +60,8 @@ def hf_config() -> transformers.Qwen3_5Config:
         tie_word_embeddings=False,
         eos_token_id=2,
     )  # fmt: skip
-    return transformers.Qwen3_5Config(
+    config = transformers.Qwen3_5MoeConfig if moe else transformers.Qwen3_5Config
+    return config(
         text_config=text,
         vision_config=VISION,
         image_token_id=found["<|image_pad|>"],
@@ -77,15 +81,19 @@ def image_processor():
     return Qwen2VLImageProcessorPil(**PROCESSOR)
 
 
-def write_checkpoint(folder: Path, seed: int) -> torch.nn.Module:
+def write_checkpoint(folder: Path, seed: int, moe: bool = False) -> torch.nn.Module:
     """save_pretrained of a random model with bf16 weights (norms, biases and the position table
-    moved off their neutral values), plus tokenizer, template and processor files."""
+    moved off their neutral values; with `moe`, the router and experts spread as in
+    qwen35_moe_checkpoint), plus tokenizer, template and processor files."""
     torch.manual_seed(seed)
-    model = transformers.Qwen3_5ForConditionalGeneration(hf_config()).eval()
+    kind = "Qwen3_5MoeForConditionalGeneration" if moe else "Qwen3_5ForConditionalGeneration"
+    model = getattr(transformers, kind)(hf_config(moe)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith("bias") or "pos_embed" in name:
                 p.add_(0.2 * torch.randn_like(p))
+            if name.endswith(("mlp.gate.weight", "experts.gate_up_proj", "experts.down_proj")):
+                p.copy_(0.2 * torch.randn_like(p))  # initialised at zero / tiny: spread them
             if "visual" in name and "weight" in name and p.ndim >= 2:
                 p.mul_(2.0)  # transformers' 0.02 init leaves the tower's rows near zero
             if not name.endswith(("A_log", "dt_bias")):

@@ -54,12 +54,16 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        that encoded it: "ref" when fast has no vision tower for this family),
                        flops_per_image {linears, attention, total} (2 per multiply-add),
                        rows [{engine, threads, method ("measured"/"estimated"), seconds (best),
-                             samples_seconds}],
+                             samples_seconds, gflop_per_s (flops_per_image.total ÷ seconds)}],
                        vision_linears null | [{tensor, rows, cols, patches, engine ("fast": the C
                                                Q8_0 product alone, even when ref encoded the
                                                image), method,
                                                flops (one block's product over all patches),
-                                               gflop_per_s {threads: rate}}]}
+                                               gflop_per_s {threads: rate}}],
+                       qwen35_vision (when engine is "fast"; weightfile/bench/vision35.py):
+                         {geometry {official, depth, hidden, intermediate, heads, head_dim,
+                          patch, merge, out_hidden}, image {side, grid, patches, tokens},
+                          flops_per_image {linears, attention, total}, rows (as rows above)}}
     notes             [str]: how to read estimated or missing numbers
 """
 

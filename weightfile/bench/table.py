@@ -90,7 +90,9 @@ def image_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [(f"image encode ({what})", f"engine {im['engine']}{asked}")]
     for r in im["rows"]:
         method = " (estimated)" if r["method"] == "estimated" else ""
-        rows.append((f"  {r['engine']} ×{r['threads']}", f"{seconds(r['seconds'])}{method}"))
+        rate = f", {r['gflop_per_s']:.3g} GFLOP/s" if "gflop_per_s" in r else ""
+        rows.append((f"  {r['engine']} ×{r['threads']}", f"{seconds(r['seconds'])}{rate}{method}"))
+    rows += qwen35_lines(im.get("qwen35_vision"))
     for m in im["vision_linears"] or []:
         rates = ", ".join(f"×{n} {v:.3g} GFLOP/s" for n, v in m["gflop_per_s"].items())
         method = " (estimated)" if m["method"] == "estimated" else ""
@@ -99,6 +101,21 @@ def image_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     if im["vision_linears"] is None:
         rows.append(("vision linears GFLOP/s", NA))
     return rows
+
+
+def qwen35_lines(q: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The Qwen3.5 tower's encode of the same image (weightfile/bench/vision35.py)."""
+    if q is None:
+        return []
+    g = q["geometry"]
+    what = (f"{'official ' if g['official'] else ''}depth {g['depth']}, width {g['hidden']}, "
+            f"MLP {g['intermediate']}, {g['heads']}×{g['head_dim']}, "
+            f"{q['flops_per_image']['total'] / 1e9:,.0f} GFLOP")  # fmt: skip
+    out = [(f"image encode, Qwen3.5 tower ({what})", "engine fast")]
+    for r in q["rows"]:
+        out.append((f"  fast ×{r['threads']}",
+                    f"{seconds(r['seconds'])}, {r['gflop_per_s']:.3g} GFLOP/s"))  # fmt: skip
+    return out
 
 
 def machine_line(machine: dict[str, Any]) -> str:

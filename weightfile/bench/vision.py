@@ -47,6 +47,7 @@ from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
 
 from . import engines
+from .vision35 import qwen35_section
 
 #: The bench image: 448×448 pixels, 784 patches, 196 image tokens (issue 18 item 8).
 IMAGE_SIDE = 448
@@ -59,6 +60,12 @@ MAX_REPETITIONS = 3
 RKNN_NOTE = (
     "for scale, not measured here: Rockchip's rknn-llm benchmark table gives 2.08 s to encode a "
     "448×448 image with Qwen3-VL-2B on the RK3588 NPU"
+)
+QWEN35_NOTE = (
+    "image encode, qwen35_vision: the same image through a seeded float32 Qwen3.5 vision tower "
+    "(the official geometry beside a real-size Qwen3-VL tower; weightfile/bench/vision35.py) on "
+    "the fast engine; gflop_per_s of every encode row is 2 × its multiply-adds (linears and "
+    "attention) ÷ its seconds"
 )
 #: The block matrices (spec/vqf.md §vision-tensors): entry name -> (rows, cols) from the tower's
 #: config.
@@ -80,10 +87,11 @@ def bench_image(arch: dict[str, Any], side: int = IMAGE_SIDE) -> PreparedImage:
     return preprocess(rgb, settings_for(arch), "hf")
 
 
-def block_shapes(c: VisionConfig) -> dict[str, tuple[int, int]]:
-    """(rows, cols) of each block matrix; fc2's columns padded to a multiple of 32."""
+def block_shapes(c: VisionConfig, pad: int = 32) -> dict[str, tuple[int, int]]:
+    """(rows, cols) of each block matrix; fc2's columns padded to a multiple of `pad` (32 in a
+    VQF file; 1, none, for the F32 matrices of a `.ninfer` tower)."""
     vh, vf = c.hidden_size, c.intermediate_size
-    vfp = -(-vf // 32) * 32
+    vfp = -(-vf // pad) * pad
     return {"v_q8_qkv": (3 * vh, vh), "v_q8_proj": (vh, vh), "v_q8_fc1": (vf, vh),
             "v_q8_fc2": (vh, vfp)}  # fmt: skip
 
@@ -114,9 +122,9 @@ class Work:
         return self.linears + self.attention
 
 
-def work_of(c: VisionConfig, patches: int) -> Work:
+def work_of(c: VisionConfig, patches: int, pad: int = 32) -> Work:
     windows = patches // c.spatial_merge_size**2
-    linears = sum(r * k for r, k in block_shapes(c).values()) * patches * c.depth
+    linears = sum(r * k for r, k in block_shapes(c, pad).values()) * patches * c.depth
     for name, (rows, cols, per_window) in dense_shapes(c).items():
         linears += rows * cols * (windows if per_window else patches) * matrices_of(c, name)
     attention = 2 * patches * patches * c.hidden_size * c.depth
@@ -349,6 +357,8 @@ def image_section(
             )
     if ran is REFERENCE:
         _ref_encode(vqf, c, image, reps, rows, linears, notes)
+    for r in rows:  # the encode's own rate, the measure the Qwen3.5 rows are given too
+        r["gflop_per_s"] = 2 * work.total / r["seconds"] / 1e9
     section = {
         "image": {
             "side": side,
@@ -367,4 +377,7 @@ def image_section(
         "rows": rows,
         "vision_linears": linears or None,
     }
+    if ran is FAST:  # the Qwen3.5 tower on the same image, same engine, same run (issue 29)
+        section["qwen35_vision"] = qwen35_section(c, side, threads, reps)
+        notes.append(QWEN35_NOTE)
     return section, notes

@@ -359,6 +359,15 @@ ROWS: tuple[Family, ...] = (
                 answer="weightfile.families.qwen35.conformance_vl:case_answer",
                 note="weightfile.families.qwen35.conformance_vl:FAST_NINFER3_VL_MODEL",
             ),
+            # ninfer3 v5: one rejected vision file per vision binder rule a file can break
+            Builder(
+                "ninfer3",
+                "v5",
+                "vl-model",
+                source="weightfile.families.qwen35.conformance_vl_mutations:invalid_cases",
+                answer="weightfile.families.qwen35.conformance_vl:case_answer",
+                note="weightfile.families.qwen35.conformance_vl:FAST_NINFER3_VL_MODEL",
+            ),
         ),
     ),
 )

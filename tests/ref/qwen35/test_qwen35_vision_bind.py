@@ -287,3 +287,25 @@ def test_images_take_the_file_processor_values(tmp_path: Path) -> None:
     assert np.array_equal(got.pixel_values.view(np.uint32), want.pixel_values.view(np.uint32))
     default = preprocess_hf(Image.fromarray(picture), ImageSettings(**geometry))
     assert not np.array_equal(default.pixel_values, got.pixel_values)
+
+
+def test_engine_fast_without_images_ignores_a_poisoned_vision_payload(tmp_path: Path) -> None:
+    """The same proof on engine fast, whose text model reads the mapped payload (no read_range
+    to record): every vision tensor NaN bytes, the text logits equal the clean file's bit for
+    bit; with an image the poison reaches the logits."""
+    from weightfile.fast._native import library
+    from weightfile.fast.backend import FAST
+
+    if library() is None:
+        pytest.skip("no C kernels: engine fast runs the reference")
+    clean = vl_file().write(tmp_path / "clean.ninfer")
+    poisoned = vl_file(poison=True).write(tmp_path / "poisoned.ninfer")
+    got = []
+    for path in (clean, poisoned):
+        s = load_session(path, None, False, FAST, images=False)
+        got.append(s.model.forward([4, 8, 9, 15], s.model.new_cache()))
+    assert np.isfinite(got[0]).all()
+    assert np.array_equal(got[1].view(np.uint32), got[0].view(np.uint32))
+    s = load_session(poisoned, None, False, FAST, images=True)
+    s.model.attach_images([image()])
+    assert np.isnan(s.model.forward(TOKENS, s.model.new_cache())).any()

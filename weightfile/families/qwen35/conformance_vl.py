@@ -46,6 +46,7 @@ from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen3_vl.model import expand_image_tokens, rope_index
 from weightfile.ref.qwen3_vl.vision import VisionInput, VisionTower
 from weightfile.ref.qwen35.vision import check_vision, open_vision
+from weightfile.spec.errors import Violation, WeightfileError
 from weightfile.spec.ninfer3.vision_names import (
     VISION_RESOURCE_ROLES,
     VISION_TOKENS,
@@ -70,11 +71,12 @@ PROCESSOR = {"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
              "patch_size": 4, "merge_size": 2, "temporal_patch_size": 2}  # fmt: skip
 
 
-def tokenizer() -> bytes:
-    """The model cases' WordLevel words t0 … t59 plus the four image tokens as added tokens."""
-    doc = json.loads(word_level_tokenizer(60))
+def tokenizer(words: int = 60, ids: dict[str, int] | None = None) -> bytes:
+    """WordLevel words t0 … t{words-1} (the model cases': 60) plus the four image tokens as
+    added tokens with `ids` (the model cases': `TOKEN_IDS`)."""
+    doc = json.loads(word_level_tokenizer(words))
     doc["added_tokens"] = [
-        {"id": TOKEN_IDS[field], "content": text, "single_word": False, "lstrip": False,
+        {"id": (ids or TOKEN_IDS)[field], "content": text, "single_word": False, "lstrip": False,
          "rstrip": False, "normalized": False, "special": True}
         for field, text in VISION_TOKENS.items()
     ]  # fmt: skip
@@ -115,11 +117,13 @@ CASES = (
 )  # fmt: skip
 
 
-def vision_values(seed: int, text_hidden: int) -> dict[str, np.ndarray]:
+def vision_values(
+    seed: int, text_hidden: int, vision: dict[str, Any] = VISION
+) -> dict[str, np.ndarray]:
     """Every vision parameter from its own seed: LayerNorm weights 1 ± 0.2, other direct values
     ±0.2, matrices ±0.35."""
     out = {}
-    for i, p in enumerate(vision_parameters(VISION, text_hidden)):
+    for i, p in enumerate(vision_parameters(vision, text_hidden)):
         s = seed * 1000 + 500 + i
         if p.name.endswith("norm1_weight") or p.name.endswith(("norm2_weight", "norm_weight")):
             out[p.name] = uniform(s, p.shape, 0.2) + np.float32(1.0)
@@ -128,16 +132,18 @@ def vision_values(seed: int, text_hidden: int) -> dict[str, np.ndarray]:
     return out
 
 
-def add_vision(d: TextDirectory, values: dict[str, np.ndarray], fmt: str) -> None:
+def add_vision(
+    d: TextDirectory, values: dict[str, np.ndarray], fmt: str, vision: dict[str, Any] = VISION
+) -> None:
     """The vision component: {q, k, v} and their biases one parent each, A16Only Uses, its
     two resources."""
-    groups = {n: g for g in qkv_groups(VISION) for n in g}
+    groups = {n: g for g in qkv_groups(vision) for n in g}
     res = {}
     for role in VISION_RESOURCE_ROLES:
         d.resource(role, json.dumps(PROCESSOR).encode())
         res[role] = d.resources.pop(role)
-    d.others["vision"] = {"config": dict(VISION), "target": "text", "resources": res}
-    for p in vision_parameters(VISION, d.config["hidden_size"]):
+    d.others["vision"] = {"config": dict(vision), "target": "text", "resources": res}
+    for p in vision_parameters(vision, d.config["hidden_size"]):
         group = groups.get(p.name, (p.name,))
         parent = "v." + "+".join(group)
         if parent not in d.objects:
@@ -210,9 +216,29 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     return vl_answer(prepared, prompt, positions, delta, tokens, rows, arrays, names)
 
 
-def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
-    """The built-in adapter's answer to a `ninfer3-vl-model` case folder."""
-    return answer(backend, folder, read_case(folder))
+def case_answer(backend: Backend, folder: Path) -> dict[str, Any] | Violation:
+    """The built-in adapter's answer to a `ninfer3-vl-model` case folder, or the first rule a
+    rejected file breaks (ninfer3 v5; conformance/README.md, "Protocol")."""
+    try:
+        return answer(backend, folder, read_case(folder))
+    except WeightfileError as exc:
+        return exc.violation
+
+
+def image_fields(
+    folder: Path, pictures: tuple[Picture, ...], files: dict[str, bytes]
+) -> dict[str, Any]:
+    """The case.json members before the prompt (expect accept, the model, the images and how
+    to prepare them); each picture written into `folder` and added to `files` as raw RGB."""
+    images = []
+    for k, pic in enumerate(pictures):
+        name = f"image{k}.rgb"
+        files[name] = pic.pixels().tobytes()
+        (folder / name).write_bytes(files[name])
+        images.append({"file": name, "height": str(pic.height), "width": str(pic.width)})
+    limits = {"min_pixels": str(MIN_PIXELS), "max_pixels": str(MAX_PIXELS)}
+    return {"expect": "accept", "model": MODEL_NAME, "images": images,
+            "image_preprocess": "hf", "image_processor": limits}  # fmt: skip
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
@@ -221,17 +247,9 @@ def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
         folder = scratch / case.name
         folder.mkdir()
         files = {MODEL_NAME: write_model(folder / MODEL_NAME, case).read_bytes()}
-        images = []
-        for k, pic in enumerate(case.pictures):
-            name = f"image{k}.rgb"
-            files[name] = pic.pixels().tobytes()
-            (folder / name).write_bytes(files[name])
-            images.append({"file": name, "height": str(pic.height), "width": str(pic.width)})
-        fields = {"expect": "accept", "model": MODEL_NAME, "images": images,
-                  "image_preprocess": "hf",
-                  "image_processor": {"min_pixels": str(MIN_PIXELS),
-                                      "max_pixels": str(MAX_PIXELS)},
-                  "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
-                  "numerics": "canonical", "description": case.meaning}  # fmt: skip
+        fields = image_fields(folder, case.pictures, files) | {
+            "prompt": [str(t) for t in case.prompt], "new_tokens": str(case.new_tokens),
+            "numerics": "canonical", "description": case.meaning,
+        }  # fmt: skip
         want = answer(REFERENCE, folder, fields)
         yield f"{prefix}/vl-model/qwen35/{case.name}", fields, files, want
