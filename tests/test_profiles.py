@@ -72,21 +72,24 @@ def test_canonical_runs_every_family_with_the_family_rows_models(family):
     canonical.require_container(family.container)  # no refusal
 
 
-def test_the_board_profile_runs_the_qwen3_board_model_only():
+def test_the_board_profile_runs_the_qwen3_and_qwen3_vl_board_models_only():
     board = profiles.profile_named("kestrel-board")
     qwen3 = families.lookup(families.VQF, families.QWEN3)
     assert board.family_models(qwen3).reference.endswith("ref.qwen3.board.model:bind_board")
     assert board.has_fast(qwen3)
     assert board.generator("qwen3") is families.resolve(board.models["qwen3"].generate)
-    assert board.generator("qwen3_vl") is None
+    vl = board.models["qwen3_vl"]
+    assert vl.reference.endswith("ref.qwen3_vl.board.model:bind_board_vl")
+    assert board.generator("qwen3_vl") is families.resolve(vl.generate)
     for other in families.ROWS:
-        if other.name == "qwen3" or other.refusal is not None:
+        if other.name in ("qwen3", "qwen3_vl") or other.refusal is not None:
             continue
         with pytest.raises(UnsupportedError) as exc:
             board.reference_model(other, None)
         assert exc.value.rule == "vqf.bind.unsupported"
-        assert f"kestrel-board profile runs dense Qwen3 VQF files, not the {other.name}" in str(
-            exc.value
+        assert (
+            f"board profile runs dense Qwen3 and Qwen3-VL VQF files, not the {other.name}"
+            in str(exc.value)
         )
 
 
@@ -96,12 +99,14 @@ def test_the_board_profile_refuses_a_ninfer_file_by_its_container():
     with pytest.raises(UnsupportedError) as exc:
         board.require_container(families.NINFER)
     assert (exc.value.rule, exc.value.path) == ("frontend.profile.unsupported", "--profile")
-    assert "the kestrel-board profile runs dense Qwen3 VQF files, not .ninfer" in str(exc.value)
+    assert "the kestrel-board profile runs dense Qwen3 and Qwen3-VL VQF files, not .ninfer" in str(
+        exc.value
+    )
 
 
-@pytest.mark.parametrize("name", ["tiny-moe-q4_0", "tiny-vl-q8_0"])
+@pytest.mark.parametrize("name", ["tiny-moe-q4_0"])
 def test_run_refuses_a_family_the_board_profile_does_not_run(name, tmp_path, capsys):
-    """`run --profile kestrel-board` on a Qwen3-MoE or Qwen3-VL file: the typed refusal (exit 3)
+    """`run --profile kestrel-board` on a Qwen3-MoE file: the typed refusal (exit 3)
     with the binder's rule id, before any weight is bound."""
     from weightfile.bench.synthetic import synthetic_model
 

@@ -9,9 +9,10 @@ family's file under it:
 * `canonical` runs every family with the family's own reference and fast models (the family
   registry's rows: one forward pass per family, batch invariant, spec/numerics.md
   §batch-invariance);
-* `kestrel-board` runs the dense Qwen3 family only, with its board models (`ref/qwen3/board`,
+* `kestrel-board` runs the dense Qwen3 family with its board models (`ref/qwen3/board`,
   `fast/qwen3/board`, spec/numerics.md §board-forward): a different sequence of operations, not a
-  different kernel table.
+  different kernel table; and the Qwen3-VL family's vision tower (`ref/qwen3_vl/board`,
+  spec/numerics.md §board-vision) beside the same text model.
 
 Code is named as "module:attribute" strings, imported on first use (as in the family registry).
 Asking a profile for a family it has no models for raises a typed UnsupportedError. The CLI's
@@ -134,7 +135,7 @@ ROWS: tuple[Profile, ...] = (
         name=KESTREL_BOARD.name,
         numerics=KESTREL_BOARD,
         summary="the RK3588 engine's own arithmetic bit for bit (spec/numerics.md §board)",
-        runs="dense Qwen3 VQF files",
+        runs="dense Qwen3 and Qwen3-VL VQF files",
         limits="with either --engine, the same bits; all projections "
         "Q4_0 or all Q8_0, an untied lm_head, head_dim a multiple of 32 and at most 256, an "
         "FFN width a multiple of 4; greedy decoding",
@@ -144,6 +145,10 @@ ROWS: tuple[Profile, ...] = (
                     reference="weightfile.ref.qwen3.board.model:bind_board",
                     fast="weightfile.fast.qwen3.board.model:bind_board_fast",
                     generate="weightfile.ref.qwen3.board.model:generate",
+                ),
+                "qwen3_vl": FamilyModels(
+                    reference="weightfile.ref.qwen3_vl.board.model:bind_board_vl",
+                    generate="weightfile.ref.qwen3_vl.board.model:generate",
                 ),
             }
         ),
