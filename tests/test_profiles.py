@@ -80,6 +80,7 @@ def test_the_board_profile_runs_the_qwen3_and_qwen3_vl_board_models_only():
     assert board.generator("qwen3") is families.resolve(board.models["qwen3"].generate)
     vl = board.models["qwen3_vl"]
     assert vl.reference.endswith("ref.qwen3_vl.board.model:bind_board_vl")
+    assert vl.fast.endswith("fast.qwen3_vl.board.model:bind_board_vl_fast")
     assert board.generator("qwen3_vl") is families.resolve(vl.generate)
     for other in families.ROWS:
         if other.name in ("qwen3", "qwen3_vl") or other.refusal is not None:

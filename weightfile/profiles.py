@@ -148,6 +148,7 @@ ROWS: tuple[Profile, ...] = (
                 ),
                 "qwen3_vl": FamilyModels(
                     reference="weightfile.ref.qwen3_vl.board.model:bind_board_vl",
+                    fast="weightfile.fast.qwen3_vl.board.model:bind_board_vl_fast",
                     generate="weightfile.ref.qwen3_vl.board.model:generate",
                 ),
             }

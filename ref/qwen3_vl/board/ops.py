@@ -116,7 +116,7 @@ def layernorm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: np.float32) -> n
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """spec/numerics.md §board-vision-gelu 0.5·x·(1 + tanhf(0.7978845608·(x + 0.044715·((x·x)·x)))),
-    left to right, tanhf that of §board-vision-tanhf."""
+    left to right, tanhf that of spec/numerics.md §board-vision-tanhf."""
     x = np.asarray(x, F32)
     inner = F32(0.7978845608) * (x + F32(0.044715) * ((x * x) * x))
     t = np.array([tanhf(v) for v in inner.ravel()], F32).reshape(x.shape)

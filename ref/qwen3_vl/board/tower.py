@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_vl.config import (
     MergerWeights,
     VisionBlockWeights,
@@ -66,13 +67,35 @@ class BoardVisionTower:
         self.weights = weights
         self.eps = F32(config.eps)
 
+    # --- the operations, one method each (fast/qwen3_vl/board swaps them for its C twins) ------
+
+    def layernorm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return ops.layernorm(x, w, b, self.eps)
+
+    def linear(self, m: QuantMatrix, bias: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return q8_linear(m, bias, x)
+
+    def attend(self, q: np.ndarray, k: np.ndarray, v: np.ndarray):
+        return attend(q, k, v, attention_scale(self.config.head_dim))
+
+    def gelu(self, x: np.ndarray) -> np.ndarray:
+        return ops.gelu(x)
+
+    def dense(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return ops.dense_linear(x, w, b)
+
+    def patch_embed(self, rows: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return ops.patch_embed(rows, w, b)
+
+    # --- the tower ------------------------------------------------------------------------------
+
     def embed(self, pixels: np.ndarray, rec: Record) -> tuple[np.ndarray, int, int]:
         """spec/numerics.md §board-vision-patch, §board-vision-pos patch embedding plus positions:
         (x [P, vh], gh, gw)."""
         c, w = self.config, self.weights
         gh, gw = check_pixels(pixels, c)
         rows = ops.patch_rows(pixels, c.patch_size, c.temporal_patch_size)
-        pe = ops.patch_embed(rows, w.patch_embed.values, w.patch_bias)
+        pe = self.patch_embed(rows, w.patch_embed.values, w.patch_bias)
         x = pe + ops.position_rows(w.pos_embed, gh, gw)
         rec("vision.patch_embed", pe)
         rec("vision.patch_plus_pos", x)
@@ -83,21 +106,19 @@ class BoardVisionTower:
         + fc2(gelu(fc1(ln2 ·))) through the padded-stride buffer."""
         c = self.config
         nh, hd, p = c.num_heads, c.head_dim, x.shape[0]
-        n1 = ops.layernorm(x, bw.norm1_w, bw.norm1_b, self.eps)
-        qkv = q8_linear(bw.qkv, bw.qkv_b, n1).reshape(p, 3, nh, hd).transpose(1, 2, 0, 3)
+        n1 = self.layernorm(x, bw.norm1_w, bw.norm1_b)
+        qkv = self.linear(bw.qkv, bw.qkv_b, n1).reshape(p, 3, nh, hd).transpose(1, 2, 0, 3)
         roped = np.stack([ops.rotate(qkv[0], *rot), ops.rotate(qkv[1], *rot), qkv[2]])
-        heads = [
-            attend(roped[0, h], roped[1, h], roped[2, h], attention_scale(hd)) for h in range(nh)
-        ]
+        heads = [self.attend(roped[0, h], roped[1, h], roped[2, h]) for h in range(nh)]
         att = np.concatenate([o for o, _ in heads], axis=1)
-        proj = q8_linear(bw.proj, bw.proj_b, att)
+        proj = self.linear(bw.proj, bw.proj_b, att)
         r1 = x + proj
-        n2 = ops.layernorm(r1, bw.norm2_w, bw.norm2_b, self.eps)
-        fc1 = q8_linear(bw.fc1, bw.fc1_b, n2)
+        n2 = self.layernorm(r1, bw.norm2_w, bw.norm2_b)
+        fc1 = self.linear(bw.fc1, bw.fc1_b, n2)
         buf = ffn_stride_buffer(fc1, bw.fc2.shape[1])
         vf = c.intermediate_size
-        act = np.concatenate([ops.gelu(buf[:, :vf]), np.zeros_like(buf[:, vf:])], axis=1)
-        fc2 = q8_linear(bw.fc2, bw.fc2_b, act)
+        act = np.concatenate([self.gelu(buf[:, :vf]), np.zeros_like(buf[:, vf:])], axis=1)
+        fc2 = self.linear(bw.fc2, bw.fc2_b, act)
         out = r1 + fc2
         named = dict(ln1=n1, qkv_headmajor=qkv, qkv_rope_headmajor=roped, attn=att, proj=proj,
                      resid1=r1, ln2=n2, fc1=fc1, gelu_padded=act, fc2=fc2, out=out)  # fmt: skip
@@ -114,12 +135,12 @@ class BoardVisionTower:
         m = merge_windows(x, gh, gw)
         if chunked:
             vh = self.config.hidden_size
-            n = ops.layernorm(m.reshape(m.shape[0], -1, vh), mw.norm_w, mw.norm_b, self.eps)
+            n = self.layernorm(m.reshape(m.shape[0], -1, vh), mw.norm_w, mw.norm_b)
             n = n.reshape(m.shape)
         else:
-            n = ops.layernorm(m, mw.norm_w, mw.norm_b, self.eps)
-        f1 = ops.dense_linear(n, mw.fc1.values, mw.fc1_b)
-        out = ops.dense_linear(ops.gelu(f1), mw.fc2.values, mw.fc2_b)
+            n = self.layernorm(m, mw.norm_w, mw.norm_b)
+        f1 = self.dense(n, mw.fc1.values, mw.fc1_b)
+        out = self.dense(self.gelu(f1), mw.fc2.values, mw.fc2_b)
         rec(f"{name}.merged_in", m)
         for t in range(m.shape[0]):
             rec(f"{name}.norm.tok{t}", n[t])

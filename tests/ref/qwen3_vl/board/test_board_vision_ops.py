@@ -16,7 +16,7 @@ F32 = np.float32
 def test_the_score_tree_drops_what_the_engine_drops() -> None:
     """hd 32 and 64 (n = 8, 16) are exact; hd 24 (n = 6) loses vectors 2 and 5 (elements 8..11
     and 20..23), hd 72 (n = 18) vectors 8 and 17 (elements 32..35 and 68..71): the fact sheet's
-    list (kestrel-numerics §10 item 9)."""
+    list (the kestrel-board-v2 fact sheet, restated in spec/numerics.md §board-vision-attention)."""
     assert tree_vectors(8) == list(range(8)) and tree_vectors(16) == list(range(16))
     assert sorted(set(range(6)) - set(tree_vectors(6))) == [2, 5]
     assert sorted(set(range(18)) - set(tree_vectors(18))) == [8, 17]
