@@ -52,6 +52,8 @@ VQF_V5 = "v5"
 NINFER3_V3 = "v3"
 #: The Qwen3.5 vision model cases (`ninfer3-vl-model`), CHANGELOG.md "ninfer3 v4".
 NINFER3_VL_VERSION = "v4"
+#: The kestrel-board profile's vision tower cases (`vqf-board-vl-model`), CHANGELOG.md "vqf v6".
+VQF_V6 = "v6"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -64,6 +66,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", VQF_V5),
     ("ninfer3", NINFER3_V3),
     ("ninfer3", NINFER3_VL_VERSION),
+    ("vqf", VQF_V6),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 
