@@ -34,17 +34,30 @@ def board_trace(png: str, out: Path, *extra: str) -> int:
     return main([*argv, *extra])
 
 
-@pytest.mark.parametrize("engine", ["ref", "fast"])
-def test_trace_then_diff_against_the_engine_dump_is_equal(png, tmp_path, capsys, engine) -> None:
+@pytest.mark.parametrize(("engine", "threads"), [("ref", "1"), ("fast", "1"), ("fast", "3")])
+def test_trace_then_diff_against_the_engine_dump_is_equal(png, tmp_path, capsys, engine, threads):
     """Both engines: the trace holds exactly the engine dump's 83 names, and diff says equal
     (exit 0, no --common-only needed); a note says the text tower was not run."""
     out = tmp_path / "vl.npz"
-    assert board_trace(png, out, "--engine", engine) == 0
+    assert board_trace(png, out, "--engine", engine, "--threads", threads) == 0
     assert "text tower with images is not reproduced" in capsys.readouterr().err
     with np.load(out) as got, np.load(ENGINE) as want:
         assert sorted(got.files) == sorted(want.files)
     assert main(["diff", str(out), ENGINE]) == 0
     assert "83 of 83 common arrays bit-identical" in capsys.readouterr().out
+
+
+def test_a_second_image_is_prefixed(png, tmp_path) -> None:
+    """Two images: the first's arrays under the engine's names, the second's under image1.*
+    (the same picture twice: the same bits)."""
+    out = tmp_path / "two.npz"
+    argv = ["trace", MODEL, "--token-ids", f"1,{IMAGE_TOKEN},{IMAGE_TOKEN}", "--image", png]
+    argv += ["--image", png, "--image-preprocess", "board", "--profile", "kestrel-board"]
+    assert main([*argv, "--out", str(out)]) == 0
+    with np.load(out) as z:
+        assert len(z.files) == 2 * 83
+        for name in ("vision.merger_out", "vit.layer2.gelu_padded", "ds1.fc1.tok5"):
+            assert np.array_equal(z[name].view(np.uint32), z["image1." + name].view(np.uint32))
 
 
 def test_diff_names_a_changed_vision_op(png, tmp_path, capsys) -> None:
