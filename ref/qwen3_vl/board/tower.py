@@ -120,13 +120,13 @@ class BoardVisionTower:
         act = np.concatenate([self.gelu(buf[:, :vf]), np.zeros_like(buf[:, vf:])], axis=1)
         fc2 = self.linear(bw.fc2, bw.fc2_b, act)
         out = r1 + fc2
-        named = dict(ln1=n1, qkv_headmajor=qkv, qkv_rope_headmajor=roped, attn=att, proj=proj,
-                     resid1=r1, ln2=n2, fc1=fc1, gelu_padded=act, fc2=fc2, out=out)  # fmt: skip
-        for name, value in named.items():
+        scores = (
+            {f"scores.h{h}": s[:SCORE_QUERIES] for h, (_, s) in enumerate(heads)} if i == 0 else {}
+        )
+        named = dict(ln1=n1, qkv_headmajor=qkv, qkv_rope_headmajor=roped, **scores, attn=att)
+        named |= dict(proj=proj, resid1=r1, ln2=n2, fc1=fc1, gelu_padded=act, fc2=fc2, out=out)
+        for name, value in named.items():  # in the order computed (diff's first divergence)
             rec(f"vit.layer{i}.{name}", value)
-        if i == 0:
-            for h, (_, s) in enumerate(heads):
-                rec(f"vit.layer0.scores.h{h}", s[:SCORE_QUERIES])
         return out
 
     def merger(self, name: str, mw: MergerWeights, x, gh: int, gw: int, chunked: bool, rec):
@@ -142,18 +142,18 @@ class BoardVisionTower:
         f1 = self.dense(n, mw.fc1.values, mw.fc1_b)
         out = self.dense(self.gelu(f1), mw.fc2.values, mw.fc2_b)
         rec(f"{name}.merged_in", m)
-        for t in range(m.shape[0]):
-            rec(f"{name}.norm.tok{t}", n[t])
-            rec(f"{name}.fc1.tok{t}", f1[t])
+        for part, rows in (("norm", n), ("fc1", f1)):
+            for t in range(m.shape[0]):
+                rec(f"{name}.{part}.tok{t}", rows[t])
         return out
 
     def forward(self, pixels: np.ndarray, rec: Record = lambda n, v: None) -> BoardVisionOutput:
         """spec/numerics.md §board-vision the whole tower on one image's pixel buffer
         [H', W', 3] (ref/qwen3_vl/board/preprocess.py)."""
         c, w = self.config, self.weights
+        rec("vision.pixels_hwc", pixels)
         x, gh, gw = self.embed(pixels, rec)
         rot = ops.rotary_table(gh, gw, c.head_dim)
-        rec("vision.pixels_hwc", pixels)
         rec("vision.rot_cos", rot[0])
         rec("vision.rot_sin", rot[1])
         ds_idx = c.deepstack_visual_indexes
