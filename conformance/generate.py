@@ -54,6 +54,8 @@ NINFER3_V3 = "v3"
 NINFER3_VL_VERSION = "v4"
 #: The rejected Qwen3.5 vision files (`ninfer3-vl-model`, expect reject), CHANGELOG.md "ninfer3 v5".
 NINFER3_VL_REJECT_VERSION = "v5"
+#: The kestrel-board profile's vision tower cases (`vqf-board-vl-model`), CHANGELOG.md "vqf v6".
+VQF_V6 = "v6"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -67,6 +69,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("ninfer3", NINFER3_V3),
     ("ninfer3", NINFER3_VL_VERSION),
     ("ninfer3", NINFER3_VL_REJECT_VERSION),
+    ("vqf", VQF_V6),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

@@ -72,7 +72,7 @@ def test_canonical_runs_every_family_with_the_family_rows_models(family):
     canonical.require_container(family.container)  # no refusal
 
 
-def test_the_board_profile_runs_the_qwen3_and_qwen3_moe_board_models_only():
+def test_the_board_profile_runs_the_qwen3_moe_and_vl_board_models_only():
     board = profiles.profile_named("kestrel-board")
     qwen3 = families.lookup(families.VQF, families.QWEN3)
     assert board.family_models(qwen3).reference.endswith("ref.qwen3.board.model:bind_board")
@@ -82,14 +82,17 @@ def test_the_board_profile_runs_the_qwen3_and_qwen3_moe_board_models_only():
     assert own.fast.endswith("fast.qwen3_moe.board.model:bind_board_moe_fast")
     assert board.has_fast(qwen3) and board.has_fast(moe)
     assert board.generator("qwen3") is families.resolve(board.models["qwen3"].generate)
-    assert board.generator("qwen3_vl") is None
+    vl = board.models["qwen3_vl"]
+    assert vl.reference.endswith("ref.qwen3_vl.board.model:bind_board_vl")
+    assert vl.fast.endswith("fast.qwen3_vl.board.model:bind_board_vl_fast")
+    assert board.generator("qwen3_vl") is families.resolve(vl.generate)
     for other in families.ROWS:
-        if other.name in ("qwen3", "qwen3_moe") or other.refusal is not None:
+        if other.name in ("qwen3", "qwen3_moe", "qwen3_vl") or other.refusal is not None:
             continue
         with pytest.raises(UnsupportedError) as exc:
             board.reference_model(other, None)
         assert exc.value.rule == "vqf.bind.unsupported"
-        runs = "kestrel-board profile runs dense Qwen3 and Qwen3-MoE VQF files"
+        runs = "kestrel-board profile runs dense Qwen3, Qwen3-MoE and Qwen3-VL VQF files"
         assert f"{runs}, not the {other.name}" in str(exc.value)
 
 
@@ -99,21 +102,14 @@ def test_the_board_profile_refuses_a_ninfer_file_by_its_container():
     with pytest.raises(UnsupportedError) as exc:
         board.require_container(families.NINFER)
     assert (exc.value.rule, exc.value.path) == ("frontend.profile.unsupported", "--profile")
-    runs = "the kestrel-board profile runs dense Qwen3 and Qwen3-MoE VQF files"
+    runs = "the kestrel-board profile runs dense Qwen3, Qwen3-MoE and Qwen3-VL VQF files"
     assert f"{runs}, not .ninfer" in str(exc.value)
 
 
-@pytest.mark.parametrize(
-    ("name", "why"),
-    [
-        ("tiny-moe-q4_0", "needs Q8_0 projections and experts"),
-        ("tiny-vl-q8_0", "kestrel-board profile runs dense Qwen3"),
-    ],
-)
+@pytest.mark.parametrize(("name", "why"), [("tiny-moe-q4_0", "needs Q8_0 projections and experts")])
 def test_run_refuses_a_file_the_board_profile_does_not_run(name, why, tmp_path, capsys):
-    """`run --profile kestrel-board` on a Qwen3-VL file (a family it does not run) or a Q4_0
-    Qwen3-MoE file (a MoE limit, named in the message): the typed refusal (exit 3) with the
-    binder's rule id."""
+    """`run --profile kestrel-board` on a Q4_0 Qwen3-MoE file (a MoE limit, named in the
+    message): the typed refusal (exit 3) with the binder's rule id, before any weight is bound."""
     from weightfile.bench.synthetic import synthetic_model
 
     path, _ = synthetic_model(name, tmp_path)

@@ -10,10 +10,11 @@ family's file under it:
   registry's rows: one forward pass per family, batch invariant, spec/numerics.md
   §batch-invariance);
 * `kestrel-board` runs the dense Qwen3 family with its board models (`ref/qwen3/board`,
-  `fast/qwen3/board`, spec/numerics.md §board-forward) and the Qwen3-MoE family with the same
+  `fast/qwen3/board`, spec/numerics.md §board-forward), the Qwen3-MoE family with the same
   models around the engine's Q8 MoE FFN (`ref/qwen3_moe/board`, `fast/qwen3_moe/board`,
-  spec/numerics.md §board-moe-model): a different sequence of operations, not a different kernel
-  table.
+  spec/numerics.md §board-moe-model) — a different sequence of operations, not a different kernel
+  table —, and the Qwen3-VL family's vision tower (`ref/qwen3_vl/board`, spec/numerics.md
+  §board-vision) beside the same text model.
 
 Code is named as "module:attribute" strings, imported on first use (as in the family registry).
 Asking a profile for a family it has no models for raises a typed UnsupportedError. The CLI's
@@ -136,7 +137,7 @@ ROWS: tuple[Profile, ...] = (
         name=KESTREL_BOARD.name,
         numerics=KESTREL_BOARD,
         summary="the RK3588 engine's own arithmetic bit for bit (spec/numerics.md §board)",
-        runs="dense Qwen3 and Qwen3-MoE VQF files",
+        runs="dense Qwen3, Qwen3-MoE and Qwen3-VL VQF files",
         limits="with either --engine, the same bits; all projections "
         "Q4_0 or all Q8_0 (Qwen3-MoE: Q8_0), an untied lm_head, head_dim a multiple of 32 and "
         "at most 256, an FFN width a multiple of 4; greedy decoding",
@@ -151,6 +152,11 @@ ROWS: tuple[Profile, ...] = (
                     reference="weightfile.ref.qwen3_moe.board.model:bind_board_moe",
                     fast="weightfile.fast.qwen3_moe.board.model:bind_board_moe_fast",
                     generate="weightfile.ref.qwen3.board.model:generate",
+                ),
+                "qwen3_vl": FamilyModels(
+                    reference="weightfile.ref.qwen3_vl.board.model:bind_board_vl",
+                    fast="weightfile.fast.qwen3_vl.board.model:bind_board_vl_fast",
+                    generate="weightfile.ref.qwen3_vl.board.model:generate",
                 ),
             }
         ),

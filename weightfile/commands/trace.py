@@ -4,7 +4,10 @@ One prefill over the prompt with every operation recorded (names of ref/qwen3/tr
 embed, layers.L.<op>, final_norm, logits, each float32 [tokens, width]) plus `input_ids`
 (int64 [tokens]), so an engine team can diff its own dumps name by name. With `--profile
 kestrel-board`: the prompt path and one decode step in the board dumps' names
-(spec/numerics.md §board-prompts).
+(spec/numerics.md §board-prompts); with `--image` on a Qwen3-VL file, the board vision tower's
+arrays in the engine dumps' names instead, and nothing else (no input_ids), so that
+`weightfile diff` against an engine dump of the image path compares every array
+(spec/numerics.md §board-vision-names).
 """
 
 from __future__ import annotations
@@ -88,13 +91,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What `trace --profile kestrel-board --image` leaves out (spec/numerics.md §board-vision-names).
+VISION_ONLY_NOTE = (
+    "note: kestrel-board with images: the vision tower's arrays only; the engine's text tower "
+    "with images is not reproduced (spec/numerics.md §board-vision-names)"
+)
+
+
 def board_trace(args: argparse.Namespace, s: Any, ids: list[int]) -> int:
     """--profile kestrel-board: the prompt path and the first decode step, with every per-op
     intermediate under the board dumps' names (spec/numerics.md §board-prompts)."""
     from weightfile.frontend.board_session import pack_arrays
 
-    arrays = {"input_ids": np.array(ids, dtype=np.int64)}
-    arrays |= pack_arrays(s, args.profile, ids, 1, args.prompt_path, ops=True)
+    if getattr(s.model, "pending", None):  # images on a board VL model: the tower's names only
+        arrays = s.model.vision_arrays()
+        print(VISION_ONLY_NOTE, file=sys.stderr)
+    else:
+        arrays = {"input_ids": np.array(ids, dtype=np.int64)}
+        arrays |= pack_arrays(s, args.profile, ids, 1, args.prompt_path, ops=True)
     save_npz(args.out, arrays, args.force)
     print(
         f"{len(arrays)} arrays over {len(ids)} tokens -> {args.out}", file=report_stream(args.out)

@@ -292,6 +292,15 @@ ROWS: tuple[Family, ...] = (
                 answer="weightfile.families.qwen3_vl.conformance:case_answer",
                 note="weightfile.families.qwen3_vl.conformance:FAST_VL_MODEL",
             ),
+            # the kestrel-board profile's vision tower (spec/numerics.md §board-vision)
+            Builder(
+                "vqf",
+                "v6",
+                "board-vl-model",
+                source="weightfile.families.qwen3_vl.board_conformance:corpus_cases",
+                answer="weightfile.families.qwen3_vl.board_conformance:case_answer",
+                numerics=KESTREL_BOARD.name,
+            ),
         ),
     ),
     Family(

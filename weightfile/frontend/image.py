@@ -307,13 +307,19 @@ def image_prompt_ids(
 
     from .session import chat_prompt, parse_token_ids, prompt_ids
 
-    if not hasattr(s.model, "attach_images") or not s.arch.get("vis_depth"):
+    takes = hasattr(s.model, "attach_images") or hasattr(s.model, "attach_board_images")
+    if not takes or not s.arch.get("vis_depth"):
         raise InvalidError("frontend.image.count", f"{s.path.name} has no vision tower")
     base = ImageSettings(
         min_pixels=pixels[0], max_pixels=pixels[1], max_image_pixels=max_image_pixels
     )
     settings = settings_for(s.arch, base)
-    prepared = [preprocess(p, settings, mode) for p in images]
+    if hasattr(s.model, "attach_board_images"):
+        counts = attach_board_images(s.model, images, settings, mode)
+    else:
+        prepared = [preprocess(p, settings, mode) for p in images]
+        counts = [p.n_tokens for p in prepared]
+        s.model.attach_images([VisionInput(p.pixel_values, p.grid_thw) for p in prepared])
     vocab = s.model.config.vocab_size
     if token_ids is not None:
         ids = parse_token_ids(token_ids, vocab)
@@ -323,11 +329,30 @@ def image_prompt_ids(
             prompt_ids(s, prompt, None, chat=True)
         parts = text.split(IMAGE_MARKER)
         if len(parts) == 1:
-            parts = [""] * len(prepared) + parts
+            parts = [""] * len(counts) + parts
         pieces = [s.tokenizer.encode(p).ids if p else [] for p in parts]
         ids = text_with_images(pieces, s.arch)
         if max(ids) >= vocab:
             raise InvalidError("frontend.prompt", f"ids reach {max(ids)}, model vocab is {vocab}")
-    ids = expand_image_tokens(ids, int(s.arch["image_token_id"]), [p.n_tokens for p in prepared])
-    s.model.attach_images([VisionInput(p.pixel_values, p.grid_thw) for p in prepared])
-    return ids
+    return expand_image_tokens(ids, int(s.arch["image_token_id"]), counts)
+
+
+def attach_board_images(model, images: list, s: ImageSettings, mode: str) -> list[int]:
+    """The kestrel-board profile's images (spec/numerics.md §board-vision-preprocess): each
+    prepared by the engine's own recipe into its pixel buffer and attached to the board model;
+    the image-token count of each, (gh // 2)·(gw // 2) (an odd grid's last row or column is in
+    no token). Another recipe is `frontend.image.mode`: the board takes only its own."""
+    from weightfile.ref.qwen3_vl.board.preprocess import board_pixels
+
+    if mode != "board":
+        raise UnsupportedError(
+            "frontend.image.mode",
+            "the kestrel-board profile prepares images by the engine's recipe: "
+            "--image-preprocess board",
+            path="--image-preprocess",
+        )
+    m = s.merge_size
+    pixels = [board_pixels(to_rgb(load_image(p, s.max_image_pixels)), s.patch_size, s.max_patches)
+              for p in images]  # fmt: skip
+    model.attach_board_images(pixels)
+    return [(p.shape[0] // s.patch_size // m) * (p.shape[1] // s.patch_size // m) for p in pixels]

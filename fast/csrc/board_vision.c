@@ -1,0 +1,289 @@
+/* The kestrel-board profile's vision tower in portable C (spec/numerics.md §board-vision).
+ *
+ * Every function computes what ref/qwen3_vl/board computes, operation for operation: the same
+ * float32 roundings in the same order, fmaf() where the board fuses (C99 fmaf rounds once),
+ * binary64 where the engine accumulates in double, the host C library's expf through a volatile
+ * pointer (spec/numerics.md §board-c-library), and aarch64 glibc's tanhf emulated step by step
+ * (spec/numerics.md §board-vision-tanhf). Built with -ffp-contract=off like every file in
+ * fast/csrc. Work splits over output rows (patches, queries or tokens) only, so results do not
+ * depend on the thread count.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+enum { VQB = 32 };
+
+static float (*volatile vision_expf)(float) = expf;
+
+static float bits_f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t f_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* ---- spec/numerics.md §board-vision-tanhf glibc 2.36's expm1f / tanhf as aarch64 builds them -- */
+
+static float add_exponent(float y, int32_t k) { return bits_f(f_bits(y) + ((uint32_t)k << 23)); }
+
+static float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
+    e = fmaf(e - c, x, -c) - hxs;
+    if (k == -1) return fmaf(x - e, 0.5f, -0.5f);
+    if (k == 1) {
+        if (x < -0.25f) return (e - (x + 0.5f)) * -2.0f;
+        return fmaf(x - e, 2.0f, 1.0f);
+    }
+    if (k <= -2 || k > 56) return add_exponent(1.0f - (e - x), k) - 1.0f;
+    if (k > 22) return add_exponent((x - (e + bits_f((uint32_t)(0x7f - k) << 23))) + 1.0f, k);
+    return add_exponent(bits_f(0x3f800000u - (0x1000000u >> k)) - (e - x), k);
+}
+
+static float board_expm1f(float x) {
+    const float ln2_hi = bits_f(0x3f317180u), ln2_lo = bits_f(0x3717f7d1u);
+    const uint32_t hx = f_bits(x) & 0x7fffffffu;
+    const int negative = (f_bits(x) >> 31) != 0;
+    float c = 0.0f, hi, lo;
+    int32_t k = 0;
+    if (hx > 0x4195b843u && negative) return -1.0f;
+    if (hx > 0x3eb17218u) {
+        if (hx < 0x3f851592u) {
+            hi = negative ? x + ln2_hi : x - ln2_hi;
+            lo = negative ? -ln2_lo : ln2_lo;
+            k = negative ? -1 : 1;
+        } else {
+            k = (int32_t)((negative ? -0.5f : 0.5f) + x * bits_f(0x3fb8aa3bu));
+            float t = (float)k;
+            hi = fmaf(-t, ln2_hi, x);
+            lo = t * ln2_lo;
+        }
+        x = hi - lo;
+        c = (hi - x) - lo;
+    } else if (hx < 0x33000000u) {
+        return x;
+    }
+    const float hfx = x * 0.5f, hxs = x * hfx;
+    float r1 = fmaf(hxs, bits_f(0xb457edbbu), bits_f(0x36867e54u));
+    r1 = fmaf(r1, hxs, bits_f(0xb8a670cdu));
+    r1 = fmaf(r1, hxs, bits_f(0x3ad00d01u));
+    r1 = fmaf(r1, hxs, bits_f(0xbd088889u));
+    r1 = fmaf(r1, hxs, 1.0f);
+    const float t = fmaf(-hfx, r1, 3.0f);
+    const float e = ((r1 - t) / fmaf(-x, t, 6.0f)) * hxs;
+    if (k == 0) return x - fmaf(x, e, -hxs);
+    return expm1f_tail(x, e, c, hxs, k);
+}
+
+static float board_tanhf(float x) {
+    const uint32_t jx = f_bits(x), ix = jx & 0x7fffffffu;
+    float z;
+    if (ix > 0x7f7fffffu) return (jx >> 31) == 0 ? 1.0f / x + 1.0f : 1.0f / x - 1.0f;
+    if (ix == 0) return x;
+    if (ix < 0x24000000u) return (x + 1.0f) * x;
+    if (ix > 0x41afffffu) {
+        z = 1.0f - bits_f(0x0da24260u);
+    } else if (ix > 0x3f7fffffu) {
+        z = 1.0f - 2.0f / (board_expm1f(fabsf(x) + fabsf(x)) + 2.0f);
+    } else {
+        float t = board_expm1f(fabsf(x) * -2.0f);
+        z = -t / (t + 2.0f);
+    }
+    return (jx >> 31) ? -z : z;
+}
+
+void wfv_tanhf(const float *x, int64_t n, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = board_tanhf(x[i]);
+}
+
+/* spec/numerics.md §board-vision-gelu */
+void wfv_gelu(const float *x, int64_t n, float *y) {
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        const float inner = 0.7978845608f * (v + 0.044715f * ((v * v) * v));
+        y[i] = (0.5f * v) * (1.0f + board_tanhf(inner));
+    }
+}
+
+/* ---- spec/numerics.md §board-vision-layernorm ----------------------------------------------- */
+
+void wfv_layernorm(const float *x, int64_t rows, int64_t n, const float *w, const float *b,
+                   float eps, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = x + r * n;
+        double s = 0.0, ss = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            s += (double)v[i];
+            ss += (double)v[i] * (double)v[i];
+        }
+        const float mean = (float)(s / (double)n);
+        const float var = (float)(ss / (double)n) - mean * mean;
+        const float inv = 1.0f / sqrtf(var + eps);
+        for (int64_t i = 0; i < n; i++) out[r * n + i] = ((v[i] - mean) * inv) * w[i] + b[i];
+    }
+}
+
+/* ---- spec/numerics.md §board-vision-patch: per channel a 4-lane FMA chain ------------------- */
+
+typedef struct {
+    const float *rows, *w, *b;
+    int64_t k, out;
+    float *y;
+} patch_ctx;
+
+static void patch_range(void *arg, int64_t begin, int64_t end) {
+    const patch_ctx *c = (const patch_ctx *)arg;
+    const int64_t whole = c->k - c->k % 4;
+    for (int64_t p = begin; p < end; p++) {
+        const float *x = c->rows + p * c->k;
+        for (int64_t o = 0; o < c->out; o++) {
+            const float *w = c->w + o * c->k;
+            float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int64_t i = 0; i < whole; i += 4)
+                for (int j = 0; j < 4; j++) l[j] = fmaf(x[i + j], w[i + j], l[j]);
+            float acc = (l[0] + l[1]) + (l[2] + l[3]);
+            for (int64_t i = whole; i < c->k; i++) acc = fmaf(x[i], w[i], acc);
+            c->y[p * c->out + o] = acc + c->b[o];
+        }
+    }
+}
+
+void wfv_patch_embed(const float *rows, int64_t patches, int64_t k, const float *w,
+                     const float *b, int64_t out, float *y, int32_t threads) {
+    patch_ctx c = {rows, w, b, k, out, y};
+    wf_parallel_for(patches, threads, patch_range, &c);
+}
+
+/* ---- spec/numerics.md §board-vision-linear: the Q8_0 SDOT linears --------------------------- */
+
+typedef struct {
+    const int8_t *xc;    /* activation codes [P, K] */
+    const float *d16;    /* activation scales rounded to f16 [P, K/32] */
+    const int8_t *wc;    /* weight codes [R, K] */
+    const float *dw;     /* weight scales [R, K/32] */
+    const float *bias;   /* [R] */
+    int64_t k, rows;
+    float *y;            /* [P, R] */
+} q8_ctx;
+
+static void q8_range(void *arg, int64_t begin, int64_t end) {
+    const q8_ctx *c = (const q8_ctx *)arg;
+    const int64_t nb = c->k / VQB;
+    for (int64_t p = begin; p < end; p++) {
+        const int8_t *xc = c->xc + p * c->k;
+        for (int64_t r = 0; r < c->rows; r++) {
+            const int8_t *wc = c->wc + r * c->k;
+            float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int64_t b = 0; b < nb; b++) {
+                const float s = c->dw[r * nb + b] * c->d16[p * nb + b];
+                const int8_t *xb = xc + b * VQB, *wb = wc + b * VQB;
+                for (int j = 0; j < 4; j++) {
+                    int32_t d = 0;
+                    for (int e = 0; e < 4; e++)
+                        d += (int32_t)xb[4 * j + e] * wb[4 * j + e] +
+                             (int32_t)xb[16 + 4 * j + e] * wb[16 + 4 * j + e];
+                    const float prod = (float)d * s;
+                    l[j] = l[j] + prod;
+                }
+            }
+            c->y[p * c->rows + r] = ((l[0] + l[2]) + (l[1] + l[3])) + c->bias[r];
+        }
+    }
+}
+
+void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t k,
+                   const int8_t *wc, const float *dw, int64_t rows, const float *bias, float *y,
+                   int32_t threads) {
+    q8_ctx c = {xc, d16, wc, dw, bias, k, rows, y};
+    wf_parallel_for(patches, threads, q8_range, &c);
+}
+
+/* ---- spec/numerics.md §board-vision-attention: one head ------------------------------------ */
+
+typedef struct {
+    const float *q, *k, *v;
+    int64_t n, hd;
+    float scale;
+    float *out, *scores; /* scores [n, n] */
+} attn_ctx;
+
+static float board_score(const float *q, const float *k, int64_t hd, float scale) {
+    float acc[64][4]; /* hd / 4 product vectors; hd <= 256 (checked by the caller) */
+    const int64_t nv = hd / 4;
+    for (int64_t i = 0; i < nv; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] = q[4 * i + j] * k[4 * i + j];
+    for (int64_t w = nv >> 1; w >= 1; w >>= 1)
+        for (int64_t i = 0; i < w; i++)
+            for (int j = 0; j < 4; j++) acc[i][j] = acc[i][j] + acc[i + w][j];
+    return (((acc[0][0] + acc[0][1]) + acc[0][2]) + acc[0][3]) * scale;
+}
+
+static void attn_range(void *arg, int64_t begin, int64_t end) {
+    const attn_ctx *c = (const attn_ctx *)arg;
+    float *e = (float *)malloc((size_t)c->n * sizeof(float));
+    if (e == NULL) return; /* the caller checked the allocation first (wfv_attention) */
+    for (int64_t t = begin; t < end; t++) {
+        float *s = c->scores + t * c->n, *o = c->out + t * c->hd;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < c->n; j++) {
+            s[j] = board_score(c->q + t * c->hd, c->k + j * c->hd, c->hd, c->scale);
+            if (s[j] > m) m = s[j];
+        }
+        double total = 0.0;
+        for (int64_t j = 0; j < c->n; j++) {
+            e[j] = vision_expf(s[j] - m);
+            total += (double)e[j];
+        }
+        const float inv = (float)(1.0 / total);
+        for (int64_t d = 0; d < c->hd; d++) o[d] = 0.0f;
+        for (int64_t j = 0; j < c->n; j++) {
+            const float w = e[j] * inv;
+            for (int64_t d = 0; d < c->hd; d++) o[d] = fmaf(w, c->v[j * c->hd + d], o[d]);
+        }
+    }
+    free(e);
+}
+
+/* q, k, v [n, hd] of one head; out [n, hd]; scores [n, n] (scaled, before the softmax). */
+int32_t wfv_attention(const float *q, const float *k, const float *v, int64_t n, int64_t hd,
+                      float scale, float *out, float *scores, int32_t threads) {
+    if (hd % 4 || hd > 256 || n < 1) return 1;
+    float *probe = (float *)malloc((size_t)n * sizeof(float)); /* fail here, not in a worker */
+    if (probe == NULL) return 2;
+    free(probe);
+    attn_ctx c = {q, k, v, n, hd, scale, out, scores};
+    wf_parallel_for(n, threads, attn_range, &c);
+    return 0;
+}
+
+/* ---- spec/numerics.md §board-vision-mergers: F32 weights, a binary64 accumulator ------------ */
+
+typedef struct {
+    const float *x, *w, *b;
+    int64_t k, rows;
+    float *y;
+} dense_ctx;
+
+static void dense_range(void *arg, int64_t begin, int64_t end) {
+    const dense_ctx *c = (const dense_ctx *)arg;
+    for (int64_t t = begin; t < end; t++)
+        for (int64_t r = 0; r < c->rows; r++) {
+            const float *x = c->x + t * c->k, *w = c->w + r * c->k;
+            double acc = 0.0;
+            for (int64_t i = 0; i < c->k; i++) acc += (double)x[i] * (double)w[i];
+            c->y[t * c->rows + r] = (float)acc + c->b[r];
+        }
+}
+
+void wfv_dense_linear(const float *x, int64_t tokens, int64_t k, const float *w, int64_t rows,
+                      const float *b, float *y, int32_t threads) {
+    dense_ctx c = {x, w, b, k, rows, y};
+    wf_parallel_for(tokens, threads, dense_range, &c);
+}
