@@ -47,6 +47,19 @@ from .config import Qwen35Config, validate_text_config
 from .weights import Arranger, LayerWeights, Linear
 
 CONFIG_PATH = f"components.{MTP_COMPONENT}.config"
+#: area -> (stray binding, Use missing, Use at another input): the rule ids of each check.
+AREA_RULES: dict[str, tuple[str, str, str]] = {
+    "mtp": (
+        "ninfer3.mtp.unexpected_parameter",
+        "ninfer3.mtp.use_missing",
+        "ninfer3.mtp.use_unexpected",
+    ),
+    "proposal": (
+        "ninfer3.proposal.unexpected_parameter",
+        "ninfer3.proposal.use_missing",
+        "ninfer3.proposal.use_unexpected",
+    ),
+}
 
 
 def has_mtp(nf: Artifact) -> bool:
@@ -113,7 +126,7 @@ def check_use(nf: Artifact, use: Use, p: TextParameter, area: str) -> None:
     """An MTP or proposal Use: a declared input, a policy (MTP), valid auxiliaries, no signs."""
     require(
         use.input in p.inputs,
-        f"ninfer3.{area}.use_unexpected",
+        AREA_RULES[area][2],
         f"{use.parameter} is not consumed at {use.input!r}",
         f"uses[{use.index}].input",
     )
@@ -142,7 +155,7 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter], area: str) -> 
         for consumed in p.inputs:
             require(
                 (p.name, consumed) in declared,
-                f"ninfer3.{area}.use_missing",
+                AREA_RULES[area][1],
                 f"{p.name} has no Use at {consumed}",
                 "uses",
             )
@@ -152,7 +165,7 @@ def check_stray(nf: Artifact, prefix: str, params: Mapping[str, TextParameter], 
     for name, binding in nf.directory.bindings.items():
         require(
             not name.startswith(prefix) or name in params,
-            f"ninfer3.{area}.unexpected_parameter",
+            AREA_RULES[area][0],
             f"binding {name!r} is no {area} parameter of this file",
             binding.path,
         )

@@ -98,7 +98,8 @@ class Speculation:
     rounds: list[Round] = field(default_factory=list)
 
     def choose(self, logits: np.ndarray, position: int) -> int:
-        """A token from a full column: greedy, or the §next-token sampler with the NEXT stream."""
+        """A token from a full column: greedy, or the spec/numerics.md §next-token sampler with the
+        NEXT stream."""
         if self.temperature <= 0:
             return greedy_index(logits)
         u = keyed_uniform(self.seed, NEXT, position)
@@ -172,7 +173,8 @@ class Speculation:
 
 
 def sample_with(logits: list, temperature: float, u: np.float32, kernels) -> int:
-    """The §next-token sampler with a given u (ref.layers.sampling.sample draws u first)."""
+    """The spec/numerics.md §next-token sampler with a given u (ref.layers.sampling.sample
+    draws u first)."""
 
     class Fixed:
         def uniform_f32(self) -> np.float32:
