@@ -52,6 +52,8 @@ VQF_V5 = "v5"
 NINFER3_V3 = "v3"
 #: The Qwen3.5 vision model cases (`ninfer3-vl-model`), CHANGELOG.md "ninfer3 v4".
 NINFER3_VL_VERSION = "v4"
+#: The Qwen3.5 MTP speculative-decoding cases (`ninfer3-mtp-model`), CHANGELOG.md "ninfer3 v6".
+NINFER3_MTP_VERSION = "v6"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -64,6 +66,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", VQF_V5),
     ("ninfer3", NINFER3_V3),
     ("ninfer3", NINFER3_VL_VERSION),
+    ("ninfer3", NINFER3_MTP_VERSION),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen35.mtp_files import agreeing
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
 
 from .qwen35 import add_mtp, add_proposal, random_mtp_parameters, random_parameters, text_file
@@ -58,8 +59,6 @@ SMALL_MOE = {
     "moe_intermediate_size": 8,
     "shared_expert_intermediate_size": 8,
 }
-#: the target's and the MTP block's output projections (what `agree` scales down)
-OUTPUTS = ("attention/output", "gdn/output", "mlp/down", "/down")
 
 
 def small_config(moe: bool) -> Qwen35Config:
@@ -68,23 +67,6 @@ def small_config(moe: bool) -> Qwen35Config:
         del doc["intermediate_size"]
         doc |= SMALL_MOE
     return validate_text_config(doc)
-
-
-def agreeing(params: dict[str, np.ndarray], mtp: dict[str, np.ndarray], agree: float) -> None:
-    """Scale the output projections by 1 − agree; at agree > 0 the MTP reads the embedding half
-    (module docstring)."""
-    if agree <= 0:
-        return
-    for group in (params, mtp):
-        for name in group:
-            if name.endswith(OUTPUTS):
-                group[name] = (group[name] * np.float32(1 - agree)).astype(np.float32)
-    h = mtp["mtp/embedding_norm"].shape[0]
-    mtp["mtp/input_projection"] = np.concatenate(
-        [np.eye(h, dtype=np.float32), np.zeros((h, h), np.float32)], axis=1
-    )
-    mtp["mtp/embedding_norm"] = np.zeros(h, np.float32)
-    mtp["mtp/final_norm"] = params["text/final_norm"].copy()
 
 
 def mtp_file(
