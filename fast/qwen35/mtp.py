@@ -128,7 +128,7 @@ class FastMtpHead:
         return FastQwen35Cache(self.config)
 
     def extend(self, tokens: Sequence[int], hiddens: np.ndarray, cache) -> tuple:
-        """ref.qwen35.mtp.MtpHead.extend: (d [T, H], draft logits [T, head rows])."""
+        """ref.qwen35.mtp.MtpHead.extend: the last entry's (d [1, H], draft logits [1, rows])."""
         b, th = self.block, self.block.threads
         ids = list(tokens)
         cache.reserve(cache.length + len(ids))
@@ -140,7 +140,7 @@ class FastMtpHead:
         x = attention_block(b, 0, b.mixers[0], u, cos, sin, slots, [cache] * len(ids), None)
         x = ffn_block(b, 0, self.weights.block.ffn, x, None)
         cache.length += len(ids)
-        d = rmsnorm(x, b.final_norm, b.eps)
+        d = rmsnorm(x[-1:], b.final_norm, b.eps)  # only the last entry drafts
         return d, b.weights.output_head.matmat(d, th)
 
     def truncate(self, cache, length: int) -> None:

@@ -81,8 +81,8 @@ class MtpHead:
     def extend(
         self, tokens: Sequence[int], hiddens: np.ndarray, cache: Qwen35Cache
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Entries (x, h) at the cache's next positions: (d float32 [T, H], draft logits
-        float32 [T, head rows])."""
+        """Entries (x, h) at the cache's next positions: the last entry's (d float32 [1, H],
+        draft logits float32 [1, head rows]) — the only one a draft is read from."""
         if len(tokens) != len(hiddens) or not tokens:
             raise ValueError("one hidden state per token, at least one")
         pos = [(p, p, p) for p in range(cache.length, cache.length + len(tokens))]
@@ -91,9 +91,8 @@ class MtpHead:
         x = attention_block(self.ops, 0, self.mixer, self.input_norm, x, pos, caches, _nothing)
         x = ffn_block(self.ops, 0, self.weights.block.ffn, self.post_norm, x, _nothing)
         cache.length += len(tokens)
-        d = each(lambda v: self.ops.norm(v, self.final_norm), x)
-        logits = each(lambda v: self.kernels.matvec(self.head, v), d)
-        return as_rows(d), as_rows(logits)
+        d = self.ops.norm(x[-1], self.final_norm)  # only the last entry drafts
+        return as_rows([d]), as_rows([self.kernels.matvec(self.head, d)])
 
     def truncate(self, cache: Qwen35Cache, length: int) -> None:
         """Forget the entries from position `length` on (the drafts' own entries)."""
