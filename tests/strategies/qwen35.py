@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen35.mtp_files import bind_mtp
 from weightfile.ref.codecs.ninfer3.codec import get_codec
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import write_artifact
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
-from weightfile.spec.ninfer3.mtp_names import MTP_ARCHITECTURES, mtp_fusion_groups, mtp_parameters
+from weightfile.spec.ninfer3.mtp_names import mtp_parameters
 from weightfile.spec.ninfer3.text_names import fusion_groups, text_parameters
 from weightfile.spec.ninfer3.vision_names import qkv_groups, vision_parameters
 
@@ -280,37 +281,16 @@ def random_mtp_parameters(config: Qwen35Config, seed: int) -> dict[str, np.ndarr
     }
 
 
-def add_mtp(
-    tf: TextFile, params: dict[str, np.ndarray], matrix_format: str = "bf16", moe: bool = False
-) -> None:
+def add_mtp(tf: TextFile, params: dict[str, np.ndarray], matrix_format: str = "bf16") -> None:
     """The mtp component as the official converter packs it ({query, key, gate, value} one
-    parent), one A16Only Use per declared input, and the output head's Use at mtp/final_hidden."""
-    arch = MTP_ARCHITECTURES[tf.config["architectures"][0]]
-    tf.others["mtp"] = {"config": {"architectures": [arch]}, "target": "text"}
-    specs = mtp_parameters(tf.config)
-    (group,) = mtp_fusion_groups(tf.config)
-    for p in specs:
-        if p.name in group:
-            parent = "m.fused"
-            if parent not in tf.data:
-                rows = np.concatenate([params[n] for n in group])
-                tf.add_tensor(parent, rows, matrix_format, matrix_layout(matrix_format))
-            at = sum(params[n].size for n in group[: group.index(p.name)])
-            part = {"object": parent, "range": [at, at + params[p.name].size]}
-            tf.bindings[p.name] = {"parts": [part]}
-        else:
-            fmt = p.direct_format or matrix_format
-            tf.add_tensor("m." + p.name, params[p.name], fmt, matrix_layout(fmt))
-            tf.bindings[p.name] = {"object": "m." + p.name}
-        for consumed in p.inputs:
-            tf.uses.append({"parameter": p.name, "input": consumed, "activation_policy": "A16Only"})
-    tf.uses.append(
-        {
-            "parameter": "text/output_head",
-            "input": "mtp/final_hidden",
-            "activation_policy": "A16Only",
-        }
-    )
+    parent), one A16Only Use per declared input, and the output head's Use at mtp/final_hidden
+    (weightfile/families/qwen35/mtp_files.py)."""
+
+    def tensor(oid: str, values: np.ndarray, fmt: str | None) -> None:
+        f = fmt or matrix_format
+        tf.add_tensor(oid, values, f, matrix_layout(f))
+
+    tf.others["mtp"] = bind_mtp(tf.config, params, tensor, tf.bindings, tf.uses)
 
 
 def add_proposal(tf: TextFile, head: np.ndarray, token_ids: np.ndarray | None) -> None:

@@ -240,3 +240,13 @@ def test_hadamard_signs_on_an_mtp_use_are_refused(tmp_path: Path) -> None:
     with raises_rule(UnsupportedError, "ninfer3.mtp.hadamard") as info:
         check(tmp_path, tf)
     assert info.value.path.endswith(".auxiliaries")
+
+
+def test_a_dense_mtp_has_the_official_16_bindings_and_9_uses() -> None:
+    """The official Qwen3.6-27B inventory counts MTP 16 bindings and 9 Uses (the issue's table;
+    the output head's Use at mtp/final_hidden is counted with text)."""
+    from weightfile.spec.ninfer3.mtp_names import mtp_parameters
+
+    params = mtp_parameters(small_config(False).json)
+    assert len(params) == 16
+    assert sum(len(p.inputs) for p in params) == 9
