@@ -56,6 +56,8 @@ NINFER3_VL_VERSION = "v4"
 NINFER3_VL_REJECT_VERSION = "v5"
 #: The kestrel-board profile's vision tower cases (`vqf-board-vl-model`), CHANGELOG.md "vqf v6".
 VQF_V6 = "v6"
+#: The Qwen3.5 MTP speculative-decoding cases (`ninfer3-mtp-model`), CHANGELOG.md "ninfer3 v6".
+NINFER3_MTP_VERSION = "v6"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -70,6 +72,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("ninfer3", NINFER3_VL_VERSION),
     ("ninfer3", NINFER3_VL_REJECT_VERSION),
     ("vqf", VQF_V6),
+    ("ninfer3", NINFER3_MTP_VERSION),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

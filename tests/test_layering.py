@@ -48,6 +48,7 @@ LAYER_OF = {
     "weightfile.frontend.dispatch": "sessions",
     "weightfile.frontend.ninfer_session": "sessions",
     "weightfile.frontend.board_session": "sessions",
+    "weightfile.frontend.speculative": "sessions",  # run --spec mtp on a session
     "weightfile.frontend.image": "sessions",  # pixels in, an image prompt attached to a session
     "weightfile.convert": "convert",  # what converters share: checkpoints, plans, options
     "weightfile.convert.dispatch": "conversion",  # convert SRC DST: the rows' importers

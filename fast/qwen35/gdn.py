@@ -46,6 +46,8 @@ def causal_conv(i: int, weight: np.ndarray, qkv: np.ndarray, caches: list) -> np
         windows = np.stack([seq[j : j + end - begin] for j in range(kernel)], axis=-1)
         out[begin:end] = lanes8_sum(weight.T * windows)  # [T_r, C, kernel] tap products
         cache.conv[i] = seq[seq.shape[0] - (kernel - 1) :].copy()
+        if (note := getattr(cache, "note_conv", None)) is not None:  # a verification's journal
+            note(i, seq, kernel)
     with np.errstate(all="ignore"):
         return out / (ONE + exp(-out))  # spec/numerics.md §silu
 
@@ -82,6 +84,8 @@ def recurrence(i: int, c: Qwen35Config, q, k, v, beta, g, caches: list) -> np.nd
         )  # fmt: skip
         if status:
             raise MemoryError("wf_gdn_step: out of memory")
+        if (note := getattr(cache, "note_state", None)) is not None:  # a verification's journal
+            note(i, state)
     return out.reshape(q.shape[0], hv * dv)
 
 

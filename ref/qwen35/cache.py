@@ -44,3 +44,34 @@ class Qwen35Cache:
                 [np.zeros((dk, dv), np.float32) for _ in range(config.linear_num_value_heads)]
             )
         return cache
+
+
+@dataclass
+class RecordingCache(Qwen35Cache):
+    """A cache whose verification forward records, instead of only overwriting, the Gated
+    DeltaNet state after every token (spec/models.md §qwen35-mtp-round): `start()` opens the
+    journal, `commit(keep)` keeps the first `keep` tokens of the recorded call (K/V rows past them
+    dropped, each GDN layer's conv window and recurrent states set to those after token keep−1)."""
+
+    journal: dict[int, list] | None = None
+    start_length: int = 0
+
+    def start(self) -> None:
+        self.journal, self.start_length = {}, self.length
+
+    def note_gdn(self, layer: int) -> None:
+        """Called by the GDN block after each token's state update."""
+        if self.journal is not None:
+            states = [s.copy() for s in self.recurrent[layer]]
+            self.journal.setdefault(layer, []).append((list(self.conv[layer]), states))
+
+    def commit(self, keep: int) -> None:
+        assert self.journal is not None and 0 < keep <= self.length - self.start_length
+        end = self.start_length + keep
+        for layer in range(len(self.keys)):
+            del self.keys[layer][end:]
+            del self.values[layer][end:]
+        for layer, entries in self.journal.items():
+            conv, states = entries[keep - 1]
+            self.conv[layer], self.recurrent[layer] = list(conv), [s.copy() for s in states]
+        self.length, self.journal = end, None

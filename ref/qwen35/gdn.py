@@ -84,6 +84,8 @@ def gdn_block(
         q, kh = query_key_heads(ops, conv)
         beta, g = gates(ops, w, a[t], b[t])
         core = recurrence(ops, cache.recurrent[i], q, kh, split_heads(conv[2 * kg :], dv), beta, g)
+        if (note := getattr(cache, "note_gdn", None)) is not None:  # a verification's journal
+            note(i)
         zs = split_heads(z[t], dv)
         normed = [
             gated_rmsnorm(k, o, w.norm, zh, c.eps_f32) for o, zh in zip(core, zs, strict=True)

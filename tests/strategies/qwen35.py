@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.families.qwen35.mtp_files import bind_mtp
 from weightfile.ref.codecs.ninfer3.codec import get_codec
 from weightfile.ref.ninfer3.plan import ResourceSpec, TensorSpec
 from weightfile.ref.ninfer3.write import write_artifact
 from weightfile.ref.qwen35.config import Qwen35Config, validate_text_config
+from weightfile.spec.ninfer3.mtp_names import mtp_parameters
 from weightfile.spec.ninfer3.text_names import fusion_groups, text_parameters
 from weightfile.spec.ninfer3.vision_names import qkv_groups, vision_parameters
 
@@ -118,8 +120,10 @@ class TextFile:
     bindings: dict[str, Any] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     resources: dict[str, str] = field(default_factory=dict)
-    #: components beside text (vision: `add_vision`)
+    #: components beside text (vision: `add_vision`, mtp: `add_mtp`)
     others: dict[str, Any] = field(default_factory=dict)
+    #: the text component's proposal record (`add_proposal`)
+    proposal: dict[str, Any] | None = None
 
     def add_tensor(self, object_id: str, values: np.ndarray, fmt: str, layout: str) -> None:
         shape = tuple(int(d) for d in values.shape)
@@ -132,7 +136,8 @@ class TextFile:
             self.data,
             objects=self.objects,
             components={
-                "text": {"config": self.config, "resources": self.resources},
+                "text": {"config": self.config, "resources": self.resources}
+                | ({} if self.proposal is None else {"proposal": self.proposal}),
                 **self.others,
             },
             bindings=self.bindings,
@@ -262,3 +267,45 @@ def add_vision(
         tf.bindings[p.name] = {"parts": [part]} if len(group) > 1 else {"object": parent}
         for consumed in p.inputs:
             tf.uses.append({"parameter": p.name, "input": consumed, "activation_policy": "A16Only"})
+
+
+# -- the MTP component and the proposal head (spec/ninfer3.md §qwen35-mtp-names) ----------------
+
+
+def random_mtp_parameters(config: Qwen35Config, seed: int) -> dict[str, np.ndarray]:
+    """Every MTP parameter: N(0, 0.2) matrices, zero-centred norms around 0."""
+    rng = np.random.default_rng(seed)
+    return {
+        p.name: rng.normal(0.0, 0.2, p.shape).astype(np.float32)
+        for p in mtp_parameters(config.json)
+    }
+
+
+def add_mtp(tf: TextFile, params: dict[str, np.ndarray], matrix_format: str = "bf16") -> None:
+    """The mtp component as the official converter packs it ({query, key, gate, value} one
+    parent), one A16Only Use per declared input, and the output head's Use at mtp/final_hidden
+    (weightfile/families/qwen35/mtp_files.py)."""
+
+    def tensor(oid: str, values: np.ndarray, fmt: str | None) -> None:
+        f = fmt or matrix_format
+        tf.add_tensor(oid, values, f, matrix_layout(f))
+
+    tf.others["mtp"] = bind_mtp(tf.config, params, tensor, tf.bindings, tf.uses)
+
+
+def add_proposal(tf: TextFile, head: np.ndarray, token_ids: np.ndarray | None) -> None:
+    """`text.proposal` (indexed with `token_ids`, else full), `proposal/head` bf16 with its Use at
+    mtp/final_hidden, `proposal/token_ids` int32."""
+    if token_ids is None:
+        tf.proposal = {"domain": "full"}
+    else:
+        tf.proposal = {"domain": "indexed", "rows": int(head.shape[0])}
+        ids = np.asarray(token_ids, dtype=np.int32)
+        tf.objects.append(TensorSpec("p.ids", ids.shape, "int32", "contiguous_le_v1"))
+        tf.data["p.ids"] = get_codec("int32", "contiguous_le_v1").encode(ids, ids.shape)
+        tf.bindings["proposal/token_ids"] = {"object": "p.ids"}
+    tf.add_tensor("p.head", head, "bf16", "contiguous_le_v1")
+    tf.bindings["proposal/head"] = {"object": "p.head"}
+    tf.uses.append(
+        {"parameter": "proposal/head", "input": "mtp/final_hidden", "activation_policy": "A16Only"}
+    )

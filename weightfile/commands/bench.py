@@ -76,6 +76,11 @@ def register(sub: Any) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("model", nargs="?", help="a .vqf file")
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
+    what.add_argument(
+        "--mtp", type=positive_int, metavar="K", default=None,
+        help="MTP speculative decoding with K drafts (1-5) beside plain decoding on two small "
+        "synthetic Qwen3.5 .ninfer models (weightfile/bench/mtp.py), fast engine",
+    )  # fmt: skip
     _test_arguments(parser)
     _output_arguments(parser)
     _run_arguments(parser)
@@ -235,11 +240,28 @@ def render(report: dict[str, Any], fmt: str) -> str:
     return format_csv(report) if fmt == "csv" else format_md(report)
 
 
+def run_mtp(args: argparse.Namespace) -> int:
+    """`bench --mtp K`: the MTP table (weightfile/bench/mtp.py); -n the generated tokens
+    (default 64), -t the threads (default 1), -r the timed runs."""
+    from weightfile.bench.mtp import mtp_report, render
+
+    k = args.mtp
+    if k > 5:
+        raise UsageError(f"--mtp takes 1 to 5 drafts, not {k}")
+    n_gen = (args.n_gen or [args.tokens or 64])[0]
+    threads = (args.threads or [1])[0]
+    rows = mtp_report(k, max(n_gen, 2), threads, args.repetitions, args.cache_dir)
+    print(render(rows))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from weightfile.bench.plot import plot_report, require_matplotlib
     from weightfile.bench.report import Plan, run_bench
     from weightfile.bench.synthetic import synthetic_model
 
+    if args.mtp is not None:
+        return run_mtp(args)
     fmt = output_format(args)
     prompts, gens = test_lists(args)
     check_bandwidth_buffer(args.bandwidth_mib)  # before any allocation, and before generating

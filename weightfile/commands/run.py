@@ -58,7 +58,33 @@ def register(sub: Any) -> None:
         "(decode.step0.layer{l}.*, prefill.last.*)",
     )  # fmt: skip
     add_force_argument(parser, "--save-logits file")
+    add_spec_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def add_spec_arguments(parser: Any) -> None:
+    """--spec mtp, --draft-tokens K, --proposal (spec/models.md §qwen35-mtp-round)."""
+    parser.add_argument(
+        "--spec", choices=("mtp",),
+        help="speculative decoding with the .ninfer file's MTP head (greedy: the same tokens as "
+        "without it); stderr reports the acceptance rate, tokens per round and rounds",
+    )  # fmt: skip
+    parser.add_argument(
+        "--draft-tokens", type=draft_count, default=None, metavar="K",
+        help="with --spec: drafts per round, 1 to 5 (default 3)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proposal", action="store_true",
+        help="with --spec: draft with the file's proposal head (verification uses the full head)",
+    )  # fmt: skip
+
+
+def draft_count(text: str) -> int:
+    """--draft-tokens: an integer from 1 to 5."""
+    value = positive_int(text)
+    if value > 5:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 5, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from weightfile.frontend.tokenizer import TextStream
 
     board_options(args)
+    spec_options(args)
     check_image_options(args)
     if args.save_logits is not None:  # before the decoding, not after it
         check_destination(args.save_logits, args.force)
@@ -87,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     ids = model_prompt_ids(s, args)
     hint = MAX_PIXELS_HINT if args.image else ""
     args.max_tokens = within_context(s.arch, len(ids), args.max_tokens, hint)
+    if args.spec is not None:
+        return run_speculative(args, s, ids)
     if not profiles.profile_named(args.profile).canonical or args.save_logits is not None:
         return run_pack(args, s, ids)
     tokens = stream_tokens(s.model, ids, args.max_tokens, s.stop_ids, args.temperature, args.seed)
@@ -126,6 +155,45 @@ def board_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--save-ops needs --profile {others} (canonical ops: trace)")
     if (not canonical or args.save_logits is not None) and args.temperature > 0:
         raise UsageError(f"{others} and --save-logits decode greedily: no --temperature")
+
+
+def spec_options(args: argparse.Namespace) -> None:
+    """What --spec refuses: its options alone, another profile, images."""
+    if args.spec is None:
+        if args.draft_tokens is not None or args.proposal:
+            raise UsageError("--draft-tokens and --proposal need --spec mtp")
+        return
+    if args.draft_tokens is None:
+        args.draft_tokens = 3
+    if not profiles.profile_named(args.profile).canonical:
+        raise UsageError("--spec runs the canonical numerics only (no --profile)")
+    if args.image:
+        raise UsageError("--spec drafts for text prompts only (no --image)")
+
+
+def run_speculative(args: argparse.Namespace, s: Any, ids: Any) -> int:
+    """Generate with the MTP head, print the text, the summary on stderr, and with
+    --save-logits the canonical arrays plus every round's mtp.round{r}.* arrays."""
+    from weightfile.frontend.board_session import pack_arrays
+    from weightfile.frontend.speculative import round_arrays, speculation_for, summary
+    from weightfile.frontend.tokenizer import TextStream
+
+    if s.family != "qwen35":
+        raise UsageError("--spec mtp needs a Qwen3.5 .ninfer file with an mtp component")
+    spec = speculation_for(s, args.draft_tokens, args.proposal, args.temperature, args.seed)
+    tokens = []
+    stream = None if s.tokenizer is None else TextStream(s.tokenizer)
+    for t in spec.tokens(ids, args.max_tokens, s.stop_ids):
+        tokens.append(t)
+        print(f"{t} " if stream is None else stream.push(t), end="", flush=True)
+    print("" if stream is None else stream.flush())
+    print(summary(spec, tokens), file=sys.stderr)
+    if args.save_logits is not None:
+        arrays = pack_arrays(s, args.profile, ids, args.max_tokens, args.prompt_path)
+        arrays |= round_arrays(spec)
+        save_npz(args.save_logits, arrays, args.force)
+        print(f"{len(arrays)} arrays -> {args.save_logits}", file=sys.stderr)
+    return 0
 
 
 def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:

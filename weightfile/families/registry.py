@@ -377,6 +377,14 @@ ROWS: tuple[Family, ...] = (
                 answer="weightfile.families.qwen35.conformance_vl:case_answer",
                 note="weightfile.families.qwen35.conformance_vl:FAST_NINFER3_VL_MODEL",
             ),
+            # ninfer3 v6: speculative decoding with the mtp component (spec/models.md §qwen35-mtp)
+            Builder(
+                "ninfer3",
+                "v6",
+                "mtp-model",
+                source="weightfile.families.qwen35.conformance_mtp:corpus_cases",
+                answer="weightfile.families.qwen35.conformance_mtp:case_answer",
+            ),
         ),
     ),
 )

@@ -33,7 +33,8 @@ SKIP = [
     f"--ignore={ROOT / 'tests' / 'ref' / 'ninfer3' / name}"
     for name in ("test_ninfer3_roundtrip.py", "test_ninfer3_hostile.py")
 ]
-BINDER = ("config", "bind", "vision_bind")  # the Qwen3.5 binder tests: ninfer3.{text,vision}.*
+# the Qwen3.5 binder tests: ninfer3.{text,vision,mtp,proposal}.*
+BINDER = ("config", "bind", "vision_bind", "mtp_bind")
 RULE_LITERAL = re.compile(r'"(ninfer3\.[a-z0-9_]+\.[a-z0-9_]+)"')
 
 

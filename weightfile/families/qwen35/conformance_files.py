@@ -167,6 +167,8 @@ class TextDirectory:
     resources: dict[str, str] = field(default_factory=dict)
     #: components beside text (the `ninfer3-vl-model` cases' vision), written after it
     others: dict[str, Any] = field(default_factory=dict)
+    #: the text component's proposal record (the `ninfer3-mtp-model` proposal case)
+    proposal: dict[str, Any] | None = None
 
     def tensor(self, object_id: str, values: np.ndarray, fmt: str) -> None:
         """Encode `values` with the canonical encoder of (fmt, its layout) as the object
@@ -188,7 +190,8 @@ class TextDirectory:
             {oid: blob for oid, (_, blob) in self.objects.items()},
             objects=[spec for spec, _ in self.objects.values()],
             components={
-                TEXT_COMPONENT: {"config": self.config, "resources": self.resources},
+                TEXT_COMPONENT: {"config": self.config, "resources": self.resources}
+                | ({} if self.proposal is None else {"proposal": self.proposal}),
                 **self.others,
             },
             bindings=self.bindings,
