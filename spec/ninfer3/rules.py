@@ -256,5 +256,13 @@ IMPORT_RULES: dict[str, Rule] = table(
         Rule("qwen35.import.hadamard", INV, "importer", "§2.6",
              "a --hadamard glob matching no matrix, a matched K not a multiple of 1024, or a "
              "tied output head"),
+        Rule("qwen35.import.recipe", INV, "importer", "§6.5",
+             "a recipe that gives a matrix no format or packs two formats into one parent"),
+        Rule("qwen35.import.mtp", UNS, "importer", "§6.4",
+             "MTP weights of more than one layer (one, mtp.layers.0, is supported)"),
+        Rule("qwen35.import.proposal", INV, "importer", "§6.4",
+             "a bad --proposal-ids list (not one decimal id per line, an id twice or outside "
+             "the tokenizer), a row count outside [specials, vocab] or beyond the list, or "
+             "no MTP weights to read it"),
     )
 )  # fmt: skip

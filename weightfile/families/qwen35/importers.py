@@ -25,4 +25,7 @@ def hf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         hadamard=options.hadamard,
         hadamard_seed=options.hadamard_seed,
         overwrite=options.overwrite,
+        recipe=options.recipe,
+        proposal_ids=options.proposal_ids,
+        proposal_rows=options.proposal_rows,
     )
