@@ -141,7 +141,8 @@ def vision_shapes(depth: int) -> dict[str, tuple[int, ...]]:
         q = f"{v}blocks.{b}."
         out |= {
             q + "norm1.weight": (w,), q + "norm1.bias": (w,), q + "norm2.weight": (w,),
-            q + "norm2.bias": (w,), q + "attn.qkv.weight": (3 * w, w), q + "attn.qkv.bias": (3 * w,),
+            q + "norm2.bias": (w,), q + "attn.qkv.weight": (3 * w, w),
+            q + "attn.qkv.bias": (3 * w,),
             q + "attn.proj.weight": (w, w), q + "attn.proj.bias": (w,),
             q + "mlp.linear_fc1.weight": (i, w), q + "mlp.linear_fc1.bias": (i,),
             q + "mlp.linear_fc2.weight": (w, i), q + "mlp.linear_fc2.bias": (w,),

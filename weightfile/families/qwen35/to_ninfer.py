@@ -314,19 +314,16 @@ def import_checkpoint(
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
 
-    `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats,
-    `to_ninfer_vision`, or the recipe's). `recipe`: a spec/ninfer3.md §recipes name (formats
-    and packing). A checkpoint with a `vision_config` and `model.visual.*` tensors gets a
-    `vision` component unless `vision` is False (then its tensors are counted as ignored); one
-    with `mtp.*` tensors an `mtp` component (`to_ninfer_mtp`); `proposal_ids` with
-    `proposal_rows` a proposal head. `hadamard` globs name the text matrices to store rotated,
-    with signs from `hadamard_seed`; `overwrite` replaces an existing set (regular files only,
-    spec/ninfer3.md §writer)."""
+    `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats, or
+    the spec/ninfer3.md §recipes `recipe`'s). A `vision_config` with `model.visual.*` tensors
+    gives a `vision` component unless `vision` is False; `mtp.*` tensors an `mtp` component;
+    `proposal_ids` with `proposal_rows` a proposal head (`to_ninfer_mtp`). `hadamard` globs name
+    the text matrices stored rotated (signs from `hadamard_seed`); `overwrite` replaces an
+    existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
-    rec = recipe_named(recipe)
-    prefix = text_model_prefix(multimodal="text_config" in hf_config)
+    rec, prefix = recipe_named(recipe), text_model_prefix(multimodal="text_config" in hf_config)
     parents = plan_parents(config, fmt, rec)
     rotation = Rotation(config, tuple(hadamard), hadamard_seed)
     resources = read_resources(src)
@@ -336,13 +333,9 @@ def import_checkpoint(
         pp = proposal_part(config, resources, parents, mp, (proposal_ids, proposal_rows), rec)
         components = components_of(config, resources, vp, mp, pp)
         resources |= vp.resources
-        every = parents + vp.parents + mp.parents + pp.parents
-        objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
-        objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in every]
-        objects += rotation.objects()
+        objects = object_specs(resources, parents + vp.parents + mp.parents + pp.parents, rotation)
         fused = fused_layers(checkpoint.names, config, prefix)
         ignored = check_tensor_set(checkpoint.names, config, prefix, parents, fused, mp)
-        ignored -= len(vp.expected)
         with ArtifactWriter(
             out,
             overwrite=overwrite,
@@ -352,20 +345,45 @@ def import_checkpoint(
             | bindings(vp.parents + mp.parents + pp.parents, False),
             uses=rotation.uses(uses(config)) + vp.uses + mp.uses + pp.uses,
             metadata={"name": src.resolve().name or "model"},
-            provenance=provenance(hf_config, fmt, ignored, rotation, recipe),
+            provenance=provenance(hf_config, fmt, ignored - len(vp.expected), rotation, recipe),
             limit=limit,
         ) as writer:
-            for role, data in resources.items():
-                writer.write(resource_id(role), data)
             tensor = LastTensor(checkpoint.tensor)
-            for parent in parents:
-                values = rotation.apply(
-                    parent, parent_values(parent, config, prefix, tensor, fused)
-                )
-                writer.write(parent.id, encode_parent(parent, values, backend))
+            write_text(
+                writer, resources, (parents, config, prefix, fused), tensor, rotation, backend
+            )
             write_signs_and_vision(writer, rotation, vp, tensor, backend)
             write_mtp_and_proposal(writer, config, prefix, (mp, pp), tensor, backend)
             return writer.finish()
+
+
+def object_specs(
+    resources: Mapping[str, bytes], parents: list[Parent], rotation: Rotation
+) -> list[Any]:
+    """The resource objects, every tensor parent, then the Hadamard signs, in writing order."""
+    objects: list[Any] = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
+    return (
+        objects
+        + [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
+        + (rotation.objects())
+    )
+
+
+def write_text(
+    writer: ArtifactWriter,
+    resources: Mapping[str, bytes],
+    text: tuple[list[Parent], Mapping[str, Any], str, frozenset[int]],
+    tensor: Any,
+    rotation: Rotation,
+    backend: Backend,
+) -> None:
+    """The resources, then the text parents read from the checkpoint (rotated where asked)."""
+    parents, config, prefix, fused = text
+    for role, data in resources.items():
+        writer.write(resource_id(role), data)
+    for parent in parents:
+        values = parent_values(parent, config, prefix, tensor, fused)
+        writer.write(parent.id, encode_parent(parent, rotation.apply(parent, values), backend))
 
 
 def proposal_part(

@@ -89,7 +89,7 @@ def recipe_named(name: str | None) -> Recipe | None:
     if name is None:
         return None
     if name not in RECIPES:
-        raise UnsupportedError(
+        raise InvalidError(
             "qwen35.import.recipe", f"no recipe {name!r} (known: {sorted(RECIPES)})", path="recipe"
         )
     return RECIPES[name]
