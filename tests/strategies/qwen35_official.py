@@ -22,12 +22,12 @@ from strategies.qwen35_checkpoint import TEMPLATE
 from strategies.tiny_vqf import bpe_tokenizer
 
 TEXT = dict(
-    hidden_size=32, intermediate_size=48, num_attention_heads=2, num_key_value_heads=1,
-    head_dim=16, linear_num_key_heads=1, linear_key_head_dim=16, linear_num_value_heads=2,
-    linear_value_head_dim=16, linear_conv_kernel_dim=4,
+    hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
+    head_dim=16, linear_num_key_heads=1, linear_key_head_dim=32, linear_num_value_heads=2,
+    linear_value_head_dim=32, linear_conv_kernel_dim=4,
 )  # fmt: skip
-MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-           shared_expert_intermediate_size=24)  # fmt: skip
+MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+           shared_expert_intermediate_size=32)  # fmt: skip
 VISION = dict(
     hidden_size=16, intermediate_size=24, num_heads=2, patch_size=2, temporal_patch_size=2,
     spatial_merge_size=2, num_position_embeddings=16,
