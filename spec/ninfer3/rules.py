@@ -264,5 +264,16 @@ IMPORT_RULES: dict[str, Rule] = table(
              "a bad --proposal-ids list (not one decimal id per line, an id twice or outside "
              "the tokenizer), a row count outside [specials, vocab] or beyond the list, or "
              "no MTP weights to read it"),
+        Rule("qwen35.gguf.requantize", UNS, "importer", "§6.6",
+             "a matrix whose blocks no format of the other container shares, without "
+             "--requantize"),
+        Rule("qwen35.gguf.architecture", UNS, "importer", "§6.6",
+             "a GGUF general.architecture other than qwen35 / qwen35moe"),
+        Rule("qwen35.gguf.config", INV, "importer", "§6.6",
+             "a qwen35 hyper-parameter key missing or out of its domain"),
+        Rule("qwen35.gguf.tokenizer", UNS, "importer", "§6.6",
+             "no tokenizer.json or chat template can be rebuilt from the GGUF keys"),
+        Rule("qwen35.gguf.tensor", INV, "importer", "§6.6", "a tensor the config needs is absent"),
+        Rule("qwen35.gguf.file", MAL, "importer", "§6.6", "gguf-py cannot read the file"),
     )
 )  # fmt: skip

@@ -23,7 +23,7 @@ from strategies.tiny_vqf import bpe_tokenizer
 
 TEXT = dict(
     hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
-    head_dim=16, linear_num_key_heads=1, linear_key_head_dim=32, linear_num_value_heads=2,
+    head_dim=16, linear_num_key_heads=2, linear_key_head_dim=32, linear_num_value_heads=4,
     linear_value_head_dim=32, linear_conv_kernel_dim=4,
 )  # fmt: skip
 MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,

@@ -255,7 +255,7 @@ def run_conversion(
     print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
-    if target == "gguf":
+    if target == "gguf" and source == "vqf":
         for note in gguf_notes(src, key):
             print(f"note: {note}")
     return 0

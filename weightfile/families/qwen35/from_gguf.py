@@ -62,7 +62,10 @@ def config_from_gguf(meta: Mapping[str, Any], vocab: int, tied: bool) -> dict[st
     """The closed spec/ninfer3.md §qwen35-config object from llama.cpp's keys."""
     arch = meta.get("general.architecture")
     if arch not in (DENSE_ARCH, MOE_ARCH):
-        raise UnsupportedError(RULE, f"architecture {arch!r} is not qwen35/qwen35moe", path=arch)
+        raise UnsupportedError(
+            "qwen35.gguf.architecture", f"architecture {arch!r} is not qwen35/qwen35moe",
+            path="general.architecture",
+        )  # fmt: skip
     k = {key.removeprefix(f"{arch}."): v for key, v in meta.items()}
     try:
         n = int(k["block_count"]) - int(k.get("nextn_predict_layers", 0))
@@ -157,7 +160,7 @@ def gguf_home(config: Mapping[str, Any], name: str) -> tuple[str, tuple[str, ...
         head, tail = pattern.split("{e}")
         if sub.startswith(head) and sub.endswith(tail):
             return f"blk.{block}.{gguf_name}", (name,), Transform.NONE
-    raise InvalidError(RULE, f"no GGUF tensor holds {name}", path=name)
+    raise InvalidError("qwen35.gguf.tensor", f"no GGUF tensor holds {name}", path=name)
 
 
 def undone(
@@ -244,8 +247,9 @@ def gguf_resources(meta: Mapping[str, Any]) -> dict[str, bytes]:
     template = meta.get("tokenizer.chat_template")
     if text is None or not template:
         raise UnsupportedError(
-            RULE, f"no tokenizer.json or chat template to rebuild ({reason})", path="tokenizer"
-        )
+            "qwen35.gguf.tokenizer", f"no tokenizer.json or chat template to rebuild ({reason})",
+            path="tokenizer",
+        )  # fmt: skip
     eos = meta.get("tokenizer.ggml.eos_token_id")
     gen = {"eos_token_id": int(eos)} if eos is not None else {}
     return {

@@ -228,8 +228,6 @@ def export_gguf(
     with open_model_file(src) as f:
         comps = f.artifact.directory.components
         config = comps["text"].config
-        if any(t != LINEAR_ATTENTION and t != FULL_ATTENTION for t in config["layer_types"]):
-            raise UnsupportedError("qwen35.gguf.config", "unknown layer type", path="layer_types")
         mtp = "mtp" in comps
         jobs = all_jobs(Source(f, requantize), config)
         with staged_path(out, overwrite, exists_rule="ninfer3.writer.destination") as tmp:
