@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.ref.backend import REFERENCE
 from weightfile.ref.staging import check_output, staged_path
 from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.ninfer3.mtp_names import mtp_parameters
 from weightfile.spec.ninfer3.qwen35_gguf import (
     DENSE_ARCH,
     EXPERT_TENSORS,
@@ -35,48 +37,73 @@ from weightfile.spec.ninfer3.qwen35_gguf import (
     tiled_heads,
 )
 from weightfile.spec.ninfer3.text_config import FULL_ATTENTION, LINEAR_ATTENTION
+from weightfile.spec.ninfer3.text_names import text_parameters
 
 from .gguf_blocks import Q8_GROUP, REQUANTIZE_RULE, Stored, gguf_array, stack, stack_experts
 
-DIRECT = ("bf16", "fp32")
-
-
-def read_stored(f: Any, name: str, requantize: bool) -> Stored:
-    """One parameter's blocks from the `.ninfer` file (module docstring)."""
-    d = f.artifact.directory
-    b = d.bindings[name]
-    fmt = f.artifact.object(b.parts[0].object_id if b.parts else b.object_id).format
-    if fmt == "q8_g32_fp16":
-        words = f.decode_words(name)
-        if words["codes"].shape[-1] % Q8_GROUP == 0:
-            return Stored("q8", words["codes"], words["scales"].astype(np.uint16))
-    if fmt == "bf16":
-        return Stored("bf16", f.decode_words(name)["codes"].astype(np.uint16))
-    values = np.asarray(f.decode(name), dtype=np.float32)
-    if fmt == "fp32" or values.ndim == 1:
-        return Stored("f32", values)
-    if not requantize:
-        raise UnsupportedError(
-            REQUANTIZE_RULE,
-            f"{name} is {fmt} {list(values.shape)}: no GGUF type shares its blocks (Q8_0 needs "
-            "q8_g32_fp16 rows of a multiple of 32): give --requantize",
-            path=name,
-        )
-    return Stored("f32", values, None)  # quantised to Q8_0 when written
-
 
 class Source:
-    """The `.ninfer` parameters as the exporter reads them."""
+    """The `.ninfer` parameters as the exporter reads them: each object decoded once (values or
+    words) by the backend's codecs, each parameter's rows cut from its parents."""
 
-    def __init__(self, f: Any, requantize: bool) -> None:
-        self.f, self.requantize = f, requantize
-        self.names = set(f.artifact.directory.bindings)
+    def __init__(self, artifact: Any, config: Mapping[str, Any], requantize: bool) -> None:
+        self.artifact, self.requantize = artifact, requantize
+        self.names = set(artifact.directory.bindings)
+        params = text_parameters(config) + (mtp_parameters(config) if "mtp" in
+                                            artifact.directory.components else [])  # fmt: skip
+        self.shapes = {p.name: p.shape for p in params}
+        self.cache: dict[tuple[str, bool], Any] = {}
 
-    def stored(self, name: str) -> Stored:
-        return read_stored(self.f, name, self.requantize)
+    def _object(self, object_id: str, words: bool) -> Any:
+        key = (object_id, words)
+        if key not in self.cache:
+            o = self.artifact.object(object_id)
+            codec = REFERENCE.ninfer_codecs.get_codec(o.format, o.layout)
+            payload = self.artifact.object_bytes(object_id)
+            self.cache[key] = (codec.decode_words if words else codec.decode)(payload, o.shape)
+        return self.cache[key]
+
+    def _cut(self, name: str, words: bool) -> Any:
+        """The parameter's values (its shape), or its words (row-wise arrays of its rows)."""
+        shape = self.shapes[name]
+        pieces = []
+        for r in self.artifact.bind(name, shape):
+            whole = self._object(r.object_id, words)
+            if not words:
+                pieces.append(np.asarray(whole).reshape(-1)[r.begin : r.end])
+                continue
+            o = self.artifact.object(r.object_id)
+            width = o.shape[-1] if len(o.shape) > 1 else 1
+            pieces.append({k: v[r.begin // width : r.end // width] if v.ndim > 1 else
+                           v.reshape(-1)[r.begin : r.end] for k, v in whole.items()})  # fmt: skip
+        if not words:
+            return np.concatenate(pieces).reshape(shape)
+        return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+
+    def format_of(self, name: str) -> str:
+        return self.artifact.object(self.artifact.bind(name, self.shapes[name])[0].object_id).format
 
     def f32(self, name: str) -> np.ndarray:
-        return np.asarray(self.f.decode(name), dtype=np.float32)
+        return np.asarray(self._cut(name, False), dtype=np.float32)
+
+    def stored(self, name: str) -> Stored:
+        """One parameter's blocks (module docstring)."""
+        fmt = self.format_of(name)
+        if fmt == "q8_g32_fp16" and self.shapes[name][-1] % Q8_GROUP == 0:
+            words = self._cut(name, True)
+            return Stored("q8", words["codes"], words["scales"].astype(np.uint16))
+        if fmt == "bf16":
+            codes = self._cut(name, True)["codes"]
+            return Stored("bf16", codes.astype(np.uint16).reshape(self.shapes[name]))
+        values = self.f32(name)
+        if fmt != "fp32" and values.ndim > 1 and not self.requantize:
+            raise UnsupportedError(
+                REQUANTIZE_RULE,
+                f"{name} is {fmt} {list(values.shape)}: no GGUF type shares its blocks (Q8_0 "
+                "needs q8_g32_fp16 rows of a multiple of 32): give --requantize",
+                path=name,
+            )
+        return Stored("f32", values)  # a matrix is quantised to Q8_0 when written
 
 
 def transformed(src: Source, names: list[str], t: Transform, config: Mapping[str, Any]) -> Stored:
@@ -177,12 +204,12 @@ def add_metadata(w: Any, config: Mapping[str, Any], mtp: bool) -> None:
         w.add_feed_forward_length(int(config["intermediate_size"]))
 
 
-def add_resources(w: Any, f: Any, config: Mapping[str, Any]) -> None:
+def add_resources(w: Any, artifact: Any, config: Mapping[str, Any]) -> None:
     """The tokenizer (llama.cpp's gpt2-style keys), EOS and chat template from the resources."""
-    from weightfile.convert.vqf_gguf import add_tokenizer
+    from weightfile.convert.gguf_tokenizer import add_tokenizer
 
-    text = f.artifact.directory.components["text"]
-    data = {r: bytes(f.artifact.object_bytes(o)) for r, o in text.resources.items()}
+    text = artifact.directory.components["text"]
+    data = {r: bytes(artifact.object_bytes(o)) for r, o in text.resources.items()}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tokenizer.json"
         path.write_bytes(data["tokenizer.json"])
@@ -222,18 +249,18 @@ def export_gguf(
     """Write the GGUF of the `.ninfer` file `src` (module docstring); returns its path."""
     import gguf
 
-    from weightfile.model_file import open_model_file
+    from weightfile.ref.ninfer3.read import open_artifact
 
-    out = check_output(out, overwrite, "ninfer3.writer.destination")
-    with open_model_file(src) as f:
-        comps = f.artifact.directory.components
+    out = check_output(out, overwrite, "format.file.exists")
+    with open_artifact(src) as artifact:
+        comps = artifact.directory.components
         config = comps["text"].config
         mtp = "mtp" in comps
-        jobs = all_jobs(Source(f, requantize), config)
-        with staged_path(out, overwrite, exists_rule="ninfer3.writer.destination") as tmp:
+        jobs = all_jobs(Source(artifact, config, requantize), config)
+        with staged_path(out, overwrite, exists_rule="format.file.exists") as tmp:
             w = gguf.GGUFWriter(tmp, MOE_ARCH if "num_experts" in config else DENSE_ARCH)
             add_metadata(w, config, mtp)
-            add_resources(w, f, config)
+            add_resources(w, artifact, config)
             write_jobs(w, jobs)
             w.write_header_to_file()
             w.write_kv_data_to_file()
