@@ -37,9 +37,9 @@ def register(sub: Any) -> None:
         "magic/extension)",
         description=(
             "Convert SRC to DST. SRC is a Hugging Face checkpoint folder (config.json, "
-            "*.safetensors), a GGUF file (llama.cpp qwen3 or qwen3moe) or a VQF file; DST's "
-            "extension names the target: .vqf, .ninfer (Qwen3.5 checkpoints), .gguf (from a "
-            "VQF file), or none: a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
+            "*.safetensors), a GGUF file (llama.cpp qwen3, qwen3moe, qwen35 or qwen35moe), a "
+            "VQF or a .ninfer file; DST's extension names the target: .vqf, .ninfer (Qwen3.5 "
+            "checkpoints and GGUF files), .gguf (from a VQF or a Qwen3.5 .ninfer file), or none: a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
             "file, its weights dequantized to float32). VQF files are written as the engine's "
             "converter writes them: weight mode, repack gates per matrix, x8 copies, quantizer "
             "generation and embedding type (bpw: stored bits per projection weight, as "
@@ -252,7 +252,8 @@ def run_conversion(
     finally:
         bar.close()
     more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
-    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
+    how = ", blocks copied" if source.startswith("gguf/qwen35") else describe(target, plan, args)
+    print(f"{src} -> {paths[0]} [{source} -> {target}{how}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
     if target == "gguf" and source == "vqf":

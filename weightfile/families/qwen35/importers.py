@@ -37,6 +37,17 @@ def gguf_to_ninfer(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
     from .from_gguf import import_gguf
 
     refuse_vqf_options(options)
+    given = [
+        o for o, v in (("--format", options.ninfer_format), ("--recipe", options.recipe),
+                       ("--proposal-ids", options.proposal_ids), ("--hadamard", options.hadamard))
+        if v
+    ]  # fmt: skip
+    if given:
+        raise UnsupportedError(
+            "vqf.import.option",
+            f"{', '.join(given)}: a GGUF source keeps its own blocks (Q8_0 -> q8_g32_fp16, BF16 "
+            "-> bf16; --requantize for the rest)",
+        )
     return import_gguf(
         src, dst, backend=options.backend, requantize=options.requantize,
         overwrite=options.overwrite,
