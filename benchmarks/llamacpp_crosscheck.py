@@ -19,6 +19,12 @@ GGUF export is the same model.
 * Printed per weight mode: max |Δ| and max |Δ| ÷ max |logit| of the prompt's last-position
   logits, whether the argmax agrees, and how many of the greedy tokens agree (the first
   disagreement ends the comparison: later tokens see different contexts).
+* Qwen3.5 (`qwen35`, `qwen35moe`, spec/ninfer3.md §qwen35-gguf): a seeded checkpoint with the
+  official layer pattern at tiny widths (tests/strategies/qwen35_official.py: 4 layers, one
+  full-attention, 2 key / 4 value GDN heads, an MTP block) is imported to `.ninfer` (`--format
+  bf16` and `q8_g32_fp16`; dense and MoE) and exported with `weightfile convert m.ninfer m.gguf`
+  (llama.cpp's converter transforms applied, the BF16 / Q8_0 blocks copied), so llama.cpp and
+  `weightfile run` read the same weights. Its MTP drafts are not compared here.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,12 +99,14 @@ def weightfile(*argv: str) -> None:
 
 def ours(vqf: Path, prompt: list[int], steps: int, work: Path) -> tuple[np.ndarray, list[int]]:
     """(last prompt position logits, greedy tokens) from `weightfile run --engine fast`."""
-    out = work / f"{vqf.stem}.npz"
+    out = work / f"{vqf.parent.name}-{vqf.stem}.npz"
     weightfile("run", str(vqf), "--engine", "fast", "--token-ids", ",".join(map(str, prompt)),
                "--max-tokens", str(steps), "--save-logits", str(out))  # fmt: skip
     arrays = np.load(out)
-    logits = np.asarray(arrays["prefill.logits"], np.float32).reshape(-1, SIZES["vocab_size"])
-    return logits[-1], [int(t) for t in arrays["decode.tokens"]]
+    logits = np.asarray(arrays["prefill.logits"], np.float32)
+    width = int(arrays["decode.step0.logits"].size) if "decode.step0.logits" in arrays else None
+    last = logits.reshape(-1, width or SIZES["vocab_size"])[-1]
+    return last, [int(t) for t in arrays["decode.tokens"]]
 
 
 def bindings(llama_dir: Path, source: Path) -> types.ModuleType:
@@ -145,6 +154,53 @@ def theirs(
     return last, tokens
 
 
+#: Qwen3.5 cases: (label, MoE, .ninfer format)
+QWEN35_CASES = (
+    ("qwen35 bf16", False, "bf16"),
+    ("qwen35 q8", False, "q8_g32_fp16"),
+    ("qwen35moe bf16", True, "bf16"),
+    ("qwen35moe q8", True, "q8_g32_fp16"),
+)
+
+
+def qwen35_files(work: Path, label: str, moe: bool, fmt: str, seed: int) -> tuple[Path, Path]:
+    """(the .ninfer file, its GGUF export) of one Qwen3.5 case."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from strategies.qwen35_official import write_official
+
+    folder = work / label.replace(" ", "-")
+    folder.mkdir()
+    write_official(folder, layers=4, depth=0, moe=moe, fused=moe, seed=seed)
+    nf, gguf = folder / "m.ninfer", folder / "m.gguf"
+    weightfile("convert", str(folder), str(nf), "--format", fmt, "--quiet")
+    weightfile("convert", str(nf), str(gguf), "--quiet")
+    return nf, gguf
+
+
+def compare(a: np.ndarray, ta: list[int], b: np.ndarray, tb: list[int], steps: int) -> dict:
+    """The numbers printed for one case (module docstring)."""
+    agree = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y),
+                 min(len(ta), len(tb)))  # fmt: skip
+    diff = float(np.max(np.abs(a - b)))
+    return {
+        "max_abs": diff, "max_rel": diff / float(np.max(np.abs(b))),
+        "argmax_agrees": bool(np.argmax(a) == np.argmax(b)),
+        "tokens_agree": agree, "tokens": steps, "ours": ta, "llama.cpp": tb,
+        "logit_range": float(np.max(np.abs(b))),
+    }  # fmt: skip
+
+
+def qwen35_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any) -> dict:
+    """The Qwen3.5 cases' numbers (module docstring)."""
+    out = {}
+    for label, moe, fmt in QWEN35_CASES:
+        nf, gguf = qwen35_files(work, label, moe, fmt, args.seed)
+        a, ta = ours(nf, prompt, args.steps, work)
+        b, tb = theirs(L, gguf, prompt, args.steps)
+        out[label] = compare(a, ta, b, tb, args.steps)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-dir", type=Path, default=None,
@@ -156,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=16, help="greedy tokens to compare")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="write the numbers here too")
+    ap.add_argument("--no-qwen35", action="store_true", help="only the Qwen3 / Qwen3-MoE cases")
     args = ap.parse_args(argv)
     args.llama_dir = args.llama_dir or default_llama_dir()
     args.bindings = args.bindings or default_bindings()
@@ -182,15 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             weightfile("convert", str(vqf), str(gguf), "--quiet")
             a, ta = ours(vqf, prompt, args.steps, work)
             b, tb = theirs(L, gguf, prompt, args.steps)
-            agree = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y),
-                         min(len(ta), len(tb)))  # fmt: skip
-            diff = float(np.max(np.abs(a - b)))
-            results[label] = {
-                "max_abs": diff, "max_rel": diff / float(np.max(np.abs(b))),
-                "argmax_agrees": bool(np.argmax(a) == np.argmax(b)),
-                "tokens_agree": agree, "tokens": args.steps, "ours": ta, "llama.cpp": tb,
-                "logit_range": float(np.max(np.abs(b))),
-            }  # fmt: skip
+            results[label] = compare(a, ta, b, tb, args.steps)
+        if not args.no_qwen35:
+            results |= qwen35_results(L, work, [t % 300 for t in prompt], args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"prompt: {prompt}; model: {SIZES}; MoE: {MOE}")

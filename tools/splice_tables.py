@@ -236,6 +236,53 @@ def ninfer3_text_names_table() -> str:
     return markdown_table(["parameter", "shape", "Use inputs", "format"], rows)
 
 
+def ninfer3_mtp_names_table() -> str:
+    """The dense MTP component's parameters and the proposal head (spec/ninfer3.md
+    §qwen35-mtp-names), shapes as formulas, from mtp_names."""
+    from weightfile.spec.ninfer3.mtp_names import mtp_parameters, proposal_parameters
+
+    config: dict[str, object] = {key: _Sym(sym) for key, sym in _SYMBOLS.items()}
+    dense = {
+        k: v for k, v in config.items() if not k.startswith(("num_experts", "moe_", "shared_"))
+    }
+    rows = []
+    params = mtp_parameters(dense) + proposal_parameters(_Sym("R"), _Sym("H"), indexed=True)  # type: ignore[arg-type]
+    for p in params:
+        shape = "[" + ", ".join(map(str, p.shape)) + "]"
+        inputs = ", ".join(f"`{i}`" for i in p.inputs) or "–"
+        fmt = f"`{p.direct_format}`" if p.direct_format else "any registered format"
+        rows.append([f"`{p.name}`", shape.replace("2·H", "2H"), inputs, fmt])
+    return markdown_table(["parameter", "shape", "Use inputs", "format"], rows)
+
+
+def ninfer3_recipe_table() -> str:
+    """Every recipe's format globs (first match wins) and packing groups (spec/ninfer3.md
+    §recipes), from recipes.RECIPES."""
+    from weightfile.spec.ninfer3.recipes import RECIPES
+
+    rows = []
+    for r in RECIPES.values():
+        rows += [[f"`{r.name}`", "format", f"`{g}`", f"`{f}`"] for g, f in r.formats]
+        rows += [[f"`{r.name}`", "one parent", " + ".join(f"`{n}`" for n in group), ""]
+                 for group in r.packing]  # fmt: skip
+    return markdown_table(["recipe", "rule", "parameters", "format"], rows)
+
+
+def ninfer3_inventory_table() -> str:
+    """The Qwen3.6-27B counts derived from the `qwen3_6_27b` recipe and the official geometry
+    (spec/ninfer3.md §recipes), from recipes.official_inventory."""
+    from weightfile.spec.ninfer3.recipes import official_inventory
+
+    inv = official_inventory()
+    cols = list(inv)
+    rows = [
+        [kind, *(f"{getattr(inv[c], kind):,}" for c in cols),
+         f"{sum(getattr(n, kind) for n in inv.values()):,}"]
+        for kind in ("objects", "bindings", "uses")
+    ]  # fmt: skip
+    return markdown_table(["", *cols, "total"], rows)
+
+
 TABLES: dict[str, dict[str, Callable[[], str]]] = {
     "spec/vqf.md": {
         "vqf-header": lambda: field_table(VQFHeader),
@@ -260,6 +307,9 @@ TABLES: dict[str, dict[str, Callable[[], str]]] = {
         "ninfer3-text-config": ninfer3_text_config_table,
         "ninfer3-text-names": ninfer3_text_names_table,
         "ninfer3-vision-names": ninfer3_vision_names_table,
+        "ninfer3-mtp-names": ninfer3_mtp_names_table,
+        "ninfer3-recipes": ninfer3_recipe_table,
+        "ninfer3-official-inventory": ninfer3_inventory_table,
     },
 }
 

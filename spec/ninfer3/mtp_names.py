@@ -16,6 +16,7 @@ from typing import Any
 from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MOE_ARCHITECTURE
 from weightfile.spec.ninfer3.text_names import (
     DIRECT_BF16,
+    TEXT_PREFIX,
     TextParameter,
     attention_parameters,
     dense_ffn_parameters,
@@ -44,6 +45,16 @@ PROPOSAL_PREFIX = "proposal/"
 PROPOSAL_HEAD = PROPOSAL_PREFIX + "head"
 PROPOSAL_TOKEN_IDS = PROPOSAL_PREFIX + "token_ids"
 PROPOSAL_IDS_FORMAT = "int32"
+
+
+def mtp_config(moe: bool) -> dict[str, Any]:
+    """`components.mtp.config` for a dense or MoE target: exactly `{architectures: [...]}`."""
+    return {"architectures": [MTP_ARCHITECTURES[MOE_ARCHITECTURE if moe else DENSE_ARCHITECTURE]]}
+
+
+def mtp_head_use() -> tuple[str, str]:
+    """The one Use the component adds to a text parameter: (output head, mtp/final_hidden)."""
+    return TEXT_PREFIX + "output_head", MTP_FINAL_HIDDEN
 
 
 def _renamed(p: TextParameter) -> TextParameter:
@@ -110,7 +121,9 @@ __all__ = [
     "PROPOSAL_HEAD",
     "PROPOSAL_TOKEN_IDS",
     "mtp_block_parameters",
+    "mtp_config",
     "mtp_fusion_groups",
+    "mtp_head_use",
     "mtp_parameters",
     "proposal_parameters",
 ]

@@ -287,5 +287,24 @@ IMPORT_RULES: dict[str, Rule] = table(
         Rule("qwen35.import.hadamard", INV, "importer", "§2.6",
              "a --hadamard glob matching no matrix, a matched K not a multiple of 1024, or a "
              "tied output head"),
+        Rule("qwen35.import.recipe", INV, "importer", "§6.5",
+             "a recipe that gives a matrix no format or packs two formats into one parent"),
+        Rule("qwen35.import.mtp", UNS, "importer", "§6.4",
+             "MTP weights of more than one layer (one, mtp.layers.0, is supported)"),
+        Rule("qwen35.import.proposal", INV, "importer", "§6.4",
+             "a bad --proposal-ids list (not one decimal id per line, an id twice or outside "
+             "the tokenizer), a row count outside [specials, vocab] or beyond the list, or "
+             "no MTP weights to read it"),
+        Rule("qwen35.gguf.requantize", UNS, "importer", "§6.6",
+             "a matrix whose blocks no format of the other container shares, without "
+             "--requantize"),
+        Rule("qwen35.gguf.architecture", UNS, "importer", "§6.6",
+             "a GGUF general.architecture other than qwen35 / qwen35moe"),
+        Rule("qwen35.gguf.config", INV, "importer", "§6.6",
+             "a qwen35 hyper-parameter key missing or out of its domain"),
+        Rule("qwen35.gguf.tokenizer", UNS, "importer", "§6.6",
+             "no tokenizer.json or chat template can be rebuilt from the GGUF keys"),
+        Rule("qwen35.gguf.tensor", INV, "importer", "§6.6", "a tensor the config needs is absent"),
+        Rule("qwen35.gguf.file", MAL, "importer", "§6.6", "gguf-py cannot read the file"),
     )
 )  # fmt: skip

@@ -17,9 +17,9 @@ DOC = ROOT / "spec" / "ninfer3.md"
 HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", re.M)
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
-# section -> number of subsections, as in the fact sheet (plus our sections 0 and 9, 6.3: the
-# vision component, and 6.4: MTP and the proposal head, which the fact sheet only names)
-SECTIONS = {0: 9, 1: 9, 2: 9, 3: 8, 4: 7, 5: 0, 6: 4, 8: 0, 9: 1}
+# section -> number of subsections, as in the fact sheet (plus our sections 0 and 9, and 6.3-6.5:
+# the vision and MTP components, which the fact sheet only names, the recipes, and 6.6: GGUF)
+SECTIONS = {0: 9, 1: 9, 2: 9, 3: 8, 4: 7, 5: 0, 6: 6, 8: 0, 9: 1}
 
 
 def headings(path: Path) -> set[str]:

@@ -37,9 +37,10 @@ def register(sub: Any) -> None:
         "magic/extension)",
         description=(
             "Convert SRC to DST. SRC is a Hugging Face checkpoint folder (config.json, "
-            "*.safetensors), a GGUF file (llama.cpp qwen3 or qwen3moe) or a VQF file; DST's "
-            "extension names the target: .vqf, .ninfer (Qwen3.5 checkpoints), .gguf (from a "
-            "VQF file), or none: a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
+            "*.safetensors), a GGUF file (llama.cpp qwen3, qwen3moe, qwen35 or qwen35moe), a "
+            "VQF or a .ninfer file; DST's extension names the target: .vqf, .ninfer (Qwen3.5 "
+            "checkpoints and GGUF files), .gguf (from a VQF or a Qwen3.5 .ninfer file), or none: "
+            "a Hugging Face checkpoint folder (from a dense Qwen3 VQF "
             "file, its weights dequantized to float32). VQF files are written as the engine's "
             "converter writes them: weight mode, repack gates per matrix, x8 copies, quantizer "
             "generation and embedding type (bpw: stored bits per projection weight, as "
@@ -105,11 +106,32 @@ def resolve_wmode(args: argparse.Namespace) -> str | None:
     return args.wmode or named
 
 
+def recipe_names() -> list[str]:
+    from weightfile.spec.ninfer3.recipes import RECIPES
+
+    return sorted(RECIPES)
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=NINFER_FORMATS, default=None,
         help=".ninfer only: every matrix's format, text and vision (norms stay bf16, GDN gates "
         "fp32; default: bf16 text matrices, the official formats for the vision tower)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--recipe", choices=tuple(recipe_names()), default=None,
+        help=".ninfer only: a named per-parameter format table and packing (spec/ninfer3.md "
+        "§recipes), e.g. qwen3_6_27b, the official Qwen3.6-27B one; --format still sets every "
+        "matrix's format when given",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proposal-ids", type=Path, default=None, metavar="FILE",
+        help=".ninfer only: build the proposal head from this token-frequency list (one decimal "
+        "id per line, most frequent first; special ids are always included); needs MTP weights",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proposal-rows", type=int, default=None, metavar="R",
+        help="the proposal head's row count (with --proposal-ids)",
     )  # fmt: skip
     parser.add_argument(
         "--hadamard", action="append", default=[], metavar="PARAM_GLOB",
@@ -178,8 +200,9 @@ def check_target_options(args: argparse.Namespace, target: str, wmode: str) -> N
     """Options that only one kind of destination takes (a usage error otherwise)."""
     if (args.encrypt or args.sign_key is not None) and target != "vqf":
         raise UsageError("--encrypt and --sign-key are for VQF files")
-    if getattr(args, "hadamard", None) and target != "ninfer":
-        raise UsageError("--hadamard is for .ninfer files")
+    for option in ("hadamard", "recipe", "proposal_ids", "proposal_rows"):
+        if getattr(args, option, None) and target != "ninfer":
+            raise UsageError(f"--{option.replace('_', '-')} is for .ninfer files")
     if args.x8 and wmode != "q4":
         raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
     if getattr(args, "vocab_bin", False) and target != "vqf":
@@ -265,6 +288,9 @@ def run_conversion(
         hadamard=tuple(getattr(args, "hadamard", ())),
         hadamard_seed=getattr(args, "hadamard_seed", 0),
         gguf_projections=export_set,
+        recipe=getattr(args, "recipe", None),
+        proposal_ids=getattr(args, "proposal_ids", None),
+        proposal_rows=getattr(args, "proposal_rows", None),
     )
     vocab = vocab_bin_paths(src, dst, args.force) if getattr(args, "vocab_bin", False) else None
     try:
@@ -274,10 +300,11 @@ def run_conversion(
     more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
     if vocab is not None:
         more += f" (+ {write_vocab_bin(*vocab, args.force).name})"
-    print(f"{src} -> {paths[0]} [{source} -> {target}{describe(target, plan, args)}]{more}")
+    how = ", blocks copied" if source.startswith("gguf/qwen35") else describe(target, plan, args)
+    print(f"{src} -> {paths[0]} [{source} -> {target}{how}]{more}")
     if target == "vqf":
         print(f"engine: {engine_line(paths[0])}")
-    if target == "gguf":
+    if target == "gguf" and source == "vqf":
         for note in gguf_notes(src, key):
             print(f"note: {note}")
     return 0
@@ -294,7 +321,10 @@ def gguf_notes(src: Path, key: bytes | None) -> list[str]:
 
 def describe(target: str, plan: Any, args: argparse.Namespace) -> str:
     if target != "vqf":
-        return f", {args.format or 'bf16'}" if target == "ninfer" else ""
+        if target != "ninfer":
+            return ""
+        recipe = getattr(args, "recipe", None)
+        return f", {args.format or (f'recipe {recipe}' if recipe else 'bf16')}"
     parts = [f"wmode {plan.wmode}", plan.layout]
     parts += ["x8"] * plan.x8 + [plan.quantizer] * (plan.quantizer != "kestrel")
     parts += ["f32 embedding"] * (plan.embedding == "f32" and plan.wmode != "f32")

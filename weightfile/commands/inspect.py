@@ -57,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
         format_text = format_ninfer3
     violations = rule_violations(path, key)
     if args.json:
-        print(json.dumps(json_document(description, violations), indent=2))
+        doc = json_document(description, violations)
+        if kind != "vqf":
+            doc["inventory"] = ninfer3_inventory(description)
+        print(json.dumps(doc, indent=2))
         return 0
     print(format_text(description))
     if kind == "vqf":
@@ -233,7 +236,59 @@ def format_ninfer3(description: dict[str, Any]) -> str:
     out += _ninfer3_components(description)
     out += _ninfer3_objects(description)
     out += _ninfer3_bindings_and_uses(description)
+    out += _ninfer3_inventory(description)
     return "\n".join(out) + "\n"
+
+
+#: A parameter name's first part -> the inventory column it counts in
+#: (spec/ninfer3.md §recipes "Counting").
+INVENTORY_ORDER = ("text", "mtp", "vision", "proposal", "resources", "other")
+
+
+def _owner(name: str) -> str:
+    head = name.split("/", 1)[0]
+    return head if head in INVENTORY_ORDER[:4] else "other"
+
+
+def ninfer3_inventory(description: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Objects, bindings and uses per component (spec/ninfer3.md §recipes "Counting"): a binding
+    and a Use count for the component that prefixes their parameter's name (`proposal/` apart);
+    an object for the first binding that reads it, a resource (raw bytes) under `resources`,
+    one only a Use's auxiliary reads under that Use's parameter's component."""
+    counts = {c: {"objects": 0, "bindings": 0, "uses": 0} for c in INVENTORY_ORDER}
+    owner: dict[str, str] = {}
+    for b in description["bindings"]:
+        counts[_owner(b["name"])]["bindings"] += 1
+        for part in [b] if "object" in b else b["parts"]:
+            owner.setdefault(part["object"], _owner(b["name"]))
+    for u in description["uses"]:
+        counts[_owner(u["parameter"])]["uses"] += 1
+        for a in u["auxiliaries"].values():
+            for part in [a] if "object" in a else a["parts"]:
+                owner.setdefault(part["object"], _owner(u["parameter"]))
+    for o in description["objects"]:
+        where = "resources" if o["kind"] == "resource" else owner.get(o["id"], "other")
+        counts[where]["objects"] += 1
+    return {c: n for c, n in counts.items() if any(n.values())}
+
+
+def _ninfer3_inventory(description: dict[str, Any]) -> list[str]:
+    """The per-component counts and their totals."""
+    inv = ninfer3_inventory(description)
+    rows = [
+        [c, f"{n['objects']:,}", f"{n['bindings']:,}", f"{n['uses']:,}"] for c, n in inv.items()
+    ]
+    rows.append(
+        [
+            "total",
+            *(f"{sum(n[k] for n in inv.values()):,}" for k in ("objects", "bindings", "uses")),
+        ]
+    )
+    return [
+        "",
+        "Inventory",
+        *aligned(["component", "objects", "bindings", "uses"], rows, rule=True),
+    ]
 
 
 def _ninfer3_files(description: dict[str, Any]) -> list[str]:

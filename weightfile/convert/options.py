@@ -37,6 +37,11 @@ class ConvertOptions:
     #: (weightfile/families/qwen35/to_ninfer_hadamard.py)
     hadamard: tuple[str, ...] = ()
     hadamard_seed: int = 0
+    #: .ninfer: a spec/ninfer3.md §recipes recipe name, and the proposal head's frequency list
+    #: and row count (weightfile/families/qwen35/to_ninfer_mtp.py)
+    recipe: str | None = None
+    proposal_ids: Path | None = None
+    proposal_rows: int | None = None
     #: VQF -> GGUF: the projection set to export (q4 or q8); None: the file's only one
     gguf_projections: str | None = None
 

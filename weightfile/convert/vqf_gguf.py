@@ -20,7 +20,6 @@ experts become llama.cpp's ffn_gate_inp and ffn_{gate,up,down}_exps, blocks copi
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.convert.gguf_tokenizer import add_tokenizer
 from weightfile.families.qwen3.from_gguf import GGUF_LAYER
 from weightfile.families.qwen3.to_vqf import row_bands
 from weightfile.frontend.tokenizer import sidecar_path
@@ -147,60 +147,6 @@ def add_metadata(w: Any, a: dict[str, Any], moe: bool = False) -> None:
         w.add_expert_count(int(a["n_experts"]))
         w.add_expert_used_count(int(a["top_k"]))
         w.add_expert_feed_forward_length(int(a["moe_ffn"]))
-
-
-def add_tokenizer(w: Any, path: Path, a: dict[str, Any]) -> None:
-    """A byte-level BPE tokenizer.json as llama.cpp's gpt2-style vocabulary keys: the BPE
-    vocabulary NORMAL, added tokens CONTROL or USER_DEFINED (`added_token_type`), unfilled ids
-    UNUSED `[PAD<id>]`."""
-    import gguf
-
-    tok = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    model = tok.get("model") or {}
-    vocab: dict[str, int] = dict(model.get("vocab") or {})
-    added = {t["content"]: t for t in tok.get("added_tokens", [])}
-    if model.get("type") != "BPE" or not vocab:
-        # no vocabulary llama.cpp can use: its "none" model, vocab_size placeholder tokens, so
-        # the file still loads and runs on token ids
-        w.add_tokenizer_model("none")
-        w.add_vocab_size(int(a["vocab_size"]))
-        return
-    ids = [*vocab.values(), *(int(t["id"]) for t in added.values())]
-    size = max(int(a["vocab_size"]), *(i + 1 for i in ids))
-    tokens = [f"[PAD{i}]" for i in range(size)]
-    types = [int(gguf.TokenType.UNUSED)] * size
-    for text, i in vocab.items():
-        tokens[i], types[i] = text, int(gguf.TokenType.NORMAL)
-    for text, t in added.items():
-        tokens[t["id"]], types[t["id"]] = added_token_type(text, bool(t.get("special")))
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-
-
-def looks_special(text: str) -> bool:
-    """llama.cpp's `does_token_look_special` (convert_hf_to_gguf.py): an added token marked
-    not special that is a control token all the same."""
-    return (
-        text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]")
-        or (text.startswith("<|") and text.endswith("|>"))
-        or (text.startswith("<\uff5c") and text.endswith("\uff5c>"))
-        or (text.startswith("<unused") and text.endswith(">"))
-    )
-
-
-def added_token_type(text: str, special: bool) -> tuple[str, int]:
-    """An added token's GGUF text and type as llama.cpp's convert_hf_to_gguf.py assigns them
-    (`get_vocab_base`, spec/vqf.md §converter): CONTROL when the tokenizer marks it special or
-    it looks special, else USER_DEFINED with "\u2581" pre-normalized to a space."""
-    import gguf
-
-    if special or looks_special(text):
-        return text, int(gguf.TokenType.CONTROL)
-    return text.replace("\u2581", " "), int(gguf.TokenType.USER_DEFINED)
 
 
 @dataclass(frozen=True)

@@ -335,7 +335,14 @@ ROWS: tuple[Family, ...] = (
         fast="weightfile.fast.qwen35:open_model",
         trace="weightfile.ref.qwen35.trace:names_for",
         # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
-        importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
+        importers=(
+            Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),
+            Importer("gguf/qwen35", NINFER, "weightfile.families.qwen35.importers:gguf_to_ninfer"),
+            Importer(
+                "gguf/qwen35moe", NINFER, "weightfile.families.qwen35.importers:gguf_to_ninfer"
+            ),
+            Importer("ninfer", "gguf", "weightfile.families.qwen35.importers:ninfer_to_gguf"),
+        ),
         builders=(
             Builder(
                 "ninfer3",

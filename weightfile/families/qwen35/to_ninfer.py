@@ -54,7 +54,26 @@ from weightfile.families.qwen35.to_ninfer_hadamard import (
     seeded_signs,
     signs_object_id,
 )
-from weightfile.families.qwen35.to_ninfer_plan import Parent, bindings, plan_parents, uses
+from weightfile.families.qwen35.to_ninfer_mtp import (
+    MtpPart,
+    ProposalPart,
+    mtp_values,
+    plan_mtp,
+    plan_proposal,
+    proposal_values,
+    read_frequency_ids,
+    select_rows,
+    tokenizer_ids,
+)
+from weightfile.families.qwen35.to_ninfer_plan import (
+    EMBEDDING,
+    OUTPUT_HEAD,
+    Parent,
+    bindings,
+    plan_parents,
+    recipe_named,
+    uses,
+)
 from weightfile.families.qwen35.to_ninfer_vision import (
     HF_VISION,
     hf_names,
@@ -69,6 +88,7 @@ from weightfile.ref.ninfer3.write import ArtifactWriter
 from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
+from weightfile.spec.ninfer3.recipes import Recipe
 from weightfile.spec.ninfer3.text_names import text_parameters
 from weightfile.spec.ninfer3.vision_names import VISION_RESOURCE_ROLES
 
@@ -244,9 +264,19 @@ def check_tensor_set(
     prefix: str,
     parents: list[Parent],
     fused: frozenset[int],
+    mp: MtpPart | None = None,
 ) -> int:
-    """Every text-model tensor of the checkpoint is one a parent reads (else
-    qwen35.import.unexpected_tensor); returns how many other (vision, MTP) tensors there are."""
+    """Every text-model and MTP tensor of the checkpoint is one a parent reads (else
+    qwen35.import.unexpected_tensor); returns how many other (vision) tensors there are."""
+    if mp is not None and mp.component is not None:
+        stray = sorted(n for n in names if n.startswith(mp.prefix) and n not in mp.expected)
+        if stray:
+            raise InvalidError(
+                "qwen35.import.unexpected_tensor",
+                f"{len(stray)} MTP tensor(s) the MTP block does not use: {stray[:5]}",
+                path=stray[0],
+            )
+        names = [n for n in names if not n.startswith(mp.prefix)]
     expected = {
         member_source(config, prefix, m.name, fused).hf_name for p in parents for m in p.members
     }
@@ -278,74 +308,175 @@ def import_checkpoint(
     hadamard_seed: int = 0,
     vision: bool = True,
     overwrite: bool = False,
+    recipe: str | None = None,
+    proposal_ids: str | os.PathLike[str] | None = None,
+    proposal_rows: int | None = None,
 ) -> list[Path]:
     """Write the `.ninfer` file set of the checkpoint in `folder`; returns the paths written.
 
-    `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats,
-    `to_ninfer_vision`). A checkpoint with a `vision_config` and `model.visual.*` tensors gets a
-    `vision` component unless `vision` is False (then its tensors are counted as ignored).
-    `hadamard` globs name the text matrices to store rotated, with signs from `hadamard_seed`;
-    `overwrite` replaces an existing set (regular files only, spec/ninfer3.md §writer)."""
+    `fmt`: every matrix's format (None: bf16 text matrices and the official vision formats, or
+    the spec/ninfer3.md §recipes `recipe`'s). A `vision_config` with `model.visual.*` tensors
+    gives a `vision` component unless `vision` is False; `mtp.*` tensors an `mtp` component;
+    `proposal_ids` with `proposal_rows` a proposal head (`to_ninfer_mtp`). `hadamard` globs name
+    the text matrices stored rotated (signs from `hadamard_seed`); `overwrite` replaces an
+    existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
-    prefix = text_model_prefix(multimodal="text_config" in hf_config)
-    parents = plan_parents(config, fmt or "bf16")
+    rec, prefix = recipe_named(recipe), text_model_prefix(multimodal="text_config" in hf_config)
+    parents = plan_parents(config, fmt, rec)
     rotation = Rotation(config, tuple(hadamard), hadamard_seed)
     resources = read_resources(src)
     with Checkpoint(src, RULES) as checkpoint:
-        vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [])
-        components = components_of(config, resources, vp)
+        vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [], rec)
+        mp = plan_mtp(config, hf_config.get("text_config", hf_config), checkpoint.names, fmt, rec)
+        pp = proposal_part(config, resources, parents, mp, (proposal_ids, proposal_rows), rec)
+        components = components_of(config, resources, vp, mp, pp)
         resources |= vp.resources
-        objects = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
-        objects += [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents + vp.parents]
-        objects += rotation.objects()
+        objects = object_specs(resources, parents + vp.parents + mp.parents + pp.parents, rotation)
         fused = fused_layers(checkpoint.names, config, prefix)
-        ignored = check_tensor_set(checkpoint.names, config, prefix, parents, fused)
-        ignored -= len(vp.expected)
+        ignored = check_tensor_set(checkpoint.names, config, prefix, parents, fused, mp)
         with ArtifactWriter(
             out,
             overwrite=overwrite,
             objects=objects,
             components=components,
-            bindings=bindings(parents, config["tie_word_embeddings"]) | bindings(vp.parents, False),
-            uses=rotation.uses(uses(config)) + vp.uses,
+            bindings=bindings(parents, config["tie_word_embeddings"])
+            | bindings(vp.parents + mp.parents + pp.parents, False),
+            uses=rotation.uses(uses(config)) + vp.uses + mp.uses + pp.uses,
             metadata={"name": src.resolve().name or "model"},
-            provenance=provenance(hf_config, fmt, ignored, rotation),
+            provenance=provenance(hf_config, fmt, ignored - len(vp.expected), rotation, recipe),
             limit=limit,
         ) as writer:
-            for role, data in resources.items():
-                writer.write(resource_id(role), data)
             tensor = LastTensor(checkpoint.tensor)
-            for parent in parents:
-                values = rotation.apply(
-                    parent, parent_values(parent, config, prefix, tensor, fused)
-                )
-                writer.write(parent.id, encode_parent(parent, values, backend))
+            write_text(
+                writer, resources, (parents, config, prefix, fused), tensor, rotation, backend
+            )
             write_signs_and_vision(writer, rotation, vp, tensor, backend)
+            write_mtp_and_proposal(writer, config, prefix, (mp, pp), tensor, backend)
             return writer.finish()
 
 
+def object_specs(
+    resources: Mapping[str, bytes], parents: list[Parent], rotation: Rotation
+) -> list[Any]:
+    """The resource objects, every tensor parent, then the Hadamard signs, in writing order."""
+    objects: list[Any] = [ResourceSpec(resource_id(r), len(b)) for r, b in resources.items()]
+    return (
+        objects
+        + [TensorSpec(p.id, p.shape, p.format, p.layout) for p in parents]
+        + (rotation.objects())
+    )
+
+
+def write_text(
+    writer: ArtifactWriter,
+    resources: Mapping[str, bytes],
+    text: tuple[list[Parent], Mapping[str, Any], str, frozenset[int]],
+    tensor: Any,
+    rotation: Rotation,
+    backend: Backend,
+) -> None:
+    """The resources, then the text parents read from the checkpoint (rotated where asked)."""
+    parents, config, prefix, fused = text
+    for role, data in resources.items():
+        writer.write(resource_id(role), data)
+    for parent in parents:
+        values = parent_values(parent, config, prefix, tensor, fused)
+        writer.write(parent.id, encode_parent(parent, rotation.apply(parent, values), backend))
+
+
+def proposal_part(
+    config: Mapping[str, Any],
+    resources: Mapping[str, bytes],
+    parents: list[Parent],
+    mp: MtpPart,
+    request: tuple[str | os.PathLike[str] | None, int | None],
+    recipe: Recipe | None,
+) -> ProposalPart:
+    """The proposal head asked for by (--proposal-ids FILE, --proposal-rows R): both or
+    neither, and only beside an `mtp` component, whose final hidden state it reads
+    (`qwen35.import.proposal`)."""
+    ids_file, rows = request
+    if ids_file is None and rows is None:
+        return ProposalPart()
+    if ids_file is None or rows is None:
+        raise InvalidError(
+            "qwen35.import.proposal", "--proposal-ids and --proposal-rows go together",
+            path="proposal_ids",
+        )  # fmt: skip
+    if mp.component is None:
+        raise InvalidError(
+            "qwen35.import.proposal",
+            "a proposal head is read at mtp/final_hidden: the checkpoint has no mtp.* weights",
+            path="proposal_ids",
+        )
+    domain, specials = tokenizer_ids(resources["tokenizer.json"])
+    ids = read_frequency_ids(Path(ids_file), min(domain, config["vocab_size"]))
+    token_ids = select_rows(ids, specials, rows, config["vocab_size"])
+    head = OUTPUT_HEAD if not config["tie_word_embeddings"] else EMBEDDING
+    fmt = next(p.format for p in parents if any(m.name == head for m in p.members))
+    return plan_proposal(token_ids, config["hidden_size"], fmt, recipe)
+
+
+def write_mtp_and_proposal(
+    writer: ArtifactWriter,
+    config: Mapping[str, Any],
+    prefix: str,
+    parts: tuple[MtpPart, ProposalPart],
+    tensor: Any,
+    backend: Backend,
+) -> None:
+    """The MTP parents, then the proposal head's rows (gathered from the output head's
+    checkpoint values) and its token ids."""
+    mp, pp = parts
+    for parent in mp.parents:
+        writer.write(
+            parent.id, encode_parent(parent, mtp_values(mp, config, parent, tensor), backend)
+        )
+    head_name = OUTPUT_HEAD
+
+    def head() -> np.ndarray:
+        src = member_source(config, prefix, head_name, frozenset())
+        return np.asarray(tensor(src.hf_name), dtype=np.float32)
+
+    for parent in pp.parents:
+        writer.write(parent.id, encode_parent(parent, proposal_values(pp, parent, head), backend))
+
+
 def components_of(
-    config: Mapping[str, Any], resources: Mapping[str, bytes], vp: VisionPart
+    config: Mapping[str, Any],
+    resources: Mapping[str, bytes],
+    vp: VisionPart,
+    mp: MtpPart | None = None,
+    pp: ProposalPart | None = None,
 ) -> dict[str, Any]:
-    """The `text` component with its resources, and `vision` when the checkpoint has one."""
-    components: dict[str, Any] = {
-        "text": {"config": config, "resources": resource_ids(dict(resources))}
-    }
+    """The `text` component with its resources (and proposal record), `vision` and `mtp` when
+    the checkpoint has them."""
+    text: dict[str, Any] = {"config": config, "resources": resource_ids(dict(resources))}
+    if pp is not None and pp.record is not None:
+        text["proposal"] = pp.record
+    components: dict[str, Any] = {"text": text}
     if vp.component is not None:
         components["vision"] = vp.component
+    if mp is not None and mp.component is not None:
+        components["mtp"] = mp.component
     return components
 
 
 def provenance(
-    hf_config: Mapping[str, Any], fmt: str | None, ignored: int, rotation: Rotation
+    hf_config: Mapping[str, Any],
+    fmt: str | None,
+    ignored: int,
+    rotation: Rotation,
+    recipe: str | None = None,
 ) -> dict[str, Any]:
     """The file's provenance record: source, formats, encoders, what was left out, rotation."""
+    default = f"recipe {recipe}" if recipe else "bf16 text, official vision formats"
     record = {
         "converter": "weightfile import",
         "source": {"architectures": hf_config.get("architectures")},
-        "format": fmt or "bf16 text, official vision formats",
+        "format": fmt or default,
         "encoder": "grouped_absmax, bf16 round to nearest even",
         "ignored_tensors": ignored,
     }
@@ -380,6 +511,7 @@ def plan_vision(
     config: Mapping[str, Any],
     fmt: str | None,
     names: list[str],
+    recipe: Recipe | None = None,
 ) -> VisionPart:
     """The vision component of a checkpoint with a vision tower (a `vision_config` and
     `model.visual.*` tensors among `names`), spec/ninfer3.md §qwen35-vision-names."""
@@ -402,7 +534,7 @@ def plan_vision(
     }
     return VisionPart(
         component,
-        vision_parents(vc, hidden, fmt),
+        vision_parents(vc, hidden, fmt, recipe),
         resources,
         hf_names(vc, hidden),
         vision_uses(vc, hidden),

@@ -20,11 +20,12 @@ float32 and this importer makes no claim that quantised activations would be acc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.ninfer3.recipes import RECIPES, Recipe, recipe_parents_of
 from weightfile.spec.ninfer3.text_names import (
     TEXT_PREFIX,
     TextParameter,
@@ -82,8 +83,69 @@ def chosen_groups(config: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     return member_of
 
 
-def plan_parents(config: Mapping[str, Any], fmt: str) -> list[Parent]:
-    """The parents in model order (the order of `text_parameters`)."""
+def recipe_named(name: str | None) -> Recipe | None:
+    """The spec/ninfer3.md §recipes recipe called `name` (None: none); another name is
+    `qwen35.import.recipe`."""
+    if name is None:
+        return None
+    if name not in RECIPES:
+        raise InvalidError(
+            "qwen35.import.recipe", f"no recipe {name!r} (known: {sorted(RECIPES)})", path="recipe"
+        )
+    return RECIPES[name]
+
+
+def member_format(p: TextParameter, recipe: Recipe, fmt: str | None) -> tuple[str, str]:
+    """(format, layout) of one parameter under a recipe: a direct one's own format, a matrix
+    `fmt` when given, else the recipe's (a matrix no glob names is `qwen35.import.recipe`)."""
+    if p.is_direct:
+        return p.direct_format or BF16, CONTIGUOUS
+    chosen = fmt or recipe.format_of(p.name)
+    if chosen is None:
+        raise InvalidError(
+            "qwen35.import.recipe", f"recipe {recipe.name} gives {p.name} no format", path=p.name
+        )
+    if chosen not in MATRIX_FORMATS:
+        raise UnsupportedError("qwen35.import.format", f"format {chosen!r}", path=p.name)
+    return chosen, MATRIX_FORMATS[chosen]
+
+
+def recipe_parents(
+    params: list[TextParameter],
+    recipe: Recipe,
+    fmt: str | None,
+    ident: Callable[[tuple[str, ...]], str] | None = None,
+) -> list[Parent]:
+    """The parents of a component's parameters under a recipe's packing and formats
+    (spec/ninfer3.md §recipes); every member of one parent has one (format, layout), else
+    `qwen35.import.recipe`."""
+    by_name = {p.name: p for p in params}
+    out = []
+    for names in recipe_parents_of(recipe, list(by_name)):
+        members = tuple(by_name[n] for n in names)
+        chosen = {member_format(m, recipe, fmt) for m in members}
+        if len(chosen) != 1:
+            raise InvalidError(
+                "qwen35.import.recipe",
+                f"recipe {recipe.name} packs {list(names)} with formats {sorted(chosen)}",
+                path=names[0],
+            )
+        ((pfmt, layout),) = chosen
+        out.append(Parent((ident or object_id)(names), members, pfmt, layout))
+    return out
+
+
+def plan_parents(
+    config: Mapping[str, Any], fmt: str | None, recipe: Recipe | None = None
+) -> list[Parent]:
+    """The parents in model order (the order of `text_parameters`); with a recipe, its packing
+    and formats (`fmt`, when given, still names every matrix's format)."""
+    if recipe is not None:
+        params = text_parameters(config)
+        if config["tie_word_embeddings"]:
+            params = [p for p in params if p.name != OUTPUT_HEAD]
+        return recipe_parents(params, recipe, fmt)
+    fmt = fmt or BF16
     if fmt not in MATRIX_FORMATS:
         raise UnsupportedError("qwen35.import.format", f"format {fmt!r}", path="format")
     params = {p.name: p for p in text_parameters(config)}

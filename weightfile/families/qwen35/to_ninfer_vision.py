@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from weightfile.spec.errors import InvalidError
+from weightfile.spec.ninfer3.recipes import Recipe
 from weightfile.spec.ninfer3.text_names import TextParameter
 from weightfile.spec.ninfer3.vision_names import (
     VISION_CONFIG_KEYS,
@@ -27,7 +28,14 @@ from weightfile.spec.ninfer3.vision_names import (
     vision_parameters,
 )
 
-from .to_ninfer_plan import ACTIVATION_POLICY, BF16, CONTIGUOUS, MATRIX_FORMATS, Parent
+from .to_ninfer_plan import (
+    ACTIVATION_POLICY,
+    BF16,
+    CONTIGUOUS,
+    MATRIX_FORMATS,
+    Parent,
+    recipe_parents,
+)
 
 HF_VISION = "model.visual."
 #: The official recipe's vision matrix formats, by the parameter name's last part.
@@ -67,8 +75,19 @@ def matrix_format(p: TextParameter, fmt: str | None) -> str:
     return OFFICIAL_FORMATS[p.name.rsplit("/", 1)[1]]
 
 
-def vision_parents(config: Mapping[str, Any], text_hidden: int, fmt: str | None) -> list[Parent]:
-    """Parents in parameter order: the official {q, k, v} and bias packings, the rest alone."""
+def vision_object_id(names: tuple[str, ...]) -> str:
+    """`v.layers/0/attention/query+key+value` style ids."""
+    rest = [n.rsplit("/", 1)[1] for n in names[1:]]
+    return "v." + "+".join([names[0].removeprefix(VISION_PREFIX), *rest])
+
+
+def vision_parents(
+    config: Mapping[str, Any], text_hidden: int, fmt: str | None, recipe: Recipe | None = None
+) -> list[Parent]:
+    """Parents in parameter order: the official {q, k, v} and bias packings, the rest alone;
+    with a recipe, its packing and formats (spec/ninfer3.md §recipes)."""
+    if recipe is not None:
+        return recipe_parents(vision_parameters(config, text_hidden), recipe, fmt, vision_object_id)
     params = {p.name: p for p in vision_parameters(config, text_hidden)}
     member_of = {n: g for g in qkv_groups(config) for n in g}
     out, placed = [], set()
@@ -82,10 +101,7 @@ def vision_parents(config: Mapping[str, Any], text_hidden: int, fmt: str | None)
         else:
             pfmt = matrix_format(p, fmt)
             layout = MATRIX_FORMATS[pfmt]
-        pid = "v." + "+".join(
-            [names[0].removeprefix(VISION_PREFIX)] + [n.rsplit("/", 1)[1] for n in names[1:]]
-        )
-        out.append(Parent(pid, members, pfmt, layout))
+        out.append(Parent(vision_object_id(names), members, pfmt, layout))
         placed.update(names)
     return out
 
