@@ -188,7 +188,8 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const int32_t isa = wf_isa();
     float *rows = malloc(sizeof(float) * (size_t)(ROW_BLOCK * K + 1));
     if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
-    int64_t r = r0;
+    /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
+    int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
     for (; r + ROW_BLOCK <= r1; r += ROW_BLOCK) {
         for (int b = 0; b < ROW_BLOCK; b++) nf_row_values(m, m->row0 + r + b, rows + b * K);
         for (int64_t t = 0; t < p->tokens; t++) {

@@ -129,6 +129,10 @@ typedef struct {
  * delta rule of one token over every value head (spec/numerics.md §gdn-gates). */
 void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
                   int32_t threads);
+/* ninfer_x86.c: one token's rows [r0, r1) of a q8 row-split or bf16 matrix with the decode fused
+ * into the dot (AVX2 / AVX-512 paths); returns the first row it left (r0 on other paths/kinds). */
+int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
+                         int32_t isa);
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out);
