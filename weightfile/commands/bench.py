@@ -257,22 +257,38 @@ def run(args: argparse.Namespace) -> int:
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
     check_lengths(path, prompts, gens)
     from weightfile import cpus as cpu_sets
+    from weightfile.bench.ninfer import run_ninfer_bench
 
     pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §threads)
     if args.threads is None and args.cpus is not None:
         threads = [len(pinned or [])]
     else:
         threads = unique(args.threads or sorted({1, len(pinned or []) or os.cpu_count() or 1}))
-    report = run_bench(
-        path,
-        plan=Plan(threads, prompts, gens, args.repetitions),
-        synthetic=args.synthetic,
-        rss=not args.no_rss,
-        ref=not args.no_ref,
-        bandwidth_buffer=args.bandwidth_mib << 20,
-        passphrase=passphrase(args),
-        progress=not args.quiet,
-        image_backend=backend_named(args.engine),
+    ninfer = str(path).endswith(".ninfer")  # a Qwen3.5 / 3.6 file (weightfile/bench/ninfer.py)
+    if ninfer and args.passphrase_file is not None:
+        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
+    report = (
+        run_ninfer_bench(
+            path,
+            plan=Plan(threads, prompts, gens, args.repetitions),
+            synthetic=args.synthetic,
+            rss=not args.no_rss,
+            ref=not args.no_ref,
+            bandwidth_buffer=args.bandwidth_mib << 20,
+            progress=not args.quiet,
+        )
+        if ninfer
+        else run_bench(
+            path,
+            plan=Plan(threads, prompts, gens, args.repetitions),
+            synthetic=args.synthetic,
+            rss=not args.no_rss,
+            ref=not args.no_ref,
+            bandwidth_buffer=args.bandwidth_mib << 20,
+            passphrase=passphrase(args),
+            progress=not args.quiet,
+            image_backend=backend_named(args.engine),
+        )
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))

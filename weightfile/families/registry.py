@@ -327,6 +327,7 @@ ROWS: tuple[Family, ...] = (
         trace="weightfile.ref.qwen35.trace:names_for",
         # Qwen3.5 folders name model_types of their own: every folder without a row -> .ninfer
         importers=(Importer("hf/*", NINFER, "weightfile.families.qwen35.importers:hf_to_ninfer"),),
+        presets="weightfile.families.qwen35.presets:PRESETS",
         builders=(
             Builder(
                 "ninfer3",
