@@ -133,6 +133,7 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
  * into the dot (AVX2 / AVX-512 paths); returns the first row it left (r0 on other paths/kinds). */
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa);
+void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out);
