@@ -59,7 +59,8 @@ def register(sub: Any) -> None:
         "bench",
         help="measure prefill/decode tokens/s like llama-bench, with bandwidth and the roofline",
         description=(
-            "Benchmark a VQF model on this machine, one row per test as llama-bench prints it: "
+            "Benchmark a VQF or .ninfer (Qwen3.5 / 3.6) model on this machine, one row per test "
+            "as llama-bench prints it: "
             "ppN processes an N-token prompt in one call, tgN generates N tokens one call each, "
             "both from an empty cache, timed -r times (t/s is the mean ± the sample stddev). "
             "Beside the tests: open time, checksum and dequantize throughput, quantized "
@@ -70,11 +71,15 @@ def register(sub: Any) -> None:
             "qwen3-0.6b-q4_0, qwen3-0.6b-q8_0, qwen3-vl-2b-text-q4_0, qwen3-vl-2b-text-q8_0, "
             "qwen3-vl-2b-q4_0, qwen3-vl-2b-q8_0 (with the vision tower: the report adds the image "
             "encode), tiny-q4_0, tiny-q8_0, tiny-vl-q4_0, tiny-vl-q8_0, qwen3-30b-a3b-q4_0, "
-            "qwen3-30b-a3b-q8_0, tiny-moe-q4_0, tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
+            "qwen3-30b-a3b-q8_0, tiny-moe-q4_0, tiny-moe-q8_0; .ninfer (weights q8_g32_fp16 or "
+            "bf16): qwen35-0.8b-q8_g32_fp16, qwen35-0.8b-bf16, qwen36-27b-q8_g32_fp16, "
+            "qwen36-27b-bf16, qwen36-35b-a3b-q8_g32_fp16, qwen36-35b-a3b-bf16, "
+            "tiny-qwen35-q8_g32_fp16, tiny-qwen35-bf16, tiny-qwen35-moe-q8_g32_fp16, "
+            "tiny-qwen35-moe-bf16; NAME-L<n> keeps the first n layers."
         ),
     )
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("model", nargs="?", help="a .vqf file")
+    what.add_argument("model", nargs="?", help="a .vqf or .ninfer file")
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
     _test_arguments(parser)
     _output_arguments(parser)
