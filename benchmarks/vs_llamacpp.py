@@ -369,9 +369,7 @@ def ninfer_models(arch: str, quants: list[str], layers: int, a: argparse.Namespa
 
     gguf_dir = Path(a.gguf_dir) if a.gguf_dir else cache_root() / "gguf"
     models = {}
-    if a.arch != "qwen3":
-        models = ninfer_models(a.arch, quants, a.layers, a)
-    for q in quants if a.arch == "qwen3" else []:
+    for q in quants:
         name = NINFER_PRESETS[arch][q] + (f"-L{layers}" if arch == "qwen35moe" else "")
         path, _ = synthetic_model(name, a.cache_dir)
         gg = write_qwen35_gguf(spec_named(name), q, gguf_dir / f"{name}.gguf")
