@@ -376,9 +376,13 @@ def ninfer_models(arch: str, quants: list[str], layers: int, a: argparse.Namespa
         with open_artifact(path) as nf:
             ours = per_token(nf, bind_config(nf))[0]
         models[q] = (name, gg)
-        print(f"{q}: bytes per decoded token: weightfile {ours / 1e6:.2f} MB ({path.name}), "
-              f"llama.cpp {gguf_bytes_per_token(gg) / 1e6:.2f} MB ({gg.name}; routed experts "
-              "counted whole)")  # fmt: skip
+        theirs = gguf_bytes_per_token(gg)
+        if spec_named(name).tied:  # the output head is token_embd, read whole (bf16 both sides)
+            theirs += spec_named(name).vocab * spec_named(name).hidden * 2
+        print(
+            f"{q}: bytes per decoded token: weightfile {ours / 1e6:.2f} MB ({path.name}), "
+            f"llama.cpp {theirs / 1e6:.2f} MB ({gg.name}; its routed experts counted whole)"
+        )
     return models
 
 
