@@ -180,6 +180,21 @@ static void dot_rows(const float *w, const float *x, int64_t n, int32_t isa, flo
     for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_dot_f32(w + r * n, x, n);
 }
 
+/* Tokens 2p and 2p + 1 of x [T, K] with their whole 8-chunks interleaved (chunk c of the first,
+ * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair; NULL when out of memory (the
+ * one-token path then runs). */
+static float *pair_tokens(const float *x, int64_t tokens, int64_t K) {
+    const int64_t chunks = K / WF_LANES;
+    float *x2 = malloc(sizeof(float) * (size_t)((tokens / 2) * chunks * 2 * WF_LANES + 1));
+    if (x2 == NULL) return NULL;
+    for (int64_t t = 0; t + 2 <= tokens; t += 2)
+        for (int64_t c = 0; c < chunks; c++)
+            for (int h = 0; h < 2; h++)
+                memcpy(x2 + (t * chunks + 2 * c + h) * WF_LANES, x + (t + h) * K + c * WF_LANES,
+                       sizeof(float) * WF_LANES);
+    return x2;
+}
+
 static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const nf_product *p = arg;
     pthread_once(&tables_once, build_tables);
@@ -190,14 +205,26 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
+    float *x2 = isa == WF_ISA_AVX512 && p->tokens > 1 ? pair_tokens(p->x, p->tokens, K) : NULL;
     for (; r + ROW_BLOCK <= r1; r += ROW_BLOCK) {
         for (int b = 0; b < ROW_BLOCK; b++) nf_row_values(m, m->row0 + r + b, rows + b * K);
-        for (int64_t t = 0; t < p->tokens; t++) {
+        int64_t t = 0;
+        for (; x2 != NULL && t + 2 <= p->tokens; t += 2) { /* two tokens a zmm (ninfer_x86.c) */
+            float oa[ROW_BLOCK], ob[ROW_BLOCK];
+            wf_nf_dot4_pair(rows, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K,
+                            p->x + (t + 1) * K, K, oa, ob);
+            for (int b = 0; b < ROW_BLOCK; b++) {
+                p->y[t * p->ldy + r + b] = oa[b];
+                p->y[(t + 1) * p->ldy + r + b] = ob[b];
+            }
+        }
+        for (; t < p->tokens; t++) {
             float out[ROW_BLOCK];
             dot_rows(rows, p->x + t * K, K, isa, out);
             for (int b = 0; b < ROW_BLOCK; b++) p->y[t * p->ldy + r + b] = out[b];
         }
     }
+    free(x2);
     for (; r < r1; r++) {
         nf_row_values(m, m->row0 + r, rows);
         for (int64_t t = 0; t < p->tokens; t++)

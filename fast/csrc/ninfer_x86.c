@@ -25,6 +25,8 @@
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
 
 enum { ROWS = 4, Q8_GROUP = 32 };
+/* -O2 does not unroll: the row loops must, so that the accumulators live in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
 
 static int64_t load64(const uint8_t *p) {
     int64_t v;
@@ -77,6 +79,7 @@ AVX2 static void q8_rows_avx2(const wf_nf_matrix *m, int64_t row, const float *x
         }
         for (int c = 0; c < Q8_GROUP / WF_LANES && i + WF_LANES <= K; c++, i += WF_LANES) {
             const __m256 xv = _mm256_loadu_ps(x + i);
+            UNROLL
             for (int b = 0; b < ROWS; b++) {
                 const __m128i q = _mm_cvtsi64_si128(load64(base + b * stride + i));
                 const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s[b]);
@@ -98,6 +101,7 @@ AVX2 static void bf16_rows_avx2(const wf_nf_matrix *m, int64_t row, const float 
     int64_t i = 0;
     for (; i + WF_LANES <= K; i += WF_LANES) {
         const __m256 xv = _mm256_loadu_ps(x + i);
+        UNROLL
         for (int b = 0; b < ROWS; b++) {
             const __m128i h = _mm_loadu_si128((const __m128i *)(base + (b * K + i) * 2));
             const __m256 w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -183,6 +187,39 @@ AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, const fl
     finish(m, row, l, i, x, out);
 }
 
+/* Prefill, AVX-512: four decoded rows w [4][n] dotted with two tokens a and b at once, the
+ * tokens in the two halves of a zmm (x2: their whole chunks interleaved, chunk c of a then of b,
+ * as wf_nf_pair_tokens lays them out), each row's chunk broadcast to both halves: lanes never mix,
+ * so every (row, token) sees the spec/numerics.md §dot operations in order; the chunk tails and
+ * the trees as ninfer.c's finish_rows. */
+AVX512 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b,
+                            int64_t n, float *out_a, float *out_b) {
+    __m512 acc[ROWS] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const __m512 xv = _mm512_loadu_ps(x2 + 2 * i);
+        UNROLL
+        for (int r = 0; r < ROWS; r++)
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(both_halves(_mm256_loadu_ps(w + r * n + i)),
+                                                         xv));
+    }
+    float la[ROWS][WF_LANES], lb[ROWS][WF_LANES];
+    for (int r = 0; r < ROWS; r++) {
+        _mm256_storeu_ps(la[r], _mm512_castps512_ps256(acc[r]));
+        _mm256_storeu_pd((double *)lb[r], _mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1));
+    }
+    for (int64_t j = i; j < n; j++)
+        for (int r = 0; r < ROWS; r++) {
+            la[r][j % WF_LANES] = la[r][j % WF_LANES] + w[r * n + j] * a[j];
+            lb[r][j % WF_LANES] = lb[r][j % WF_LANES] + w[r * n + j] * b[j];
+        }
+    for (int r = 0; r < ROWS; r++) {
+        out_a[r] = wf_combine_lanes(la[r]);
+        out_b[r] = wf_combine_lanes(lb[r]);
+    }
+}
+
 /* 1 when the matrix is one this file fuses: q8 row split (group 32) or bf16. */
 static int fused_kind(const wf_nf_matrix *m) {
     if (m->kind == WF_NF_BF16) return 1;
@@ -206,6 +243,11 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
 }
 
 #else
+
+void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
+                     float *out_a, float *out_b) {
+    (void)w, (void)x2, (void)a, (void)b, (void)n, (void)out_a, (void)out_b;
+}
 
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa) {
