@@ -384,6 +384,42 @@ def git_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+#: --arch qwen35 / qwen35moe (issue 28 item 4): quant -> (our synthetic `.ninfer` preset, the
+#: GGUF's matrix type); the MoE preset cut to --layers (an attention layer must be among them).
+NINFER_PRESETS = {
+    "qwen35": {"q8_0": "qwen35-0.8b-q8_g32_fp16", "bf16": "qwen35-0.8b-bf16"},
+    "qwen35moe": {"q8_0": "qwen36-35b-a3b-q8_g32_fp16", "bf16": "qwen36-35b-a3b-bf16"},
+}
+
+
+def ninfer_models(arch: str, quants: list[str], layers: int, a: argparse.Namespace):
+    """quant -> (synthetic name, GGUF path) of the `.ninfer` side by side, both files written."""
+    from vs_llamacpp_qwen35 import write_gguf as write_qwen35_gguf
+
+    from weightfile.bench.ninfer import per_token
+    from weightfile.bench.synthetic import spec_named
+    from weightfile.ref.ninfer3.read import open_artifact
+    from weightfile.ref.qwen35.bind import bind_config
+
+    gguf_dir = Path(a.gguf_dir) if a.gguf_dir else cache_root() / "gguf"
+    models = {}
+    for q in quants:
+        name = NINFER_PRESETS[arch][q] + (f"-L{layers}" if arch == "qwen35moe" else "")
+        path, _ = synthetic_model(name, a.cache_dir)
+        gg = write_qwen35_gguf(spec_named(name), q, gguf_dir / f"{name}.gguf")
+        with open_artifact(path) as nf:
+            ours = per_token(nf, bind_config(nf))[0]
+        models[q] = (name, gg)
+        theirs = gguf_bytes_per_token(gg)
+        if spec_named(name).tied:  # the output head is token_embd, read whole (bf16 both sides)
+            theirs += spec_named(name).vocab * spec_named(name).hidden * 2
+        print(
+            f"{q}: bytes per decoded token: weightfile {ours / 1e6:.2f} MB ({path.name}), "
+            f"llama.cpp {theirs / 1e6:.2f} MB ({gg.name}; its routed experts counted whole)"
+        )
+    return models
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/vs_llamacpp.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -396,16 +432,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--build-dir", default=None,
                    help="where --build downloads and builds (default: llama-build in the cache "
                         "folder, $XDG_CACHE_HOME/weightfile or ~/.cache/weightfile)")  # fmt: skip
-    p.add_argument("--quants", default=",".join(QUANTS), help="q4_0,q8_0 (default)")
-    p.add_argument("--arch", choices=("qwen3", "qwen3moe"), default="qwen3",
-                   help="qwen3: the Qwen3-0.6B geometry (default); qwen3moe: Qwen3-30B-A3B's "
-                        "cut to its first -L layers")  # fmt: skip
+    p.add_argument(
+        "--arch",
+        choices=("qwen3", "qwen3moe", "qwen35", "qwen35moe"),
+        default="qwen3",
+        help="qwen3: the VQF Qwen3-0.6B geometry (default); qwen3moe: VQF Qwen3-30B-A3B's, first "
+        "-L layers; qwen35: the .ninfer Qwen3.5-0.8B geometry; qwen35moe: Qwen3.6-35B-A3B's, "
+        "first -L layers",
+    )
     p.add_argument(
         "-L",
         "--layers",
         type=int,
         default=4,
-        help="layers of the qwen3moe model (default 4: a 2.2 GB Q4_0 file)",
+        help="layers kept of the MoE models (default 4: a 2.2 GB Q4_0 qwen3moe file)",
+    )
+    p.add_argument(
+        "--quants",
+        default=None,
+        help="q4_0,q8_0 (qwen3, qwen3moe; the default) or q8_0,bf16 (qwen35, qwen35moe)",
     )
     p.add_argument(
         "--tests",
@@ -432,9 +477,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", default=None, help="weightfile's synthetic cache")
     p.add_argument("--json", metavar="FILE", help="also write every number here")
     a = p.parse_args(argv)
-    quants = [q.strip() for q in a.quants.split(",") if q.strip()]
-    if not quants or any(q not in QUANTS for q in quants):
-        p.error(f"--quants takes q4_0 and/or q8_0, got {a.quants!r}")
+    allowed = QUANTS if a.arch in ("qwen3", "qwen3moe") else ("q8_0", "bf16")
+    quants = [q.strip() for q in (a.quants or ",".join(allowed)).split(",") if q.strip()]
+    if not quants or any(q not in allowed for q in quants):
+        p.error(f"--quants takes {' and/or '.join(allowed)} with --arch {a.arch}, got {a.quants!r}")
     threads = [int(t) for t in a.threads.split(",")]
     if a.rounds < 1 or a.reps < 1 or any(t < 1 for t in threads):
         p.error("--rounds, --reps and --threads must be at least 1")
@@ -447,7 +493,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     gguf_dir = Path(a.gguf_dir) if a.gguf_dir else cache_root() / "gguf"
     models = {}
-    for q in quants:
+    vqf_arch = a.arch in ("qwen3", "qwen3moe")
+    if not vqf_arch:
+        models = ninfer_models(a.arch, quants, a.layers, a)
+    for q in quants if vqf_arch else []:
         moe = a.arch == "qwen3moe"
         s = spec_named(f"qwen3-30b-a3b-{q}-L{a.layers}" if moe else f"qwen3-0.6b-{q}")
         vqf, _ = synthetic_model(s.name, a.cache_dir)
@@ -492,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{ratios}", flush=True)  # fmt: skip
     lc = info.get("llama", {})
     print()
-    print(f"machine: {describe_machine()}")
+    print(f"machine: {describe_machine()} · --arch {a.arch}")
     print(
         f"weightfile {git_commit()} · llama.cpp {lc.get('build_commit')} "
         f"(build {lc.get('build_number')}, {SDIST} sdist) · "

@@ -402,6 +402,9 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # dk, dv, out f32 [hv, dv]; returns 0 (1: out of memory, nothing changed)
     lib.wf_gdn_step.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, p)
     lib.wf_gdn_step.restype = i32
+    # x f32 [rows, n], rows, n, out f32 [rows]: each row's spec/numerics.md §lanes8-tree sum
+    lib.wf_lanes8_rows.argtypes = (p, i64, i64, p)
+    lib.wf_lanes8_rows.restype = None
 
 
 def address(a: np.ndarray) -> int:

@@ -17,6 +17,7 @@ import pytest
 
 from weightfile import families, profiles
 from weightfile.bench import synthetic
+from weightfile.bench.synthetic_spec import NinferSyntheticSpec
 from weightfile.conformance import adapter, generate
 from weightfile.convert import dispatch
 from weightfile.convert.dispatch import CONVERTERS
@@ -28,9 +29,11 @@ from weightfile.families import (
     ROWS,
     VQF,
     lookup,
+    text_architecture,
     vqf_architecture,
 )
 from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.qwen35.config import validate_text_config
 from weightfile.ref.vqf.read import open_vqf
 from weightfile.spec.errors import InvalidError, UnsupportedError
 from weightfile.spec.ninfer3.text_config import DENSE_ARCHITECTURE, MODEL_TYPES, MOE_ARCHITECTURE
@@ -90,9 +93,14 @@ def test_every_preset_builds(row):
     assert presets
     for s in presets:
         assert synthetic.SPECS[s.name] is s and synthetic.spec_named(s.name) is s
-        assert s.config.num_hidden_layers == s.layers
         rows, size = synthetic.planned_layout(s)
         assert rows and size > 0
+        if isinstance(s, NinferSyntheticSpec):  # a `.ninfer` model: its closed text config
+            config = validate_text_config(s.config_json)
+            assert config.num_hidden_layers == s.layers
+            assert text_architecture(s.config_json) in row.architectures
+            continue
+        assert s.config.num_hidden_layers == s.layers
         assert vqf_architecture(2, s.flags) in row.architectures
 
 

@@ -180,6 +180,21 @@ static void dot_rows(const float *w, const float *x, int64_t n, int32_t isa, flo
     for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_dot_f32(w + r * n, x, n);
 }
 
+/* Tokens 2p and 2p + 1 of x [T, K] with their whole 8-chunks interleaved (chunk c of the first,
+ * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair; NULL when out of memory (the
+ * one-token path then runs). */
+static float *pair_tokens(const float *x, int64_t tokens, int64_t K) {
+    const int64_t chunks = K / WF_LANES;
+    float *x2 = malloc(sizeof(float) * (size_t)((tokens / 2) * chunks * 2 * WF_LANES + 1));
+    if (x2 == NULL) return NULL;
+    for (int64_t t = 0; t + 2 <= tokens; t += 2)
+        for (int64_t c = 0; c < chunks; c++)
+            for (int h = 0; h < 2; h++)
+                memcpy(x2 + (t * chunks + 2 * c + h) * WF_LANES, x + (t + h) * K + c * WF_LANES,
+                       sizeof(float) * WF_LANES);
+    return x2;
+}
+
 static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const nf_product *p = arg;
     pthread_once(&tables_once, build_tables);
@@ -188,15 +203,28 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const int32_t isa = wf_isa();
     float *rows = malloc(sizeof(float) * (size_t)(ROW_BLOCK * K + 1));
     if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
-    int64_t r = r0;
+    /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
+    int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
+    float *x2 = isa == WF_ISA_AVX512 && p->tokens > 1 ? pair_tokens(p->x, p->tokens, K) : NULL;
     for (; r + ROW_BLOCK <= r1; r += ROW_BLOCK) {
         for (int b = 0; b < ROW_BLOCK; b++) nf_row_values(m, m->row0 + r + b, rows + b * K);
-        for (int64_t t = 0; t < p->tokens; t++) {
+        int64_t t = 0;
+        for (; x2 != NULL && t + 2 <= p->tokens; t += 2) { /* two tokens a zmm (ninfer_x86.c) */
+            float oa[ROW_BLOCK], ob[ROW_BLOCK];
+            wf_nf_dot4_pair(rows, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K,
+                            p->x + (t + 1) * K, K, oa, ob);
+            for (int b = 0; b < ROW_BLOCK; b++) {
+                p->y[t * p->ldy + r + b] = oa[b];
+                p->y[(t + 1) * p->ldy + r + b] = ob[b];
+            }
+        }
+        for (; t < p->tokens; t++) {
             float out[ROW_BLOCK];
             dot_rows(rows, p->x + t * K, K, isa, out);
             for (int b = 0; b < ROW_BLOCK; b++) p->y[t * p->ldy + r + b] = out[b];
         }
     }
+    free(x2);
     for (; r < r1; r++) {
         nf_row_values(m, m->row0 + r, rows);
         for (int64_t t = 0; t < p->tokens; t++)
@@ -214,34 +242,59 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
     wf_parallel_for(m->rows, threads, nf_rows, &p);
 }
 
-/* acc[L * dv + j] (eight lane rows) ← the lanes of Σ_i S[i, j] w_i; out[j] ← the tree of them. */
-static void column_dots(const float *S, const float *w, int64_t dk, int64_t dv, float *acc,
-                        float *out) {
-    for (int64_t i = 0; i < WF_LANES * dv; i++) acc[i] = 0.0f;
-    for (int64_t i = 0; i < dk; i++) {
-        float *lane = acc + (i % WF_LANES) * dv;
-        const float *s = S + i * dv, wi = w[i];
-        for (int64_t j = 0; j < dv; j++) lane[j] = lane[j] + s[j] * wi;
+/* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates), in
+ * two passes over S: (decay, then the lanes of m_j = Σ_i S[i,j] k_i) and (S + k_i δ_j, then the
+ * lanes of o_j = Σ_i S[i,j] q_i). Every element still sees the same operations in the same order
+ * (each lane row takes i ascending); lanes l [8][dv], δ / m in d [dv]. The loops over j are
+ * element-wise, so any vector width the compiler picks gives the same bits. */
+#define DELTA_RULE_HEAD(NAME, ATTR)                                                             \
+    ATTR static void NAME(float *S, const float *q, const float *k, const float *v, float decay, \
+                          float beta, int64_t dk, int64_t dv, float *l, float *d, float *o) {  \
+        for (int64_t i = 0; i < WF_LANES * dv; i++) l[i] = 0.0f;                                \
+        for (int64_t i = 0; i < dk; i++) {                                                      \
+            float *s = S + i * dv, *lane = l + (i % WF_LANES) * dv;                             \
+            const float ki = k[i];                                                              \
+            for (int64_t j = 0; j < dv; j++) {                                                  \
+                s[j] = s[j] * decay;                                                            \
+                lane[j] = lane[j] + s[j] * ki;                                                  \
+            }                                                                                   \
+        }                                                                                       \
+        combine(l, dv, d);                                                                      \
+        for (int64_t j = 0; j < dv; j++) d[j] = (v[j] - d[j]) * beta; /* δ */                   \
+        for (int64_t i = 0; i < WF_LANES * dv; i++) l[i] = 0.0f;                                \
+        for (int64_t i = 0; i < dk; i++) {                                                      \
+            float *s = S + i * dv, *lane = l + (i % WF_LANES) * dv;                             \
+            const float ki = k[i], qi = q[i];                                                   \
+            for (int64_t j = 0; j < dv; j++) {                                                  \
+                s[j] = s[j] + ki * d[j];                                                        \
+                lane[j] = lane[j] + s[j] * qi;                                                  \
+            }                                                                                   \
+        }                                                                                       \
+        combine(l, dv, o);                                                                      \
     }
+
+/* out[j] ← the spec/numerics.md §lanes8-tree of the eight lane rows l[L * dv + j]. */
+static void combine(const float *l, int64_t dv, float *out) {
     for (int64_t j = 0; j < dv; j++) {
-        float l[WF_LANES];
-        for (int L = 0; L < WF_LANES; L++) l[L] = acc[L * dv + j];
-        out[j] = wf_combine_lanes(l);
+        float lanes[WF_LANES];
+        for (int L = 0; L < WF_LANES; L++) lanes[L] = l[L * dv + j];
+        out[j] = wf_combine_lanes(lanes);
     }
 }
 
-/* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates). */
-static void delta_rule_head(float *S, const float *q, const float *k, const float *v, float decay,
-                            float beta, int64_t dk, int64_t dv, float *acc, float *m, float *o) {
-    for (int64_t i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
-    column_dots(S, k, dk, dv, acc, m);
-    for (int64_t j = 0; j < dv; j++) m[j] = (v[j] - m[j]) * beta; /* δ */
-    for (int64_t i = 0; i < dk; i++) {
-        float *s = S + i * dv;
-        const float ki = k[i];
-        for (int64_t j = 0; j < dv; j++) s[j] = s[j] + ki * m[j];
+DELTA_RULE_HEAD(delta_rule_head, )
+#if defined(__x86_64__) && defined(__GNUC__)
+DELTA_RULE_HEAD(delta_rule_head_avx2, __attribute__((target("avx2"))))
+#endif
+
+/* spec/numerics.md §lanes8-tree sum of each of `rows` rows of n floats (row stride n). */
+void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        float l[WF_LANES] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        const float *row = x + r * n;
+        for (int64_t i = 0; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + row[i];
+        out[r] = wf_combine_lanes(l);
     }
-    column_dots(S, q, dk, dv, acc, o);
 }
 
 /* One token through every value head: states [hv, dk, dv], q and k [hk, dk] (value head h reads
@@ -253,10 +306,15 @@ int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *
     float *acc = malloc(sizeof(float) * (size_t)((WF_LANES + 1) * dv + 1));
     if (acc == NULL) return 1;
     const int64_t per_key = hv / hk;
+    void (*head)(float *, const float *, const float *, const float *, float, float, int64_t,
+                 int64_t, float *, float *, float *) = delta_rule_head;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) head = delta_rule_head_avx2;
+#endif
     for (int64_t h = 0; h < hv; h++) {
         const int64_t g = h / per_key;
-        delta_rule_head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h],
-                        beta[h], dk, dv, acc, acc + WF_LANES * dv, out + h * dv);
+        head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h], beta[h], dk, dv,
+             acc, acc + WF_LANES * dv, out + h * dv);
     }
     free(acc);
     return 0;

@@ -155,6 +155,15 @@ typedef struct {
  * delta rule of one token over every value head (spec/numerics.md §gdn-gates). */
 void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
                   int32_t threads);
+/* ninfer_x86.c: one token's rows [r0, r1) of a q8 row-split or bf16 matrix with the decode fused
+ * into the dot (AVX2 / AVX-512 paths); returns the first row it left (r0 on other paths/kinds). */
+int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
+                         int32_t isa);
+/* ninfer_x86.c (AVX-512 only): four decoded rows w [4][n] with tokens a and b, whose whole
+ * 8-chunks x2 holds interleaved (chunk c of a, then of b); out_a, out_b [4]. */
+void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
+                     float *out_a, float *out_b);
+void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out);

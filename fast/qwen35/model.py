@@ -11,7 +11,7 @@ receives the reference's names and bits; same public surface (`config`, `kernels
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -150,6 +150,23 @@ class FastQwen35Model:
         logits="last" only the last token's [1, vocab] (see forward_batch)."""
         return self.forward_batch([(token_ids, cache, position_ids)], trace, logits)[0]
 
+    # -- embedding rows given (vision, issue 28 item 4): `forward_rows` ---------------------------
+    def forward_rows(
+        self,
+        token_ids: Sequence[int],
+        cache: FastQwen35Cache,
+        position_ids: PositionIds | None,
+        trace: TraceHook | None,
+        rows: Mapping[int, Sequence[float] | np.ndarray],
+        logits: str = "all",
+    ) -> np.ndarray:
+        """`forward` with the embeddings of some tokens replaced (index -> row of hidden floats,
+        no arithmetic: the image rows of spec/models.md §qwen35-vision), as the reference's
+        `forward_rows`, bit for bit."""
+        return self.run_batch([(token_ids, cache, position_ids)], trace, logits, rows)[0]
+
+    # -- end of the embedding-rows entry ----------------------------------------------------------
+
     def forward_batch(
         self,
         requests: Sequence[tuple[Sequence[int], FastQwen35Cache, PositionIds | None]],
@@ -162,6 +179,16 @@ class FastQwen35Model:
         only and returns its [1, vocab]: the same bits as that row of "all", since a token's row
         does not depend on the other rows computed with it (spec/numerics.md §batch-invariance).
         A traced forward computes (and traces) every row."""
+        return self.run_batch(requests, trace, logits, None)
+
+    def run_batch(
+        self,
+        requests: Sequence[tuple[Sequence[int], FastQwen35Cache, PositionIds | None]],
+        trace: TraceHook | None,
+        logits: str,
+        rows: Mapping[int, Sequence[float] | np.ndarray] | None,
+    ) -> list[np.ndarray]:
+        """`forward_batch`, `rows` replacing embeddings (indexed over all requests' tokens)."""
         if logits not in ("all", "last"):
             raise ValueError(f'logits must be "all" or "last", not {logits!r}')
         tokens, pos, caches = gather_requests(requests)
@@ -175,6 +202,8 @@ class FastQwen35Model:
 
         layer_hook = None if trace is None else hook
         x = self.embed(tokens)
+        for at, row in (rows or {}).items():  # masked_scatter: no arithmetic
+            x[at] = np.asarray(row, dtype=np.float32)
         hook(EMBED, x)
         cos, sin = self.cos_sin(pos)
         for i, lw in enumerate(self.weights.layers):

@@ -19,28 +19,21 @@ from weightfile.fast.layers.norm import rmsnorm
 from weightfile.fast.layers.swiglu import swiglu
 from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.f32 import ONE
-from weightfile.spec.numerics.constants import SUM_LANES
 
 __all__ = ["exp", "gated_norm", "head_norm", "lanes8_sum", "rmsnorm", "rope_half", "sigmoid"]
 
 
 def lanes8_sum(terms: np.ndarray) -> np.ndarray:
     """spec/numerics.md §lanes8-tree over the last axis: term i into lane i mod 8 (ascending, from
-    +0.0), then the fixed tree. Padding with +0.0 terms changes no lane: a lane that starts at +0.0
-    is never −0.0 in round-to-nearest, and x + (+0.0) = x for every other x."""
-    n = terms.shape[-1]
-    pad = -n % SUM_LANES
-    t = np.asarray(terms, dtype=np.float32)
-    if pad:
-        t = np.concatenate([t, np.zeros((*t.shape[:-1], pad), np.float32)], axis=-1)
-    t = t.reshape(*t.shape[:-1], -1, SUM_LANES)
-    lanes = np.zeros((*t.shape[:-2], SUM_LANES), dtype=np.float32)
-    for c in range(t.shape[-2]):
-        lanes = lanes + t[..., c, :]
-    while lanes.shape[-1] > 1:  # halve: lane j += lane j + width/2
-        half = lanes.shape[-1] // 2
-        lanes = lanes[..., :half] + lanes[..., half:]
-    return lanes[..., 0]
+    +0.0), then the fixed tree; one C call (`wf_lanes8_rows`, fast/csrc/ninfer.c) for every row."""
+    t = np.ascontiguousarray(terms, dtype=np.float32)
+    out = np.empty(t.shape[:-1], dtype=np.float32)
+    rows = out.size
+    if rows and t.shape[-1]:
+        kernels().wf_lanes8_rows(address(t), rows, t.shape[-1], address(out))
+    else:
+        out[...] = 0.0
+    return out
 
 
 def exp(x: np.ndarray) -> np.ndarray:

@@ -115,3 +115,40 @@ def test_a_crashed_llama_bench_is_named_by_its_signal(script, tmp_path):
         script.llama_rows(fake, tmp_path / "m.gguf", script.Tests("tg64"), [1], 1)
     assert script.exit_reason(3) == "exit 3"
     assert script.exit_reason(-9) == "SIGKILL"
+
+
+@pytest.fixture(scope="module")
+def qwen35_script():
+    path = SCRIPT.with_name("vs_llamacpp_qwen35.py")
+    spec = importlib.util.spec_from_file_location("vs_llamacpp_qwen35", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("name", "kind"), [("tiny-qwen35-q8_g32_fp16", "q8_0"),
+                                            ("tiny-qwen35-moe-bf16", "bf16")])  # fmt: skip
+def test_qwen35_gguf_names_shapes_and_keys(qwen35_script, tmp_path, name, kind):
+    """llama.cpp's qwen35 / qwen35moe names and shapes (ne = [in, out, experts]) for the tiny
+    presets (4 layers, the 4th full attention; hidden 64, GDN 2 key / 4 value heads × 16), read
+    back by gguf-py."""
+    s = SPECS[name]
+    r = gguf.GGUFReader(qwen35_script.write_gguf(s, kind, tmp_path / "t.gguf"))
+    arch = "qwen35moe" if s.experts else "qwen35"
+    field = lambda k: r.fields[k].contents()  # noqa: E731
+    assert field("general.architecture") == arch
+    assert (field(f"{arch}.ssm.group_count"), field(f"{arch}.ssm.time_step_rank")) == (2, 4)
+    assert (field(f"{arch}.ssm.state_size"), field(f"{arch}.ssm.inner_size")) == (16, 64)
+    assert field(f"{arch}.rope.dimension_sections") == [1, 1, 0, 0]
+    t = {x.name: x for x in r.tensors}
+    assert list(t["blk.0.attn_qkv.weight"].shape) == [64, 2 * 32 + 64]
+    assert list(t["blk.0.ssm_conv1d.weight"].shape) == [4, 128]
+    assert list(t["blk.3.attn_q.weight"].shape) == [64, 2 * 4 * 16]  # the query and its gate
+    assert "blk.3.attn_qkv.weight" not in t and "blk.0.attn_q.weight" not in t
+    assert t["token_embd.weight"].tensor_type == gguf.GGMLQuantizationType.BF16
+    want = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "bf16": gguf.GGMLQuantizationType.BF16}[kind]
+    assert t["blk.0.ssm_out.weight"].tensor_type == want
+    if s.experts:
+        assert list(t["blk.0.ffn_gate_exps.weight"].shape) == [64, 32, 8]
+        assert list(t["blk.0.ffn_down_exps.weight"].shape) == [32, 64, 8]
+        assert field(f"{arch}.expert_used_count") == 2

@@ -68,3 +68,29 @@ def test_nf_matmat_equals_decoded_dot(fmt, n: int, k: int, tokens: int, data) ->
         for threads in (1, 2):
             got = NfMatrix(rows, k, [seg]).matmat(x, threads)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+
+
+@settings(max_examples=40)
+@given(
+    fmt=st.sampled_from([FORMATS[0], FORMATS[5]]),
+    n=st.integers(4, 12),
+    k=st.integers(1, 300),
+    data=st.data(),
+)
+def test_one_token_fused_rows_equal_decoded_dot(fmt, n: int, k: int, data) -> None:
+    """One token on q8 row split / bf16, at least four rows: the AVX2 / AVX-512 kernels that
+    decode in registers (fast/csrc/ninfer_x86.c, `wf_nf_fused_rows`) on every path usable here."""
+    seed = data.draw(st.integers(0, 2**16))
+    w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
+    codec = get_codec(*fmt)
+    payload = codec.encode(w, (n, k))
+    decoded = np.asarray(codec.decode(payload, (n, k)), np.float32)
+    row0 = data.draw(st.integers(0, n - 4))
+    rows = data.draw(st.integers(4, n - row0))
+    seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
+    x = data.draw(activations(1, k))
+    want = np.array([[dot(decoded[row0 + r], x[0]) for r in range(rows)]], np.float32)
+    for _isa in each_isa():
+        for threads in (1, 2):
+            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)

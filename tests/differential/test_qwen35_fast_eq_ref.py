@@ -121,3 +121,36 @@ def test_batch_and_last_logits_equal_ref(spec: Qwen35Spec, data: st.DataObject) 
     for g, lg, w in zip(got, last, want, strict=True):
         assert_same_bits("batch logits", g, w)
         assert_same_bits("last logits", lg, w[-1:])
+
+
+@settings(max_examples=6)
+@given(spec=qwen35_specs(), data=st.data())
+def test_forward_rows_equals_ref(spec: Qwen35Spec, data: st.DataObject) -> None:
+    """`forward_rows`: some tokens' embeddings replaced by given rows (hard values: subnormal,
+    huge, signed zeros), then a decode step; logits and the trace equal the reference's
+    `forward_rows` bit for bit (the image rows of spec/models.md §qwen35-vision)."""
+    vocab, hidden = spec.config.vocab_size, spec.config.hidden_size
+    prompt = data.draw(st.lists(st.integers(0, vocab - 1), min_size=2, max_size=4))
+    at = data.draw(st.sets(st.integers(0, len(prompt) - 1), min_size=1))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    special = np.array([0.0, -0.0, 2.0**-140, -3.0e30, 1.5], np.float32)
+    rows = {}
+    for i in sorted(at):
+        row = rng.normal(0, 1, hidden).astype(np.float32)
+        row[rng.integers(0, hidden, 3)] = special[rng.integers(0, special.size, 3)]
+        rows[i] = row
+    step = data.draw(st.integers(0, vocab - 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_file(spec, Path(tmp) / "m.ninfer")
+        with open_artifact(path) as nf:
+            ref = Qwen35Model(*bind_ninfer(nf))
+            cache, want_trace = ref.new_cache(), TraceRecorder()
+            want = [ref.forward_rows(prompt, cache, None, want_trace, rows)]
+            want.append(ref.forward([step], cache, None, want_trace))
+            fast = open_model(nf, threads=2)
+            for _isa in each_isa():
+                c, trace = fast.new_cache(), TraceRecorder()
+                got = [fast.forward_rows(prompt, c, None, trace, rows)]
+                got.append(fast.forward([step], c, None, trace))
+                assert_same_bits("rows logits", np.concatenate(got), np.concatenate(want))
+                assert_same_trace(trace, want_trace)

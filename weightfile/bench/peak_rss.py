@@ -92,11 +92,30 @@ def child(path: str, backend: Backend, threads: int, tokens: int) -> dict[str, i
 
     library()  # code, not model data: load the kernels and the engines before the baseline
     engines.preload()
+    if path.endswith(".ninfer"):  # a Qwen3.5 file (weightfile/bench/ninfer.py)
+        return ninfer_child(path, backend, threads, tokens)
     baseline = status_bytes("VmRSS") or peak_bytes()
     with open_vqf(path, passphrase=os.environb.get(b"VLLM_VQF_KEY") or None) as vqf:
         model = engines.open_fast(vqf, threads) if backend is FAST else engines.open_ref(vqf)
         if model is None:
             raise SystemExit("the fast engine is not available in this tree")
+        vocab = model.config.vocab_size
+        time_forward(model, token_ids(vocab, tokens), token_ids(vocab, tokens, seed=7))
+    return {"engine": backend.name, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak_bytes()}
+
+
+def ninfer_child(path: str, backend: Backend, threads: int, tokens: int) -> dict[str, int | str]:
+    """`child` on a `.ninfer` file: the fast (or reference) Qwen3.5 model."""
+    from weightfile.fast.qwen35 import open_model
+    from weightfile.ref.ninfer3.read import open_artifact
+    from weightfile.ref.qwen35 import Qwen35Model, bind_ninfer
+
+    from .measure import time_forward, token_ids
+
+    baseline = status_bytes("VmRSS") or peak_bytes()
+    with open_artifact(path) as nf:
+        fast = backend is FAST
+        model = open_model(nf, threads=threads) if fast else Qwen35Model(*bind_ninfer(nf))
         vocab = model.config.vocab_size
         time_forward(model, token_ids(vocab, tokens), token_ids(vocab, tokens, seed=7))
     return {"engine": backend.name, "baseline_rss_bytes": baseline, "peak_rss_bytes": peak_bytes()}

@@ -27,8 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from weightfile.bench import synthetic_ninfer
 from weightfile.bench.progress import Progress
-from weightfile.bench.synthetic_spec import MoeSyntheticSpec, SyntheticSpec, VLSyntheticSpec
+from weightfile.bench.synthetic_spec import (
+    MoeSyntheticSpec,
+    NinferSyntheticSpec,
+    SyntheticSpec,
+    VLSyntheticSpec,
+)
 from weightfile.families import presets
 from weightfile.fast.backend import FAST
 from weightfile.ref.user_cache import cache_root
@@ -51,11 +57,13 @@ PROJ_STD = 0.02
 
 #: Every family's presets (weightfile/families/<family>/presets.py), by name, in row order:
 #: Qwen3-0.6B (the issue's numbers), Qwen3-VL-2B's text tower, Qwen3-VL-2B with its tower,
-#: Qwen3-30B-A3B (issue 17) and the `tiny-*` ones for tests.
-SPECS: dict[str, SyntheticSpec] = {s.name: s for s in presets()}
+#: Qwen3-30B-A3B (issue 17), the `.ninfer` Qwen3.5-0.8B, Qwen3.6-27B and Qwen3.6-35B-A3B (issue 28,
+#: weightfile/bench/synthetic_ninfer.py) and the `tiny-*` ones for tests.
+AnySpec = SyntheticSpec | NinferSyntheticSpec
+SPECS: dict[str, AnySpec] = {s.name: s for s in presets()}
 
 
-def spec_named(name: str) -> SyntheticSpec:
+def spec_named(name: str) -> AnySpec:
     """The spec called `name`, or NotFoundError listing the known names. `<name>-L<n>` is that
     model with its first n layers only (n ≥ 1 and at most its layer count): the same
     per-layer weights, since each layer's streams are seeded by its index."""
@@ -203,9 +211,11 @@ def tensor_sources(s: SyntheticSpec) -> list[TensorSource]:
     return out
 
 
-def planned_layout(s: SyntheticSpec) -> tuple[list[tuple[str, int, int]], int]:
+def planned_layout(s: AnySpec) -> tuple[list[tuple[str, int, int]], int]:
     """(name, offset, bytes) of every tensor and the file size, without drawing a weight
-    (spec/vqf.md §placement)."""
+    (spec/vqf.md §placement; a `.ninfer` spec: its objects and payload size)."""
+    if isinstance(s, NinferSyntheticSpec):
+        return synthetic_ninfer.planned_layout(s)
     sources = tensor_sources(s)
     _, offsets, _, file_len = plan(sources)
     rows = [(t.name, off, t.size) for t, off in zip(sources, offsets, strict=True)]
@@ -256,6 +266,8 @@ def synthetic_model(
 
     s = spec_named(name)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if isinstance(s, NinferSyntheticSpec):  # a Qwen3.5 / 3.6 `.ninfer` model (issue 28)
+        return synthetic_ninfer.synthetic_ninfer(s, folder, progress=progress)
     path = synthetic_path(s, folder)
     if path.is_file():
         return path, False

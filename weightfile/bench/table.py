@@ -39,8 +39,8 @@ def speedup_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def matvec_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
-    if report["matvec"] is None:
-        return [("matvec GB/s of weights read", NA)]
+    if report["matvec"] is None:  # a `.ninfer` report has no matvec rows
+        return [] if report.get("fast_engine") else [("matvec GB/s of weights read", NA)]
     rows = []
     for m in report["matvec"]:
         rates = ", ".join(
@@ -64,11 +64,15 @@ def rss_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         verdict = "no verdict: below the interpreter's own noise, see the note"
     elif r["engine"] == "ref":
         verdict = "the bound is the fast engine's; ref holds decoded words in RAM"
+    state = (
+        "recurrent_state_bytes" in b
+    )  # a Qwen3.5 model's GDN states (weightfile/bench/ninfer.py)
     return [
         (f"peak RSS ({r['engine']} ×{r['threads']}, child process)", mb(r["peak_rss_bytes"])),
         ("  interpreter, NumPy, C kernels before open", mb(r["baseline_rss_bytes"])),
-        ("  bound: file + KV cache + activations",
-         f"{mb(r['bound_bytes'])} = {mb(b['file_bytes'])} + {mb(b['kv_cache_bytes'])} + "
+        (f"  bound: file + {'recurrent state + ' if state else ''}KV cache + activations",
+         f"{mb(r['bound_bytes'])} = {mb(b['file_bytes'])} + "
+         f"{mb(b['recurrent_state_bytes']) + ' + ' if state else ''}{mb(b['kv_cache_bytes'])} + "
          f"{mb(b['activation_bytes'])} ({verdict})"),
     ]  # fmt: skip
 
@@ -130,11 +134,22 @@ def bandwidth_value(bw: dict[str, Any]) -> str:
     return ", ".join(f"{n} thread{'s' if n != '1' else ''} {gb(v)}" for n, v in by.items())
 
 
+def file_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The checksum and dequantize rows (a `.ninfer` report has neither: none)."""
+    dq, rows = report["dequantize"], []
+    if report["checksum_bytes_per_s"] is not None:
+        rows.append(("checksum (FNV-1a-64, fast)", f"{gb(report['checksum_bytes_per_s'])} over "
+                     f"{mb(report['checksum_bytes_hashed'])}"))  # fmt: skip
+    if dq is not None:
+        rows.append((f"dequantize {dq['tensor']} [{dq['rows']}×{dq['cols']}] (fast)",
+                     gb(dq["bytes_per_s"])))  # fmt: skip
+    return rows
+
+
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     """Two columns: what was measured (besides the test rows), and its value."""
     m, bw, roof = report["model"], report["memory_bandwidth"], report["roofline"]
     g = m["geometry"]
-    dq = report["dequantize"]
     rows: list[tuple[str, str]] = [
         ("machine", machine_line(report["machine"])),
         ("model", m["synthetic"] or m["path"]),
@@ -142,10 +157,9 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                      f"heads {g['heads']}/{g['kv_heads']}×{g['head_dim']}, vocab {g['vocab']}, "
                      f"{m['family']}"),
         ("file size", mb(m["file_bytes"])),
-        ("open_vqf (map, header, directory)", f"{report['open_seconds'] * 1e3:.2f} ms"),
-        ("checksum (FNV-1a-64, fast)",
-         f"{gb(report['checksum_bytes_per_s'])} over {mb(report['checksum_bytes_hashed'])}"),
-        (f"dequantize {dq['tensor']} [{dq['rows']}×{dq['cols']}] (fast)", gb(dq["bytes_per_s"])),
+        (f"open_{'ninfer' if m['family'].startswith('qwen35') else 'vqf'} (map, header, "
+         "directory)", f"{report['open_seconds'] * 1e3:.2f} ms"),
+        *file_lines(report),
         (f"memory read bandwidth ({bw['method']})", bandwidth_value(bw)),
         *matvec_lines(report),
         *speedup_lines(report),

@@ -59,7 +59,8 @@ def register(sub: Any) -> None:
         "bench",
         help="measure prefill/decode tokens/s like llama-bench, with bandwidth and the roofline",
         description=(
-            "Benchmark a VQF model on this machine, one row per test as llama-bench prints it: "
+            "Benchmark a VQF or .ninfer (Qwen3.5 / 3.6) model on this machine, one row per test "
+            "as llama-bench prints it: "
             "ppN processes an N-token prompt in one call, tgN generates N tokens one call each, "
             "both from an empty cache, timed -r times (t/s is the mean ± the sample stddev). "
             "Beside the tests: open time, checksum and dequantize throughput, quantized "
@@ -70,11 +71,15 @@ def register(sub: Any) -> None:
             "qwen3-0.6b-q4_0, qwen3-0.6b-q8_0, qwen3-vl-2b-text-q4_0, qwen3-vl-2b-text-q8_0, "
             "qwen3-vl-2b-q4_0, qwen3-vl-2b-q8_0 (with the vision tower: the report adds the image "
             "encode), tiny-q4_0, tiny-q8_0, tiny-vl-q4_0, tiny-vl-q8_0, qwen3-30b-a3b-q4_0, "
-            "qwen3-30b-a3b-q8_0, tiny-moe-q4_0, tiny-moe-q8_0; NAME-L<n> keeps the first n layers."
+            "qwen3-30b-a3b-q8_0, tiny-moe-q4_0, tiny-moe-q8_0; .ninfer (weights q8_g32_fp16 or "
+            "bf16): qwen35-0.8b-q8_g32_fp16, qwen35-0.8b-bf16, qwen36-27b-q8_g32_fp16, "
+            "qwen36-27b-bf16, qwen36-35b-a3b-q8_g32_fp16, qwen36-35b-a3b-bf16, "
+            "tiny-qwen35-q8_g32_fp16, tiny-qwen35-bf16, tiny-qwen35-moe-q8_g32_fp16, "
+            "tiny-qwen35-moe-bf16; NAME-L<n> keeps the first n layers."
         ),
     )
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("model", nargs="?", help="a .vqf file")
+    what.add_argument("model", nargs="?", help="a .vqf or .ninfer file")
     what.add_argument("--synthetic", metavar="NAME", help="a synthetic model of real geometry")
     what.add_argument(
         "--mtp", type=positive_int, metavar="K", default=None,
@@ -279,22 +284,38 @@ def run(args: argparse.Namespace) -> int:
             print(f"generated {path} in {took:.1f} s", file=sys.stderr)
     check_lengths(path, prompts, gens)
     from weightfile import cpus as cpu_sets
+    from weightfile.bench.ninfer import run_ninfer_bench
 
     pinned = cpu_sets.apply(args.cpus)  # before any thread starts (spec/numerics.md §threads)
     if args.threads is None and args.cpus is not None:
         threads = [len(pinned or [])]
     else:
         threads = unique(args.threads or sorted({1, len(pinned or []) or os.cpu_count() or 1}))
-    report = run_bench(
-        path,
-        plan=Plan(threads, prompts, gens, args.repetitions),
-        synthetic=args.synthetic,
-        rss=not args.no_rss,
-        ref=not args.no_ref,
-        bandwidth_buffer=args.bandwidth_mib << 20,
-        passphrase=passphrase(args),
-        progress=not args.quiet,
-        image_backend=backend_named(args.engine),
+    ninfer = str(path).endswith(".ninfer")  # a Qwen3.5 / 3.6 file (weightfile/bench/ninfer.py)
+    if ninfer and args.passphrase_file is not None:
+        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
+    report = (
+        run_ninfer_bench(
+            path,
+            plan=Plan(threads, prompts, gens, args.repetitions),
+            synthetic=args.synthetic,
+            rss=not args.no_rss,
+            ref=not args.no_ref,
+            bandwidth_buffer=args.bandwidth_mib << 20,
+            progress=not args.quiet,
+        )
+        if ninfer
+        else run_bench(
+            path,
+            plan=Plan(threads, prompts, gens, args.repetitions),
+            synthetic=args.synthetic,
+            rss=not args.no_rss,
+            ref=not args.no_ref,
+            bandwidth_buffer=args.bandwidth_mib << 20,
+            passphrase=passphrase(args),
+            progress=not args.quiet,
+            image_backend=backend_named(args.engine),
+        )
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
     print(render(report, fmt))

@@ -343,6 +343,7 @@ ROWS: tuple[Family, ...] = (
             ),
             Importer("ninfer", "gguf", "weightfile.families.qwen35.importers:ninfer_to_gguf"),
         ),
+        presets="weightfile.families.qwen35.presets:PRESETS",
         builders=(
             Builder(
                 "ninfer3",

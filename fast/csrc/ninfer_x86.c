@@ -1,0 +1,258 @@
+/* One-token products of `.ninfer` matrices with the decode fused into the dot, x86-64 AVX2 and
+ * AVX-512 (fast/qwen35, issue 28): q8 `row_split_k128_v1` (spec/ninfer3.md §grouped-formats) and
+ * bf16 `contiguous_le_v1` (spec/ninfer3.md §contiguous), chosen at run time
+ * (spec/numerics.md §kernel-paths).
+ *
+ * ninfer.c decodes a row into a buffer and then dots it; here each chunk of eight weights is
+ * decoded in registers and used at once, with the same operations in the same order, so the same
+ * bits (spec/numerics.md §dot): w = f32(s32 × q) (q8: the code widened to float, one product with
+ * its group's scale; bf16: the word << 16, exact), then lane j ← lane j + w_i · x_i for i ≡ j
+ * (mod 8), ascending, a product then an add (no FMA), then each row's fixed tree
+ * (wf_combine_lanes). A row's eight lanes are one ymm register (AVX2: four rows, four registers)
+ * or one half of a zmm register (AVX-512: rows r and r + 1 share one, r + 2 and r + 3 another),
+ * the lanes never mixed, so the width only changes how many rows advance together. Chunks cut
+ * short by the row's end take the scalar loop on the stored lanes.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "wf_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,f16c")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+
+enum { ROWS = 4, Q8_GROUP = 32 };
+/* -O2 does not unroll: the row loops must, so that the accumulators live in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+static int64_t load64(const uint8_t *p) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The scalar end of four rows: lanes l [ROWS][8] past the whole chunks, weight i of row b by
+ * `weight`, then each row's tree into out[b]. */
+static float q8_weight(const wf_nf_matrix *m, int64_t row, int64_t i) {
+    const uint8_t *s = m->data + m->scale_offset + (row * m->gpr + i / Q8_GROUP) * 2;
+    const float scale = wf_f16_table()[s[0] | (s[1] << 8)];
+    return (float)(int8_t)m->data[row * m->gpr * Q8_GROUP + i] * scale;
+}
+
+static float bf16_weight(const wf_nf_matrix *m, int64_t row, int64_t i) {
+    const uint8_t *w = m->data + (row * m->cols + i) * 2;
+    const uint32_t bits = (uint32_t)(w[0] | (w[1] << 8)) << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void finish(const wf_nf_matrix *m, int64_t row, float l[ROWS][WF_LANES], int64_t i,
+                   const float *x, float *out) {
+    const int64_t K = m->cols;
+    for (; i < K; i++)
+        for (int b = 0; b < ROWS; b++) {
+            const float w = m->kind == WF_NF_BF16 ? bf16_weight(m, row + b, i)
+                                                  : q8_weight(m, row + b, i);
+            l[b][i % WF_LANES] = l[b][i % WF_LANES] + w * x[i];
+        }
+    for (int b = 0; b < ROWS; b++) out[b] = wf_combine_lanes(l[b]);
+}
+
+/* AVX2: rows row..row+3 of a q8 payload, one ymm of lanes each. */
+AVX2 static void q8_rows_avx2(const wf_nf_matrix *m, int64_t row, const float *x, float *out) {
+    const int64_t K = m->cols, stride = m->gpr * Q8_GROUP;
+    const uint8_t *base = m->data + row * stride;
+    const uint8_t *scales = m->data + m->scale_offset + row * m->gpr * 2;
+    const float *f16 = wf_f16_table();
+    __m256 acc[ROWS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                        _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (int64_t g = 0; i + WF_LANES <= K; g++) {
+        __m256 s[ROWS];
+        for (int b = 0; b < ROWS; b++) {
+            const uint8_t *sw = scales + (b * m->gpr + g) * 2;
+            s[b] = _mm256_set1_ps(f16[sw[0] | (sw[1] << 8)]);
+        }
+        for (int c = 0; c < Q8_GROUP / WF_LANES && i + WF_LANES <= K; c++, i += WF_LANES) {
+            const __m256 xv = _mm256_loadu_ps(x + i);
+            UNROLL
+            for (int b = 0; b < ROWS; b++) {
+                const __m128i q = _mm_cvtsi64_si128(load64(base + b * stride + i));
+                const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s[b]);
+                acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(w, xv));
+            }
+        }
+    }
+    float l[ROWS][WF_LANES];
+    for (int b = 0; b < ROWS; b++) _mm256_storeu_ps(l[b], acc[b]);
+    finish(m, row, l, i, x, out);
+}
+
+/* AVX2: rows row..row+3 of a bf16 payload. */
+AVX2 static void bf16_rows_avx2(const wf_nf_matrix *m, int64_t row, const float *x, float *out) {
+    const int64_t K = m->cols;
+    const uint8_t *base = m->data + row * K * 2;
+    __m256 acc[ROWS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                        _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + WF_LANES <= K; i += WF_LANES) {
+        const __m256 xv = _mm256_loadu_ps(x + i);
+        UNROLL
+        for (int b = 0; b < ROWS; b++) {
+            const __m128i h = _mm_loadu_si128((const __m128i *)(base + (b * K + i) * 2));
+            const __m256 w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+            acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(w, xv));
+        }
+    }
+    float l[ROWS][WF_LANES];
+    for (int b = 0; b < ROWS; b++) _mm256_storeu_ps(l[b], acc[b]);
+    finish(m, row, l, i, x, out);
+}
+
+/* AVX-512 F only (no DQ): eight floats as either half of a zmm, and the pair (a, b) as halves. */
+AVX512 static __m512 both_halves(__m256 v) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v)));
+}
+
+AVX512 static __m512 halves(float a, float b) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)),
+                                               _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+/* Two rows' lanes of a zmm into l[b], l[b + 1]. */
+AVX512 static void store_pair(__m512 acc, float l[ROWS][WF_LANES], int b) {
+    _mm256_storeu_ps(l[b], _mm512_castps512_ps256(acc));
+    _mm256_storeu_pd((double *)l[b + 1], _mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+}
+
+/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. */
+AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x, float *out) {
+    const int64_t K = m->cols, stride = m->gpr * Q8_GROUP;
+    const uint8_t *base = m->data + row * stride;
+    const uint8_t *scales = m->data + m->scale_offset + row * m->gpr * 2;
+    const float *f16 = wf_f16_table();
+    __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (int64_t g = 0; i + WF_LANES <= K; g++) {
+        float s[ROWS];
+        for (int b = 0; b < ROWS; b++) {
+            const uint8_t *sw = scales + (b * m->gpr + g) * 2;
+            s[b] = f16[sw[0] | (sw[1] << 8)];
+        }
+        const __m512 s01 = halves(s[0], s[1]);
+        const __m512 s23 = halves(s[2], s[3]);
+        for (int c = 0; c < Q8_GROUP / WF_LANES && i + WF_LANES <= K; c++, i += WF_LANES) {
+            const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
+            const uint8_t *p = base + i;
+            const __m128i q01 = _mm_set_epi64x(load64(p + stride), load64(p));
+            const __m128i q23 = _mm_set_epi64x(load64(p + 3 * stride), load64(p + 2 * stride));
+            const __m512 w01 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q01)), s01);
+            const __m512 w23 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q23)), s23);
+            a01 = _mm512_add_ps(a01, _mm512_mul_ps(w01, xv));
+            a23 = _mm512_add_ps(a23, _mm512_mul_ps(w23, xv));
+        }
+    }
+    float l[ROWS][WF_LANES];
+    store_pair(a01, l, 0);
+    store_pair(a23, l, 2);
+    finish(m, row, l, i, x, out);
+}
+
+/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512. */
+AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x,
+                                    float *out) {
+    const int64_t K = m->cols;
+    const uint8_t *base = m->data + row * K * 2;
+    __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + WF_LANES <= K; i += WF_LANES) {
+        const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
+        const uint8_t *p = base + i * 2;
+        __m256i h01 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p));
+        h01 = _mm256_inserti128_si256(h01, _mm_loadu_si128((const __m128i *)(p + 2 * K)), 1);
+        __m256i h23 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + 4 * K)));
+        h23 = _mm256_inserti128_si256(h23, _mm_loadu_si128((const __m128i *)(p + 6 * K)), 1);
+        const __m512 w01 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h01), 16));
+        const __m512 w23 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h23), 16));
+        a01 = _mm512_add_ps(a01, _mm512_mul_ps(w01, xv));
+        a23 = _mm512_add_ps(a23, _mm512_mul_ps(w23, xv));
+    }
+    float l[ROWS][WF_LANES];
+    store_pair(a01, l, 0);
+    store_pair(a23, l, 2);
+    finish(m, row, l, i, x, out);
+}
+
+/* Prefill, AVX-512: four decoded rows w [4][n] dotted with two tokens a and b at once, the
+ * tokens in the two halves of a zmm (x2: their whole chunks interleaved, chunk c of a then of b,
+ * as wf_nf_pair_tokens lays them out), each row's chunk broadcast to both halves: lanes never mix,
+ * so every (row, token) sees the spec/numerics.md §dot operations in order; the chunk tails and
+ * the trees as ninfer.c's finish_rows. */
+AVX512 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b,
+                            int64_t n, float *out_a, float *out_b) {
+    __m512 acc[ROWS] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const __m512 xv = _mm512_loadu_ps(x2 + 2 * i);
+        UNROLL
+        for (int r = 0; r < ROWS; r++)
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(both_halves(_mm256_loadu_ps(w + r * n + i)),
+                                                         xv));
+    }
+    float la[ROWS][WF_LANES], lb[ROWS][WF_LANES];
+    for (int r = 0; r < ROWS; r++) {
+        _mm256_storeu_ps(la[r], _mm512_castps512_ps256(acc[r]));
+        _mm256_storeu_pd((double *)lb[r], _mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1));
+    }
+    for (int64_t j = i; j < n; j++)
+        for (int r = 0; r < ROWS; r++) {
+            la[r][j % WF_LANES] = la[r][j % WF_LANES] + w[r * n + j] * a[j];
+            lb[r][j % WF_LANES] = lb[r][j % WF_LANES] + w[r * n + j] * b[j];
+        }
+    for (int r = 0; r < ROWS; r++) {
+        out_a[r] = wf_combine_lanes(la[r]);
+        out_b[r] = wf_combine_lanes(lb[r]);
+    }
+}
+
+/* 1 when the matrix is one this file fuses: q8 row split (group 32) or bf16. */
+static int fused_kind(const wf_nf_matrix *m) {
+    if (m->kind == WF_NF_BF16) return 1;
+    return m->kind == WF_NF_ROW_SPLIT && m->code_bits == 8 && m->group == Q8_GROUP &&
+           m->base_bytes == Q8_GROUP && m->high_bytes == 0;
+}
+
+int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
+                         int32_t isa) {
+    if (!fused_kind(m) || (isa != WF_ISA_AVX2 && isa != WF_ISA_AVX512)) return r0;
+    const int bf16 = m->kind == WF_NF_BF16, wide = isa == WF_ISA_AVX512;
+    int64_t r = r0;
+    for (; r + ROWS <= r1; r += ROWS) {
+        const int64_t row = m->row0 + r;
+        if (wide)
+            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, x, y + r);
+        else
+            (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, row, x, y + r);
+    }
+    return r;
+}
+
+#else
+
+void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
+                     float *out_a, float *out_b) {
+    (void)w, (void)x2, (void)a, (void)b, (void)n, (void)out_a, (void)out_b;
+}
+
+int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
+                         int32_t isa) {
+    (void)m, (void)r1, (void)x, (void)y, (void)isa;
+    return r0;
+}
+
+#endif
