@@ -11,7 +11,7 @@ receives the reference's names and bits; same public surface (`config`, `kernels
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -191,6 +191,30 @@ class FastQwen35Model:
         """`forward_batch`, `rows` replacing embeddings (indexed over all requests' tokens)."""
         if logits not in ("all", "last"):
             raise ValueError(f'logits must be "all" or "last", not {logits!r}')
+        x, hook = self.layers(requests, trace, rows)
+        last = logits == "last"
+        return self.head(x, requests, hook, last, only_last=last and trace is None)
+
+    def hidden_forward(
+        self, token_ids: Sequence[int], cache: FastQwen35Cache
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One request's (hidden after the final norm [T, H], logits [T, vocab]): what MTP reads
+        of its target (spec/models.md §qwen35-mtp); the cache advanced by the T tokens."""
+        requests = [(token_ids, cache, None)]
+        x, _ = self.layers(requests, None, None)
+        n = rmsnorm(x, self.final_norm, self.eps)
+        cache.length += len(token_ids)
+        return n, self.weights.output_head.matmat(n, self.threads)
+
+    def layers(
+        self,
+        requests: Sequence[tuple[Sequence[int], FastQwen35Cache, PositionIds | None]],
+        trace: TraceHook | None,
+        rows: Mapping[int, Sequence[float] | np.ndarray] | None,
+    ) -> tuple[np.ndarray, Callable[[str, np.ndarray], None]]:
+        """The embedding (with `rows` replaced) and every decoder layer over all requests' tokens,
+        layer-major; the caches reserved and written but not advanced. Returns the last layer's
+        output [T, H] and the trace hook."""
         tokens, pos, caches = gather_requests(requests)
         slots = [at for ids, c, _ in requests for at in range(c.length, c.length + len(ids))]
         for ids, cache, _ in requests:
@@ -213,8 +237,7 @@ class FastQwen35Model:
             else:
                 x = gdn_block(self, i, mixer, x, caches, layer_hook)
             x = ffn_block(self, i, lw.ffn, x, layer_hook)
-        last = logits == "last"
-        return self.head(x, requests, hook, last, only_last=last and trace is None)
+        return x, hook
 
     def head(self, x: np.ndarray, requests, hook, last: bool, only_last: bool) -> list[np.ndarray]:
         """The final norm and the output head (of each request's last row alone when

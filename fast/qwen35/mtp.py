@@ -28,14 +28,13 @@ from weightfile.ref.qwen35.mtp_bind import (
     check_proposal,
 )
 from weightfile.ref.qwen35.speculative import greedy_index
-from weightfile.ref.qwen35.weights import AttentionWeights, Qwen35Weights
+from weightfile.ref.qwen35.weights import Qwen35Weights
 from weightfile.spec.ninfer3.mtp_names import MTP_LAYER_PREFIX
 from weightfile.spec.ninfer3.text_names import layer_prefix
 
 from .attention import attention_block
 from .bind import PayloadReader
 from .ffn import ffn_block
-from .gdn import gdn_block
 from .model import FastQwen35Cache, FastQwen35Model
 from .ops import rmsnorm
 
@@ -71,26 +70,6 @@ class FastRecordingCache(FastQwen35Cache):
         self.length, self.journal = self.start_length + keep, None
 
 
-def hidden_forward(model: FastQwen35Model, tokens: Sequence[int], cache) -> tuple:
-    """`model.forward` of one request returning (final-norm hidden [T, H], logits [T, V])."""
-    ids = list(tokens)
-    cache.reserve(cache.length + len(ids))
-    slots = list(range(cache.length, cache.length + len(ids)))
-    caches = [cache] * len(ids)
-    cos, sin = model.cos_sin([(p, p, p) for p in slots])
-    x = model.embed(ids)
-    for i, lw in enumerate(model.weights.layers):
-        mixer = model.mixers[i]
-        if isinstance(mixer, AttentionWeights):
-            x = attention_block(model, i, mixer, x, cos, sin, slots, caches, None)
-        else:
-            x = gdn_block(model, i, mixer, x, caches, None)
-        x = ffn_block(model, i, lw.ffn, x, None)
-    n = rmsnorm(x, model.final_norm, model.eps)
-    cache.length += len(ids)
-    return n, model.weights.output_head.matmat(n, model.threads)
-
-
 class FastVerifier:
     """The fast text model as the speculation's target (ref.qwen35.mtp.RefVerifier's twin)."""
 
@@ -103,7 +82,7 @@ class FastVerifier:
     def run(self, tokens: Sequence[int], cache: FastRecordingCache, record: bool) -> tuple:
         if record:
             cache.start()
-        return hidden_forward(self.model, tokens, cache)
+        return self.model.hidden_forward(list(tokens), cache)
 
     def commit(self, cache: FastRecordingCache, keep: int) -> None:
         cache.commit(keep)

@@ -153,7 +153,9 @@ def inventory(
     if vision is not None:
         out["vision"] = _counts(recipe, vision_parameters(vision, config["hidden_size"]))
     if proposal_rows is not None:
-        out["proposal"] = _counts(recipe, proposal_parameters(proposal_rows, config["hidden_size"], indexed=True))
+        out["proposal"] = _counts(
+            recipe, proposal_parameters(proposal_rows, config["hidden_size"], indexed=True)
+        )
     out["resources"] = Counts(resources, 0, 0)
     return out
 
