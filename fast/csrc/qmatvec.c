@@ -322,8 +322,8 @@ static void float_rows(void *arg, int64_t r0, int64_t r1) {
     float *row = malloc(sizeof(float) * (size_t)(m->cols ? m->cols : 1));
     if (row == NULL) return;
     if (m->kind == WF_W_F32) /* register tiles of 4 rows on x86; the rows left take the loop */
-        r0 = wf_f32_rows_x86((const float *)m->data, m->cols, m->rows, r0, r1, p->x, p->tokens,
-                             p->y, wf_isa());
+        r0 = wf_f32_rows_x86((const float *)m->data, wf_stride(m) / 4, m->cols, m->rows, r0, r1,
+                             p->x, p->tokens, p->y, wf_isa());
     for (int64_t r = r0; r < r1; r++) {
         row_values(m, r, row);
         for (int64_t t = 0; t < p->tokens; t++)

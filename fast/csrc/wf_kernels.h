@@ -95,10 +95,10 @@ int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, c
 int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
                                 float *scales);
 
-/* Dense F32 rows r0.. in bands of 4 (fast/csrc/f32_x86.c) on the AVX2 or AVX-512 path; returns
- * the first row left to the caller (r0 on any other path). */
-int64_t wf_f32_rows_x86(const float *w, int64_t cols, int64_t rows, int64_t r0, int64_t r1,
-                        const float *x, int64_t tokens, float *y, int32_t isa);
+/* Dense F32 rows r0.. (`ld` floats apart) in bands of 4 (fast/csrc/f32_x86.c) on the AVX2 or
+ * AVX-512 path; returns the first row left to the caller (r0 on any other path). */
+int64_t wf_f32_rows_x86(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0,
+                        int64_t r1, const float *x, int64_t tokens, float *y, int32_t isa);
 /* x86-64 prefill (gemm_x86.c): spec/numerics.md §q8-activation for bands of 8 rows from r0 and
  * every token in tiles of 8 rows x 3 tokens (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0 / Q8_0); returns
  * the first row it left to the caller (r0 itself for other layouts). */
