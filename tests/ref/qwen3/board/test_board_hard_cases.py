@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from strategies.board import (
     QBLOCK,
     act_codes_exact,
@@ -56,7 +56,9 @@ def test_q8_prefill_chain_is_unfused_and_q4_prefill_fused(case) -> None:
     codes, d = quant.quantize_act(x)
     separate = chain_exact(w, scale_bits, codes, d, fused=False)
     fused = chain_exact(w, scale_bits, codes, d, fused=True)
-    assert bits(separate) != bits(fused), "the case does not tell fused from separate"
+    # A draw whose 16 rows all round alike under both orders tells nothing; Hypothesis fails the
+    # test as unsatisfiable if most draws were like that, so the property cannot pass vacuously.
+    assume(bits(separate) != bits(fused))
     assert bits(matmul.q8_prefill_gemm(m, codes, d)) == bits(separate)
     assert bits(matmul.q4_prefill_gemm(m, codes, d)) == bits(fused)
 
