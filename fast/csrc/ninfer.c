@@ -132,7 +132,7 @@ typedef struct {
     float *y; /* y[t * ldy + r] */
 } nf_product;
 
-enum { ROW_BLOCK = 4 };
+enum { ROW_BLOCK = 4, GROUPS = 8, SPAN = 16 }; /* SPAN even: token pairs stay (2p, 2p + 1) */
 
 /* Lanes l [ROW_BLOCK][8] of rows w (stride n) past the whole chunks: term i into lane i mod 8,
  * then each row's tree, as wf_dot_f32 ends. */
@@ -195,34 +195,54 @@ static float *pair_tokens(const float *x, int64_t tokens, int64_t K) {
     return x2;
 }
 
+/* Rows r .. r + ROW_BLOCK (decoded at w) against tokens s0 .. s1 (s0 even): two tokens a zmm on
+ * AVX-512 (ninfer_x86.c), else one token at a time. */
+static void block_tokens(const nf_product *p, const float *w, const float *x2, int64_t r,
+                         int64_t s0, int64_t s1, int32_t isa) {
+    const int64_t K = p->m->cols;
+    int64_t t = s0;
+    for (; x2 != NULL && t + 2 <= s1; t += 2) {
+        float oa[ROW_BLOCK], ob[ROW_BLOCK];
+        wf_nf_dot4_pair(w, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K, p->x + (t + 1) * K,
+                        K, oa, ob);
+        for (int b = 0; b < ROW_BLOCK; b++) {
+            p->y[t * p->ldy + r + b] = oa[b];
+            p->y[(t + 1) * p->ldy + r + b] = ob[b];
+        }
+    }
+    for (; t < s1; t++) {
+        float out[ROW_BLOCK];
+        dot_rows(w, p->x + t * K, K, isa, out);
+        for (int b = 0; b < ROW_BLOCK; b++) p->y[t * p->ldy + r + b] = out[b];
+    }
+}
+
+/* Prefill: up to GROUPS blocks of ROW_BLOCK rows are decoded once, then the tokens are taken in
+ * spans of SPAN, each span against every decoded block, so a span's activations stay in the
+ * nearer caches instead of all T tokens being streamed again for every four rows. Which outputs
+ * are computed together changes; each output's operations do not (spec/numerics.md
+ * §batch-invariance). */
 static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const nf_product *p = arg;
     pthread_once(&tables_once, build_tables);
     const wf_nf_matrix *m = p->m;
     const int64_t K = m->cols;
     const int32_t isa = wf_isa();
-    float *rows = malloc(sizeof(float) * (size_t)(ROW_BLOCK * K + 1));
+    float *rows = malloc(sizeof(float) * (size_t)(GROUPS * ROW_BLOCK * K + 1));
     if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
     float *x2 = isa == WF_ISA_AVX512 && p->tokens > 1 ? pair_tokens(p->x, p->tokens, K) : NULL;
-    for (; r + ROW_BLOCK <= r1; r += ROW_BLOCK) {
-        for (int b = 0; b < ROW_BLOCK; b++) nf_row_values(m, m->row0 + r + b, rows + b * K);
-        int64_t t = 0;
-        for (; x2 != NULL && t + 2 <= p->tokens; t += 2) { /* two tokens a zmm (ninfer_x86.c) */
-            float oa[ROW_BLOCK], ob[ROW_BLOCK];
-            wf_nf_dot4_pair(rows, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K,
-                            p->x + (t + 1) * K, K, oa, ob);
-            for (int b = 0; b < ROW_BLOCK; b++) {
-                p->y[t * p->ldy + r + b] = oa[b];
-                p->y[(t + 1) * p->ldy + r + b] = ob[b];
-            }
+    while (r + ROW_BLOCK <= r1) {
+        const int64_t blocks = (r1 - r) / ROW_BLOCK < GROUPS ? (r1 - r) / ROW_BLOCK : GROUPS;
+        for (int64_t b = 0; b < blocks * ROW_BLOCK; b++)
+            nf_row_values(m, m->row0 + r + b, rows + b * K);
+        for (int64_t s0 = 0; s0 < p->tokens; s0 += SPAN) {
+            const int64_t s1 = s0 + SPAN < p->tokens ? s0 + SPAN : p->tokens;
+            for (int64_t g = 0; g < blocks; g++)
+                block_tokens(p, rows + g * ROW_BLOCK * K, x2, r + g * ROW_BLOCK, s0, s1, isa);
         }
-        for (; t < p->tokens; t++) {
-            float out[ROW_BLOCK];
-            dot_rows(rows, p->x + t * K, K, isa, out);
-            for (int b = 0; b < ROW_BLOCK; b++) p->y[t * p->ldy + r + b] = out[b];
-        }
+        r += blocks * ROW_BLOCK;
     }
     free(x2);
     for (; r < r1; r++) {

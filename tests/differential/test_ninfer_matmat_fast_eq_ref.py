@@ -94,3 +94,35 @@ def test_one_token_fused_rows_equal_decoded_dot(fmt, n: int, k: int, data) -> No
         for threads in (1, 2):
             got = NfMatrix(rows, k, [seg]).matmat(x, threads)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+
+
+@settings(max_examples=12)
+@given(
+    fmt=st.sampled_from([FORMATS[0], FORMATS[1], FORMATS[5], FORMATS[7]]),
+    n=st.integers(33, 70),
+    k=st.integers(1, 80),
+    tokens=st.sampled_from([15, 16, 17, 33, 34]),
+    data=st.data(),
+)
+def test_prefill_blocks_and_token_spans_equal_decoded_dot(
+    fmt, n: int, k: int, tokens: int, data
+) -> None:
+    """Prefill shapes: more rows than one decoded set of blocks (8 × 4 rows in fast/csrc/ninfer.c)
+    and more tokens than one span (16), with rows left over past the last whole block and an odd
+    token at the end of the last span; every path usable here, 1 and 2 threads."""
+    seed = data.draw(st.integers(0, 2**16))
+    w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
+    codec = get_codec(*fmt)
+    payload = codec.encode(w, (n, k))
+    decoded = np.asarray(codec.decode(payload, (n, k)), np.float32)
+    row0 = data.draw(st.integers(0, 3))
+    rows = n - row0
+    seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
+    x = data.draw(activations(tokens, k))
+    want = np.array(
+        [[dot(decoded[row0 + r], x[t]) for r in range(rows)] for t in range(tokens)], np.float32
+    ).reshape(tokens, rows)
+    for _isa in each_isa():
+        for threads in (1, 2):
+            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
