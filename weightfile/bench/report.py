@@ -93,6 +93,7 @@ from .peak_rss import measure_peak_rss, rss_bound
 from .progress import Progress
 from .roofline import EMBED, NORMS, roofline_tokens_per_s, weight_bytes_per_token
 from .vision import IMAGE_SIDE
+from .vision35 import QWEN35_NOTE, qwen35_section
 
 SCHEMA = "weightfile.bench/3"
 NO_FAST = "fast forward rows: n/a (no fast engine: the C kernels are unavailable, see the warning)"
@@ -424,6 +425,11 @@ def _image_encode(
     report["image_encode"], image_notes = vision.image_section(
         vqf, image_backend, plan.threads, plan.repetitions, image_side
     )
+    if report["image_encode"]["engine"] == FAST.name:  # the Qwen3.5 tower, same image (issue 29)
+        c = vision.tower_config(vqf.header.arch)
+        reps = min(plan.repetitions, vision.MAX_REPETITIONS)
+        report["image_encode"]["qwen35_vision"] = qwen35_section(c, image_side, plan.threads, reps)
+        image_notes.append(QWEN35_NOTE)
     return image_notes
 
 

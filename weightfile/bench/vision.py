@@ -47,7 +47,6 @@ from weightfile.ref.vqf.read import VQFFile
 from weightfile.spec.numerics.profile import CANONICAL
 
 from . import engines
-from .vision35 import qwen35_section
 
 #: The bench image: 448×448 pixels, 784 patches, 196 image tokens (issue 18 item 8).
 IMAGE_SIDE = 448
@@ -60,12 +59,6 @@ MAX_REPETITIONS = 3
 RKNN_NOTE = (
     "for scale, not measured here: Rockchip's rknn-llm benchmark table gives 2.08 s to encode a "
     "448×448 image with Qwen3-VL-2B on the RK3588 NPU"
-)
-QWEN35_NOTE = (
-    "image encode, qwen35_vision: the same image through a seeded float32 Qwen3.5 vision tower "
-    "(the official geometry beside a real-size Qwen3-VL tower; weightfile/bench/vision35.py) on "
-    "the fast engine; gflop_per_s of every encode row is 2 × its multiply-adds (linears and "
-    "attention) ÷ its seconds"
 )
 #: The block matrices (spec/vqf.md §vision-tensors): entry name -> (rows, cols) from the tower's
 #: config.
@@ -377,7 +370,4 @@ def image_section(
         "rows": rows,
         "vision_linears": linears or None,
     }
-    if ran is FAST:  # the Qwen3.5 tower on the same image, same engine, same run (issue 29)
-        section["qwen35_vision"] = qwen35_section(c, side, threads, reps)
-        notes.append(QWEN35_NOTE)
     return section, notes

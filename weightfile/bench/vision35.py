@@ -32,6 +32,13 @@ from weightfile.ref.qwen3_vl.config import (
 )
 from weightfile.ref.qwen3_vl.vision import VisionInput
 
+QWEN35_NOTE = (
+    "image encode, qwen35_vision: the same image through a seeded float32 Qwen3.5 vision tower "
+    "(the official geometry beside a real-size Qwen3-VL tower; weightfile/bench/vision35.py) on "
+    "the fast engine; gflop_per_s of every encode row is 2 × its multiply-adds (linears and "
+    "attention) ÷ its seconds"
+)
+
 #: spec/models.md §qwen35-vision: depth 27, width 1152, MLP 4304, 16 heads of 72, patch 16, two
 #: frames per patch, 2×2 merge, a 48×48 position table; the merger's output is the text width,
 #: here Qwen3.6-27B's 5120.

@@ -260,10 +260,22 @@ def run_mtp(args: argparse.Namespace) -> int:
     return 0
 
 
+def model_path(args: argparse.Namespace) -> Path:
+    """MODEL, or the `--synthetic` model (generated once into the cache folder)."""
+    from weightfile.bench.synthetic import synthetic_model
+
+    if args.synthetic is None:
+        return Path(args.model)
+    start = time.perf_counter()
+    path, built = synthetic_model(args.synthetic, args.cache_dir, progress=not args.quiet)
+    if built and not args.quiet:
+        print(f"generated {path} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return Path(path)
+
+
 def run(args: argparse.Namespace) -> int:
     from weightfile.bench.plot import plot_report, require_matplotlib
     from weightfile.bench.report import Plan, run_bench
-    from weightfile.bench.synthetic import synthetic_model
 
     if args.mtp is not None:
         return run_mtp(args)
@@ -275,13 +287,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNVERIFIABLE
     if args.plot is not None:  # a missing folder or an existing file: said before the work
         check_destination(Path(args.plot), args.force)
-    path = args.model
-    if args.synthetic is not None:
-        start = time.perf_counter()
-        path, built = synthetic_model(args.synthetic, args.cache_dir, progress=not args.quiet)
-        if built and not args.quiet:
-            took = time.perf_counter() - start
-            print(f"generated {path} in {took:.1f} s", file=sys.stderr)
+    path = model_path(args)
     check_lengths(path, prompts, gens)
     from weightfile import cpus as cpu_sets
     from weightfile.bench.ninfer import run_ninfer_bench

@@ -302,12 +302,18 @@ def run_conversion(
         more += f" (+ {write_vocab_bin(*vocab, args.force).name})"
     how = ", blocks copied" if source.startswith("gguf/qwen35") else describe(target, plan, args)
     print(f"{src} -> {paths[0]} [{source} -> {target}{how}]{more}")
+    print_notes(src, paths[0], source, target, key)
+    return 0
+
+
+def print_notes(src: Path, out: Path, source: str, target: str, key: bytes | None) -> None:
+    """After the summary line: how the engine loads a written VQF; what a VQF -> GGUF export
+    changed."""
     if target == "vqf":
-        print(f"engine: {engine_line(paths[0])}")
+        print(f"engine: {engine_line(out)}")
     if target == "gguf" and source == "vqf":
         for note in gguf_notes(src, key):
             print(f"note: {note}")
-    return 0
 
 
 def gguf_notes(src: Path, key: bytes | None) -> list[str]:
