@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from strategies.vqf_worked_examples import VL_2B_TABLE
 
-from weightfile.bench import engines, vision
+from weightfile.bench import engines, report, vision
 from weightfile.bench.synthetic import SPECS, planned_layout, synthetic_model, with_progress
 from weightfile.bench.table import image_lines
 from weightfile.families import vqf_family
@@ -129,7 +129,7 @@ def test_a_fast_tower_is_timed_at_every_thread_count(tiny_vl, monkeypatch):
     towers: dict[int, FakeTower] = {}
     monkeypatch.setattr(vision, "fast_vision_model", lambda v, n: towers.setdefault(n, FakeTower()))
     with open_vqf(tiny_vl) as vqf:
-        section, _ = vision.image_section(vqf, FAST, [1, 2], repetitions=2)
+        section, _ = report.image_encode(vqf, FAST, [1, 2], repetitions=2)
     assert section["engine"] == "fast"
     assert [(r["engine"], r["threads"], len(r["samples_seconds"])) for r in section["rows"]] == [
         ("fast", 1, 2),
@@ -199,7 +199,7 @@ def test_generation_progress_counts_every_payload_byte():
 def test_cli_reports_the_image_encode_of_a_vl_model(tmp_path, capsys, monkeypatch):
     import json
 
-    from weightfile.bench import measure, report
+    from weightfile.bench import measure
     from weightfile.cli import main
 
     monkeypatch.setattr(measure, "MIN_SECONDS", 0.0)  # these check the report, not the machine

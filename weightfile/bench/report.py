@@ -422,15 +422,24 @@ def _image_encode(
     report: dict[str, Any], vqf: Any, image_backend: Backend, plan: Plan, image_side: int
 ) -> list[str]:
     """The `image_encode` section of a Qwen3-VL file; returns its notes."""
-    report["image_encode"], image_notes = vision.image_section(
+    report["image_encode"], image_notes = image_encode(
         vqf, image_backend, plan.threads, plan.repetitions, image_side
     )
-    if report["image_encode"]["engine"] == FAST.name:  # the Qwen3.5 tower, same image (issue 29)
-        c = vision.tower_config(vqf.header.arch)
-        reps = min(plan.repetitions, vision.MAX_REPETITIONS)
-        report["image_encode"]["qwen35_vision"] = qwen35_section(c, image_side, plan.threads, reps)
-        image_notes.append(QWEN35_NOTE)
     return image_notes
+
+
+def image_encode(
+    vqf: Any, backend: Backend, threads: list[int], repetitions: int, side: int = IMAGE_SIDE
+) -> tuple[dict[str, Any], list[str]]:
+    """vision.image_section and, beside a fast encode, the same image through the Qwen3.5 tower
+    (`qwen35_vision`, weightfile/bench/vision35.py; issue 29)."""
+    section, notes = vision.image_section(vqf, backend, threads, repetitions, side)
+    if section["engine"] == FAST.name:
+        c = vision.tower_config(vqf.header.arch)
+        reps = min(repetitions, vision.MAX_REPETITIONS)
+        section["qwen35_vision"] = qwen35_section(c, side, threads, reps)
+        notes.append(QWEN35_NOTE)
+    return section, notes
 
 
 def _peak_rss(
