@@ -24,12 +24,23 @@ GGUF export is the same model.
   full-attention, 2 key / 4 value GDN heads, an MTP block) is imported to `.ninfer` (`--format
   bf16` and `q8_g32_fp16`; dense and MoE) and exported with `weightfile convert m.ninfer m.gguf`
   (llama.cpp's converter transforms applied, the BF16 / Q8_0 blocks copied), so llama.cpp and
-  `weightfile run` read the same weights. Its MTP drafts are not compared here.
+  `weightfile run` read the same weights.
+* Qwen3.5 MTP drafts (spec/ninfer3.md §qwen35-gguf-mtp): for each of `--mtp-prompts` seeded
+  prompts and K = `--draft-tokens` greedy drafts after the prompt's first target token, ours
+  (the fast target's final-norm hidden states and `fast.qwen35.mtp`, the first round of `run
+  --spec mtp`) against llama.cpp's MTP context (`LLAMA_CONTEXT_TYPE_MTP` on the same model
+  loaded with `load_mtp`, driven through `llama_batch_ext` / `llama_process` and the staging
+  functions `llama_set_embeddings_nextn` / `llama_get_embeddings_nextn[_ith]`, called by their
+  C++ symbol names). Three comparisons: "own" (each side its own target hidden states, our
+  alignment), "same h" (llama.cpp's MTP fed our hidden states: the MTP block alone) and
+  "driver" (llama.cpp's own alignment, common/speculative.cpp: an extra first entry of token
+  x_0 with a zero hidden state, positions one later; ours computed the same way).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -38,7 +49,7 @@ import sys
 import tempfile
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -201,6 +212,228 @@ def qwen35_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any
     return out
 
 
+class MtpLib:
+    """The staging functions (src/llama-ext.h) libllama exports under C++ names only."""
+
+    NAMES: ClassVar[dict] = {
+        "set_nextn": ("_Z26llama_set_embeddings_nextnP13llama_contextbb", [ctypes.c_bool] * 2),
+        "nextn": ("_Z26llama_get_embeddings_nextnP13llama_context", []),
+        "nextn_ith": ("_Z30llama_get_embeddings_nextn_ithP13llama_contexti", [ctypes.c_int32]),
+    }
+
+    def __init__(self, llama_dir: Path) -> None:
+        lib = ctypes.CDLL(str(llama_dir / "libllama.so"))
+        for attr, (symbol, args) in self.NAMES.items():
+            fn = getattr(lib, symbol)
+            fn.argtypes = [ctypes.c_void_p, *args]
+            fn.restype = None if attr == "set_nextn" else ctypes.POINTER(ctypes.c_float)
+            setattr(self, attr, fn)
+
+
+class TheirMtp:
+    """llama.cpp's target context (final-norm hidden states of every entry) and MTP context
+    (its own KV cache) on one model loaded with its MTP block."""
+
+    def __init__(self, L: types.ModuleType, X: MtpLib, gguf: Path) -> None:
+        self.L, self.X = L, X
+        L.llama_backend_init()
+        mp = L.llama_model_default_params()
+        mp.n_gpu_layers, mp.load_mtp = 0, True
+        self.model = L.llama_model_load_from_file(str(gguf).encode(), mp)
+        if not self.model or L.llama_model_n_layer_nextn(self.model) != 1:
+            raise SystemExit(f"llama.cpp could not load {gguf} with its MTP block")
+        self.H = L.llama_model_n_embd_out(self.model)
+        self.V = L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model))
+
+    def context(self, mtp: bool):
+        cp = self.L.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_threads, cp.n_threads_batch = 256, 256, 1, 1
+        cp.ctx_type = 1 if mtp else 0  # LLAMA_CONTEXT_TYPE_MTP
+        ctx = self.L.llama_init_from_model(self.model, cp)
+        if not ctx:
+            raise SystemExit("llama.cpp could not create the context")
+        self.X.set_nextn(ctx, True, mtp)  # the MTP context: rows of output entries only
+        return ctx
+
+    def target(self, prompt: list[int]) -> tuple[np.ndarray, int]:
+        """(hidden states after the final norm [n, H], the first greedy token)."""
+        L, ctx = self.L, self.context(False)
+        arr = (L.llama_token * len(prompt))(*prompt)
+        if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(prompt))) != 0:
+            raise SystemExit("llama_decode failed")
+        h = np.ctypeslib.as_array(self.X.nextn(ctx), shape=(len(prompt), self.H)).copy()
+        logits = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(self.V,))
+        first = int(np.argmax(logits))
+        L.llama_free(ctx)
+        return h, first
+
+    def run(self, ctx, batch, entries: list[tuple[int, np.ndarray, int]], out: bool):
+        """One llama_process of (token, hidden row, position) entries; with `out`, the last
+        entry's (draft logits [V], MTP hidden state [H])."""
+        L, keep = self.L, []
+        L.llama_batch_ext_clear(batch)
+        for i, (tok, row, pos) in enumerate(entries):
+            row = np.ascontiguousarray(row, dtype=np.float32)
+            p = (ctypes.c_int32 * 4)(pos, 0, 0, 0)
+            keep += [row, p]
+            idx = L.llama_batch_ext_add_token(batch, 0, tok)
+            data = row.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            ok = idx == i and L.llama_batch_ext_set_pos(batch, idx, p)
+            if not (
+                ok and L.llama_batch_ext_set_embd_token(batch, idx, L.llama_embd(data, 1, self.H))
+            ):
+                raise SystemExit("llama_batch_ext refused an entry")
+            if out and i == len(entries) - 1:
+                L.llama_batch_ext_set_output_logits(batch, idx, True)
+        if L.llama_process(ctx, 1, batch) != 0:  # LLAMA_PROCESS_TYPE_DECODE
+            raise SystemExit("llama_process failed on the MTP context")
+        if not out:
+            return None
+        n = len(entries) - 1
+        logits = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, n), shape=(self.V,)).copy()
+        return logits, np.ctypeslib.as_array(self.X.nextn_ith(ctx, n), shape=(self.H,)).copy()
+
+    def drafts(self, stem: list[tuple[int, np.ndarray, int]], k: int) -> tuple[list, np.ndarray]:
+        """K greedy drafts: the stem's entries but the last in one batch without outputs, the
+        last alone (as llama.cpp's driver: after a batch of several entries its MTP context
+        hands back the first entry's hidden row), then each draft with the previous MTP hidden
+        state at the next position."""
+        ctx = self.context(True)
+        batch = self.L.llama_batch_ext_init(ctx)
+        if len(stem) > 1:
+            self.run(ctx, batch, stem[:-1], False)
+        logits, d = self.run(ctx, batch, stem[-1:], True)
+        tokens, rows, pos = [int(np.argmax(logits))], [logits], stem[-1][2]
+        for j in range(1, k):
+            logits, d = self.run(ctx, batch, [(tokens[-1], d, pos + j)], True)
+            tokens.append(int(np.argmax(logits)))
+            rows.append(logits)
+        self.L.llama_batch_ext_free(batch)
+        self.L.llama_free(ctx)
+        return tokens, np.stack(rows)
+
+    def close(self) -> None:
+        self.L.llama_model_free(self.model)
+
+
+def our_mtp(nf_path: Path, prompts: list[list[int]], k: int) -> list[dict]:
+    """Per prompt: our final-norm hidden states, first token, and K drafts (with their logits)
+    in our alignment and in llama.cpp's driver alignment (module docstring)."""
+    from weightfile.families import ninfer_family
+    from weightfile.fast.qwen35.mtp import FastVerifier, open_mtp
+    from weightfile.ref.ninfer3.read import open_artifact
+
+    out = []
+    with open_artifact(nf_path) as nf:
+        model = ninfer_family(nf).fast_model(nf, threads=1)
+        verifier, head = FastVerifier(model), open_mtp(nf, model, False)
+        for prompt in prompts:
+            h, logits = verifier.run(prompt, verifier.new_cache(), False)
+            first = int(np.argmax(logits[-1]))
+            zero = np.zeros((1, h.shape[1]), np.float32)
+            own = our_drafts(head, [*prompt[1:], first], h, k)
+            driver = our_drafts(head, [*prompt, first], np.concatenate([zero, h]), k)
+            out.append({"h": h, "first": first, "own": own, "driver": driver})
+    return out
+
+
+def our_drafts(
+    head: Any, tokens: list[int], hiddens: np.ndarray, k: int
+) -> tuple[list, np.ndarray]:
+    """K greedy drafts from MTP entries (tokens, hiddens) at positions 0, 1, ..."""
+    cache = head.new_cache()
+    d, logits = head.extend(tokens, hiddens, cache)
+    drafts, rows = [head.draft_token(logits[0])], [logits[0]]
+    for _ in range(1, k):
+        d, logits = head.extend([drafts[-1]], d, cache)
+        drafts.append(head.draft_token(logits[0]))
+        rows.append(logits[0])
+    return drafts, np.stack(rows)
+
+
+def mtp_compare(ours_: tuple[list, np.ndarray], theirs_: tuple[list, np.ndarray]) -> dict:
+    """How many of the K drafts agree (in order) and max |Δ| ÷ max |logit| of the draft logits
+    up to the first disagreement (later rows see different drafts)."""
+    (ta, la), (tb, lb) = ours_, theirs_
+    agree = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=True)) if x != y), len(ta))
+    rows = min(agree + 1, len(ta))
+    a, b = la[:rows, : lb.shape[1]], lb[:rows, : la.shape[1]]
+    rel = float(np.max(np.abs(a - b))) / float(np.max(np.abs(b)))
+    return {"agree": agree, "k": len(ta), "ours": ta, "llama.cpp": tb, "max_rel": rel}
+
+
+def mtp_case(L: types.ModuleType, X: MtpLib, nf: Path, gguf: Path, prompts, k: int) -> dict:
+    """One file's MTP comparisons over the prompts (module docstring)."""
+    mine = our_mtp(nf, prompts, k)
+    them = TheirMtp(L, X, gguf)
+    rows: dict[str, list] = {"own": [], "same h": [], "driver": [], "first": []}
+    try:
+        for prompt, o in zip(prompts, mine, strict=True):
+            h, first = them.target(prompt)
+            rows["first"].append(first == o["first"])
+            same = [(t, o["h"][i], i) for i, t in enumerate([*prompt[1:], o["first"]])]
+            rows["same h"].append(mtp_compare(o["own"], them.drafts(same, k)))
+            if first != o["first"]:  # own and driver drafts follow different tokens
+                continue
+            own = [(t, h[i], i) for i, t in enumerate([*prompt[1:], first])]
+            rows["own"].append(mtp_compare(o["own"], them.drafts(own, k)))
+            zero = np.zeros(them.H, np.float32)
+            drv = [(t, zero if i == 0 else h[i - 1], i) for i, t in enumerate([*prompt, first])]
+            rows["driver"].append(mtp_compare(o["driver"], them.drafts(drv, k)))
+    finally:
+        them.close()
+    return rows
+
+
+def mtp_results(L: types.ModuleType, work: Path, args: Any) -> dict:
+    """The MTP rows of every Qwen3.5 case (module docstring)."""
+    X = MtpLib(args.llama_dir)
+    rng = np.random.default_rng(args.seed + 1)
+    prompts = [[int(t) for t in rng.integers(3, 300, size=n)] for n in (5, 8, 12, 17)]
+    prompts = prompts[: args.mtp_prompts]
+    out = {}
+    for label, moe, fmt in QWEN35_CASES:
+        nf, gguf = qwen35_files(work, "mtp " + label, moe, fmt, args.seed)
+        out[label] = mtp_case(L, X, nf, gguf, prompts, args.draft_tokens)
+    return out
+
+
+def print_mtp(results: dict) -> None:
+    """One table row per case and comparison: drafts equal over the prompts, worst logits."""
+    print("| MTP case | comparison | prompts with all K drafts equal | worst draft-logit "
+          "max abs Δ ÷ max abs logit |")  # fmt: skip
+    print("|---|---|---:|---:|")
+    for label, rows in results.items():
+        for kind in ("own", "same h", "driver"):
+            r, skipped = rows[kind], len(rows["same h"]) - len(rows[kind])
+            equal = sum(x["agree"] == x["k"] for x in r)
+            note = f" ({skipped} with another first token left out)" if skipped else ""
+            print(f"| {label} | {kind} | {equal}/{len(r)}{note} | "
+                  f"{max(x['max_rel'] for x in r):.3g} |")  # fmt: skip
+
+
+def target_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any) -> dict:
+    """The target-logit cases: Qwen3 / Qwen3-MoE VQF exports, then Qwen3.5 (module docstring)."""
+    results = {}
+    dense, moe = tiny_model(work / "hf", args.seed), tiny_model(work / "moe", args.seed, True)
+    for label, hf, wmode in (
+        ("qwen3 q8", dense, "q8"),
+        ("qwen3 q4", dense, "q4"),
+        ("qwen3moe q8", moe, "q8"),
+        ("qwen3moe q4", moe, "q4"),
+    ):
+        tag = label.replace(" ", "-")
+        vqf, gguf = work / f"{tag}.vqf", work / f"{tag}.gguf"
+        weightfile("convert", str(hf), str(vqf), "--wmode", wmode, "--quiet")
+        weightfile("convert", str(vqf), str(gguf), "--quiet")
+        a, ta = ours(vqf, prompt, args.steps, work)
+        b, tb = theirs(L, gguf, prompt, args.steps)
+        results[label] = compare(a, ta, b, tb, args.steps)
+    if not args.no_qwen35:
+        results |= qwen35_results(L, work, [t % 300 for t in prompt], args)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-dir", type=Path, default=None,
@@ -213,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="write the numbers here too")
     ap.add_argument("--no-qwen35", action="store_true", help="only the Qwen3 / Qwen3-MoE cases")
+    ap.add_argument("--draft-tokens", type=int, default=3, help="MTP drafts per prompt (K)")
+    ap.add_argument("--mtp-prompts", type=int, default=4, help="MTP prompts (at most 4)")
+    ap.add_argument("--mtp-only", action="store_true", help="only the Qwen3.5 MTP drafts")
     args = ap.parse_args(argv)
     args.llama_dir = args.llama_dir or default_llama_dir()
     args.bindings = args.bindings or default_bindings()
@@ -223,35 +459,27 @@ def main(argv: list[str] | None = None) -> int:
     L = bindings(args.llama_dir, args.bindings)
     rng = np.random.default_rng(args.seed)
     prompt = [int(t) for t in rng.integers(3, SIZES["vocab_size"], size=12)]
-    results = {}
+    results, mtp = {}, {}
     work = Path(tempfile.mkdtemp(prefix="wf-llamacpp-"))
     try:
-        dense, moe = tiny_model(work / "hf", args.seed), tiny_model(work / "moe", args.seed, True)
-        for label, hf, wmode in (
-            ("qwen3 q8", dense, "q8"),
-            ("qwen3 q4", dense, "q4"),
-            ("qwen3moe q8", moe, "q8"),
-            ("qwen3moe q4", moe, "q4"),
-        ):
-            tag = label.replace(" ", "-")
-            vqf, gguf = work / f"{tag}.vqf", work / f"{tag}.gguf"
-            weightfile("convert", str(hf), str(vqf), "--wmode", wmode, "--quiet")
-            weightfile("convert", str(vqf), str(gguf), "--quiet")
-            a, ta = ours(vqf, prompt, args.steps, work)
-            b, tb = theirs(L, gguf, prompt, args.steps)
-            results[label] = compare(a, ta, b, tb, args.steps)
+        if not args.mtp_only:
+            results = target_results(L, work, prompt, args)
         if not args.no_qwen35:
-            results |= qwen35_results(L, work, [t % 300 for t in prompt], args)
+            mtp = mtp_results(L, work, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"prompt: {prompt}; model: {SIZES}; MoE: {MOE}")
-    print("| model, wmode | max abs Δ logits | max abs Δ ÷ max abs logit | argmax | "
-          "greedy tokens agree |")  # fmt: skip
-    print("|---|---:|---:|---|---:|")
+    if results:
+        print(f"prompt: {prompt}; model: {SIZES}; MoE: {MOE}")
+        print("| model, wmode | max abs Δ logits | max abs Δ ÷ max abs logit | argmax | "
+              "greedy tokens agree |")  # fmt: skip
+        print("|---|---:|---:|---|---:|")
     for wmode, r in results.items():
         print(f"| {wmode} | {r['max_abs']:.3g} | {r['max_rel']:.3g} | "
               f"{'same' if r['argmax_agrees'] else 'differs'} | "
               f"{r['tokens_agree']}/{r['tokens']} |")  # fmt: skip
+    if mtp:
+        print_mtp(mtp)
+        results["mtp"] = mtp
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0

@@ -58,6 +58,8 @@ NINFER3_VL_REJECT_VERSION = "v5"
 VQF_V6 = "v6"
 #: The Qwen3.5 MTP speculative-decoding cases (`ninfer3-mtp-model`), CHANGELOG.md "ninfer3 v6".
 NINFER3_MTP_VERSION = "v6"
+#: The rejected Qwen3.5 MTP files (`ninfer3-mtp-model`, expect reject), CHANGELOG.md "ninfer3 v7".
+NINFER3_MTP_REJECT_VERSION = "v7"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -73,6 +75,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("ninfer3", NINFER3_VL_REJECT_VERSION),
     ("vqf", VQF_V6),
     ("ninfer3", NINFER3_MTP_VERSION),
+    ("ninfer3", NINFER3_MTP_REJECT_VERSION),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

@@ -26,6 +26,7 @@ from weightfile.conformance.runner import (
     run_corpus,
 )
 from weightfile.families.qwen3.conformance import fast_opener
+from weightfile.families.qwen35.conformance_mtp_mutations import MUTATIONS as QWEN35_MTP_MUTATIONS
 from weightfile.families.qwen35.conformance_mutations import MUTATIONS as QWEN35_MUTATIONS
 from weightfile.families.qwen35.conformance_vl_mutations import MUTATIONS as QWEN35_VL_MUTATIONS
 from weightfile.ref.crypto import sm2
@@ -87,18 +88,20 @@ def test_every_ninfer3_rule_a_file_can_break_has_one_invalid_case():
     vision = [c["rule"] for c in cases if c["expect"] == "reject" and c["kind"] == "vl-model"]
     assert sorted(vision) == sorted(QWEN35_VL_MUTATIONS)
     assert all(r.split(".")[1] in ("vision", "binder") for r in vision)
+    # ninfer3 v7: the MTP and proposal binders' rules and the component rules mtp adds
+    mtp = [c["rule"] for c in cases if c["expect"] == "reject" and c["kind"] == "mtp-model"]
+    assert sorted(mtp) == sorted(QWEN35_MTP_MUTATIONS)
+    assert all(r.split(".")[1] in ("mtp", "proposal", "binder") for r in mtp)
     # Left out on purpose (README): requests, the writer, the importer's checkpoint rules, and
-    # the reference's own refusal of Hadamard signs on the tower (not a property of the file).
+    # the reference's own refusal of Hadamard signs on the tower and on MTP Uses (not a property
+    # of the file).
     left_out = {r for r in NINFER3_RULES if r.split(".")[1] in ("writer", "range")}
     left_out |= {r for r in NINFER3_RULES if r.startswith("ninfer3.text.hf_")}
-    left_out |= {"ninfer3.object.unknown", "ninfer3.vision.hadamard"}
+    left_out |= {"ninfer3.object.unknown", "ninfer3.vision.hadamard", "ninfer3.mtp.hadamard"}
     # ... and weightfile's own safe-open limits (spec/ninfer3.md §safe-files): a volume that is a
     # symlink out of the folder (corpus files are plain files) and the reader's JSON size cap,
     # a limit of this implementation rather than a rule of the format
     left_out |= {"ninfer3.part.outside", "ninfer3.header.json_limit"}
-    # ... and the MTP / proposal binder's rules (ninfer3 v6 has accepted MTP files only;
-    # tests/ref/qwen35/test_qwen35_mtp_bind.py raises each)
-    left_out |= {r for r in NINFER3_RULES if r.startswith(("ninfer3.mtp.", "ninfer3.proposal."))}
     assert set(NINFER3_RULES) - set(rejected) == left_out
     for c in cases:
         if c["expect"] == "reject":
@@ -116,8 +119,9 @@ def test_the_manifest_lists_every_case_folder_and_the_corpus_is_small():
     # the Hadamard case (0.12) and the sampled vqf/v5 models (0.06) about 0.5 MB more: 6.02 MB;
     # ninfer3/v5 (15 rejected vision files of ~50 KB, mostly their JSON directories) 0.75 MB;
     # vqf/v6 (the board vision tower: a 16-pixel patch embedding and F32 mergers) 0.51 MB;
-    # ninfer3/v6 (four Qwen3.5 MTP files and their rounds) 0.49 MB
-    assert total < 8_100_000, total
+    # ninfer3/v6 (four Qwen3.5 MTP files and their rounds) 0.49 MB;
+    # ninfer3/v7 (17 rejected MTP files of ~40 KB, mostly payload alignment) 0.66 MB
+    assert total < 8_800_000, total
 
 
 def _strings_only(value: object) -> bool:

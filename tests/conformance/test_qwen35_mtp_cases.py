@@ -61,3 +61,37 @@ def test_both_engines_pass_the_cases() -> None:
     for engine in ("ref", "fast"):
         results = run_corpus(builtin_implementation(engine), pattern=f"{MTP}/*")
         assert [r.verdict for r in results] == ["pass"] * len(NAMES), engine
+
+
+REJECTED = "ninfer3/v7/mtp-model/qwen35"
+
+
+def test_every_mtp_rule_has_one_rejected_file_listed_in_the_readme() -> None:
+    from weightfile.families.qwen35.conformance_mtp_mutations import MUTATIONS
+    from weightfile.ref.ninfer3.describe import verify
+    from weightfile.spec.ninfer3.rules import RULES
+
+    ids = (CORPUS_DIR / "files-ninfer3-v7").read_text().split()
+    rules = {json.loads((CORPUS_DIR / c / "case.json").read_text())["rule"]: c for c in ids}
+    binder = {r for r in RULES if r.startswith(("ninfer3.mtp.", "ninfer3.proposal."))}
+    # every MTP / proposal rule but the reference's own refusal of signs (README, CHANGELOG v7)
+    assert binder - set(rules) == {"ninfer3.mtp.hadamard"}
+    assert set(rules) == set(MUTATIONS) and len(ids) == 17
+    readme = (CORPUS_DIR.parent / "README.md").read_text()
+    for rule, cid in rules.items():
+        assert f"| `{rule}` | {RULES[rule].error_class} |" in readme, rule
+        assert cid == f"{REJECTED}/reject-{rule.split('.')[1]}-{rule.split('.')[2]}"
+        assert verify(CORPUS_DIR / cid / "model.ninfer") == []  # a valid container
+    with open_artifact(CORPUS_DIR / rules["ninfer3.binder.component"] / "model.ninfer") as nf:
+        assert "mtp" not in nf.directory.components
+    # the out-of-range id, read by hand: int32 little-endian words past the tokenizer's t0 … t7
+    with open_artifact(CORPUS_DIR / rules["ninfer3.proposal.token_range"] / "model.ninfer") as nf:
+        words = np.frombuffer(bytes(nf.object_bytes("p.ids")), "<i4").tolist()
+        vocab = json.loads(bytes(nf.resource("tokenizer.json")))["model"]["vocab"]
+        assert max(words) == len(vocab) == 8 and max(vocab.values()) == 7
+
+
+def test_the_builtin_engines_reject_each_mtp_file_with_its_rule() -> None:
+    for engine in ("ref", "fast"):
+        results = run_corpus(builtin_implementation(engine), pattern=f"{REJECTED}/*")
+        assert len(results) == 17 and all(r.passed for r in results), (engine, results)

@@ -393,6 +393,14 @@ ROWS: tuple[Family, ...] = (
                 source="weightfile.families.qwen35.conformance_mtp:corpus_cases",
                 answer="weightfile.families.qwen35.conformance_mtp:case_answer",
             ),
+            # ninfer3 v7: one rejected MTP file per MTP / proposal binder rule a file can break
+            Builder(
+                "ninfer3",
+                "v7",
+                "mtp-model",
+                source="weightfile.families.qwen35.conformance_mtp_mutations:invalid_cases",
+                answer="weightfile.families.qwen35.conformance_mtp:case_answer",
+            ),
         ),
     ),
 )

@@ -29,6 +29,7 @@ from weightfile.ref.ninfer3.describe import verify
 from weightfile.ref.ninfer3.plan import TensorSpec
 from weightfile.ref.ninfer3.read import open_artifact
 from weightfile.ref.qwen35.speculative import Speculation
+from weightfile.spec.errors import Violation, WeightfileError
 
 from .conformance_files import (
     CONTIGUOUS,
@@ -144,9 +145,13 @@ def answer(backend: Backend, folder: Path, case: dict[str, Any]) -> dict[str, An
     return {"tokens": [str(t) for t in tokens], "rounds": rounds}
 
 
-def case_answer(backend: Backend, folder: Path) -> dict[str, Any]:
-    """The built-in adapter's answer to a `ninfer3-mtp-model` case folder."""
-    return answer(backend, folder, read_case(folder))
+def case_answer(backend: Backend, folder: Path) -> dict[str, Any] | Violation:
+    """The built-in adapter's answer to a `ninfer3-mtp-model` case folder, or the first rule a
+    rejected file breaks (ninfer3 v7; conformance/README.md, "Protocol")."""
+    try:
+        return answer(backend, folder, read_case(folder))
+    except WeightfileError as exc:
+        return exc.violation
 
 
 def corpus_cases(scratch: Path, prefix: str) -> Iterator[Case]:
