@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from strategies.qwen35_official import TEXT, write_official
+from strategies.qwen35_official import MOE, TEXT, write_official
 
 from weightfile.cli import main
 from weightfile.families.qwen35.from_gguf import import_gguf
@@ -161,6 +161,27 @@ def test_moe_with_fused_experts_round_trips_through_the_command_line(tmp_path):
     assert gguf.GGUFReader(tmp_path / "moe.gguf").fields["general.architecture"].contents() == (
         "qwen35moe"
     )
+
+
+def test_moe_q8_export_holds_the_checkpoint_experts(tmp_path):
+    """Fused experts [E, 2I, H] split into gate / up stacks, the router and the shared expert,
+    text and MTP, each Q8_0 tensor equal to the checkpoint's q8_g32_fp16 values (gguf-py reads)."""
+    t = write_official(tmp_path, layers=LAYERS, depth=0, moe=True, fused=True)
+    nf = import_checkpoint(tmp_path, tmp_path / "moe.ninfer", fmt="q8_g32_fp16", backend=FAST)[0]
+    g = tensors_of(export_gguf(nf, tmp_path / "moe.gguf"))
+    i = MOE["moe_intermediate_size"]
+    for blk, p in ((0, "model.language_model.layers.0.mlp."), (LAYERS, "mtp.layers.0.mlp.")):
+        gate_up = q8_values(t[p + "experts.gate_up_proj"])
+        want = {
+            "ffn_gate_exps": gate_up[:, :i], "ffn_up_exps": gate_up[:, i:],
+            "ffn_down_exps": q8_values(t[p + "experts.down_proj"]),
+            "ffn_gate_inp": q8_values(t[p + "gate.weight"]),
+            "ffn_gate_inp_shexp": q8_values(t[p + "shared_expert_gate.weight"]),
+            "ffn_down_shexp": q8_values(t[p + "shared_expert.down_proj.weight"]),
+        }  # fmt: skip
+        for name, values in want.items():
+            got = g[f"blk.{blk}.{name}.weight"]
+            np.testing.assert_array_equal(got.reshape(values.shape), values, err_msg=name)
 
 
 def test_formats_without_a_shared_block_need_requantize(tmp_path):
