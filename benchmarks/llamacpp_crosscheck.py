@@ -236,9 +236,9 @@ def compare(a: np.ndarray, ta: list[int], b: np.ndarray, tb: list[int], steps: i
 
 
 #: Ours vs llama.cpp on the F32 twin (both binary32, identical weights), as a fraction of the
-#: largest logit. Measured ≤ 2.1e-4 on the Qwen3.5 cases, seeds 0-2 (spec/ninfer3.md
-#: §qwen35-gguf); llama.cpp keeps K and V in binary16 by default (relative rounding up to 2^-11,
-#: about 5e-4, per element), so 1e-3.
+#: largest logit. Measured ≤ 2.1e-4 on the Qwen3.5 cases, seeds 0-2 (see
+#: spec/ninfer3.md §qwen35-gguf); llama.cpp keeps K and V in binary16 by default (relative
+#: rounding up to 2^-11, about 5e-4, per element), so 1e-3.
 SAME_VALUES_TOL = 1e-3
 
 
