@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from strategies.qwen35_official import TEXT, write_official
+from strategies.qwen35_official import MOE, TEXT, write_official
 
 from weightfile.cli import main
 from weightfile.families.qwen35.from_gguf import import_gguf
@@ -54,14 +54,29 @@ def dense(tmp_path_factory):
     return folder, t, nf, q8
 
 
-def test_export_applies_llama_cpp_s_transforms(dense):
-    folder, t, nf, _ = dense
-    g = tensors_of(export_gguf(nf, folder / "bf16.gguf"))
+def q8_values(x: np.ndarray) -> np.ndarray:
+    """`q8_g32_fp16` values of `x` along its last axis: spec/ninfer3.md §grouped-absmax written
+    out in NumPy (binary16 scale of amax / 127, codes rint(x · f32(1 / scale)) clamped to ±127).
+    Not gguf-py's Q8_0 quantiser, which multiplies by 1 / (amax / 127) before rounding the scale
+    and rounds halves away from zero: it picks another code for about 1% of these weights."""
+    g = x.astype(np.float32).reshape(*x.shape[:-1], -1, 32)
+    amax = np.max(np.abs(g), axis=-1, keepdims=True)
+    scale = (amax.astype(np.float64) / 127).astype(np.float32).astype(np.float16)
+    scale = np.where((scale == 0) & (amax > 0), np.float16(2.0**-24), scale).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = (1 / scale.astype(np.float64)).astype(np.float32)
+    codes = np.clip(np.rint(np.where(amax > 0, g * inv, 0).astype(np.float32)), -127, 127)
+    return (codes * scale).astype(np.float32).reshape(x.shape)
+
+
+def expected(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """llama.cpp's converter rules applied to checkpoint tensors `t` (module docstring)."""
     m, a = "model.language_model.layers.", "model.language_model.layers.0.linear_attn."
     kg = TEXT["linear_num_key_heads"] * TEXT["linear_key_head_dim"]
     dv = TEXT["linear_value_head_dim"]
-    qkv = t[a + "in_proj_qkv.weight"]
-    want = {
+    qkv, conv = t[a + "in_proj_qkv.weight"], t[a + "conv1d.weight"][:, 0, :]
+    mtp = "mtp.layers.0."
+    return {
         "blk.0.attn_qkv.weight": np.concatenate([qkv[: 2 * kg], tiled(qkv[2 * kg :], 0, dv)]),
         "blk.0.attn_gate.weight": tiled(t[a + "in_proj_z.weight"], 0, dv),
         "blk.0.ssm_alpha.weight": tiled(t[a + "in_proj_a.weight"], 0, 1),
@@ -70,21 +85,43 @@ def test_export_applies_llama_cpp_s_transforms(dense):
         "blk.0.ssm_dt.bias": tiled(t[a + "dt_bias"], 0, 1),
         "blk.0.ssm_out.weight": tiled(t[a + "out_proj.weight"], 1, dv),
         "blk.0.ssm_norm.weight": t[a + "norm.weight"],
+        "blk.0.ssm_conv1d.weight": np.concatenate([conv[: 2 * kg], tiled(conv[2 * kg :], 0, dv)]),
         "blk.0.attn_norm.weight": t[m + "0.input_layernorm.weight"] + 1,
+        "blk.0.ffn_up.weight": t[m + "0.mlp.up_proj.weight"],
         "blk.3.attn_q.weight": t[m + "3.self_attn.q_proj.weight"],
+        "blk.3.attn_output.weight": t[m + "3.self_attn.o_proj.weight"],
         "blk.3.attn_k_norm.weight": t[m + "3.self_attn.k_norm.weight"] + 1,
         "output_norm.weight": t["model.language_model.norm.weight"] + 1,
+        "output.weight": t["lm_head.weight"],
+        "token_embd.weight": t["model.language_model.embed_tokens.weight"],
         "blk.4.nextn.eh_proj.weight": t["mtp.fc.weight"],
         "blk.4.nextn.enorm.weight": t["mtp.pre_fc_norm_embedding.weight"] + 1,
         "blk.4.nextn.shared_head_norm.weight": t["mtp.norm.weight"] + 1,
-        "blk.4.attn_q.weight": t["mtp.layers.0.self_attn.q_proj.weight"],
-        "blk.4.ffn_down.weight": t["mtp.layers.0.mlp.down_proj.weight"],
-    }
-    conv = t[a + "conv1d.weight"][:, 0, :]
-    want["blk.0.ssm_conv1d.weight"] = np.concatenate([conv[: 2 * kg], tiled(conv[2 * kg :], 0, dv)])
-    for name, values in want.items():
+        "blk.4.attn_q.weight": t[mtp + "self_attn.q_proj.weight"],
+        "blk.4.attn_v.weight": t[mtp + "self_attn.v_proj.weight"],
+        "blk.4.ffn_down.weight": t[mtp + "mlp.down_proj.weight"],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["bf16", "q8"])
+def test_export_applies_llama_cpp_s_transforms(dense, which):
+    """bf16: the checkpoint's values; q8: every Q8_0 tensor (read by gguf-py) holds the checkpoint
+    matrix's q8_g32_fp16 values (blocks of 32 along its input axis) moved by the same rules, so a
+    block copied to the wrong place or a value head reordered inside a block fails."""
+    folder, t, nf, q8 = dense
+    path = export_gguf(nf if which == "bf16" else q8, folder / f"{which}-x.gguf")
+    g = tensors_of(path)
+    kinds = {x.name: x.tensor_type for x in gguf.GGUFReader(path).tensors}
+    plain, rounded = (
+        expected(t),
+        expected({k: q8_values(v) if v.ndim == 2 else v for k, v in t.items()}),
+    )
+    assert which == "bf16" or kinds["blk.0.ssm_out.weight"] == gguf.GGMLQuantizationType.Q8_0
+    for name, values in plain.items():
+        if kinds[name] == gguf.GGMLQuantizationType.Q8_0:
+            values = rounded[name]
         np.testing.assert_array_equal(g[name], np.float32(values), err_msg=name)
-    meta = gguf.GGUFReader(folder / "bf16.gguf").fields
+    meta = gguf.GGUFReader(path).fields
     assert meta["qwen35.block_count"].contents() == LAYERS + 1
     assert meta["qwen35.nextn_predict_layers"].contents() == 1
 
@@ -124,6 +161,27 @@ def test_moe_with_fused_experts_round_trips_through_the_command_line(tmp_path):
     assert gguf.GGUFReader(tmp_path / "moe.gguf").fields["general.architecture"].contents() == (
         "qwen35moe"
     )
+
+
+def test_moe_q8_export_holds_the_checkpoint_experts(tmp_path):
+    """Fused experts [E, 2I, H] split into gate / up stacks, the router and the shared expert,
+    text and MTP, each Q8_0 tensor equal to the checkpoint's q8_g32_fp16 values (gguf-py reads)."""
+    t = write_official(tmp_path, layers=LAYERS, depth=0, moe=True, fused=True)
+    nf = import_checkpoint(tmp_path, tmp_path / "moe.ninfer", fmt="q8_g32_fp16", backend=FAST)[0]
+    g = tensors_of(export_gguf(nf, tmp_path / "moe.gguf"))
+    i = MOE["moe_intermediate_size"]
+    for blk, p in ((0, "model.language_model.layers.0.mlp."), (LAYERS, "mtp.layers.0.mlp.")):
+        gate_up = q8_values(t[p + "experts.gate_up_proj"])
+        want = {
+            "ffn_gate_exps": gate_up[:, :i], "ffn_up_exps": gate_up[:, i:],
+            "ffn_down_exps": q8_values(t[p + "experts.down_proj"]),
+            "ffn_gate_inp": q8_values(t[p + "gate.weight"]),
+            "ffn_gate_inp_shexp": q8_values(t[p + "shared_expert_gate.weight"]),
+            "ffn_down_shexp": q8_values(t[p + "shared_expert.down_proj.weight"]),
+        }  # fmt: skip
+        for name, values in want.items():
+            got = g[f"blk.{blk}.{name}.weight"]
+            np.testing.assert_array_equal(got.reshape(values.shape), values, err_msg=name)
 
 
 def test_formats_without_a_shared_block_need_requantize(tmp_path):
