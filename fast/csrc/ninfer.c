@@ -220,8 +220,8 @@ static void block_tokens(const nf_product *p, const float *w, const float *x2, i
 /* Prefill: up to GROUPS blocks of ROW_BLOCK rows are decoded once, then the tokens are taken in
  * spans of SPAN, each span against every decoded block, so a span's activations stay in the
  * nearer caches instead of all T tokens being streamed again for every four rows. Which outputs
- * are computed together changes; each output's operations do not (spec/numerics.md
- * §batch-invariance). */
+ * are computed together changes; each output's operations do not
+ * (spec/numerics.md §batch-invariance). */
 static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const nf_product *p = arg;
     pthread_once(&tables_once, build_tables);
