@@ -40,6 +40,9 @@ BLOCK_LINEARS = (
     ("ffn_up", "v_q8_fc1", "v_fc1_bias", lambda c: (c.intermediate_size, c.hidden_size)),
     ("ffn_down", "v_q8_fc2", "v_fc2_bias", lambda c: (c.hidden_size, c.intermediate_size)),
 )
+#: The released Qwen3-VL processor's normalisation (spec/models.md §qwen3-vl; the defaults of
+#: weightfile/frontend/image.py's ImageSettings): a VQF file does not record it.
+IMAGE_MEAN = IMAGE_STD = (0.5, 0.5, 0.5)
 BLOCK_NORMS = (("ln1", "v_norm1_w", "v_norm1_b"), ("ln2", "v_norm2_w", "v_norm2_b"))
 
 
@@ -116,12 +119,9 @@ def require_exportable(c: VisionConfig) -> None:
 
 def add_mmproj_metadata(w: Any, c: VisionConfig) -> None:
     """The clip.* keys llama.cpp's loader reads for a Qwen3-VL projector (spec/vqf.md
-    §mmproj-export); image mean and std are the released processor's (weightfile/frontend)."""
+    §mmproj-export)."""
     import gguf
 
-    from weightfile.frontend.image import ImageSettings
-
-    s = ImageSettings()
     w.add_type(gguf.GGUFType.MMPROJ)
     w.add_name("weightfile export")
     w.add_file_type(int(gguf.LlamaFileType.MOSTLY_Q8_0))
@@ -134,8 +134,8 @@ def add_mmproj_metadata(w: Any, c: VisionConfig) -> None:
     w.add_vision_feed_forward_length(c.intermediate_size)
     w.add_vision_block_count(c.depth)
     w.add_vision_head_count(c.num_heads)
-    w.add_vision_image_mean(list(s.image_mean))
-    w.add_vision_image_std(list(s.image_std))
+    w.add_vision_image_mean(list(IMAGE_MEAN))
+    w.add_vision_image_std(list(IMAGE_STD))
     w.add_vision_use_gelu(True)
     w.add_vision_spatial_merge_size(c.spatial_merge_size)
     w.add_vision_attention_layernorm_eps(c.eps)
