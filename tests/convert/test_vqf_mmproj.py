@@ -146,3 +146,29 @@ def test_refusals(tmp_path, capsys):
     proj.write_bytes(b"taken")  # an existing projector file is kept without --force
     assert main(["convert", str(shared_vqf()), str(out), "--mmproj", str(proj), "--quiet"]) != 0
     assert proj.read_bytes() == b"taken" and not out.exists()
+
+
+def test_an_unpadded_fc2_is_copied_as_q8_0_blocks_too(tmp_path):
+    """A seeded synthetic tower whose vis_ffn (96) is whole Q8_0 blocks: fc2 is copied, not
+    decoded, and every tensor still equals the binder's."""
+    from dataclasses import replace
+
+    from weightfile.bench.synthetic import SPECS, arch_of, tensor_sources
+    from weightfile.convert.vqf_mmproj import export_mmproj
+    from weightfile.ref.vqf.write import write_vqf
+
+    s = replace(SPECS["tiny-vl-q8_0"], vis_ffn=96)
+    src = write_vqf(tmp_path / "vl.vqf", arch=arch_of(s), tensors=tensor_sources(s), flags=s.flags)
+    proj = export_mmproj(src, tmp_path / "mmproj.gguf")
+    with open_vqf(src) as vqf:
+        config, weights = bind_vision(vqf, int(vqf.header.arch["dim"]))
+    got = {t.name: t for t in gguf.GGUFReader(str(proj)).tensors}
+    want = expected(config, weights)
+    assert sorted(got) == sorted(want) and config.intermediate_size == 96
+    for name, value in want.items():
+        assert np.array_equal(values_of(got[name]).view(np.uint32), value.view(np.uint32)), name
+    for i, b in enumerate(weights.blocks):
+        t = got[f"v.blk.{i}.ffn_down.weight"]
+        assert t.tensor_type == gguf.GGMLQuantizationType.Q8_0
+        blocks = np.asarray(t.data).reshape(config.hidden_size, -1, 34)
+        assert np.array_equal(blocks[:, :, :2].copy().view("<u2")[..., 0], b.fc2.scale_bits)
