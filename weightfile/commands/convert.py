@@ -53,12 +53,6 @@ def register(sub: Any) -> None:
         "extension: a Hugging Face checkpoint)"
     )  # fmt: skip
     add_conversion_arguments(parser)
-    parser.add_argument(
-        "--mmproj", type=Path, default=None, metavar="PATH",
-        help="a VISION VQF file into .gguf: also write its vision tower as llama.cpp's "
-        "projector GGUF (clip, qwen3vl_merger) at PATH, Q8_0 blocks copied; without it such a "
-        "file is refused",
-    )  # fmt: skip
     parser.set_defaults(run=run)
 
 
@@ -100,6 +94,12 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
         "--requantize", action="store_true",
         help="GGUF source: dequantize and quantize again the tensors whose blocks cannot be "
         "copied (K-quants, or Q8_0 into a q4 family); without it they are refused",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mmproj", type=Path, default=None, metavar="PATH",
+        help="a VISION VQF file into .gguf: also write its vision tower as llama.cpp's "
+        "projector GGUF (clip, qwen3vl_merger) at PATH, Q8_0 blocks copied; without it such a "
+        "file is refused",
     )  # fmt: skip
     add_common_arguments(parser)
 
