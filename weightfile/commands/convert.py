@@ -95,6 +95,12 @@ def add_conversion_arguments(parser: argparse.ArgumentParser) -> None:
         help="GGUF source: dequantize and quantize again the tensors whose blocks cannot be "
         "copied (K-quants, or Q8_0 into a q4 family); without it they are refused",
     )  # fmt: skip
+    parser.add_argument(
+        "--mmproj", type=Path, default=None, metavar="PATH",
+        help="a VISION VQF file into .gguf: also write its vision tower as llama.cpp's "
+        "projector GGUF (clip, qwen3vl_merger) at PATH, Q8_0 blocks copied; without it such a "
+        "file is refused",
+    )  # fmt: skip
     add_common_arguments(parser)
 
 
@@ -207,6 +213,8 @@ def check_target_options(args: argparse.Namespace, target: str, wmode: str) -> N
         raise UsageError(f"--x8 is an option of --wmode q4, not {wmode}")
     if getattr(args, "vocab_bin", False) and target != "vqf":
         raise UsageError("--vocab-bin is for VQF files")
+    if getattr(args, "mmproj", None) is not None and target != "gguf":
+        raise UsageError("--mmproj is for a .gguf destination (a VISION VQF source)")
 
 
 def vocab_bin_paths(src: Path, dst: Path, force: bool) -> tuple[Path, Path]:
@@ -291,16 +299,33 @@ def run_conversion(
         recipe=getattr(args, "recipe", None),
         proposal_ids=getattr(args, "proposal_ids", None),
         proposal_rows=getattr(args, "proposal_rows", None),
+        mmproj=getattr(args, "mmproj", None),
     )
     vocab = vocab_bin_paths(src, dst, args.force) if getattr(args, "vocab_bin", False) else None
     try:
         paths = converter(src, dst, options)
     finally:
         bar.close()
-    more = extra(paths) if target != "hf" else f" (+ {', '.join(p.name for p in paths[1:])})"
-    if vocab is not None:
-        more += f" (+ {write_vocab_bin(*vocab, args.force).name})"
-    how = ", blocks copied" if source.startswith("gguf/qwen35") else describe(target, plan, args)
+    vocab_out = write_vocab_bin(*vocab, args.force) if vocab is not None else None
+    report_conversion(src, paths, (source, target), describe(target, plan, args), key, vocab_out)
+    return 0
+
+
+def report_conversion(
+    src: Path,
+    paths: list[Path],
+    kinds: tuple[str, str],
+    how: str,
+    key: bytes | None,
+    vocab: Path | None,
+) -> None:
+    """The lines `convert` prints: what was written (the files beside DST in parentheses), the
+    engine-defaults answer of a VQF target, the notes of a VQF -> GGUF export."""
+    source, target = kinds
+    listed = target == "hf" or (target == "gguf" and len(paths) > 1)  # the mmproj beside it
+    more = extra(paths) if not listed else f" (+ {', '.join(p.name for p in paths[1:])})"
+    more += f" (+ {vocab.name})" if vocab is not None else ""
+    how = ", blocks copied" if source.startswith("gguf/qwen35") else how
     print(f"{src} -> {paths[0]} [{source} -> {target}{how}]{more}")
     print_notes(src, paths[0], source, target, key)
     return 0

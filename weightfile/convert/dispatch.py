@@ -137,11 +137,23 @@ def gguf_architecture(src: Path) -> str:
 
 
 def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
-    """A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (weightfile/convert/vqf_gguf.py)."""
+    """A dense Qwen3 VQF file -> a llama.cpp qwen3 GGUF file (weightfile/convert/vqf_gguf.py);
+    with `options.mmproj`, a VISION file's tower -> llama.cpp's projector GGUF there
+    (weightfile/convert/vqf_mmproj.py), checked and written before the text file."""
+    from weightfile.ref.staging import check_output
+
     from .vqf_gguf import export_gguf
+    from .vqf_mmproj import export_mmproj
 
     if options.sign_key is not None:
         raise UnsupportedError("vqf.import.option", "--sign-key is for VQF targets")
+    extra = []
+    if options.mmproj is not None:
+        check_output(dst, options.overwrite, "vqf.writer.destination")  # both, before any work
+        extra.append(export_mmproj(
+            src, options.mmproj, overwrite=options.overwrite, passphrase=options.passphrase,
+            progress=options.progress,
+        ))  # fmt: skip
     path = export_gguf(
         src,
         dst,
@@ -150,8 +162,9 @@ def vqf_to_gguf(src: Path, dst: Path, options: ConvertOptions) -> list[Path]:
         passphrase=options.passphrase,
         progress=options.progress,
         projection_set=options.gguf_projections,
+        mmproj=options.mmproj is not None,
     )
-    return [path]
+    return [path, *extra]
 
 
 __all__: list[Any] = ["CONVERTERS", "ConvertOptions", "convert", "converter_for"]

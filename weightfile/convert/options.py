@@ -44,6 +44,8 @@ class ConvertOptions:
     proposal_rows: int | None = None
     #: VQF -> GGUF: the projection set to export (q4 or q8); None: the file's only one
     gguf_projections: str | None = None
+    #: VQF -> GGUF: where a VISION file's tower goes (llama.cpp's projector GGUF); None: refused
+    mmproj: Path | None = None
 
 
 Converter = Callable[[Path, Path, ConvertOptions], list[Path]]

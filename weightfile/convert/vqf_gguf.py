@@ -55,10 +55,13 @@ def export_gguf(
     passphrase: bytes | None = None,
     progress: Callable[[str, int], None] | None = None,
     projection_set: str | None = None,
+    mmproj: bool = False,
 ) -> Path:
     """Write the GGUF of the VQF file `src` (module docstring), published atomically;
     `progress(name, total)` is told of every tensor written; `projection_set` (q4 or q8) chooses
-    the set of a dual file, and must be the file's own set otherwise."""
+    the set of a dual file, and must be the file's own set otherwise. A VISION file exports its
+    text tower only when `mmproj` says its vision tower goes to a projector file
+    (weightfile/convert/vqf_mmproj.py)."""
     import gguf
 
     from weightfile.frontend.chat import chat_template_path
@@ -67,11 +70,11 @@ def export_gguf(
     out = check_output(out, overwrite, "vqf.writer.destination")  # before any work
     with open_vqf(src, passphrase=passphrase) as vqf:
         flags, a = vqf.header.flags, vqf.header.arch
-        if flags & VQFFlag.VISION:
+        if flags & VQFFlag.VISION and not mmproj:
             raise UnsupportedError(
                 "vqf.import.source",
-                "a VISION file does not export to GGUF: llama.cpp keeps the vision tower in a "
-                "separate mmproj (clip) GGUF, which this exporter does not write",
+                "a VISION file exports to two GGUF files: llama.cpp keeps the vision tower in a "
+                "separate mmproj (clip) GGUF; pass --mmproj PATH to write it there",
             )
         chosen = choose_projection_set({e.name for e in vqf.entries}, projection_set, src)
         # the one output policy (ref/staging.py): gguf writes our locked temporary file
