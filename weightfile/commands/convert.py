@@ -328,7 +328,6 @@ def report_conversion(
     how = ", blocks copied" if source.startswith("gguf/qwen35") else how
     print(f"{src} -> {paths[0]} [{source} -> {target}{how}]{more}")
     print_notes(src, paths[0], source, target, key)
-    return 0
 
 
 def print_notes(src: Path, out: Path, source: str, target: str, key: bytes | None) -> None:
