@@ -48,9 +48,9 @@ def rotated_inputs(
 ) -> dict[str, str]:
     """Parameter name -> the input its Use reads, for every matrix a glob matches (fnmatch on
     the canonical spec/ninfer3.md §qwen35-names names, and on `others`: the vision component's
-    §qwen35-vision-names ones). Each glob must match a matrix, each matched matrix have
-    K % 1024 == 0, and a tied output head cannot be rotated (it is the embedding's object, read
-    row by row): rule qwen35.import.hadamard otherwise."""
+    spec/ninfer3.md §qwen35-vision-names ones). Each glob must match a matrix, each matched
+    matrix have K % 1024 == 0, and a tied output head cannot be rotated (it is the embedding's
+    object, read row by row): rule qwen35.import.hadamard otherwise."""
     matrices = [p for p in (*text_parameters(config), *others) if not p.is_direct]
     out: dict[str, str] = {}
     for glob in globs:
