@@ -63,6 +63,7 @@ def files(tmp_path_factory):
     write_checkpoint(folder, seed=13, vision={"intermediate_size": 1024})
     Image.fromarray(image_array(shape=(16, 24))).save(folder / "img.png")
     paths = {"img": folder / "img.png"}
+    paths["folder"] = folder
     for name, extra in {"plain": [], "rotated": ["--hadamard", GLOB]}.items():
         paths[name] = folder / f"{name}.ninfer"
         args = ["convert", str(folder), str(paths[name]), "--format", "bf16", "--quiet", *extra]
@@ -131,3 +132,13 @@ def test_rotated_file_computes_the_plain_function(runs) -> None:
     assert np.array_equal(lr.argmax(-1), lp.argmax(-1))
     print("merger", np.abs(merger_r - merger_p).max(), peak, "logits",
           np.abs(lr - lp).max(), np.abs(lp).max())  # fmt: skip
+
+
+def test_a_vision_matrix_whose_k_is_not_a_multiple_of_1024_is_refused(files, tmp_path, capsys):
+    """fc1 reads the tower's 32-wide rows: qwen35.import.hadamard, nothing written."""
+    out = tmp_path / "x.ninfer"
+    args = ["convert", str(files["folder"]), str(out), "--quiet", "--hadamard", "vision/*/fc1"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "qwen35.import.hadamard" in err and "not a multiple of 1024" in err
+    assert not out.exists()
