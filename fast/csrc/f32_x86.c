@@ -14,7 +14,15 @@
  * runs over the span before the next band, so each band's weights come from memory once per
  * span. Row r starts `ld` floats after row r − 1: the matrix's row length, or more for a column
  * band read in place (an expert's down columns, fast/csrc/moe.c).
+ *
+ * AVX-512 carries two tokens in one 512-bit register: each span's tokens are copied in pairs,
+ * the eight columns i..i+7 of token t in the low half and of token t + 1 in the high half, and a
+ * weight row's eight columns are loaded into both halves, so one mul and one add advance two
+ * outputs, each half its own eight-lane accumulator in the order above (the same bits again).
+ * A tile is 4 rows x 6 pairs; an odd token left over takes the one-token tile.
  */
+#include <stdlib.h>
+
 #include "wf_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -26,12 +34,17 @@
 
 enum { BAND = 4, X_SPAN_BYTES = 1 << 18 };
 
+/* One output from its eight lanes and the columns past the vector loop (i..n-1). */
+INLINE float finish_lanes(float *l, const float *w, const float *x, int64_t i, int64_t n) {
+    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + w[i] * x[i];
+    return wf_combine_lanes(l);
+}
+
 /* One output from its accumulator and the columns past the vector loop (i..n-1). */
 AVX2 INLINE float finish(__m256 acc, const float *w, const float *x, int64_t i, int64_t n) {
     float l[WF_LANES];
     _mm256_storeu_ps(l, acc);
-    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + w[i] * x[i];
-    return wf_combine_lanes(l);
+    return finish_lanes(l, w, x, i, n);
 }
 
 /* Rows w[0..3] (n columns each, `ld` floats apart) against tokens x[0..NT-1]; y[t * rows + a]
@@ -65,6 +78,50 @@ DEFINE_TILE(tile_avx512_1, AVX512, 1)
 
 typedef void (*tile_fn)(const float *, int64_t, int64_t, const float *, float *, int64_t);
 
+/* Rows w[0..3] against NP token pairs: xp holds pair p's vector columns at xp + p·2·nv (for each
+ * eight columns i, token 2p's then token 2p + 1's), x the same tokens unpacked (n apart) for the
+ * columns past nv = n rounded down to 8; y[t * rows + a] gets row a, token t. */
+#define DEFINE_PAIR_TILE(NAME, NP)                                                               \
+    AVX512 static void NAME(const float *w, int64_t ld, int64_t n, const float *xp,             \
+                            const float *x, float *y, int64_t rows) {                           \
+        const int64_t nv = n / WF_LANES * WF_LANES;                                              \
+        __m512 acc[BAND][NP];                                                                    \
+        _Pragma("GCC unroll 8") for (int a = 0; a < BAND; a++)                                   \
+            _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) acc[a][p] = _mm512_setzero_ps(); \
+        for (int64_t i = 0; i < nv; i += WF_LANES) {                                             \
+            __m512 wv[BAND];                                                                     \
+            _Pragma("GCC unroll 8") for (int a = 0; a < BAND; a++) wv[a] = _mm512_castpd_ps(     \
+                _mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)(w + a * ld + i))));      \
+            _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) {                               \
+                const __m512 xv = _mm512_loadu_ps(xp + p * 2 * nv + 2 * i);                      \
+                _Pragma("GCC unroll 8") for (int a = 0; a < BAND; a++)                           \
+                    acc[a][p] = _mm512_add_ps(acc[a][p], _mm512_mul_ps(wv[a], xv));              \
+            }                                                                                    \
+        }                                                                                        \
+        for (int a = 0; a < BAND; a++)                                                           \
+            for (int p = 0; p < NP; p++) {                                                       \
+                float l[2 * WF_LANES];                                                           \
+                _mm512_storeu_ps(l, acc[a][p]);                                                  \
+                const float *x0 = x + 2 * p * n;                                                 \
+                y[2 * p * rows + a] = finish_lanes(l, w + a * ld, x0, nv, n);                    \
+                y[(2 * p + 1) * rows + a] = finish_lanes(l + WF_LANES, w + a * ld, x0 + n, nv, n); \
+            }                                                                                    \
+    }
+
+enum { PAIRS = 6 };
+DEFINE_PAIR_TILE(pairs_avx512_6, PAIRS)
+DEFINE_PAIR_TILE(pairs_avx512_1, 1)
+
+/* Tokens x[0..2·pairs-1] (n columns each) into xp in pairs, their first nv columns (module
+ * comment). */
+static void pack_pairs(const float *x, int64_t n, int64_t nv, int64_t pairs, float *xp) {
+    for (int64_t p = 0; p < pairs; p++)
+        for (int64_t i = 0; i < nv; i += WF_LANES)
+            for (int h = 0; h < 2; h++)
+                for (int j = 0; j < WF_LANES; j++)
+                    xp[p * 2 * nv + 2 * i + h * WF_LANES + j] = x[(2 * p + h) * n + i + j];
+}
+
 /* Bands of 4 rows from r0 (as many as fit before r1) and every token; returns the first row
  * left to the caller. */
 static int64_t bands(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0, int64_t r1,
@@ -85,10 +142,41 @@ static int64_t bands(const float *w, int64_t ld, int64_t cols, int64_t rows, int
     return end;
 }
 
+/* The AVX-512 bands: spans of 2·PAIRS·k tokens packed in pairs, each band of 4 rows over the
+ * span's pairs, an odd last token alone. Without the pair buffer (or without two tokens or
+ * eight columns) the one-token-per-register tiles. */
+static int64_t bands_avx512(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0,
+                            int64_t r1, const float *x, int64_t tokens, float *y) {
+    const int64_t nv = cols / WF_LANES * WF_LANES, nt = 2 * PAIRS;
+    int64_t span = (X_SPAN_BYTES / (cols * 4 + 1)) / nt * nt;
+    if (span < nt) span = nt;
+    float *xp = tokens >= 2 && nv > 0 ? malloc((size_t)(span / 2 * 2 * nv) * sizeof(float)) : NULL;
+    if (xp == NULL)
+        return bands(w, ld, cols, rows, r0, r1, x, tokens, y, tile_avx512_6, 6, tile_avx512_1);
+    const int64_t end = r0 + (r1 - r0) / BAND * BAND;
+    for (int64_t s0 = 0; s0 < tokens; s0 += span) {
+        const int64_t s1 = s0 + span < tokens ? s0 + span : tokens, pairs = (s1 - s0) / 2;
+        pack_pairs(x + s0 * cols, cols, nv, pairs, xp);
+        for (int64_t r = r0; r < end; r += BAND) {
+            const float *wr = w + r * ld;
+            int64_t p = 0;
+            for (; p + PAIRS <= pairs; p += PAIRS)
+                pairs_avx512_6(wr, ld, cols, xp + p * 2 * nv, x + (s0 + 2 * p) * cols,
+                               y + (s0 + 2 * p) * rows + r, rows);
+            for (; p < pairs; p++)
+                pairs_avx512_1(wr, ld, cols, xp + p * 2 * nv, x + (s0 + 2 * p) * cols,
+                               y + (s0 + 2 * p) * rows + r, rows);
+            for (int64_t t = s0 + 2 * pairs; t < s1; t++)
+                tile_avx512_1(wr, ld, cols, x + t * cols, y + t * rows + r, rows);
+        }
+    }
+    free(xp);
+    return end;
+}
+
 int64_t wf_f32_rows_x86(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0,
                         int64_t r1, const float *x, int64_t tokens, float *y, int32_t isa) {
-    if (isa == WF_ISA_AVX512)
-        return bands(w, ld, cols, rows, r0, r1, x, tokens, y, tile_avx512_6, 6, tile_avx512_1);
+    if (isa == WF_ISA_AVX512) return bands_avx512(w, ld, cols, rows, r0, r1, x, tokens, y);
     if (isa == WF_ISA_AVX2)
         return bands(w, ld, cols, rows, r0, r1, x, tokens, y, tile_avx2_2, 2, tile_avx2_1);
     return r0;

@@ -75,10 +75,12 @@ static float round_guarded(double c, double guard, uint8_t *flag) {
 }
 
 /* 0: gelu_tanh = x / (1 + e^(−2u)), u = √(2/π)(x + 0.044715x³) (no cancellation for x < 0);
- * 1: gelu_erf = ½x·erfc(−x/√2). Both in binary64, as ref/qwen3_vl/numerics.py estimates them. */
+ * 1: gelu_erf = ½x·erfc(−x/√2). Both in binary64, as ref/qwen3_vl/numerics.py estimates them
+ * (x³ as two products rather than pow: a few binary64 ulps, far inside the guard, and pow was
+ * the costliest step; the result is the correctly rounded value either way). */
 static double gelu_estimate(double v, int32_t kind) {
     if (kind == 0) {
-        const double u = sqrt(2.0 / WF_PI) * (v + 0.044715 * pow(v, 3.0));
+        const double u = sqrt(2.0 / WF_PI) * (v + 0.044715 * (v * v * v));
         const double e = -2.0 * u;
         return v / (1.0 + exp(e < 709.0 ? e : 709.0));
     }
@@ -132,11 +134,16 @@ static void attend_tokens(void *ctx, int64_t begin, int64_t end) {
         if (j->seg_len[t] > most) most = j->seg_len[t];
     float *scores = malloc((size_t)(most > 0 ? most : 1) * sizeof(float));
     if (scores == NULL) abort(); /* a few kB; nothing sensible to return from a worker */
-    for (int64_t t = begin; t < end; t++) {
-        const int64_t s = j->seg_of[t], w = j->width;
-        wf_attend(j->q + t * w, j->k + s * w, j->v + s * w, j->seg_len[t], w, j->heads, j->heads,
-                  j->head_dim, scores, j->out + t * w);
-    }
+    /* head-major: one head's keys and values of an image (seg_len x head_dim floats each) stay in
+     * cache over the range's tokens, instead of every head's being read again for each token;
+     * each (token, head) output is the same call either way */
+    const int64_t w = j->width;
+    for (int64_t h = 0; h < j->heads; h++)
+        for (int64_t t = begin; t < end; t++) {
+            const int64_t s = j->seg_of[t];
+            wf_attend_head(j->q + t * w, j->k + s * w, j->v + s * w, j->seg_len[t], w, j->heads,
+                           j->heads, j->head_dim, h, scores, j->out + t * w);
+        }
     free(scores);
 }
 

@@ -122,6 +122,10 @@ float wf_max_f32(const float *v, int64_t n);
 void wf_attend(const float *q, const float *keys, const float *values, int64_t npos,
                int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, float *scores,
                float *out);
+/* ... its query head h alone (wf_attend is this for h = 0..heads-1). */
+void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
+                    int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
+                    float *scores, float *out);
 
 /* vision.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the GELUs (kind 0
  * tanh, 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional

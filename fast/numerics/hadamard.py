@@ -12,6 +12,9 @@ reference's operations on the same operands, hence the same bits
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -51,3 +54,22 @@ def butterflies(y: np.ndarray) -> np.ndarray:
         y = np.stack((a + b, a - b), axis=2).reshape(y.shape)
         h *= 2
     return y
+
+
+@dataclass(frozen=True)
+class HadamardInput:
+    """A matrix read at a Use with hadamard_signs: Y = H(s ∘ X) Wᵀ, every row's transform by
+    `hadamard_rows`, then the stored (rotated) matrix's own product — what ref's HadamardMatrix
+    computes (ref/numerics/kernels.py `matvec`), the same bits. `matrix` is any fast matrix with
+    `shape` and `matmat(x, threads)` (a `.ninfer` NfMatrix, an F32 FastMatrix)."""
+
+    matrix: Any
+    signs: np.ndarray  # int8 [cols], ±1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape
+
+    def matmat(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        rotated = np.ascontiguousarray(hadamard_rows(x, self.signs), dtype=np.float32)
+        return self.matrix.matmat(rotated, threads)

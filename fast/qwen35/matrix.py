@@ -20,7 +20,7 @@ import numpy as np
 
 from weightfile.fast._native import WfNfMatrix, address
 from weightfile.fast.codecs.ninfer3.row_scale_v1 import E4M3FN_TABLE
-from weightfile.fast.numerics.hadamard import hadamard_rows
+from weightfile.fast.numerics.hadamard import HadamardInput
 from weightfile.fast.numerics.matrix import kernels, threads_for
 from weightfile.spec.codecs.ninfer3.layouts import (
     CONTIGUOUS_LE_V1,
@@ -117,19 +117,6 @@ def float_segment(values: np.ndarray) -> Segment:
     return Segment(raw, "fp32", CONTIGUOUS_LE_V1, values.shape, 0, values.shape[0])
 
 
-@dataclass(frozen=True)
-class NfHadamard:
-    """An NfMatrix read at a Use with hadamard_signs: y = W · H(s ∘ x), the transform by the fast
-    butterflies (fast/numerics/hadamard.py, spec/numerics.md §hadamard), then the stored,
-    rotated matrix's product — what ref's HadamardMatrix computes, the same bits."""
-
-    matrix: NfMatrix
-    signs: np.ndarray  # int8 [cols], ±1
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.matrix.shape
-
-    def matmat(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
-        rotated = np.ascontiguousarray(hadamard_rows(x, self.signs), dtype=np.float32)
-        return self.matrix.matmat(rotated, threads)
+#: An NfMatrix read at a Use with hadamard_signs: y = W · H(s ∘ x) (spec/numerics.md §hadamard),
+#: the fast butterflies then the stored, rotated matrix's product.
+NfHadamard = HadamardInput

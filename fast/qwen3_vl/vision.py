@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from weightfile.fast._native import address
-from weightfile.fast.numerics.matrix import FastMatrix, kernels, project
+from weightfile.fast.numerics.matrix import FastMatrix, kernels
 from weightfile.ref.layers.trace import TraceHook
 from weightfile.ref.qwen3_vl.config import VisionConfig
 from weightfile.ref.qwen3_vl.vision import (
@@ -43,11 +43,12 @@ class FastVisionTower:
 
     def linear(self, m: FastMatrix, bias: np.ndarray, x: np.ndarray) -> np.ndarray:
         """spec/numerics.md §vision-linear Y = X Wᵀ ⊕ b; input columns short of W's (fc2's padding,
-        spec/vqf.md §vision-tensors) are +0.0."""
-        if x.shape[1] < m.cols:
-            x = np.concatenate([x, np.zeros((x.shape[0], m.cols - x.shape[1]), np.float32)], 1)
-        (y,) = project((m,), x, self.threads)
-        return y + bias
+        spec/vqf.md §vision-tensors) are +0.0. `m` is a FastMatrix or any product with `shape`
+        and `matmat` (fast/qwen3_vl/dense.py: Hadamard inputs, row stacks)."""
+        cols = m.shape[1]
+        if x.shape[1] < cols:
+            x = np.concatenate([x, np.zeros((x.shape[0], cols - x.shape[1]), np.float32)], 1)
+        return m.matmat(x, threads=self.threads) + bias
 
     def norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return layernorm(x, w, b, self.config.eps, self.threads)

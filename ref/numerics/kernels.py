@@ -23,7 +23,7 @@ from . import attention, norm, quant, reduce, rope, softmax
 from . import exp as exp_mod
 from .f32 import F32
 from .hadamard import hadamard
-from .matrix import DenseMatrix, HadamardMatrix, Matrix, QuantMatrix
+from .matrix import DenseMatrix, HadamardMatrix, Matrix, QuantMatrix, RowStack
 
 Vector = Sequence[np.float32]
 
@@ -57,12 +57,14 @@ class Kernels:
         """spec/numerics.md §softmax Softmax of one score vector, with this profile's exp."""
         return self._softmax(scores, self.exp)
 
-    def matvec(self, m: Matrix | HadamardMatrix, x: Vector) -> list[np.float32]:
+    def matvec(self, m: Matrix | HadamardMatrix | RowStack, x: Vector) -> list[np.float32]:
         """spec/numerics.md §matmul / §quantized-matmul y = W x for one activation vector; each row
         a dot in the profile's order. A HadamardMatrix rotates x first (spec/numerics.md
-        §hadamard)."""
+        §hadamard); a RowStack is its parts' products one after another."""
         if m.shape[1] != len(x):
             raise ValueError(f"matvec of a {m.shape} matrix with a vector of {len(x)}")
+        if isinstance(m, RowStack):
+            return [y for part in m.parts for y in self.matvec(part, x)]
         if isinstance(m, HadamardMatrix):
             return self.matvec(m.matrix, hadamard(x, m.signs.tolist()))
         if isinstance(m, DenseMatrix):

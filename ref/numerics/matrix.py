@@ -70,3 +70,21 @@ class HadamardMatrix:
     @property
     def shape(self) -> tuple[int, int]:
         return self.matrix.shape
+
+
+@dataclass(frozen=True)
+class RowStack:
+    """Matrices read at one input, stacked by rows, each with its own product: y is the parts'
+    outputs one after another. A fused projection whose parts carry different hadamard_signs
+    (a `.ninfer` vision block's query, key and value, spec/ninfer3.md §qwen35-vision-names) is
+    one; each output element is still the one dot of its row, so the bits are the parts'."""
+
+    parts: tuple[Matrix | HadamardMatrix, ...]
+
+    def __post_init__(self) -> None:
+        if not self.parts or len({p.shape[1] for p in self.parts}) != 1:
+            raise ValueError("a RowStack needs parts with one column count")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return sum(p.shape[0] for p in self.parts), self.parts[0].shape[1]

@@ -9,7 +9,8 @@ Two stages, so that a run without images never reads the vision payload:
    and direct format, no stray `vision/` binding, the Uses. It returns a `VisionBinding`.
 2. `vision_weights(binding, decoder)` decodes the parameters (only when images are given) into
    the Qwen3-VL tower's weight records, every matrix an F32 `DenseMatrix` (spec/models.md
-   §qwen35-activations: activations stay binary32 at every Use).
+   §qwen35-activations: activations stay binary32 at every Use), wrapped in a `HadamardMatrix`
+   where its Use has hadamard_signs (W · H(x), spec/numerics.md §hadamard).
 
 The tower is ref/qwen3_vl's, configured by `tower_config` with no DeepStack.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from weightfile.ref.ninfer3.bindings import ElementRange
 from weightfile.ref.ninfer3.read import Artifact
 from weightfile.ref.ninfer3.records import Use
 from weightfile.ref.ninfer3.require import require
-from weightfile.ref.numerics.matrix import DenseMatrix
+from weightfile.ref.numerics.matrix import DenseMatrix, HadamardMatrix, RowStack
 from weightfile.ref.qwen3_vl.config import (
     MergerWeights,
     SpecialIds,
@@ -40,7 +41,6 @@ from weightfile.ref.qwen3_vl.config import (
 )
 from weightfile.ref.qwen3_vl.model import ImagePrompt
 from weightfile.ref.qwen3_vl.vision import VisionInput, VisionOutput
-from weightfile.spec.errors import UnsupportedError
 from weightfile.spec.ninfer3.text_config import U32_MAX
 from weightfile.spec.ninfer3.text_names import TextParameter
 from weightfile.spec.ninfer3.vision_names import (
@@ -139,12 +139,13 @@ def tower_config(config: Mapping[str, Any], text_hidden: int) -> VisionConfig:
 @dataclass(frozen=True)
 class VisionBinding:
     """A checked vision component: the tower's config, the special ids, each parameter's element
-    ranges (nothing decoded yet)."""
+    ranges (nothing decoded yet) and the hadamard_signs of the matrices read rotated."""
 
     config: VisionConfig
     ids: SpecialIds
     params: Mapping[str, TextParameter]
     ranges: Mapping[str, list[ElementRange]]
+    signs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def special_ids(nf: Artifact) -> SpecialIds:
@@ -154,7 +155,7 @@ def special_ids(nf: Artifact) -> SpecialIds:
     found = {t.get("content"): t.get("id") for t in doc.get("added_tokens") or []}
     vocab = (doc.get("model") or {}).get("vocab") or {}
     ids = {}
-    for field, text in VISION_TOKENS.items():
+    for name, text in VISION_TOKENS.items():
         tid = found.get(text, vocab.get(text) if isinstance(vocab, dict) else None)
         require(
             type(tid) is int and tid >= 0,
@@ -162,13 +163,14 @@ def special_ids(nf: Artifact) -> SpecialIds:
             f"the tokenizer.json resource has no {text}",
             "components.text.resources.tokenizer.json",
         )
-        ids[field] = tid
+        ids[name] = tid
     return SpecialIds(**ids)
 
 
-def check_use(nf: Artifact, use: Use, p: TextParameter) -> None:
-    """A vision Use: a declared input, a policy, valid auxiliaries; Hadamard signs are not
-    implemented for the tower."""
+def check_use(nf: Artifact, use: Use, p: TextParameter) -> np.ndarray | None:
+    """A vision Use: a declared input, a policy, valid auxiliaries (spec/ninfer3.md §use); its
+    hadamard_signs as int8 ±1, or None (the layer then computes W · H(x), spec/numerics.md
+    §hadamard; bad signs are `ninfer3.binder.hadamard`)."""
     require(
         use.input in p.inputs,
         "ninfer3.vision.use_unexpected",
@@ -182,19 +184,19 @@ def check_use(nf: Artifact, use: Use, p: TextParameter) -> None:
         f"uses[{use.index}]",
     )
     nf.activation_divisor(use)
-    if nf.hadamard_signs(use, p.shape) is not None:
-        raise UnsupportedError(
-            "ninfer3.vision.hadamard",
-            f"{use.parameter} at {use.input} uses hadamard_signs, which the vision tower lacks",
-            path=f"uses[{use.index}].auxiliaries",
-        )
+    signs = nf.hadamard_signs(use, p.shape)
+    return None if signs is None else np.array(signs, dtype=np.int8)
 
 
-def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
-    """Every declared input has a Use; no vision Use names another input."""
+def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> dict[str, np.ndarray]:
+    """Every declared input has a Use; no vision Use names another input. Returns parameter name
+    -> the hadamard_signs of its Use."""
+    rotated: dict[str, np.ndarray] = {}
     for use in nf.directory.uses:
         if use.parameter in params:
-            check_use(nf, use, params[use.parameter])
+            signs = check_use(nf, use, params[use.parameter])
+            if signs is not None:
+                rotated[use.parameter] = signs
     declared = {(u.parameter, u.input) for u in nf.directory.uses}
     for p in params.values():
         for consumed in p.inputs:
@@ -204,6 +206,7 @@ def check_uses(nf: Artifact, params: Mapping[str, TextParameter]) -> None:
                 f"{p.name} has no Use at {consumed}",
                 "uses",
             )
+    return rotated
 
 
 def check_vision(nf: Artifact, text: Qwen35Config) -> VisionBinding:
@@ -227,22 +230,39 @@ def check_vision(nf: Artifact, text: Qwen35Config) -> VisionBinding:
             f"binding {name!r} is no parameter of this vision config",
             binding.path,
         )
-    check_uses(nf, params)
-    return VisionBinding(config, special_ids(nf), params, ranges)
+    signs = check_uses(nf, params)
+    return VisionBinding(config, special_ids(nf), params, ranges, signs)
 
 
 # -- 2. the weights, when images are given -----------------------------------------------------
 
 
+Linear = DenseMatrix | HadamardMatrix | RowStack
+
+
+def linear(parts: Sequence[tuple[np.ndarray, np.ndarray | None]]) -> Linear:
+    """One tower linear from its parameters (values, signs or None) stacked by rows: a
+    DenseMatrix, a HadamardMatrix when they share one set of signs (W · H(x), spec/numerics.md
+    §hadamard), else a RowStack of each part's own product (a block's query, key and value read
+    at one input with different signs)."""
+    kinds = {None if s is None else s.tobytes() for _, s in parts}
+    if len(kinds) == 1:
+        m = DenseMatrix(np.ascontiguousarray(np.concatenate([v for v, _ in parts])))
+        signs = parts[0][1]
+        return m if signs is None else HadamardMatrix(m, signs)
+    return RowStack(tuple(linear([part]) for part in parts))
+
+
 def vision_weights(b: VisionBinding, decoder: ObjectDecoder) -> VisionWeights:
-    """Stage 2: every parameter decoded to float32 and arranged as the tower's records."""
+    """Stage 2: every parameter decoded to float32 and arranged as the tower's records, a
+    matrix whose Use has hadamard_signs read rotated (`linear`)."""
 
     def get(name: str) -> np.ndarray:
         p = b.params[VISION_PREFIX + name]
         return decoder.parameter(b.ranges[p.name], p.shape)
 
-    def dense(*names: str) -> DenseMatrix:
-        return DenseMatrix(np.ascontiguousarray(np.concatenate([get(n) for n in names])))
+    def dense(*names: str) -> Linear:
+        return linear([(get(n), b.signs.get(VISION_PREFIX + n)) for n in names])
 
     def block(i: int) -> VisionBlockWeights:
         a = f"layers/{i}/attention/"

@@ -203,8 +203,6 @@ RULES: dict[str, Rule] = table(
              "a vision Use has no activation_policy"),
         Rule("ninfer3.vision.use_unexpected", INV, "binder", "§6.3",
              "a vision parameter used at no declared input"),
-        Rule("ninfer3.vision.hadamard", UNS, "binder", "§2.6",
-             "hadamard_signs on a vision Use (not in ref)"),
         # -- Qwen3.5 MTP binder and proposal head (spec/ninfer3.md §qwen35-mtp-names) --
         Rule("ninfer3.mtp.config", INV, "binder", "§6.4",
              "MTP config not exactly {architectures: [one name]}"),

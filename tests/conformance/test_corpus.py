@@ -93,11 +93,10 @@ def test_every_ninfer3_rule_a_file_can_break_has_one_invalid_case():
     assert sorted(mtp) == sorted(QWEN35_MTP_MUTATIONS)
     assert all(r.split(".")[1] in ("mtp", "proposal", "binder") for r in mtp)
     # Left out on purpose (README): requests, the writer, the importer's checkpoint rules, and
-    # the reference's own refusal of Hadamard signs on the tower and on MTP Uses (not a property
-    # of the file).
+    # the reference's own refusal of Hadamard signs on MTP Uses (not a property of the file).
     left_out = {r for r in NINFER3_RULES if r.split(".")[1] in ("writer", "range")}
     left_out |= {r for r in NINFER3_RULES if r.startswith("ninfer3.text.hf_")}
-    left_out |= {"ninfer3.object.unknown", "ninfer3.vision.hadamard", "ninfer3.mtp.hadamard"}
+    left_out |= {"ninfer3.object.unknown", "ninfer3.mtp.hadamard"}
     # ... and weightfile's own safe-open limits (spec/ninfer3.md §safe-files): a volume that is a
     # symlink out of the folder (corpus files are plain files) and the reader's JSON size cap,
     # a limit of this implementation rather than a rule of the format

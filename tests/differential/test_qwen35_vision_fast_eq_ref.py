@@ -40,9 +40,10 @@ from weightfile.fast._native import each_isa, forced_isa, library, usable_isas
 from weightfile.fast.qwen3_vl.dense import fast_tower
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.ninfer3.read import open_artifact
+from weightfile.ref.numerics.matrix import HadamardMatrix, RowStack
 from weightfile.ref.qwen3_vl.vision import VisionInput, VisionTower
 from weightfile.ref.qwen35.bind import ObjectDecoder, bind_ninfer
-from weightfile.ref.qwen35.vision import check_vision, vision_weights
+from weightfile.ref.qwen35.vision import check_vision, linear, vision_weights
 
 pytestmark = pytest.mark.skipif(library() is None, reason="no C kernels")
 
@@ -109,6 +110,62 @@ def test_fast_tower_equals_reference(ims, post_shuffle, gelu, seed, data) -> Non
     ]
     want = trace(VisionTower(c, w), inputs)
     assert "vision.merger" in want and not any("deepstack" in k for k in want)
+    for _ in each_isa():
+        got = trace(fast_tower(c, w, data.draw(st.integers(1, 3))), inputs)
+        assert list(got) == list(want)
+        for name, v in want.items():
+            assert np.array_equal(got[name].view(np.uint32), v.view(np.uint32)), name
+
+
+# -- Hadamard inputs on the tower ------------------------------------------------------------
+
+
+@cache
+def rotated_bound():
+    """(config, weights) of a one-block tower whose MLP is 1024 wide, bound from a bf16 file
+    whose fc2 Use carries hadamard_signs (so fc2 is a HadamardMatrix)."""
+    vision = dict(TINY_VISION, depth=1, intermediate_size=1024)
+    tf = text_file(tiny_config(), random_parameters(tiny_config(), seed=3), "bf16")
+    add_vision(tf, vision, random_vision_parameters(vision, 32, seed=9))
+    signs = np.where(np.random.default_rng(2).random(1024) < 0.5, -1.0, 1.0).astype(np.float32)
+    tf.add_tensor("w.signs", signs, "bf16", "contiguous_le_v1")
+    use = next(u for u in tf.uses if u["parameter"] == "vision/layers/0/mlp/fc2")
+    use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs"}}
+    path = tf.write(Path(tempfile.mkdtemp(prefix="wf-v35h-")) / "m.ninfer")
+    with open_artifact(path) as nf:
+        config, _ = bind_ninfer(nf)
+        b = check_vision(nf, config)
+        return b.config, vision_weights(b, ObjectDecoder(nf))
+
+
+def split_fc2(w):
+    """The weights with fc2 a row stack whose halves rotate with different signs (as a block's
+    query, key and value do when their Uses carry different signs), the second half unrotated."""
+    block = w.blocks[0]
+    values, signs = block.fc2.matrix.values, block.fc2.signs
+    fc2 = linear([(values[:5], signs), (values[5:9], -signs), (values[9:], None)])
+    assert isinstance(fc2, RowStack) and len(fc2.parts) == 3
+    return replace(w, blocks=(replace(block, fc2=fc2),))
+
+
+@settings(max_examples=3, deadline=None)
+@given(
+    grid=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    scale=st.sampled_from([1e-3, 1.0, 8.0]),
+    stacked=st.booleans(),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_fast_tower_with_hadamard_inputs_equals_reference(grid, scale, stacked, seed, data):
+    """A tower whose fc2 reads H(signs ∘ x) (spec/numerics.md §hadamard), or a row stack of
+    differently rotated parts: every trace name bit for bit on every kernel path, 1-3 threads."""
+    c, w = rotated_bound()
+    assert isinstance(w.blocks[0].fc2, HadamardMatrix)
+    w = split_fc2(w) if stacked else w
+    bh, bw = grid
+    rng = np.random.default_rng(seed)
+    inputs = [VisionInput(pixels(rng, 4 * bh * bw, c.patch_dim, scale), (1, 2 * bh, 2 * bw))]
+    want = trace(VisionTower(c, w), inputs)
     for _ in each_isa():
         got = trace(fast_tower(c, w, data.draw(st.integers(1, 3))), inputs)
         assert list(got) == list(want)

@@ -46,9 +46,10 @@ def ids() -> dict[str, int]:
     return {t: tok.token_to_id(t) for t in TOKENS}
 
 
-def hf_config(moe: bool = False) -> transformers.Qwen3_5Config:
+def hf_config(moe: bool = False, vision: dict | None = None) -> transformers.Qwen3_5Config:
     """The dense checkpoint's config, or with `moe` the Qwen3.5-MoE one (the text model of
-    tests/strategies/qwen35_moe_checkpoint.py under the same tower and tokens)."""
+    tests/strategies/qwen35_moe_checkpoint.py under the same tower and tokens); `vision`
+    replaces entries of the tower's config."""
     found = ids()
     text = dict(
         MOE_SIZES if moe else SIZES,
@@ -63,7 +64,7 @@ def hf_config(moe: bool = False) -> transformers.Qwen3_5Config:
     config = transformers.Qwen3_5MoeConfig if moe else transformers.Qwen3_5Config
     return config(
         text_config=text,
-        vision_config=VISION,
+        vision_config=VISION | (vision or {}),
         image_token_id=found["<|image_pad|>"],
         video_token_id=found["<|video_pad|>"],
         vision_start_token_id=found["<|vision_start|>"],
@@ -81,13 +82,15 @@ def image_processor():
     return Qwen2VLImageProcessorPil(**PROCESSOR)
 
 
-def write_checkpoint(folder: Path, seed: int, moe: bool = False) -> torch.nn.Module:
+def write_checkpoint(
+    folder: Path, seed: int, moe: bool = False, vision: dict | None = None
+) -> torch.nn.Module:
     """save_pretrained of a random model with bf16 weights (norms, biases and the position table
     moved off their neutral values; with `moe`, the router and experts spread as in
     qwen35_moe_checkpoint), plus tokenizer, template and processor files."""
     torch.manual_seed(seed)
     kind = "Qwen3_5MoeForConditionalGeneration" if moe else "Qwen3_5ForConditionalGeneration"
-    model = getattr(transformers, kind)(hf_config(moe)).eval()
+    model = getattr(transformers, kind)(hf_config(moe, vision)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith("bias") or "pos_embed" in name:

@@ -142,8 +142,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hadamard", action="append", default=[], metavar="PARAM_GLOB",
         help=".ninfer only (repeatable): store the matching matrices (canonical names, e.g. "
-        "'text/output_head' or 'text/layers/*/mlp/*') rotated, W·(HD)^T, with seeded "
-        "hadamard_signs on their Uses; K must be a multiple of 1024",
+        "'text/output_head', 'text/layers/*/mlp/*' or 'vision/layers/*/mlp/fc2') rotated, "
+        "W·(HD)^T, with seeded hadamard_signs on their Uses; K must be a multiple of 1024",
     )  # fmt: skip
     parser.add_argument(
         "--hadamard-seed", type=int, default=0, metavar="N",

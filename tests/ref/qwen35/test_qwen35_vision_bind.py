@@ -34,10 +34,11 @@ from strategies.qwen35 import (
 from weightfile.frontend.dispatch import load_session
 from weightfile.ref.layers.trace import TraceRecorder
 from weightfile.ref.ninfer3.read import Artifact, open_artifact
-from weightfile.ref.qwen3_vl.vision import VisionInput
+from weightfile.ref.numerics.matrix import DenseMatrix, HadamardMatrix
+from weightfile.ref.qwen3_vl.vision import VisionInput, VisionTower
 from weightfile.ref.qwen35.bind import ObjectDecoder, bind_ninfer
 from weightfile.ref.qwen35.vision import check_vision, vision_weights
-from weightfile.spec.errors import InvalidError, UnsupportedError
+from weightfile.spec.errors import InvalidError
 
 L0 = "vision/layers/0/"
 TOKENS = [4, 8, VISION_IDS["<|vision_start|>"], *[VISION_IDS["<|image_pad|>"]] * 4, 9, 15]
@@ -186,18 +187,66 @@ def test_target_must_be_text(tmp_path: Path) -> None:
         check(tmp_path, tf)
 
 
-def test_hadamard_signs_on_a_vision_use_are_refused(tmp_path: Path) -> None:
-    """Signs need K % 1024 == 0: a tower whose MLP is 1024 wide, signs on its fc2 Use."""
+def rotated_fc2_file(signs_on: str = "mlp/fc2") -> TextFile:
+    """A one-block tower whose MLP is 1024 wide (K % 1024 == 0 for fc2), signs on `signs_on`'s
+    Use."""
     vision = dict(TINY_VISION, depth=1, intermediate_size=1024)
     tf = text_file(tiny_config(), text_params(), "bf16")
     add_vision(tf, vision, random_vision_parameters(vision, 32, seed=2))
-    signs = np.where(np.arange(1024) % 3 == 0, -1.0, 1.0).astype(np.float32)
-    tf.add_tensor("w.signs", signs, "bf16", "contiguous_le_v1")
-    use = next(u for u in tf.uses if u["parameter"] == L0 + "mlp/fc2")
+    tf.add_tensor("w.signs", SIGNS.astype(np.float32), "bf16", "contiguous_le_v1")
+    use = next(u for u in tf.uses if u["parameter"] == L0 + signs_on)
     use["auxiliaries"] = {"hadamard_signs": {"object": "w.signs"}}
-    with raises_rule(UnsupportedError, "ninfer3.vision.hadamard") as info:
-        check(tmp_path, tf)
-    assert info.value.path.endswith(".auxiliaries")
+    return tf
+
+
+SIGNS = np.where(np.arange(1024) % 3 == 0, -1, 1).astype(np.int8)
+
+
+def test_hadamard_signs_on_a_vision_use_make_a_rotated_matrix(tmp_path: Path) -> None:
+    """spec/ninfer3.md §qwen35-vision-names: signs on a vision matrix Use with K = 1024 bind; the
+    layer is the stored matrix read at H(signs ∘ x) (a HadamardMatrix with the file's signs)."""
+    binding, w = check(tmp_path, rotated_fc2_file())
+    fc2 = w.blocks[0].fc2
+    assert isinstance(fc2, HadamardMatrix) and np.array_equal(fc2.signs, SIGNS)
+    assert isinstance(w.blocks[0].fc1, DenseMatrix)
+    assert list(binding.signs) == [L0 + "mlp/fc2"]
+
+
+def test_hadamard_signs_need_k_a_multiple_of_1024(tmp_path: Path) -> None:
+    """Signs on fc1 (K = 16 columns): the text binder's rule for bad signs, on the Use's
+    auxiliary."""
+    with raises_rule(InvalidError, "ninfer3.binder.hadamard") as info:
+        check(tmp_path, rotated_fc2_file("mlp/fc1"))
+    assert "not a multiple of 1024" in str(info.value)
+
+
+def hadamard_matrix(n: int) -> np.ndarray:
+    """The normalised Sylvester matrix of order n, built by Kronecker products in binary64 (not
+    the butterflies of the code under test)."""
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.kron(np.array([[1.0, 1.0], [1.0, -1.0]]), h)
+    return h / np.sqrt(n)
+
+
+def test_rotated_fc2_is_the_stored_matrix_times_h_of_signed_input(tmp_path: Path) -> None:
+    """The reference tower's fc2 rows equal W_stored · H(signs ∘ gelu) ⊕ b recomputed in
+    binary64 from the trace's own input rows, within 1e-5 of the largest output."""
+    tf = rotated_fc2_file()
+    _, w = check(tmp_path, tf)
+    rec = TraceRecorder()
+    VisionTower(check_vision_config(tf), w).forward([image()], rec)
+    g = rec.arrays()["vision.blocks.0.gelu"].astype(np.float64)
+    stored = w.blocks[0].fc2.matrix.values.astype(np.float64)
+    want = (g * SIGNS) @ hadamard_matrix(1024).T @ stored.T + w.blocks[0].fc2_b
+    got = rec.arrays()["vision.blocks.0.fc2"]
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def check_vision_config(tf: TextFile):
+    from weightfile.ref.qwen35.vision import tower_config
+
+    return tower_config(tf.others["vision"]["config"], tf.config["hidden_size"])
 
 
 def image() -> VisionInput:

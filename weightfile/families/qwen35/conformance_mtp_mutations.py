@@ -10,7 +10,7 @@ and an indexed proposal head of 4 rows, edited so that the container stays valid
 reference stops at exactly that rule when it decodes speculatively; `invalid_cases` checks both,
 and that the unedited file answers (with and without the proposal head). Left out:
 `ninfer3.mtp.hadamard`, an `UnsupportedError` saying this reference lacks Hadamard signs on MTP
-Uses, never a property of the file (as `ninfer3.vision.hadamard` in ninfer3 v5).
+Uses, never a property of the file.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ Each case is a small Qwen3.5 file (one full-attention layer, vocab 8) with the
 `ninfer3-vl-model` tower of conformance_vl cut to one block, one 8×8
 picture and a prompt with its image tokens, edited so that the container stays valid and the
 binder stops at exactly that rule; `invalid_cases` checks both, and that the unedited file
-answers. Left out: `ninfer3.vision.hadamard`, an `UnsupportedError` saying this reference lacks
-Hadamard signs on the tower, never a property of the file (CHANGELOG.md, "generator 5", withdrew
-the text binder's case of that kind for the same reason).
+answers. (Hadamard signs on a vision Use are accepted; their bad forms are the text binder's
+`ninfer3.binder.hadamard`.)
 """
 
 from __future__ import annotations

@@ -89,8 +89,8 @@ from weightfile.spec.errors import InvalidError, NotFoundError, WeightfileError
 from weightfile.spec.ninfer3.directory import TEXT_RESOURCE_ROLES
 from weightfile.spec.ninfer3.framing import DEFAULT_LIMIT
 from weightfile.spec.ninfer3.recipes import Recipe
-from weightfile.spec.ninfer3.text_names import text_parameters
-from weightfile.spec.ninfer3.vision_names import VISION_RESOURCE_ROLES
+from weightfile.spec.ninfer3.text_names import TextParameter, text_parameters
+from weightfile.spec.ninfer3.vision_names import VISION_RESOURCE_ROLES, vision_parameters
 
 #: The rule ids the checkpoint reader raises for this importer (spec/ninfer3/rules.py).
 RULES = CheckpointRules(
@@ -219,10 +219,16 @@ def encode_parent(parent: Parent, values: np.ndarray, backend: Backend) -> bytes
 class Rotation:
     """The importer's Hadamard plan: parameter -> its Use input, input -> its signs."""
 
-    def __init__(self, config: Mapping[str, Any], globs: tuple[str, ...], seed: int) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        globs: tuple[str, ...],
+        seed: int,
+        others: tuple[TextParameter, ...] = (),
+    ) -> None:
         self.globs, self.seed = globs, seed
-        self.input_of = rotated_inputs(config, globs)
-        width = {p.name: p.shape[-1] for p in text_parameters(config)}
+        self.input_of = rotated_inputs(config, globs, others)
+        width = {p.name: p.shape[-1] for p in (*text_parameters(config), *others)}
         self.signs = {i: seeded_signs(seed, i, width[n]) for n, i in self.input_of.items()}
 
     def objects(self) -> list[TensorSpec]:
@@ -318,17 +324,17 @@ def import_checkpoint(
     the spec/ninfer3.md §recipes `recipe`'s). A `vision_config` with `model.visual.*` tensors
     gives a `vision` component unless `vision` is False; `mtp.*` tensors an `mtp` component;
     `proposal_ids` with `proposal_rows` a proposal head (`to_ninfer_mtp`). `hadamard` globs name
-    the text matrices stored rotated (signs from `hadamard_seed`); `overwrite` replaces an
-    existing set (regular files only, spec/ninfer3.md §writer)."""
+    the text and vision matrices stored rotated (signs from `hadamard_seed`); `overwrite`
+    replaces an existing set (regular files only, spec/ninfer3.md §writer)."""
     src = Path(folder)
     hf_config = read_json(src, "config.json", RULES)
     config = text_config(hf_config)
     rec, prefix = recipe_named(recipe), text_model_prefix(multimodal="text_config" in hf_config)
     parents = plan_parents(config, fmt, rec)
-    rotation = Rotation(config, tuple(hadamard), hadamard_seed)
     resources = read_resources(src)
     with Checkpoint(src, RULES) as checkpoint:
         vp = plan_vision(src, hf_config, config, fmt, checkpoint.names if vision else [], rec)
+        rotation = Rotation(config, tuple(hadamard), hadamard_seed, vp.parameters)
         mp = plan_mtp(config, hf_config.get("text_config", hf_config), checkpoint.names, fmt, rec)
         pp = proposal_part(config, resources, parents, mp, (proposal_ids, proposal_rows), rec)
         components = components_of(config, resources, vp, mp, pp)
@@ -343,7 +349,7 @@ def import_checkpoint(
             components=components,
             bindings=bindings(parents, config["tie_word_embeddings"])
             | bindings(vp.parents + mp.parents + pp.parents, False),
-            uses=rotation.uses(uses(config)) + vp.uses + mp.uses + pp.uses,
+            uses=rotation.uses(uses(config) + vp.uses) + mp.uses + pp.uses,
             metadata={"name": src.resolve().name or "model"},
             provenance=provenance(hf_config, fmt, ignored - len(vp.expected), rotation, recipe),
             limit=limit,
@@ -486,12 +492,14 @@ def provenance(
 def write_signs_and_vision(
     writer: ArtifactWriter, rotation: Rotation, vp: VisionPart, tensor: Any, backend: Backend
 ) -> None:
-    """The Hadamard signs objects (bf16 ±1) and the vision component's parents."""
+    """The Hadamard signs objects (bf16 ±1) and the vision component's parents (rotated where
+    asked)."""
     bf16 = backend.ninfer_codecs.get_codec("bf16", "contiguous_le_v1")
     for i, signs in rotation.signs.items():
         writer.write(signs_object_id(i), bf16.encode(signs.astype(np.float32), signs.shape))
     for parent in vp.parents:
-        writer.write(parent.id, encode_parent(parent, vision_values(parent, tensor), backend))
+        values = rotation.apply(parent, vision_values(parent, tensor))
+        writer.write(parent.id, encode_parent(parent, values, backend))
 
 
 @dataclass
@@ -503,6 +511,7 @@ class VisionPart:
     resources: dict[str, bytes] = field(default_factory=dict)
     expected: set[str] = field(default_factory=set)  # the checkpoint tensors it reads
     uses: list[dict[str, str]] = field(default_factory=list)
+    parameters: tuple[TextParameter, ...] = ()  # spec/ninfer3.md §qwen35-vision-names
 
 
 def plan_vision(
@@ -538,4 +547,5 @@ def plan_vision(
         resources,
         hf_names(vc, hidden),
         vision_uses(vc, hidden),
+        tuple(vision_parameters(vc, hidden)),
     )

@@ -25,7 +25,7 @@ import numpy as np
 
 from weightfile.fast.numerics.hadamard import butterflies
 from weightfile.spec.errors import InvalidError
-from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, text_parameters
+from weightfile.spec.ninfer3.text_names import TEXT_PREFIX, TextParameter, text_parameters
 from weightfile.spec.numerics.constants import HADAMARD_BLOCK
 
 RULE = "qwen35.import.hadamard"
@@ -43,12 +43,15 @@ def seeded_signs(seed: int, input_name: str, k: int) -> np.ndarray:
     return np.where(bits == 1, -1, 1).astype(np.int8)
 
 
-def rotated_inputs(config: Mapping[str, Any], globs: Sequence[str]) -> dict[str, str]:
+def rotated_inputs(
+    config: Mapping[str, Any], globs: Sequence[str], others: Sequence[TextParameter] = ()
+) -> dict[str, str]:
     """Parameter name -> the input its Use reads, for every matrix a glob matches (fnmatch on
-    the canonical spec/ninfer3.md §qwen35-names names). Each glob must match a matrix, each
-    matched matrix have K % 1024 == 0, and a tied output head cannot be rotated (it is the
-    embedding's object, read row by row): rule qwen35.import.hadamard otherwise."""
-    matrices = [p for p in text_parameters(config) if not p.is_direct]
+    the canonical spec/ninfer3.md §qwen35-names names, and on `others`: the vision component's
+    spec/ninfer3.md §qwen35-vision-names ones). Each glob must match a matrix, each matched
+    matrix have K % 1024 == 0, and a tied output head cannot be rotated (it is the embedding's
+    object, read row by row): rule qwen35.import.hadamard otherwise."""
+    matrices = [p for p in (*text_parameters(config), *others) if not p.is_direct]
     out: dict[str, str] = {}
     for glob in globs:
         hit = [p for p in matrices if fnmatch.fnmatchcase(p.name, glob)]
@@ -71,7 +74,8 @@ def rotated_inputs(config: Mapping[str, Any], globs: Sequence[str]) -> dict[str,
 
 
 def signs_object_id(input_name: str) -> str:
-    """`text/layers/0/mixer_input` -> `h.layers/0/mixer_input`."""
+    """`text/layers/0/mixer_input` -> `h.layers/0/mixer_input`; a vision input keeps its
+    component (`h.vision/layers/0/mlp_input`)."""
     return "h." + input_name.removeprefix(TEXT_PREFIX)
 
 
