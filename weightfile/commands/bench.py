@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from weightfile import profiles
 from weightfile.backends import ENGINES, backend_named
 
 from ._common import (
@@ -160,6 +161,13 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="the engine that encodes the 448x448 bench image of a Qwen3-VL model (default fast; "
         "a family without a fast vision tower runs ref, and the report says so)",
     )
+    parser.add_argument(
+        "--profile", choices=profiles.names(), default=profiles.DEFAULT,
+        help="numerics (weightfile/profiles.py); a profile other than canonical adds its fast "
+        "rows beside the canonical ones in the same run: kestrel-board (dense Qwen3, Qwen3-MoE, "
+        "Qwen3-VL VQF files) its pp/tg tests and, on a Qwen3-VL file, its vision tower's encode "
+        "of the same image, with board ÷ canonical ratios per thread count",
+    )  # fmt: skip
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
     parser.add_argument(
@@ -294,6 +302,8 @@ def run(args: argparse.Namespace) -> int:
     ninfer = str(path).endswith(".ninfer")  # a Qwen3.5 / 3.6 file (weightfile/bench/ninfer.py)
     if ninfer and args.passphrase_file is not None:
         raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
+    if ninfer:  # the profile's typed refusal of a container none of its families comes in
+        profiles.profile_named(args.profile).require_container("ninfer")
     report = (
         run_ninfer_bench(
             path,
@@ -315,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
             passphrase=passphrase(args),
             progress=not args.quiet,
             image_backend=backend_named(args.engine),
+            profile=args.profile,
         )
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)
