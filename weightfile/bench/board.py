@@ -3,17 +3,19 @@ the board models timed beside the canonical fast engine on the same file, in the
 
 * text: the profile's fast model of the file's text family (weightfile/profiles.py; a Qwen3-VL
   file's text tower is the dense board model, spec/numerics.md §board-forward; a Qwen3-MoE
-  file's the board MoE model, §board-moe-model) through the same pp/tg tests as the canonical
-  rows: a ppN test is the board's batched prefill (`prefill`, logits of the last token), a tgN
-  test N single-token steps (`decode_step`, INT8 KV cache), spec/numerics.md §board-prompts;
+  file's the board MoE model, spec/numerics.md §board-moe-model) through the same pp/tg tests
+  as the canonical rows: a ppN test is the board's batched prefill (`prefill`, logits of the
+  last token), a tgN test N single-token steps (`decode_step`, INT8 KV cache),
+  spec/numerics.md §board-prompts;
 * image: a Qwen3-VL file's board vision tower on the C kernels (fast/qwen3_vl/board,
-  spec/numerics.md §board-vision) encoding the bench's seeded 448×448 picture after the engine's
-  own preprocessing (§board-vision-preprocess: on the Qwen3-VL-2B geometry the same 28×28 grid,
-  784 patches and 196 tokens as the canonical encode), every DeepStack merger included.
+  spec/numerics.md §board-vision) encoding the bench's seeded 448×448 picture after the
+  engine's own preprocessing (spec/numerics.md §board-vision-preprocess: on the Qwen3-VL-2B
+  geometry the same 28×28 grid, 784 patches and 196 tokens as the canonical encode), every
+  DeepStack merger included.
 
-The rows carry `profile: "kestrel-board"`; the ratios (board ÷ canonical tokens/s, canonical ÷
-board seconds per image) are taken per thread count between rows of this one run. The board's
-bits do not depend on the thread count, so threads only change the time.
+The rows carry `profile: "kestrel-board"`; the ratios (board ÷ canonical tokens/s, board ÷
+canonical seconds per image) are taken per thread count between rows of this one run. The
+board's bits do not depend on the thread count, so threads only change the time.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ BOARD_TEXT = (
 BOARD_IMAGE = (
     "image encode, kestrel-board: the same seeded picture through the engine's preprocessing "
     "(nearest resize, p/127.5 − 1) and the board vision tower on the C kernels (scalar C: the "
-    "board's operation order, not a tuned kernel); image_encode.board.encode_ratio = board seconds ÷ "
-    "canonical fast seconds at the same thread count, in this run"
+    "board's operation order, not a tuned kernel); image_encode.board.encode_ratio = board "
+    "seconds ÷ canonical fast seconds at the same thread count, in this run"
 )
 
 
@@ -77,22 +79,34 @@ def with_threads(model: Any, threads: int) -> Any:
     return dataclasses.replace(model, threads=threads)
 
 
-def bind_text(vqf: VQFFile, profile: profiles.Profile) -> Any:
-    """The profile's fast model of the file's text family: its geometry checks refuse a file
-    the board's kernels do not cover (`vqf.bind.unsupported`) before anything is timed."""
-    return profile.fast_model(engines.text_family(vqf), vqf, threads=1)
+@dataclasses.dataclass(frozen=True)
+class BoundText:
+    """A profile's fast text model of one file (`bind_text`)."""
+
+    profile: profiles.Profile
+    model: Any
 
 
-def text_rows(
-    vqf: VQFFile, bound: Any, profile: profiles.Profile, plan: Any, bar: Progress
-) -> list[Any]:
-    """The board's pp and tg tests at each thread count on the bound model (`bind_text`), as
-    `report.fast_rows` runs the canonical ones; each row's engine is "fast", its profile the
-    board's."""
+def bind_text(vqf: VQFFile, profile: profiles.Profile | None) -> BoundText | None:
+    """The profile's fast model of the file's text family (None for no profile): its geometry
+    checks refuse a file the board's kernels do not cover (`vqf.bind.unsupported`) before
+    anything is timed."""
+    if profile is None:
+        return None
+    return BoundText(profile, profile.fast_model(engines.text_family(vqf), vqf, threads=1))
+
+
+def text_rows(vqf: VQFFile, bound: BoundText | None, plan: Any, bar: Progress) -> list[Any]:
+    """The board's pp and tg tests at each thread count on the bound model (`bind_text`; none
+    without one), as `report.fast_rows` runs the canonical ones; each row's engine is "fast",
+    its profile the board's."""
+    if bound is None:
+        return []
+    profile = bound.profile
     vocab = int(vqf.header.arch["vocab_size"])
     rows = []
     for n in plan.threads:
-        model = BoardForward(with_threads(bound, n))
+        model = BoardForward(with_threads(bound.model, n))
         for n_prompt, n_gen in plan.tests:
             bar.phase(f"{profile.name} ×{n} {measure.label_of(n_prompt, n_gen)}")
             row = measure.run_row(model, "fast", n, vocab, n_prompt, n_gen, plan.repetitions,
@@ -115,6 +129,14 @@ def decode_ratio(tests: list[dict[str, Any]], board: str) -> dict[str, float] | 
         for (p, n), r in rate.items()
         if p == board and ("canonical", n) in rate
     } or None
+
+
+def add_decode_ratio(report: dict[str, Any], profile: profiles.Profile | None) -> list[str]:
+    """The report's `board_decode_ratio` (with a board profile only); returns its note."""
+    if profile is None:
+        return []
+    report["board_decode_ratio"] = decode_ratio(report["tests"], profile.name)
+    return [BOARD_TEXT]
 
 
 def board_tower(vqf: VQFFile) -> Any:

@@ -301,6 +301,11 @@ class Plan:
     def tests(self) -> list[tuple[int, int]]:
         return [(p, 0) for p in self.prompts] + [(0, n) for n in self.gens]
 
+    @property
+    def timed_runs(self) -> int:
+        """Timed repetitions of one engine's tests at every thread count (the progress bar)."""
+        return len(self.threads) * len(self.tests) * self.repetitions
+
 
 def run_bench(
     path: str | os.PathLike[str],
@@ -319,9 +324,8 @@ def run_bench(
     """Every measurement of the report, in one process (the peak RSS in a child).
 
     On a Qwen3-VL file `image_backend` encodes one image_side² image (the `image_encode` section).
-    A `profile` other than canonical (kestrel-board) adds that profile's fast rows beside the
-    canonical ones: its pp/tg tests, and on a Qwen3-VL file its tower's encode of the same image
-    (weightfile/bench/board.py); a family the profile does not run is refused before measuring.
+    Another `profile` than canonical adds its fast rows beside the canonical ones (pp/tg tests,
+    image encode; weightfile/bench/board.py), or refuses the file before measuring.
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
     open (spec/vqf.md §sm4-hmac); without it the run stops with `vqf.enc.no_key` before measuring.
@@ -329,22 +333,17 @@ def run_bench(
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     fast, notes = _opening_notes(path, passphrase)
     other = _other_profile(path, passphrase, profile, fast)
-    tests = len(plan.threads) * len(plan.tests) * plan.repetitions * (1 if other is None else 2)
-    timed = tests if fast else 0
-    bar = Progress(timed + int(ref), progress)
+    bar = Progress(plan.timed_runs * (1 + (other is not None)) * fast + int(ref), progress)
     try:
         bar.phase("memory bandwidth")
         bw, by_threads = thread_bandwidths(bandwidth_buffer, plan.threads)
         with open_vqf(path, passphrase=passphrase) as vqf:
-            bound = None if other is None else board.bind_text(vqf, other)  # refuses first
+            bound = board.bind_text(vqf, other)  # a geometry the board refuses: before timing
             shapes = engines.matrix_shapes(vqf)
             per_token = weight_bytes_per_token(vqf)
-            report = _report_head(path, vqf, synthetic, started, fast, plan, passphrase)
-            report["profile"] = profile
+            report = _report_head(path, vqf, synthetic, started, fast, plan, passphrase, profile)
             _file_sections(report, vqf, shapes, bw, by_threads, per_token, plan, bar)
-            rows = _test_rows(vqf, plan, bar, ref, fast)
-            if other is not None:
-                rows += board.text_rows(vqf, bound, other, plan, bar)
+            rows = _test_rows(vqf, plan, bar, ref, fast) + board.text_rows(vqf, bound, plan, bar)
             if vqf.header.is_moe and fast:  # only the chosen experts' bands are read (issue 17)
                 bar.phase("experts chosen per decoded token")
                 report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
@@ -352,22 +351,14 @@ def run_bench(
             if vision.is_vision_file(vqf):  # issue 18 item 8: the image-encode rows
                 bar.phase(f"image encode ({image_backend.name})")
                 notes += _image_encode(report, vqf, image_backend, plan, image_side)
-                if other is not None:
-                    bar.phase(f"image encode ({other.name})")
-                    reps = plan.repetitions
-                    board.add_image_rows(
-                        report["image_encode"], vqf, plan.threads, reps, image_side
-                    )
-                    notes.append(board.BOARD_IMAGE)
+                notes += _board_image(report, vqf, other, plan, image_side, bar)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":
             notes.append(ESTIMATED)
         report["tests"] = [row_dict(r, by_threads, per_token) for r in rows]
         report["decode_speedup"] = speedup_of(report["tests"])
-        if other is not None:
-            report["board_decode_ratio"] = board.decode_ratio(report["tests"], other.name)
-            notes.append(board.BOARD_TEXT)
+        notes += board.add_decode_ratio(report, other)
         report["peak_rss"] = None
         if rss:
             bar.phase("peak RSS (child process)")
@@ -421,8 +412,10 @@ def _report_head(
     fast: bool,
     plan: Plan,
     passphrase: bytes | None,
+    profile: str,
 ) -> dict[str, Any]:
-    """The report's first members: what was measured, where, when, and the open time."""
+    """The report's first members: what was measured (under which --profile), where, when, and
+    the open time."""
     return {
         "schema": SCHEMA,
         "build": build_section(),
@@ -430,6 +423,7 @@ def _report_head(
         "machine": machine_section(),
         # a synthetic model's head is its embedding (synthetic.py): tied, as Qwen3-0.6B's is
         "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf, synthetic)},
+        "profile": profile,
         "fast_engine": fast,
         "repetitions": plan.repetitions,
         "open_seconds": measure.open_seconds(path, passphrase),
@@ -477,6 +471,18 @@ def _image_encode(
         vqf, image_backend, plan.threads, plan.repetitions, image_side
     )
     return image_notes
+
+
+def _board_image(
+    report: dict[str, Any], vqf: Any, other: Any, plan: Plan, image_side: int, bar: Progress
+) -> list[str]:
+    """--profile kestrel-board on a Qwen3-VL file: the board tower's encode rows beside the
+    canonical ones (weightfile/bench/board.py); returns their note."""
+    if other is None:
+        return []
+    bar.phase(f"image encode ({other.name})")
+    board.add_image_rows(report["image_encode"], vqf, plan.threads, plan.repetitions, image_side)
+    return [board.BOARD_IMAGE]
 
 
 def _peak_rss(

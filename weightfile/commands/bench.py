@@ -268,6 +268,18 @@ def run_mtp(args: argparse.Namespace) -> int:
     return 0
 
 
+def is_ninfer(args: argparse.Namespace, path: Any) -> bool:
+    """True for a Qwen3.5 / 3.6 `.ninfer` file (weightfile/bench/ninfer.py), after the options
+    such a file refuses: --passphrase-file, and a --profile none of whose families comes in it
+    (the profile's typed refusal)."""
+    if not str(path).endswith(".ninfer"):
+        return False
+    if args.passphrase_file is not None:
+        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
+    profiles.profile_named(args.profile).require_container("ninfer")
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     from weightfile.bench.plot import plot_report, require_matplotlib
     from weightfile.bench.report import Plan, run_bench
@@ -299,11 +311,6 @@ def run(args: argparse.Namespace) -> int:
         threads = [len(pinned or [])]
     else:
         threads = unique(args.threads or sorted({1, len(pinned or []) or os.cpu_count() or 1}))
-    ninfer = str(path).endswith(".ninfer")  # a Qwen3.5 / 3.6 file (weightfile/bench/ninfer.py)
-    if ninfer and args.passphrase_file is not None:
-        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
-    if ninfer:  # the profile's typed refusal of a container none of its families comes in
-        profiles.profile_named(args.profile).require_container("ninfer")
     report = (
         run_ninfer_bench(
             path,
@@ -314,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
             bandwidth_buffer=args.bandwidth_mib << 20,
             progress=not args.quiet,
         )
-        if ninfer
+        if is_ninfer(args, path)
         else run_bench(
             path,
             plan=Plan(threads, prompts, gens, args.repetitions),
