@@ -14,7 +14,8 @@ family's file under it:
   models around the engine's Q8 MoE FFN (`ref/qwen3_moe/board`, `fast/qwen3_moe/board`,
   spec/numerics.md §board-moe-model) — a different sequence of operations, not a different kernel
   table —, and the Qwen3-VL family's vision tower (`ref/qwen3_vl/board`, spec/numerics.md
-  §board-vision) beside the same text model.
+  §board-vision) beside the same text model, which takes the visual rows in the engine's
+  multimodal prefill (spec/numerics.md §board-vl-prefill: from its source, not yet verified).
 
 Code is named as "module:attribute" strings, imported on first use (as in the family registry).
 Asking a profile for a family it has no models for raises a typed UnsupportedError. The CLI's

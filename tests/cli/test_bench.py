@@ -90,7 +90,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert "generated" in err
     assert r["schema"] == SCHEMA == "weightfile.bench/3"
     assert set(r) == {
-        "schema", "build", "timestamp", "machine", "model", "fast_engine", "repetitions",
+        "schema", "build", "timestamp", "machine", "model", "profile", "fast_engine", "repetitions",
         "open_seconds", "checksum_bytes_per_s", "checksum_bytes_hashed", "dequantize",
         "memory_bandwidth", "matvec", "tests", "decode_speedup", "roofline", "peak_rss",
         "notes",
@@ -103,6 +103,7 @@ def test_json_report_schema(tmp_path, capsys):
     assert r["model"]["geometry"]["hidden"] == 64
     assert r["model"]["params"] == tiny_params() == 90_496
     assert r["fast_engine"] is FAST and r["repetitions"] == 1
+    assert r["profile"] == "canonical" and {t["profile"] for t in r["tests"]} == {"canonical"}
     for key in ("open_seconds", "checksum_bytes_per_s"):
         assert r[key] > 0
     assert r["dequantize"]["tensor"] == "q4_gate" and r["dequantize"]["bytes_per_s"] > 0

@@ -40,7 +40,7 @@ def test_trace_then_diff_against_the_engine_dump_is_equal(png, tmp_path, capsys,
     (exit 0, no --common-only needed); a note says the text tower was not run."""
     out = tmp_path / "vl.npz"
     assert board_trace(png, out, "--engine", engine, "--threads", threads) == 0
-    assert "text tower with images is not reproduced" in capsys.readouterr().err
+    assert "the vision tower's arrays only" in capsys.readouterr().err
     with np.load(out) as got, np.load(ENGINE) as want:
         assert sorted(got.files) == sorted(want.files)
     assert main(["diff", str(out), ENGINE]) == 0
@@ -74,12 +74,31 @@ def test_diff_names_a_changed_vision_op(png, tmp_path, capsys) -> None:
     assert "vit.layer1.fc2" in capsys.readouterr().out
 
 
+def test_run_with_an_image_writes_the_tower_and_the_text_tower(png, tmp_path) -> None:
+    """`run --save-logits` with an image under the board profile (spec/numerics.md
+    §board-vl-prefill): the tower's arrays, bit-identical to the engine's dump, then the
+    multimodal prefill's logits and the decode steps (not checked against engine logits: no pack
+    has any; fast == ref: tests/ref/qwen3_vl/board/test_board_vl_prefill.py)."""
+    out = tmp_path / "vl.npz"
+    argv = ["run", MODEL, "--token-ids", f"1,248,{IMAGE_TOKEN},249,17", "--image", png]
+    argv += ["--image-preprocess", "board", "--profile", "kestrel-board", "--max-tokens", "2"]
+    assert main([*argv, "--save-logits", str(out)]) == 0
+    with np.load(out) as got, np.load(ENGINE) as engine:
+        for name in engine.files:
+            assert np.array_equal(got[name].view(np.uint8), engine[name].view(np.uint8)), name
+        assert got["prefill.logits"].shape == (256,) and "decode.step1.logits" in got.files
+        assert got["decode.tokens"].shape == (2,)
+
+
 def test_the_board_profile_refuses_what_it_does_not_reproduce(png, tmp_path, capsys) -> None:
-    """`run` with an image under the board profile: exit 3, vqf.bind.unsupported (the text tower
-    with images is not reproduced); the hf recipe under the board profile: frontend.image.mode."""
+    """An image token by token (the engine's decode path takes no images): exit 3,
+    vqf.bind.unsupported naming the limit; the hf recipe under the board profile:
+    frontend.image.mode."""
     argv = ["run", MODEL, "--token-ids", f"1,{IMAGE_TOKEN},2", "--image", png, "--profile"]
-    assert main([*argv, "kestrel-board", "--image-preprocess", "board"]) == 3
-    assert "vqf.bind.unsupported" in capsys.readouterr().err
+    tokenwise = ["kestrel-board", "--image-preprocess", "board", "--prompt-path", "tokenwise"]
+    assert main([*argv, *tokenwise]) == 3
+    err = capsys.readouterr().err
+    assert "vqf.bind.unsupported" in err and "batched multimodal prefill only" in err
     assert main([*argv, "kestrel-board"]) == 3
     assert "frontend.image.mode" in capsys.readouterr().err
 

@@ -172,6 +172,7 @@ class BenchRow:
     n_gen: int
     method: str  # "measured", or "estimated" (the reference on a real-size model)
     samples: tuple[float, ...]
+    profile: str = "canonical"  # the numerics profile the engine ran (weightfile/profiles.py)
 
     @property
     def avg_tokens_per_s(self) -> float:

@@ -18,6 +18,8 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        geometry {vocab, hidden, intermediate, layers, heads, kv_heads, head_dim},
                        encrypted (ENC: every open authenticates and decrypts, spec/vqf.md
                        §sm4-hmac)}
+    profile           the --profile asked ("canonical", or "kestrel-board": its fast rows are
+                       added beside the canonical ones, weightfile/bench/board.py)
     fast_engine       true when the family's fast model exists (the matvec rows need only
                        weightfile.fast.numerics.matrix.matrix_from_entry)
     repetitions       timed runs per test row (-r)
@@ -29,7 +31,8 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        by_threads {threads: read bytes/s with that many threads}}
     matvec            null | [{tensor, rows, cols, weight_bytes, bytes_per_s {threads: rate},
                                single_core_bandwidth_fraction {threads: rate / single-core bw}}]
-    tests             [{engine, threads, test ("pp512": a 512-token prompt in one call; "tg128":
+    tests             [{engine, profile (the numerics profile the row's engine ran), threads,
+                        test ("pp512": a 512-token prompt in one call; "tg128":
                         128 tokens one call each; both from an empty cache, as llama-bench),
                         n_prompt, n_gen, method ("measured"/"estimated"), repetitions,
                         samples_tokens_per_s [one per repetition], avg_tokens_per_s,
@@ -39,6 +42,8 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        the reference, when run, is one tg row (measured on small models, at most
                        8 tokens once; estimated above that, see notes)
     decode_speedup    null | {threads: fast avg t/s of the first tg test ÷ ref decode t/s}
+    board_decode_ratio  --profile kestrel-board only: null | {threads: the board's fast avg t/s
+                       of the first tg test ÷ the canonical fast one's}
     roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
     moe_roofline      MoE files only: {weight_bytes_per_token (averaged over the decoded tokens:
                         shared tensors + the chosen experts' bands), all_experts_bytes_per_token,
@@ -54,7 +59,12 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        that encoded it: "ref" when fast has no vision tower for this family),
                        flops_per_image {linears, attention, total} (2 per multiply-add),
                        rows [{engine, threads, method ("measured"/"estimated"), seconds (best),
-                             samples_seconds, gflop_per_s (flops_per_image.total ÷ seconds)}],
+                             samples_seconds, gflop_per_s (flops_per_image.total ÷ seconds),
+                             profile (with --profile kestrel-board only: "canonical" or
+                             "kestrel-board", the board tower's encode of the same picture)}],
+                       board (--profile kestrel-board only): {image {side, preprocess "board",
+                         pixels_hw, grid, patches, tokens} (the engine's preprocessing),
+                         encode_ratio null | {threads: board seconds ÷ canonical fast seconds}},
                        vision_linears null | [{tensor, rows, cols, patches, engine ("fast": the C
                                                Q8_0 product alone, even when ref encoded the
                                                image), method,
@@ -84,8 +94,10 @@ from weightfile.fast.backend import FAST
 from weightfile.ref.backend import Backend
 from weightfile.ref.qwen3.bind_vqf import config_from_arch
 from weightfile.ref.vqf.read import open_vqf
+from weightfile.spec.errors import UnsupportedError
+from weightfile.spec.numerics.profile import CANONICAL
 
-from . import engines, measure, vision
+from . import board, engines, measure, vision
 from .bandwidth import DEFAULT_BUFFER, Bandwidth, reader, timed_parallel, touched_buffer
 from .bandwidth import REPEATS as BW_REPEATS
 from .machine import describe_machine
@@ -237,6 +249,7 @@ def row_dict(r: measure.BenchRow, by_threads: dict[int, float], per_token: int) 
     roof = roofline_tokens_per_s(per_token, by_threads[r.threads]) if r.n_gen else None
     return {
         "engine": r.engine,
+        "profile": r.profile,
         "threads": r.threads,
         "test": r.test,
         "n_prompt": r.n_prompt,
@@ -289,6 +302,11 @@ class Plan:
     def tests(self) -> list[tuple[int, int]]:
         return [(p, 0) for p in self.prompts] + [(0, n) for n in self.gens]
 
+    @property
+    def timed_runs(self) -> int:
+        """Timed repetitions of one engine's tests at every thread count (the progress bar)."""
+        return len(self.threads) * len(self.tests) * self.repetitions
+
 
 def run_bench(
     path: str | os.PathLike[str],
@@ -302,27 +320,31 @@ def run_bench(
     progress: bool = False,
     image_backend: Backend = FAST,
     image_side: int = IMAGE_SIDE,
+    profile: str = CANONICAL.name,
 ) -> dict[str, Any]:
     """Every measurement of the report, in one process (the peak RSS in a child).
 
     On a Qwen3-VL file `image_backend` encodes one image_side² image (the `image_encode` section).
+    Another `profile` than canonical adds its fast rows beside the canonical ones (pp/tg tests,
+    image encode; weightfile/bench/board.py), or refuses the file before measuring.
 
     An encrypted model needs `passphrase`: it is authenticated and decrypted in memory at every
     open (spec/vqf.md §sm4-hmac); without it the run stops with `vqf.enc.no_key` before measuring.
     """
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     fast, notes = _opening_notes(path, passphrase)
-    timed = len(plan.threads) * len(plan.tests) * plan.repetitions if fast else 0
-    bar = Progress(timed + int(ref), progress)
+    other = _other_profile(path, passphrase, profile, fast)
+    bar = Progress(plan.timed_runs * (1 + (other is not None)) * fast + int(ref), progress)
     try:
         bar.phase("memory bandwidth")
         bw, by_threads = thread_bandwidths(bandwidth_buffer, plan.threads)
         with open_vqf(path, passphrase=passphrase) as vqf:
+            bound = board.bind_text(vqf, other)  # a geometry the board refuses: before timing
             shapes = engines.matrix_shapes(vqf)
             per_token = weight_bytes_per_token(vqf)
-            report = _report_head(path, vqf, synthetic, started, fast, plan, passphrase)
+            report = _report_head(path, vqf, synthetic, started, fast, plan, passphrase, profile)
             _file_sections(report, vqf, shapes, bw, by_threads, per_token, plan, bar)
-            rows = _test_rows(vqf, plan, bar, ref, fast)
+            rows = _test_rows(vqf, plan, bar, ref, fast) + board.text_rows(vqf, bound, plan, bar)
             if vqf.header.is_moe and fast:  # only the chosen experts' bands are read (issue 17)
                 bar.phase("experts chosen per decoded token")
                 report["moe_roofline"] = moe_section(vqf, plan, bw.single_core)
@@ -330,12 +352,14 @@ def run_bench(
             if vision.is_vision_file(vqf):  # issue 18 item 8: the image-encode rows
                 bar.phase(f"image encode ({image_backend.name})")
                 notes += _image_encode(report, vqf, image_backend, plan, image_side)
+                notes += _board_image(report, vqf, other, plan, image_side, bar)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
         if ref and rows[0].method == "estimated":
             notes.append(ESTIMATED)
         report["tests"] = [row_dict(r, by_threads, per_token) for r in rows]
         report["decode_speedup"] = speedup_of(report["tests"])
+        notes += board.add_decode_ratio(report, other)
         report["peak_rss"] = None
         if rss:
             bar.phase("peak RSS (child process)")
@@ -344,6 +368,25 @@ def run_bench(
         bar.close()
     report["notes"] = notes
     return report
+
+
+def _other_profile(
+    path: str | os.PathLike[str], passphrase: bytes | None, profile: str, fast: bool
+) -> Any | None:
+    """The profile row whose rows go beside the canonical ones (None for canonical); its typed
+    refusal of the file's family, or of a machine without the C kernels, before measuring."""
+    if profile == CANONICAL.name:
+        return None
+    with open_vqf(path, passphrase=passphrase) as vqf:
+        row = board.profile_for(vqf, profile)
+    if not fast:
+        raise UnsupportedError(
+            "frontend.profile.unsupported",
+            f"bench --profile {profile} times the fast {profile} engine, which needs the C "
+            "kernels (no compiler here)",
+            path="--profile",
+        )
+    return row
 
 
 def _opening_notes(
@@ -370,8 +413,10 @@ def _report_head(
     fast: bool,
     plan: Plan,
     passphrase: bytes | None,
+    profile: str,
 ) -> dict[str, Any]:
-    """The report's first members: what was measured, where, when, and the open time."""
+    """The report's first members: what was measured (under which --profile), where, when, and
+    the open time."""
     return {
         "schema": SCHEMA,
         "build": build_section(),
@@ -379,6 +424,7 @@ def _report_head(
         "machine": machine_section(),
         # a synthetic model's head is its embedding (synthetic.py): tied, as Qwen3-0.6B's is
         "model": {**model_section(path, vqf, synthetic), "params": model_params(vqf, synthetic)},
+        "profile": profile,
         "fast_engine": fast,
         "repetitions": plan.repetitions,
         "open_seconds": measure.open_seconds(path, passphrase),
@@ -440,6 +486,16 @@ def image_encode(
         section["qwen35_vision"] = qwen35_section(c, side, threads, reps)
         notes.append(QWEN35_NOTE)
     return section, notes
+def _board_image(
+    report: dict[str, Any], vqf: Any, other: Any, plan: Plan, image_side: int, bar: Progress
+) -> list[str]:
+    """--profile kestrel-board on a Qwen3-VL file: the board tower's encode rows beside the
+    canonical ones (weightfile/bench/board.py); returns their note."""
+    if other is None:
+        return []
+    bar.phase(f"image encode ({other.name})")
+    board.add_image_rows(report["image_encode"], vqf, plan.threads, plan.repetitions, image_side)
+    return [board.BOARD_IMAGE]
 
 
 def _peak_rss(

@@ -95,7 +95,9 @@ def image_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     for r in im["rows"]:
         method = " (estimated)" if r["method"] == "estimated" else ""
         rate = f", {r['gflop_per_s']:.3g} GFLOP/s" if "gflop_per_s" in r else ""
-        rows.append((f"  {r['engine']} ×{r['threads']}", f"{seconds(r['seconds'])}{rate}{method}"))
+        rows.append((f"  {engine_text(r)} ×{r['threads']}",
+                     f"{seconds(r['seconds'])}{rate}{method}"))  # fmt: skip
+    rows += board_image_lines(im.get("board"))
     rows += qwen35_lines(im.get("qwen35_vision"))
     for m in im["vision_linears"] or []:
         rates = ", ".join(f"×{n} {v:.3g} GFLOP/s" for n, v in m["gflop_per_s"].items())
@@ -105,6 +107,33 @@ def image_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     if im["vision_linears"] is None:
         rows.append(("vision linears GFLOP/s", NA))
     return rows
+
+
+def engine_text(row: dict[str, Any]) -> str:
+    """A row's engine, with its numerics profile when that is not the canonical one."""
+    profile = row.get("profile", "canonical")
+    return row["engine"] if profile == "canonical" else f"{row['engine']} {profile}"
+
+
+def board_image_lines(board: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """--profile kestrel-board: the engine-preprocessed image and board ÷ canonical seconds."""
+    if board is None:
+        return []
+    i = board["image"]
+    h, w = i["pixels_hw"]
+    ratio = ", ".join(f"×{n} {v:.3g}" for n, v in (board["encode_ratio"] or {}).items())
+    return [(f"  kestrel-board image ({h}×{w} after the engine's preprocessing, "
+             f"{i['patches']} patches → {i['tokens']} tokens)",
+             f"board ÷ canonical seconds: {ratio or 'n/a'}")]  # fmt: skip
+
+
+def board_decode_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """--profile kestrel-board: the board's tg t/s ÷ the canonical fast tg t/s per thread count."""
+    if "board_decode_ratio" not in report:
+        return []
+    ratio = report["board_decode_ratio"]
+    value = ", ".join(f"×{n} {v:.3g}" for n, v in (ratio or {}).items())
+    return [("decode t/s, kestrel-board ÷ canonical fast", value or "n/a (no tg rows)")]
 
 
 def qwen35_lines(q: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -163,6 +192,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         (f"memory read bandwidth ({bw['method']})", bandwidth_value(bw)),
         *matvec_lines(report),
         *speedup_lines(report),
+        *board_decode_lines(report),
         *image_lines(report),
         ("weight bytes per decoded token", mb(roof["weight_bytes_per_token"])),
         ("decode roofline tokens/s",
@@ -188,7 +218,7 @@ ROW_FIELDS = (
     "build_commit", "build_version", "timestamp", "cpu_info", "model", "model_path",
     "model_type", "model_size", "model_n_params", "engine", "method", "n_threads", "test",
     "n_prompt", "n_gen", "repetitions", "avg_ts", "stddev_ts", "samples_ts",
-    "bandwidth_bytes_per_s", "roofline_ts", "roofline_fraction",
+    "bandwidth_bytes_per_s", "roofline_ts", "roofline_fraction", "profile",
 )  # fmt: skip
 
 
@@ -210,6 +240,7 @@ def flat_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             "samples_ts": t["samples_tokens_per_s"],
             "bandwidth_bytes_per_s": by_threads.get(str(t["threads"])),
             "roofline_ts": t["roofline_tokens_per_s"], "roofline_fraction": t["roofline_fraction"],
+            "profile": t.get("profile", "canonical"),
         })  # fmt: skip
     return out
 
@@ -255,7 +286,7 @@ def format_md(report: dict[str, Any]) -> str:
     rows = []
     for t in report["tests"]:
         roof, frac = t["roofline_tokens_per_s"], t["roofline_fraction"]
-        rows.append([name, size_text(m["file_bytes"]), params_text(m["params"]), t["engine"],
+        rows.append([name, size_text(m["file_bytes"]), params_text(m["params"]), engine_text(t),
                      str(t["threads"]), t["test"], rate_text(t),
                      "" if roof is None else f"{roof:.2f}",
                      "" if frac is None else f"{100 * frac:.1f}%"])  # fmt: skip

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from weightfile import profiles
 from weightfile.backends import ENGINES, backend_named
 
 from ._common import (
@@ -160,6 +161,13 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="the engine that encodes the 448x448 bench image of a Qwen3-VL model (default fast; "
         "a family without a fast vision tower runs ref, and the report says so)",
     )
+    parser.add_argument(
+        "--profile", choices=profiles.names(), default=profiles.DEFAULT,
+        help="numerics (weightfile/profiles.py); a profile other than canonical adds its fast "
+        "rows beside the canonical ones in the same run: kestrel-board (dense Qwen3, Qwen3-MoE, "
+        "Qwen3-VL VQF files) its pp/tg tests and, on a Qwen3-VL file, its vision tower's encode "
+        "of the same image, with board ÷ canonical ratios per thread count",
+    )  # fmt: skip
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child process")
     parser.add_argument("--no-ref", action="store_true", help="skip the reference engine's row")
     parser.add_argument(
@@ -271,6 +279,16 @@ def model_path(args: argparse.Namespace) -> Path:
     if built and not args.quiet:
         print(f"generated {path} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return Path(path)
+def is_ninfer(args: argparse.Namespace, path: Any) -> bool:
+    """True for a Qwen3.5 / 3.6 `.ninfer` file (weightfile/bench/ninfer.py), after the options
+    such a file refuses: --passphrase-file, and a --profile none of whose families comes in it
+    (the profile's typed refusal)."""
+    if not str(path).endswith(".ninfer"):
+        return False
+    if args.passphrase_file is not None:
+        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
+    profiles.profile_named(args.profile).require_container("ninfer")
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -297,9 +315,6 @@ def run(args: argparse.Namespace) -> int:
         threads = [len(pinned or [])]
     else:
         threads = unique(args.threads or sorted({1, len(pinned or []) or os.cpu_count() or 1}))
-    ninfer = str(path).endswith(".ninfer")  # a Qwen3.5 / 3.6 file (weightfile/bench/ninfer.py)
-    if ninfer and args.passphrase_file is not None:
-        raise UsageError("a .ninfer file is not encrypted: --passphrase-file applies to VQF")
     report = (
         run_ninfer_bench(
             path,
@@ -310,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
             bandwidth_buffer=args.bandwidth_mib << 20,
             progress=not args.quiet,
         )
-        if ninfer
+        if is_ninfer(args, path)
         else run_bench(
             path,
             plan=Plan(threads, prompts, gens, args.repetitions),
@@ -321,6 +336,7 @@ def run(args: argparse.Namespace) -> int:
             passphrase=passphrase(args),
             progress=not args.quiet,
             image_backend=backend_named(args.engine),
+            profile=args.profile,
         )
     )
     report["machine"]["pinned_cpus"] = None if pinned is None else cpu_sets.fmt(pinned)

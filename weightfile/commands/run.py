@@ -196,12 +196,22 @@ def run_speculative(args: argparse.Namespace, s: Any, ids: Any) -> int:
     return 0
 
 
+#: What `run --profile kestrel-board --image` cannot promise (spec/numerics.md §board-vl-prefill).
+BOARD_IMAGES_NOTE = (
+    "note: kestrel-board with images: the vision tower is proven against the engine's packs; the "
+    "text tower with images follows the engine's source and is not checked against engine "
+    "logits (spec/numerics.md §board-vl-prefill)"
+)
+
+
 def run_pack(args: argparse.Namespace, s: Any, ids: Any) -> int:
     """Generate greedily under the profile, print the text, and write the board-named arrays
     (spec/numerics.md §board-prompts) when --save-logits is given."""
     from weightfile.frontend.board_session import pack_arrays
     from weightfile.frontend.tokenizer import TextStream
 
+    if getattr(s.model, "pending", None):  # a board VL model with images (the profile's own)
+        print(BOARD_IMAGES_NOTE, file=sys.stderr)
     arrays = pack_arrays(s, args.profile, ids, args.max_tokens, args.prompt_path, args.save_ops)
     tag = "decode" if args.prompt_path == "prefill" else "decode_path"
     tokens = arrays[f"{tag}.tokens"].tolist()

@@ -93,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
 #: What `trace --profile kestrel-board --image` leaves out (spec/numerics.md §board-vision-names).
 VISION_ONLY_NOTE = (
-    "note: kestrel-board with images: the vision tower's arrays only; the engine's text tower "
-    "with images is not reproduced (spec/numerics.md §board-vision-names)"
+    "note: kestrel-board with images: the vision tower's arrays only (the text tower with images "
+    "is not reproduced here: `run --save-logits` writes its logits, read from the engine's source "
+    "and not checked against engine logits, spec/numerics.md §board-vl-prefill)"
 )
 
 
