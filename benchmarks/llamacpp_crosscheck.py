@@ -34,18 +34,26 @@ GGUF export is the same model.
   C++ symbol names). Three comparisons: "own" (each side its own target hidden states, our
   alignment), "same h" (llama.cpp's MTP fed our hidden states: the MTP block alone) and
   "driver" (llama.cpp's own alignment, common/speculative.cpp: an extra first entry of token
-  x_0 with a zero hidden state, positions one later; ours computed the same way).
+  x_0 with a zero hidden state, positions one later; ours computed the same way). Each
+  comparison runs on llama.cpp's file, on its F32 twin (below, MTP block and nextn keys
+  included), and on the twin with K/V in binary32 and flash attention off.
 * The F32 twin: every case is also run by llama.cpp on a GGUF holding gguf-py's dequantisation of
   the exported file (`dequantized_twin`: the same values, every tensor F32), so two more numbers
   are printed: llama.cpp on its file vs on the twin (what its own arithmetic does to these
   weights: ggml multiplies a BF16 matrix with bf16-rounded activations and a Q8_0 / Q4_0 one with
   activations quantised to Q8_0 blocks, where `.ninfer` bf16 / q8_g32_fp16 products keep them
-  binary32), and ours vs llama.cpp on the twin (both binary32 on identical weights).
+  binary32), and ours vs llama.cpp on the twin (both binary32 on identical weights). llama.cpp
+  still keeps K and V in binary16 there unless `--twin-f32-kv` (binary32 K/V, flash attention
+  off, on the target rows' twin runs; the MTP rows run the twin both ways).
 * Judged (Qwen3.5 rows, spec/ninfer3.md §qwen35-gguf): the twin agrees with ours within
   `SAME_VALUES_TOL` of the largest logit with the same greedy tokens, and ours is no further from
   llama.cpp on its file than llama.cpp on its file is from itself on the twin, plus that
-  tolerance; the exit status is 1 when a Qwen3.5 row fails. Greedy runs stop at the end-of-text
-  id on both sides (`weightfile run` stops there), so a run that ends early is not a mismatch.
+  tolerance. The MTP drafts of a file are judged on the twin with binary32 K/V (with llama.cpp's
+  binary16 K/V the draft logits move up to ~0.2% and a near-tied draft can flip): in all three
+  comparisons every prompt's first target token and K drafts equal ours, the draft logits
+  within `SAME_VALUES_TOL` (`mtp_judge`). The exit status is 1 when a Qwen3.5 row fails. Greedy runs
+  stop at the end-of-text id on both sides (`weightfile run` stops there), so a run that ends
+  early is not a mismatch.
 """
 
 from __future__ import annotations
@@ -144,7 +152,8 @@ def bindings(llama_dir: Path, source: Path) -> types.ModuleType:
 
 def dequantized_twin(src: Path, dst: Path) -> Path:
     """`dst`: `src` with every tensor stored F32 (gguf-py's dequantisation: the same values), the
-    metadata copied."""
+    metadata copied: all tensors and keys, so the MTP block `blk.{n_layer}` and the
+    `nextn_predict_layers` key stay."""
     import gguf
 
     reader = gguf.GGUFReader(str(src))
@@ -267,13 +276,13 @@ def judge(file: dict, twin: dict, own: dict) -> dict:
 
 
 def case_results(L: types.ModuleType, ours_file: Path, gguf: Path, prompt: list[int],
-                 steps: int, work: Path) -> dict:  # fmt: skip
-    """One case: ours vs llama.cpp on the exported file, and the F32 twin's two comparisons."""
+                 steps: int, work: Path, twin_f32_kv: bool = False) -> dict:  # fmt: skip
+    """One case: ours vs llama.cpp on the exported file, and the F32 twin's two comparisons
+    (`twin_f32_kv`: the twin run with `theirs`'s `f32_cache`)."""
     a, ta = ours(ours_file, prompt, steps, work)
     b, tb = theirs(L, gguf, prompt, steps)
-    c, tc = theirs(
-        L, dequantized_twin(gguf, gguf.with_name(gguf.stem + "-f32.gguf")), prompt, steps
-    )
+    twin = dequantized_twin(gguf, gguf.with_name(gguf.stem + "-f32.gguf"))
+    c, tc = theirs(L, twin, prompt, steps, twin_f32_kv)
     out = compare(a, ta, b, tb, steps)
     out["twin"] = compare(a, ta, c, tc, steps)
     out["own"] = compare(c, tc, b, tb, steps)  # scaled by the file's logits, as `out`
@@ -285,7 +294,7 @@ def qwen35_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any
     out = {}
     for label, moe, fmt in QWEN35_CASES:
         nf, gguf = qwen35_files(work, label, moe, fmt, args.seed)
-        r = case_results(L, nf, gguf, prompt, args.steps, work)
+        r = case_results(L, nf, gguf, prompt, args.steps, work, args.twin_f32_kv)
         out[label] = r | judge(r, r["twin"], r["own"])
     return out
 
@@ -312,8 +321,8 @@ class TheirMtp:
     """llama.cpp's target context (final-norm hidden states of every entry) and MTP context
     (its own KV cache) on one model loaded with its MTP block."""
 
-    def __init__(self, L: types.ModuleType, X: MtpLib, gguf: Path) -> None:
-        self.L, self.X = L, X
+    def __init__(self, L: types.ModuleType, X: MtpLib, gguf: Path, f32_cache: bool) -> None:
+        self.L, self.X, self.f32_cache = L, X, f32_cache
         L.llama_backend_init()
         mp = L.llama_model_default_params()
         mp.n_gpu_layers, mp.load_mtp = 0, True
@@ -327,6 +336,9 @@ class TheirMtp:
         cp = self.L.llama_context_default_params()
         cp.n_ctx, cp.n_batch, cp.n_threads, cp.n_threads_batch = 256, 256, 1, 1
         cp.ctx_type = 1 if mtp else 0  # LLAMA_CONTEXT_TYPE_MTP
+        if self.f32_cache:  # as `theirs`
+            cp.type_k = cp.type_v = self.L.GGML_TYPE_F32
+            cp.flash_attn_type = self.L.LLAMA_FLASH_ATTN_TYPE_DISABLED
         ctx = self.L.llama_init_from_model(self.model, cp)
         if not ctx:
             raise SystemExit("llama.cpp could not create the context")
@@ -440,10 +452,12 @@ def mtp_compare(ours_: tuple[list, np.ndarray], theirs_: tuple[list, np.ndarray]
     return {"agree": agree, "k": len(ta), "ours": ta, "llama.cpp": tb, "max_rel": rel}
 
 
-def mtp_case(L: types.ModuleType, X: MtpLib, nf: Path, gguf: Path, prompts, k: int) -> dict:
-    """One file's MTP comparisons over the prompts (module docstring)."""
-    mine = our_mtp(nf, prompts, k)
-    them = TheirMtp(L, X, gguf)
+def mtp_case(
+    L: types.ModuleType, X: MtpLib, mine: list[dict], gguf: Path, prompts, k: int, f32_cache=False
+) -> dict:
+    """One file's MTP comparisons over the prompts (module docstring): `mine` is `our_mtp`'s
+    answer for them; `f32_cache` as `theirs`."""
+    them = TheirMtp(L, X, gguf, f32_cache)
     rows: dict[str, list] = {"own": [], "same h": [], "driver": [], "first": []}
     try:
         for prompt, o in zip(prompts, mine, strict=True):
@@ -472,22 +486,58 @@ def mtp_results(L: types.ModuleType, work: Path, args: Any) -> dict:
     out = {}
     for label, moe, fmt in QWEN35_CASES:
         nf, gguf = qwen35_files(work, "mtp " + label, moe, fmt, args.seed)
-        out[label] = mtp_case(L, X, nf, gguf, prompts, args.draft_tokens)
+        twin = dequantized_twin(gguf, gguf.with_name(gguf.stem + "-f32.gguf"))
+        mine = our_mtp(nf, prompts, args.draft_tokens)
+        res = {
+            side: mtp_case(L, X, mine, file, prompts, args.draft_tokens, f32_kv)
+            for side, file, f32_kv in mtp_sides(gguf, twin)
+        }
+        out[label] = res | {"ok": mtp_judge(res["twin f32 kv"])}
     return out
 
 
+def mtp_sides(gguf: Path, twin: Path) -> tuple:
+    """(name, GGUF, K/V in binary32 and flash attention off) of llama.cpp's three MTP runs."""
+    return (("file", gguf, False), ("twin", twin, False), ("twin f32 kv", twin, True))
+
+
+MTP_KINDS = ("own", "same h", "driver")
+
+
+def mtp_judge(twin: dict) -> bool:
+    """The verdict of one file's MTP drafts (module docstring): on the F32 twin run with K/V in
+    binary32 every prompt's first target token and K drafts equal ours in the three comparisons,
+    and the draft logits within `SAME_VALUES_TOL` of the largest, as the twin's target logits."""
+    rows = [r for kind in MTP_KINDS for r in twin[kind]]
+    return (
+        all(twin["first"])
+        and all(len(twin[kind]) == len(twin["first"]) for kind in MTP_KINDS)
+        and all(r["agree"] == r["k"] and r["max_rel"] <= SAME_VALUES_TOL for r in rows)
+    )
+
+
+def mtp_cell(rows: dict, kind: str) -> str:
+    """Prompts with all K drafts equal (those with another first target token left out), and
+    the worst draft-logit max |Δ| ÷ max |logit|."""
+    r, skipped = rows[kind], len(rows["same h"]) - len(rows[kind])
+    equal = sum(x["agree"] == x["k"] for x in r)
+    note = f" ({skipped} with another first token left out)" if skipped else ""
+    worst = max((x["max_rel"] for x in r), default=float("nan"))
+    return f"{equal}/{len(r)}{note}, {100 * worst:.2g}%"
+
+
 def print_mtp(results: dict) -> None:
-    """One table row per case and comparison: drafts equal over the prompts, worst logits."""
-    print("| MTP case | comparison | prompts with all K drafts equal | worst draft-logit "
-          "max abs Δ ÷ max abs logit |")  # fmt: skip
-    print("|---|---|---:|---:|")
-    for label, rows in results.items():
-        for kind in ("own", "same h", "driver"):
-            r, skipped = rows[kind], len(rows["same h"]) - len(rows[kind])
-            equal = sum(x["agree"] == x["k"] for x in r)
-            note = f" ({skipped} with another first token left out)" if skipped else ""
-            print(f"| {label} | {kind} | {equal}/{len(r)}{note} | "
-                  f"{max(x['max_rel'] for x in r):.3g} |")  # fmt: skip
+    """One table row per case and comparison: on llama.cpp's file, on the F32 twin, and on the
+    twin with K/V in binary32, drafts equal over the prompts and the worst logits; the verdict
+    judges the last (mtp_judge)."""
+    print("each MTP cell: prompts with all K drafts equal, worst draft-logit max |Δ| ÷ max |logit|")
+    print("| MTP case | comparison | llama.cpp file | F32 twin | F32 twin, F32 K/V | verdict |")
+    print("|---|---|---:|---:|---:|---|")
+    for label, res in results.items():
+        verdict = "ok" if res["ok"] else "FAIL"
+        for kind in MTP_KINDS:
+            cells = [mtp_cell(res[side], kind) for side in ("file", "twin", "twin f32 kv")]
+            print(f"| {label} | {kind} | {' | '.join(cells)} | {verdict} |")
 
 
 def target_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any) -> dict:
@@ -504,7 +554,7 @@ def target_results(L: types.ModuleType, work: Path, prompt: list[int], args: Any
         vqf, gguf = work / f"{tag}.vqf", work / f"{tag}.gguf"
         weightfile("convert", str(hf), str(vqf), "--wmode", wmode, "--quiet")
         weightfile("convert", str(vqf), str(gguf), "--quiet")
-        results[label] = case_results(L, vqf, gguf, prompt, args.steps, work)
+        results[label] = case_results(L, vqf, gguf, prompt, args.steps, work, args.twin_f32_kv)
     if not args.no_qwen35:
         results |= qwen35_results(L, work, [t % 300 for t in prompt], args)
     return results
@@ -539,6 +589,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draft-tokens", type=int, default=3, help="MTP drafts per prompt (K)")
     ap.add_argument("--mtp-prompts", type=int, default=4, help="MTP prompts (at most 4)")
     ap.add_argument("--mtp-only", action="store_true", help="only the Qwen3.5 MTP drafts")
+    ap.add_argument("--twin-f32-kv", action="store_true",
+                    help="llama.cpp on the target rows' F32 twins: K/V binary32, flash "
+                         "attention off (default: binary16 K/V, flash attention on)")  # fmt: skip
     args = ap.parse_args(argv)
     args.llama_dir = args.llama_dir or default_llama_dir()
     args.bindings = args.bindings or default_bindings()
@@ -568,7 +621,8 @@ def main(argv: list[str] | None = None) -> int:
         results["mtp"] = mtp
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    return 0 if all(r.get("ok", True) for r in results.values()) else 1
+    judged = [*results.values(), *mtp.values()]
+    return 0 if all(r.get("ok", True) for r in judged) else 1
 
 
 if __name__ == "__main__":
