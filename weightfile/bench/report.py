@@ -486,6 +486,8 @@ def image_encode(
         section["qwen35_vision"] = qwen35_section(c, side, threads, reps)
         notes.append(QWEN35_NOTE)
     return section, notes
+
+
 def _board_image(
     report: dict[str, Any], vqf: Any, other: Any, plan: Plan, image_side: int, bar: Progress
 ) -> list[str]:

@@ -279,6 +279,8 @@ def model_path(args: argparse.Namespace) -> Path:
     if built and not args.quiet:
         print(f"generated {path} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return Path(path)
+
+
 def is_ninfer(args: argparse.Namespace, path: Any) -> bool:
     """True for a Qwen3.5 / 3.6 `.ninfer` file (weightfile/bench/ninfer.py), after the options
     such a file refuses: --passphrase-file, and a --profile none of whose families comes in it
