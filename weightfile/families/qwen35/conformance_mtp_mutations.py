@@ -45,6 +45,7 @@ from .conformance_files import (
     word_level_tokenizer,
 )
 from .conformance_mtp import MODEL_NAME, answer
+from .conformance_mutations import edit_use
 from .mtp_files import bind_mtp, bind_proposal, mtp_values
 
 Edit = Callable[[TextDirectory], None]
@@ -94,20 +95,6 @@ def drop_use(parameter: str, consumed: str | None = None) -> Edit:
             for u in d.uses
             if not (u["parameter"] == parameter and consumed in (None, u["input"]))
         ]
-
-    return edit
-
-
-def edit_use(parameter: str, **changes: object) -> Edit:
-    """Change (None: delete) members of the first Use of a parameter."""
-
-    def edit(d: TextDirectory) -> None:
-        use = next(u for u in d.uses if u["parameter"] == parameter)
-        for key, value in changes.items():
-            if value is None:
-                del use[key]
-            else:
-                use[key] = value
 
     return edit
 

@@ -31,6 +31,7 @@ from weightfile.families.qwen35.conformance_files import (
     text_directory,
     word_level_tokenizer,
 )
+from weightfile.families.qwen35.conformance_mutations import drop_use, edit_use, put
 from weightfile.families.qwen35.conformance_vl import (
     MODEL_NAME,
     VISION,
@@ -71,34 +72,7 @@ def directory() -> TextDirectory:
 def set_vision(key: str, value: object) -> Edit:
     """Set (value None: delete) one member of the vision config."""
 
-    def edit(d: TextDirectory) -> None:
-        config = d.others["vision"]["config"]
-        if value is None:
-            del config[key]
-        else:
-            config[key] = value
-
-    return edit
-
-
-def vision_use(parameter: str, **changes: object) -> Edit:
-    """Change (None: delete) members of the first Use of a vision parameter."""
-
-    def edit(d: TextDirectory) -> None:
-        use = next(u for u in d.uses if u["parameter"] == parameter)
-        for key, value in changes.items():
-            if value is None:
-                del use[key]
-            else:
-                use[key] = value
-
-    return edit
-
-
-def drop_vision_use(parameter: str) -> Edit:
-    return lambda d: d.uses.__setitem__(
-        slice(None), [u for u in d.uses if u["parameter"] != parameter]
-    )
+    return lambda d: put(d.others["vision"]["config"], key, value)
 
 
 def plain_tokenizer(d: TextDirectory) -> None:
@@ -147,11 +121,11 @@ MUTATIONS: dict[str, tuple[str, Edit]] = {
     "ninfer3.vision.unexpected_parameter": ("a binding vision/layers/7/norm1_weight (depth 1)",
                                             stray_binding),
     "ninfer3.vision.direct_format": ("merger fc1_bias stored as fp32", bias_as_fp32),
-    "ninfer3.vision.use_missing": ("merger fc2 has no Use", drop_vision_use("vision/merger/fc2")),
+    "ninfer3.vision.use_missing": ("merger fc2 has no Use", drop_use("vision/merger/fc2")),
     "ninfer3.vision.use_policy": ("merger fc1's Use has no policy",
-                                  vision_use("vision/merger/fc1", activation_policy=None)),
+                                  edit_use("vision/merger/fc1", activation_policy=None)),
     "ninfer3.vision.use_unexpected": ("merger fc1 used at vision/merger/activation",
-                                      vision_use("vision/merger/fc1",
+                                      edit_use("vision/merger/fc1",
                                                  input="vision/merger/activation")),
     "ninfer3.binder.resource": ("vision has no video_preprocessor_config.json",
                                 drop_video_processor),
