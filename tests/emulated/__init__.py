@@ -21,6 +21,8 @@ import weightfile.fast
 
 CC, QEMU = "aarch64-linux-gnu-gcc", "qemu-aarch64"
 CSRC = Path(weightfile.fast.__file__).with_name("csrc")
+#: This folder: driver_io.h, the drivers' shared input and output.
+HERE = Path(__file__).parent
 FLAGS = ("-O2", "-ffp-contract=off", "-march=armv8.2-a+dotprod", "-static", "-std=c11")
 NEON_DOTPROD = 2  #: wf_simd_path() of the NEON + dotprod build (fast/csrc/cpu.h)
 
@@ -57,7 +59,7 @@ def build_driver(driver_c: Path, out_dir: Path) -> QemuDriver:
     out = out_dir / driver_c.stem
     sources = [str(driver_c), *map(str, sorted(CSRC.glob("*.c")))]
     built = subprocess.run(
-        [CC, *FLAGS, f"-I{CSRC}", "-o", str(out), *sources, "-lm", "-lpthread"],
+        [CC, *FLAGS, f"-I{CSRC}", f"-I{HERE}", "-o", str(out), *sources, "-lm", "-lpthread"],
         capture_output=True,
         text=True,
     )

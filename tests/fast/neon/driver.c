@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_io.h"
 #include "wf_kernels.h"
 
 /* kernel entry points not declared in wf_kernels.h (the library's ctypes surface) */
@@ -35,25 +36,6 @@ void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *
                     int64_t stride, const int64_t *slots, int64_t t0, int64_t t1, int64_t heads,
                     int64_t kv_heads, int64_t head_dim, int64_t g, float *scores, float *att);
 
-static uint8_t *input;
-static size_t input_len, at;
-
-static void *take(size_t n) {
-    if (at + n > input_len) {
-        fprintf(stderr, "input too short\n");
-        exit(2);
-    }
-    void *p = input + at;
-    at += n;
-    return p;
-}
-
-static int64_t param(void) {
-    int64_t v;
-    memcpy(&v, take(8), 8);
-    return v;
-}
-
 static float f32_of_bits(int64_t bits) { /* a float32 parameter, passed as its bit pattern */
     const uint32_t b = (uint32_t)bits;
     float f;
@@ -72,15 +54,7 @@ int main(int argc, char **argv) {
         printf("%d\n", (int)wf_simd_path());
         return 0;
     }
-    if (argc != 4) return 2;
-    FILE *f = fopen(argv[2], "rb");
-    if (!f) return 2;
-    fseek(f, 0, SEEK_END);
-    input_len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    input = malloc(input_len ? input_len : 1);
-    if (fread(input, 1, input_len, f) != input_len) return 2;
-    fclose(f);
+    if (argc != 4 || read_input(argv[2]) != 0) return 2;
     const char *op = argv[1];
     float *y = NULL;
     int64_t ny = 0;
@@ -225,8 +199,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown op %s\n", op);
         return 2;
     }
-    FILE *o = fopen(argv[3], "wb");
-    if (!o || fwrite(y, sizeof(float), (size_t)ny, o) != (size_t)ny) return 2;
-    fclose(o);
-    return 0;
+    return write_floats(argv[3], y, (size_t)ny);
 }
