@@ -64,8 +64,9 @@ def _vl(name: str, inputs: str, outputs: str, run: str, what: str, derive: str =
 L = "vit.layer{l}."
 GEO = "vision.geometry_hw_grid_ntok"
 #: The replay table: the board's Q8 MoE FFN (spec/numerics.md §board-moe), then the board
-#: vision tower step by step in the vision packs' names (§board-vision): each step from the
-#: dump's own input, so a wrong step is named even when the steps before it drifted.
+#: vision tower step by step in the vision packs' names (spec/numerics.md §board-vision): each
+#: step from the dump's own input, so a wrong step is named even when the steps before it
+#: drifted.
 ROWS: tuple[ReplayOp, ...] = (
     ReplayOp(
         name="moe.ffn",

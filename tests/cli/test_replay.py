@@ -112,6 +112,7 @@ def test_the_table_rows_resolve_and_cover_the_packs_moe_vocabulary():
     """Each row's function imports; the MoE row's names are exactly the packs' moe arrays."""
     for op in replay_table.ROWS:
         assert callable(replay_table.resolve(op.run)) and op.inputs and op.outputs
+        assert not op.derive or callable(replay_table.resolve(op.derive))
     (moe,) = [op for op in replay_table.ROWS if op.name == "moe.ffn"]
     assert set(moe.inputs) | set(moe.outputs) == set(engine_arrays())
 

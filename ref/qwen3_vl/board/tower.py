@@ -89,8 +89,9 @@ class BoardVisionTower:
         return check_pixels(pixels, self.config)
 
     def geometry(self, pixels: np.ndarray) -> np.ndarray:
-        """spec/numerics.md §board-vision-names `vision.geometry_hw_grid_ntok`: int32 [H', W', gh,
-        gw, tokens], the tokens those of the 2×2 merge (§board-vision-merge)."""
+        """spec/numerics.md §board-vision-names `vision.geometry_hw_grid_ntok`: int32 [H', W',
+        gh, gw, tokens], the tokens those of the 2×2 merge (spec/numerics.md
+        §board-vision-merge)."""
         gh, gw = self.grid(pixels)
         return np.array((pixels.shape[0], pixels.shape[1], gh, gw, (gh // 2) * (gw // 2)), np.int32)
 
