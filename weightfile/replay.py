@@ -1,5 +1,6 @@
-"""Op-level replay of an engine dump (spec/numerics.md §replay): recompute every operation whose
-input is in the dump from the dump's own input, and compare each of its outputs with the dump's.
+"""Op-level replay of an engine dump (spec/numerics.md §replay): recompute every operation the
+dump records (one of its outputs there) from the dump's own inputs, and compare each of its
+outputs with the dump's.
 
 An engine team learns which operation is wrong whatever drift came before it: the inputs are
 the engine's, not ours. The vocabulary is a table of replayable operations (`ROWS`): a row names
@@ -171,10 +172,12 @@ class _Keep(dict):
 
 
 def fill(template: str, at: dict[str, Any]) -> str:
+    """The template with the placeholders `at` gives filled, the others kept."""
     return template.format_map(_Keep(at))
 
 
 def placeholders(template: str) -> list[str]:
+    """The placeholders of a name template, in order."""
     return [f for _, f, _, _ in string.Formatter().parse(template) if f]
 
 
@@ -226,6 +229,7 @@ def expand(names: list[str]) -> list[tuple[ReplayOp, dict[str, int]]]:
 
 
 def concrete(op: ReplayOp, at: dict[str, Any]) -> ReplayOp:
+    """The row with the placeholders `at` gives filled in every name."""
     ins, outs = tuple(fill(n, at) for n in op.inputs), tuple(fill(n, at) for n in op.outputs)
     return ReplayOp(fill(op.name, at), ins, outs, op.run, op.profiles, op.families, op.what,
                     op.derive)  # fmt: skip
@@ -233,9 +237,9 @@ def concrete(op: ReplayOp, at: dict[str, Any]) -> ReplayOp:
 
 def indexed(template: str, names: set[str]) -> list[str]:
     """The names `…0`, `…1`, … of an index template, as many as the dump holds from 0 on."""
-    out = []
-    while fill(template, {k: len(out) for k in placeholders(template)}) in names:
-        out.append(fill(template, {k: len(out) for k in placeholders(template)}))
+    keys, out = placeholders(template), []
+    while (name := fill(template, dict.fromkeys(keys, len(out)))) in names:
+        out.append(name)
     return out
 
 
