@@ -158,7 +158,8 @@ COMMON_RULES = table(
              "data is never loaded", doc="numerics"),
         Rule("frontend.replay.input", INV, "frontend", "§replay",
              "weightfile replay: a dump's input array has another dtype or shape than the "
-             "model's operation takes (moe.x_in: float32 [L <= layers, N, hidden])",
+             "model's operation takes (moe.x_in: float32 [L <= layers, N, hidden]; a vision "
+             "step's float32 rows of the tower's width, a geometry int32 [5])",
              doc="numerics"),
         Rule("frontend.chat_template.recursion", INV, "frontend", "§2.3",
              "rendering the chat template recurses too deeply", doc="ninfer3"),

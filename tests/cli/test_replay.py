@@ -1,7 +1,8 @@
 """`weightfile replay MODEL DUMP` (spec/numerics.md §replay): each op recomputed from the dump's
 own input, equal or different with diff's figures, exit 0 / 1 / 3 / 4.
 
-The dumps are the engine's MoE packs (tests/data/kestrel-board-v2/moe-*) and copies of them with
+The dumps are the engine's MoE packs (tests/data/kestrel-board-v2/moe-*; the vision packs are
+test_replay_vision.py's) and copies of them with
 one bit changed, an input replaced or arrays renamed: what replay must find is known by
 construction, not by running replay.
 """
@@ -77,11 +78,13 @@ def test_what_cannot_be_replayed_is_listed(tmp_path, capsys):
     """Outputs without their input, another profile, and arrays no op knows: listed; nothing
     replayed is exit 1 (replaying nothing proves nothing)."""
     z = engine_arrays()
-    extra = {"vit.layer0.ln1": np.zeros((4, 8), np.float32), "moe.out": z["moe.out"]}
+    extra = {"engine.scratch": np.zeros((4, 8), np.float32), "moe.out": z["moe.out"]}
+    extra["vit.layer0.ln1"] = np.zeros((4, 8), np.float32)  # a vision op, not on a MoE file
     assert main(["replay", MODEL, write(tmp_path, extra), *BOARD]) == 1
     out = capsys.readouterr().out
     assert "op moe.ffn: not replayed (input moe.x_in not in the dump)" in out
-    assert "1 arrays no op replays: vit.layer0.ln1" in out and "no op could be replayed" in out
+    assert "op vit.layer0.ln1: not replayed (replayed on qwen3_vl files only, not qwen3_moe)" in out
+    assert "1 arrays no op replays: engine.scratch" in out and "no op could be replayed" in out
     assert main(["replay", MODEL, str(PACK / "engine.npz")]) == 1  # canonical profile
     assert "replayed under --profile kestrel-board only" in capsys.readouterr().out
 
@@ -109,6 +112,7 @@ def test_the_table_rows_resolve_and_cover_the_packs_moe_vocabulary():
     """Each row's function imports; the MoE row's names are exactly the packs' moe arrays."""
     for op in replay_table.ROWS:
         assert callable(replay_table.resolve(op.run)) and op.inputs and op.outputs
+        assert not op.derive or callable(replay_table.resolve(op.derive))
     (moe,) = [op for op in replay_table.ROWS if op.name == "moe.ffn"]
     assert set(moe.inputs) | set(moe.outputs) == set(engine_arrays())
 

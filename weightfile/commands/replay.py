@@ -2,10 +2,11 @@
 engine dump from the dump's own input and say, op by op, equal or different (spec/numerics.md
 §replay).
 
-The operations are the rows of weightfile/replay.py (the board's Q8 MoE FFN first). Per op: each
-output array compared bit for bit with `diff`'s figures (max |delta|, ulps, sign changes, the
-first differing element); ops the dump touches but that cannot be replayed (an input missing,
-another profile or family) and arrays no op replays are listed. Exit 0 when every replayed op is
+The operations are the rows of weightfile/replay.py (the board's Q8 MoE FFN and every step of
+the board vision tower, per block and per merger). Per op: each output array compared bit for
+bit with `diff`'s figures (max |delta|, ulps, sign changes, the first differing element); ops
+the dump records but that cannot be replayed (an input missing, another profile or family) and
+arrays no op replays are listed. Exit 0 when every replayed op is
 equal (and at least one was replayed), 1 otherwise, 3 when the profile cannot run the file, 4
 when the dump cannot be read.
 """

@@ -15,12 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from weightfile.ref.numerics.matrix import QuantMatrix
-from weightfile.ref.qwen3_vl.config import (
-    MergerWeights,
-    VisionBlockWeights,
-    VisionConfig,
-    VisionWeights,
-)
+from weightfile.ref.qwen3_vl.config import MergerWeights, VisionConfig, VisionWeights
 from weightfile.spec.errors import InvalidError
 
 from . import ops
@@ -87,60 +82,143 @@ class BoardVisionTower:
     def patch_embed(self, rows: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ops.patch_embed(rows, w, b)
 
+    # --- the steps, one method each (the tower below and weightfile/replay.py call them) ------
+
+    def grid(self, pixels: np.ndarray) -> tuple[int, int]:
+        """The patch grid (gh, gw) of a pixel buffer (`vqf.bind.vision_input` when it has none)."""
+        return check_pixels(pixels, self.config)
+
+    def geometry(self, pixels: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-names `vision.geometry_hw_grid_ntok`: int32 [H', W',
+        gh, gw, tokens], the tokens those of the 2×2 merge (spec/numerics.md
+        §board-vision-merge)."""
+        gh, gw = self.grid(pixels)
+        return np.array((pixels.shape[0], pixels.shape[1], gh, gw, (gh // 2) * (gw // 2)), np.int32)
+
+    def embed_patches(self, pixels: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-patch the patch embedding [P, vh] (raster order)."""
+        c, w = self.config, self.weights
+        self.grid(pixels)
+        rows = ops.patch_rows(pixels, c.patch_size, c.temporal_patch_size)
+        return self.patch_embed(rows, w.patch_embed.values, w.patch_bias)
+
+    def add_positions(self, pe: np.ndarray, gh: int, gw: int) -> np.ndarray:
+        """spec/numerics.md §board-vision-pos the embedding plus the bilinear position rows."""
+        return pe + ops.position_rows(self.weights.pos_embed, gh, gw)
+
+    def rotary(self, gh: int, gw: int) -> tuple[np.ndarray, np.ndarray]:
+        """spec/numerics.md §board-vision-rotary the table (cos, sin) [P, hd] of a gh×gw grid."""
+        return ops.rotary_table(gh, gw, self.config.head_dim)
+
+    def ln1(self, i: int, x: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-layernorm block i's first LayerNorm."""
+        bw = self.weights.blocks[i]
+        return self.layernorm(x, bw.norm1_w, bw.norm1_b)
+
+    def qkv(self, i: int, n1: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-linear block i's q/k/v, head-major [3, nh, P, hd]."""
+        c, bw = self.config, self.weights.blocks[i]
+        y = self.linear(bw.qkv, bw.qkv_b, n1)
+        return y.reshape(n1.shape[0], 3, c.num_heads, c.head_dim).transpose(1, 2, 0, 3)
+
+    def rope(self, qkv: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-rotary q and k rotated, v as it is [3, nh, P, hd]."""
+        return np.stack([ops.rotate(qkv[0], cos, sin), ops.rotate(qkv[1], cos, sin), qkv[2]])
+
+    def attention(self, roped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """spec/numerics.md §board-vision-attention every head of roped [3, nh, P, hd]: (the heads
+        side by side [P, vh], the first query block's scaled scores [nh, min(32, P), P])."""
+        heads = [self.attend(roped[0, h], roped[1, h], roped[2, h]) for h in range(roped.shape[1])]
+        att = np.concatenate([o for o, _ in heads], axis=1)
+        return att, np.stack([s[:SCORE_QUERIES] for _, s in heads])
+
+    def proj(self, i: int, att: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-linear block i's output projection."""
+        bw = self.weights.blocks[i]
+        return self.linear(bw.proj, bw.proj_b, att)
+
+    def residual(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-block a residual add (resid1, out)."""
+        return x + y
+
+    def ln2(self, i: int, r1: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-layernorm block i's second LayerNorm."""
+        bw = self.weights.blocks[i]
+        return self.layernorm(r1, bw.norm2_w, bw.norm2_b)
+
+    def fc1(self, i: int, n2: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-linear block i's fc1 [P, vf]."""
+        bw = self.weights.blocks[i]
+        return self.linear(bw.fc1, bw.fc1_b, n2)
+
+    def gelu_padded(self, i: int, fc1: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-ffn-stride fc1's rows through the padded-stride buffer,
+        GELU on the first vf of each padded row, zeros after [P, vfp]."""
+        buf = ffn_stride_buffer(fc1, self.weights.blocks[i].fc2.shape[1])
+        vf = self.config.intermediate_size
+        return np.concatenate([self.gelu(buf[:, :vf]), np.zeros_like(buf[:, vf:])], axis=1)
+
+    def fc2(self, i: int, act: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-linear block i's fc2 [P, vh] (before the residual)."""
+        bw = self.weights.blocks[i]
+        return self.linear(bw.fc2, bw.fc2_b, act)
+
+    def merger_weights(self, name: str) -> tuple[MergerWeights, bool]:
+        """A merger's weights by its dump name (`ds{d}` or `merger`) and whether its LayerNorm is
+        per vh chunk (the main merger's) or over the whole window (spec/numerics.md
+        §board-vision-mergers)."""
+        if name == "merger":
+            return self.weights.merger, True
+        return self.weights.deepstack[int(name.removeprefix("ds"))], False
+
+    def merger_norm(self, name: str, m: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-mergers the LayerNorm of merged windows [T, 4·vh]."""
+        mw, chunked = self.merger_weights(name)
+        if not chunked:
+            return self.layernorm(m, mw.norm_w, mw.norm_b)
+        n = self.layernorm(m.reshape(m.shape[0], -1, self.config.hidden_size), mw.norm_w, mw.norm_b)
+        return n.reshape(m.shape)
+
+    def merger_fc1(self, name: str, n: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-mergers the merger's fc1 (before GELU) [T, 4·vh]."""
+        mw, _ = self.merger_weights(name)
+        return self.dense(n, mw.fc1.values, mw.fc1_b)
+
+    def merger_out(self, name: str, f1: np.ndarray) -> np.ndarray:
+        """spec/numerics.md §board-vision-mergers GELU, then the merger's fc2 [T, out]."""
+        mw, _ = self.merger_weights(name)
+        return self.dense(self.gelu(f1), mw.fc2.values, mw.fc2_b)
+
     # --- the tower ------------------------------------------------------------------------------
 
-    def embed(self, pixels: np.ndarray, rec: Record) -> tuple[np.ndarray, int, int]:
-        """spec/numerics.md §board-vision-patch, §board-vision-pos patch embedding plus positions:
-        (x [P, vh], gh, gw)."""
-        c, w = self.config, self.weights
-        gh, gw = check_pixels(pixels, c)
-        rows = ops.patch_rows(pixels, c.patch_size, c.temporal_patch_size)
-        pe = self.patch_embed(rows, w.patch_embed.values, w.patch_bias)
-        x = pe + ops.position_rows(w.pos_embed, gh, gw)
-        rec("vision.patch_embed", pe)
-        rec("vision.patch_plus_pos", x)
-        return x, gh, gw
-
-    def block(self, i: int, bw: VisionBlockWeights, x: np.ndarray, rot, rec: Record):
+    def block(self, i: int, x: np.ndarray, rot, rec: Record) -> np.ndarray:
         """spec/numerics.md §board-vision-block one ViT block: x + proj(attn(ln1 x)), then
         + fc2(gelu(fc1(ln2 ·))) through the padded-stride buffer."""
-        c = self.config
-        nh, hd, p = c.num_heads, c.head_dim, x.shape[0]
-        n1 = self.layernorm(x, bw.norm1_w, bw.norm1_b)
-        qkv = self.linear(bw.qkv, bw.qkv_b, n1).reshape(p, 3, nh, hd).transpose(1, 2, 0, 3)
-        roped = np.stack([ops.rotate(qkv[0], *rot), ops.rotate(qkv[1], *rot), qkv[2]])
-        heads = [self.attend(roped[0, h], roped[1, h], roped[2, h]) for h in range(nh)]
-        att = np.concatenate([o for o, _ in heads], axis=1)
-        proj = self.linear(bw.proj, bw.proj_b, att)
-        r1 = x + proj
-        n2 = self.layernorm(r1, bw.norm2_w, bw.norm2_b)
-        fc1 = self.linear(bw.fc1, bw.fc1_b, n2)
-        buf = ffn_stride_buffer(fc1, bw.fc2.shape[1])
-        vf = c.intermediate_size
-        act = np.concatenate([self.gelu(buf[:, :vf]), np.zeros_like(buf[:, vf:])], axis=1)
-        fc2 = self.linear(bw.fc2, bw.fc2_b, act)
-        out = r1 + fc2
-        scores = (
-            {f"scores.h{h}": s[:SCORE_QUERIES] for h, (_, s) in enumerate(heads)} if i == 0 else {}
-        )
-        named = dict(ln1=n1, qkv_headmajor=qkv, qkv_rope_headmajor=roped, **scores, attn=att)
+        n1 = self.ln1(i, x)
+        qkv = self.qkv(i, n1)
+        roped = self.rope(qkv, *rot)
+        att, scores = self.attention(roped)
+        proj = self.proj(i, att)
+        r1 = self.residual(x, proj)
+        n2 = self.ln2(i, r1)
+        fc1 = self.fc1(i, n2)
+        act = self.gelu_padded(i, fc1)
+        fc2 = self.fc2(i, act)
+        out = self.residual(r1, fc2)
+        first = {f"scores.h{h}": s for h, s in enumerate(scores)} if i == 0 else {}
+        named = dict(ln1=n1, qkv_headmajor=qkv, qkv_rope_headmajor=roped, **first, attn=att)
         named |= dict(proj=proj, resid1=r1, ln2=n2, fc1=fc1, gelu_padded=act, fc2=fc2, out=out)
         for name, value in named.items():  # in the order computed (diff's first divergence)
             rec(f"vit.layer{i}.{name}", value)
         return out
 
-    def merger(self, name: str, mw: MergerWeights, x, gh: int, gw: int, chunked: bool, rec):
-        """spec/numerics.md §board-vision-mergers 2×2 merge, LayerNorm (per vh chunk with the
-        same weights when `chunked`, else over the whole window), fc1, GELU, fc2. [T, out]"""
+    def merger(self, name: str, x: np.ndarray, gh: int, gw: int, rec: Record) -> np.ndarray:
+        """spec/numerics.md §board-vision-mergers the 2×2 merge of a block's output, then merger
+        `name` (`ds{d}` or `merger`): LayerNorm, fc1, GELU, fc2. [T, out]"""
         m = merge_windows(x, gh, gw)
-        if chunked:
-            vh = self.config.hidden_size
-            n = self.layernorm(m.reshape(m.shape[0], -1, vh), mw.norm_w, mw.norm_b)
-            n = n.reshape(m.shape)
-        else:
-            n = self.layernorm(m, mw.norm_w, mw.norm_b)
-        f1 = self.dense(n, mw.fc1.values, mw.fc1_b)
-        out = self.dense(self.gelu(f1), mw.fc2.values, mw.fc2_b)
+        n = self.merger_norm(name, m)
+        f1 = self.merger_fc1(name, n)
+        out = self.merger_out(name, f1)
         rec(f"{name}.merged_in", m)
         for part, rows in (("norm", n), ("fc1", f1)):
             for t in range(m.shape[0]):
@@ -150,24 +228,26 @@ class BoardVisionTower:
     def forward(self, pixels: np.ndarray, rec: Record = lambda n, v: None) -> BoardVisionOutput:
         """spec/numerics.md §board-vision the whole tower on one image's pixel buffer
         [H', W', 3] (ref/qwen3_vl/board/preprocess.py)."""
-        c, w = self.config, self.weights
         rec("vision.pixels_hwc", pixels)
-        x, gh, gw = self.embed(pixels, rec)
-        rot = ops.rotary_table(gh, gw, c.head_dim)
+        gh, gw = self.grid(pixels)
+        pe = self.embed_patches(pixels)
+        rec("vision.patch_embed", pe)
+        x = self.add_positions(pe, gh, gw)
+        rec("vision.patch_plus_pos", x)
+        rot = self.rotary(gh, gw)
         rec("vision.rot_cos", rot[0])
         rec("vision.rot_sin", rot[1])
-        ds_idx = c.deepstack_visual_indexes
+        ds_idx = self.config.deepstack_visual_indexes
         deepstack = []
-        for i, bw in enumerate(w.blocks):
-            x = self.block(i, bw, x, rot, rec)
+        for i in range(len(self.weights.blocks)):
+            x = self.block(i, x, rot, rec)
             if i in ds_idx:
                 d = ds_idx.index(i)  # the first DeepStack merger fed by block i
-                deepstack.append(self.merger(f"ds{d}", w.deepstack[d], x, gh, gw, False, rec))
+                deepstack.append(self.merger(f"ds{d}", x, gh, gw, rec))
                 rec(f"vision.deepstack{d}", deepstack[-1])
-        out = self.merger("merger", w.merger, x, gh, gw, True, rec)
+        out = self.merger("merger", x, gh, gw, rec)
         rec("vision.merger_out", out)
-        geometry = (pixels.shape[0], pixels.shape[1], gh, gw, out.shape[0])
-        rec("vision.geometry_hw_grid_ntok", np.array(geometry, np.int32))
+        rec("vision.geometry_hw_grid_ntok", self.geometry(pixels))
         return BoardVisionOutput(out, tuple(deepstack))
 
 
