@@ -298,7 +298,14 @@ def _computed(op: ReplayOp, at: dict[str, int], model: Any, dump: Dump, names: s
         return op, _named(op, resolve(op.run)(model, at, *arrays))
     except WeightfileError:
         raise
-    except (ValueError, IndexError, KeyError) as exc:  # inputs the model's step cannot take
+    except IndexError as exc:  # numbers (a block, a merger) the model does not have
+        raise InvalidError(
+            "frontend.replay.input",
+            f"op {op.name}: the dump names {', '.join(f'{k} = {v}' for k, v in at.items())}, "
+            "which the model does not have",
+            path=op.name,
+        ) from exc
+    except (ValueError, KeyError) as exc:  # inputs the model's step cannot take
         shapes = ", ".join(f"{h.dtype} {list(h.shape)}" for h in _headers(dump, op))
         raise InvalidError(
             "frontend.replay.input",

@@ -189,3 +189,13 @@ def test_templates_expand_against_the_dumps_names():
 
     assert block_input(None, {"l": 3}) == {"x": "vit.layer2.out"}
     assert block_input(None, {"l": 0}) == {"x": "vision.patch_plus_pos"}
+
+
+def test_a_block_the_model_lacks_is_named(tmp_path, capsys):
+    """vl-a has 3 blocks: a dump recording block 7's fc1 (from block 7's ln2) names the block."""
+    z = engine_arrays()
+    z["vit.layer7.ln2"], z["vit.layer7.fc1"] = z["vit.layer0.ln2"], z["vit.layer0.fc1"]
+    assert main(["replay", MODEL, saved(tmp_path, z), *BOARD]) == 1
+    err = capsys.readouterr().err
+    assert "frontend.replay.input" in err and "vit.layer7.fc1" in err and "l = 7" in err
+    assert "does not have" in err
