@@ -324,6 +324,16 @@ ROWS: tuple[Family, ...] = (
                 source="weightfile.families.qwen3_moe.conformance:corpus_cases",
                 answer="weightfile.families.qwen3_moe.conformance:case_answer",
             ),
+            # the kestrel-board profile's MoE model on the packs' files (spec/numerics.md
+            # §board-moe-model) and the files it refuses
+            Builder(
+                "vqf",
+                "v7",
+                "board-moe-model",
+                source="weightfile.families.qwen3_moe.board_conformance:corpus_cases",
+                answer="weightfile.families.qwen3_moe.board_conformance:case_answer",
+                numerics=KESTREL_BOARD.name,
+            ),
         ),
     ),
     Family(
