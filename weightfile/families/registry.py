@@ -324,8 +324,7 @@ ROWS: tuple[Family, ...] = (
                 source="weightfile.families.qwen3_moe.conformance:corpus_cases",
                 answer="weightfile.families.qwen3_moe.conformance:case_answer",
             ),
-            # the kestrel-board profile's MoE model on the packs' files (spec/numerics.md
-            # §board-moe-model) and the files it refuses
+            # the kestrel-board MoE model (spec/numerics.md §board-moe-model) and its refusals
             Builder(
                 "vqf",
                 "v7",
