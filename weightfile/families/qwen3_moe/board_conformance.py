@@ -43,6 +43,7 @@ from weightfile.families.qwen3_moe.to_vqf import build_tensors
 from weightfile.fast.backend import FAST
 from weightfile.ref.backend import REFERENCE, Backend
 from weightfile.ref.qwen3.board.model import generate
+from weightfile.ref.qwen3_moe.board.ffn import dump_arrays
 from weightfile.ref.qwen3_moe.board.model import bind_board_moe
 from weightfile.ref.vqf.encode import file_flags
 from weightfile.ref.vqf.read import open_vqf
@@ -134,11 +135,10 @@ def chosen_log(model: Any) -> list[list[list[int]]]:
 
 
 def ffn_answer(model: Any, x: np.ndarray) -> dict[str, Any]:
-    """The Q8 MoE FFN of every row (l, t) of x [L, N, d] through layer l, under the packs' names
-    (spec/numerics.md §board-moe; the replay table's row)."""
-    from weightfile.replay_ops import board_moe_ffn
-
-    arrays = board_moe_ffn(model, {"moe.x_in": x})
+    """The Q8 MoE FFN of every row (l, t) of x [L, N, d] through layer l (`model.moe_step`, the
+    reference's or the C one), under the packs' names (spec/numerics.md §board-moe)."""
+    layers = model.weights.layers
+    arrays = dump_arrays([[model.moe_step(layers[i], row) for row in x[i]] for i in range(len(x))])
     out: dict[str, Any] = {n: hexed(arrays[n]) for n in FFN_HEX}
     out |= {n: hashlib.sha256(np.ascontiguousarray(arrays[n], "<f4")).hexdigest()
             for n in FFN_DIGESTS}  # fmt: skip
