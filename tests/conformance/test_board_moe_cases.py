@@ -72,6 +72,14 @@ def test_the_generators_cross_check_catches_one_flipped_bit() -> None:
     assert problems == [
         "vqf/v7/board-moe-model/qwen3_moe/q8-tie-prefill: ffn moe.weights differs from the engine's"
     ]
+    # a pack that is not in the tree is a problem, never a skipped check
+    key = "vqf/v7/board-moe-model/qwen3_moe/q8-tokenwise/case.json"
+    case = {**json.loads(files[key]), "pack": "kestrel-board-v2/moe-z-absent"}
+    problems = crosscheck.check_board_moe({**files, key: json.dumps(case).encode()})
+    assert problems == [
+        "vqf/v7/board-moe-model/qwen3_moe/q8-tokenwise: the board pack "
+        "kestrel-board-v2/moe-z-absent is missing (tests/data)"
+    ]
 
 
 def test_the_prompt_reaches_the_exact_router_tie_on_both_sides_of_the_kth_slot() -> None:
@@ -83,7 +91,8 @@ def test_the_prompt_reaches_the_exact_router_tie_on_both_sides_of_the_kth_slot()
     both = [r for r in rows if "0" in r and "7" in r]
     edge = [r for r in rows if ("0" in r) != ("7" in r)]
     assert both and all(r.index("7") == r.index("0") + 1 for r in both)
-    assert edge and all(r[2] == "0" and "7" not in r for r in edge if "0" in r or "7" in r)
+    # equal logits: where only one is chosen it is 0, and only at the last (3rd) slot
+    assert edge and all(r[2] == "0" and "7" not in r for r in edge)
     assert all(len(r) == 3 for r in rows) and len(rows) == 9 + 4
 
 
