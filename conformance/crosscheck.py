@@ -18,19 +18,29 @@ where they disagree:
   q4i8): the values recomputed from the words with NumPy's binary16 widening; their word
   layouts and encoders have no outside implementation ("ours only" in the README table).
 
-Each check returns human-readable problems (empty: agreement). `ORACLES` is the README table.
+Model cases built on the board engine's own outputs (tests/data/kestrel-board-v2, computed by the
+engine's code under qemu): a `vqf-board-moe-model` case naming a pack runs the pack's model file
+on the pack's FFN inputs, and every FFN array of its answer must be the engine's, bit for bit
+(`check_board_moe`).
+
+Each check returns human-readable problems (empty: agreement). `ORACLES` is the README table of
+the codec cases.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 Files = Mapping[str, bytes]
+#: The board engine's outputs in the source tree (a case's `pack` is a folder below it).
+BOARD_DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 
 #: case topic (or kind) → what its expected values are checked against; conformance/README.md
 #: prints this table and a test keeps the two equal.
@@ -249,6 +259,60 @@ def check_codecs(files: Files) -> list[str]:
     return problems
 
 
+def case_parts(files: Files, kind: str) -> list[tuple[dict[str, Any], Files]]:
+    """(case.json, the case's files by name) of every case of `kind` (case.json's `kind`)."""
+    found = []
+    for path in sorted(p for p in files if p.endswith("/case.json")):
+        case = json.loads(files[path])
+        if case["kind"] == kind:
+            folder = path.removesuffix("case.json")
+            found.append((case, {p.removeprefix(folder): b for p, b in files.items()
+                                 if p.startswith(folder)}))  # fmt: skip
+    return found
+
+
+def pack_arrays(pack: Path) -> dict[str, np.ndarray]:
+    with np.load(pack / "engine.npz") as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+def board_moe_ffn(case: Mapping[str, Any], parts: Files) -> list[str]:
+    """One case on a board MoE pack: its model and inputs are the pack's, and each FFN array of
+    the answer is the engine's (hex: the same bits; a digest: the SHA-256 of the engine's
+    little-endian array)."""
+    pack = BOARD_DATA / case["pack"]
+    if not (pack / "engine.npz").is_file():
+        return [f"the board pack {case['pack']} is missing (tests/data)"]
+    engine = pack_arrays(pack)
+    problems = []
+    if parts[case["model"]] != (pack / "model.vqf").read_bytes():
+        problems.append(f"{case['model']} is not the pack's model.vqf")
+    if parts[case["ffn_inputs"]["file"]] != engine["moe.x_in"].astype("<f4").tobytes():
+        problems.append("the FFN inputs are not the pack's moe.x_in")
+    for name, ours in json.loads(parts["want.json"])["ffn"].items():
+        theirs = engine[name]
+        if isinstance(ours, str):
+            wide = theirs.astype("<i4" if theirs.dtype == np.int32 else "<f4")
+            same = hashlib.sha256(np.ascontiguousarray(wide)).hexdigest() == ours
+        elif theirs.dtype == np.int32:
+            same = np.array_equal(_array(ours), theirs)
+        else:
+            same = _same_bits(_array(ours), theirs)
+        if not same:
+            problems.append(f"ffn {name} differs from the engine's")
+    return problems
+
+
+def check_board_moe(files: Files) -> list[str]:
+    """Every `vqf-board-moe-model` case naming a board pack, against the engine's arrays."""
+    return [
+        f"{case['id']}: {p}"
+        for case, parts in case_parts(files, "board-moe-model")
+        if "pack" in case
+        for p in board_moe_ffn(case, parts)
+    ]
+
+
 def check_all(files: Files) -> list[str]:
     """Every cross-check the generator runs before it writes (torch-free)."""
-    return check_codecs(files)
+    return check_codecs(files) + check_board_moe(files)

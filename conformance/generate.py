@@ -60,6 +60,8 @@ VQF_V6 = "v6"
 NINFER3_MTP_VERSION = "v6"
 #: The rejected Qwen3.5 MTP files (`ninfer3-mtp-model`, expect reject), CHANGELOG.md "ninfer3 v7".
 NINFER3_MTP_REJECT_VERSION = "v7"
+#: The kestrel-board profile's Qwen3-MoE cases (`vqf-board-moe-model`), CHANGELOG.md "vqf v7".
+VQF_V7 = "v7"
 #: Every corpus version, in the order VERSION lists them (the order they were published); a
 #: family's builder names one of these (weightfile/families/registry.py).
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -76,6 +78,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("vqf", VQF_V6),
     ("ninfer3", NINFER3_MTP_VERSION),
     ("ninfer3", NINFER3_MTP_REJECT_VERSION),
+    ("vqf", VQF_V7),
 )
 CORPUS_DIR = Path(__file__).with_name("corpus")
 

@@ -324,6 +324,15 @@ ROWS: tuple[Family, ...] = (
                 source="weightfile.families.qwen3_moe.conformance:corpus_cases",
                 answer="weightfile.families.qwen3_moe.conformance:case_answer",
             ),
+            # the kestrel-board MoE model (spec/numerics.md §board-moe-model) and its refusals
+            Builder(
+                "vqf",
+                "v7",
+                "board-moe-model",
+                source="weightfile.families.qwen3_moe.board_conformance:corpus_cases",
+                answer="weightfile.families.qwen3_moe.board_conformance:case_answer",
+                numerics=KESTREL_BOARD.name,
+            ),
         ),
     ),
     Family(

@@ -51,6 +51,12 @@ HEAD_DIM_MAX = 256
 FFN_MULTIPLE = 4
 
 
+def head_kind(lm_head: object) -> str:
+    """The file's value for the board's lm_head limit, in the refusal's words: "tied" when the
+    file has no lm_head of its own (spec/numerics.md §board-text-paths)."""
+    return "tied" if lm_head is None else f"a {type(lm_head).__name__}, not Q4_0 / Q8_0 words"
+
+
 @dataclass(frozen=True)
 class BoardModel:
     """A Qwen3 dense decoder under the kestrel-board profile; qtype is "q4" or "q8"."""
@@ -63,11 +69,12 @@ class BoardModel:
         """Refuse what the board cannot run, or runs on paths the packs do not cover
         (spec/numerics.md §board-forward)."""
         c, w = self.config, self.weights
-        matrices = [w.lm_head] + [m for lw in w.layers for m in (lw.q_proj, lw.down_proj)]
+        matrices = [m for lw in w.layers for m in (lw.q_proj, lw.down_proj)]
         why = None
         if self.qtype not in ("q4", "q8") or not all(isinstance(m, QuantMatrix) for m in matrices):
-            tied = " (this file's lm_head is tied)" if w.lm_head is None else ""
-            why = f"Q4_0 or Q8_0 projections with an untied lm_head{tied}"
+            why = f"Q4_0 or Q8_0 projections (this file's projection set is {self.qtype})"
+        elif not isinstance(w.lm_head, QuantMatrix):
+            why = f"an untied Q4_0 or Q8_0 lm_head (this file's lm_head is {head_kind(w.lm_head)})"
         elif c.head_dim % HEAD_DIM_MULTIPLE or c.head_dim > HEAD_DIM_MAX:
             why = (
                 f"head_dim a multiple of {HEAD_DIM_MULTIPLE} and at most {HEAD_DIM_MAX} "

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from weightfile.ref.numerics.matrix import QuantMatrix
-from weightfile.ref.qwen3.board.model import HEAD_DIM_MAX, HEAD_DIM_MULTIPLE, BoardModel, Record
+from weightfile.ref.qwen3.board.model import (
+    HEAD_DIM_MAX,
+    HEAD_DIM_MULTIPLE,
+    BoardModel,
+    Record,
+    head_kind,
+)
 from weightfile.ref.qwen3.board.norm import rmsnorm_sequential, rmsnorm_tree8
 from weightfile.ref.qwen3_moe.bind_vqf import bind_vqf, moe_plan
 from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
@@ -28,16 +34,19 @@ from .ffn import MoeExpert, MoeStep, moe_ffn
 
 def board_moe_limit(config: Qwen3MoeConfig, weights: MoeModelWeights, qtype: str) -> str | None:
     """spec/numerics.md §board-moe-model what the board MoE model cannot run, as the refusal's
-    words, or None: Q8_0 projections and experts (the packs' kernels; the Q4 experts' kernels
-    were read, not run), an untied lm_head, and the dense path's head_dim limits."""
+    words naming the limit and the file's value, or None: Q8_0 projections and experts (the
+    packs' kernels; the Q4 experts' kernels were read, not run), an untied Q8_0 lm_head, and the
+    dense path's head_dim limits."""
     c = config
     lw = weights.layers
-    matrices = [weights.lm_head] + [m for w in lw for m in (w.q_proj, w.experts[0].down)]
+    matrices = [m for w in lw for m in (w.q_proj, w.experts[0].down)]
     if qtype != "q8" or not all(isinstance(m, QuantMatrix) for m in matrices):
         return (
-            "Q8_0 projections and experts with an untied lm_head (the Q8 MoE FFN is the "
-            f"one the packs prove; this file's projection set is {qtype})"
+            "Q8_0 projections and experts (the Q8 MoE FFN is the one the packs prove; this "
+            f"file's projection set is {qtype})"
         )
+    if not isinstance(weights.lm_head, QuantMatrix):
+        return f"an untied Q8_0 lm_head (this file's lm_head is {head_kind(weights.lm_head)})"
     if c.head_dim % HEAD_DIM_MULTIPLE or c.head_dim > HEAD_DIM_MAX:
         return (
             f"head_dim a multiple of {HEAD_DIM_MULTIPLE} and at most {HEAD_DIM_MAX} "

@@ -140,3 +140,21 @@ def test_the_probes_are_not_the_correctly_rounded_values() -> None:
     for name, xs, want in libm.PROBES:
         cr = F32(exact[name](*(np.float64(F32(x)) for x in xs)))
         assert abs(int(np.array(cr).view(np.uint32)) - want) == 1, name
+
+
+def test_the_qtype_and_lm_head_refusals_name_the_files_value() -> None:
+    """issue 31 item 4: a projection set other than q4/q8 and a tied lm_head are refused with
+    vqf.bind.unsupported, each message naming the limit and what the file has."""
+    import dataclasses
+
+    from .test_board_packs import board_model
+
+    m = board_model("a-q4_0-tiled-p5")
+    with pytest.raises(UnsupportedError) as e:
+        BoardModel(m.config, m.weights, "f16")
+    assert "Q4_0 or Q8_0 projections (this file's projection set is f16)" in str(e.value)
+    tied = dataclasses.replace(m.weights, lm_head=None)
+    with pytest.raises(UnsupportedError) as e:
+        BoardModel(m.config, tied, m.qtype)
+    assert e.value.rule == "vqf.bind.unsupported"
+    assert "an untied Q4_0 or Q8_0 lm_head (this file's lm_head is tied)" in str(e.value)
