@@ -403,6 +403,13 @@ def ninfer_models(arch: str, quants: list[str], layers: int, a: argparse.Namespa
 
     gguf_dir = Path(a.gguf_dir) if a.gguf_dir else cache_root() / "gguf"
     models = {}
+    every = spec_named(NINFER_PRESETS[arch][quants[0]]).full_attention_interval
+    if arch == "qwen35moe" and layers < every:
+        # llama.cpp 0c1e570's hybrid cache has no KV buffer then and aborts in
+        # llama_kv_cache::set_input_k_idxs (GGML_ASSERT(buffer)): say so instead
+        raise SystemExit(f"-L {layers} keeps no full-attention layer (layer i is one when i + 1 "
+                         f"is a multiple of {every}): llama.cpp aborts on such a file; use -L "
+                         f"{every} or more")  # fmt: skip
     for q in quants:
         name = NINFER_PRESETS[arch][q] + (f"-L{layers}" if arch == "qwen35moe" else "")
         path, _ = synthetic_model(name, a.cache_dir)
