@@ -129,15 +129,24 @@ AVX512 static void store_pair(__m512 acc, float l[ROWS][WF_LANES], int b) {
     _mm256_storeu_pd((double *)l[b + 1], _mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
 }
 
-/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. */
-AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x, float *out) {
+/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. The four rows
+ * (and their scales) are contiguous; while they are read, rows pf..pf+3 are prefetched at the same
+ * pace, two lines a group, so the next blocks are on their way across 4 KiB pages the hardware
+ * prefetcher does not cross. */
+AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
+                                  float *out) {
     const int64_t K = m->cols, stride = m->gpr * Q8_GROUP;
     const uint8_t *base = m->data + row * stride;
     const uint8_t *scales = m->data + m->scale_offset + row * m->gpr * 2;
+    const char *pb = (const char *)m->data + pf * stride;
+    const char *ps = (const char *)m->data + m->scale_offset + pf * m->gpr * 2;
     const float *f16 = wf_f16_table();
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
     int64_t i = 0;
     for (int64_t g = 0; i + WF_LANES <= K; g++) {
+        _mm_prefetch(pb + g * 4 * Q8_GROUP, _MM_HINT_T0);
+        _mm_prefetch(pb + g * 4 * Q8_GROUP + 64, _MM_HINT_T0);
+        if (g % 8 == 0) _mm_prefetch(ps + g * 8, _MM_HINT_T0);
         float s[ROWS];
         for (int b = 0; b < ROWS; b++) {
             const uint8_t *sw = scales + (b * m->gpr + g) * 2;
@@ -162,14 +171,17 @@ AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, const floa
     finish(m, row, l, i, x, out);
 }
 
-/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512. */
-AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x,
+/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512 (rows pf..pf+3
+ * prefetched the same way, one line an 8-column step). */
+AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
                                     float *out) {
     const int64_t K = m->cols;
     const uint8_t *base = m->data + row * K * 2;
+    const char *pb = (const char *)m->data + pf * K * 2;
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + WF_LANES <= K; i += WF_LANES) {
+        _mm_prefetch(pb + i * 8, _MM_HINT_T0);
         const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
         const uint8_t *p = base + i * 2;
         __m256i h01 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p));
@@ -227,15 +239,29 @@ static int fused_kind(const wf_nf_matrix *m) {
            m->base_bytes == Q8_GROUP && m->high_bytes == 0;
 }
 
+#ifndef WF_NF_PREFETCH_BYTES
+#define WF_NF_PREFETCH_BYTES 8192
+#endif
+/* How far ahead (in rows, whole blocks of ROWS, at least one block) the prefetches run:
+ * about WF_NF_PREFETCH_BYTES of weights. */
+static int64_t prefetch_rows(const wf_nf_matrix *m) {
+    const int64_t row_bytes = m->kind == WF_NF_BF16 ? 2 * m->cols : m->gpr * Q8_GROUP;
+    const int64_t blocks = WF_NF_PREFETCH_BYTES / (ROWS * row_bytes);
+    return ROWS * (blocks < 1 ? 1 : blocks);
+}
+
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa) {
     if (!fused_kind(m) || (isa != WF_ISA_AVX2 && isa != WF_ISA_AVX512)) return r0;
     const int bf16 = m->kind == WF_NF_BF16, wide = isa == WF_ISA_AVX512;
     int64_t r = r0;
+    const int64_t last = m->row0 + (r1 - ROWS > r0 ? r1 - ROWS : r0);
+    const int64_t ahead = prefetch_rows(m);
     for (; r + ROWS <= r1; r += ROWS) {
         const int64_t row = m->row0 + r;
+        const int64_t pf = row + ahead < last ? row + ahead : last;
         if (wide)
-            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, x, y + r);
+            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, pf, x, y + r);
         else
             (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, row, x, y + r);
     }
