@@ -402,6 +402,13 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # dk, dv, out f32 [hv, dv]; returns 0 (1: out of memory, nothing changed)
     lib.wf_gdn_step.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, p)
     lib.wf_gdn_step.restype = i32
+    # the same with T [T, ...] tokens of one sequence first and the threads last (heads on the pool)
+    lib.wf_gdn_steps.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, i64, p, i32)
+    lib.wf_gdn_steps.restype = i32
+    # qr f32 [T, qd], qd, keys, values f32 [capacity, kvd], kvd, slots i64 [T], T, heads,
+    # kv_heads, head_dim, att f32 [T, qd], threads (layers.c)
+    lib.wf_attend_tokens.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, p, i32)
+    lib.wf_attend_tokens.restype = None
     # x f32 [rows, n], rows, n, out f32 [rows]: each row's spec/numerics.md §lanes8-tree sum
     lib.wf_lanes8_rows.argtypes = (p, i64, i64, p)
     lib.wf_lanes8_rows.restype = None

@@ -129,7 +129,8 @@ typedef struct {
     const wf_nf_matrix *m;
     const float *x; /* [T, cols] */
     int64_t tokens, ldy;
-    float *y; /* y[t * ldy + r] */
+    float *y;        /* y[t * ldy + r] */
+    const float *x2; /* pair_tokens(x), or NULL: the one-token path */
 } nf_product;
 
 enum { ROW_BLOCK = 4, GROUPS = 8, SPAN = 16 }; /* SPAN even: token pairs stay (2p, 2p + 1) */
@@ -232,7 +233,7 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
-    float *x2 = isa == WF_ISA_AVX512 && p->tokens > 1 ? pair_tokens(p->x, p->tokens, K) : NULL;
+    const float *x2 = p->x2;
     while (r + ROW_BLOCK <= r1) {
         const int64_t blocks = (r1 - r) / ROW_BLOCK < GROUPS ? (r1 - r) / ROW_BLOCK : GROUPS;
         for (int64_t b = 0; b < blocks * ROW_BLOCK; b++)
@@ -244,7 +245,6 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
         }
         r += blocks * ROW_BLOCK;
     }
-    free(x2);
     for (; r < r1; r++) {
         nf_row_values(m, m->row0 + r, rows);
         for (int64_t t = 0; t < p->tokens; t++)
@@ -258,8 +258,11 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
                   int32_t threads) {
     for (int64_t t = 0; t < tokens; t++)
         for (int64_t r = 0; r < m->rows; r++) y[t * ldy + r] = NAN;
-    nf_product p = {m, x, tokens, ldy, y};
+    /* the token pairs are laid out once, for every thread (not once per chunk of rows) */
+    float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m->cols) : NULL;
+    nf_product p = {m, x, tokens, ldy, y, x2};
     wf_parallel_for(m->rows, threads, nf_rows, &p);
+    free(x2);
 }
 
 /* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates), in
@@ -317,25 +320,61 @@ void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
     }
 }
 
-/* One token through every value head: states [hv, dk, dv], q and k [hk, dk] (value head h reads
- * key head h / (hv / hk)), v and out [hv, dv], decay and beta [hv]. Returns 0, or 1 when out of
+typedef void (*delta_head_fn)(float *, const float *, const float *, const float *, float, float,
+                              int64_t, int64_t, float *, float *, float *);
+
+static delta_head_fn delta_head(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx2;
+#endif
+    return delta_rule_head;
+}
+
+/* T consecutive tokens of one sequence: q and k [T, hk, dk] (value head h reads key head
+ * h / (hv / hk)), v and out [T, hv, dv], decay and beta [T, hv]; acc holds (WF_LANES + 1) · dv
+ * floats for each value head. */
+typedef struct {
+    float *states;
+    const float *q, *k, *v, *decay, *beta;
+    int64_t T, hv, hk, dk, dv;
+    float *out, *acc;
+} gdn_job;
+
+/* Value heads [h0, h1), each through its T tokens in order. A head's state is read and written
+ * by that head alone, so any split of the heads gives the same bits (spec/numerics.md
+ * §threads), and the head's [dk, dv] state stays in the nearer caches across the tokens. */
+static void gdn_heads(void *arg, int64_t h0, int64_t h1) {
+    const gdn_job *j = arg;
+    const delta_head_fn head = delta_head();
+    const int64_t per_key = j->hv / j->hk, dk = j->dk, dv = j->dv;
+    for (int64_t h = h0; h < h1; h++) {
+        float *acc = j->acc + h * (WF_LANES + 1) * dv;
+        for (int64_t t = 0; t < j->T; t++) {
+            const int64_t g = t * j->hk + h / per_key, at = t * j->hv + h;
+            head(j->states + h * dk * dv, j->q + g * dk, j->k + g * dk, j->v + at * dv,
+                 j->decay[at], j->beta[at], dk, dv, acc, acc + WF_LANES * dv, j->out + at * dv);
+        }
+    }
+}
+
+/* The delta rule of T tokens of one sequence (spec/numerics.md §gdn-gates), value heads on the
+ * pool. Returns 0, or 1 when out of memory (then nothing was changed). */
+int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
+                     const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,
+                     int64_t dk, int64_t dv, float *out, int32_t threads) {
+    float *acc = malloc(sizeof(float) * (size_t)(hv * (WF_LANES + 1) * dv + 1));
+    if (acc == NULL) return 1;
+    gdn_job job = {states, q, k, v, decay, beta, T, hv, hk, dk, dv, out, acc};
+    wf_parallel_for(hv, threads, gdn_heads, &job);
+    free(acc);
+    return 0;
+}
+
+/* One token through every value head: states [hv, dk, dv], q and k [hk, dk], v and out [hv, dv],
+ * decay and beta [hv] (wf_gdn_steps of one token on one thread). Returns 0, or 1 when out of
  * memory (then nothing was changed). */
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out) {
-    float *acc = malloc(sizeof(float) * (size_t)((WF_LANES + 1) * dv + 1));
-    if (acc == NULL) return 1;
-    const int64_t per_key = hv / hk;
-    void (*head)(float *, const float *, const float *, const float *, float, float, int64_t,
-                 int64_t, float *, float *, float *) = delta_rule_head;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) head = delta_rule_head_avx2;
-#endif
-    for (int64_t h = 0; h < hv; h++) {
-        const int64_t g = h / per_key;
-        head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h], beta[h], dk, dv,
-             acc, acc + WF_LANES * dv, out + h * dv);
-    }
-    free(acc);
-    return 0;
+    return wf_gdn_steps(states, q, k, v, decay, beta, 1, hv, hk, dk, dv, out, 1);
 }

@@ -168,6 +168,14 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
                      float *out_a, float *out_b);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
+/* ninfer.c: the delta rule of T consecutive tokens of one sequence, value heads on the pool. */
+int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
+                     const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,
+                     int64_t dk, int64_t dv, float *out, int32_t threads);
+/* layers.c: attention of T tokens of one sequence on the pool (fast/qwen35/attention.py). */
+void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const float *values,
+                      int64_t kvd, const int64_t *slots, int64_t T, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, float *att, int32_t threads);
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out);

@@ -19,8 +19,18 @@ from weightfile.fast.layers.norm import rmsnorm
 from weightfile.fast.layers.swiglu import swiglu
 from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.f32 import ONE
+from weightfile.ref.numerics.log import SOFTPLUS_THRESHOLD, log1p
 
-__all__ = ["exp", "gated_norm", "head_norm", "lanes8_sum", "rmsnorm", "rope_half", "sigmoid"]
+__all__ = [
+    "exp",
+    "gated_norm",
+    "head_norm",
+    "lanes8_sum",
+    "rmsnorm",
+    "rope_half",
+    "sigmoid",
+    "softplus",
+]
 
 
 def lanes8_sum(terms: np.ndarray) -> np.ndarray:
@@ -48,6 +58,16 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     """spec/numerics.md §silu sigmoid(x) = 1 / (1 + exp(−x)) (the reference's `Ops.sigmoid`)."""
     with np.errstate(all="ignore"):
         return ONE / (ONE + exp(-np.asarray(x, dtype=np.float32)))
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """spec/numerics.md §softplus x when x > 20, else log1p(exp(x)): the reference's
+    `ref.numerics.log.softplus` with its exp by the C kernel (the same bits, and one call instead
+    of a dozen NumPy passes over a few floats)."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        small = log1p(exp(np.minimum(x, SOFTPLUS_THRESHOLD)))
+        return np.where(x > SOFTPLUS_THRESHOLD, x, small).astype(np.float32)
 
 
 def head_norm(x: np.ndarray, weight: np.ndarray, head_dim: int, eps: np.float32) -> np.ndarray:
