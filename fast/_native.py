@@ -398,6 +398,9 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # matrix (wf_nf_matrix), x f32 [T, cols], T, y f32 (row stride ldy), ldy, threads
     lib.wf_nf_matmat.argtypes = (p, p, i64, p, i64, i32)
     lib.wf_nf_matmat.restype = None
+    # matrices (wf_nf_matrix *[count]), count, x, T, ys (float *[count]), ldys i64 [count], threads
+    lib.wf_nf_matmat_set.argtypes = (p, i64, p, i64, p, p, i32)
+    lib.wf_nf_matmat_set.restype = None
     # states f32 [hv, dk, dv], q, k f32 [hk, dk], v f32 [hv, dv], decay, beta f32 [hv], hv, hk,
     # dk, dv, out f32 [hv, dv]; returns 0 (1: out of memory, nothing changed)
     lib.wf_gdn_step.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, p)

@@ -265,6 +265,45 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
     free(x2);
 }
 
+/* Several matrices of the same width against the same tokens, their rows as one range on the pool
+ * (one hand-off instead of one a matrix: a decode step's q / k / v / z / a / b, gate / up). */
+typedef struct {
+    const wf_nf_matrix *const *m;
+    int64_t count;
+    const float *x;
+    int64_t tokens;
+    float *const *y;
+    const int64_t *ldy;
+    const float *x2;
+} nf_set;
+
+/* Rows [s0, s1) of the matrices laid end to end: each matrix's share by nf_rows. */
+static void nf_set_rows(void *arg, int64_t s0, int64_t s1) {
+    const nf_set *s = arg;
+    int64_t base = 0;
+    for (int64_t i = 0; i < s->count && base < s1; base += s->m[i]->rows, i++) {
+        const int64_t lo = s0 > base ? s0 : base;
+        const int64_t hi = s1 < base + s->m[i]->rows ? s1 : base + s->m[i]->rows;
+        if (lo >= hi) continue;
+        nf_product p = {s->m[i], s->x, s->tokens, s->ldy[i], s->y[i], s->x2};
+        nf_rows(&p, lo - base, hi - base);
+    }
+}
+
+/* wf_nf_matmat of each m[i] (all of x's width) into y[i] (row stride ldy[i]), one pool run. */
+void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *x,
+                      int64_t tokens, float *const *y, const int64_t *ldy, int32_t threads) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < count; rows += m[i]->rows, i++)
+        for (int64_t t = 0; t < tokens; t++)
+            for (int64_t r = 0; r < m[i]->rows; r++) y[i][t * ldy[i] + r] = NAN;
+    if (count == 0) return;
+    float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m[0]->cols) : NULL;
+    nf_set s = {m, count, x, tokens, y, ldy, x2};
+    wf_parallel_for(rows, threads, nf_set_rows, &s);
+    free(x2);
+}
+
 /* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates), in
  * two passes over S: (decay, then the lanes of m_j = Σ_i S[i,j] k_i) and (S + k_i δ_j, then the
  * lanes of o_j = Σ_i S[i,j] q_i). Every element still sees the same operations in the same order

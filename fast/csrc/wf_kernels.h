@@ -159,6 +159,10 @@ typedef struct {
  * delta rule of one token over every value head (spec/numerics.md §gdn-gates). */
 void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
                   int32_t threads);
+/* ninfer.c: wf_nf_matmat of count matrices of one width with the same x, y[i] of stride ldy[i],
+ * their rows one range on the pool. */
+void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *x,
+                      int64_t tokens, float *const *y, const int64_t *ldy, int32_t threads);
 /* ninfer_x86.c: one token's rows [r0, r1) of a q8 row-split or bf16 matrix with the decode fused
  * into the dot (AVX2 / AVX-512 paths); returns the first row it left (r0 on other paths/kinds). */
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,

@@ -20,6 +20,7 @@ from weightfile.ref.qwen35.config import Qwen35Config
 from weightfile.ref.qwen35.trace import ATTENTION_OPS
 
 from .gdn import runs
+from .matrix import matmat_set
 from .ops import head_norm, rmsnorm, rope_half, sigmoid
 
 
@@ -54,7 +55,7 @@ def attention_block(model, i: int, w, x: np.ndarray, cos, sin, slots, caches, ho
     c, eps, th = model.config, model.eps, model.threads
     hd = c.head_dim
     n = rmsnorm(x, model.input_norms[i], eps)
-    q, gt, kk, vv = (m.matmat(n, th) for m in (w.query, w.gate, w.key, w.value))
+    q, gt, kk, vv = matmat_set((w.query, w.gate, w.key, w.value), n, th)  # one pool run
     qn = head_norm(q, w.query_norm, hd, eps)
     kn = head_norm(kk, w.key_norm, hd, eps)
     qr = rope_half(qn, cos, sin, hd)

@@ -21,6 +21,7 @@ from weightfile.ref.numerics.f32 import ONE
 from weightfile.ref.qwen35.config import Qwen35Config
 from weightfile.ref.qwen35.trace import GDN_OPS
 
+from .matrix import matmat_set
 from .ops import exp, gated_norm, lanes8_sum, rmsnorm, sigmoid, softplus
 
 
@@ -103,8 +104,9 @@ def gdn_block(model, i: int, w, x: np.ndarray, caches: list, hook) -> np.ndarray
     c, eps, th = model.config, model.eps, model.threads
     kg, dk = c.gdn_key_dim, c.linear_key_head_dim
     n = rmsnorm(x, model.input_norms[i], eps)
-    qkv = np.concatenate([m.matmat(n, th) for m in (w.query, w.key, w.value)], axis=1)
-    z, a, b = (m.matmat(n, th) for m in (w.z, w.a_projection, w.b_projection))
+    mats = (w.query, w.key, w.value, w.z, w.a_projection, w.b_projection)
+    q_, k_, v_, z, a, b = matmat_set(mats, n, th)  # one pool run for the six
+    qkv = np.concatenate([q_, k_, v_], axis=1)
     conv = causal_conv(i, w.convolution, qkv, caches)
     q = l2_heads(conv[:, :kg], dk) / np.sqrt(np.float32(dk))
     k = l2_heads(conv[:, kg : 2 * kg], dk)
