@@ -202,6 +202,15 @@ static void block_tokens(const nf_product *p, const float *w, const float *x2, i
                          int64_t s0, int64_t s1, int32_t isa) {
     const int64_t K = p->m->cols;
     int64_t t = s0;
+    for (; x2 != NULL && t + 4 <= s1; t += 4) { /* two pairs a pass: more add chains in flight */
+        float o[4][ROW_BLOCK];
+        const float *tok[4] = {p->x + t * K, p->x + (t + 1) * K, p->x + (t + 2) * K,
+                               p->x + (t + 3) * K};
+        float *const outs[4] = {o[0], o[1], o[2], o[3]};
+        wf_nf_dot4_quad(w, x2 + t * (K / WF_LANES) * WF_LANES, tok, K, outs);
+        for (int u = 0; u < 4; u++)
+            for (int b = 0; b < ROW_BLOCK; b++) p->y[(t + u) * p->ldy + r + b] = o[u][b];
+    }
     for (; x2 != NULL && t + 2 <= s1; t += 2) {
         float oa[ROW_BLOCK], ob[ROW_BLOCK];
         wf_nf_dot4_pair(w, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K, p->x + (t + 1) * K,
@@ -347,6 +356,7 @@ static void combine(const float *l, int64_t dv, float *out) {
 DELTA_RULE_HEAD(delta_rule_head, )
 #if defined(__x86_64__) && defined(__GNUC__)
 DELTA_RULE_HEAD(delta_rule_head_avx2, __attribute__((target("avx2"))))
+DELTA_RULE_HEAD(delta_rule_head_avx512, __attribute__((target("avx512f"))))
 #endif
 
 /* spec/numerics.md §lanes8-tree sum of each of `rows` rows of n floats (row stride n). */
@@ -364,7 +374,8 @@ typedef void (*delta_head_fn)(float *, const float *, const float *, const float
 
 static delta_head_fn delta_head(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx2;
+    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx512;
+    if (wf_isa() == WF_ISA_AVX2) return delta_rule_head_avx2;
 #endif
     return delta_rule_head;
 }

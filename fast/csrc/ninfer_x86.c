@@ -232,6 +232,40 @@ AVX512 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, con
     }
 }
 
+/* Prefill, AVX-512: the same as wf_nf_dot4_pair for two pairs of tokens at once, (a, b) at x2
+ * and (c, d) at x2 + 2 · (n / 8) · 8: each row's chunk broadcast once feeds both pairs, eight
+ * independent add chains instead of four. Every (row, token) sees its own lanes' operations in
+ * the spec/numerics.md §dot order, so the same bits as two wf_nf_dot4_pair calls. */
+AVX512 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                            float *const *out) {
+    const float *x2b = x2 + 2 * (n / WF_LANES) * WF_LANES;
+    __m512 p0[ROWS], p1[ROWS];
+    for (int r = 0; r < ROWS; r++) p0[r] = p1[r] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const __m512 xa = _mm512_loadu_ps(x2 + 2 * i), xb = _mm512_loadu_ps(x2b + 2 * i);
+        UNROLL
+        for (int r = 0; r < ROWS; r++) {
+            const __m512 wv = both_halves(_mm256_loadu_ps(w + r * n + i));
+            p0[r] = _mm512_add_ps(p0[r], _mm512_mul_ps(wv, xa));
+            p1[r] = _mm512_add_ps(p1[r], _mm512_mul_ps(wv, xb));
+        }
+    }
+    float l[4][ROWS][WF_LANES]; /* token u = 0..3 (a, b, c, d), row r */
+    for (int r = 0; r < ROWS; r++) {
+        _mm256_storeu_ps(l[0][r], _mm512_castps512_ps256(p0[r]));
+        _mm256_storeu_pd((double *)l[1][r], _mm512_extractf64x4_pd(_mm512_castps_pd(p0[r]), 1));
+        _mm256_storeu_ps(l[2][r], _mm512_castps512_ps256(p1[r]));
+        _mm256_storeu_pd((double *)l[3][r], _mm512_extractf64x4_pd(_mm512_castps_pd(p1[r]), 1));
+    }
+    for (int64_t j = i; j < n; j++)
+        for (int u = 0; u < 4; u++)
+            for (int r = 0; r < ROWS; r++)
+                l[u][r][j % WF_LANES] = l[u][r][j % WF_LANES] + w[r * n + j] * tok[u][j];
+    for (int u = 0; u < 4; u++)
+        for (int r = 0; r < ROWS; r++) out[u][r] = wf_combine_lanes(l[u][r]);
+}
+
 /* 1 when the matrix is one this file fuses: q8 row split (group 32) or bf16. */
 static int fused_kind(const wf_nf_matrix *m) {
     if (m->kind == WF_NF_BF16) return 1;
@@ -269,6 +303,11 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
 }
 
 #else
+
+void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                     float *const *out) {
+    (void)w, (void)x2, (void)tok, (void)n, (void)out;
+}
 
 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
                      float *out_a, float *out_b) {

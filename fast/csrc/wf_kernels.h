@@ -171,6 +171,10 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
  * 8-chunks x2 holds interleaved (chunk c of a, then of b); out_a, out_b [4]. */
 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
                      float *out_a, float *out_b);
+/* ninfer_x86.c (AVX-512 only): the same for tokens tok[0..3] (two interleaved pairs in x2, the
+ * second at x2 + 2 · (n / 8) · 8); out[u] [4] for token u. */
+void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                     float *const *out);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
 /* ninfer.c: the delta rule of T consecutive tokens of one sequence, value heads on the pool. */
 int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,

@@ -109,7 +109,8 @@ def test_prefill_blocks_and_token_spans_equal_decoded_dot(
 ) -> None:
     """Prefill shapes: more rows than one decoded set of blocks (8 × 4 rows in fast/csrc/ninfer.c)
     and more tokens than one span (16), with rows left over past the last whole block and an odd
-    token at the end of the last span; every path usable here, 1 and 2 threads."""
+    token at the end of the last span (on AVX-512 the spans go four tokens a pass, then a pair,
+    then one: `wf_nf_dot4_quad`, `wf_nf_dot4_pair`); every path usable here, 1 and 2 threads."""
     seed = data.draw(st.integers(0, 2**16))
     w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
     codec = get_codec(*fmt)
