@@ -415,6 +415,9 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # x f32 [rows, n], rows, n, out f32 [rows]: each row's spec/numerics.md §lanes8-tree sum
     lib.wf_lanes8_rows.argtypes = (p, i64, i64, p)
     lib.wf_lanes8_rows.restype = None
+    # seq f32 [T + kernel − 1, C], w f32 [kernel, C], T, C, kernel, out f32 [T, C]
+    lib.wf_gdn_conv.argtypes = (p, p, i64, i64, i64, p)
+    lib.wf_gdn_conv.restype = None
 
 
 def address(a: np.ndarray) -> int:

@@ -359,6 +359,34 @@ DELTA_RULE_HEAD(delta_rule_head_avx2, __attribute__((target("avx2"))))
 DELTA_RULE_HEAD(delta_rule_head_avx512, __attribute__((target("avx512f"))))
 #endif
 
+enum { CONV_BLOCK = 64 }; /* channels a pass: the eight lane rows stay in the nearest cache */
+
+/* spec/numerics.md §gdn-conv before the SiLU: out[t, c] = the spec/numerics.md §lanes8-tree sum
+ * over j < kernel of w[j, c] · seq[t + j, c] (term j into lane j mod 8 from +0.0, then the tree),
+ * seq [T + kernel − 1, C] the cached inputs then the call's, w [kernel, C]. The loops over c are
+ * element-wise, so any vector width gives the same bits. */
+void wf_gdn_conv(const float *seq, const float *w, int64_t T, int64_t C, int64_t kernel,
+                 float *out) {
+    float l[WF_LANES][CONV_BLOCK];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c0 = 0; c0 < C; c0 += CONV_BLOCK) {
+            const int64_t n = C - c0 < CONV_BLOCK ? C - c0 : CONV_BLOCK;
+            for (int L = 0; L < WF_LANES; L++)
+                for (int64_t c = 0; c < n; c++) l[L][c] = 0.0f;
+            for (int64_t j = 0; j < kernel; j++) {
+                const float *wj = w + j * C + c0, *sj = seq + (t + j) * C + c0;
+                float *lane = l[j % WF_LANES];
+                for (int64_t c = 0; c < n; c++) lane[c] = lane[c] + wj[c] * sj[c];
+            }
+            float *o = out + t * C + c0;
+            for (int64_t c = 0; c < n; c++) { /* wf_combine_lanes, element-wise */
+                const float a0 = l[0][c] + l[4][c], a1 = l[1][c] + l[5][c];
+                const float a2 = l[2][c] + l[6][c], a3 = l[3][c] + l[7][c];
+                o[c] = (a0 + a2) + (a1 + a3);
+            }
+        }
+}
+
 /* spec/numerics.md §lanes8-tree sum of each of `rows` rows of n floats (row stride n). */
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
     for (int64_t r = 0; r < rows; r++) {

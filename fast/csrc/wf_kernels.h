@@ -176,6 +176,9 @@ void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const floa
 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
                      float *const *out);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
+/* ninfer.c: the causal convolution's tap sums of T tokens, seq [T + kernel − 1, C], w [kernel, C]. */
+void wf_gdn_conv(const float *seq, const float *w, int64_t T, int64_t C, int64_t kernel,
+                 float *out);
 /* ninfer.c: the delta rule of T consecutive tokens of one sequence, value heads on the pool. */
 int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
                      const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,

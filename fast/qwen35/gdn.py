@@ -4,9 +4,10 @@ spec/numerics.md §gdn).
 The reference's `gdn_block` with everything that does not depend on the recurrent state done for
 all tokens at once: the projections; the causal convolution (token t's window is the last
 kernel − 1 inputs before it, from the cache or from the call, so it depends on inputs only) as
-per-channel `lanes8_sum` of the tap products; SiLU; the L2 normalisation of q and k; the gates.
-Only the delta rule runs token by token, one C call (`wf_gdn_step`, fast/csrc/ninfer.c) per token.
-Then the gated RMSNorm, the output projection and the residual for all tokens again.
+per-channel tap sums by one C call (`wf_gdn_conv`); SiLU; the L2 normalisation of q and k; the
+gates. Only the delta rule runs token by token: one C call per sequence (`wf_gdn_steps`,
+fast/csrc/ninfer.c), its value heads on the thread pool. Then the gated RMSNorm, the output
+projection and the residual for all tokens again.
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ def runs(caches: list) -> list[tuple[int, int]]:
 def causal_conv(i: int, weight: np.ndarray, qkv: np.ndarray, caches: list) -> np.ndarray:
     """spec/numerics.md §gdn-conv silu(Σ_j w[j, c] · window[j, c]) for every token, the window its
     kernel newest inputs, oldest first; each cache keeps the last kernel − 1 inputs."""
-    kernel = weight.shape[0]
-    out = np.empty_like(qkv)
+    kernel, channels = weight.shape
+    w = np.ascontiguousarray(weight, dtype=np.float32)
+    out = np.empty((qkv.shape[0], channels), dtype=np.float32)
     for begin, end in runs(caches):
         cache = caches[begin]
         seq = np.concatenate([cache.conv[i], qkv[begin:end]])  # [kernel − 1 + T_r, C]
-        windows = np.stack([seq[j : j + end - begin] for j in range(kernel)], axis=-1)
-        out[begin:end] = lanes8_sum(weight.T * windows)  # [T_r, C, kernel] tap products
+        kernels().wf_gdn_conv(
+            address(seq), address(w), end - begin, channels, kernel, address(out[begin])
+        )  # the tap products' sums, one C call
         cache.conv[i] = seq[seq.shape[0] - (kernel - 1) :].copy()
         if (note := getattr(cache, "note_conv", None)) is not None:  # a verification's journal
             note(i, seq, kernel)

@@ -1,11 +1,13 @@
-"""The Qwen3.5 kernels that run a whole call on the thread pool equal the reference bit for bit:
+"""The Qwen3.5 kernels that take a whole call at once equal the reference bit for bit:
 `wf_gdn_steps` (fast/csrc/ninfer.c: T tokens of one sequence, value heads split over threads)
 against `ref.numerics.deltanet.delta_rule_step` token by token (spec/numerics.md §gdn-gates), and
 `wf_attend_tokens` (fast/csrc/layers.c: T tokens, (token tile, kv head) units over threads)
 against the reference's GQA attention of each token over its cache rows (spec/numerics.md
 §attention). 1, 2 and 3 threads on every kernel path usable here; enough value heads (up to 20)
 that the pool's chunks of 8 heads really split; hard values (±0, subnormals, the largest finite
-floats, exact ones) in states, q, k, v; decay and beta 0, 1 or anything between.
+floats, exact ones) in states, q, k, v; decay and beta 0, 1 or anything between. And
+`wf_gdn_conv` (the causal convolution's tap sums of T tokens) against
+`ref.numerics.deltanet.causal_conv` of each token's window (spec/numerics.md §gdn-conv).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from strategies.layer_ops import bits, hard_vectors, ref_attend
 
 from weightfile.fast._native import address, each_isa
 from weightfile.fast.numerics.matrix import kernels
-from weightfile.ref.numerics.deltanet import delta_rule_step
+from weightfile.ref.numerics.deltanet import causal_conv, delta_rule_step
 
 UNIT = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0, width=32))
 
@@ -96,3 +98,23 @@ def test_attend_tokens_equal_ref(heads, hd: int, tokens: int, past: int, data) -
                 tokens, h, kvh, hd, address(att), threads,
             )  # fmt: skip
             assert bits(att) == bits(np.array(want, np.float32)), (isa, threads)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kernel=st.integers(1, 10),
+    channels=st.integers(1, 150),
+    tokens=st.integers(1, 5),
+    data=st.data(),
+)
+def test_gdn_conv_equals_ref(kernel: int, channels: int, tokens: int, data) -> None:
+    """Kernels past eight taps (two terms a lane), channel counts across the 64-channel blocks."""
+    seq = data.draw(hard_vectors((tokens + kernel - 1) * channels, 1.0))
+    seq = seq.reshape(tokens + kernel - 1, channels)
+    w = data.draw(hard_vectors(kernel * channels, 0.5)).reshape(kernel, channels)
+    with np.errstate(all="ignore"):
+        want = [causal_conv(w, seq[t : t + kernel]) for t in range(tokens)]
+    for isa in each_isa():
+        out = np.full((tokens, channels), np.nan, np.float32)
+        kernels().wf_gdn_conv(address(seq), address(w), tokens, channels, kernel, address(out))
+        assert bits(out) == bits(np.array(want, np.float32)), isa
