@@ -418,6 +418,9 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # seq f32 [T + kernel − 1, C], w f32 [kernel, C], T, C, kernel, out f32 [T, C]
     lib.wf_gdn_conv.argtypes = (p, p, i64, i64, i64, p)
     lib.wf_gdn_conv.restype = None
+    # x f32 [n], n, out f32 [n]: spec/numerics.md §softplus
+    lib.wf_softplus_array.argtypes = (p, i64, p)
+    lib.wf_softplus_array.restype = None
 
 
 def address(a: np.ndarray) -> int:

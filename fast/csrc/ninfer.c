@@ -359,6 +359,52 @@ DELTA_RULE_HEAD(delta_rule_head_avx2, __attribute__((target("avx2"))))
 DELTA_RULE_HEAD(delta_rule_head_avx512, __attribute__((target("avx512f"))))
 #endif
 
+void wf_exp_array(const float *x, int64_t n, float *out); /* model_ops.c */
+
+/* spec/numerics.md §log-f32 for positive finite x, as ref/numerics/log.py `log` computes it: x =
+ * m · 2^e exactly (a subnormal first scaled by 2^24), m in [√½, √2); f = m − 1, s = f / (2 + f),
+ * z = s², P by Horner from 2/13 down to 2/3 (a product then a sum), log m = 2s + s · (z · P);
+ * e · ln2_hi + (log m + e · ln2_lo). The split is done on the bits (no libm). */
+static float log_positive(float x) {
+    static const uint32_t poly[6] = {0x3F2AAAABu, 0x3ECCCCCDu, 0x3E924925u,
+                                     0x3E638E39u, 0x3E3A2E8Cu, 0x3E1D89D9u};
+    float e0 = 0.0f;
+    if (x < f32_of_bits(0x00800000u)) x = x * 16777216.0f, e0 = -24.0f; /* exact */
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    float e = (float)((int32_t)((b >> 23) & 0xFFu) - 126) + e0;
+    float m = f32_of_bits((b & 0x007FFFFFu) | 0x3F000000u); /* [0.5, 1) */
+    if (m < f32_of_bits(0x3F3504F3u)) m = m * 2.0f, e = e - 1.0f;
+    const float f = m - 1.0f, s = f / (2.0f + f), z = s * s;
+    float p = f32_of_bits(poly[5]);
+    for (int i = 4; i >= 0; i--) p = p * z + f32_of_bits(poly[i]);
+    const float logm = (s + s) + s * (z * p);
+    return e * f32_of_bits(0x3F317200u) + (logm + e * f32_of_bits(0x35BFBE8Eu));
+}
+
+/* spec/numerics.md §log-f32 with its special values: log(+0) = −inf, log(+inf) = +inf, negative
+ * and NaN give NaN. */
+static float log_f32(float x) {
+    if (x == 0.0f) return -INFINITY;
+    if (x == INFINITY) return INFINITY;
+    if (!(x > 0.0f)) return NAN;
+    return log_positive(x);
+}
+
+/* spec/numerics.md §softplus x when x > 20, else log1p(exp(x)) (spec/numerics.md §log1p: u = 1 + y;
+ * y when u == 1, log(u) when u is infinite, else log(u) · (y / (u − 1))), the exp by
+ * wf_exp_array: ref/numerics/log.py `softplus`, element by element. */
+void wf_softplus_array(const float *x, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] > 20.0f ? 20.0f : x[i]; /* NaN stays */
+    wf_exp_array(out, n, out);
+    for (int64_t i = 0; i < n; i++) {
+        const float y = out[i], u = 1.0f + y;
+        float r = u == 1.0f ? y : log_f32(u) * (y / (u - 1.0f));
+        if (isinf(u)) r = log_f32(u);
+        out[i] = x[i] > 20.0f ? x[i] : r;
+    }
+}
+
 enum { CONV_BLOCK = 64 }; /* channels a pass: the eight lane rows stay in the nearest cache */
 
 /* spec/numerics.md §gdn-conv before the SiLU: out[t, c] = the spec/numerics.md §lanes8-tree sum

@@ -176,6 +176,8 @@ void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const floa
 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
                      float *const *out);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
+/* ninfer.c: spec/numerics.md §softplus element-wise (the reference's log, log1p, exp). */
+void wf_softplus_array(const float *x, int64_t n, float *out);
 /* ninfer.c: the causal convolution's tap sums of T tokens, seq [T + kernel − 1, C], w [kernel, C]. */
 void wf_gdn_conv(const float *seq, const float *w, int64_t T, int64_t C, int64_t kernel,
                  float *out);

@@ -7,7 +7,9 @@ against the reference's GQA attention of each token over its cache rows (spec/nu
 that the pool's chunks of 8 heads really split; hard values (±0, subnormals, the largest finite
 floats, exact ones) in states, q, k, v; decay and beta 0, 1 or anything between. And
 `wf_gdn_conv` (the causal convolution's tap sums of T tokens) against
-`ref.numerics.deltanet.causal_conv` of each token's window (spec/numerics.md §gdn-conv).
+`ref.numerics.deltanet.causal_conv` of each token's window (spec/numerics.md §gdn-conv); and
+`wf_softplus_array` (the decay gate's softplus with the contract's log, log1p and exp) against
+`ref.numerics.log.softplus` (spec/numerics.md §softplus, §log-f32, §log1p).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from strategies.layer_ops import bits, hard_vectors, ref_attend
 from weightfile.fast._native import address, each_isa
 from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.deltanet import causal_conv, delta_rule_step
+from weightfile.ref.numerics.log import softplus
 
 UNIT = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0, width=32))
 
@@ -118,3 +121,32 @@ def test_gdn_conv_equals_ref(kernel: int, channels: int, tokens: int, data) -> N
         out = np.full((tokens, channels), np.nan, np.float32)
         kernels().wf_gdn_conv(address(seq), address(w), tokens, channels, kernel, address(out))
         assert bits(out) == bits(np.array(want, np.float32)), isa
+
+
+#: Around softplus's threshold (20) and where exp underflows (u = 1 + y rounds to 1, y subnormal),
+#: overflows, or is exactly 1; the specials.
+SOFTPLUS_EDGES = [20.0, np.nextafter(np.float32(20), np.float32(21)), 19.999998, 0.0, -0.0, 1.0]
+SOFTPLUS_EDGES += [-17.0, -17.33, -88.0, -103.9, -104.0, -150.0, 88.7, 89.0, np.inf, -np.inf]
+SOFTPLUS_EDGES += [np.nan, 3.4e38, -3.4e38, 1e-45, -1e-45, 2.0**-126, 0.5, -0.5, 7.25]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    xs=st.lists(
+        st.one_of(
+            st.sampled_from(SOFTPLUS_EDGES),
+            st.floats(-110.0, 30.0, width=32),
+            st.floats(width=32, allow_nan=True, allow_infinity=True),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_softplus_equals_ref(xs) -> None:
+    x = np.array(xs, np.float32)
+    with np.errstate(all="ignore"):
+        want = softplus(x)
+    for isa in each_isa():
+        out = np.full_like(x, np.nan)
+        kernels().wf_softplus_array(address(x), x.size, address(out))
+        assert bits(out) == bits(want), isa
