@@ -181,12 +181,29 @@ static void dot_rows(const float *w, const float *x, int64_t n, int32_t isa, flo
     for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_dot_f32(w + r * n, x, n);
 }
 
+/* A scratch of at least n floats for the calling thread, kept for the thread's life and grown as
+ * needed (slot 0: decoded rows, 1: token pairs, 2: the delta rule's lanes). The pool's threads live as long as the
+ * process, so a product allocates nothing: a large malloc per chunk of rows is an mmap / munmap
+ * pair (page faults, and TLB shootdowns that stall the other threads of the pool). NULL when out
+ * of memory. */
+static float *scratch(int slot, int64_t n) {
+    static _Thread_local float *buf[3];
+    static _Thread_local int64_t cap[3];
+    if (n > cap[slot]) {
+        float *grown = malloc(sizeof(float) * (size_t)n);
+        if (grown == NULL) return NULL;
+        free(buf[slot]);
+        buf[slot] = grown, cap[slot] = n;
+    }
+    return buf[slot];
+}
+
 /* Tokens 2p and 2p + 1 of x [T, K] with their whole 8-chunks interleaved (chunk c of the first,
- * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair; NULL when out of memory (the
- * one-token path then runs). */
+ * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair (the calling thread's scratch
+ * slot 1); NULL when out of memory (the one-token path then runs). */
 static float *pair_tokens(const float *x, int64_t tokens, int64_t K) {
     const int64_t chunks = K / WF_LANES;
-    float *x2 = malloc(sizeof(float) * (size_t)((tokens / 2) * chunks * 2 * WF_LANES + 1));
+    float *x2 = scratch(1, (tokens / 2) * chunks * 2 * WF_LANES + 1);
     if (x2 == NULL) return NULL;
     for (int64_t t = 0; t + 2 <= tokens; t += 2)
         for (int64_t c = 0; c < chunks; c++)
@@ -238,10 +255,11 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const wf_nf_matrix *m = p->m;
     const int64_t K = m->cols;
     const int32_t isa = wf_isa();
-    float *rows = malloc(sizeof(float) * (size_t)(GROUPS * ROW_BLOCK * K + 1));
-    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
+    if (r == r1) return;
+    float *rows = scratch(0, GROUPS * ROW_BLOCK * K + 1);
+    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     const float *x2 = p->x2;
     while (r + ROW_BLOCK <= r1) {
         const int64_t blocks = (r1 - r) / ROW_BLOCK < GROUPS ? (r1 - r) / ROW_BLOCK : GROUPS;
@@ -259,7 +277,6 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
         for (int64_t t = 0; t < p->tokens; t++)
             p->y[t * p->ldy + r] = wf_dot_f32(rows, p->x + t * K, K);
     }
-    free(rows);
 }
 
 /* y[t * ldy + r] = Σ_c W[row0 + r, c] x[t, c] for r < rows, in the spec/numerics.md §dot order. */
@@ -271,7 +288,6 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
     float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m->cols) : NULL;
     nf_product p = {m, x, tokens, ldy, y, x2};
     wf_parallel_for(m->rows, threads, nf_rows, &p);
-    free(x2);
 }
 
 /* Several matrices of the same width against the same tokens, their rows as one range on the pool
@@ -310,7 +326,6 @@ void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *
     float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m[0]->cols) : NULL;
     nf_set s = {m, count, x, tokens, y, ldy, x2};
     wf_parallel_for(rows, threads, nf_set_rows, &s);
-    free(x2);
 }
 
 /* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates), in
@@ -486,11 +501,10 @@ static void gdn_heads(void *arg, int64_t h0, int64_t h1) {
 int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
                      const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,
                      int64_t dk, int64_t dv, float *out, int32_t threads) {
-    float *acc = malloc(sizeof(float) * (size_t)(hv * (WF_LANES + 1) * dv + 1));
+    float *acc = scratch(2, hv * (WF_LANES + 1) * dv + 1);
     if (acc == NULL) return 1;
     gdn_job job = {states, q, k, v, decay, beta, T, hv, hk, dk, dv, out, acc};
     wf_parallel_for(hv, threads, gdn_heads, &job);
-    free(acc);
     return 0;
 }
 
