@@ -480,8 +480,9 @@ typedef struct {
 } gdn_job;
 
 /* Value heads [h0, h1), each through its T tokens in order. A head's state is read and written
- * by that head alone, so any split of the heads gives the same bits (spec/numerics.md
- * §threads), and the head's [dk, dv] state stays in the nearer caches across the tokens. */
+ * by that head alone, so any split of the heads gives the same bits
+ * (spec/numerics.md §threads), and the head's [dk, dv] state stays in the nearer caches across
+ * the tokens. */
 static void gdn_heads(void *arg, int64_t h0, int64_t h1) {
     const gdn_job *j = arg;
     const delta_head_fn head = delta_head();
