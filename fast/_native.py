@@ -398,13 +398,29 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # matrix (wf_nf_matrix), x f32 [T, cols], T, y f32 (row stride ldy), ldy, threads
     lib.wf_nf_matmat.argtypes = (p, p, i64, p, i64, i32)
     lib.wf_nf_matmat.restype = None
+    # matrices (wf_nf_matrix *[count]), count, x, T, ys (float *[count]), ldys i64 [count], threads
+    lib.wf_nf_matmat_set.argtypes = (p, i64, p, i64, p, p, i32)
+    lib.wf_nf_matmat_set.restype = None
     # states f32 [hv, dk, dv], q, k f32 [hk, dk], v f32 [hv, dv], decay, beta f32 [hv], hv, hk,
     # dk, dv, out f32 [hv, dv]; returns 0 (1: out of memory, nothing changed)
     lib.wf_gdn_step.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, p)
     lib.wf_gdn_step.restype = i32
+    # the same with T [T, ...] tokens of one sequence first and the threads last (heads on the pool)
+    lib.wf_gdn_steps.argtypes = (p, p, p, p, p, p, i64, i64, i64, i64, i64, p, i32)
+    lib.wf_gdn_steps.restype = i32
+    # qr f32 [T, qd], qd, keys, values f32 [capacity, kvd], kvd, slots i64 [T], T, heads,
+    # kv_heads, head_dim, att f32 [T, qd], threads (layers.c)
+    lib.wf_attend_tokens.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, p, i32)
+    lib.wf_attend_tokens.restype = None
     # x f32 [rows, n], rows, n, out f32 [rows]: each row's spec/numerics.md §lanes8-tree sum
     lib.wf_lanes8_rows.argtypes = (p, i64, i64, p)
     lib.wf_lanes8_rows.restype = None
+    # seq f32 [T + kernel − 1, C], w f32 [kernel, C], T, C, kernel, out f32 [T, C]
+    lib.wf_gdn_conv.argtypes = (p, p, i64, i64, i64, p)
+    lib.wf_gdn_conv.restype = None
+    # x f32 [n], n, out f32 [n]: spec/numerics.md §softplus
+    lib.wf_softplus_array.argtypes = (p, i64, p)
+    lib.wf_softplus_array.restype = None
 
 
 def address(a: np.ndarray) -> int:

@@ -104,6 +104,22 @@ static void attention_units(void *arg, int64_t s0, int64_t s1) {
     free(scores);
 }
 
+/* spec/numerics.md §attention of T tokens of one sequence on the pool, as wf_forward_layers runs
+ * it (units of attention_units): qr [T, qd], token t reading rows 0..slots[t] of keys / values
+ * (rows of kvd floats), att [T, qd] (NaN-filled first, so a failed allocation shows). The
+ * Qwen3.5 fast path (fast/qwen35/attention.py) calls it once per sequence and layer. */
+void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const float *values,
+                      int64_t kvd, const int64_t *slots, int64_t T, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, float *att, int32_t threads) {
+    int64_t npos_max = 0;
+    for (int64_t t = 0; t < T; t++) npos_max = slots[t] + 1 > npos_max ? slots[t] + 1 : npos_max;
+    const int64_t tile = wf_attend_tile_tokens(heads, kv_heads);
+    attention_job job = {qr, keys, values, slots, heads, kv_heads, head_dim, qd, kvd, npos_max,
+                         tile, T, att};
+    for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
+    wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, threads, attention_units, &job);
+}
+
 /* Floats of scratch wf_forward_layers needs for T tokens. */
 int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
     const int64_t hid = L->mat[P_Q]->cols, qd = L->mat[P_Q]->rows, kvd = L->mat[P_K]->rows;

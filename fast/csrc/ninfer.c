@@ -129,7 +129,8 @@ typedef struct {
     const wf_nf_matrix *m;
     const float *x; /* [T, cols] */
     int64_t tokens, ldy;
-    float *y; /* y[t * ldy + r] */
+    float *y;        /* y[t * ldy + r] */
+    const float *x2; /* pair_tokens(x), or NULL: the one-token path */
 } nf_product;
 
 enum { ROW_BLOCK = 4, GROUPS = 8, SPAN = 16 }; /* SPAN even: token pairs stay (2p, 2p + 1) */
@@ -180,12 +181,29 @@ static void dot_rows(const float *w, const float *x, int64_t n, int32_t isa, flo
     for (int r = 0; r < ROW_BLOCK; r++) out[r] = wf_dot_f32(w + r * n, x, n);
 }
 
+/* A scratch of at least n floats for the calling thread, kept for the thread's life and grown as
+ * needed (slot 0: decoded rows, 1: token pairs, 2: the delta rule's lanes). The pool's threads live as long as the
+ * process, so a product allocates nothing: a large malloc per chunk of rows is an mmap / munmap
+ * pair (page faults, and TLB shootdowns that stall the other threads of the pool). NULL when out
+ * of memory. */
+static float *scratch(int slot, int64_t n) {
+    static _Thread_local float *buf[3];
+    static _Thread_local int64_t cap[3];
+    if (n > cap[slot]) {
+        float *grown = malloc(sizeof(float) * (size_t)n);
+        if (grown == NULL) return NULL;
+        free(buf[slot]);
+        buf[slot] = grown, cap[slot] = n;
+    }
+    return buf[slot];
+}
+
 /* Tokens 2p and 2p + 1 of x [T, K] with their whole 8-chunks interleaved (chunk c of the first,
- * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair; NULL when out of memory (the
- * one-token path then runs). */
+ * then of the second) at x2 + 2p · (K / 8) · 8, for wf_nf_dot4_pair (the calling thread's scratch
+ * slot 1); NULL when out of memory (the one-token path then runs). */
 static float *pair_tokens(const float *x, int64_t tokens, int64_t K) {
     const int64_t chunks = K / WF_LANES;
-    float *x2 = malloc(sizeof(float) * (size_t)((tokens / 2) * chunks * 2 * WF_LANES + 1));
+    float *x2 = scratch(1, (tokens / 2) * chunks * 2 * WF_LANES + 1);
     if (x2 == NULL) return NULL;
     for (int64_t t = 0; t + 2 <= tokens; t += 2)
         for (int64_t c = 0; c < chunks; c++)
@@ -201,6 +219,15 @@ static void block_tokens(const nf_product *p, const float *w, const float *x2, i
                          int64_t s0, int64_t s1, int32_t isa) {
     const int64_t K = p->m->cols;
     int64_t t = s0;
+    for (; x2 != NULL && t + 4 <= s1; t += 4) { /* two pairs a pass: more add chains in flight */
+        float o[4][ROW_BLOCK];
+        const float *tok[4] = {p->x + t * K, p->x + (t + 1) * K, p->x + (t + 2) * K,
+                               p->x + (t + 3) * K};
+        float *const outs[4] = {o[0], o[1], o[2], o[3]};
+        wf_nf_dot4_quad(w, x2 + t * (K / WF_LANES) * WF_LANES, tok, K, outs);
+        for (int u = 0; u < 4; u++)
+            for (int b = 0; b < ROW_BLOCK; b++) p->y[(t + u) * p->ldy + r + b] = o[u][b];
+    }
     for (; x2 != NULL && t + 2 <= s1; t += 2) {
         float oa[ROW_BLOCK], ob[ROW_BLOCK];
         wf_nf_dot4_pair(w, x2 + t * (K / WF_LANES) * WF_LANES, p->x + t * K, p->x + (t + 1) * K,
@@ -228,11 +255,12 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     const wf_nf_matrix *m = p->m;
     const int64_t K = m->cols;
     const int32_t isa = wf_isa();
-    float *rows = malloc(sizeof(float) * (size_t)(GROUPS * ROW_BLOCK * K + 1));
-    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
     /* one token: q8 / bf16 decoded in registers (ninfer_x86.c), the same bits */
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
-    float *x2 = isa == WF_ISA_AVX512 && p->tokens > 1 ? pair_tokens(p->x, p->tokens, K) : NULL;
+    if (r == r1) return;
+    float *rows = scratch(0, GROUPS * ROW_BLOCK * K + 1);
+    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
+    const float *x2 = p->x2;
     while (r + ROW_BLOCK <= r1) {
         const int64_t blocks = (r1 - r) / ROW_BLOCK < GROUPS ? (r1 - r) / ROW_BLOCK : GROUPS;
         for (int64_t b = 0; b < blocks * ROW_BLOCK; b++)
@@ -244,13 +272,11 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
         }
         r += blocks * ROW_BLOCK;
     }
-    free(x2);
     for (; r < r1; r++) {
         nf_row_values(m, m->row0 + r, rows);
         for (int64_t t = 0; t < p->tokens; t++)
             p->y[t * p->ldy + r] = wf_dot_f32(rows, p->x + t * K, K);
     }
-    free(rows);
 }
 
 /* y[t * ldy + r] = Σ_c W[row0 + r, c] x[t, c] for r < rows, in the spec/numerics.md §dot order. */
@@ -258,8 +284,48 @@ void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *
                   int32_t threads) {
     for (int64_t t = 0; t < tokens; t++)
         for (int64_t r = 0; r < m->rows; r++) y[t * ldy + r] = NAN;
-    nf_product p = {m, x, tokens, ldy, y};
+    /* the token pairs are laid out once, for every thread (not once per chunk of rows) */
+    float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m->cols) : NULL;
+    nf_product p = {m, x, tokens, ldy, y, x2};
     wf_parallel_for(m->rows, threads, nf_rows, &p);
+}
+
+/* Several matrices of the same width against the same tokens, their rows as one range on the pool
+ * (one hand-off instead of one a matrix: a decode step's q / k / v / z / a / b, gate / up). */
+typedef struct {
+    const wf_nf_matrix *const *m;
+    int64_t count;
+    const float *x;
+    int64_t tokens;
+    float *const *y;
+    const int64_t *ldy;
+    const float *x2;
+} nf_set;
+
+/* Rows [s0, s1) of the matrices laid end to end: each matrix's share by nf_rows. */
+static void nf_set_rows(void *arg, int64_t s0, int64_t s1) {
+    const nf_set *s = arg;
+    int64_t base = 0;
+    for (int64_t i = 0; i < s->count && base < s1; base += s->m[i]->rows, i++) {
+        const int64_t lo = s0 > base ? s0 : base;
+        const int64_t hi = s1 < base + s->m[i]->rows ? s1 : base + s->m[i]->rows;
+        if (lo >= hi) continue;
+        nf_product p = {s->m[i], s->x, s->tokens, s->ldy[i], s->y[i], s->x2};
+        nf_rows(&p, lo - base, hi - base);
+    }
+}
+
+/* wf_nf_matmat of each m[i] (all of x's width) into y[i] (row stride ldy[i]), one pool run. */
+void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *x,
+                      int64_t tokens, float *const *y, const int64_t *ldy, int32_t threads) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < count; rows += m[i]->rows, i++)
+        for (int64_t t = 0; t < tokens; t++)
+            for (int64_t r = 0; r < m[i]->rows; r++) y[i][t * ldy[i] + r] = NAN;
+    if (count == 0) return;
+    float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m[0]->cols) : NULL;
+    nf_set s = {m, count, x, tokens, y, ldy, x2};
+    wf_parallel_for(rows, threads, nf_set_rows, &s);
 }
 
 /* One value head: S [dk, dv] updated in place, o [dv] written (spec/numerics.md §gdn-gates), in
@@ -305,7 +371,82 @@ static void combine(const float *l, int64_t dv, float *out) {
 DELTA_RULE_HEAD(delta_rule_head, )
 #if defined(__x86_64__) && defined(__GNUC__)
 DELTA_RULE_HEAD(delta_rule_head_avx2, __attribute__((target("avx2"))))
+DELTA_RULE_HEAD(delta_rule_head_avx512, __attribute__((target("avx512f"))))
 #endif
+
+void wf_exp_array(const float *x, int64_t n, float *out); /* model_ops.c */
+
+/* spec/numerics.md §log-f32 for positive finite x, as ref/numerics/log.py `log` computes it: x =
+ * m · 2^e exactly (a subnormal first scaled by 2^24), m in [√½, √2); f = m − 1, s = f / (2 + f),
+ * z = s², P by Horner from 2/13 down to 2/3 (a product then a sum), log m = 2s + s · (z · P);
+ * e · ln2_hi + (log m + e · ln2_lo). The split is done on the bits (no libm). */
+static float log_positive(float x) {
+    static const uint32_t poly[6] = {0x3F2AAAABu, 0x3ECCCCCDu, 0x3E924925u,
+                                     0x3E638E39u, 0x3E3A2E8Cu, 0x3E1D89D9u};
+    float e0 = 0.0f;
+    if (x < f32_of_bits(0x00800000u)) x = x * 16777216.0f, e0 = -24.0f; /* exact */
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    float e = (float)((int32_t)((b >> 23) & 0xFFu) - 126) + e0;
+    float m = f32_of_bits((b & 0x007FFFFFu) | 0x3F000000u); /* [0.5, 1) */
+    if (m < f32_of_bits(0x3F3504F3u)) m = m * 2.0f, e = e - 1.0f;
+    const float f = m - 1.0f, s = f / (2.0f + f), z = s * s;
+    float p = f32_of_bits(poly[5]);
+    for (int i = 4; i >= 0; i--) p = p * z + f32_of_bits(poly[i]);
+    const float logm = (s + s) + s * (z * p);
+    return e * f32_of_bits(0x3F317200u) + (logm + e * f32_of_bits(0x35BFBE8Eu));
+}
+
+/* spec/numerics.md §log-f32 with its special values: log(+0) = −inf, log(+inf) = +inf, negative
+ * and NaN give NaN. */
+static float log_f32(float x) {
+    if (x == 0.0f) return -INFINITY;
+    if (x == INFINITY) return INFINITY;
+    if (!(x > 0.0f)) return NAN;
+    return log_positive(x);
+}
+
+/* spec/numerics.md §softplus x when x > 20, else log1p(exp(x)) (spec/numerics.md §log1p: u = 1 + y;
+ * y when u == 1, log(u) when u is infinite, else log(u) · (y / (u − 1))), the exp by
+ * wf_exp_array: ref/numerics/log.py `softplus`, element by element. */
+void wf_softplus_array(const float *x, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] > 20.0f ? 20.0f : x[i]; /* NaN stays */
+    wf_exp_array(out, n, out);
+    for (int64_t i = 0; i < n; i++) {
+        const float y = out[i], u = 1.0f + y;
+        float r = u == 1.0f ? y : log_f32(u) * (y / (u - 1.0f));
+        if (isinf(u)) r = log_f32(u);
+        out[i] = x[i] > 20.0f ? x[i] : r;
+    }
+}
+
+enum { CONV_BLOCK = 64 }; /* channels a pass: the eight lane rows stay in the nearest cache */
+
+/* spec/numerics.md §gdn-conv before the SiLU: out[t, c] = the spec/numerics.md §lanes8-tree sum
+ * over j < kernel of w[j, c] · seq[t + j, c] (term j into lane j mod 8 from +0.0, then the tree),
+ * seq [T + kernel − 1, C] the cached inputs then the call's, w [kernel, C]. The loops over c are
+ * element-wise, so any vector width gives the same bits. */
+void wf_gdn_conv(const float *seq, const float *w, int64_t T, int64_t C, int64_t kernel,
+                 float *out) {
+    float l[WF_LANES][CONV_BLOCK];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c0 = 0; c0 < C; c0 += CONV_BLOCK) {
+            const int64_t n = C - c0 < CONV_BLOCK ? C - c0 : CONV_BLOCK;
+            for (int L = 0; L < WF_LANES; L++)
+                for (int64_t c = 0; c < n; c++) l[L][c] = 0.0f;
+            for (int64_t j = 0; j < kernel; j++) {
+                const float *wj = w + j * C + c0, *sj = seq + (t + j) * C + c0;
+                float *lane = l[j % WF_LANES];
+                for (int64_t c = 0; c < n; c++) lane[c] = lane[c] + wj[c] * sj[c];
+            }
+            float *o = out + t * C + c0;
+            for (int64_t c = 0; c < n; c++) { /* wf_combine_lanes, element-wise */
+                const float a0 = l[0][c] + l[4][c], a1 = l[1][c] + l[5][c];
+                const float a2 = l[2][c] + l[6][c], a3 = l[3][c] + l[7][c];
+                o[c] = (a0 + a2) + (a1 + a3);
+            }
+        }
+}
 
 /* spec/numerics.md §lanes8-tree sum of each of `rows` rows of n floats (row stride n). */
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
@@ -317,25 +458,62 @@ void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
     }
 }
 
-/* One token through every value head: states [hv, dk, dv], q and k [hk, dk] (value head h reads
- * key head h / (hv / hk)), v and out [hv, dv], decay and beta [hv]. Returns 0, or 1 when out of
+typedef void (*delta_head_fn)(float *, const float *, const float *, const float *, float, float,
+                              int64_t, int64_t, float *, float *, float *);
+
+static delta_head_fn delta_head(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx512;
+    if (wf_isa() == WF_ISA_AVX2) return delta_rule_head_avx2;
+#endif
+    return delta_rule_head;
+}
+
+/* T consecutive tokens of one sequence: q and k [T, hk, dk] (value head h reads key head
+ * h / (hv / hk)), v and out [T, hv, dv], decay and beta [T, hv]; acc holds (WF_LANES + 1) · dv
+ * floats for each value head. */
+typedef struct {
+    float *states;
+    const float *q, *k, *v, *decay, *beta;
+    int64_t T, hv, hk, dk, dv;
+    float *out, *acc;
+} gdn_job;
+
+/* Value heads [h0, h1), each through its T tokens in order. A head's state is read and written
+ * by that head alone, so any split of the heads gives the same bits
+ * (spec/numerics.md §threads), and the head's [dk, dv] state stays in the nearer caches across
+ * the tokens. */
+static void gdn_heads(void *arg, int64_t h0, int64_t h1) {
+    const gdn_job *j = arg;
+    const delta_head_fn head = delta_head();
+    const int64_t per_key = j->hv / j->hk, dk = j->dk, dv = j->dv;
+    for (int64_t h = h0; h < h1; h++) {
+        float *acc = j->acc + h * (WF_LANES + 1) * dv;
+        for (int64_t t = 0; t < j->T; t++) {
+            const int64_t g = t * j->hk + h / per_key, at = t * j->hv + h;
+            head(j->states + h * dk * dv, j->q + g * dk, j->k + g * dk, j->v + at * dv,
+                 j->decay[at], j->beta[at], dk, dv, acc, acc + WF_LANES * dv, j->out + at * dv);
+        }
+    }
+}
+
+/* The delta rule of T tokens of one sequence (spec/numerics.md §gdn-gates), value heads on the
+ * pool. Returns 0, or 1 when out of memory (then nothing was changed). */
+int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
+                     const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,
+                     int64_t dk, int64_t dv, float *out, int32_t threads) {
+    float *acc = scratch(2, hv * (WF_LANES + 1) * dv + 1);
+    if (acc == NULL) return 1;
+    gdn_job job = {states, q, k, v, decay, beta, T, hv, hk, dk, dv, out, acc};
+    wf_parallel_for(hv, threads, gdn_heads, &job);
+    return 0;
+}
+
+/* One token through every value head: states [hv, dk, dv], q and k [hk, dk], v and out [hv, dv],
+ * decay and beta [hv] (wf_gdn_steps of one token on one thread). Returns 0, or 1 when out of
  * memory (then nothing was changed). */
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out) {
-    float *acc = malloc(sizeof(float) * (size_t)((WF_LANES + 1) * dv + 1));
-    if (acc == NULL) return 1;
-    const int64_t per_key = hv / hk;
-    void (*head)(float *, const float *, const float *, const float *, float, float, int64_t,
-                 int64_t, float *, float *, float *) = delta_rule_head;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) head = delta_rule_head_avx2;
-#endif
-    for (int64_t h = 0; h < hv; h++) {
-        const int64_t g = h / per_key;
-        head(states + h * dk * dv, q + g * dk, k + g * dk, v + h * dv, decay[h], beta[h], dk, dv,
-             acc, acc + WF_LANES * dv, out + h * dv);
-    }
-    free(acc);
-    return 0;
+    return wf_gdn_steps(states, q, k, v, decay, beta, 1, hv, hk, dk, dv, out, 1);
 }

@@ -129,15 +129,24 @@ AVX512 static void store_pair(__m512 acc, float l[ROWS][WF_LANES], int b) {
     _mm256_storeu_pd((double *)l[b + 1], _mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
 }
 
-/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. */
-AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x, float *out) {
+/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. The four rows
+ * (and their scales) are contiguous; while they are read, rows pf..pf+3 are prefetched at the same
+ * pace, two lines a group, so the next blocks are on their way across 4 KiB pages the hardware
+ * prefetcher does not cross. */
+AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
+                                  float *out) {
     const int64_t K = m->cols, stride = m->gpr * Q8_GROUP;
     const uint8_t *base = m->data + row * stride;
     const uint8_t *scales = m->data + m->scale_offset + row * m->gpr * 2;
+    const char *pb = (const char *)m->data + pf * stride;
+    const char *ps = (const char *)m->data + m->scale_offset + pf * m->gpr * 2;
     const float *f16 = wf_f16_table();
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
     int64_t i = 0;
     for (int64_t g = 0; i + WF_LANES <= K; g++) {
+        _mm_prefetch(pb + g * 4 * Q8_GROUP, _MM_HINT_T0);
+        _mm_prefetch(pb + g * 4 * Q8_GROUP + 64, _MM_HINT_T0);
+        if (g % 8 == 0) _mm_prefetch(ps + g * 8, _MM_HINT_T0);
         float s[ROWS];
         for (int b = 0; b < ROWS; b++) {
             const uint8_t *sw = scales + (b * m->gpr + g) * 2;
@@ -162,14 +171,17 @@ AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, const floa
     finish(m, row, l, i, x, out);
 }
 
-/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512. */
-AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, const float *x,
+/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512 (rows pf..pf+3
+ * prefetched the same way, one line an 8-column step). */
+AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
                                     float *out) {
     const int64_t K = m->cols;
     const uint8_t *base = m->data + row * K * 2;
+    const char *pb = (const char *)m->data + pf * K * 2;
     __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + WF_LANES <= K; i += WF_LANES) {
+        _mm_prefetch(pb + i * 8, _MM_HINT_T0);
         const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
         const uint8_t *p = base + i * 2;
         __m256i h01 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p));
@@ -220,6 +232,40 @@ AVX512 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, con
     }
 }
 
+/* Prefill, AVX-512: the same as wf_nf_dot4_pair for two pairs of tokens at once, (a, b) at x2
+ * and (c, d) at x2 + 2 · (n / 8) · 8: each row's chunk broadcast once feeds both pairs, eight
+ * independent add chains instead of four. Every (row, token) sees its own lanes' operations in
+ * the spec/numerics.md §dot order, so the same bits as two wf_nf_dot4_pair calls. */
+AVX512 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                            float *const *out) {
+    const float *x2b = x2 + 2 * (n / WF_LANES) * WF_LANES;
+    __m512 p0[ROWS], p1[ROWS];
+    for (int r = 0; r < ROWS; r++) p0[r] = p1[r] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const __m512 xa = _mm512_loadu_ps(x2 + 2 * i), xb = _mm512_loadu_ps(x2b + 2 * i);
+        UNROLL
+        for (int r = 0; r < ROWS; r++) {
+            const __m512 wv = both_halves(_mm256_loadu_ps(w + r * n + i));
+            p0[r] = _mm512_add_ps(p0[r], _mm512_mul_ps(wv, xa));
+            p1[r] = _mm512_add_ps(p1[r], _mm512_mul_ps(wv, xb));
+        }
+    }
+    float l[4][ROWS][WF_LANES]; /* token u = 0..3 (a, b, c, d), row r */
+    for (int r = 0; r < ROWS; r++) {
+        _mm256_storeu_ps(l[0][r], _mm512_castps512_ps256(p0[r]));
+        _mm256_storeu_pd((double *)l[1][r], _mm512_extractf64x4_pd(_mm512_castps_pd(p0[r]), 1));
+        _mm256_storeu_ps(l[2][r], _mm512_castps512_ps256(p1[r]));
+        _mm256_storeu_pd((double *)l[3][r], _mm512_extractf64x4_pd(_mm512_castps_pd(p1[r]), 1));
+    }
+    for (int64_t j = i; j < n; j++)
+        for (int u = 0; u < 4; u++)
+            for (int r = 0; r < ROWS; r++)
+                l[u][r][j % WF_LANES] = l[u][r][j % WF_LANES] + w[r * n + j] * tok[u][j];
+    for (int u = 0; u < 4; u++)
+        for (int r = 0; r < ROWS; r++) out[u][r] = wf_combine_lanes(l[u][r]);
+}
+
 /* 1 when the matrix is one this file fuses: q8 row split (group 32) or bf16. */
 static int fused_kind(const wf_nf_matrix *m) {
     if (m->kind == WF_NF_BF16) return 1;
@@ -227,15 +273,29 @@ static int fused_kind(const wf_nf_matrix *m) {
            m->base_bytes == Q8_GROUP && m->high_bytes == 0;
 }
 
+#ifndef WF_NF_PREFETCH_BYTES
+#define WF_NF_PREFETCH_BYTES 8192
+#endif
+/* How far ahead (in rows, whole blocks of ROWS, at least one block) the prefetches run:
+ * about WF_NF_PREFETCH_BYTES of weights. */
+static int64_t prefetch_rows(const wf_nf_matrix *m) {
+    const int64_t row_bytes = m->kind == WF_NF_BF16 ? 2 * m->cols : m->gpr * Q8_GROUP;
+    const int64_t blocks = WF_NF_PREFETCH_BYTES / (ROWS * row_bytes);
+    return ROWS * (blocks < 1 ? 1 : blocks);
+}
+
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa) {
     if (!fused_kind(m) || (isa != WF_ISA_AVX2 && isa != WF_ISA_AVX512)) return r0;
     const int bf16 = m->kind == WF_NF_BF16, wide = isa == WF_ISA_AVX512;
     int64_t r = r0;
+    const int64_t last = m->row0 + (r1 - ROWS > r0 ? r1 - ROWS : r0);
+    const int64_t ahead = prefetch_rows(m);
     for (; r + ROWS <= r1; r += ROWS) {
         const int64_t row = m->row0 + r;
+        const int64_t pf = row + ahead < last ? row + ahead : last;
         if (wide)
-            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, x, y + r);
+            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, pf, x, y + r);
         else
             (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, row, x, y + r);
     }
@@ -243,6 +303,11 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
 }
 
 #else
+
+void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                     float *const *out) {
+    (void)w, (void)x2, (void)tok, (void)n, (void)out;
+}
 
 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
                      float *out_a, float *out_b) {

@@ -159,6 +159,10 @@ typedef struct {
  * delta rule of one token over every value head (spec/numerics.md §gdn-gates). */
 void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
                   int32_t threads);
+/* ninfer.c: wf_nf_matmat of count matrices of one width with the same x, y[i] of stride ldy[i],
+ * their rows one range on the pool. */
+void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *x,
+                      int64_t tokens, float *const *y, const int64_t *ldy, int32_t threads);
 /* ninfer_x86.c: one token's rows [r0, r1) of a q8 row-split or bf16 matrix with the decode fused
  * into the dot (AVX2 / AVX-512 paths); returns the first row it left (r0 on other paths/kinds). */
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
@@ -167,7 +171,24 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
  * 8-chunks x2 holds interleaved (chunk c of a, then of b); out_a, out_b [4]. */
 void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const float *b, int64_t n,
                      float *out_a, float *out_b);
+/* ninfer_x86.c (AVX-512 only): the same for tokens tok[0..3] (two interleaved pairs in x2, the
+ * second at x2 + 2 · (n / 8) · 8); out[u] [4] for token u. */
+void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
+                     float *const *out);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
+/* ninfer.c: spec/numerics.md §softplus element-wise (the reference's log, log1p, exp). */
+void wf_softplus_array(const float *x, int64_t n, float *out);
+/* ninfer.c: the causal convolution's tap sums of T tokens, seq [T + kernel − 1, C], w [kernel, C]. */
+void wf_gdn_conv(const float *seq, const float *w, int64_t T, int64_t C, int64_t kernel,
+                 float *out);
+/* ninfer.c: the delta rule of T consecutive tokens of one sequence, value heads on the pool. */
+int32_t wf_gdn_steps(float *states, const float *q, const float *k, const float *v,
+                     const float *decay, const float *beta, int64_t T, int64_t hv, int64_t hk,
+                     int64_t dk, int64_t dv, float *out, int32_t threads);
+/* layers.c: attention of T tokens of one sequence on the pool (fast/qwen35/attention.py). */
+void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const float *values,
+                      int64_t kvd, const int64_t *slots, int64_t T, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, float *att, int32_t threads);
 int32_t wf_gdn_step(float *states, const float *q, const float *k, const float *v,
                     const float *decay, const float *beta, int64_t hv, int64_t hk, int64_t dk,
                     int64_t dv, float *out);

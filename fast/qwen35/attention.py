@@ -14,27 +14,38 @@ from collections.abc import Sequence
 import numpy as np
 
 from weightfile.fast._native import address
-from weightfile.fast.numerics.matrix import kernels
+from weightfile.fast.numerics.matrix import kernels, threads_for
 from weightfile.ref.layers.trace import emit
 from weightfile.ref.qwen35.config import Qwen35Config
 from weightfile.ref.qwen35.trace import ATTENTION_OPS
 
+from .gdn import runs
+from .matrix import matmat_set
 from .ops import head_norm, rmsnorm, rope_half, sigmoid
 
 
 def attend_tokens(
-    config: Qwen35Config, i: int, q: np.ndarray, caches: Sequence, slots: Sequence[int]
+    config: Qwen35Config,
+    i: int,
+    q: np.ndarray,
+    caches: Sequence,
+    slots: Sequence[int],
+    threads: int = 1,
 ) -> np.ndarray:
-    """spec/numerics.md §attention Each token over rows 0 .. its slot of its own cache."""
+    """spec/numerics.md §attention Each token over rows 0 .. its slot of its own cache: each run of
+    tokens sharing a cache in one C call (`wf_attend_tokens`, the fast Qwen3 path's attention
+    units on the pool)."""
     c, lib = config, kernels()
     att = np.empty_like(q)
-    scores = np.empty(max(slots) + 1, dtype=np.float32)
-    kv = c.num_key_value_heads * c.head_dim
-    for t, cache in enumerate(caches):
-        lib.wf_attend(
-            address(q[t]), address(cache.keys[i]), address(cache.values[i]), slots[t] + 1, kv,
-            c.num_attention_heads, c.num_key_value_heads, c.head_dim, address(scores),
-            address(att[t]),
+    kv, qd = c.num_key_value_heads * c.head_dim, q.shape[1]
+    at = np.ascontiguousarray(slots, dtype=np.int64)
+    for begin, end in runs(list(caches)):
+        cache = caches[begin]
+        work = 2 * qd * int(np.sum(at[begin:end] + 1))  # multiply-adds of q·k and p·v
+        lib.wf_attend_tokens(
+            address(q[begin]), qd, address(cache.keys[i]), address(cache.values[i]), kv,
+            address(at[begin:end]), end - begin, c.num_attention_heads, c.num_key_value_heads,
+            c.head_dim, address(att[begin]), threads_for(threads, work),
         )  # fmt: skip
     return att
 
@@ -44,7 +55,7 @@ def attention_block(model, i: int, w, x: np.ndarray, cos, sin, slots, caches, ho
     c, eps, th = model.config, model.eps, model.threads
     hd = c.head_dim
     n = rmsnorm(x, model.input_norms[i], eps)
-    q, gt, kk, vv = (m.matmat(n, th) for m in (w.query, w.gate, w.key, w.value))
+    q, gt, kk, vv = matmat_set((w.query, w.gate, w.key, w.value), n, th)  # one pool run
     qn = head_norm(q, w.query_norm, hd, eps)
     kn = head_norm(kk, w.key_norm, hd, eps)
     qr = rope_half(qn, cos, sin, hd)
@@ -52,7 +63,7 @@ def attention_block(model, i: int, w, x: np.ndarray, cos, sin, slots, caches, ho
     for t, cache in enumerate(caches):
         cache.keys[i][slots[t]] = kr[t]
         cache.values[i][slots[t]] = vv[t]
-    att = attend_tokens(c, i, np.ascontiguousarray(qr), caches, slots)
+    att = attend_tokens(c, i, np.ascontiguousarray(qr), caches, slots, th)
     gated = att * sigmoid(gt)
     o = w.output.matmat(gated, th)
     h = x + o

@@ -19,12 +19,13 @@ from weightfile.ref.layers.trace import emit
 from weightfile.ref.qwen35.trace import DENSE_OPS, MOE_OPS
 from weightfile.ref.qwen35.weights import MoeWeights
 
+from .matrix import matmat_set
 from .ops import rmsnorm, sigmoid
 
 
 def swiglu_ffn(w, n: np.ndarray, threads: int) -> tuple[np.ndarray, ...]:
     """(gate, up, silu(gate) · up, down) of every token through one SwiGLU FFN."""
-    g, u = w.gate.matmat(n, threads), w.up.matmat(n, threads)
+    g, u = matmat_set((w.gate, w.up), n, threads)  # one pool run for the two
     sw = swiglu(g, u)
     return g, u, sw, w.down.matmat(sw, threads)
 

@@ -4,9 +4,10 @@ spec/numerics.md §gdn).
 The reference's `gdn_block` with everything that does not depend on the recurrent state done for
 all tokens at once: the projections; the causal convolution (token t's window is the last
 kernel − 1 inputs before it, from the cache or from the call, so it depends on inputs only) as
-per-channel `lanes8_sum` of the tap products; SiLU; the L2 normalisation of q and k; the gates.
-Only the delta rule runs token by token, one C call (`wf_gdn_step`, fast/csrc/ninfer.c) per token.
-Then the gated RMSNorm, the output projection and the residual for all tokens again.
+per-channel tap sums by one C call (`wf_gdn_conv`); SiLU; the L2 normalisation of q and k; the
+gates. Only the delta rule runs token by token: one C call per sequence (`wf_gdn_steps`,
+fast/csrc/ninfer.c), its value heads on the thread pool. Then the gated RMSNorm, the output
+projection and the residual for all tokens again.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from __future__ import annotations
 import numpy as np
 
 from weightfile.fast._native import address
-from weightfile.fast.numerics.matrix import kernels
+from weightfile.fast.numerics.matrix import kernels, threads_for
 from weightfile.ref.layers.trace import emit
 from weightfile.ref.numerics.deltanet import L2NORM_EPS
 from weightfile.ref.numerics.f32 import ONE
-from weightfile.ref.numerics.log import softplus
 from weightfile.ref.qwen35.config import Qwen35Config
 from weightfile.ref.qwen35.trace import GDN_OPS
 
-from .ops import exp, gated_norm, lanes8_sum, rmsnorm, sigmoid
+from .matrix import matmat_set
+from .ops import exp, gated_norm, lanes8_sum, rmsnorm, sigmoid, softplus
 
 
 def runs(caches: list) -> list[tuple[int, int]]:
@@ -38,13 +39,15 @@ def runs(caches: list) -> list[tuple[int, int]]:
 def causal_conv(i: int, weight: np.ndarray, qkv: np.ndarray, caches: list) -> np.ndarray:
     """spec/numerics.md §gdn-conv silu(Σ_j w[j, c] · window[j, c]) for every token, the window its
     kernel newest inputs, oldest first; each cache keeps the last kernel − 1 inputs."""
-    kernel = weight.shape[0]
-    out = np.empty_like(qkv)
+    kernel, channels = weight.shape
+    w = np.ascontiguousarray(weight, dtype=np.float32)
+    out = np.empty((qkv.shape[0], channels), dtype=np.float32)
     for begin, end in runs(caches):
         cache = caches[begin]
         seq = np.concatenate([cache.conv[i], qkv[begin:end]])  # [kernel − 1 + T_r, C]
-        windows = np.stack([seq[j : j + end - begin] for j in range(kernel)], axis=-1)
-        out[begin:end] = lanes8_sum(weight.T * windows)  # [T_r, C, kernel] tap products
+        kernels().wf_gdn_conv(
+            address(seq), address(w), end - begin, channels, kernel, address(out[begin])
+        )  # the tap products' sums, one C call
         cache.conv[i] = seq[seq.shape[0] - (kernel - 1) :].copy()
         if (note := getattr(cache, "note_conv", None)) is not None:  # a verification's journal
             note(i, seq, kernel)
@@ -59,15 +62,19 @@ def l2_heads(x: np.ndarray, head_dim: int) -> np.ndarray:
     return h * r[..., None]
 
 
-def gates(w, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """beta = sigmoid(b); g = −(exp(A_log) · softplus(a + dt_bias)) (spec/models.md §qwen35)."""
+def gates(w, a: np.ndarray, b: np.ndarray, a_exp: np.ndarray | None = None):
+    """beta = sigmoid(b); g = −(exp(A_log) · softplus(a + dt_bias)) (spec/models.md §qwen35);
+    `a_exp`: exp(A_log) when the caller keeps it (it depends on the weights alone)."""
+    scale = exp(w.a_log) if a_exp is None else a_exp
     with np.errstate(all="ignore"):
-        g = -(exp(w.a_log)[None, :] * softplus(a + w.dt_bias[None, :]))
+        g = -(scale[None, :] * softplus(a + w.dt_bias[None, :]))
     return sigmoid(b), g.astype(np.float32)
 
 
-def recurrence(i: int, c: Qwen35Config, q, k, v, beta, g, caches: list) -> np.ndarray:
-    """spec/numerics.md §gdn-gates the delta rule, token by token on its cache's states."""
+def recurrence(i: int, c: Qwen35Config, q, k, v, beta, g, caches: list, threads: int = 1):
+    """spec/numerics.md §gdn-gates the delta rule: each run of tokens sharing a cache in one C
+    call (`wf_gdn_steps`, value heads on the pool); token by token when the cache keeps a journal
+    of its states (a verification's `note_state`)."""
     hv, hk = c.linear_num_value_heads, c.linear_num_key_heads
     dk, dv = c.linear_key_head_dim, c.linear_value_head_dim
     decay = exp(g)
@@ -76,16 +83,22 @@ def recurrence(i: int, c: Qwen35Config, q, k, v, beta, g, caches: list) -> np.nd
     v = np.ascontiguousarray(v.reshape(-1, hv, dv))
     beta = np.ascontiguousarray(beta)
     lib = kernels()
-    for t, cache in enumerate(caches):
-        state = cache.recurrent[i]
-        status = lib.wf_gdn_step(
-            address(state), address(q[t]), address(k[t]), address(v[t]), address(decay[t]),
-            address(beta[t]), hv, hk, dk, dv, address(out[t]),
-        )  # fmt: skip
-        if status:
-            raise MemoryError("wf_gdn_step: out of memory")
-        if (note := getattr(cache, "note_state", None)) is not None:  # a verification's journal
-            note(i, state)
+    for begin, end in runs(caches):
+        cache = caches[begin]
+        note = getattr(cache, "note_state", None)  # a verification's journal
+        steps = [(begin, end)] if note is None else [(t, t + 1) for t in range(begin, end)]
+        th = threads_for(threads, (end - begin) * hv * dk * dv)
+        for t0, t1 in steps:
+            state = cache.recurrent[i]
+            status = lib.wf_gdn_steps(
+                address(state), address(q[t0]), address(k[t0]), address(v[t0]),
+                address(decay[t0]), address(beta[t0]), t1 - t0, hv, hk, dk, dv,
+                address(out[t0]), th,
+            )  # fmt: skip
+            if status:
+                raise MemoryError("wf_gdn_steps: out of memory")
+            if note is not None:
+                note(i, state)
     return out.reshape(q.shape[0], hv * dv)
 
 
@@ -94,13 +107,14 @@ def gdn_block(model, i: int, w, x: np.ndarray, caches: list, hook) -> np.ndarray
     c, eps, th = model.config, model.eps, model.threads
     kg, dk = c.gdn_key_dim, c.linear_key_head_dim
     n = rmsnorm(x, model.input_norms[i], eps)
-    qkv = np.concatenate([m.matmat(n, th) for m in (w.query, w.key, w.value)], axis=1)
-    z, a, b = (m.matmat(n, th) for m in (w.z, w.a_projection, w.b_projection))
+    mats = (w.query, w.key, w.value, w.z, w.a_projection, w.b_projection)
+    q_, k_, v_, z, a, b = matmat_set(mats, n, th)  # one pool run for the six
+    qkv = np.concatenate([q_, k_, v_], axis=1)
     conv = causal_conv(i, w.convolution, qkv, caches)
     q = l2_heads(conv[:, :kg], dk) / np.sqrt(np.float32(dk))
     k = l2_heads(conv[:, kg : 2 * kg], dk)
-    beta, g = gates(w, a, b)
-    core = recurrence(i, c, q, k, conv[:, 2 * kg :], beta, g, caches)
+    beta, g = gates(w, a, b, model.a_exp(i, w))
+    core = recurrence(i, c, q, k, conv[:, 2 * kg :], beta, g, caches, th)
     normed = gated_norm(core, w.norm, z, c.linear_value_head_dim, eps)
     o = w.output.matmat(normed, th)
     h = x + o

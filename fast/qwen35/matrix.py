@@ -14,6 +14,7 @@ codec -- the reference's values, bit for bit -- and multiplied by the same kerne
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +109,33 @@ class NfMatrix:
             )
             at += seg.rows
         return y
+
+
+def matmat_set(mats: Sequence, x: np.ndarray, threads: int = 1) -> list[np.ndarray]:
+    """[m.matmat(x, threads) for m in mats], the same bits (rows are independent, spec/numerics.md
+    §threads): when every matrix is an NfMatrix, all their segments in one C call
+    (`wf_nf_matmat_set`), so one hand-off to the pool instead of one a segment."""
+    if not all(isinstance(m, NfMatrix) for m in mats):
+        return [m.matmat(x, threads) for m in mats]
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    cols, t = mats[0].cols, x.shape[0]
+    if x.ndim != 2 or any(m.cols != x.shape[1] for m in mats):
+        raise ValueError(f"product of matrices of widths {[m.cols for m in mats]} with {x.shape}")
+    ys = [np.empty((t, m.rows), dtype=np.float32) for m in mats]
+    structs, outs, strides = [], [], []
+    for m, y in zip(mats, ys, strict=True):
+        at = 0
+        for seg in m.segments:
+            structs.append(ctypes.addressof(seg._struct))
+            outs.append(address(y) + 4 * at)  # the segment's first column of y
+            strides.append(m.rows)
+            at += seg.rows
+    ptrs = np.array([structs, outs, strides], dtype=np.int64)
+    th = threads_for(threads, sum(m.rows for m in mats) * cols * t)
+    kernels().wf_nf_matmat_set(
+        address(ptrs[0]), len(structs), address(x), t, address(ptrs[1]), address(ptrs[2]), th
+    )
+    return ys
 
 
 def float_segment(values: np.ndarray) -> Segment:

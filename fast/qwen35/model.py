@@ -29,7 +29,7 @@ from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 from .attention import attention_block
 from .ffn import ffn_block
 from .gdn import gdn_block
-from .ops import rmsnorm
+from .ops import exp, rmsnorm
 
 
 def gdn_state_shapes(config: Qwen35Config) -> tuple[tuple[int, int], tuple[int, int, int]]:
@@ -110,12 +110,21 @@ class FastQwen35Model:
         self.input_norms = [zero_centred(lw.input_norm) for lw in weights.layers]
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)
+        self._a_exp: dict[int, np.ndarray] = {}
         self.mixers = [
             replace(m, query_norm=zero_centred(m.query_norm), key_norm=zero_centred(m.key_norm))
             if isinstance(m, AttentionWeights)
             else m
             for m in (lw.mixer for lw in weights.layers)
         ]
+
+    def a_exp(self, i: int, w) -> np.ndarray:
+        """exp(A_log) of Gated DeltaNet layer i (spec/numerics.md §exp, spec/models.md §qwen35),
+        computed on first use and kept: it depends on the weights alone."""
+        kept = self._a_exp.get(i)
+        if kept is None:
+            kept = self._a_exp[i] = exp(w.a_log)
+        return kept
 
     def new_cache(self) -> FastQwen35Cache:
         return FastQwen35Cache(self.config)

@@ -20,7 +20,16 @@ from weightfile.fast.layers.swiglu import swiglu
 from weightfile.fast.numerics.matrix import kernels
 from weightfile.ref.numerics.f32 import ONE
 
-__all__ = ["exp", "gated_norm", "head_norm", "lanes8_sum", "rmsnorm", "rope_half", "sigmoid"]
+__all__ = [
+    "exp",
+    "gated_norm",
+    "head_norm",
+    "lanes8_sum",
+    "rmsnorm",
+    "rope_half",
+    "sigmoid",
+    "softplus",
+]
 
 
 def lanes8_sum(terms: np.ndarray) -> np.ndarray:
@@ -48,6 +57,16 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     """spec/numerics.md §silu sigmoid(x) = 1 / (1 + exp(−x)) (the reference's `Ops.sigmoid`)."""
     with np.errstate(all="ignore"):
         return ONE / (ONE + exp(-np.asarray(x, dtype=np.float32)))
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """spec/numerics.md §softplus element-wise by the C kernel `wf_softplus_array`: the
+    reference's `ref.numerics.log.softplus` (its log, log1p and exp) bit for bit, in one call
+    instead of a few dozen NumPy passes over a few floats."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    out = np.empty_like(x)
+    kernels().wf_softplus_array(address(x), x.size, address(out))
+    return out
 
 
 def head_norm(x: np.ndarray, weight: np.ndarray, head_dim: int, eps: np.float32) -> np.ndarray:

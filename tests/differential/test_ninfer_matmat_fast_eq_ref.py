@@ -17,7 +17,7 @@ from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autous
 
 from weightfile.fast._native import each_isa
 from weightfile.fast.codecs.ninfer3.codec import get_codec
-from weightfile.fast.qwen35.matrix import NfMatrix, Segment
+from weightfile.fast.qwen35.matrix import NfMatrix, Segment, matmat_set
 from weightfile.ref.numerics.reduce import dot
 
 FORMATS = (
@@ -109,7 +109,8 @@ def test_prefill_blocks_and_token_spans_equal_decoded_dot(
 ) -> None:
     """Prefill shapes: more rows than one decoded set of blocks (8 × 4 rows in fast/csrc/ninfer.c)
     and more tokens than one span (16), with rows left over past the last whole block and an odd
-    token at the end of the last span; every path usable here, 1 and 2 threads."""
+    token at the end of the last span (on AVX-512 the spans go four tokens a pass, then a pair,
+    then one: `wf_nf_dot4_quad`, `wf_nf_dot4_pair`); every path usable here, 1 and 2 threads."""
     seed = data.draw(st.integers(0, 2**16))
     w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
     codec = get_codec(*fmt)
@@ -126,3 +127,39 @@ def test_prefill_blocks_and_token_spans_equal_decoded_dot(
         for threads in (1, 2):
             got = NfMatrix(rows, k, [seg]).matmat(x, threads)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+
+
+@settings(max_examples=25)
+@given(
+    fmts=st.lists(st.sampled_from(FORMATS), min_size=1, max_size=5),
+    k=st.integers(1, 140),
+    tokens=st.sampled_from([1, 2, 3, 17]),
+    data=st.data(),
+)
+def test_matmat_set_equals_decoded_dot(fmts, k: int, tokens: int, data) -> None:
+    """`matmat_set` (one `wf_nf_matmat_set` call: every matrix's rows one range on the pool, split
+    at any row) against the decoded dot of each matrix: 1 to 5 matrices of mixed formats and
+    sizes, some of two segments, rows falling across the pool's chunks; 1, 2 and 3 threads."""
+    mats, wants = [], []
+    x = data.draw(activations(tokens, k))
+    for fmt in fmts:
+        n = data.draw(st.integers(1, 40))
+        seed = data.draw(st.integers(0, 2**16))
+        w = np.random.default_rng(seed).normal(0, 0.3, (n, k)).astype(np.float32)
+        codec = get_codec(*fmt)
+        payload = t2_payload(w, (n, k)) if fmt[0] == "t2_g128_fp16" else codec.encode(w, (n, k))
+        decoded = np.asarray(codec.decode(payload, (n, k)), np.float32)
+        cut = data.draw(st.integers(0, n - 1))  # rows [0, cut) and [cut, n) as two segments
+        raw = np.frombuffer(payload, np.uint8)
+        segs = [
+            Segment(raw, *fmt, (n, k), r0, r1 - r0) for r0, r1 in ((0, cut), (cut, n)) if r1 > r0
+        ]
+        mats.append(NfMatrix(n, k, segs))
+        wants.append(
+            np.array([[dot(row, x[t]) for row in decoded] for t in range(tokens)], np.float32)
+        )
+    for _isa in each_isa():
+        for threads in (1, 2, 3):
+            got = matmat_set(mats, x, threads)
+            for g, want in zip(got, wants, strict=True):
+                assert np.array_equal(g.view(np.uint32), want.view(np.uint32)), (_isa, threads)
