@@ -1,0 +1,93 @@
+"""The board products' SIMD bodies (fast/csrc/board_simd.c: AVX2, AVX-512 + VNNI) equal the
+portable rows of fast/csrc/board.c bit for bit (spec/numerics.md §board-products, §kernel-paths).
+
+The portable rows are the oracle here (tests/fast/qwen3/board/test_board_fast_ops.py proves them
+equal to the reference). The inputs go past what the model hands the kernel: activation codes
+down to −128 (the quantizer stops at ±127, the kernel's contract is any int8), weight codes at
+−128/127, f16 scale bits over every finite pattern (subnormals included), activation scales
+from subnormal to near the float32 maximum (products that overflow to ±inf and inf − inf), row
+counts that leave tails of every length beside whole tiles of 8 (x86) or 4 (NEON, under qemu in
+test_board_aarch64.py), and values built to tie: rows that repeat one another, and pairs of
+blocks whose products cancel so a chain returns to a rounding boundary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from weightfile.fast._native import forced_isa, usable_isas
+from weightfile.fast.qwen3.board import ops
+from weightfile.ref.numerics.matrix import QuantMatrix
+
+F32 = np.float32
+SIMD = [isa for isa in usable_isas() if isa != "portable"]
+FORMS = [ops.FORM_Q4_DECODE, ops.FORM_SINGLE_CHAIN, ops.FORM_Q8_PREFILL]
+
+f16_finite = st.integers(0, 0xFFFF).filter(lambda b: (b >> 10) & 0x1F != 0x1F)
+f16_hard = st.one_of(
+    st.sampled_from([0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000, 0x8000]),
+    f16_finite,
+)
+dx_elem = st.one_of(
+    st.sampled_from([1e-45, 1.1754942e-38, 1.0, 3.0e38, 1.0 / 127, 2.0**-24]),
+    st.floats(2.0**-149, 3.0e38, width=32),
+)
+code_ranges = st.sampled_from([(-8, 7), (-127, 127), (-128, 127), (-128, -128), (127, 127)])
+
+
+@st.composite
+def products(draw) -> tuple[QuantMatrix, np.ndarray, np.ndarray]:
+    rows, blocks = draw(st.integers(1, 37)), draw(st.integers(1, 5))
+    cols = blocks * 32
+    lo, hi = draw(code_ranges)
+    codes = draw(hnp.arrays(np.int8, (rows, cols), elements=st.integers(lo, hi)))
+    xlo, xhi = draw(code_ranges)
+    xc = draw(hnp.arrays(np.int8, cols, elements=st.integers(xlo, xhi)))
+    bits = draw(hnp.arrays(np.uint16, (rows, blocks), elements=f16_hard))
+    dx = draw(hnp.arrays(F32, blocks, elements=dx_elem))
+    if rows > 1 and draw(st.booleans()):
+        codes[1::2] = codes[0]  # equal rows in different lanes must give equal bits
+        bits[1::2] = bits[0]
+    if blocks > 1 and draw(st.booleans()):
+        codes[:, 32:64] = -codes[:, :32].astype(np.int16).clip(-127, 127)  # D1 = -D0: cancel
+        bits[:, 1], dx[1] = bits[:, 0], dx[0]
+    return QuantMatrix(codes, bits), xc, dx
+
+
+def bits_of(y: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(y, F32).view(np.uint32)
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD kernel path on this CPU")
+@settings(max_examples=60, deadline=None)
+@given(p=products(), form=st.sampled_from(FORMS), threads=st.sampled_from([1, 3]))
+def test_simd_bodies_give_the_portable_bits(p, form: int, threads: int) -> None:
+    m, xc, dx = p
+    with np.errstate(all="ignore"), ops.thread_grain(1):
+        with forced_isa("portable"):
+            want = bits_of(ops._matvec(m, xc, dx, form, 1))
+        for isa in SIMD:
+            with forced_isa(isa):
+                got = bits_of(ops._matvec(m, xc, dx, form, threads))
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, f"{isa}: row {bad[0]} {got[bad[0]]:#x} != {want[bad[0]]:#x}"
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD kernel path on this CPU")
+def test_a_tile_and_its_tail_reach_the_simd_body() -> None:
+    """Guards the property above against testing nothing: 8 rows run in a tile on every SIMD
+    path, and a row whose dot needs −128·−128 gives the exact value there (the AVX2 maddubs
+    shortcut of the canonical kernels would saturate it)."""
+    rows, cols = 11, 64
+    codes = np.full((rows, cols), -128, np.int8)
+    xc = np.full(cols, -128, np.int8)
+    bits = np.full((rows, 2), 0x3C00, np.uint16)  # f16 1.0
+    dx = np.ones(2, F32)
+    for isa in SIMD:
+        with forced_isa(isa):
+            y = ops._matvec(QuantMatrix(codes, bits), xc, dx, ops.FORM_SINGLE_CHAIN, 1)
+        assert np.array_equal(y, np.full(rows, 2 * 32 * 128 * 128, F32)), isa
