@@ -32,9 +32,13 @@ f16_hard = st.one_of(
     st.sampled_from([0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000, 0x8000]),
     f16_finite,
 )
+def _f32s(*v: float) -> list[float]:
+    return [float(F32(x)) for x in v]
+
+
 dx_elem = st.one_of(
-    st.sampled_from([1e-45, 1.1754942e-38, 1.0, 3.0e38, 1.0 / 127, 2.0**-24]),
-    st.floats(2.0**-149, 3.0e38, width=32),
+    st.sampled_from(_f32s(2.0**-149, 1.1754942e-38, 1.0, 3.0e38, 1.0 / 127, 2.0**-24)),
+    st.floats(*_f32s(2.0**-149, 3.0e38), width=32),
 )
 code_ranges = st.sampled_from([(-8, 7), (-127, 127), (-128, 127), (-128, -128), (127, 127)])
 
