@@ -7,8 +7,9 @@ down to −128 (the quantizer stops at ±127, the kernel's contract is any int8)
 −128/127, f16 scale bits over every finite pattern (subnormals included), activation scales
 from subnormal to near the float32 maximum (products that overflow to ±inf and inf − inf), row
 counts that leave tails of every length beside whole tiles of 8 (x86) or 4 (NEON, under qemu in
-test_board_aarch64.py), and values built to tie: rows that repeat one another, and pairs of
-blocks whose products cancel so a chain returns to a rounding boundary.
+test_board_aarch64.py), values built to tie (rows that repeat one another, pairs of blocks
+whose products cancel), and tests/strategies/board.py's `close_chains`, whose terms are of one
+magnitude so that fused and unfused chains round apart in many rows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from strategies.board import close_chains, simd_products
 
 from weightfile.fast._native import forced_isa, usable_isas
 from weightfile.fast.qwen3.board import ops
@@ -27,39 +28,11 @@ F32 = np.float32
 SIMD = [isa for isa in usable_isas() if isa != "portable"]
 FORMS = [ops.FORM_Q4_DECODE, ops.FORM_SINGLE_CHAIN, ops.FORM_Q8_PREFILL]
 
-f16_finite = st.integers(0, 0xFFFF).filter(lambda b: (b >> 10) & 0x1F != 0x1F)
-f16_hard = st.one_of(
-    st.sampled_from([0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000, 0x8000]),
-    f16_finite,
-)
-def _f32s(*v: float) -> list[float]:
-    return [float(F32(x)) for x in v]
 
-
-dx_elem = st.one_of(
-    st.sampled_from(_f32s(2.0**-149, 1.1754942e-38, 1.0, 3.0e38, 1.0 / 127, 2.0**-24)),
-    st.floats(*_f32s(2.0**-149, 3.0e38), width=32),
-)
-code_ranges = st.sampled_from([(-8, 7), (-127, 127), (-128, 127), (-128, -128), (127, 127)])
-
-
-@st.composite
-def products(draw) -> tuple[QuantMatrix, np.ndarray, np.ndarray]:
-    rows, blocks = draw(st.integers(1, 37)), draw(st.integers(1, 5))
-    cols = blocks * 32
-    lo, hi = draw(code_ranges)
-    codes = draw(hnp.arrays(np.int8, (rows, cols), elements=st.integers(lo, hi)))
-    xlo, xhi = draw(code_ranges)
-    xc = draw(hnp.arrays(np.int8, cols, elements=st.integers(xlo, xhi)))
-    bits = draw(hnp.arrays(np.uint16, (rows, blocks), elements=f16_hard))
-    dx = draw(hnp.arrays(F32, blocks, elements=dx_elem))
-    if rows > 1 and draw(st.booleans()):
-        codes[1::2] = codes[0]  # equal rows in different lanes must give equal bits
-        bits[1::2] = bits[0]
-    if blocks > 1 and draw(st.booleans()):
-        codes[:, 32:64] = -codes[:, :32].astype(np.int16).clip(-127, 127)  # D1 = -D0: cancel
-        bits[:, 1], dx[1] = bits[:, 0], dx[0]
-    return QuantMatrix(codes, bits), xc, dx
+def _quantized(chain: tuple[np.ndarray, np.ndarray, np.ndarray]):
+    codes, bits, x = chain
+    xc, dx = ops.quantize_act(x)
+    return QuantMatrix(codes, bits), xc.reshape(-1), dx
 
 
 def bits_of(y: np.ndarray) -> np.ndarray:
@@ -67,8 +40,12 @@ def bits_of(y: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.skipif(not SIMD, reason="no SIMD kernel path on this CPU")
-@settings(max_examples=60, deadline=None)
-@given(p=products(), form=st.sampled_from(FORMS), threads=st.sampled_from([1, 3]))
+@settings(max_examples=200, deadline=None)
+@given(
+    p=st.one_of(simd_products(), close_chains().map(_quantized)),
+    form=st.sampled_from(FORMS),
+    threads=st.sampled_from([1, 3]),
+)
 def test_simd_bodies_give_the_portable_bits(p, form: int, threads: int) -> None:
     m, xc, dx = p
     with np.errstate(all="ignore"), ops.thread_grain(1):
