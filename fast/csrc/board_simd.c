@@ -14,6 +14,7 @@
  * attributes and chosen at run time (cpu.h); the NEON body is compiled in by -march.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "board.h"
 #include "cpu.h"
@@ -45,10 +46,9 @@ wfb_rows8(const __m256i p[8], __m256i *lo, __m256i *hi) {
 
 /* One block's float step of the eight rows: the portable loop's body, lane-wise. */
 WFB_AVX2 static inline __attribute__((always_inline)) void
-wfb_step8(const wfb_mv *p, const uint16_t sbits[8], int64_t b, __m256i dlo, __m256i dhi,
-          __m256 *lo, __m256 *hi) {
-    const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)sbits)),
-                                   _mm256_set1_ps(p->dx[b]));
+wfb_step8(const wfb_mv *p, __m128i sbits, int64_t b, __m256i dlo, __m256i dhi, __m256 *lo,
+          __m256 *hi) {
+    const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(sbits), _mm256_set1_ps(p->dx[b]));
     if (p->form == FORM_Q4_DECODE) {
         *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo), s, *lo);
         *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi), s, *hi);
@@ -85,32 +85,60 @@ WFB_AVX2 static void wfb_tile8_avx2(const wfb_mv *p, int64_t r) {
             sbits[i] = sb[i * nb + b];
         }
         wfb_rows8(part, &dlo, &dhi);
-        wfb_step8(p, sbits, b, dlo, dhi, &lo, &hi);
+        wfb_step8(p, _mm_loadu_si128((const __m128i *)sbits), b, dlo, dhi, &lo, &hi);
     }
     wfb_store8(p, r, lo, hi);
 }
 
-/* AVX-512 VNNI (256-bit, VL): vpdpbusd of w XOR 0x80 = w + 128 and x, from −128·Σx per group. */
+/* AVX-512 VNNI: vpdpbusd of w XOR 0x80 = w + 128 and x, from −128·Σx per 4-byte group. Two
+ * blocks per 512-bit load (their halves reduced as the AVX2 tile's), an odd last block alone. */
+WFB_AVX512 static inline __attribute__((always_inline)) void
+wfb_block_vnni(const wfb_mv *p, const int8_t *w, const uint16_t *sb, int64_t b, __m256 *lo,
+               __m256 *hi) {
+    const int64_t cols = p->cols, nb = cols / WFB_QB;
+    const __m256i flip = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(p->xc + b * WFB_QB));
+    const __m256i init = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, flip, x));
+    __m256i part[8], dlo, dhi;
+    uint16_t sbits[8];
+    for (int i = 0; i < 8; i++) {
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + i * cols + b * WFB_QB));
+        part[i] = _mm256_dpbusd_epi32(init, _mm256_xor_si256(wv, flip), x);
+        sbits[i] = sb[i * nb + b];
+    }
+    wfb_rows8(part, &dlo, &dhi);
+    wfb_step8(p, _mm_loadu_si128((const __m128i *)sbits), b, dlo, dhi, lo, hi);
+}
+
 WFB_AVX512 static void wfb_tile8_vnni(const wfb_mv *p, int64_t r) {
     const int64_t cols = p->cols, nb = cols / WFB_QB;
     const int8_t *w = p->w + r * cols;
     const uint16_t *sb = p->sb + r * nb;
-    const __m256i flip = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
     __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(p->xc + b * WFB_QB));
-        const __m256i init = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, flip, x));
-        __m256i part[8], dlo, dhi;
-        uint16_t sbits[8];
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const __m512i x = _mm512_loadu_si512(p->xc + b * WFB_QB);
+        const __m512i init = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, flip, x));
+        __m256i pa[8], pb[8], dlo, dhi;
+        uint32_t pair[8]; /* the scale bits of blocks b (low half) and b + 1 (high half) */
         for (int i = 0; i < 8; i++) {
-            const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + i * cols + b * WFB_QB));
-            part[i] = _mm256_dpbusd_epi32(init, _mm256_xor_si256(wv, flip), x);
-            WFB_NEXT_TILE(w + i * cols + b * WFB_QB, 8 * cols);
-            sbits[i] = sb[i * nb + b];
+            const int8_t *wb = w + i * cols + b * WFB_QB;
+            const __m512i wv = _mm512_xor_si512(_mm512_loadu_si512(wb), flip);
+            const __m512i d = _mm512_dpbusd_epi32(init, wv, x);
+            pa[i] = _mm512_castsi512_si256(d);
+            pb[i] = _mm512_extracti64x4_epi64(d, 1);
+            memcpy(&pair[i], sb + i * nb + b, 4);
+            WFB_NEXT_TILE(wb, 8 * cols);
         }
-        wfb_rows8(part, &dlo, &dhi);
-        wfb_step8(p, sbits, b, dlo, dhi, &lo, &hi);
+        const __m256i both = _mm256_loadu_si256((const __m256i *)pair);
+        wfb_rows8(pa, &dlo, &dhi);
+        wfb_step8(p, _mm256_cvtepi32_epi16(both), b, dlo, dhi, &lo, &hi);
+        wfb_rows8(pb, &dlo, &dhi);
+        const __m128i next = _mm256_cvtepi32_epi16(_mm256_srli_epi32(both, 16));
+        wfb_step8(p, next, b + 1, dlo, dhi, &lo, &hi);
     }
+    if (b < nb) wfb_block_vnni(p, w, sb, b, &lo, &hi);
     wfb_store8(p, r, lo, hi);
 }
 
