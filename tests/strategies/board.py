@@ -166,7 +166,7 @@ code_ranges = st.sampled_from([(-8, 7), (-127, 127), (-128, 127), (-128, -128), 
 def simd_products(draw: st.DrawFn) -> tuple[QuantMatrix, np.ndarray, np.ndarray]:
     """(matrix, activation codes int8 [cols], activation scales float32 [cols/32]): 1-37 rows,
     1-5 blocks."""
-    rows, blocks = draw(st.integers(1, 37)), draw(st.integers(1, 5))
+    rows, blocks = draw(st.integers(1, 40)), draw(st.integers(1, 5))
     cols = blocks * QBLOCK
     lo, hi = draw(code_ranges)
     codes = draw(hnp.arrays(np.int8, (rows, cols), elements=st.integers(lo, hi)))

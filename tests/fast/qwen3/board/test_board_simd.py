@@ -60,15 +60,16 @@ def test_simd_bodies_give_the_portable_bits(p, form: int, threads: int) -> None:
 
 @pytest.mark.skipif(not SIMD, reason="no SIMD kernel path on this CPU")
 def test_a_tile_and_its_tail_reach_the_simd_body() -> None:
-    """Guards the property above against testing nothing: 8 rows run in a tile on every SIMD
-    path, and a row whose dot needs −128·−128 gives the exact value there (the AVX2 maddubs
-    shortcut of the canonical kernels would saturate it)."""
-    rows, cols = 11, 64
+    """Guards the property above against testing nothing: 27 rows run as tiles of 8 and a tail
+    of 3 on every SIMD path, over an odd number of blocks, and a row whose dots need
+    −128·−128 gives the exact value there (the AVX2 maddubs shortcut of the canonical kernels
+    would saturate it)."""
+    rows, cols = 27, 96
     codes = np.full((rows, cols), -128, np.int8)
     xc = np.full(cols, -128, np.int8)
-    bits = np.full((rows, 2), 0x3C00, np.uint16)  # f16 1.0
-    dx = np.ones(2, F32)
+    bits = np.full((rows, 3), 0x3C00, np.uint16)  # f16 1.0
+    dx = np.ones(3, F32)
     for isa in SIMD:
         with forced_isa(isa):
             y = ops._matvec(QuantMatrix(codes, bits), xc, dx, ops.FORM_SINGLE_CHAIN, 1)
-        assert np.array_equal(y, np.full(rows, 2 * 32 * 128 * 128, F32)), isa
+        assert np.array_equal(y, np.full(rows, 3 * 32 * 128 * 128, F32)), isa
