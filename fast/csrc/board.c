@@ -6,67 +6,37 @@
  * (spec/numerics.md §board-c-library). The libm functions are called through volatile pointers so
  * the compiler can neither fold nor merge them (GCC would turn a cosf/sinf pair into sincosf, a
  * different routine). Built with -ffp-contract=off like every file in fast/csrc. Products split
- * over output rows only, so results do not depend on the thread count.
+ * over output rows only, so results do not depend on the thread count; their rows run in the
+ * SIMD bodies of board_simd.c on the AVX2, AVX-512 and NEON paths (cpu.h), with the same bits.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
-enum { QB = 32, MAX_THREADS = 64 };
+#include "board.h"
+#include "wf_kernels.h"
+
+enum { QB = WFB_QB };
 
 static float (*volatile board_expf)(float) = expf;
 static float (*volatile board_cosf)(float) = cosf;
 static float (*volatile board_sinf)(float) = sinf;
 
-/* ---- threads: contiguous row ranges ------------------------------------------------------ */
+/* ---- threads: the canonical path's pool (wf_common.c wf_parallel_for) --------------------- */
 
 typedef void (*wfb_range_fn)(void *ctx, int64_t begin, int64_t end);
-typedef struct {
-    wfb_range_fn fn;
-    void *ctx;
-    int64_t begin, end;
-} wfb_part;
 
-static void *wfb_run_part(void *arg) {
-    wfb_part *p = (wfb_part *)arg;
-    p->fn(p->ctx, p->begin, p->end);
-    return NULL;
-}
-
-/* `work` is the job's size in multiply-adds: at most a thread per `grain` of them, since
- * starting one costs more than a small product (the split never changes a result; tests set the
- * grain to 1 so that tiny products really run on several threads). */
+/* `work` is the job's size in multiply-adds: at most a thread per `grain` of them (the canonical
+ * path's policy, wf_threads_for), since handing a small product to a worker costs more than it
+ * saves. The pool splits rows dynamically; each row is computed whole by one thread in the same
+ * order, so the split never changes a result (tests set the grain to 1 so that tiny products
+ * really run on several threads). */
 static int64_t wfb_grain = 65536;
 
 void wfb_set_thread_grain(int64_t grain) { wfb_grain = grain > 0 ? grain : 1; }
 
 static void wfb_parallel(int64_t n, int32_t threads, int64_t work, wfb_range_fn fn, void *ctx) {
-    int64_t useful = work / wfb_grain + 1;
-    if (threads > useful) threads = (int32_t)useful;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads > n) threads = (int32_t)n;
-    if (threads <= 1) {
-        fn(ctx, 0, n);
-        return;
-    }
-    pthread_t tid[MAX_THREADS];
-    wfb_part parts[MAX_THREADS];
-    int started[MAX_THREADS];
-    for (int32_t t = 0; t < threads; t++) {
-        parts[t].fn = fn;
-        parts[t].ctx = ctx;
-        parts[t].begin = n * t / threads;
-        parts[t].end = n * (t + 1) / threads;
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, wfb_run_part, &parts[t]) == 0;
-    }
-    fn(ctx, parts[0].begin, parts[0].end);
-    for (int32_t t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            fn(ctx, parts[t].begin, parts[t].end); /* no thread: same rows, same result */
-    }
+    wf_parallel_for(n, wf_threads_for(threads, work, wfb_grain), fn, ctx);
 }
 
 /* ---- spec/numerics.md §board-activations activation quantization ----------------------------- */
@@ -93,18 +63,6 @@ void wfb_quantize_act(const float *x, int64_t n, int8_t *codes, float *scales) {
 
 /* ---- spec/numerics.md §board-products the products ------------------------------------------- */
 
-enum { FORM_Q4_DECODE = 0, FORM_SINGLE_CHAIN = 1, FORM_Q8_PREFILL = 2 };
-
-typedef struct {
-    const int8_t *w;
-    const uint16_t *sb;
-    int64_t cols;
-    const int8_t *xc;
-    const float *dx;
-    int32_t form;
-    float *y;
-} wfb_mv;
-
 static float wfb_f16(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1F, f = h & 0x3FF, bits;
     if (e == 0) {
@@ -129,7 +87,7 @@ static int32_t wfb_idot(const int8_t *a, const int8_t *b, int lo, int hi) {
 static void wfb_mv_rows(void *ctx, int64_t r0, int64_t r1) {
     const wfb_mv *p = (const wfb_mv *)ctx;
     int64_t nb = p->cols / QB;
-    for (int64_t r = r0; r < r1; r++) {
+    for (int64_t r = wfb_mv_rows_simd(p, r0, r1); r < r1; r++) {
         const int8_t *wr = p->w + r * p->cols;
         const uint16_t *sr = p->sb + r * nb;
         float lo = 0.0f, hi = 0.0f, acc = 0.0f;

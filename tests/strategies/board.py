@@ -9,6 +9,10 @@
   blocks' terms s_b·D_b are of one magnitude (one weight-scale binade, one activation amax), so
   that the chain's separate multiply-then-add and a fused multiply-add round differently in many
   rows.
+* `simd_products` -- any-int8 products for the board's SIMD bodies (fast/csrc/board_simd.c):
+  codes at −128/127 on both sides, every finite f16 scale pattern, activation scales from
+  subnormal to near the float32 maximum, row counts that leave tails beside whole tiles, rows
+  that repeat one another and blocks whose dots cancel.
 
 The oracle (`round32`, `act_codes_exact`, `chain_exact`) is exact rational arithmetic (Python's
 `fractions`), binary32 rounding written out from IEEE 754 (nearest, ties to even), and NumPy's
@@ -22,6 +26,9 @@ from fractions import Fraction
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from weightfile.ref.numerics.matrix import QuantMatrix
 
 F32 = np.float32
 QBLOCK = 32
@@ -135,3 +142,42 @@ def close_chains(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for b in range(blocks):
         x[b * QBLOCK + int(rng.integers(0, QBLOCK))] = F32(amax)
     return codes, bits, x
+
+
+f16_finite = st.integers(0, 0xFFFF).filter(lambda b: (b >> 10) & 0x1F != 0x1F)
+f16_hard = st.one_of(
+    st.sampled_from([0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x8001, 0xFBFF, 0x0000, 0x8000]),
+    f16_finite,
+)
+
+
+def _f32s(*v: float) -> list[float]:
+    return [float(F32(x)) for x in v]
+
+
+dx_elem = st.one_of(
+    st.sampled_from(_f32s(2.0**-149, 1.1754942e-38, 1.0, 3.0e38, 1.0 / 127, 2.0**-24)),
+    st.floats(*_f32s(2.0**-149, 3.0e38), width=32),
+)
+code_ranges = st.sampled_from([(-8, 7), (-127, 127), (-128, 127), (-128, -128), (127, 127)])
+
+
+@st.composite
+def simd_products(draw: st.DrawFn) -> tuple[QuantMatrix, np.ndarray, np.ndarray]:
+    """(matrix, activation codes int8 [cols], activation scales float32 [cols/32]): 1-37 rows,
+    1-5 blocks."""
+    rows, blocks = draw(st.integers(1, 40)), draw(st.integers(1, 5))
+    cols = blocks * QBLOCK
+    lo, hi = draw(code_ranges)
+    codes = draw(hnp.arrays(np.int8, (rows, cols), elements=st.integers(lo, hi)))
+    xlo, xhi = draw(code_ranges)
+    xc = draw(hnp.arrays(np.int8, cols, elements=st.integers(xlo, xhi)))
+    bits = draw(hnp.arrays(np.uint16, (rows, blocks), elements=f16_hard))
+    dx = draw(hnp.arrays(F32, blocks, elements=dx_elem))
+    if rows > 1 and draw(st.booleans()):
+        codes[1::2] = codes[0]  # equal rows in different lanes must give equal bits
+        bits[1::2] = bits[0]
+    if blocks > 1 and draw(st.booleans()):
+        codes[:, 32:64] = -codes[:, :32].astype(np.int16).clip(-127, 127)  # D1 = -D0: cancel
+        xc[32:64], bits[:, 1], dx[1] = xc[:32], bits[:, 0], dx[0]
+    return QuantMatrix(codes, bits), xc, dx

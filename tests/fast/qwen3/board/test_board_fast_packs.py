@@ -4,7 +4,8 @@ The oracle is tests/data/kestrel-board/ (the engine's `engine.npz`, computed by 
 engine's code under qemu; nothing in it comes from weightfile). The comparison helpers are the
 reference tests' (tests/ref/qwen3/board/test_board_packs.py): uint32 bit patterns for floats,
 exact int32 for token ids, never a tolerance. Each case runs with 1 thread on one prompt path and
-3 threads on the other, so both thread counts meet every case.
+3 threads on the other, so both thread counts meet every case, on every kernel path this CPU
+runs (portable C and the SIMD bodies of fast/csrc/board_simd.c; NEON in test_board_aarch64.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from weightfile.cli import main
+from weightfile.fast._native import forced_isa, usable_isas
 from weightfile.fast.backend import FAST
 from weightfile.fast.qwen3.board.model import FastBoardModel, bind_board_fast
 from weightfile.frontend.dispatch import load_session
@@ -41,15 +43,19 @@ def fast_model(case: str, threads: int) -> FastBoardModel:
         return bind_board_fast(vqf, threads=threads)
 
 
+@pytest.mark.parametrize("isa", usable_isas() or ["portable"])
 @pytest.mark.parametrize("path", ["prefill", "tokenwise"])
 @pytest.mark.parametrize("case", packs.CASES)
-def test_fast_board_engine_reproduces_the_engine_bit_for_bit(case: str, path: str) -> None:
+def test_fast_board_engine_reproduces_the_engine_bit_for_bit(
+    case: str, path: str, isa: str
+) -> None:
     """Every array the engine dumped for this prompt path, bit for bit: the prompt path's
     logits (`prefill.logits` or every row of `prompt.decode_path.logits`), the 8 greedy tokens,
     the 8 decode steps' logits and every per-op intermediate (`*.step0.*`, `prefill.last.*`)."""
     threads = 1 if (path == "prefill") == ("q4" in case) else 3
     want = packs.engine_arrays(case, path)
-    got = generate(fast_model(case, threads), packs.prompt(case), packs.STEPS, path, ops=True)
+    with forced_isa(isa):
+        got = generate(fast_model(case, threads), packs.prompt(case), packs.STEPS, path, ops=True)
     assert set(want) <= set(got), f"not computed: {sorted(set(want) - set(got))}"
     wrong = [
         packs.first_difference(n, got[n], w)
