@@ -377,9 +377,8 @@ def run_bench(
                 notes += _board_image(report, vqf, other, plan, image_side, bar)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
-        if ref and rows[0].method == "estimated":
-            notes.append(ESTIMATED)
-        notes += depth_notes(plan, ref)
+        estimated = ref and rows[0].method == "estimated"
+        notes += [ESTIMATED] * estimated + depth_notes(plan, ref)
         report["tests"] = [row_dict(r, by_threads, per_token) for r in rows]
         report["decode_speedup"] = speedup_of(report["tests"])
         notes += board.add_decode_ratio(report, other)
