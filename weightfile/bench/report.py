@@ -52,7 +52,9 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                         shared tensors + the chosen experts' bands), all_experts_bytes_per_token,
                         decoded_tokens, tokens_per_s (single-core bandwidth ÷ those bytes)}; the
                         tg rows' rooflines then use the same bytes per token
-    peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
+    peak_rss          (the longest test's tokens prefilled and decoded from an empty cache: -d
+                       does not deepen it)
+                      null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
                               within_bound (peak ≤ baseline + bound; null when the bound is
                               below RSS_NOISE_BYTES: the interpreter's own growth would decide)}
