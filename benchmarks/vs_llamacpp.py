@@ -20,6 +20,8 @@ stops, exit 0). Issue 19 item 5:
   least 1/1.15 of its wall time (wall ÷ cpu time <= 1.15).
 * Both sides run llama-bench's tests (ppN: an N-token prompt in one call; tgN: N tokens one call
   each, from an empty cache), `-r` repetitions each, mean t/s; the ratio is weightfile ÷ llama.cpp.
+  `--depths 0,256,1024` passes `-d` to both: each test then also runs after an untimed prefill of
+  that many tokens (`tg64 @ d256`); results are keyed by (test, depth, threads).
   Per-round ratios and the medians over the quiet rounds are printed (markdown), `--json FILE`
   keeps every number.
 """
@@ -315,32 +317,47 @@ def exit_reason(code: int) -> str:
 
 
 # -- one round ----------------------------------------------------------------------------------
-def llama_rows(binary: Path, gguf_path: Path, tests: Tests, threads: list[int], reps: int):
+def row_key(r: dict[str, Any]) -> tuple[str, int, int]:
+    """(test, depth, threads) of one llama-bench JSON row or one `weightfile bench -o jsonl` row:
+    both carry n_prompt, n_gen, n_depth and n_threads."""
+    name = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+    return name, int(r.get("n_depth", 0)), int(r["n_threads"])
+
+
+def key_text(key: tuple[str, int, int], quant: str) -> str:
+    """ "tg64/q4_0/2", and at a depth "tg64 @ d256/q4_0/2" (llama-bench's test name)."""
+    test, depth, threads = key
+    return f"{test}{f' @ d{depth}' if depth else ''}/{quant}/{threads}"
+
+
+def depth_flags(depths: list[int] | tuple[int, ...]) -> list[str]:
+    return ["-d", ",".join(map(str, depths))]  # the same option on both sides
+
+
+def llama_rows(binary: Path, gguf_path: Path, tests: Tests, threads: list[int], reps: int,
+               depths: list[int] | tuple[int, ...] = (0,)):  # fmt: skip
     cmd = [str(binary), "-m", str(gguf_path), "-t", ",".join(map(str, threads)),
-           "-r", str(reps), "-o", "json", *tests.llama_flags()]  # fmt: skip
+           "-r", str(reps), "-o", "json", *tests.llama_flags(), *depth_flags(depths)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"llama-bench failed ({exit_reason(done.returncode)}): "
                          f"{done.stderr.strip()[-2000:]}")  # fmt: skip
     rows = json.loads(done.stdout)
-    out = {}
-    for r in rows:
-        name = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
-        out[(name, int(r["n_threads"]))] = float(r["avg_ts"])
-    return out, rows[0]
+    return {row_key(r): float(r["avg_ts"]) for r in rows}, rows[0]
 
 
-def weightfile_rows(synthetic: str, tests: Tests, threads: list[int], reps: int, cache: str | None):
+def weightfile_rows(synthetic: str, tests: Tests, threads: list[int], reps: int, cache: str | None,
+                    depths: list[int] | tuple[int, ...] = (0,)):  # fmt: skip
     cmd = [sys.executable, "-m", "weightfile.cli", "bench", "--synthetic", synthetic,
            "-t", ",".join(map(str, threads)), "-r", str(reps), "-o", "jsonl", "--no-rss",
-           "--no-ref", "-q", *tests.weightfile_flags()]  # fmt: skip
+           "--no-ref", "-q", *tests.weightfile_flags(), *depth_flags(depths)]  # fmt: skip
     if cache is not None:
         cmd += ["--cache-dir", cache]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"weightfile bench failed ({done.returncode}): {done.stderr.strip()}")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    return {(r["test"], int(r["n_threads"])): float(r["avg_ts"]) for r in rows}, rows[0]
+    return {row_key(r): float(r["avg_ts"]) for r in rows}, rows[0]
 
 
 class Tests:
@@ -361,13 +378,24 @@ class Tests:
         return self.llama_flags()  # the same option names, on purpose
 
 
+def parse_depths(text: str, p: argparse.ArgumentParser) -> list[int]:
+    """--depths 0,256,1024: integers of at least 0, repeats dropped."""
+    try:
+        depths = list(dict.fromkeys(int(d) for d in text.split(",") if d.strip()))
+    except ValueError:
+        p.error(f"--depths takes integers separated by commas (0,256,1024), got {text!r}")
+    if not depths or any(d < 0 for d in depths):
+        p.error(f"--depths must be at least 0, got {text!r}")
+    return depths
+
+
 def median_table(rounds: list[dict[str, Any]], quiet_only: bool) -> list[str]:
     use = [r for r in rounds if r["quiet"]] if quiet_only else rounds
     lines = ["| test | quant | threads | weightfile t/s | llama.cpp t/s | ratio | rounds |",
              "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     keys = dict.fromkeys(k for r in use for k in r["ratio"])
     for key in keys:
-        test, quant, n = key.split("/")
+        test, quant, n = key.split("/")  # test: "tg64" or "tg64 @ d256"
         have = [r for r in use if key in r["ratio"]]
         wf = statistics.median(r["weightfile"][key] for r in have)
         lc = statistics.median(r["llama"][key] for r in have)
@@ -466,6 +494,12 @@ def main(argv: list[str] | None = None) -> int:
         help="ppN / tgN, comma-separated (default pp64,pp512,tg64)",
     )
     p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    p.add_argument(
+        "--depths",
+        default="0",
+        help="depths passed to both sides as -d: each test after an untimed prefill of that "
+        "many tokens, shown as `tg64 @ d256` (default 0; e.g. 0,256,1024)",
+    )
     p.add_argument("--rounds", type=int, default=4, help="quiet rounds wanted (default 4)")
     p.add_argument(
         "--max-rounds",
@@ -491,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = [int(t) for t in a.threads.split(",")]
     if a.rounds < 1 or a.reps < 1 or any(t < 1 for t in threads):
         p.error("--rounds, --reps and --threads must be at least 1")
+    depths = parse_depths(a.depths, p)
     if a.llama_bench is not None and not Path(a.llama_bench).is_file():
         p.error(f"--llama-bench: no such file: {a.llama_bench}")
     binary = find_llama_bench(a)
@@ -527,13 +562,15 @@ def main(argv: list[str] | None = None) -> int:
             got = {}
             for who in order:
                 if who == "llama":
-                    got[who], info["llama"] = llama_rows(binary, gg, a.tests, threads, a.reps)
+                    got[who], info["llama"] = llama_rows(
+                        binary, gg, a.tests, threads, a.reps, depths
+                    )
                 else:
                     got[who], info["weightfile"] = weightfile_rows(
-                        name, a.tests, threads, a.reps, a.cache_dir
+                        name, a.tests, threads, a.reps, a.cache_dir, depths
                     )
             for key, lc in got["llama"].items():
-                k = f"{key[0]}/{q}/{key[1]}"
+                k = key_text(key, q)
                 if key in got["weightfile"]:
                     entry["llama"][k], entry["weightfile"][k] = lc, got["weightfile"][key]
                     entry["ratio"][k] = got["weightfile"][key] / lc

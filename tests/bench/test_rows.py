@@ -23,6 +23,8 @@ def test_mean_and_sample_stddev_match_statistics(samples):
 
 def test_labels_follow_llama_bench():
     assert (measure.label_of(512, 0), measure.label_of(0, 128)) == ("pp512", "tg128")
+    # llama-bench's markdown names a test at a depth `tg128 @ d1024` (llama-bench.cpp, " @ d%d")
+    assert (measure.label_of(0, 128, 1024), measure.label_of(64, 0, 0)) == ("tg128 @ d1024", "pp64")
 
 
 class Counting:
@@ -49,6 +51,19 @@ def test_pp_is_one_call_and_tg_one_call_per_token_from_an_empty_cache():
     row = measure.run_row(m, "fast", 1, 100, 0, 4, repetitions=2, tick=lambda: ticks.append(1))
     assert m.calls == [(1, 0)] + [(1, i) for i in range(4)] * 2
     assert row.test == "tg4" and len(ticks) == 2
+
+
+def test_a_depth_is_filled_once_untimed_and_each_repetition_starts_from_a_copy():
+    """-d 8: the warm-up on an empty cache, one 8-token fill, then every repetition on a cache
+    already holding those 8 tokens (a copy: the fill is not re-run, nor grown by the tests)."""
+    m = Counting()
+    row = measure.run_row(m, "fast", 1, 100, 16, 0, repetitions=3, n_depth=8)
+    assert m.calls == [(2, 0), (8, 0)] + [(16, 8)] * 3
+    assert (row.test, row.n_depth, row.n_prompt) == ("pp16 @ d8", 8, 16)
+    m = Counting()
+    row = measure.run_row(m, "fast", 1, 100, 0, 3, repetitions=2, n_depth=8)
+    assert m.calls == [(1, 0), (8, 0)] + [(1, 8 + i) for i in range(3)] * 2
+    assert (row.test, row.n_depth) == ("tg3 @ d8", 8)
 
 
 class Tty(io.StringIO):

@@ -152,3 +152,60 @@ def test_qwen35_gguf_names_shapes_and_keys(qwen35_script, tmp_path, name, kind):
         assert list(t["blk.0.ffn_gate_exps.weight"].shape) == [64, 32, 8]
         assert list(t["blk.0.ffn_down_exps.weight"].shape) == [32, 64, 8]
         assert field(f"{arch}.expert_used_count") == 2
+
+
+def test_a_depth_is_part_of_the_key_and_of_the_test_name(script):
+    """llama-bench's JSON rows and our jsonl rows both carry n_prompt, n_gen, n_depth, n_threads
+    (llama-bench.cpp's fields); a depth shows as llama-bench's markdown names it, `tg64 @ d256`."""
+    theirs = {"n_prompt": 0, "n_gen": 64, "n_depth": 256, "n_threads": 2, "avg_ts": 9.0}
+    ours = {"test": "tg64 @ d256", "n_prompt": 0, "n_gen": 64, "n_depth": 256, "n_threads": 2}
+    assert script.row_key(theirs) == script.row_key(ours) == ("tg64", 256, 2)
+    assert script.row_key({"n_prompt": 512, "n_gen": 0, "n_threads": 1}) == ("pp512", 0, 1)
+    assert script.key_text(("tg64", 256, 2), "q8_0") == "tg64 @ d256/q8_0/2"
+    assert script.key_text(("pp64", 0, 1), "q4_0") == "pp64/q4_0/1"
+    key = "tg64 @ d256/q4_0/2"
+    rounds = [{"quiet": True, "weightfile": {key: 20.0}, "llama": {key: 25.0}, "ratio": {key: 0.8}}]
+    (row,) = script.median_table(rounds, quiet_only=True)[2:]
+    assert row == "| tg64 @ d256 | q4_0 | 2 | 20.0 | 25.0 | 0.80 | 1 |"
+
+
+def test_depths_option(script):
+    import argparse
+
+    p = argparse.ArgumentParser()
+    assert script.parse_depths("0,256,1024,256", p) == [0, 256, 1024]
+    for bad in ("-1", "0,x", ""):
+        with pytest.raises(SystemExit):
+            script.parse_depths(bad, p)
+
+
+FAKE_LLAMA_BENCH = """#!{python}
+import json, sys
+a = sys.argv
+opt = lambda name: [int(v) for v in a[a.index(name) + 1].split(",")]
+rows = [{{"n_prompt": p, "n_gen": 0, "n_depth": d, "n_threads": t, "avg_ts": 100.0 + d}}
+        for t in opt("-t") for d in opt("-d") for p in opt("-p") if p]
+rows += [{{"n_prompt": 0, "n_gen": n, "n_depth": d, "n_threads": t, "avg_ts": 10.0 + d}}
+         for t in opt("-t") for d in opt("-d") for n in opt("-n") if n]
+print(json.dumps(rows))
+"""
+
+
+def test_both_sides_get_the_depths_and_key_alike(script, tmp_path):
+    """A stand-in llama-bench answers with one row per (threads, depth, test) it was asked for
+    (so a missing -d gives no depth rows); our side runs `weightfile bench` on tiny-q4_0."""
+    import sys
+
+    from weightfile.bench import engines
+
+    fake = tmp_path / "llama-bench"
+    fake.write_text(FAKE_LLAMA_BENCH.format(python=sys.executable))
+    fake.chmod(0o755)
+    tests, depths = script.Tests("pp4,tg2"), [0, 3]
+    theirs, _ = script.llama_rows(fake, tmp_path / "m.gguf", tests, [1], 1, depths)
+    want = [("pp4", 0, 1), ("pp4", 3, 1), ("tg2", 0, 1), ("tg2", 3, 1)]
+    assert sorted(theirs) == want and theirs[("tg2", 3, 1)] == 13.0
+    if engines.fast_open_model() is None:
+        pytest.skip("our side's rows need the fast engine (C kernels)")
+    ours, _ = script.weightfile_rows("tiny-q4_0", tests, [1], 1, str(tmp_path / "syn"), depths)
+    assert sorted(ours) == want

@@ -85,6 +85,11 @@ def test_the_api_refuses_a_non_utf8_prompt_by_rule(model_path):
         (["-p", "100000"], "-p/--n-prompt 100000: the model's context is 512 tokens"),
         (["-p", "8", "-n", "513"], "-n/--n-gen 513: the model's context is 512 tokens"),
         (["--tokens", "513"], "-p/--n-prompt 513"),
+        (
+            ["-p", "8", "-n", "4", "-d", "0,505"],
+            "-d/--n-depth 505: with the 8-token test it "
+            "needs 513 positions, but the model's context is 512 tokens (max_seq_len)",
+        ),
     ],
 )
 def test_bench_bounds_are_usage_errors_before_the_work(tmp_path, capsys, flags, says):
@@ -97,6 +102,7 @@ def test_bench_bounds_are_usage_errors_before_the_work(tmp_path, capsys, flags, 
 
 
 def test_bench_at_the_context_is_accepted(tmp_path, capsys):
+    from weightfile.commands._common import UsageError
     from weightfile.commands.bench import check_lengths
 
     path = write_tiny_model(tmp_path)  # max_seq_len of strategies.tiny_vqf's file
@@ -105,6 +111,9 @@ def test_bench_at_the_context_is_accepted(tmp_path, capsys):
     with open_vqf(path) as vqf:
         limit = int(vqf.header.arch["max_seq_len"])
     check_lengths(path, [limit], [limit])  # no error: N positions for N tokens
+    check_lengths(path, [3], [limit - 8], [0, 8])  # nor D + N positions for N tokens at depth D
+    with pytest.raises(UsageError, match=f"-d/--n-depth 9: .* needs {limit + 1} positions"):
+        check_lengths(path, [3], [limit - 8], [9, 0])
 
 
 CHILD = textwrap.dedent(

@@ -218,6 +218,8 @@ BAD = [
     (["--json", "-o", "csv"], "--json is -o json"),
     (["-p", "0", "-n", "0"], "no test to run"),
     (["--tokens", "2", "-n", "2"], "give either --tokens or -p/-n"),
+    (["-d", "-1"], "-d/--n-depth: must be at least 0, got -1"),
+    (["-d", "0,x"], "-d/--n-depth: expected integers separated by commas"),
 ]
 
 
@@ -363,3 +365,60 @@ def test_help_lists_every_synthetic_model(capsys):
         main(["bench", "--help"])
     text = "".join(capsys.readouterr().out.split())  # argparse may wrap at hyphens
     assert all(name in text for name in SPECS)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["-d", "0,256,1024"], ["-d", "0", "--n-depth", "256,1024"], ["-d", "0", "256", "1024"]],
+)
+def test_depth_lists_parse_as_llama_bench_d(flags):
+    args = build_parser().parse_args(["bench", "x.vqf", *flags])
+    assert args.n_depth == [0, 256, 1024]
+    assert build_parser().parse_args(["bench", "x.vqf"]).n_depth is None  # default: depth 0
+
+
+def test_depth_rows_carry_n_depth_in_jsonl_csv_and_md(shared, capsys):
+    """-d 0,3: every test at depth 0 then at depth 3 per thread count, as llama-bench orders its
+    instances; the depth-3 rows are named `pp2 @ d3`, the ref row stays at depth 0."""
+    quick = ["--bandwidth-mib", "8", "-p", "2", "-n", "2", "-r", "1", "-t", "1", "-d", "0,3"]
+    out, _ = bench_out(capsys, shared, "--no-rss", "-o", "jsonl", quick=quick)
+    got = [(x["engine"], x["test"], x["n_prompt"], x["n_gen"], x["n_depth"])
+           for x in map(json.loads, out.splitlines())]  # fmt: skip
+    fast = [("fast", "pp2", 2, 0, 0), ("fast", "tg2", 0, 2, 0),
+            ("fast", "pp2 @ d3", 2, 0, 3), ("fast", "tg2 @ d3", 0, 2, 3)]  # fmt: skip
+    assert got == [("ref", "tg2", 0, 2, 0)] + fast * FAST
+    out, _ = bench_out(capsys, shared, "--no-rss", "-o", "csv", quick=quick)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(x["test"], int(x["n_depth"])) for x in rows] == [(g[1], g[4]) for g in got]
+    out, _ = bench_out(capsys, shared, "--no-rss", quick=quick)
+    tests = [line.split("|")[6].strip() for line in out.splitlines()[2 : 2 + len(got)]]
+    assert tests == [g[1] for g in got]
+    assert "ref: depth 0 only" in out
+
+
+def test_depth_only_rows_leave_no_decode_speedup(shared, capsys):
+    if not FAST:
+        pytest.skip("the fast rows need the C kernels")
+    quick = ["--bandwidth-mib", "8", "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-d", "4"]
+    r, _ = bench_json(capsys, shared, "--no-rss", quick=quick)
+    assert [(t["engine"], t["n_depth"]) for t in r["tests"]] == [("ref", 0), ("fast", 4)]
+    assert r["decode_speedup"] is None  # the ref's depth-0 row has no fast depth-0 peer
+    assert any(n.startswith("ref: depth 0 only") for n in r["notes"])
+
+
+def test_a_ninfer_depth_past_its_context_is_refused(tmp_path, capsys):
+    from weightfile.bench.synthetic import spec_named
+
+    limit = spec_named("tiny-qwen35-q8_g32_fp16").max_seq_len
+    argv = ["bench", "--synthetic", "tiny-qwen35-q8_g32_fp16", "--cache-dir", str(tmp_path),
+            "-q", "-p", "0", "-n", "4", "-d", str(limit - 3)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert (f"-d/--n-depth {limit - 3}: with the 4-token test it needs {limit + 1} positions, but "
+            f"the model's context is {limit} tokens (max_position_embeddings)") in err  # fmt: skip
+
+
+def test_depth_with_mtp_is_refused_before_the_work(capsys):
+    assert main(["bench", "--mtp", "2", "-d", "0,8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "-d/--n-depth applies to the pp/tg tests, not to --mtp" in err

@@ -143,3 +143,16 @@ def test_weight_modes_are_explained_in_bits_per_weight() -> None:
     rows = dict(re.findall(r"^\| `(\w+)`[^|]*\| [^|]+ \| ([\d.]+) \|", DOCS.read_text(), re.M))
     assert {m: float(rows[m]) for m in want} == want
     assert "quantizer generations" in one_line(DOCS.read_text()).lower()
+
+
+def test_bench_help_and_docs_name_a_depth_as_the_rows_do() -> None:
+    """-d (issue 33 item 5): --help and docs/commands.md give the row name measure.label_of
+    prints at a depth, and say the reference's row stays at depth 0 (report.REF_DEPTH)."""
+    from weightfile.bench.measure import label_of
+    from weightfile.bench.report import REF_DEPTH
+
+    assert REF_DEPTH.startswith("ref: depth 0 only")
+    name = label_of(0, 128, 1024)
+    for text in (help_text("bench"), one_line(DOCS.read_text("utf-8"))):
+        assert "-d" in text and "--n-depth" in text and f"`{name}`" in text
+        assert "untimed prefill" in text and "depth 0" in text

@@ -107,22 +107,25 @@ def text_rows(vqf: VQFFile, bound: BoundText | None, plan: Any, bar: Progress) -
     rows = []
     for n in plan.threads:
         model = BoardForward(with_threads(bound.model, n))
-        for n_prompt, n_gen in plan.tests:
-            bar.phase(f"{profile.name} ×{n} {measure.label_of(n_prompt, n_gen)}")
+        for n_prompt, n_gen, n_depth in plan.runs:
+            bar.phase(f"{profile.name} ×{n} {measure.label_of(n_prompt, n_gen, n_depth)}")
             row = measure.run_row(model, "fast", n, vocab, n_prompt, n_gen, plan.repetitions,
-                                  bar.tick)  # fmt: skip
+                                  bar.tick, n_depth)  # fmt: skip
             rows.append(dataclasses.replace(row, profile=profile.name))
     return rows
 
 
 def decode_ratio(tests: list[dict[str, Any]], board: str) -> dict[str, float] | None:
-    """Board ÷ canonical fast tokens/s of the first tg test, per thread count both ran."""
+    """Board ÷ canonical fast tokens/s of the first tg test (at its depth), per thread count
+    both ran."""
     fast = [t for t in tests if t["engine"] == "fast" and t["n_gen"]]
     if not fast:
         return None
-    first = fast[0]["n_gen"]
+    first = (fast[0]["n_gen"], fast[0].get("n_depth", 0))
     rate = {
-        (t["profile"], t["threads"]): t["avg_tokens_per_s"] for t in fast if t["n_gen"] == first
+        (t["profile"], t["threads"]): t["avg_tokens_per_s"]
+        for t in fast
+        if (t["n_gen"], t.get("n_depth", 0)) == first
     }
     return {
         str(n): r / rate[("canonical", n)]

@@ -9,6 +9,7 @@ changes what it measures: the same public functions `weightfile run` and `verify
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
@@ -163,7 +164,9 @@ def time_forward(model: Any, prompt: list[int], steps: list[int]) -> tuple[float
 class BenchRow:
     """One llama-bench-style test of one engine at one thread count: `pp<N>` processes an N-token
     prompt in one call on an empty cache, `tg<N>` generates N tokens one call each from an empty
-    cache (llama-bench's two tests). `samples` holds tokens per second of each repetition."""
+    cache (llama-bench's two tests); with `n_depth` D > 0 the cache first holds D untimed prompt
+    tokens (`pp<N> @ d<D>`, llama-bench's -d). `samples` holds tokens per second of each
+    repetition."""
 
     engine: str  # "fast" or "ref"
     threads: int
@@ -173,6 +176,7 @@ class BenchRow:
     method: str  # "measured", or "estimated" (the reference on a real-size model)
     samples: tuple[float, ...]
     profile: str = "canonical"  # the numerics profile the engine ran (weightfile/profiles.py)
+    n_depth: int = 0  # tokens in the cache before the timed test (llama-bench's -d)
 
     @property
     def avg_tokens_per_s(self) -> float:
@@ -188,14 +192,33 @@ class BenchRow:
         return math.sqrt(sum((v - mean) ** 2 for v in self.samples) / (n - 1))
 
 
-def label_of(n_prompt: int, n_gen: int) -> str:
-    return f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
+def label_of(n_prompt: int, n_gen: int, n_depth: int = 0) -> str:
+    """llama-bench's test name: "pp512", "tg128", and at a depth "tg128 @ d1024"."""
+    name = f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
+    return f"{name} @ d{n_depth}" if n_depth else name
 
 
-def repetition_seconds(model: Any, vocab: int, n_prompt: int, n_gen: int, seed: int) -> float:
-    """Seconds of one repetition on a fresh cache: the prompt in one call, or n_gen single-token
-    calls (each next id drawn in advance: the sampler is not what is timed)."""
+#: Seed of the depth fill's ids (any ids do: the speed does not depend on which).
+DEPTH_SEED = 4
+
+
+def depth_cache(model: Any, vocab: int, n_depth: int) -> Any:
+    """A fresh cache holding `n_depth` prompt tokens, prefilled in one call as llama-bench fills
+    its -d depth (one batch up to its n_batch of 2048); an empty one for 0."""
     cache = model.new_cache()
+    if n_depth:
+        engines.forward_prompt(model, token_ids(vocab, n_depth, DEPTH_SEED), cache)
+    return cache
+
+
+def repetition_seconds(
+    model: Any, vocab: int, n_prompt: int, n_gen: int, seed: int, filled: Any = None
+) -> float:
+    """Seconds of one repetition: the prompt in one call, or n_gen single-token calls (each next
+    id drawn in advance: the sampler is not what is timed), on a fresh cache or, untimed, on a
+    copy of `filled` (a `depth_cache`: every repetition starts at the same depth, as llama-bench
+    restores its saved state)."""
+    cache = model.new_cache() if filled is None else copy.deepcopy(filled)
     if n_prompt:
         prompt = token_ids(vocab, n_prompt, seed)
         start = time.perf_counter()
@@ -217,17 +240,20 @@ def run_row(
     n_gen: int,
     repetitions: int,
     tick: Callable[[], None] | None = None,
+    n_depth: int = 0,
 ) -> BenchRow:
-    """A warm-up call (untimed: lazy buffers, first-touch pages), then `repetitions` timed runs."""
+    """A warm-up call (untimed: lazy buffers, first-touch pages; on an empty cache, as
+    llama-bench's), the untimed depth fill when n_depth > 0, then `repetitions` timed runs."""
     repetition_seconds(model, vocab, min(n_prompt, 2), 0 if n_prompt else 1, seed=5)
+    filled = depth_cache(model, vocab, n_depth) if n_depth else None
     samples = []
     for r in range(repetitions):
-        took = repetition_seconds(model, vocab, n_prompt, n_gen, seed=8 + r)
+        took = repetition_seconds(model, vocab, n_prompt, n_gen, seed=8 + r, filled=filled)
         samples.append((n_prompt or n_gen) / took)
         if tick is not None:
             tick()
-    return BenchRow(engine, threads, label_of(n_prompt, n_gen), n_prompt, n_gen, "measured",
-                    tuple(samples))  # fmt: skip
+    return BenchRow(engine, threads, label_of(n_prompt, n_gen, n_depth), n_prompt, n_gen,
+                    "measured", tuple(samples), n_depth=n_depth)  # fmt: skip
 
 
 #: The reference decodes this many tokens at most, once: it is the oracle, timed only for the

@@ -37,6 +37,7 @@ from weightfile.bench.report import (
     Plan,
     bandwidth_section,
     build_section,
+    depth_notes,
     machine_section,
     row_dict,
     speedup_of,
@@ -168,14 +169,16 @@ def model_section(path: Any, c: Qwen35Config, synthetic: str | None) -> dict[str
 
 
 def test_rows(nf: Any, c: Qwen35Config, plan: Plan, bar: Progress) -> list[measure.BenchRow]:
-    """Every pp then tg test at each thread count, one fast model per thread count."""
+    """Every pp then tg test at each depth and thread count (`Plan.runs`: at a depth the fill
+    leaves the recurrent states and the KV cache as that many tokens do), one fast model per
+    thread count."""
     rows = []
     for n in plan.threads:
         model = open_engine(nf, "fast", n)
-        for n_prompt, n_gen in plan.tests:
-            bar.phase(f"fast ×{n} {measure.label_of(n_prompt, n_gen)}")
+        for n_prompt, n_gen, n_depth in plan.runs:
+            bar.phase(f"fast ×{n} {measure.label_of(n_prompt, n_gen, n_depth)}")
             rows.append(measure.run_row(model, "fast", n, c.vocab_size, n_prompt, n_gen,
-                                        plan.repetitions, bar.tick))  # fmt: skip
+                                        plan.repetitions, bar.tick, n_depth))  # fmt: skip
     return rows
 
 
@@ -203,7 +206,7 @@ def run_ninfer_bench(
     from weightfile.ref.ninfer3.read import open_artifact
 
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    bar = Progress(len(plan.threads) * len(plan.tests) * plan.repetitions + int(ref), progress)
+    bar = Progress(plan.timed_runs + int(ref), progress)
     notes: list[str] = []
     try:
         bar.phase("memory bandwidth")
@@ -219,6 +222,7 @@ def run_ninfer_bench(
                 rows.append(ref_row(nf, c, macs, shapes, max(plan.gens, default=measure.REF_GEN)))
                 bar.tick()
                 notes += [NINFER_ESTIMATED] if rows[-1].method == "estimated" else []
+                notes += depth_notes(plan, ref)
             rows += test_rows(nf, c, plan, bar)
         report = _report(path, c, synthetic, started, plan, bw, weight_bytes, opened)
         report["tests"] = [row_dict(r, by_threads, weight_bytes) for r in rows]
@@ -248,7 +252,12 @@ def _report(path, c, synthetic, started, plan, bw, weight_bytes, opened) -> dict
         "model": model,
         "fast_engine": True,
         "repetitions": plan.repetitions,
-        "plan": {"threads": plan.threads, "prompts": plan.prompts, "gens": plan.gens},
+        "plan": {
+            "threads": plan.threads,
+            "prompts": plan.prompts,
+            "gens": plan.gens,
+            "depths": plan.depths,
+        },
         "open_seconds": opened,
         "checksum_bytes_per_s": None,
         "checksum_bytes_hashed": None,

@@ -33,23 +33,28 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                                single_core_bandwidth_fraction {threads: rate / single-core bw}}]
     tests             [{engine, profile (the numerics profile the row's engine ran), threads,
                         test ("pp512": a 512-token prompt in one call; "tg128":
-                        128 tokens one call each; both from an empty cache, as llama-bench),
-                        n_prompt, n_gen, method ("measured"/"estimated"), repetitions,
+                        128 tokens one call each; both from an empty cache, as llama-bench;
+                        "tg128 @ d1024" after an untimed 1024-token prefill, llama-bench's -d),
+                        n_prompt, n_gen, n_depth (tokens in the cache before the test, 0
+                        without -d), method ("measured"/"estimated"), repetitions,
                         samples_tokens_per_s [one per repetition], avg_tokens_per_s,
                         stddev_tokens_per_s (sample stddev; null for one sample),
                         roofline_tokens_per_s (tg rows: by_threads bandwidth ÷ weight bytes per
-                        token; null for pp), roofline_fraction (avg ÷ roofline; null for pp)}]
-                       the reference, when run, is one tg row (measured on small models, at most
-                       8 tokens once; estimated above that, see notes)
-    decode_speedup    null | {threads: fast avg t/s of the first tg test ÷ ref decode t/s}
+                        token, the weights only: at a depth the KV cache read is not counted;
+                        null for pp), roofline_fraction (avg ÷ roofline; null for pp)}]
+                       the reference, when run, is one tg row at depth 0 (measured on small
+                       models, at most 8 tokens once; estimated above that, see notes)
+    decode_speedup    null | {threads: fast avg t/s of the first depth-0 tg test ÷ ref decode t/s}
     board_decode_ratio  --profile kestrel-board only: null | {threads: the board's fast avg t/s
-                       of the first tg test ÷ the canonical fast one's}
+                       of the first tg test ÷ the canonical fast one's, at that test's depth}
     roofline          {weight_bytes_per_token, single_core_tokens_per_s, all_core_tokens_per_s}
     moe_roofline      MoE files only: {weight_bytes_per_token (averaged over the decoded tokens:
                         shared tensors + the chosen experts' bands), all_experts_bytes_per_token,
                         decoded_tokens, tokens_per_s (single-core bandwidth ÷ those bytes)}; the
                         tg rows' rooflines then use the same bytes per token
-    peak_rss          null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
+    peak_rss          (the longest test's tokens prefilled and decoded from an empty cache: -d
+                       does not deepen it)
+                      null | {engine, threads, peak_rss_bytes, baseline_rss_bytes, bound_bytes,
                               bound {file_bytes, kv_cache_bytes, activation_bytes},
                               within_bound (peak ≤ baseline + bound; null when the bound is
                               below RSS_NOISE_BYTES: the interpreter's own growth would decide)}
@@ -83,7 +88,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,6 +119,10 @@ ESTIMATED = (
     "ref estimated: one reference token at this size takes minutes, so its matvec was timed on "
     f"the first {engines.ESTIMATE_ROWS} rows of every matrix and scaled to all rows (norms and "
     "attention, < 1% of the work, not counted); ref prefill = ref decode (token by token)"
+)
+REF_DEPTH = (
+    "ref: depth 0 only (the reference skips -d depths > 0: its untimed fill of that many tokens "
+    "would take minutes); decode speed-up compares the fast depth-0 tg rows"
 )
 ENCRYPTED = (
     "encrypted model: open_seconds includes checking the HMAC-SM3 tag over the whole region and "
@@ -254,6 +263,7 @@ def row_dict(r: measure.BenchRow, by_threads: dict[int, float], per_token: int) 
         "test": r.test,
         "n_prompt": r.n_prompt,
         "n_gen": r.n_gen,
+        "n_depth": r.n_depth,
         "method": r.method,
         "repetitions": len(r.samples),
         "samples_tokens_per_s": list(r.samples),
@@ -265,22 +275,29 @@ def row_dict(r: measure.BenchRow, by_threads: dict[int, float], per_token: int) 
 
 
 def fast_rows(vqf: Any, plan: Plan, progress: Progress) -> list[measure.BenchRow]:
-    """Every pp then tg test at each thread count, on one fast model per thread count."""
+    """Every pp then tg test at each depth and thread count (`Plan.runs`), on one fast model per
+    thread count."""
     vocab = int(vqf.header.arch["vocab_size"])
     rows = []
     for n in plan.threads:
         model = engines.open_fast(vqf, n)
-        for n_prompt, n_gen in plan.tests:
-            progress.phase(f"fast ×{n} {measure.label_of(n_prompt, n_gen)}")
+        for n_prompt, n_gen, n_depth in plan.runs:
+            progress.phase(f"fast ×{n} {measure.label_of(n_prompt, n_gen, n_depth)}")
             rows.append(measure.run_row(model, "fast", n, vocab, n_prompt, n_gen,
-                                        plan.repetitions, progress.tick))  # fmt: skip
+                                        plan.repetitions, progress.tick, n_depth))  # fmt: skip
     return rows
 
 
+def depth_notes(plan: Plan, ref: bool) -> list[str]:
+    """The note a run at depths > 0 with the reference's row carries (REF_DEPTH)."""
+    return [REF_DEPTH] if ref and any(plan.depths) else []
+
+
 def speedup_of(tests: list[dict[str, Any]]) -> dict[str, float] | None:
-    """Fast ÷ ref decode tokens/s per thread count, on the first tg test of each."""
+    """Fast ÷ ref decode tokens/s per thread count, on the first tg test of each at depth 0 (the
+    reference's row is at depth 0)."""
     ref = [t for t in tests if t["engine"] == "ref"]
-    fast = [t for t in tests if t["engine"] == "fast" and t["n_gen"]]
+    fast = [t for t in tests if t["engine"] == "fast" and t["n_gen"] and not t.get("n_depth")]
     if not ref or not fast:
         return None
     first = fast[0]["n_gen"]
@@ -291,21 +308,28 @@ def speedup_of(tests: list[dict[str, Any]]) -> dict[str, float] | None:
 @dataclass(frozen=True)
 class Plan:
     """What to run: thread counts, (n_prompt, n_gen) tests in llama-bench's order (every pp,
-    then every tg) and timed repetitions of each."""
+    then every tg), timed repetitions of each, and the depths (-d) each test runs at."""
 
     threads: list[int]
     prompts: list[int]
     gens: list[int]
     repetitions: int = 5
+    depths: list[int] = field(default_factory=lambda: [0])
 
     @property
     def tests(self) -> list[tuple[int, int]]:
         return [(p, 0) for p in self.prompts] + [(0, n) for n in self.gens]
 
     @property
+    def runs(self) -> list[tuple[int, int, int]]:
+        """(n_prompt, n_gen, n_depth) of one thread count, in llama-bench's order: for each
+        depth, every test."""
+        return [(p, g, d) for d in self.depths for p, g in self.tests]
+
+    @property
     def timed_runs(self) -> int:
         """Timed repetitions of one engine's tests at every thread count (the progress bar)."""
-        return len(self.threads) * len(self.tests) * self.repetitions
+        return len(self.threads) * len(self.runs) * self.repetitions
 
 
 def run_bench(
@@ -355,8 +379,8 @@ def run_bench(
                 notes += _board_image(report, vqf, other, plan, image_side, bar)
             c = config_from_arch(vqf.header.arch, tied=False)
             measurable = engines.macs_per_token(shapes) <= engines.REF_MEASURE_LIMIT
-        if ref and rows[0].method == "estimated":
-            notes.append(ESTIMATED)
+        estimated = ref and rows[0].method == "estimated"
+        notes += [ESTIMATED] * estimated + depth_notes(plan, ref)
         report["tests"] = [row_dict(r, by_threads, per_token) for r in rows]
         report["decode_speedup"] = speedup_of(report["tests"])
         notes += board.add_decode_ratio(report, other)

@@ -12,6 +12,7 @@ from typing import Any
 from weightfile._table import markdown, two_columns
 
 NA = "n/a (no fast engine)"
+NO_DEPTH_0 = "n/a (no fast tg row at depth 0, where the ref row is)"
 
 
 def gb(rate: float) -> str:
@@ -34,7 +35,8 @@ def speedup_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
     for n, s in (speedup or {}).items():
         rows.append((f"decode speed-up fast ×{n} / {versus}", f"{s:,.1f}×"))
     if speedup is None:
-        rows.append(("decode speed-up fast / ref", NA))
+        fast_tg = any(t["engine"] == "fast" and t["n_gen"] for t in report["tests"])
+        rows.append(("decode speed-up fast / ref", NO_DEPTH_0 if fast_tg else NA))
     return rows
 
 
@@ -213,12 +215,13 @@ def format_report(report: dict[str, Any]) -> str:
 
 # -- llama-bench's output formats: one row per test ----------------------------------------------
 #: Columns of the csv and jsonl rows, in llama-bench's spirit (build, model, test, t/s) plus the
-#: roofline columns llama-bench lacks. Rates are tokens per second; sizes are bytes.
+#: roofline columns llama-bench lacks; n_depth (llama-bench's -d) last, as columns are only added
+#: at the end. Rates are tokens per second; sizes are bytes.
 ROW_FIELDS = (
     "build_commit", "build_version", "timestamp", "cpu_info", "model", "model_path",
     "model_type", "model_size", "model_n_params", "engine", "method", "n_threads", "test",
     "n_prompt", "n_gen", "repetitions", "avg_ts", "stddev_ts", "samples_ts",
-    "bandwidth_bytes_per_s", "roofline_ts", "roofline_fraction", "profile",
+    "bandwidth_bytes_per_s", "roofline_ts", "roofline_fraction", "profile", "n_depth",
 )  # fmt: skip
 
 
@@ -240,7 +243,7 @@ def flat_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             "samples_ts": t["samples_tokens_per_s"],
             "bandwidth_bytes_per_s": by_threads.get(str(t["threads"])),
             "roofline_ts": t["roofline_tokens_per_s"], "roofline_fraction": t["roofline_fraction"],
-            "profile": t.get("profile", "canonical"),
+            "profile": t.get("profile", "canonical"), "n_depth": t.get("n_depth", 0),
         })  # fmt: skip
     return out
 

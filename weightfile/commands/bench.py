@@ -63,7 +63,9 @@ def register(sub: Any) -> None:
             "Benchmark a VQF or .ninfer (Qwen3.5 / 3.6) model on this machine, one row per test "
             "as llama-bench prints it: "
             "ppN processes an N-token prompt in one call, tgN generates N tokens one call each, "
-            "both from an empty cache, timed -r times (t/s is the mean ± the sample stddev). "
+            "both from an empty cache, timed -r times (t/s is the mean ± the sample stddev); "
+            "-d D runs each test after an untimed D-token prefill into the same cache "
+            "(`tg128 @ d1024`, llama-bench's -d; the reference's row stays at depth 0). "
             "Beside the tests: open time, checksum and dequantize throughput, quantized "
             "matrix-vector GB/s at the model's real shapes, the measured memory read bandwidth "
             "per thread count and the decode roofline (what llama-bench lacks), the reference's "
@@ -117,6 +119,15 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
         type=int_list(0),
         **lists,
         help="generated tokens of the tg tests; 0 runs none (default: 128)",
+    )
+    parser.add_argument(
+        "-d",
+        "--n-depth",
+        type=int_list(0),
+        **lists,
+        help="depths: each test runs after an untimed prefill of this many tokens into the same "
+        "cache (KV cache, and a Qwen3.5 model's recurrent state), named `tg128 @ d1024`; depth + "
+        "test within the model's context; the ref row stays at depth 0 (default: 0)",
     )
     parser.add_argument("--tokens", type=positive_int, default=None, metavar="N",
                         help="shorthand for -p N -n N")  # fmt: skip
@@ -187,6 +198,11 @@ def output_format(args: argparse.Namespace) -> str:
     return "json" if args.json else args.output or "md"
 
 
+def depth_list(args: argparse.Namespace) -> list[int]:
+    """-d values in the order given, repeats dropped (default [0])."""
+    return unique(args.n_depth or [0])
+
+
 def test_lists(args: argparse.Namespace) -> tuple[list[int], list[int]]:
     """(-p values, -n values) without zeros; --tokens N stands for -p N -n N."""
     if args.tokens is not None and (args.n_prompt is not None or args.n_gen is not None):
@@ -219,23 +235,50 @@ def physical_memory() -> int:
         return 0
 
 
-def check_lengths(path: Any, prompts: list[int], gens: list[int]) -> None:
-    """-p and -n within the model's context (arch max_seq_len): every test starts from an empty
-    cache, so N tokens need N positions. A file that cannot be opened is left to the bench,
-    which reports why."""
-    from weightfile.ref.vqf.read import open_vqf
+NINFER_CONTEXT = "max_position_embeddings"
+
+
+def context_of(path: Any) -> tuple[int, str]:
+    """(the model's context in tokens, the field that says it): a VQF's arch max_seq_len
+    (spec/vqf.md §arch-semantics), a `.ninfer` model's max_position_embeddings (spec/ninfer3.md
+    §qwen35-config); 0 when unknown or when the file cannot be opened (left to the bench, which
+    reports why)."""
     from weightfile.spec.errors import WeightfileError
 
     try:
+        if str(path).endswith(".ninfer"):
+            from weightfile.ref.ninfer3.read import open_artifact
+            from weightfile.ref.qwen35.bind import bind_config
+
+            with open_artifact(path) as nf:
+                return int(bind_config(nf).max_position_embeddings or 0), NINFER_CONTEXT
+        from weightfile.ref.vqf.read import open_vqf
+
         with open_vqf(path) as vqf:  # header and directory only: no passphrase needed
-            limit = int(vqf.header.arch.get("max_seq_len") or 0)
+            return int(vqf.header.arch.get("max_seq_len") or 0), "max_seq_len"
     except (OSError, WeightfileError):
+        return 0, ""
+
+
+def check_lengths(
+    path: Any, prompts: list[int], gens: list[int], depths: Sequence[int] = (0,)
+) -> None:
+    """-p and -n within the model's context: a test at depth D starts from a cache holding D
+    tokens, so N tokens need D + N positions."""
+    limit, field = context_of(path)
+    if not limit:
         return
     for option, values in (("-p/--n-prompt", prompts), ("-n/--n-gen", gens)):
-        if limit and values and max(values) > limit:
+        if values and max(values) > limit:
             raise UsageError(
-                f"{option} {max(values)}: the model's context is {limit} tokens (max_seq_len)"
+                f"{option} {max(values)}: the model's context is {limit} tokens ({field})"
             )
+    deepest, longest = max(depths, default=0), max([*prompts, *gens], default=0)
+    if deepest + longest > limit:
+        raise UsageError(
+            f"-d/--n-depth {deepest}: with the {longest}-token test it needs {deepest + longest} "
+            f"positions, but the model's context is {limit} tokens ({field})"
+        )
 
 
 def unique(values: Sequence[int]) -> list[int]:
@@ -261,6 +304,8 @@ def run_mtp(args: argparse.Namespace) -> int:
     k = args.mtp
     if k > 5:
         raise UsageError(f"--mtp takes 1 to 5 drafts, not {k}")
+    if any(depth_list(args)):
+        raise UsageError("-d/--n-depth applies to the pp/tg tests, not to --mtp")
     n_gen = (args.n_gen or [args.tokens or 64])[0]
     threads = (args.threads or [1])[0]
     rows = mtp_report(k, max(n_gen, 2), threads, args.repetitions, args.cache_dir)
@@ -301,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
         return run_mtp(args)
     fmt = output_format(args)
     prompts, gens = test_lists(args)
+    depths = depth_list(args)
     check_bandwidth_buffer(args.bandwidth_mib)  # before any allocation, and before generating
     if args.plot is not None and (missing := require_matplotlib()) is not None:
         print(f"weightfile bench: {missing}", file=sys.stderr)
@@ -308,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:  # a missing folder or an existing file: said before the work
         check_destination(Path(args.plot), args.force)
     path = model_path(args)
-    check_lengths(path, prompts, gens)
+    check_lengths(path, prompts, gens, depths)
     from weightfile import cpus as cpu_sets
     from weightfile.bench.ninfer import run_ninfer_bench
 
@@ -320,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
     report = (
         run_ninfer_bench(
             path,
-            plan=Plan(threads, prompts, gens, args.repetitions),
+            plan=Plan(threads, prompts, gens, args.repetitions, depths),
             synthetic=args.synthetic,
             rss=not args.no_rss,
             ref=not args.no_ref,
@@ -330,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
         if is_ninfer(args, path)
         else run_bench(
             path,
-            plan=Plan(threads, prompts, gens, args.repetitions),
+            plan=Plan(threads, prompts, gens, args.repetitions, depths),
             synthetic=args.synthetic,
             rss=not args.no_rss,
             ref=not args.no_ref,
