@@ -352,6 +352,10 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # head_dim, kv head g, scores f32, att f32 (every query head of kv head g of tokens [t0, t1))
     lib.wf_attend_tile.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend_tile.restype = None
+    lib.wf_attend_head.argtypes = (p, p, p, i64, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend_head.restype = None
+    lib.wf_attend_queries.argtypes = (p, p, p, i64, p, p, i64, i64, p)
+    lib.wf_attend_queries.restype = None
     lib.wf_attend_tile_tokens.argtypes = (i64, i64)
     lib.wf_attend_tile_tokens.restype = i64
 

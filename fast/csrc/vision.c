@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "wf_kernels.h"
 
@@ -119,40 +120,99 @@ int64_t wf_gelu(const float *x, int64_t n, int32_t kind, double guard, float *ou
     return count;
 }
 
+/* A tile: query rows [t0, t1), all of one image (the same seg_of and seg_len). */
 typedef struct {
-    const float *q, *k, *v;
+    int64_t t0, t1;
+} query_tile;
+
+typedef struct {
+    const float *q, *kp, *vp; /* kp, vp: keys / values head-major, [heads][tokens][head_dim] */
     float *out;
-    const int64_t *seg_of; /* per token: the first row of its image */
-    const int64_t *seg_len;
-    int64_t width, heads, head_dim;
+    const int64_t *seg_of, *seg_len;
+    const query_tile *tiles;
+    int64_t ntiles, tokens, heads, head_dim;
 } attend_job;
 
-static void attend_tokens(void *ctx, int64_t begin, int64_t end) {
+/* Units u = h · ntiles + i: head h of tile i (consecutive units share a head's keys and values). */
+static void attend_units(void *ctx, int64_t begin, int64_t end) {
     const attend_job *j = ctx;
-    int64_t most = 0;
-    for (int64_t t = begin; t < end; t++)
-        if (j->seg_len[t] > most) most = j->seg_len[t];
-    float *scores = malloc((size_t)(most > 0 ? most : 1) * sizeof(float));
-    if (scores == NULL) abort(); /* a few kB; nothing sensible to return from a worker */
-    /* head-major: one head's keys and values of an image (seg_len x head_dim floats each) stay in
-     * cache over the range's tokens, instead of every head's being read again for each token;
-     * each (token, head) output is the same call either way */
-    const int64_t w = j->width;
-    for (int64_t h = 0; h < j->heads; h++)
-        for (int64_t t = begin; t < end; t++) {
-            const int64_t s = j->seg_of[t];
-            wf_attend_head(j->q + t * w, j->k + s * w, j->v + s * w, j->seg_len[t], w, j->heads,
-                           j->heads, j->head_dim, h, scores, j->out + t * w);
+    const int64_t w = j->heads * j->head_dim, hd = j->head_dim;
+    int64_t most = 1;
+    for (int64_t i = 0; i < j->ntiles; i++)
+        most = j->seg_len[j->tiles[i].t0] > most ? j->seg_len[j->tiles[i].t0] : most;
+    float *scores = malloc(sizeof(float) * (size_t)(WF_TILE_QUERIES * most));
+    if (scores == NULL) abort(); /* nothing sensible to return from a worker */
+    const float *qs[WF_TILE_QUERIES];
+    float *os[WF_TILE_QUERIES];
+    int64_t np[WF_TILE_QUERIES];
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t h = u / j->ntiles;
+        const query_tile tl = j->tiles[u % j->ntiles];
+        for (int64_t t = tl.t0; t < tl.t1; t++) {
+            qs[t - tl.t0] = j->q + t * w + h * hd;
+            os[t - tl.t0] = j->out + t * w + h * hd;
+            np[t - tl.t0] = j->seg_len[t];
         }
+        const int64_t first = (h * j->tokens + j->seg_of[tl.t0]) * hd;
+        wf_attend_queries(qs, os, np, tl.t1 - tl.t0, j->kp + first, j->vp + first, hd, hd, scores);
+    }
     free(scores);
+}
+
+typedef struct {
+    const float *k, *v;
+    float *kp, *vp;
+    int64_t tokens, heads, head_dim;
+} pack_job;
+
+/* Rows [begin, end) of k and v copied head-major, so that one head's keys are contiguous (rows
+ * `width` floats apart would map onto few cache sets). */
+static void pack_rows(void *ctx, int64_t begin, int64_t end) {
+    const pack_job *j = ctx;
+    const int64_t hd = j->head_dim, w = j->heads * hd;
+    for (int64_t t = begin; t < end; t++)
+        for (int64_t h = 0; h < j->heads; h++) {
+            const int64_t to = (h * j->tokens + t) * hd, from = t * w + h * hd;
+            memcpy(j->kp + to, j->k + from, sizeof(float) * (size_t)hd);
+            memcpy(j->vp + to, j->v + from, sizeof(float) * (size_t)hd);
+        }
+}
+
+/* Runs of tokens with the same image, cut into tiles of at most WF_TILE_QUERIES (even sizes);
+ * returns the count written to `tiles` (room for tokens entries). */
+static int64_t query_tiles(const int64_t *seg_of, const int64_t *seg_len, int64_t tokens,
+                           query_tile *tiles) {
+    int64_t n = 0;
+    for (int64_t t0 = 0; t0 < tokens;) {
+        int64_t t1 = t0 + 1;
+        while (t1 < tokens && seg_of[t1] == seg_of[t0] && seg_len[t1] == seg_len[t0]) t1++;
+        const int64_t parts = (t1 - t0 + WF_TILE_QUERIES - 1) / WF_TILE_QUERIES;
+        const int64_t size = (t1 - t0 + parts - 1) / parts;
+        for (int64_t a = t0; a < t1; a += size)
+            tiles[n++] = (query_tile){a, a + size < t1 ? a + size : t1};
+        t0 = t1;
+    }
+    return n;
 }
 
 /* spec/numerics.md §vision-attention: token t's heads attend to the seg_len[t] rows from seg_of[t]
  * of k and v (its image), all [tokens, width] with width = heads·head_dim;
- * spec/numerics.md §attention per head. */
+ * spec/numerics.md §attention per head and query. The queries of an image go through its keys in
+ * tiles of up to WF_TILE_QUERIES (wf_attend_queries), threads over (head, tile) units; each
+ * output's operations are those of one query alone, so any tiling and thread count give its
+ * bits. */
 void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads) {
-    attend_job job = {q, k, v, out, seg_of, seg_len, heads * head_dim, heads, head_dim};
-    wf_parallel_for(tokens, threads, attend_tokens, &job);
+    if (tokens <= 0) return;
+    const size_t size = sizeof(float) * (size_t)(tokens * heads * head_dim);
+    float *kp = malloc(size), *vp = malloc(size);
+    query_tile *tiles = malloc(sizeof(query_tile) * (size_t)tokens);
+    if (kp == NULL || vp == NULL || tiles == NULL) abort();
+    pack_job pj = {k, v, kp, vp, tokens, heads, head_dim};
+    wf_parallel_for(tokens, threads, pack_rows, &pj);
+    const int64_t ntiles = query_tiles(seg_of, seg_len, tokens, tiles);
+    attend_job job = {q, kp, vp, out, seg_of, seg_len, tiles, ntiles, tokens, heads, head_dim};
+    wf_parallel_for(ntiles * heads, threads, attend_units, &job);
+    free(kp), free(vp), free(tiles);
 }

@@ -127,6 +127,13 @@ void wf_attend_head(const float *q, const float *keys, const float *values, int6
                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
                     float *scores, float *out);
 
+/* attention_tiles.c: spec/numerics.md §attention for up to WF_TILE_QUERIES queries reading the same
+ * key / value rows (query a over the first np[a] rows), one tile on a SIMD path; `sc` holds
+ * nq · max(np) floats. */
+enum { WF_TILE_QUERIES = 64 };
+void wf_attend_queries(const float *const *qs, float *const *os, const int64_t *np, int64_t nq,
+                       const float *k, const float *v, int64_t stride, int64_t hd, float *sc);
+
 /* vision.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the GELUs (kind 0
  * tanh, 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
  * attention of each token over its image's rows [seg_of[t], seg_of[t] + seg_len[t]). */
