@@ -1,10 +1,10 @@
 """The vision tower's operations on whole [rows, width] arrays, bit for bit those of
 ref/qwen3_vl/numerics.py (spec/numerics.md §vision).
 
-LayerNorm and the GELUs run in fast/csrc/vision.c; the position-embedding resampling and the 2-D
-rotary are a few IEEE binary32 NumPy operations per element in the reference's order (NumPy
-never fuses a multiply and an add), with the reference's taps, weights and correctly rounded
-cos / sin tables.
+LayerNorm runs in fast/csrc/vision.c, the GELUs in fast/csrc/gelu.c; the position-embedding
+resampling and the 2-D rotary are a few IEEE binary32 NumPy operations per element in the
+reference's order (NumPy never fuses a multiply and an add), with the reference's taps, weights
+and correctly rounded cos / sin tables.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from weightfile.ref.qwen3_vl import numerics as ref
 #: exp's argument does (at most |2u|·2^-53 with |2u| <= 709, so about 2^-42.5 relative; erfc's
 #: argument likewise below 2^-44 where the result is not zero), a factor of 64 inside the band:
 #: outside it the estimate and the real value round to the same binary32 whatever libm rounds.
+#: Inside it fast/csrc/gelu.c evaluates again in double-double arithmetic.
 GUARD = ref.GUARD
 TANH, ERF = 0, 1
 _EXACT = {TANH: ref.gelu_tanh, ERF: ref.gelu_erf}
@@ -46,18 +47,20 @@ def layernorm(
 
 
 def gelu(x: np.ndarray, kind: int, threads: int = 1, guard: float = GUARD) -> np.ndarray:
-    """spec/numerics.md §vision-gelu element-wise, correctly rounded: the C kernel's guarded
-    binary64 estimate, and the reference's exact evaluation for the elements it flags. `guard` is
-    for tests (a huge one flags every element)."""
+    """spec/numerics.md §vision-gelu element-wise, correctly rounded, in C (fast/csrc/gelu.c: the
+    guarded binary64 estimate, a double-double evaluation for the elements the band flags); the
+    reference's multi-precision evaluation only for an element even the double-double value cannot
+    settle (flag 2; none expected). `guard` is for tests (a huge one sends every element through
+    the double-double path)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty_like(x)
     flags = np.empty(x.shape, dtype=np.uint8)
-    flagged = kernels().wf_gelu(
+    unsettled = kernels().wf_gelu(
         address(x), x.size, kind, guard, address(out), address(flags), threads
     )
-    if flagged:
+    if unsettled:
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-        for i in np.flatnonzero(flags.reshape(-1)):
+        for i in np.flatnonzero(flags.reshape(-1) == 2):
             flat_out[i] = _EXACT[kind](flat_x[i])
     return out
 
