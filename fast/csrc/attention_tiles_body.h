@@ -262,6 +262,49 @@ ATTR static void SFX(weigh)(const float *const *ps, float *const *os, const int6
     }
 }
 
+/* wf_max_f32 (the first NaN if any, else the first largest value) with vectors of 8 lanes: a
+ * lane keeps its largest; any NaN, or a largest value of 0 (where +0 and −0 tie and the first of
+ * them decides the sign), is left to the scalar form. */
+typedef int32_t SFX(m8) __attribute__((vector_size(32), aligned(4)));
+ATTR static float SFX(max)(const float *s, int64_t n) {
+    if (n < 2 * WF_LANES) return wf_max_f32(s, n);
+    L8 best = LD8(s);
+    SFX(m8) nan = best != best;
+    int64_t i = WF_LANES;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const L8 v = LD8(s + i);
+        const SFX(m8) up = v > best;
+        nan |= v != v;
+        best = (L8)(((SFX(m8))v & up) | ((SFX(m8))best & ~up));
+    }
+    float m = best[0];
+    for (int l = 0; l < WF_LANES; l++) {
+        if (nan[l]) return wf_max_f32(s, n);
+        m = best[l] > m ? best[l] : m;
+    }
+    for (; i < n; i++) m = s[i] > m || s[i] != s[i] ? s[i] : m;
+    return m == 0.0f || m != m ? wf_max_f32(s, n) : m;
+}
+
+/* spec/numerics.md §attention steps 1-3 on one query's scores: s_j ⊗ scale, then §softmax
+ * (wf_softmax's operations in its order: the maximum, s_j ⊖ m, exp, the lanes8-tree sum — lane j
+ * mod 8 ascending, a vector of 8 lanes at a time — and ⊘ total), the element-wise steps as this
+ * path's vectors. */
+ATTR static void SFX(softmax)(float *s, int64_t n, float scale) {
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] * scale;
+    const float m = SFX(max)(s, n);
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] - m;
+    wf_exp_array(s, n, s);
+    L8 acc = {0};
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) acc += LD8(s + i);
+    float l[WF_LANES];
+    memcpy(l, &acc, sizeof l);
+    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + s[i];
+    const float total = wf_combine_lanes(l);
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] / total;
+}
+
 /* The tile: queries qs[a] (np[a] positions each) of one kv head whose keys / values start at k
  * / v (rows `stride` floats apart), outputs os[a]; sc holds nq · most floats. */
 ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64_t *np, int64_t nq,
@@ -272,10 +315,8 @@ ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64
     const float scale = 1.0f / sqrtf((float)hd);
     const float *ps[TILE_QUERIES];
     for (int64_t a = 0; a < nq; a++) {
-        float *s = sc + a * most;
-        for (int64_t j = 0; j < np[a]; j++) s[j] = s[j] * scale;
-        wf_softmax(s, np[a]);
-        ps[a] = s;
+        SFX(softmax)(sc + a * most, np[a], scale);
+        ps[a] = sc + a * most;
     }
     SFX(weigh)(ps, os, np, nq, v, stride, hd, most);
 }
