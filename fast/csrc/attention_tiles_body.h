@@ -15,10 +15,13 @@ typedef float SFX(l8) __attribute__((vector_size(32), aligned(4)));
 #define L8 SFX(l8)
 #define LD8(p) (*(const L8 *)(p))
 
+/* wf_combine_lanes on a vector: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) by three shuffles and
+ * adds, each add with the same first operand as the scalar tree (so NaN payloads too). */
 ATTR static inline float SFX(combine8)(L8 acc) {
-    float l[WF_LANES];
-    memcpy(l, &acc, sizeof l);
-    return wf_combine_lanes(l);
+    const L8 a = acc + __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 4, 5, 6, 7);
+    const L8 b = a + __builtin_shufflevector(a, a, 2, 3, 2, 3, 2, 3, 2, 3);
+    const L8 c = b + __builtin_shufflevector(b, b, 1, 1, 1, 1, 1, 1, 1, 1);
+    return c[0];
 }
 
 /* NQ queries (q[a]) × NK key rows from k (kstride apart): sc[a * ld + b] = dot(q_a, k_b). Named
@@ -84,12 +87,17 @@ typedef float SFX(w16) __attribute__((vector_size(64), aligned(4)));
         a##0 += xv * c0;                                                                           \
         if (NK == 4) a##1 += xv * c1, a##2 += xv * c2, a##3 += xv * c3;                            \
     } while (0)
+/* the two dots' lane trees side by side (combine8's shuffles in each half of 8 lanes) */
 #define ACC_OUT1(acc, row, b)                                                                      \
     do {                                                                                           \
-        float l[16];                                                                               \
-        memcpy(l, &acc, 64);                                                                       \
-        sc[(row) * ld + (b)] = wf_combine_lanes(l);                                                \
-        sc[((row) + 1) * ld + (b)] = wf_combine_lanes(l + 8);                                      \
+        const W16 a_ = acc + __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 4, 5, 6, 7, 12, 13, 14, \
+                                                     15, 12, 13, 14, 15);                          \
+        const W16 b_ = a_ + __builtin_shufflevector(a_, a_, 2, 3, 2, 3, 2, 3, 2, 3, 10, 11, 10,    \
+                                                    11, 10, 11, 10, 11);                           \
+        const W16 c_ = b_ + __builtin_shufflevector(b_, b_, 1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, \
+                                                    9, 9, 9);                                      \
+        sc[(row) * ld + (b)] = c_[0];                                                              \
+        sc[((row) + 1) * ld + (b)] = c_[8];                                                        \
     } while (0)
 #define ACC_OUT(a, row)                                                                            \
     do {                                                                                           \
