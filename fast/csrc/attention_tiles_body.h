@@ -222,9 +222,32 @@ SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const fl
         if (NQ == 2) memcpy(ob, &b0, 64), memcpy(ob + 16, &b1, 64);
     }
 }
+/* Four queries a..a+3 over [j0, j1): each query's 32 outputs in its own two accumulators, eight
+ * independent add chains (the two-query form's four leave the adds waiting on each other). */
+ATTR static void SFX(weigh_span4)(const float *const *ps, float *const *os, const float *v,
+                                  int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
+    const float *p0 = ps[0], *p1 = ps[1], *p2 = ps[2], *p3 = ps[3];
+    for (int64_t c = 0; c < hd; c += 32) {
+        float *o0 = os[0] + c, *o1 = os[1] + c, *o2 = os[2] + c, *o3 = os[3] + c;
+        L16 a0 = LD16(o0), a1 = LD16(o0 + 16), b0 = LD16(o1), b1 = LD16(o1 + 16);
+        L16 d0 = LD16(o2), d1 = LD16(o2 + 16), e0 = LD16(o3), e1 = LD16(o3 + 16);
+        for (int64_t j = j0; j < j1; j++) {
+            const float *row = v + j * stride + c;
+            const L16 v0 = LD16(row), v1 = LD16(row + 16);
+            const float x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+            a0 += x0 * v0, a1 += x0 * v1, b0 += x1 * v0, b1 += x1 * v1;
+            d0 += x2 * v0, d1 += x2 * v1, e0 += x3 * v0, e1 += x3 * v1;
+        }
+        memcpy(o0, &a0, 64), memcpy(o0 + 16, &a1, 64), memcpy(o1, &b0, 64);
+        memcpy(o1 + 16, &b1, 64), memcpy(o2, &d0, 64), memcpy(o2 + 16, &d1, 64);
+        memcpy(o3, &e0, 64), memcpy(o3 + 16, &e1, 64);
+    }
+}
+#define WEIGH_GROUP 4
 #undef L16
 #undef LD16
 #else
+#define WEIGH_GROUP 2
 ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
@@ -258,7 +281,20 @@ ATTR static void SFX(weigh)(const float *const *ps, float *const *os, const int6
     for (int64_t a = 0; a < nq; a++) memset(os[a], 0, sizeof(float) * (size_t)hd); /* +0.0 */
     for (int64_t j0 = 0; j0 < most; j0 += JB) {
         const int64_t jend = j0 + JB < most ? j0 + JB : most;
-        for (int64_t a = 0; a < nq; a += 2) {
+        int64_t a = 0;
+#if WEIGH_GROUP == 4
+        for (; a + 4 <= nq; a += 4) { /* four at once over the span all of them reach */
+            int64_t common = jend;
+            for (int64_t b = a; b < a + 4; b++) common = np[b] < common ? np[b] : common;
+            if (common > j0) SFX(weigh_span4)(ps + a, os + a, v, stride, j0, common, hd);
+            const int64_t from = common > j0 ? common : j0;
+            for (int64_t b = a; b < a + 4; b++) {
+                const int64_t lim = np[b] < jend ? np[b] : jend;
+                if (lim > from) SFX(weigh_span)(ps + b, os + b, 1, v, stride, from, lim, hd);
+            }
+        }
+#endif
+        for (; a < nq; a += 2) {
             const int64_t la = np[a] < jend ? np[a] : jend;
             const int64_t lb = a + 1 < nq ? (np[a + 1] < jend ? np[a + 1] : jend) : j0;
             const int64_t common = la < lb ? la : lb;
@@ -330,5 +366,6 @@ ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64
 }
 
 #undef SCORE_GROUP
+#undef WEIGH_GROUP
 #undef L8
 #undef LD8
