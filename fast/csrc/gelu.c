@@ -84,6 +84,9 @@ static int guard_flag(double c, double guard, float *f) {
     return !(near > guard * ac);
 }
 
+typedef int64_t (*tanh_range_fn)(const float *x, int64_t n, double guard, float *out,
+                                 uint8_t *flags);
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATTR __attribute__((target("avx512f,avx512vl")))
 #define SFX(name) avx512_##name
@@ -99,10 +102,8 @@ static int guard_flag(double c, double guard, float *f) {
 #undef ATTR
 #undef SFX
 #undef GW
-typedef void (*tanh_block_fn)(const float *x, double guard, float *out, uint8_t *flags);
-static tanh_block_fn block_for(int32_t isa, int *width) {
-    *width = isa == WF_ISA_AVX512 ? 8 : 4;
-    return isa == WF_ISA_AVX512 ? avx512_tanh_block : isa == WF_ISA_AVX2 ? avx2_tanh_block : NULL;
+static tanh_range_fn range_for(int32_t isa) {
+    return isa == WF_ISA_AVX512 ? avx512_tanh_range : isa == WF_ISA_AVX2 ? avx2_tanh_range : NULL;
 }
 #elif defined(__ARM_NEON)
 #define ATTR
@@ -112,16 +113,12 @@ static tanh_block_fn block_for(int32_t isa, int *width) {
 #undef ATTR
 #undef SFX
 #undef GW
-typedef void (*tanh_block_fn)(const float *x, double guard, float *out, uint8_t *flags);
-static tanh_block_fn block_for(int32_t isa, int *width) {
-    *width = 2;
-    return isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD ? neon_tanh_block : NULL;
+static tanh_range_fn range_for(int32_t isa) {
+    return isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD ? neon_tanh_range : NULL;
 }
 #else
-typedef void (*tanh_block_fn)(const float *x, double guard, float *out, uint8_t *flags);
-static tanh_block_fn block_for(int32_t isa, int *width) {
+static tanh_range_fn range_for(int32_t isa) {
     (void)isa;
-    *width = 1;
     return NULL;
 }
 #endif
@@ -203,7 +200,8 @@ static dd dd_exp(dd a) {
 /* gelu_tanh(v) = v / (1 + e^(−2u)), u = √(2/π)(v + 0.044715·v³): v² is exact in binary64, v³
  * exact as a double-double. */
 static dd tanh_dd(double v) {
-    const dd u = dd_mul(DD_SQRT_2_OVER_PI, dd_add((dd){v, 0.0}, dd_mul(DD_GELU_K, two_prod(v * v, v))));
+    const dd cube = two_prod(v * v, v);
+    const dd u = dd_mul(DD_SQRT_2_OVER_PI, dd_add((dd){v, 0.0}, dd_mul(DD_GELU_K, cube)));
     const dd a = {-2.0 * u.hi, -2.0 * u.lo};
     /* a > 300 needs |v| > 15.4, and then |v| / (1 + e^a) < 2^-420, far below binary32's range
      * (and e^a near the top of binary64 would overflow the division's splitting) */
@@ -307,11 +305,10 @@ typedef struct {
  * stage 2 on the flagged elements: flags 0 (estimate), 1 (double-double), 2 (unsettled). */
 static void gelu_range(void *ctx, int64_t begin, int64_t end) {
     const gelu_job *j = ctx;
-    int width;
-    const tanh_block_fn block = j->kind == 0 ? block_for(wf_isa(), &width) : NULL;
+    const tanh_range_fn range = j->kind == 0 ? range_for(wf_isa()) : NULL;
     int64_t i = begin;
-    if (block != NULL)
-        for (; i + width <= end; i += width) block(j->x + i, j->guard, j->out + i, j->flags + i);
+    if (range != NULL)
+        i += range(j->x + begin, end - begin, j->guard, j->out + begin, j->flags + begin);
     for (; i < end; i++) {
         const double v = (double)j->x[i];
         const double c = j->kind == 0 ? tanh_estimate(v) : 0.5 * v * erfc(-v / sqrt(2.0));

@@ -33,7 +33,8 @@ ATTR static inline VD SFX(vexp)(VD a) {
 
 /* tanh_estimate then guard_flag on x[0..GW): out the estimate's binary32 rounding, flags 1 where
  * a binary32 midpoint lies within guard·|c| of the estimate c (or c is not finite). */
-ATTR static void SFX(tanh_block)(const float *x, double guard, float *out, uint8_t *flags) {
+ATTR static inline __attribute__((always_inline)) void SFX(tanh_block)(const float *x, double guard,
+                                                                      float *out, uint8_t *flags) {
     VF xf;
     memcpy(&xf, x, sizeof xf);
     const VD v = __builtin_convertvector(xf, VD);
@@ -56,6 +57,19 @@ ATTR static void SFX(tanh_block)(const float *x, double guard, float *out, uint8
     const VL ok = (near > guard * ac) & __builtin_convertvector(b < 0x7f800000, VL);
     memcpy(out, &f, sizeof f);
     for (int l = 0; l < GW; l++) flags[l] = ok[l] == 0;
+}
+
+/* Whole blocks of [0, n) (two at a time, so that two polynomial chains overlap); returns the
+ * first element left to the scalar form. */
+ATTR static int64_t SFX(tanh_range)(const float *x, int64_t n, double guard, float *out,
+                                    uint8_t *flags) {
+    int64_t i = 0;
+    for (; i + 2 * GW <= n; i += 2 * GW) {
+        SFX(tanh_block)(x + i, guard, out + i, flags + i);
+        SFX(tanh_block)(x + i + GW, guard, out + i + GW, flags + i + GW);
+    }
+    for (; i + GW <= n; i += GW) SFX(tanh_block)(x + i, guard, out + i, flags + i);
+    return i;
 }
 
 #undef VD

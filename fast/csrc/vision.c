@@ -2,9 +2,10 @@
  *
  * LayerNorm with a bias (spec/numerics.md §vision-layernorm) and bidirectional attention inside
  * each image (spec/numerics.md §vision-attention); the GELUs are gelu.c. They mirror
- * ref/qwen3_vl/numerics.py and ref/qwen3_vl/vision.py operation for operation; sums are the canonical 8-lane sums of
- * spec/numerics.md §lanes8-tree, every other step one IEEE binary32 operation (-ffp-contract=off).
- * Rows are independent, so any thread split gives the same bits.
+ * ref/qwen3_vl/numerics.py and ref/qwen3_vl/vision.py operation for operation; sums are the
+ * canonical 8-lane sums of spec/numerics.md §lanes8-tree, every other step one IEEE binary32
+ * operation (-ffp-contract=off). Rows, and each (query, head) of the attention, are independent,
+ * so any thread split or query tiling gives the same bits.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -4,9 +4,10 @@ ref/qwen3_vl/vision.py (spec/models.md §qwen3-vl "Vision tower"; spec/numerics.
 Every step runs over all patches of all images at once: the linears are the matrix-matrix
 products of fast/numerics/matrix.py (the `v_q8_*` matrices in the profile's spec/numerics.md
 §quantized-matmul mode, the F32 ones by the spec/numerics.md §matmul dot) followed by `⊕ bias`;
-LayerNorm, the GELUs and the per-image attention are fast/csrc/vision.c; the residual and position
-adds are NumPy float32 additions (one rounding each, as in the reference). The trace hook gets the
-reference's names, in its order, with the same bits.
+LayerNorm and the per-image attention (query tiles) are fast/csrc/vision.c, the GELUs
+fast/csrc/gelu.c; the residual and position adds are NumPy float32 additions (one rounding each,
+as in the reference). The trace hook gets the reference's names, in its order, with the same
+bits.
 """
 
 from __future__ import annotations
