@@ -330,10 +330,10 @@ ATTR static float SFX(max)(const float *s, int64_t n) {
     return m == 0.0f || m != m ? wf_max_f32(s, n) : m;
 }
 
-/* spec/numerics.md §attention steps 1-3 on one query's scores: s_j ⊗ scale, then §softmax
- * (wf_softmax's operations in its order: the maximum, s_j ⊖ m, exp, the lanes8-tree sum — lane j
- * mod 8 ascending, a vector of 8 lanes at a time — and ⊘ total), the element-wise steps as this
- * path's vectors. */
+/* spec/numerics.md §attention steps 1-3 on one query's scores: s_j ⊗ scale, then
+ * spec/numerics.md §softmax (wf_softmax's operations in its order: the maximum, s_j ⊖ m, exp, the
+ * lanes8-tree sum — lane j mod 8 ascending, a vector of 8 lanes at a time — and ⊘ total), the
+ * element-wise steps as this path's vectors. */
 ATTR static void SFX(softmax)(float *s, int64_t n, float scale) {
     for (int64_t j = 0; j < n; j++) s[j] = s[j] * scale;
     const float m = SFX(max)(s, n);
