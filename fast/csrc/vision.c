@@ -54,6 +54,39 @@ void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, 
     wf_parallel_for(rows, threads, layernorm_rows, &job);
 }
 
+typedef struct {
+    const float *x, *cos, *sin;
+    float *out;
+    int64_t ld, heads, hd;
+} rotate_job;
+
+/* spec/numerics.md §rotation per row and head: x'_j = x_j ⊗ c_j ⊖ x_{j+h} ⊗ s_j,
+ * x'_{j+h} = x_{j+h} ⊗ c_j ⊕ x_j ⊗ s_j (h = hd/2; each product rounded, then the sum). */
+static void rotate_rows(void *ctx, int64_t begin, int64_t end) {
+    const rotate_job *j = ctx;
+    const int64_t h = j->hd / 2;
+    for (int64_t r = begin; r < end; r++) {
+        const float *c = j->cos + r * h, *s = j->sin + r * h;
+        for (int64_t g = 0; g < j->heads; g++) {
+            const float *x = j->x + r * j->ld + g * j->hd;
+            float *o = j->out + (r * j->heads + g) * j->hd;
+            for (int64_t i = 0; i < h; i++) {
+                o[i] = x[i] * c[i] - x[i + h] * s[i];
+                o[i + h] = x[i + h] * c[i] + x[i] * s[i];
+            }
+        }
+    }
+}
+
+/* spec/numerics.md §vision-rotary: rows of heads·hd values `ld` floats apart (a column range of
+ * the fused qkv output, read in place) rotated with per-row cos / sin [rows, hd/2] into out
+ * [rows, heads·hd]. */
+void wf_rotate_rows(const float *x, int64_t rows, int64_t ld, int64_t heads, int64_t hd,
+                    const float *cos, const float *sin, float *out, int32_t threads) {
+    rotate_job job = {x, cos, sin, out, ld, heads, hd};
+    wf_parallel_for(rows, threads, rotate_rows, &job);
+}
+
 /* A tile: query rows [t0, t1), all of one image (the same seg_of and seg_len). */
 typedef struct {
     int64_t t0, t1;

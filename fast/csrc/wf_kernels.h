@@ -142,6 +142,8 @@ void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, 
 int64_t wf_gelu(const float *x, int64_t n, int32_t kind, double guard, float *out, uint8_t *flags,
                 int32_t threads);
 void wf_gelu_dd(float x, int32_t kind, double *hi_lo);
+void wf_rotate_rows(const float *x, int64_t rows, int64_t ld, int64_t heads, int64_t hd,
+                    const float *cos, const float *sin, float *out, int32_t threads);
 void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads);

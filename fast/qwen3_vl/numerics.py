@@ -110,15 +110,22 @@ class FastRotary2D:
         return np.stack(cos).astype(np.float32), np.stack(sin).astype(np.float32)
 
 
-def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §rotation on every head of x [N, heads·hdv] with per-row cos / sin [N,
-    hdv/2]: x'_j = x_j c − x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
+def rotate(
+    x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int, threads: int = 1
+) -> np.ndarray:
+    """spec/numerics.md §rotation on every head of x [N, heads·hdv] (rows may be a column range of
+    a wider array, read in place) with per-row cos / sin [N, hdv/2]: x'_j = x_j c − x_{j+h} s,
+    x'_{j+h} = x_{j+h} c + x_j s, in fast/csrc/vision.c (wf_rotate_rows)."""
     n, width = x.shape
-    v = x.reshape(n, width // head_dim, head_dim)
-    h = head_dim // 2
-    lo, hi = v[..., :h], v[..., h:]
-    c, s = cos[:, None, :], sin[:, None, :]
-    out = np.empty_like(v)
-    out[..., :h] = lo * c - hi * s
-    out[..., h:] = hi * c + lo * s
-    return out.reshape(n, width)
+    if x.dtype != np.float32 or x.strides[1] != 4 or x.strides[0] % 4:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    c = np.ascontiguousarray(cos, dtype=np.float32)
+    s = np.ascontiguousarray(sin, dtype=np.float32)
+    if c.shape != (n, head_dim // 2) or s.shape != c.shape or width % head_dim:
+        raise ValueError(f"rotate of {x.shape} with cos {c.shape}, sin {s.shape}, hdv {head_dim}")
+    out = np.empty((n, width), np.float32)
+    kernels().wf_rotate_rows(
+        x.ctypes.data, n, x.strides[0] // 4, width // head_dim, head_dim, address(c), address(s),
+        address(out), threads,
+    )  # fmt: skip
+    return out

@@ -49,7 +49,9 @@ class FastVisionTower:
         cols = m.shape[1]
         if x.shape[1] < cols:
             x = np.concatenate([x, np.zeros((x.shape[0], cols - x.shape[1]), np.float32)], 1)
-        return m.matmat(x, threads=self.threads) + bias
+        y = m.matmat(x, threads=self.threads)
+        y += bias  # in place: one float32 rounding per element, as `y + bias`
+        return y
 
     def norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return layernorm(x, w, b, self.config.eps, self.threads)
@@ -71,8 +73,8 @@ class FastVisionTower:
         d, hd = self.config.hidden_size, self.config.head_dim
         n1 = self.norm(x, bw.norm1_w, bw.norm1_b)
         qkv = self.linear(bw.qkv, bw.qkv_b, n1)
-        q = rotate(qkv[:, :d], cos, sin, hd)
-        kk = rotate(qkv[:, d : 2 * d], cos, sin, hd)
+        q = rotate(qkv[:, :d], cos, sin, hd, self.threads)
+        kk = rotate(qkv[:, d : 2 * d], cos, sin, hd, self.threads)
         att = self.attention(q, kk, qkv[:, 2 * d :], seg_of, seg_len)
         o = self.linear(bw.proj, bw.proj_b, att)
         h = x + o
