@@ -134,8 +134,10 @@ enum { WF_TILE_QUERIES = 64 };
 void wf_attend_queries(const float *const *qs, float *const *os, const int64_t *np, int64_t nq,
                        const float *k, const float *v, int64_t stride, int64_t hd, float *sc);
 
-/* vision.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the GELUs (kind 0
- * tanh, 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
+/* vision.c and gelu.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the
+ * GELUs (kind 0 tanh, 1 erf), correctly rounded, flags 0 / 1 / 2 (the binary64 estimate, the
+ * double-double path, left to the caller's multi-precision evaluation), and one element's
+ * double-double value for tests; the 2-D rotary of rows `ld` floats apart; bidirectional
  * attention of each token over its image's rows [seg_of[t], seg_of[t] + seg_len[t]). */
 void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, const float *b,
                        float eps, float *out, int32_t threads);
