@@ -195,6 +195,19 @@ ATTR static void SFX(scores)(const float *const *qs, const int64_t *np, int64_t 
 
 /* Step 4 for queries a, a+1 (NQ 2) or a (NQ 1) over positions [j0, j1) of a block, 32 outputs
  * at a time: o ← o ⊕ p_j ⊗ v_j in ascending j, the accumulators loaded from and stored to o. */
+
+/* The outputs [c0, hd) past the last whole 32 (hd a multiple of 8: the Qwen3.5 tower's 72), 8 at
+ * a time, query by query: each output the same operations in the same order. */
+ATTR static inline __attribute__((always_inline)) void
+SFX(weigh_tail)(const float *const *ps, float *const *os, const int NQ, const float *v,
+                int64_t stride, int64_t j0, int64_t j1, int64_t c0, int64_t hd) {
+    for (int64_t c = c0; c < hd; c += 8)
+        for (int q = 0; q < NQ; q++) {
+            L8 a = LD8(os[q] + c);
+            for (int64_t j = j0; j < j1; j++) a += ps[q][j] * LD8(v + j * stride + c);
+            memcpy(os[q] + c, &a, 32);
+        }
+}
 #if WIDE16
 /* The AVX-512 form: 32 outputs in two 16-lane vectors (each output its own lane, so the same
  * operations as the 8-lane form, half the instructions). */
@@ -205,7 +218,8 @@ ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
     const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
-    for (int64_t c = 0; c < hd; c += 32) {
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
         float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
         L16 a0 = LD16(oa), a1 = LD16(oa + 16), b0 = LD16(ob), b1 = LD16(ob + 16);
         for (int64_t j = j0; j < j1; j++) {
@@ -221,13 +235,15 @@ SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const fl
         memcpy(oa, &a0, 64), memcpy(oa + 16, &a1, 64);
         if (NQ == 2) memcpy(ob, &b0, 64), memcpy(ob + 16, &b1, 64);
     }
+    SFX(weigh_tail)(ps, os, NQ, v, stride, j0, j1, c, hd);
 }
 /* Four queries a..a+3 over [j0, j1): each query's 32 outputs in its own two accumulators, eight
  * independent add chains (the two-query form's four leave the adds waiting on each other). */
 ATTR static void SFX(weigh_span4)(const float *const *ps, float *const *os, const float *v,
                                   int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
     const float *p0 = ps[0], *p1 = ps[1], *p2 = ps[2], *p3 = ps[3];
-    for (int64_t c = 0; c < hd; c += 32) {
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
         float *o0 = os[0] + c, *o1 = os[1] + c, *o2 = os[2] + c, *o3 = os[3] + c;
         L16 a0 = LD16(o0), a1 = LD16(o0 + 16), b0 = LD16(o1), b1 = LD16(o1 + 16);
         L16 d0 = LD16(o2), d1 = LD16(o2 + 16), e0 = LD16(o3), e1 = LD16(o3 + 16);
@@ -242,6 +258,7 @@ ATTR static void SFX(weigh_span4)(const float *const *ps, float *const *os, cons
         memcpy(o1 + 16, &b1, 64), memcpy(o2, &d0, 64), memcpy(o2 + 16, &d1, 64);
         memcpy(o3, &e0, 64), memcpy(o3 + 16, &e1, 64);
     }
+    SFX(weigh_tail)(ps, os, 4, v, stride, j0, j1, c, hd);
 }
 #define WEIGH_GROUP 4
 #undef L16
@@ -252,7 +269,8 @@ ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
     const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
-    for (int64_t c = 0; c < hd; c += 32) {
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
         float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
         L8 a0 = LD8(oa), a1 = LD8(oa + 8), a2 = LD8(oa + 16), a3 = LD8(oa + 24);
         L8 b0 = LD8(ob), b1 = LD8(ob + 8), b2 = LD8(ob + 16), b3 = LD8(ob + 24);
@@ -273,6 +291,7 @@ SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const fl
             memcpy(ob + 24, &b3, 32);
         }
     }
+    SFX(weigh_tail)(ps, os, NQ, v, stride, j0, j1, c, hd);
 }
 #endif
 
