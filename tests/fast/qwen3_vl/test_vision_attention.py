@@ -149,3 +149,16 @@ def test_one_image_reads_only_its_own_patches() -> None:
     same_bits(b[:70], a[:70])
     assert not np.array_equal(b[70:73], a[70:73])
     same_bits(a[73], v[73])
+
+
+@pytest.mark.parametrize("hd", [64, 72])
+def test_tile_boundaries_by_construction(hd) -> None:
+    """Images of 63, 64, 65 and 129 patches (one tile short, exactly one, one past, two tiles and
+    one past) and 784 (the 448×448 image: 13 tiles of 61 or 52), two heads, 1 and 2 threads:
+    the per-query kernel's bits on every path."""
+    seg_of, seg_len = segments([63, 64, 65, 129, 784])
+    q, k, v = inputs(11, len(seg_of), 2 * hd, 1.0, True)
+    for _ in each_isa():
+        want = per_query(q, k, v, 2, hd, seg_of, seg_len)
+        for th in (1, 2):
+            same_bits(tiled(q, k, v, 2, hd, seg_of, seg_len, th), want)
