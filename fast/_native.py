@@ -352,6 +352,10 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # head_dim, kv head g, scores f32, att f32 (every query head of kv head g of tokens [t0, t1))
     lib.wf_attend_tile.argtypes = (p, i64, p, p, i64, p, i64, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend_tile.restype = None
+    lib.wf_attend_head.argtypes = (p, p, p, i64, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend_head.restype = None
+    lib.wf_attend_queries.argtypes = (p, p, p, i64, p, p, i64, i64, p)
+    lib.wf_attend_queries.restype = None
     lib.wf_attend_tile_tokens.argtypes = (i64, i64)
     lib.wf_attend_tile_tokens.restype = i64
 
@@ -365,6 +369,10 @@ def _declare_vision(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # x f32, n, kind (0 tanh, 1 erf), guard, out f32, flags u8, threads; returns flagged count
     lib.wf_gelu.argtypes = (p, i64, i32, ctypes.c_double, p, p, i32)
     lib.wf_gelu.restype = i64
+    lib.wf_rotate_rows.argtypes = (p, i64, i64, i64, i64, p, p, p, i32)
+    lib.wf_rotate_rows.restype = None
+    lib.wf_gelu_dd.argtypes = (ctypes.c_float, i32, p)
+    lib.wf_gelu_dd.restype = None
     # q, k, v f32 [T, heads*head_dim], T, heads, head_dim, seg_of, seg_len i64 [T], out, threads
     lib.wf_attend_segments.argtypes = (p, p, p, i64, i64, i64, p, p, p, i32)
     lib.wf_attend_segments.restype = None

@@ -15,7 +15,7 @@
 
 #include "wf_kernels.h"
 
-enum { JB = 32, TILE_QUERIES = 64 };
+enum { JB = 32, TILE_QUERIES = WF_TILE_QUERIES };
 
 void wf_exp_array(const float *x, int64_t n, float *out);
 void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
@@ -110,4 +110,20 @@ void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *
             np[a] = slots[t] + 1;
         }
     tile(qs, os, np, nq, keys + g * head_dim, values + g * head_dim, stride, head_dim, scores);
+}
+
+/* spec/numerics.md §attention for nq queries qs[a] that read the same keys / values (rows
+ * `stride` floats apart from k / v), query a over their first np[a] rows, outputs os[a]; `sc`
+ * holds nq · max(np) floats. The vision tower's tiles (vision.c): the tile kernel when the path
+ * has one (head_dim % 8 == 0, nq <= TILE_QUERIES), else one query at a time through the one-head
+ * view of wf_attend_group; the same bits either way (spec/numerics.md §batch-invariance). */
+void wf_attend_queries(const float *const *qs, float *const *os, const int64_t *np, int64_t nq,
+                       const float *k, const float *v, int64_t stride, int64_t hd, float *sc) {
+    const tile_fn tile = tile_for(wf_isa());
+    if (tile != NULL && hd % 8 == 0 && nq <= TILE_QUERIES) {
+        tile(qs, os, np, nq, k, v, stride, hd, sc);
+        return;
+    }
+    for (int64_t a = 0; a < nq; a++)
+        wf_attend_group(qs[a], k, v, np[a], stride, 1, 1, hd, 0, sc, os[a]);
 }

@@ -15,10 +15,13 @@ typedef float SFX(l8) __attribute__((vector_size(32), aligned(4)));
 #define L8 SFX(l8)
 #define LD8(p) (*(const L8 *)(p))
 
+/* wf_combine_lanes on a vector: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) by three shuffles and
+ * adds, each add with the same first operand as the scalar tree (so NaN payloads too). */
 ATTR static inline float SFX(combine8)(L8 acc) {
-    float l[WF_LANES];
-    memcpy(l, &acc, sizeof l);
-    return wf_combine_lanes(l);
+    const L8 a = acc + __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 4, 5, 6, 7);
+    const L8 b = a + __builtin_shufflevector(a, a, 2, 3, 2, 3, 2, 3, 2, 3);
+    const L8 c = b + __builtin_shufflevector(b, b, 1, 1, 1, 1, 1, 1, 1, 1);
+    return c[0];
 }
 
 /* NQ queries (q[a]) × NK key rows from k (kstride apart): sc[a * ld + b] = dot(q_a, k_b). Named
@@ -84,12 +87,17 @@ typedef float SFX(w16) __attribute__((vector_size(64), aligned(4)));
         a##0 += xv * c0;                                                                           \
         if (NK == 4) a##1 += xv * c1, a##2 += xv * c2, a##3 += xv * c3;                            \
     } while (0)
+/* the two dots' lane trees side by side (combine8's shuffles in each half of 8 lanes) */
 #define ACC_OUT1(acc, row, b)                                                                      \
     do {                                                                                           \
-        float l[16];                                                                               \
-        memcpy(l, &acc, 64);                                                                       \
-        sc[(row) * ld + (b)] = wf_combine_lanes(l);                                                \
-        sc[((row) + 1) * ld + (b)] = wf_combine_lanes(l + 8);                                      \
+        const W16 a_ = acc + __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 4, 5, 6, 7, 12, 13, 14, \
+                                                     15, 12, 13, 14, 15);                          \
+        const W16 b_ = a_ + __builtin_shufflevector(a_, a_, 2, 3, 2, 3, 2, 3, 2, 3, 10, 11, 10,    \
+                                                    11, 10, 11, 10, 11);                           \
+        const W16 c_ = b_ + __builtin_shufflevector(b_, b_, 1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, \
+                                                    9, 9, 9);                                      \
+        sc[(row) * ld + (b)] = c_[0];                                                              \
+        sc[((row) + 1) * ld + (b)] = c_[8];                                                        \
     } while (0)
 #define ACC_OUT(a, row)                                                                            \
     do {                                                                                           \
@@ -187,6 +195,19 @@ ATTR static void SFX(scores)(const float *const *qs, const int64_t *np, int64_t 
 
 /* Step 4 for queries a, a+1 (NQ 2) or a (NQ 1) over positions [j0, j1) of a block, 32 outputs
  * at a time: o ← o ⊕ p_j ⊗ v_j in ascending j, the accumulators loaded from and stored to o. */
+
+/* The outputs [c0, hd) past the last whole 32 (hd a multiple of 8: the Qwen3.5 tower's 72), 8 at
+ * a time, query by query: each output the same operations in the same order. */
+ATTR static inline __attribute__((always_inline)) void
+SFX(weigh_tail)(const float *const *ps, float *const *os, const int NQ, const float *v,
+                int64_t stride, int64_t j0, int64_t j1, int64_t c0, int64_t hd) {
+    for (int64_t c = c0; c < hd; c += 8)
+        for (int q = 0; q < NQ; q++) {
+            L8 a = LD8(os[q] + c);
+            for (int64_t j = j0; j < j1; j++) a += ps[q][j] * LD8(v + j * stride + c);
+            memcpy(os[q] + c, &a, 32);
+        }
+}
 #if WIDE16
 /* The AVX-512 form: 32 outputs in two 16-lane vectors (each output its own lane, so the same
  * operations as the 8-lane form, half the instructions). */
@@ -197,7 +218,8 @@ ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
     const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
-    for (int64_t c = 0; c < hd; c += 32) {
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
         float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
         L16 a0 = LD16(oa), a1 = LD16(oa + 16), b0 = LD16(ob), b1 = LD16(ob + 16);
         for (int64_t j = j0; j < j1; j++) {
@@ -213,15 +235,42 @@ SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const fl
         memcpy(oa, &a0, 64), memcpy(oa + 16, &a1, 64);
         if (NQ == 2) memcpy(ob, &b0, 64), memcpy(ob + 16, &b1, 64);
     }
+    SFX(weigh_tail)(ps, os, NQ, v, stride, j0, j1, c, hd);
 }
+/* Four queries a..a+3 over [j0, j1): each query's 32 outputs in its own two accumulators, eight
+ * independent add chains (the two-query form's four leave the adds waiting on each other). */
+ATTR static void SFX(weigh_span4)(const float *const *ps, float *const *os, const float *v,
+                                  int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
+    const float *p0 = ps[0], *p1 = ps[1], *p2 = ps[2], *p3 = ps[3];
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
+        float *o0 = os[0] + c, *o1 = os[1] + c, *o2 = os[2] + c, *o3 = os[3] + c;
+        L16 a0 = LD16(o0), a1 = LD16(o0 + 16), b0 = LD16(o1), b1 = LD16(o1 + 16);
+        L16 d0 = LD16(o2), d1 = LD16(o2 + 16), e0 = LD16(o3), e1 = LD16(o3 + 16);
+        for (int64_t j = j0; j < j1; j++) {
+            const float *row = v + j * stride + c;
+            const L16 v0 = LD16(row), v1 = LD16(row + 16);
+            const float x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+            a0 += x0 * v0, a1 += x0 * v1, b0 += x1 * v0, b1 += x1 * v1;
+            d0 += x2 * v0, d1 += x2 * v1, e0 += x3 * v0, e1 += x3 * v1;
+        }
+        memcpy(o0, &a0, 64), memcpy(o0 + 16, &a1, 64), memcpy(o1, &b0, 64);
+        memcpy(o1 + 16, &b1, 64), memcpy(o2, &d0, 64), memcpy(o2 + 16, &d1, 64);
+        memcpy(o3, &e0, 64), memcpy(o3 + 16, &e1, 64);
+    }
+    SFX(weigh_tail)(ps, os, 4, v, stride, j0, j1, c, hd);
+}
+#define WEIGH_GROUP 4
 #undef L16
 #undef LD16
 #else
+#define WEIGH_GROUP 2
 ATTR static inline __attribute__((always_inline)) void
 SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const float *v,
                 int64_t stride, int64_t j0, int64_t j1, int64_t hd) {
     const float *pa = ps[0], *pb = NQ == 2 ? ps[1] : ps[0];
-    for (int64_t c = 0; c < hd; c += 32) {
+    int64_t c = 0;
+    for (; c + 32 <= hd; c += 32) {
         float *oa = os[0] + c, *ob = (NQ == 2 ? os[1] : os[0]) + c;
         L8 a0 = LD8(oa), a1 = LD8(oa + 8), a2 = LD8(oa + 16), a3 = LD8(oa + 24);
         L8 b0 = LD8(ob), b1 = LD8(ob + 8), b2 = LD8(ob + 16), b3 = LD8(ob + 24);
@@ -242,6 +291,7 @@ SFX(weigh_span)(const float *const *ps, float *const *os, const int NQ, const fl
             memcpy(ob + 24, &b3, 32);
         }
     }
+    SFX(weigh_tail)(ps, os, NQ, v, stride, j0, j1, c, hd);
 }
 #endif
 
@@ -250,7 +300,20 @@ ATTR static void SFX(weigh)(const float *const *ps, float *const *os, const int6
     for (int64_t a = 0; a < nq; a++) memset(os[a], 0, sizeof(float) * (size_t)hd); /* +0.0 */
     for (int64_t j0 = 0; j0 < most; j0 += JB) {
         const int64_t jend = j0 + JB < most ? j0 + JB : most;
-        for (int64_t a = 0; a < nq; a += 2) {
+        int64_t a = 0;
+#if WEIGH_GROUP == 4
+        for (; a + 4 <= nq; a += 4) { /* four at once over the span all of them reach */
+            int64_t common = jend;
+            for (int64_t b = a; b < a + 4; b++) common = np[b] < common ? np[b] : common;
+            if (common > j0) SFX(weigh_span4)(ps + a, os + a, v, stride, j0, common, hd);
+            const int64_t from = common > j0 ? common : j0;
+            for (int64_t b = a; b < a + 4; b++) {
+                const int64_t lim = np[b] < jend ? np[b] : jend;
+                if (lim > from) SFX(weigh_span)(ps + b, os + b, 1, v, stride, from, lim, hd);
+            }
+        }
+#endif
+        for (; a < nq; a += 2) {
             const int64_t la = np[a] < jend ? np[a] : jend;
             const int64_t lb = a + 1 < nq ? (np[a + 1] < jend ? np[a + 1] : jend) : j0;
             const int64_t common = la < lb ? la : lb;
@@ -260,6 +323,49 @@ ATTR static void SFX(weigh)(const float *const *ps, float *const *os, const int6
             if (lb > from) SFX(weigh_span)(ps + a + 1, os + a + 1, 1, v, stride, from, lb, hd);
         }
     }
+}
+
+/* wf_max_f32 (the first NaN if any, else the first largest value) with vectors of 8 lanes: a
+ * lane keeps its largest; any NaN, or a largest value of 0 (where +0 and −0 tie and the first of
+ * them decides the sign), is left to the scalar form. */
+typedef int32_t SFX(m8) __attribute__((vector_size(32), aligned(4)));
+ATTR static float SFX(max)(const float *s, int64_t n) {
+    if (n < 2 * WF_LANES) return wf_max_f32(s, n);
+    L8 best = LD8(s);
+    SFX(m8) nan = best != best;
+    int64_t i = WF_LANES;
+    for (; i + WF_LANES <= n; i += WF_LANES) {
+        const L8 v = LD8(s + i);
+        const SFX(m8) up = v > best;
+        nan |= v != v;
+        best = (L8)(((SFX(m8))v & up) | ((SFX(m8))best & ~up));
+    }
+    float m = best[0];
+    for (int l = 0; l < WF_LANES; l++) {
+        if (nan[l]) return wf_max_f32(s, n);
+        m = best[l] > m ? best[l] : m;
+    }
+    for (; i < n; i++) m = s[i] > m || s[i] != s[i] ? s[i] : m;
+    return m == 0.0f || m != m ? wf_max_f32(s, n) : m;
+}
+
+/* spec/numerics.md §attention steps 1-3 on one query's scores: s_j ⊗ scale, then
+ * spec/numerics.md §softmax (wf_softmax's operations in its order: the maximum, s_j ⊖ m, exp, the
+ * lanes8-tree sum — lane j mod 8 ascending, a vector of 8 lanes at a time — and ⊘ total), the
+ * element-wise steps as this path's vectors. */
+ATTR static void SFX(softmax)(float *s, int64_t n, float scale) {
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] * scale;
+    const float m = SFX(max)(s, n);
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] - m;
+    wf_exp_array(s, n, s);
+    L8 acc = {0};
+    int64_t i = 0;
+    for (; i + WF_LANES <= n; i += WF_LANES) acc += LD8(s + i);
+    float l[WF_LANES];
+    memcpy(l, &acc, sizeof l);
+    for (; i < n; i++) l[i % WF_LANES] = l[i % WF_LANES] + s[i];
+    const float total = wf_combine_lanes(l);
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] / total;
 }
 
 /* The tile: queries qs[a] (np[a] positions each) of one kv head whose keys / values start at k
@@ -272,14 +378,13 @@ ATTR static void SFX(tile)(const float *const *qs, float *const *os, const int64
     const float scale = 1.0f / sqrtf((float)hd);
     const float *ps[TILE_QUERIES];
     for (int64_t a = 0; a < nq; a++) {
-        float *s = sc + a * most;
-        for (int64_t j = 0; j < np[a]; j++) s[j] = s[j] * scale;
-        wf_softmax(s, np[a]);
-        ps[a] = s;
+        SFX(softmax)(sc + a * most, np[a], scale);
+        ps[a] = sc + a * most;
     }
     SFX(weigh)(ps, os, np, nq, v, stride, hd, most);
 }
 
 #undef SCORE_GROUP
+#undef WEIGH_GROUP
 #undef L8
 #undef LD8

@@ -10,9 +10,11 @@
  * last multiple of 8 go to the same lanes in scalar code, and the lanes are combined by
  * wf_combine_lanes: exactly the order of wf_dot_f32, so the bits are the scalar loop's and the
  * tiling only changes which outputs are computed together (spec/numerics.md §batch-invariance).
- * Tokens are taken in spans whose rows stay in a 256 KiB cache share, and every band of 4 rows
- * runs over the span before the next band, so each band's weights come from memory once per
- * span. Row r starts `ld` floats after row r − 1: the matrix's row length, or more for a column
+ * Tokens are taken in spans whose rows fill three quarters of this core's L2 cache (glibc's
+ * sysconf; 256 KiB when it does not say), and every band of 4 rows runs over the span before the
+ * next band, so each band's weights come from memory once per span: on a 1 MiB L2 the mergers'
+ * 196 tokens are 4 spans instead of 17, the 64 MiB fc1 streamed 4 times. The span only groups
+ * the outputs; it changes no operation. Row r starts `ld` floats after row r − 1: the matrix's row length, or more for a column
  * band read in place (an expert's down columns, fast/csrc/moe.c).
  *
  * AVX-512 carries two tokens in one 512-bit register: each span's tokens are copied in pairs,
@@ -21,7 +23,9 @@
  * outputs, each half its own eight-lane accumulator in the order above (the same bits again).
  * A tile is 4 rows x 6 pairs; an odd token left over takes the one-token tile.
  */
+#define _GNU_SOURCE /* sysconf's cache sizes */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "wf_kernels.h"
 
@@ -32,7 +36,16 @@
 #define AVX512 __attribute__((target("avx2,avx512f,avx512vl")))
 #define INLINE static inline __attribute__((always_inline))
 
-enum { BAND = 4, X_SPAN_BYTES = 1 << 18 };
+enum { BAND = 4, X_SPAN_MIN = 1 << 18 };
+
+/* Bytes of token rows a span holds: 3/4 of the L2 cache, at least X_SPAN_MIN. */
+static int64_t x_span_bytes(void) {
+    long l2 = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return l2 / 4 * 3 > X_SPAN_MIN ? l2 / 4 * 3 : X_SPAN_MIN;
+}
 
 /* One output from its eight lanes and the columns past the vector loop (i..n-1). */
 INLINE float finish_lanes(float *l, const float *w, const float *x, int64_t i, int64_t n) {
@@ -127,7 +140,7 @@ static void pack_pairs(const float *x, int64_t n, int64_t nv, int64_t pairs, flo
 static int64_t bands(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0, int64_t r1,
                      const float *x, int64_t tokens, float *y, tile_fn wide, int nt,
                      tile_fn one) {
-    int64_t span = (X_SPAN_BYTES / (cols * 4 + 1)) / nt * nt;
+    int64_t span = (x_span_bytes() / (cols * 4 + 1)) / nt * nt;
     if (span < nt) span = nt;
     const int64_t end = r0 + (r1 - r0) / BAND * BAND;
     for (int64_t s0 = 0; s0 < tokens; s0 += span) {
@@ -148,7 +161,7 @@ static int64_t bands(const float *w, int64_t ld, int64_t cols, int64_t rows, int
 static int64_t bands_avx512(const float *w, int64_t ld, int64_t cols, int64_t rows, int64_t r0,
                             int64_t r1, const float *x, int64_t tokens, float *y) {
     const int64_t nv = cols / WF_LANES * WF_LANES, nt = 2 * PAIRS;
-    int64_t span = (X_SPAN_BYTES / (cols * 4 + 1)) / nt * nt;
+    int64_t span = (x_span_bytes() / (cols * 4 + 1)) / nt * nt;
     if (span < nt) span = nt;
     float *xp = tokens >= 2 && nv > 0 ? malloc((size_t)(span / 2 * 2 * nv) * sizeof(float)) : NULL;
     if (xp == NULL)

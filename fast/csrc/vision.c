@@ -1,19 +1,17 @@
 /* The Qwen3-VL vision tower's element-wise and per-image kernels (spec/numerics.md §vision).
  *
- * LayerNorm with a bias (spec/numerics.md §vision-layernorm), the two GELUs
- * (spec/numerics.md §vision-gelu) and bidirectional attention inside each image
- * (spec/numerics.md §vision-attention). They mirror ref/qwen3_vl/numerics.py and
- * ref/qwen3_vl/vision.py operation for operation; sums are the canonical 8-lane sums of
- * spec/numerics.md §lanes8-tree, every other step one IEEE binary32 operation (-ffp-contract=off).
- * Rows are independent, so any thread split gives the same bits.
+ * LayerNorm with a bias (spec/numerics.md §vision-layernorm) and bidirectional attention inside
+ * each image (spec/numerics.md §vision-attention); the GELUs are gelu.c. They mirror
+ * ref/qwen3_vl/numerics.py and ref/qwen3_vl/vision.py operation for operation; sums are the
+ * canonical 8-lane sums of spec/numerics.md §lanes8-tree, every other step one IEEE binary32
+ * operation (-ffp-contract=off). Rows, and each (query, head) of the attention, are independent,
+ * so any thread split or query tiling gives the same bits.
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "wf_kernels.h"
-
-/* math.pi of ref/qwen3_vl/numerics.py: the binary64 nearest to π. */
-#define WF_PI 3.14159265358979323846
 
 /* spec/numerics.md §lanes8-tree: the canonical sum of x (lane i mod 8, ascending, then the fixed
  * tree). */
@@ -56,103 +54,132 @@ void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, 
     wf_parallel_for(rows, threads, layernorm_rows, &job);
 }
 
-/* spec/numerics.md §vision-gelu: the binary32 nearest to the binary64 estimate `c` when no binary32
- * rounding midpoint lies within guard·|c| of it (then the estimate's error, far below the guard,
- * cannot move the rounding); else *flag = 1 and the caller evaluates the real function exactly. */
-static float round_guarded(double c, double guard, uint8_t *flag) {
-    if (c == 0.0) return (float)c;
-    const float f = (float)c;
-    if (!isfinite(f)) {
-        *flag = 1;
-        return f;
-    }
-    const double down = (double)nextafterf(f, -INFINITY), up = (double)nextafterf(f, INFINITY);
-    const double near_down = fabs(c - ((double)f + down) / 2.0);
-    const double near_up = fabs(c - ((double)f + up) / 2.0);
-    const double near = near_down < near_up ? near_down : near_up;
-    if (!(near > guard * fabs(c))) *flag = 1;
-    return f;
-}
-
-/* 0: gelu_tanh = x / (1 + e^(−2u)), u = √(2/π)(x + 0.044715x³) (no cancellation for x < 0);
- * 1: gelu_erf = ½x·erfc(−x/√2). Both in binary64, as ref/qwen3_vl/numerics.py estimates them
- * (x³ as two products rather than pow: a few binary64 ulps, far inside the guard, and pow was
- * the costliest step; the result is the correctly rounded value either way). */
-static double gelu_estimate(double v, int32_t kind) {
-    if (kind == 0) {
-        const double u = sqrt(2.0 / WF_PI) * (v + 0.044715 * (v * v * v));
-        const double e = -2.0 * u;
-        return v / (1.0 + exp(e < 709.0 ? e : 709.0));
-    }
-    return 0.5 * v * erfc(-v / sqrt(2.0));
-}
-
 typedef struct {
-    const float *x;
+    const float *x, *cos, *sin;
     float *out;
-    uint8_t *flags;
-    int32_t kind;
-    double guard;
-} gelu_job;
+    int64_t ld, heads, hd;
+} rotate_job;
 
-static void gelu_range(void *ctx, int64_t begin, int64_t end) {
-    const gelu_job *j = ctx;
-    for (int64_t i = begin; i < end; i++) {
-        const float x = j->x[i];
-        j->flags[i] = 0;
-        if (x != x) {
-            j->out[i] = x;
-            continue;
+/* spec/numerics.md §rotation per row and head: x'_j = x_j ⊗ c_j ⊖ x_{j+h} ⊗ s_j,
+ * x'_{j+h} = x_{j+h} ⊗ c_j ⊕ x_j ⊗ s_j (h = hd/2; each product rounded, then the sum). */
+static void rotate_rows(void *ctx, int64_t begin, int64_t end) {
+    const rotate_job *j = ctx;
+    const int64_t h = j->hd / 2;
+    for (int64_t r = begin; r < end; r++) {
+        const float *c = j->cos + r * h, *s = j->sin + r * h;
+        for (int64_t g = 0; g < j->heads; g++) {
+            const float *x = j->x + r * j->ld + g * j->hd;
+            float *o = j->out + (r * j->heads + g) * j->hd;
+            for (int64_t i = 0; i < h; i++) {
+                o[i] = x[i] * c[i] - x[i + h] * s[i];
+                o[i + h] = x[i + h] * c[i] + x[i] * s[i];
+            }
         }
-        j->out[i] = round_guarded(gelu_estimate((double)x, j->kind), j->guard, &j->flags[i]);
     }
 }
 
-/* GELU of n floats (kind 0 tanh, 1 erf); flags[i] = 1 where out[i] is only the binary64
- * estimate's rounding and must be replaced by the exact evaluation. Returns the flagged count. */
-int64_t wf_gelu(const float *x, int64_t n, int32_t kind, double guard, float *out, uint8_t *flags,
-                int32_t threads) {
-    gelu_job job = {x, out, flags, kind, guard};
-    wf_parallel_for(n, threads, gelu_range, &job);
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; i++) count += flags[i];
-    return count;
+/* spec/numerics.md §vision-rotary: rows of heads·hd values `ld` floats apart (a column range of
+ * the fused qkv output, read in place) rotated with per-row cos / sin [rows, hd/2] into out
+ * [rows, heads·hd]. */
+void wf_rotate_rows(const float *x, int64_t rows, int64_t ld, int64_t heads, int64_t hd,
+                    const float *cos, const float *sin, float *out, int32_t threads) {
+    rotate_job job = {x, cos, sin, out, ld, heads, hd};
+    wf_parallel_for(rows, threads, rotate_rows, &job);
 }
 
+/* A tile: query rows [t0, t1), all of one image (the same seg_of and seg_len). */
 typedef struct {
-    const float *q, *k, *v;
+    int64_t t0, t1;
+} query_tile;
+
+typedef struct {
+    const float *q, *kp, *vp; /* kp, vp: keys / values head-major, [heads][tokens][head_dim] */
     float *out;
-    const int64_t *seg_of; /* per token: the first row of its image */
-    const int64_t *seg_len;
-    int64_t width, heads, head_dim;
+    const int64_t *seg_of, *seg_len;
+    const query_tile *tiles;
+    int64_t ntiles, tokens, heads, head_dim;
 } attend_job;
 
-static void attend_tokens(void *ctx, int64_t begin, int64_t end) {
+/* Units u = h · ntiles + i: head h of tile i (consecutive units share a head's keys and values). */
+static void attend_units(void *ctx, int64_t begin, int64_t end) {
     const attend_job *j = ctx;
-    int64_t most = 0;
-    for (int64_t t = begin; t < end; t++)
-        if (j->seg_len[t] > most) most = j->seg_len[t];
-    float *scores = malloc((size_t)(most > 0 ? most : 1) * sizeof(float));
-    if (scores == NULL) abort(); /* a few kB; nothing sensible to return from a worker */
-    /* head-major: one head's keys and values of an image (seg_len x head_dim floats each) stay in
-     * cache over the range's tokens, instead of every head's being read again for each token;
-     * each (token, head) output is the same call either way */
-    const int64_t w = j->width;
-    for (int64_t h = 0; h < j->heads; h++)
-        for (int64_t t = begin; t < end; t++) {
-            const int64_t s = j->seg_of[t];
-            wf_attend_head(j->q + t * w, j->k + s * w, j->v + s * w, j->seg_len[t], w, j->heads,
-                           j->heads, j->head_dim, h, scores, j->out + t * w);
+    const int64_t w = j->heads * j->head_dim, hd = j->head_dim;
+    int64_t most = 1;
+    for (int64_t i = 0; i < j->ntiles; i++)
+        most = j->seg_len[j->tiles[i].t0] > most ? j->seg_len[j->tiles[i].t0] : most;
+    float *scores = malloc(sizeof(float) * (size_t)(WF_TILE_QUERIES * most));
+    if (scores == NULL) abort(); /* nothing sensible to return from a worker */
+    const float *qs[WF_TILE_QUERIES];
+    float *os[WF_TILE_QUERIES];
+    int64_t np[WF_TILE_QUERIES];
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t h = u / j->ntiles;
+        const query_tile tl = j->tiles[u % j->ntiles];
+        for (int64_t t = tl.t0; t < tl.t1; t++) {
+            qs[t - tl.t0] = j->q + t * w + h * hd;
+            os[t - tl.t0] = j->out + t * w + h * hd;
+            np[t - tl.t0] = j->seg_len[t];
         }
+        const int64_t first = (h * j->tokens + j->seg_of[tl.t0]) * hd;
+        wf_attend_queries(qs, os, np, tl.t1 - tl.t0, j->kp + first, j->vp + first, hd, hd, scores);
+    }
     free(scores);
+}
+
+typedef struct {
+    const float *k, *v;
+    float *kp, *vp;
+    int64_t tokens, heads, head_dim;
+} pack_job;
+
+/* Rows [begin, end) of k and v copied head-major, so that one head's keys are contiguous (rows
+ * `width` floats apart would map onto few cache sets). */
+static void pack_rows(void *ctx, int64_t begin, int64_t end) {
+    const pack_job *j = ctx;
+    const int64_t hd = j->head_dim, w = j->heads * hd;
+    for (int64_t t = begin; t < end; t++)
+        for (int64_t h = 0; h < j->heads; h++) {
+            const int64_t to = (h * j->tokens + t) * hd, from = t * w + h * hd;
+            memcpy(j->kp + to, j->k + from, sizeof(float) * (size_t)hd);
+            memcpy(j->vp + to, j->v + from, sizeof(float) * (size_t)hd);
+        }
+}
+
+/* Runs of tokens with the same image, cut into tiles of at most WF_TILE_QUERIES (even sizes);
+ * returns the count written to `tiles` (room for tokens entries). */
+static int64_t query_tiles(const int64_t *seg_of, const int64_t *seg_len, int64_t tokens,
+                           query_tile *tiles) {
+    int64_t n = 0;
+    for (int64_t t0 = 0; t0 < tokens;) {
+        int64_t t1 = t0 + 1;
+        while (t1 < tokens && seg_of[t1] == seg_of[t0] && seg_len[t1] == seg_len[t0]) t1++;
+        const int64_t parts = (t1 - t0 + WF_TILE_QUERIES - 1) / WF_TILE_QUERIES;
+        const int64_t size = (t1 - t0 + parts - 1) / parts;
+        for (int64_t a = t0; a < t1; a += size)
+            tiles[n++] = (query_tile){a, a + size < t1 ? a + size : t1};
+        t0 = t1;
+    }
+    return n;
 }
 
 /* spec/numerics.md §vision-attention: token t's heads attend to the seg_len[t] rows from seg_of[t]
  * of k and v (its image), all [tokens, width] with width = heads·head_dim;
- * spec/numerics.md §attention per head. */
+ * spec/numerics.md §attention per head and query. The queries of an image go through its keys in
+ * tiles of up to WF_TILE_QUERIES (wf_attend_queries), threads over (head, tile) units; each
+ * output's operations are those of one query alone, so any tiling and thread count give its
+ * bits. */
 void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads) {
-    attend_job job = {q, k, v, out, seg_of, seg_len, heads * head_dim, heads, head_dim};
-    wf_parallel_for(tokens, threads, attend_tokens, &job);
+    if (tokens <= 0) return;
+    const size_t size = sizeof(float) * (size_t)(tokens * heads * head_dim);
+    float *kp = malloc(size), *vp = malloc(size);
+    query_tile *tiles = malloc(sizeof(query_tile) * (size_t)tokens);
+    if (kp == NULL || vp == NULL || tiles == NULL) abort();
+    pack_job pj = {k, v, kp, vp, tokens, heads, head_dim};
+    wf_parallel_for(tokens, threads, pack_rows, &pj);
+    const int64_t ntiles = query_tiles(seg_of, seg_len, tokens, tiles);
+    attend_job job = {q, kp, vp, out, seg_of, seg_len, tiles, ntiles, tokens, heads, head_dim};
+    wf_parallel_for(ntiles * heads, threads, attend_units, &job);
+    free(kp), free(vp), free(tiles);
 }

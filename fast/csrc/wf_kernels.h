@@ -127,13 +127,25 @@ void wf_attend_head(const float *q, const float *keys, const float *values, int6
                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
                     float *scores, float *out);
 
-/* vision.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the GELUs (kind 0
- * tanh, 1 erf) with flags where the exact evaluation must replace the estimate; bidirectional
+/* attention_tiles.c: spec/numerics.md §attention for up to WF_TILE_QUERIES queries reading the same
+ * key / value rows (query a over the first np[a] rows), one tile on a SIMD path; `sc` holds
+ * nq · max(np) floats. */
+enum { WF_TILE_QUERIES = 64 };
+void wf_attend_queries(const float *const *qs, float *const *os, const int64_t *np, int64_t nq,
+                       const float *k, const float *v, int64_t stride, int64_t hd, float *sc);
+
+/* vision.c and gelu.c (spec/numerics.md §vision): LayerNorm with a bias over rows of n; the
+ * GELUs (kind 0 tanh, 1 erf), correctly rounded, flags 0 / 1 / 2 (the binary64 estimate, the
+ * double-double path, left to the caller's multi-precision evaluation), and one element's
+ * double-double value for tests; the 2-D rotary of rows `ld` floats apart; bidirectional
  * attention of each token over its image's rows [seg_of[t], seg_of[t] + seg_len[t]). */
 void wf_layernorm_rows(const float *x, int64_t rows, int64_t n, const float *w, const float *b,
                        float eps, float *out, int32_t threads);
 int64_t wf_gelu(const float *x, int64_t n, int32_t kind, double guard, float *out, uint8_t *flags,
                 int32_t threads);
+void wf_gelu_dd(float x, int32_t kind, double *hi_lo);
+void wf_rotate_rows(const float *x, int64_t rows, int64_t ld, int64_t heads, int64_t hd,
+                    const float *cos, const float *sin, float *out, int32_t threads);
 void wf_attend_segments(const float *q, const float *k, const float *v, int64_t tokens,
                         int64_t heads, int64_t head_dim, const int64_t *seg_of,
                         const int64_t *seg_len, float *out, int32_t threads);

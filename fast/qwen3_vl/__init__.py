@@ -1,7 +1,7 @@
 """Qwen3-VL on weights in their file encoding, bit for bit equal to ref.qwen3_vl (spec/models.md
 §qwen3-vl; spec/numerics.md §vision).
 
-    numerics.py  LayerNorm, the GELUs (fast/csrc/vision.c), bilinear resampling, the 2-D rotary
+    numerics.py  LayerNorm (fast/csrc/vision.c), the GELUs (gelu.c), bilinear resampling, 2-D rotary
     vision.py    FastVisionTower: all patches of all images per step, the reference's trace names
     bind.py      a VISION VQF to FastMatrix views (the reference binder's checks and errors)
     model.py     FastQwen3VLModel: image rows, DeepStack and positions around FastQwen3Model

@@ -1,10 +1,10 @@
 """The vision tower's operations on whole [rows, width] arrays, bit for bit those of
 ref/qwen3_vl/numerics.py (spec/numerics.md §vision).
 
-LayerNorm and the GELUs run in fast/csrc/vision.c; the position-embedding resampling and the 2-D
-rotary are a few IEEE binary32 NumPy operations per element in the reference's order (NumPy
-never fuses a multiply and an add), with the reference's taps, weights and correctly rounded
-cos / sin tables.
+LayerNorm runs in fast/csrc/vision.c, the GELUs in fast/csrc/gelu.c; the position-embedding
+resampling and the 2-D rotary are a few IEEE binary32 NumPy operations per element in the
+reference's order (NumPy never fuses a multiply and an add), with the reference's taps, weights
+and correctly rounded cos / sin tables.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from weightfile.ref.qwen3_vl import numerics as ref
 #: exp's argument does (at most |2u|·2^-53 with |2u| <= 709, so about 2^-42.5 relative; erfc's
 #: argument likewise below 2^-44 where the result is not zero), a factor of 64 inside the band:
 #: outside it the estimate and the real value round to the same binary32 whatever libm rounds.
+#: Inside it fast/csrc/gelu.c evaluates again in double-double arithmetic.
 GUARD = ref.GUARD
 TANH, ERF = 0, 1
 _EXACT = {TANH: ref.gelu_tanh, ERF: ref.gelu_erf}
@@ -46,18 +47,20 @@ def layernorm(
 
 
 def gelu(x: np.ndarray, kind: int, threads: int = 1, guard: float = GUARD) -> np.ndarray:
-    """spec/numerics.md §vision-gelu element-wise, correctly rounded: the C kernel's guarded
-    binary64 estimate, and the reference's exact evaluation for the elements it flags. `guard` is
-    for tests (a huge one flags every element)."""
+    """spec/numerics.md §vision-gelu element-wise, correctly rounded, in C (fast/csrc/gelu.c: the
+    guarded binary64 estimate, a double-double evaluation for the elements the band flags); the
+    reference's multi-precision evaluation only for an element even the double-double value cannot
+    settle (flag 2; none expected). `guard` is for tests (a huge one sends every element through
+    the double-double path)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty_like(x)
     flags = np.empty(x.shape, dtype=np.uint8)
-    flagged = kernels().wf_gelu(
+    unsettled = kernels().wf_gelu(
         address(x), x.size, kind, guard, address(out), address(flags), threads
     )
-    if flagged:
+    if unsettled:
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-        for i in np.flatnonzero(flags.reshape(-1)):
+        for i in np.flatnonzero(flags.reshape(-1) == 2):
             flat_out[i] = _EXACT[kind](flat_x[i])
     return out
 
@@ -107,15 +110,22 @@ class FastRotary2D:
         return np.stack(cos).astype(np.float32), np.stack(sin).astype(np.float32)
 
 
-def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int) -> np.ndarray:
-    """spec/numerics.md §rotation on every head of x [N, heads·hdv] with per-row cos / sin [N,
-    hdv/2]: x'_j = x_j c − x_{j+h} s, x'_{j+h} = x_{j+h} c + x_j s."""
+def rotate(
+    x: np.ndarray, cos: np.ndarray, sin: np.ndarray, head_dim: int, threads: int = 1
+) -> np.ndarray:
+    """spec/numerics.md §rotation on every head of x [N, heads·hdv] (rows may be a column range of
+    a wider array, read in place) with per-row cos / sin [N, hdv/2]: x'_j = x_j c − x_{j+h} s,
+    x'_{j+h} = x_{j+h} c + x_j s, in fast/csrc/vision.c (wf_rotate_rows)."""
     n, width = x.shape
-    v = x.reshape(n, width // head_dim, head_dim)
-    h = head_dim // 2
-    lo, hi = v[..., :h], v[..., h:]
-    c, s = cos[:, None, :], sin[:, None, :]
-    out = np.empty_like(v)
-    out[..., :h] = lo * c - hi * s
-    out[..., h:] = hi * c + lo * s
-    return out.reshape(n, width)
+    if x.dtype != np.float32 or x.strides[1] != 4 or x.strides[0] % 4:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    c = np.ascontiguousarray(cos, dtype=np.float32)
+    s = np.ascontiguousarray(sin, dtype=np.float32)
+    if c.shape != (n, head_dim // 2) or s.shape != c.shape or width % head_dim:
+        raise ValueError(f"rotate of {x.shape} with cos {c.shape}, sin {s.shape}, hdv {head_dim}")
+    out = np.empty((n, width), np.float32)
+    kernels().wf_rotate_rows(
+        x.ctypes.data, n, x.strides[0] // 4, width // head_dim, head_dim, address(c), address(s),
+        address(out), threads,
+    )  # fmt: skip
+    return out

@@ -4,9 +4,10 @@ ref/qwen3_vl/vision.py (spec/models.md §qwen3-vl "Vision tower"; spec/numerics.
 Every step runs over all patches of all images at once: the linears are the matrix-matrix
 products of fast/numerics/matrix.py (the `v_q8_*` matrices in the profile's spec/numerics.md
 §quantized-matmul mode, the F32 ones by the spec/numerics.md §matmul dot) followed by `⊕ bias`;
-LayerNorm, the GELUs and the per-image attention are fast/csrc/vision.c; the residual and position
-adds are NumPy float32 additions (one rounding each, as in the reference). The trace hook gets the
-reference's names, in its order, with the same bits.
+LayerNorm and the per-image attention (query tiles) are fast/csrc/vision.c, the GELUs
+fast/csrc/gelu.c; the residual and position adds are NumPy float32 additions (one rounding each,
+as in the reference). The trace hook gets the reference's names, in its order, with the same
+bits.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ class FastVisionTower:
         cols = m.shape[1]
         if x.shape[1] < cols:
             x = np.concatenate([x, np.zeros((x.shape[0], cols - x.shape[1]), np.float32)], 1)
-        return m.matmat(x, threads=self.threads) + bias
+        y = m.matmat(x, threads=self.threads)
+        y += bias  # in place: one float32 rounding per element, as `y + bias`
+        return y
 
     def norm(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return layernorm(x, w, b, self.config.eps, self.threads)
@@ -70,8 +73,8 @@ class FastVisionTower:
         d, hd = self.config.hidden_size, self.config.head_dim
         n1 = self.norm(x, bw.norm1_w, bw.norm1_b)
         qkv = self.linear(bw.qkv, bw.qkv_b, n1)
-        q = rotate(qkv[:, :d], cos, sin, hd)
-        kk = rotate(qkv[:, d : 2 * d], cos, sin, hd)
+        q = rotate(qkv[:, :d], cos, sin, hd, self.threads)
+        kk = rotate(qkv[:, d : 2 * d], cos, sin, hd, self.threads)
         att = self.attention(q, kk, qkv[:, 2 * d :], seg_of, seg_len)
         o = self.linear(bw.proj, bw.proj_b, att)
         h = x + o
