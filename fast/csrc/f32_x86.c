@@ -24,7 +24,8 @@
  * A tile is 4 rows x 6 pairs; an odd token left over takes the one-token tile. When no columns
  * lie past the vector loop (every Qwen3.5 tower width), each pair register's two trees are
  * combined in the register (pair_sums: three shuffles and adds, the tree's own operands) instead
- * of through memory: 1.05-1.22x on the tower's four linears (1 thread, contended).
+ * of through memory: 1.05-1.22x on the tower's four linears (1 thread, contended); the 256-bit
+ * tiles likewise (finish).
  */
 #define _GNU_SOURCE /* sysconf's cache sizes */
 #include <stdlib.h>
@@ -56,8 +57,15 @@ INLINE float finish_lanes(float *l, const float *w, const float *x, int64_t i, i
     return wf_combine_lanes(l);
 }
 
-/* One output from its accumulator and the columns past the vector loop (i..n-1). */
+/* One output from its accumulator and the columns past the vector loop (i..n-1); with none, the
+ * tree in the register (lanes j and j + 4, then j + 2, then j + 1: spec/numerics.md
+ * §combining-tree, each add of the tree's own operands). */
 AVX2 INLINE float finish(__m256 acc, const float *w, const float *x, int64_t i, int64_t n) {
+    if (i == n) {
+        __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+        return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 1, 1, 1))));
+    }
     float l[WF_LANES];
     _mm256_storeu_ps(l, acc);
     return finish_lanes(l, w, x, i, n);
