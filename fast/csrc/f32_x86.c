@@ -58,8 +58,8 @@ INLINE float finish_lanes(float *l, const float *w, const float *x, int64_t i, i
 }
 
 /* One output from its accumulator and the columns past the vector loop (i..n-1); with none, the
- * tree in the register (lanes j and j + 4, then j + 2, then j + 1: spec/numerics.md
- * §combining-tree, each add of the tree's own operands). */
+ * tree in the register (lanes j and j + 4, then j + 2, then j + 1, each add of the tree's own
+ * operands: spec/numerics.md §combining-tree). */
 AVX2 INLINE float finish(__m256 acc, const float *w, const float *x, int64_t i, int64_t n) {
     if (i == n) {
         __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
