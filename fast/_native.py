@@ -236,6 +236,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     # membw.c: sum of n uint64 words (the read-bandwidth probe of the bench and benchmarks/)
     lib.wf_membw_read.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     lib.wf_membw_read.restype = ctypes.c_uint64
+    # mul_add_peak.c: steps -> 0.5 x lanes x steps (the separate mul + add peak probe of the bench)
+    lib.wf_mul_add_peak.argtypes = (ctypes.c_int64,)
+    lib.wf_mul_add_peak.restype = ctypes.c_double
     # vqf_codecs.c; the quantizers return 1 when the input held NaN/Inf
     lib.vqf_q8_0_quantize.argtypes = (f32p, i64, i32, i32, u8p)  # x, ngroups, group, mode, out
     lib.vqf_q8_0_quantize.restype = i32

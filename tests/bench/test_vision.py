@@ -9,6 +9,7 @@ from weightfile.bench import engines, report, vision
 from weightfile.bench.synthetic import SPECS, planned_layout, synthetic_model, with_progress
 from weightfile.bench.table import image_lines
 from weightfile.families import vqf_family
+from weightfile.fast._native import current_isa
 from weightfile.fast.backend import FAST
 from weightfile.ref.qwen3_vl.vision import VisionInput
 from weightfile.ref.vqf.read import open_vqf
@@ -156,8 +157,12 @@ def test_a_fast_tower_is_timed_at_every_thread_count(tiny_vl, monkeypatch):
     for r in q["rows"]:
         assert r["gflop_per_s"] == pytest.approx(q["flops_per_image"]["total"] / r["seconds"] / 1e9)
     assert all(r["gflop_per_s"] > 0 for r in section["rows"])
+    # the bound of its F32 products (fast/csrc/mul_add_peak.c), on the x86 vector paths
+    peak = q["mul_add_peak_gflop_per_s"]
+    assert (peak or 0) > 0 if current_isa() in ("avx2", "avx512") else peak is None
     lines = dict(image_lines({"image_encode": section}))
     assert any(k.startswith("image encode, Qwen3.5 tower (depth 2, width 64") for k in lines)
+    assert any(k.startswith("  bound of its F32 products") for k in lines) == (peak is not None)
 
 
 def test_the_official_qwen35_geometry_beside_a_real_size_tower():

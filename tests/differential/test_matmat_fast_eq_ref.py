@@ -106,7 +106,7 @@ def test_dense_product_equals_ref(layout: str, seed: int, rows: int, cols: int, 
 @given(
     seed=st.integers(0, 2**32 - 1),
     rows=st.integers(1, 13),
-    cols=st.sampled_from([1, 7, 8, 9, 16, 31, 70]),
+    cols=st.sampled_from([1, 7, 8, 9, 16, 31, 64, 70, 72]),
     tokens=st.sampled_from([1, 2, 5, 6, 7, 12, 13, 14, 15, 27]),
     wide=st.booleans(),
 )
@@ -114,7 +114,8 @@ def test_f32_register_tiles_equal_ref(seed, rows, cols, tokens, wide):
     """fast/csrc/f32_x86.c: bands of 4 rows with the rows past the last band left to the loop,
     token tiles of 2 (AVX2) or of 6 token pairs packed two to a 512-bit register (AVX-512) with
     the pairs past the last tile one pair at a time and an odd last token alone, columns past
-    the last multiple of 8 added to the same lanes; with `wide`, rows long enough that a token
+    the last multiple of 8 added to the same lanes (with none past it, a pair's two trees combined
+    in the register); with `wide`, rows long enough that a token
     span (256 KiB) holds fewer tokens than the product (several spans, the last one short)."""
     rng = np.random.default_rng(seed)
     cols = 20_000 + cols if wide else cols

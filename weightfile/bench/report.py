@@ -78,7 +78,9 @@ Rates are per second; bytes are bytes (not MB); a field is null when its engine 
                        qwen35_vision (when engine is "fast"; weightfile/bench/vision35.py):
                          {geometry {official, depth, hidden, intermediate, heads, head_dim,
                           patch, merge, out_hidden}, image {side, grid, patches, tokens},
-                          flops_per_image {linears, attention, total}, rows (as rows above)}}
+                          flops_per_image {linears, attention, total}, rows (as rows above),
+                          mul_add_peak_gflop_per_s null | one core's separate mul + add
+                          peak, the bound of its F32 products (fast/csrc/mul_add_peak.c)}}
     notes             [str]: how to read estimated or missing numbers
 """
 

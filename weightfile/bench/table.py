@@ -150,6 +150,10 @@ def qwen35_lines(q: dict[str, Any] | None) -> list[tuple[str, str]]:
     for r in q["rows"]:
         out.append((f"  fast ×{r['threads']}",
                     f"{seconds(r['seconds'])}, {r['gflop_per_s']:.3g} GFLOP/s"))  # fmt: skip
+    peak = q.get("mul_add_peak_gflop_per_s")
+    if peak is not None:
+        bound = "  bound of its F32 products, 1 thread (mul + add peak)"
+        out.append((bound, f"{peak:.3g} GFLOP/s"))
     return out
 
 

@@ -9,6 +9,12 @@ official geometry — run by `fast_tower` (fast/qwen3_vl/dense.py), the tower `r
 attention, fc2 unpadded: weightfile/bench/vision.py `work_of`) × 2 ÷ its seconds, the same
 measure the bench gives the Qwen3-VL file's fast encode rows.
 
+Its linears are F32 products, a rounded multiply and an add per term (spec/numerics.md §no-fma,
+§dot), while the Qwen3-VL file's are Q8_0 integer dots, so beside the rows the section gives the
+bound of the former: `mul_add_peak_gflop_per_s`, one core's separate multiply-then-add peak
+measured by fast/csrc/mul_add_peak.c (operands in registers, no memory), the most any F32 product
+on one thread can reach on this machine.
+
 Beside a real-size Qwen3-VL tower (hidden ≥ `OFFICIAL_FROM`) the tower is the official
 geometry; beside a smaller one (the tests' `tiny-vl-*`) it is that tower's own sizes with the
 Qwen3.5 switches, so the comparison runs in seconds there.
@@ -48,6 +54,9 @@ QWEN35_VISION = VisionConfig(
     temporal_patch_size=2, spatial_merge_size=2, merger_postshuffle_norm=False,
     merger_gelu="erf",
 )  # fmt: skip
+#: Steps of one mul_add_peak call (below 2^24, so its lanes stay exact) and calls (best of).
+PEAK_STEPS = 1 << 23
+PEAK_CALLS = 3
 #: A Qwen3-VL tower at least this wide is compared with the official geometry.
 OFFICIAL_FROM = 512
 SEED = 29
@@ -91,6 +100,22 @@ def seeded_weights(c: VisionConfig) -> VisionWeights:
     )  # fmt: skip
     pos = rng.standard_normal((c.num_position_embeddings, d), dtype=np.float32)
     return VisionWeights(matrix(d, c.patch_dim), vec(d), pos, blocks, merger, ())
+
+
+def mul_add_peak() -> float | None:
+    """One core's separate multiply-then-add GFLOP/s (fast/csrc/mul_add_peak.c), best of
+    PEAK_CALLS; None without the C kernels or a vector path. The probe returns 0.5 × lanes ×
+    steps, so its flops (a product and an add per lane and step) are 4 × its value."""
+    from weightfile.fast._native import library
+
+    lib = library()
+    best = None
+    for _ in range(0 if lib is None else PEAK_CALLS):
+        start = time.perf_counter()
+        value = lib.wf_mul_add_peak(PEAK_STEPS)
+        rate = 4 * value / (time.perf_counter() - start) / 1e9
+        best = rate if value and (best is None or rate > best) else best
+    return best
 
 
 def encode_rows(
@@ -141,4 +166,5 @@ def qwen35_section(
         "flops_per_image": {"linears": 2 * work.linears, "attention": 2 * work.attention,
                             "total": flops},
         "rows": encode_rows(c, image, threads, reps, flops),
+        "mul_add_peak_gflop_per_s": mul_add_peak(),
     }  # fmt: skip
