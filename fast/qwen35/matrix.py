@@ -162,8 +162,8 @@ class ProductSet:
 
     def __init__(self, mats: Sequence, blocks: bool = False) -> None:
         self.mats, self.blocks = tuple(mats), blocks
-        self.bounds = [0, *np.cumsum([m.rows for m in self.mats]).tolist()]
-        self.width, self.cols = self.bounds[-1], self.mats[0].cols
+        self.bounds = [0, *np.cumsum([m.shape[0] for m in self.mats]).tolist()]
+        self.width, self.cols = self.bounds[-1], self.mats[0].shape[1]
         self.fused = all(isinstance(m, NfMatrix) for m in self.mats)
         if self.fused:
             structs, first, cols, ldy = [], [], [], []
