@@ -461,9 +461,21 @@ void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
 typedef void (*delta_head_fn)(float *, const float *, const float *, const float *, float, float,
                               int64_t, int64_t, float *, float *, float *);
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* AVX-512: ninfer_x86.c's column strips when dv is a multiple of 16, else the macro's body. */
+static void delta_rule_head_strips(float *S, const float *q, const float *k, const float *v,
+                                   float decay, float beta, int64_t dk, int64_t dv, float *l,
+                                   float *d, float *o) {
+    if (dv % 16 == 0)
+        wf_delta_rule_cols_avx512(S, q, k, v, decay, beta, dk, dv, o);
+    else
+        delta_rule_head_avx512(S, q, k, v, decay, beta, dk, dv, l, d, o);
+}
+#endif
+
 static delta_head_fn delta_head(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx512;
+    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_strips;
     if (wf_isa() == WF_ISA_AVX2) return delta_rule_head_avx2;
 #endif
     return delta_rule_head;

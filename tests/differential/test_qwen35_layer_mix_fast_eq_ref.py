@@ -78,7 +78,7 @@ def ref_token(p, row, window, states):
 @given(
     heads=st.sampled_from([(1, 1), (2, 1), (4, 2), (9, 3)]),
     dk=st.sampled_from([1, 3, 8, 9]),
-    dv=st.sampled_from([1, 7, 8]),
+    dv=st.sampled_from([1, 7, 8, 16]),
     kernel=st.integers(1, 5),
     tokens=TOKENS,
     extra=st.integers(0, 3),
