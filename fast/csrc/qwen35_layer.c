@@ -1,8 +1,8 @@
 /* The work of a Qwen3.5 layer between its input projections and its output projection, for the
  * T tokens of one sequence in one call: the Gated DeltaNet mixer's (spec/models.md §qwen35;
  * spec/numerics.md §gdn-conv, §silu, §gdn-l2norm, §softplus, §exp, §gdn-gates, §gated-rmsnorm)
- * and the gated full attention's (spec/models.md §qwen35-attention; spec/numerics.md §rmsnorm,
- * §rotation, §attention).
+ * and the gated full attention's (spec/models.md §qwen35-attention;
+ * spec/numerics.md §rmsnorm, §rotation, §attention).
  *
  * fast/qwen35/ did these steps as a dozen NumPy passes and half a dozen small C calls a layer,
  * each with its allocations and ctypes marshalling, which at one token cost more than their
@@ -102,7 +102,7 @@ typedef struct {
     float *conv, *q, *k, *tmp, *core, *normed;
 } gdn_tokens_job;
 
-/* spec/numerics.md §gdn-conv tap sums, SiLU, then §gdn-l2norm of q and k. */
+/* spec/numerics.md §gdn-conv tap sums, SiLU, then spec/numerics.md §gdn-l2norm of q and k. */
 static void conv_tokens(void *arg, int64_t t0, int64_t t1) {
     const gdn_tokens_job *j = arg;
     const int64_t C = j->C, kg = j->L->hk * j->L->dk;
@@ -161,9 +161,10 @@ typedef struct {
     float eps;
 } wf_q35_attention;
 
-/* spec/numerics.md §rmsnorm per head then §rotation on the first 2 · rh dims of every head (the
- * rest passed through): x'_j = x_j c_j − x_{j+rh} s_j, x'_{j+rh} = x_{j+rh} c_j + x_j s_j, as
- * fast/qwen35/ops.py rope_half (each product and sum rounded once). */
+/* spec/numerics.md §rmsnorm per head then spec/numerics.md §rotation on the first 2 · rh dims
+ * of every head (the rest passed through): x'_j = x_j c_j − x_{j+rh} s_j,
+ * x'_{j+rh} = x_{j+rh} c_j + x_j s_j, as fast/qwen35/ops.py rope_half (each product and sum
+ * rounded once). */
 static void norm_rotate(const wf_q35_attention *L, const float *x, int64_t heads, const float *w,
                         const float *c, const float *s, float *normed, float *rotated) {
     const int64_t hd = L->head_dim, rh = L->rot_half;
