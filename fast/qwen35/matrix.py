@@ -164,6 +164,8 @@ class ProductSet:
         self.mats, self.blocks = tuple(mats), blocks
         self.bounds = [0, *np.cumsum([m.shape[0] for m in self.mats]).tolist()]
         self.width, self.cols = self.bounds[-1], self.mats[0].shape[1]
+        if any(m.shape[1] != self.cols for m in self.mats):
+            raise ValueError(f"one product set of widths {[m.shape[1] for m in self.mats]}")
         self.fused = all(isinstance(m, NfMatrix) for m in self.mats)
         if self.fused:
             structs, first, cols, ldy = [], [], [], []
