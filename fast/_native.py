@@ -403,6 +403,38 @@ class WfNfMatrix(ctypes.Structure):
     )
 
 
+class WfQ35Gdn(ctypes.Structure):
+    """`wf_q35_gdn` of fast/csrc/qwen35_layer.c: one Gated DeltaNet layer's constants."""
+
+    _fields_ = (
+        ("conv_w", ctypes.c_void_p),
+        ("a_exp", ctypes.c_void_p),
+        ("dt_bias", ctypes.c_void_p),
+        ("norm_w", ctypes.c_void_p),
+        ("kernel", ctypes.c_int64),
+        ("hv", ctypes.c_int64),
+        ("hk", ctypes.c_int64),
+        ("dk", ctypes.c_int64),
+        ("dv", ctypes.c_int64),
+        ("eps", ctypes.c_float),
+        ("l2_eps", ctypes.c_float),
+    )
+
+
+class WfQ35Attention(ctypes.Structure):
+    """`wf_q35_attention` of fast/csrc/qwen35_layer.c: one full-attention layer's constants."""
+
+    _fields_ = (
+        ("q_norm", ctypes.c_void_p),
+        ("k_norm", ctypes.c_void_p),
+        ("heads", ctypes.c_int64),
+        ("kv_heads", ctypes.c_int64),
+        ("head_dim", ctypes.c_int64),
+        ("rot_half", ctypes.c_int64),
+        ("eps", ctypes.c_float),
+    )
+
+
 def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     """The `.ninfer` Qwen3.5 kernels of ninfer.c, passed addresses as `_declare_forward`'s are."""
     p = ctypes.c_void_p
@@ -432,6 +464,16 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # x f32 [n], n, out f32 [n]: spec/numerics.md §softplus
     lib.wf_softplus_array.argtypes = (p, i64, p)
     lib.wf_softplus_array.restype = None
+    # layer (wf_q35_gdn), proj f32 [T, ld] (q|k|v, z, a, b), ld, T, window f32 [kernel − 1, C],
+    # states f32 [hv, dk, dv], out f32 (conv, q, k, beta, g, core, normed), threads (value
+    # heads), token_threads (the per-token parts); returns 0 (1: out of memory) (qwen35_layer.c)
+    lib.wf_q35_gdn_mix.argtypes = (p, p, i64, i64, p, p, p, i32, i32)
+    lib.wf_q35_gdn_mix.restype = i32
+    # layer (wf_q35_attention), proj f32 [T, ld] (q, gate, k, v), ld, T, cos, sin f32 [T, rot/2],
+    # keys, values f32 [capacity, kvd], slots i64 [T], out f32 (qn, kn, qr, kr, att, gated),
+    # threads (attention), token_threads (the per-token parts) (qwen35_layer.c)
+    lib.wf_q35_attention_mix.argtypes = (p, p, i64, i64, p, p, p, p, p, p, i32, i32)
+    lib.wf_q35_attention_mix.restype = None
 
 
 def address(a: np.ndarray) -> int:

@@ -259,7 +259,11 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
     int64_t r = p->tokens == 1 ? wf_nf_fused_rows(m, r0, r1, p->x, p->y, isa) : r0;
     if (r == r1) return;
     float *rows = scratch(0, GROUPS * ROW_BLOCK * K + 1);
-    if (rows == NULL) return; /* y was pre-filled with NaN: a failure cannot pass unnoticed */
+    if (rows == NULL) { /* out of memory: NaN outputs, so that a failure cannot pass unnoticed */
+        for (int64_t t = 0; t < p->tokens; t++)
+            for (int64_t i = r; i < r1; i++) p->y[t * p->ldy + i] = NAN;
+        return;
+    }
     const float *x2 = p->x2;
     while (r + ROW_BLOCK <= r1) {
         const int64_t blocks = (r1 - r) / ROW_BLOCK < GROUPS ? (r1 - r) / ROW_BLOCK : GROUPS;
@@ -282,8 +286,6 @@ static void nf_rows(void *arg, int64_t r0, int64_t r1) {
 /* y[t * ldy + r] = Σ_c W[row0 + r, c] x[t, c] for r < rows, in the spec/numerics.md §dot order. */
 void wf_nf_matmat(const wf_nf_matrix *m, const float *x, int64_t tokens, float *y, int64_t ldy,
                   int32_t threads) {
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t r = 0; r < m->rows; r++) y[t * ldy + r] = NAN;
     /* the token pairs are laid out once, for every thread (not once per chunk of rows) */
     float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m->cols) : NULL;
     nf_product p = {m, x, tokens, ldy, y, x2};
@@ -319,9 +321,7 @@ static void nf_set_rows(void *arg, int64_t s0, int64_t s1) {
 void wf_nf_matmat_set(const wf_nf_matrix *const *m, int64_t count, const float *x,
                       int64_t tokens, float *const *y, const int64_t *ldy, int32_t threads) {
     int64_t rows = 0;
-    for (int64_t i = 0; i < count; rows += m[i]->rows, i++)
-        for (int64_t t = 0; t < tokens; t++)
-            for (int64_t r = 0; r < m[i]->rows; r++) y[i][t * ldy[i] + r] = NAN;
+    for (int64_t i = 0; i < count; i++) rows += m[i]->rows;
     if (count == 0) return;
     float *x2 = wf_isa() == WF_ISA_AVX512 && tokens > 1 ? pair_tokens(x, tokens, m[0]->cols) : NULL;
     nf_set s = {m, count, x, tokens, y, ldy, x2};
@@ -461,9 +461,21 @@ void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out) {
 typedef void (*delta_head_fn)(float *, const float *, const float *, const float *, float, float,
                               int64_t, int64_t, float *, float *, float *);
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* AVX-512: ninfer_x86.c's column strips when dv is a multiple of 16, else the macro's body. */
+static void delta_rule_head_strips(float *S, const float *q, const float *k, const float *v,
+                                   float decay, float beta, int64_t dk, int64_t dv, float *l,
+                                   float *d, float *o) {
+    if (dv % 16 == 0)
+        wf_delta_rule_cols_avx512(S, q, k, v, decay, beta, dk, dv, o);
+    else
+        delta_rule_head_avx512(S, q, k, v, decay, beta, dk, dv, l, d, o);
+}
+#endif
+
 static delta_head_fn delta_head(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_avx512;
+    if (wf_isa() == WF_ISA_AVX512) return delta_rule_head_strips;
     if (wf_isa() == WF_ISA_AVX2) return delta_rule_head_avx2;
 #endif
     return delta_rule_head;

@@ -266,6 +266,57 @@ AVX512 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const 
         for (int r = 0; r < ROWS; r++) out[u][r] = wf_combine_lanes(l[u][r]);
 }
 
+/* spec/numerics.md §lanes8-tree of eight lane registers, element-wise (wf_combine_lanes). */
+AVX512 static __m512 lanes_tree(const __m512 l[WF_LANES]) {
+    const __m512 a0 = _mm512_add_ps(l[0], l[4]), a1 = _mm512_add_ps(l[1], l[5]);
+    const __m512 a2 = _mm512_add_ps(l[2], l[6]), a3 = _mm512_add_ps(l[3], l[7]);
+    return _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+}
+
+/* One pass of the delta rule over rows 0..dk of the 16 columns at S + j (row stride dv):
+ * s ← s · decay (`first`) or s ← s + k_i · δ (δ = d), stored; lane i mod 8 ← lane + s · w_i;
+ * returns the lanes' tree. The lanes are eight registers. */
+AVX512 static __m512 delta_pass(float *S, int64_t dv, int64_t dk, int first, __m512 decay,
+                                __m512 d, const float *k, const float *w) {
+    __m512 l[WF_LANES];
+    for (int L = 0; L < WF_LANES; L++) l[L] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + WF_LANES <= dk; i += WF_LANES) {
+        _Pragma("GCC unroll 8") for (int L = 0; L < WF_LANES; L++) {
+            float *row = S + (i + L) * dv;
+            const __m512 old = _mm512_loadu_ps(row);
+            const __m512 s = first ? _mm512_mul_ps(old, decay)
+                                   : _mm512_add_ps(old, _mm512_mul_ps(_mm512_set1_ps(k[i + L]), d));
+            _mm512_storeu_ps(row, s);
+            l[L] = _mm512_add_ps(l[L], _mm512_mul_ps(s, _mm512_set1_ps(w[i + L])));
+        }
+    }
+    for (int L = 0; i < dk; i++, L++) {
+        float *row = S + i * dv;
+        const __m512 old = _mm512_loadu_ps(row);
+        const __m512 s = first ? _mm512_mul_ps(old, decay)
+                               : _mm512_add_ps(old, _mm512_mul_ps(_mm512_set1_ps(k[i]), d));
+        _mm512_storeu_ps(row, s);
+        l[L] = _mm512_add_ps(l[L], _mm512_mul_ps(s, _mm512_set1_ps(w[i])));
+    }
+    return lanes_tree(l);
+}
+
+/* One value head's delta rule (ninfer.c DELTA_RULE_HEAD, spec/numerics.md §gdn-gates) 16 value
+ * columns at a time (dv a multiple of 16): a column's m_j, δ_j and o_j need only that column of
+ * S, so both passes run on one 16-column strip while it sits in L1, and the eight lanes of each
+ * sum stay in registers. Every element sees the operations of DELTA_RULE_HEAD in its order (rows
+ * ascending into lane i mod 8, then the tree), so the same bits. */
+AVX512 void wf_delta_rule_cols_avx512(float *S, const float *q, const float *k, const float *v,
+                                      float decay, float beta, int64_t dk, int64_t dv, float *o) {
+    const __m512 dec = _mm512_set1_ps(decay), bet = _mm512_set1_ps(beta);
+    for (int64_t j = 0; j < dv; j += 16) {
+        const __m512 m = delta_pass(S + j, dv, dk, 1, dec, dec, k, k);
+        const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + j), m), bet); /* δ */
+        _mm512_storeu_ps(o + j, delta_pass(S + j, dv, dk, 0, dec, d, k, q));
+    }
+}
+
 /* 1 when the matrix is one this file fuses: q8 row split (group 32) or bf16. */
 static int fused_kind(const wf_nf_matrix *m) {
     if (m->kind == WF_NF_BF16) return 1;
@@ -303,6 +354,11 @@ int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const fl
 }
 
 #else
+
+void wf_delta_rule_cols_avx512(float *S, const float *q, const float *k, const float *v,
+                               float decay, float beta, int64_t dk, int64_t dv, float *o) {
+    (void)S, (void)q, (void)k, (void)v, (void)decay, (void)beta, (void)dk, (void)dv, (void)o;
+}
 
 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
                      float *const *out) {

@@ -187,6 +187,9 @@ void wf_nf_dot4_pair(const float *w, const float *x2, const float *a, const floa
  * second at x2 + 2 · (n / 8) · 8); out[u] [4] for token u. */
 void wf_nf_dot4_quad(const float *w, const float *x2, const float *const *tok, int64_t n,
                      float *const *out);
+/* ninfer_x86.c (AVX-512 only): one value head's delta rule 16 columns at a time, dv % 16 == 0. */
+void wf_delta_rule_cols_avx512(float *S, const float *q, const float *k, const float *v,
+                               float decay, float beta, int64_t dk, int64_t dv, float *o);
 void wf_lanes8_rows(const float *x, int64_t rows, int64_t n, float *out);
 /* ninfer.c: spec/numerics.md §softplus element-wise (the reference's log, log1p, exp). */
 void wf_softplus_array(const float *x, int64_t n, float *out);

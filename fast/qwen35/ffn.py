@@ -19,7 +19,7 @@ from weightfile.ref.layers.trace import emit
 from weightfile.ref.qwen35.trace import DENSE_OPS, MOE_OPS
 from weightfile.ref.qwen35.weights import MoeWeights
 
-from .matrix import matmat_set
+from .matrix import ProductSet, matmat_set
 from .ops import rmsnorm, sigmoid
 
 
@@ -54,7 +54,10 @@ def ffn_block(model, i: int, w, h: np.ndarray, hook) -> np.ndarray:
         parts: tuple[np.ndarray, ...] = (logits, moe, shared, score, moe + score * shared)
         table = MOE_OPS
     else:
-        parts = swiglu_ffn(w, n, model.threads)
+        products = model.bound((i, "ffn"), lambda: ProductSet((w.gate, w.up), blocks=True))
+        g, u = products.split(products(n, model.threads))  # one pool run for the two
+        sw = swiglu(g, u)
+        parts = (g, u, sw, w.down.matmat(sw, model.threads))
         table = DENSE_OPS
     out = h + parts[-1]
     if hook is not None:

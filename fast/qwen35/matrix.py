@@ -14,6 +14,8 @@ codec -- the reference's values, bit for bit -- and multiplied by the same kerne
 from __future__ import annotations
 
 import ctypes
+import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,8 +23,9 @@ import numpy as np
 
 from weightfile.fast._native import WfNfMatrix, address
 from weightfile.fast.codecs.ninfer3.row_scale_v1 import E4M3FN_TABLE
+from weightfile.fast.numerics import matrix as numerics_matrix
 from weightfile.fast.numerics.hadamard import HadamardInput
-from weightfile.fast.numerics.matrix import kernels, threads_for
+from weightfile.fast.numerics.matrix import kernels
 from weightfile.spec.codecs.ninfer3.layouts import (
     CONTIGUOUS_LE_V1,
     ROW_SCALE_V1,
@@ -102,7 +105,7 @@ class NfMatrix:
         y = np.empty((x.shape[0], self.rows), dtype=np.float32)
         lib, at = kernels(), 0
         for seg in self.segments:
-            th = threads_for(threads, seg.rows * self.cols * x.shape[0])
+            th = cached_threads(threads, seg.rows * self.cols * x.shape[0])
             out = address(y) + 4 * at  # the segment's first column of y
             lib.wf_nf_matmat(
                 ctypes.addressof(seg._struct), address(x), x.shape[0], out, self.rows, th
@@ -131,11 +134,82 @@ def matmat_set(mats: Sequence, x: np.ndarray, threads: int = 1) -> list[np.ndarr
             strides.append(m.rows)
             at += seg.rows
     ptrs = np.array([structs, outs, strides], dtype=np.int64)
-    th = threads_for(threads, sum(m.rows for m in mats) * cols * t)
+    th = cached_threads(threads, sum(m.rows for m in mats) * cols * t)
     kernels().wf_nf_matmat_set(
         address(ptrs[0]), len(structs), address(x), t, address(ptrs[1]), address(ptrs[2]), th
     )
     return ys
+
+
+def cached_threads(asked: int, work: int) -> int:
+    """`threads_for(asked, work)` without a ctypes call each time (a decode step asks about a
+    hundred times); keyed by the current MIN_ELEMENTS_PER_THREAD too, which tests lower."""
+    return _threads(asked, work, numerics_matrix.MIN_ELEMENTS_PER_THREAD)
+
+
+@functools.lru_cache(maxsize=4096)
+def _threads(asked: int, work: int, min_work: int) -> int:
+    return int(kernels().wf_threads_for(int(asked), int(work), min_work))
+
+
+class ProductSet:
+    """`matmat_set` of fixed matrices, bound once (a layer's q/k/v/z/a/b, or gate/up): their
+    segment structs and output offsets kept as arrays, every product written into one buffer, so
+    that a call costs one allocation and one C call, not a list of pointers built each time.
+    The buffer is [T, Σ rows], matrix i in columns bounds[i] .. bounds[i + 1] (the rows layout
+    the layer kernels of fast/csrc/qwen35_layer.c read), or with `blocks` each matrix's [T, rows]
+    end to end (each part contiguous)."""
+
+    def __init__(self, mats: Sequence, blocks: bool = False) -> None:
+        self.mats, self.blocks = tuple(mats), blocks
+        self.bounds = [0, *np.cumsum([m.shape[0] for m in self.mats]).tolist()]
+        self.width, self.cols = self.bounds[-1], self.mats[0].shape[1]
+        if any(m.shape[1] != self.cols for m in self.mats):
+            raise ValueError(f"one product set of widths {[m.shape[1] for m in self.mats]}")
+        self.fused = all(isinstance(m, NfMatrix) for m in self.mats)
+        if self.fused:
+            structs, first, cols, ldy = [], [], [], []
+            for m, at in zip(self.mats, self.bounds, strict=False):
+                col = 0 if blocks else at
+                for seg in m.segments:
+                    structs.append(ctypes.addressof(seg._struct))
+                    first.append(4 * at if blocks else 0)  # × T: the matrix's block
+                    cols.append(4 * col)  # byte offset of the segment's first column
+                    ldy.append(m.rows if blocks else self.width)
+                    col += seg.rows
+            self.structs = np.array(structs, dtype=np.int64)
+            self.first, self.offsets = np.array(first, np.int64), np.array(cols, np.int64)
+            self.ldy = np.array(ldy, dtype=np.int64)
+
+    def __call__(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
+        """The products, flat [T · width] with `blocks`, else [T, width]: the same bits as each
+        matrix's matmat (rows are independent, spec/numerics.md §threads)."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.cols:
+            raise ValueError(f"product of matrices of width {self.cols} with {x.shape}")
+        t = x.shape[0]
+        y = np.empty(t * self.width if self.blocks else (t, self.width), dtype=np.float32)
+        if not self.fused:
+            for m, part in zip(self.mats, self.split(y), strict=True):
+                part[...] = m.matmat(x, threads)
+            return y
+        outs = self.offsets + address(y)  # each segment's first output
+        if self.blocks:
+            outs += self.first * t
+        th = cached_threads(threads, self.width * self.cols * t)
+        kernels().wf_nf_matmat_set(
+            address(self.structs), len(self.structs), address(x), t, address(outs),
+            address(self.ldy), th,
+        )  # fmt: skip
+        return y
+
+    def split(self, y: np.ndarray) -> list[np.ndarray]:
+        """Each matrix's products [T, rows] in `y` (views)."""
+        pairs = itertools.pairwise(self.bounds)
+        if not self.blocks:
+            return [y[:, a:b] for a, b in pairs]
+        t = y.size // self.width if self.width else 0
+        return [y[t * a : t * b].reshape(t, b - a) for a, b in pairs]
 
 
 def float_segment(values: np.ndarray) -> Segment:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -111,6 +112,7 @@ class FastQwen35Model:
         self.post_norms = [zero_centred(lw.post_attention_norm) for lw in weights.layers]
         self.final_norm = zero_centred(weights.final_norm)
         self._a_exp: dict[int, np.ndarray] = {}
+        self._bindings: dict = {}  # per-layer C bindings (`bound`)
         self.mixers = [
             replace(m, query_norm=zero_centred(m.query_norm), key_norm=zero_centred(m.key_norm))
             if isinstance(m, AttentionWeights)
@@ -124,6 +126,15 @@ class FastQwen35Model:
         kept = self._a_exp.get(i)
         if kept is None:
             kept = self._a_exp[i] = exp(w.a_log)
+        return kept
+
+    def bound(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """A layer's C binding (fast/qwen35/gdn.py GdnBinding, attention.py AttentionBinding,
+        matrix.py ProductSet) named by `key`, made on first use and kept: it depends on the
+        weights alone."""
+        kept = self._bindings.get(key)
+        if kept is None:
+            kept = self._bindings[key] = make()
         return kept
 
     def new_cache(self) -> FastQwen35Cache:

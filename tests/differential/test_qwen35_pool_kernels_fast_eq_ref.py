@@ -46,7 +46,7 @@ def ref_gdn(states, q, k, v, decay, beta):
 @given(
     heads=st.sampled_from([(1, 1), (2, 1), (16, 4), (17, 1), (20, 20)]),
     dk=st.sampled_from([1, 3, 8, 9, 16]),
-    dv=st.sampled_from([1, 7, 8, 12]),
+    dv=st.sampled_from([1, 7, 8, 12, 16, 32]),
     tokens=st.integers(1, 4),
     data=st.data(),
 )

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from weightfile.fast._native import CSRC, WfMatrix, WfNfMatrix
+from weightfile.fast._native import CSRC, WfMatrix, WfNfMatrix, WfQ35Attention, WfQ35Gdn
 from weightfile.fast.codecs.vqf._native import MODES
 from weightfile.fast.numerics.matrix import KINDS, QUANTIZED
 from weightfile.fast.qwen35.matrix import NF_KINDS
@@ -118,6 +118,25 @@ def test_wf_nf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
         if m:
             fields += [(n.strip(), types[m.group(1).strip()]) for n in m.group(2).split(",")]
     assert fields == list(WfNfMatrix._fields_)
+
+
+@pytest.mark.parametrize(
+    ("name", "struct"), [("wf_q35_gdn", WfQ35Gdn), ("wf_q35_attention", WfQ35Attention)]
+)
+def test_qwen35_layer_structs_have_the_ctypes_fields_in_order(name: str, struct: type) -> None:
+    """_native.WfQ35Gdn / WfQ35Attention declare qwen35_layer.c's layer structs field for field
+    (names, types, order): the C reads them by offset."""
+    text = re.sub(r"/\*.*?\*/", "", (CSRC / "qwen35_layer.c").read_text(), flags=re.S)
+    body = re.search(r"typedef struct \{([^}]*)\} " + name + ";", text)
+    assert body is not None
+    types = {"const float *": ctypes.c_void_p, "int64_t": ctypes.c_int64, "float": ctypes.c_float}
+    fields: list[tuple[str, type]] = []
+    for decl in body.group(1).split(";"):
+        m = re.match(r"\s*(const float \*|int64_t|float)\s*(.+)", decl.strip())
+        if m:
+            kind = types[m.group(1).strip()]
+            fields += [(n.strip().lstrip("*"), kind) for n in m.group(2).split(",")]
+    assert fields == list(struct._fields_)
 
 
 def test_ninfer_kinds_are_the_c_kind_enum() -> None:
