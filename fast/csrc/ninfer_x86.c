@@ -9,9 +9,9 @@
  * its group's scale; bf16: the word << 16, exact), then lane j ← lane j + w_i · x_i for i ≡ j
  * (mod 8), ascending, a product then an add (no FMA), then each row's fixed tree
  * (wf_combine_lanes). A row's eight lanes are one ymm register (AVX2: four rows, four registers)
- * or one half of a zmm register (AVX-512: rows r and r + 1 share one, r + 2 and r + 3 another),
- * the lanes never mixed, so the width only changes how many rows advance together. Chunks cut
- * short by the row's end take the scalar loop on the stored lanes.
+ * or one half of a zmm register (AVX-512: rows r and r + 1 share one, r + 2 and r + 3 another,
+ * and so on), the lanes never mixed, so the width only changes how many rows advance together.
+ * Chunks cut short by the row's end take the scalar loop on the stored lanes.
  */
 #include <stdint.h>
 #include <string.h>
@@ -129,9 +129,9 @@ AVX512 static void store_pair(__m512 acc, float l[ROWS][WF_LANES], int b) {
     _mm256_storeu_pd((double *)l[b + 1], _mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
 }
 
-/* AVX-512 bodies take `pairs` (2 or 4: four or eight rows) zmm accumulators, rows (2p, 2p + 1)
- * sharing one: each accumulator is its own chain of adds, so eight rows keep four additions in
- * flight where four rows keep two (the add latency, not the loads, bounded the four-row pass). */
+/* AVX-512 bodies take `pairs` zmm accumulators, rows (2p, 2p + 1) sharing one: q8 runs two
+ * (four rows; eight were slower, fewer registers left for the addresses), bf16 four (eight rows,
+ * a few % faster than four when streaming). Measured in benchmarks/, issue 28. */
 #define INLINE static inline __attribute__((always_inline))
 #define ROWS8 8
 
@@ -158,7 +158,8 @@ AVX512 INLINE void q8_scales(__m512 s[4], const uint8_t *sc, int64_t gpr, const 
 }
 
 /* AVX-512: rows row..row+2·pairs−1 of a q8 payload: whole groups with their four chunks
- * unrolled (the accumulators stay in registers), then the chunks of a last part group. The rows
+ * unrolled (the accumulators stay in registers across groups; the old chunk loop with its
+ * end test spilled them once a group), then the chunks of a last part group. The rows
  * (and their scales) are contiguous; while they are read, rows pf.. of the same count are
  * prefetched at the same pace (one line a group per pair of rows), so the next blocks are on
  * their way across 4 KiB pages the hardware prefetcher does not cross. */
@@ -185,7 +186,8 @@ AVX512 INLINE void q8_rows_wide(const wf_nf_matrix *m, int64_t row, int64_t pf, 
     for (; i + WF_LANES <= K; i += WF_LANES) q8_chunk(acc, base + i, stride, s, x + i, pairs);
     float l[ROWS8][WF_LANES];
     for (int b = 0; b < pairs; b++) store_pair(acc[b], l, 2 * b);
-    for (int h = 0; h < pairs / 2; h++) finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
+    for (int h = 0; h < pairs / 2; h++)
+        finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
 }
 
 /* AVX-512: rows row..row+2·pairs−1 of a bf16 payload, paired as q8_rows_wide (rows pf.. prefetched
@@ -213,18 +215,14 @@ AVX512 INLINE void bf16_rows_wide(const wf_nf_matrix *m, int64_t row, int64_t pf
     }
     float l[ROWS8][WF_LANES];
     for (int b = 0; b < pairs; b++) store_pair(acc[b], l, 2 * b);
-    for (int h = 0; h < pairs / 2; h++) finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
+    for (int h = 0; h < pairs / 2; h++)
+        finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
 }
 
-/* The four- and eight-row instances (the pair count a constant, so the loops unroll). */
+/* The instances (the pair count a constant, so the loops unroll). */
 AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
                                   float *out) {
     q8_rows_wide(m, row, pf, x, out, 2);
-}
-
-AVX512 static void q8_rows8_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
-                                   float *out) {
-    q8_rows_wide(m, row, pf, x, out, 4);
 }
 
 AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf,
@@ -365,34 +363,35 @@ static int fused_kind(const wf_nf_matrix *m) {
 #ifndef WF_NF_PREFETCH_BYTES
 #define WF_NF_PREFETCH_BYTES 8192
 #endif
-/* How far ahead (in rows, whole blocks of ROWS8, at least one block) the prefetches run:
+/* How far ahead (in rows, whole blocks of `step` rows, at least one block) the prefetches run:
  * about WF_NF_PREFETCH_BYTES of weights. */
-static int64_t prefetch_rows(const wf_nf_matrix *m) {
+static int64_t prefetch_rows(const wf_nf_matrix *m, int64_t step) {
     const int64_t row_bytes = m->kind == WF_NF_BF16 ? 2 * m->cols : m->gpr * Q8_GROUP;
-    const int64_t blocks = WF_NF_PREFETCH_BYTES / (ROWS8 * row_bytes);
-    return ROWS8 * (blocks < 1 ? 1 : blocks);
+    const int64_t blocks = WF_NF_PREFETCH_BYTES / (step * row_bytes);
+    return step * (blocks < 1 ? 1 : blocks);
 }
 
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa) {
     if (!fused_kind(m) || (isa != WF_ISA_AVX2 && isa != WF_ISA_AVX512)) return r0;
     const int bf16 = m->kind == WF_NF_BF16;
-    const int64_t ahead = prefetch_rows(m);
     int64_t r = r0;
-    if (isa == WF_ISA_AVX512) { /* eight rows a pass, then at most one block of four */
-        const int64_t last = m->row0 + (r1 - ROWS8 > r0 ? r1 - ROWS8 : r0);
-        for (; r + ROWS8 <= r1; r += ROWS8) {
+    if (isa == WF_ISA_AVX512) { /* q8: four rows a pass; bf16: eight, then at most one four */
+        const int64_t step = bf16 ? ROWS8 : ROWS, ahead = prefetch_rows(m, step);
+        const int64_t last = m->row0 + (r1 - step > r0 ? r1 - step : r0);
+        for (; r + step <= r1; r += step) {
             const int64_t row = m->row0 + r;
             const int64_t pf = row + ahead < last ? row + ahead : last;
-            (bf16 ? bf16_rows8_avx512 : q8_rows8_avx512)(m, row, pf, x, y + r);
+            (bf16 ? bf16_rows8_avx512 : q8_rows_avx512)(m, row, pf, x, y + r);
         }
-        if (r + ROWS <= r1) {
-            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, m->row0 + r, m->row0 + r, x, y + r);
+        if (r + ROWS <= r1) { /* bf16 only: its last four rows, nothing left to prefetch */
+            bf16_rows_avx512(m, m->row0 + r, m->row0 + r, x, y + r);
             r += ROWS;
         }
         return r;
     }
-    for (; r + ROWS <= r1; r += ROWS) (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, m->row0 + r, x, y + r);
+    for (; r + ROWS <= r1; r += ROWS)
+        (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, m->row0 + r, x, y + r);
     return r;
 }
 
