@@ -113,11 +113,12 @@ HARD_SCALES = np.array([0x0001, 0x03FF, 0x0400, 0x7BFF, 0x0000, 0x3C00, 0x3555],
     bf16=st.booleans(),
     data=st.data(),
 )
-def test_one_token_eight_row_passes_equal_decoded_dot(n: int, k: int, hard: float, bf16, data):
-    """One token, AVX-512's eight-row passes (fast/csrc/ninfer_x86.c `q8_rows_wide`,
-    `bf16_rows_wide`) then a four-row block and the rows past it, on payloads written word by
-    word: q8 codes ±127 / 0 and subnormal, extreme and zero scales (hard lanes at rate
-    `hard`), bf16 words of any bits but NaN; widths cut inside a group and inside a chunk.
+def test_one_token_hard_words_equal_decoded_dot(n: int, k: int, hard: float, bf16, data):
+    """One token on AVX-512's whole-group q8 passes and eight-row bf16 passes
+    (fast/csrc/ninfer_x86.c `q8_rows_wide`, `bf16_rows_wide`), a last four-row block and the rows
+    past it, on payloads written word by word: q8 codes ±127 / 0 and subnormal, extreme and zero
+    scales (hard lanes at rate `hard`), bf16 words of any bits but NaN or infinity; widths cut
+    inside a group and inside a chunk.
     Wanted: the reference codec's decoded rows dotted in the spec/numerics.md §dot order."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     if bf16:
