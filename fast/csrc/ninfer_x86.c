@@ -9,9 +9,9 @@
  * its group's scale; bf16: the word << 16, exact), then lane j ← lane j + w_i · x_i for i ≡ j
  * (mod 8), ascending, a product then an add (no FMA), then each row's fixed tree
  * (wf_combine_lanes). A row's eight lanes are one ymm register (AVX2: four rows, four registers)
- * or one half of a zmm register (AVX-512: rows r and r + 1 share one, r + 2 and r + 3 another),
- * the lanes never mixed, so the width only changes how many rows advance together. Chunks cut
- * short by the row's end take the scalar loop on the stored lanes.
+ * or one half of a zmm register (AVX-512: rows r and r + 1 share one, r + 2 and r + 3 another,
+ * and so on), the lanes never mixed, so the width only changes how many rows advance together.
+ * Chunks cut short by the row's end take the scalar loop on the stored lanes.
  */
 #include <stdint.h>
 #include <string.h>
@@ -129,74 +129,110 @@ AVX512 static void store_pair(__m512 acc, float l[ROWS][WF_LANES], int b) {
     _mm256_storeu_pd((double *)l[b + 1], _mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
 }
 
-/* AVX-512: rows row..row+3 of a q8 payload, rows (0, 1) and (2, 3) sharing a zmm. The four rows
- * (and their scales) are contiguous; while they are read, rows pf..pf+3 are prefetched at the same
- * pace, two lines a group, so the next blocks are on their way across 4 KiB pages the hardware
- * prefetcher does not cross. */
-AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
-                                  float *out) {
+/* AVX-512 bodies take `pairs` zmm accumulators, rows (2p, 2p + 1) sharing one: q8 runs two
+ * (four rows; eight were slower, fewer registers left for the addresses), bf16 four (eight rows,
+ * a few % faster than four when streaming). Measured in benchmarks/, issue 28. */
+#define INLINE static inline __attribute__((always_inline))
+#define ROWS8 8
+
+/* One 8-column chunk of q8 codes p[row · stride] for 2·pairs rows into acc (scales s per pair). */
+AVX512 INLINE void q8_chunk(__m512 acc[4], const uint8_t *p, int64_t stride, const __m512 s[4],
+                            const float *x, const int pairs) {
+    const __m512 xv = both_halves(_mm256_loadu_ps(x));
+    UNROLL
+    for (int b = 0; b < pairs; b++) {
+        const __m128i q =
+            _mm_set_epi64x(load64(p + (2 * b + 1) * stride), load64(p + 2 * b * stride));
+        const __m512 w = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), s[b]);
+        acc[b] = _mm512_add_ps(acc[b], _mm512_mul_ps(w, xv));
+    }
+}
+
+/* The group scales of 2·pairs rows, row (2b, 2b + 1) in the halves of s[b]. */
+AVX512 INLINE void q8_scales(__m512 s[4], const uint8_t *sc, int64_t gpr, const float *f16,
+                             const int pairs) {
+    for (int b = 0; b < pairs; b++) {
+        const uint8_t *s0 = sc + 2 * b * gpr * 2, *s1 = s0 + gpr * 2;
+        s[b] = halves(f16[s0[0] | (s0[1] << 8)], f16[s1[0] | (s1[1] << 8)]);
+    }
+}
+
+/* AVX-512: rows row..row+2·pairs−1 of a q8 payload: whole groups with their four chunks
+ * unrolled (the accumulators stay in registers across groups; the old chunk loop with its
+ * end test spilled them once a group), then the chunks of a last part group. The rows
+ * (and their scales) are contiguous; while they are read, rows pf.. of the same count are
+ * prefetched at the same pace (one line a group per pair of rows), so the next blocks are on
+ * their way across 4 KiB pages the hardware prefetcher does not cross. */
+AVX512 INLINE void q8_rows_wide(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
+                                float *out, const int pairs) {
     const int64_t K = m->cols, stride = m->gpr * Q8_GROUP;
     const uint8_t *base = m->data + row * stride;
     const uint8_t *scales = m->data + m->scale_offset + row * m->gpr * 2;
     const char *pb = (const char *)m->data + pf * stride;
     const char *ps = (const char *)m->data + m->scale_offset + pf * m->gpr * 2;
     const float *f16 = wf_f16_table();
-    __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (int64_t g = 0; i + WF_LANES <= K; g++) {
-        _mm_prefetch(pb + g * 4 * Q8_GROUP, _MM_HINT_T0);
-        _mm_prefetch(pb + g * 4 * Q8_GROUP + 64, _MM_HINT_T0);
-        if (g % 8 == 0) _mm_prefetch(ps + g * 8, _MM_HINT_T0);
-        float s[ROWS];
-        for (int b = 0; b < ROWS; b++) {
-            const uint8_t *sw = scales + (b * m->gpr + g) * 2;
-            s[b] = f16[sw[0] | (sw[1] << 8)];
-        }
-        const __m512 s01 = halves(s[0], s[1]);
-        const __m512 s23 = halves(s[2], s[3]);
-        for (int c = 0; c < Q8_GROUP / WF_LANES && i + WF_LANES <= K; c++, i += WF_LANES) {
-            const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
-            const uint8_t *p = base + i;
-            const __m128i q01 = _mm_set_epi64x(load64(p + stride), load64(p));
-            const __m128i q23 = _mm_set_epi64x(load64(p + 3 * stride), load64(p + 2 * stride));
-            const __m512 w01 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q01)), s01);
-            const __m512 w23 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q23)), s23);
-            a01 = _mm512_add_ps(a01, _mm512_mul_ps(w01, xv));
-            a23 = _mm512_add_ps(a23, _mm512_mul_ps(w23, xv));
-        }
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()}, s[4];
+    int64_t g = 0, i = 0;
+    for (; i + Q8_GROUP <= K; g++, i += Q8_GROUP) {
+        for (int l = 0; l < pairs; l++) _mm_prefetch(pb + (g * pairs + l) * 64, _MM_HINT_T0);
+        if (g % (16 / pairs) == 0) _mm_prefetch(ps + g * 4 * pairs, _MM_HINT_T0);
+        q8_scales(s, scales + g * 2, m->gpr, f16, pairs);
+        UNROLL
+        for (int c = 0; c < Q8_GROUP; c += WF_LANES)
+            q8_chunk(acc, base + i + c, stride, s, x + i + c, pairs);
     }
-    float l[ROWS][WF_LANES];
-    store_pair(a01, l, 0);
-    store_pair(a23, l, 2);
-    finish(m, row, l, i, x, out);
+    if (i + WF_LANES <= K) q8_scales(s, scales + g * 2, m->gpr, f16, pairs);
+    for (; i + WF_LANES <= K; i += WF_LANES) q8_chunk(acc, base + i, stride, s, x + i, pairs);
+    float l[ROWS8][WF_LANES];
+    for (int b = 0; b < pairs; b++) store_pair(acc[b], l, 2 * b);
+    for (int h = 0; h < pairs / 2; h++)
+        finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
 }
 
-/* AVX-512: rows row..row+3 of a bf16 payload, paired as q8_rows_avx512 (rows pf..pf+3
- * prefetched the same way, one line an 8-column step). */
-AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
-                                    float *out) {
+/* AVX-512: rows row..row+2·pairs−1 of a bf16 payload, paired as q8_rows_wide (rows pf.. prefetched
+ * the same way, pairs / 2 lines an 8-column step). */
+AVX512 INLINE void bf16_rows_wide(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
+                                  float *out, const int pairs) {
     const int64_t K = m->cols;
     const uint8_t *base = m->data + row * K * 2;
     const char *pb = (const char *)m->data + pf * K * 2;
-    __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
     int64_t i = 0;
     for (; i + WF_LANES <= K; i += WF_LANES) {
-        _mm_prefetch(pb + i * 8, _MM_HINT_T0);
+        for (int l = 0; l < pairs / 2; l++) _mm_prefetch(pb + i * 4 * pairs + l * 64, _MM_HINT_T0);
         const __m512 xv = both_halves(_mm256_loadu_ps(x + i));
         const uint8_t *p = base + i * 2;
-        __m256i h01 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p));
-        h01 = _mm256_inserti128_si256(h01, _mm_loadu_si128((const __m128i *)(p + 2 * K)), 1);
-        __m256i h23 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + 4 * K)));
-        h23 = _mm256_inserti128_si256(h23, _mm_loadu_si128((const __m128i *)(p + 6 * K)), 1);
-        const __m512 w01 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h01), 16));
-        const __m512 w23 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h23), 16));
-        a01 = _mm512_add_ps(a01, _mm512_mul_ps(w01, xv));
-        a23 = _mm512_add_ps(a23, _mm512_mul_ps(w23, xv));
+        UNROLL
+        for (int b = 0; b < pairs; b++) {
+            const uint8_t *p0 = p + 4 * b * K;
+            __m256i h = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0));
+            h = _mm256_inserti128_si256(h, _mm_loadu_si128((const __m128i *)(p0 + 2 * K)), 1);
+            const __m512 w = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            acc[b] = _mm512_add_ps(acc[b], _mm512_mul_ps(w, xv));
+        }
     }
-    float l[ROWS][WF_LANES];
-    store_pair(a01, l, 0);
-    store_pair(a23, l, 2);
-    finish(m, row, l, i, x, out);
+    float l[ROWS8][WF_LANES];
+    for (int b = 0; b < pairs; b++) store_pair(acc[b], l, 2 * b);
+    for (int h = 0; h < pairs / 2; h++)
+        finish(m, row + ROWS * h, l + ROWS * h, i, x, out + ROWS * h);
+}
+
+/* The instances (the pair count a constant, so the loops unroll). */
+AVX512 static void q8_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf, const float *x,
+                                  float *out) {
+    q8_rows_wide(m, row, pf, x, out, 2);
+}
+
+AVX512 static void bf16_rows_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf,
+                                    const float *x, float *out) {
+    bf16_rows_wide(m, row, pf, x, out, 2);
+}
+
+AVX512 static void bf16_rows8_avx512(const wf_nf_matrix *m, int64_t row, int64_t pf,
+                                     const float *x, float *out) {
+    bf16_rows_wide(m, row, pf, x, out, 4);
 }
 
 /* Prefill, AVX-512: four decoded rows w [4][n] dotted with two tokens a and b at once, the
@@ -327,29 +363,35 @@ static int fused_kind(const wf_nf_matrix *m) {
 #ifndef WF_NF_PREFETCH_BYTES
 #define WF_NF_PREFETCH_BYTES 8192
 #endif
-/* How far ahead (in rows, whole blocks of ROWS, at least one block) the prefetches run:
+/* How far ahead (in rows, whole blocks of `step` rows, at least one block) the prefetches run:
  * about WF_NF_PREFETCH_BYTES of weights. */
-static int64_t prefetch_rows(const wf_nf_matrix *m) {
+static int64_t prefetch_rows(const wf_nf_matrix *m, int64_t step) {
     const int64_t row_bytes = m->kind == WF_NF_BF16 ? 2 * m->cols : m->gpr * Q8_GROUP;
-    const int64_t blocks = WF_NF_PREFETCH_BYTES / (ROWS * row_bytes);
-    return ROWS * (blocks < 1 ? 1 : blocks);
+    const int64_t blocks = WF_NF_PREFETCH_BYTES / (step * row_bytes);
+    return step * (blocks < 1 ? 1 : blocks);
 }
 
 int64_t wf_nf_fused_rows(const wf_nf_matrix *m, int64_t r0, int64_t r1, const float *x, float *y,
                          int32_t isa) {
     if (!fused_kind(m) || (isa != WF_ISA_AVX2 && isa != WF_ISA_AVX512)) return r0;
-    const int bf16 = m->kind == WF_NF_BF16, wide = isa == WF_ISA_AVX512;
+    const int bf16 = m->kind == WF_NF_BF16;
     int64_t r = r0;
-    const int64_t last = m->row0 + (r1 - ROWS > r0 ? r1 - ROWS : r0);
-    const int64_t ahead = prefetch_rows(m);
-    for (; r + ROWS <= r1; r += ROWS) {
-        const int64_t row = m->row0 + r;
-        const int64_t pf = row + ahead < last ? row + ahead : last;
-        if (wide)
-            (bf16 ? bf16_rows_avx512 : q8_rows_avx512)(m, row, pf, x, y + r);
-        else
-            (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, row, x, y + r);
+    if (isa == WF_ISA_AVX512) { /* q8: four rows a pass; bf16: eight, then at most one four */
+        const int64_t step = bf16 ? ROWS8 : ROWS, ahead = prefetch_rows(m, step);
+        const int64_t last = m->row0 + (r1 - step > r0 ? r1 - step : r0);
+        for (; r + step <= r1; r += step) {
+            const int64_t row = m->row0 + r;
+            const int64_t pf = row + ahead < last ? row + ahead : last;
+            (bf16 ? bf16_rows8_avx512 : q8_rows_avx512)(m, row, pf, x, y + r);
+        }
+        if (r + ROWS <= r1) { /* bf16 only: its last four rows, nothing left to prefetch */
+            bf16_rows_avx512(m, m->row0 + r, m->row0 + r, x, y + r);
+            r += ROWS;
+        }
+        return r;
     }
+    for (; r + ROWS <= r1; r += ROWS)
+        (bf16 ? bf16_rows_avx2 : q8_rows_avx2)(m, m->row0 + r, x, y + r);
     return r;
 }
 

@@ -18,6 +18,8 @@ from strategies.weights import threads_on_tiny_matrices  # noqa: F401 (an autous
 from weightfile.fast._native import each_isa
 from weightfile.fast.codecs.ninfer3.codec import get_codec
 from weightfile.fast.qwen35.matrix import NfMatrix, Segment, matmat_set
+from weightfile.ref.codecs.ninfer3 import row_split_k128_v1 as ref_row_split
+from weightfile.ref.codecs.ninfer3.codec import get_codec as ref_get_codec
 from weightfile.ref.numerics.reduce import dot
 
 FORMATS = (
@@ -94,6 +96,55 @@ def test_one_token_fused_rows_equal_decoded_dot(fmt, n: int, k: int, data) -> No
         for threads in (1, 2):
             got = NfMatrix(rows, k, [seg]).matmat(x, threads)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+
+
+#: q8 codes and binary16 scale words at the edges: ±127 (−128 is not a q8 code), 0, ±1;
+#: the least and greatest subnormal, least and greatest normal, +0 and 1 as scales (a scale is
+#: +0 or positive finite: spec/ninfer3.md §grouped-formats).
+HARD_CODES = np.array([127, -127, 0, 1, -1, 126, -126, 64], np.int64)
+HARD_SCALES = np.array([0x0001, 0x03FF, 0x0400, 0x7BFF, 0x0000, 0x3C00, 0x3555], np.int64)
+
+
+@settings(max_examples=30)
+@given(
+    n=st.integers(8, 30),
+    k=st.integers(1, 200),
+    hard=st.floats(0, 1),
+    bf16=st.booleans(),
+    data=st.data(),
+)
+def test_one_token_hard_words_equal_decoded_dot(n: int, k: int, hard: float, bf16, data):
+    """One token on AVX-512's whole-group q8 passes and eight-row bf16 passes
+    (fast/csrc/ninfer_x86.c `q8_rows_wide`, `bf16_rows_wide`), a last four-row block and the rows
+    past it, on payloads written word by word: q8 codes ±127 / 0 and subnormal, extreme and zero
+    scales (hard lanes at rate `hard`), bf16 words of any bits but NaN or infinity; widths cut
+    inside a group and inside a chunk.
+    Wanted: the reference codec's decoded rows dotted in the spec/numerics.md §dot order."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    if bf16:
+        words = rng.integers(0, 1 << 16, (n, k), dtype=np.uint32)
+        words[(words & 0x7F80) == 0x7F80] &= 0xBFFF  # no NaN or infinity (the clamp: finite)
+        payload = words.astype("<u2").tobytes()
+        fmt = FORMATS[0]
+    else:
+        fmt = FORMATS[5]
+        codes = rng.integers(-127, 128, (n, k))
+        pick = rng.random((n, k)) < hard
+        codes[pick] = HARD_CODES[rng.integers(0, HARD_CODES.size, int(pick.sum()))]
+        scales = rng.integers(0x2000, 0x3000, (n, -(-k // 32)))
+        pick = rng.random(scales.shape) < hard
+        scales[pick] = HARD_SCALES[rng.integers(0, HARD_SCALES.size, int(pick.sum()))]
+        codes[np.repeat(scales == 0, 32, axis=1)[:, :k]] = 0  # a +0 scale's group is all 0
+        payload = ref_row_split.encode_words(fmt[0], {"codes": codes, "scales": scales}, (n, k))
+    decoded = np.asarray(ref_get_codec(*fmt).decode(payload, (n, k)), np.float32)
+    row0 = data.draw(st.integers(0, 3))
+    rows = data.draw(st.integers(min(8, n - row0), n - row0))
+    seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
+    x = data.draw(activations(1, k))
+    want = np.array([[dot(decoded[row0 + r], x[0]) for r in range(rows)]], np.float32)
+    for _isa in each_isa():
+        got = NfMatrix(rows, k, [seg]).matmat(x, 1)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), _isa
 
 
 @settings(max_examples=12)
