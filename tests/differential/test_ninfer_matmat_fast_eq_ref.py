@@ -45,6 +45,19 @@ def activations(draw: st.DrawFn, tokens: int, k: int) -> np.ndarray:
     return x
 
 
+def assert_rows_equal_decoded_dot(seg, decoded, row0: int, rows: int, x, threads=(1, 2)) -> None:
+    """The segment's product on every usable kernel path and thread count equals each decoded
+    row dotted with each token in spec/numerics.md §dot order, bit for bit."""
+    tokens, k = x.shape
+    want = np.array(
+        [[dot(decoded[row0 + r], x[t]) for r in range(rows)] for t in range(tokens)], np.float32
+    ).reshape(tokens, rows)
+    for _isa in each_isa():
+        for n in threads:
+            got = NfMatrix(rows, k, [seg]).matmat(x, n)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, n)
+
+
 @settings(max_examples=60)
 @given(
     fmt=st.sampled_from(FORMATS),
@@ -63,13 +76,7 @@ def test_nf_matmat_equals_decoded_dot(fmt, n: int, k: int, tokens: int, data) ->
     rows = data.draw(st.integers(1, n - row0))
     seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
     x = data.draw(activations(tokens, k))
-    want = np.array(
-        [[dot(decoded[row0 + r], x[t]) for r in range(rows)] for t in range(tokens)], np.float32
-    ).reshape(tokens, rows)
-    for _isa in each_isa():
-        for threads in (1, 2):
-            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
-            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+    assert_rows_equal_decoded_dot(seg, decoded, row0, rows, x)
 
 
 @settings(max_examples=40)
@@ -91,11 +98,7 @@ def test_one_token_fused_rows_equal_decoded_dot(fmt, n: int, k: int, data) -> No
     rows = data.draw(st.integers(4, n - row0))
     seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
     x = data.draw(activations(1, k))
-    want = np.array([[dot(decoded[row0 + r], x[0]) for r in range(rows)]], np.float32)
-    for _isa in each_isa():
-        for threads in (1, 2):
-            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
-            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+    assert_rows_equal_decoded_dot(seg, decoded, row0, rows, x)
 
 
 #: q8 codes and binary16 scale words at the edges: ±127 (−128 is not a q8 code), 0, ±1;
@@ -141,10 +144,7 @@ def test_one_token_hard_words_equal_decoded_dot(n: int, k: int, hard: float, bf1
     rows = data.draw(st.integers(min(8, n - row0), n - row0))
     seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
     x = data.draw(activations(1, k))
-    want = np.array([[dot(decoded[row0 + r], x[0]) for r in range(rows)]], np.float32)
-    for _isa in each_isa():
-        got = NfMatrix(rows, k, [seg]).matmat(x, 1)
-        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), _isa
+    assert_rows_equal_decoded_dot(seg, decoded, row0, rows, x, threads=(1,))
 
 
 @settings(max_examples=12)
@@ -171,13 +171,7 @@ def test_prefill_blocks_and_token_spans_equal_decoded_dot(
     rows = n - row0
     seg = Segment(np.frombuffer(payload, np.uint8), *fmt, (n, k), row0, rows)
     x = data.draw(activations(tokens, k))
-    want = np.array(
-        [[dot(decoded[row0 + r], x[t]) for r in range(rows)] for t in range(tokens)], np.float32
-    ).reshape(tokens, rows)
-    for _isa in each_isa():
-        for threads in (1, 2):
-            got = NfMatrix(rows, k, [seg]).matmat(x, threads)
-            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (_isa, threads)
+    assert_rows_equal_decoded_dot(seg, decoded, row0, rows, x)
 
 
 @settings(max_examples=25)
