@@ -435,6 +435,37 @@ class WfQ35Attention(ctypes.Structure):
     )
 
 
+class WfQ35Products(ctypes.Structure):
+    """`wf_q35_products` of fast/csrc/qwen35_forward.c: a fixed set of products (ProductSet)."""
+
+    _fields_ = (
+        ("segs", ctypes.c_void_p),
+        ("first", ctypes.c_void_p),
+        ("offset", ctypes.c_void_p),
+        ("ldy", ctypes.c_void_p),
+        ("count", ctypes.c_int64),
+        ("width", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+    )
+
+
+class WfQ35Layer(ctypes.Structure):
+    """`wf_q35_layer` of fast/csrc/qwen35_forward.c: one layer with a dense FFN, bound."""
+
+    _fields_ = (
+        ("attention", ctypes.c_int32),
+        ("mixer", ctypes.c_void_p),
+        ("input_norm", ctypes.c_void_p),
+        ("post_norm", ctypes.c_void_p),
+        ("mix_in", ctypes.c_void_p),
+        ("mix_out", ctypes.c_void_p),
+        ("gate_up", ctypes.c_void_p),
+        ("down", ctypes.c_void_p),
+        ("parts", ctypes.c_int64),
+        ("last", ctypes.c_int64),
+    )
+
+
 def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     """The `.ninfer` Qwen3.5 kernels of ninfer.c, passed addresses as `_declare_forward`'s are."""
     p = ctypes.c_void_p
@@ -474,6 +505,16 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # threads (attention), token_threads (the per-token parts) (qwen35_layer.c)
     lib.wf_q35_attention_mix.argtypes = (p, p, i64, i64, p, p, p, p, p, p, i32, i32)
     lib.wf_q35_attention_mix.restype = None
+    # layers (wf_q35_layer [n]), n, hidden, T: floats of scratch (qwen35_forward.c)
+    lib.wf_q35_forward_scratch_floats.argtypes = (p, i32, i64, i64)
+    lib.wf_q35_forward_scratch_floats.restype = i64
+    # layers, n, hidden, eps, x f32 [T, hidden] (in place), T, cos, sin f32 [T, rot/2], slots
+    # i64 [T], window / states / keys / values (float *[n]), scratch, threads, min_work;
+    # returns 0 (1: out of memory)
+    lib.wf_q35_forward_layers.argtypes = (
+        p, i32, i64, ctypes.c_float, p, i64, p, p, p, p, p, p, p, p, i32, i64
+    )
+    lib.wf_q35_forward_layers.restype = i32
 
 
 def address(a: np.ndarray) -> int:

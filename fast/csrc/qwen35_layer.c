@@ -19,23 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qwen35_layer.h"
 #include "wf_kernels.h"
 
 void wf_exp_array(const float *x, int64_t n, float *out);                          /* model_ops.c */
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out);            /* model_ops.c */
 void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                      float *out); /* model_ops.c */
-
-/* One Gated DeltaNet layer's constants (bound once, fast/qwen35/gdn.py GdnBinding). */
-typedef struct {
-    const float *conv_w;  /* [kernel, C], C = 2 · hk · dk + hv · dv */
-    const float *a_exp;   /* [hv] exp(A_log) */
-    const float *dt_bias; /* [hv] */
-    const float *norm_w;  /* [dv] the gated RMSNorm's weight, as stored */
-    int64_t kernel, hv, hk, dk, dv;
-    float eps;        /* the gated RMSNorm's */
-    float l2_eps;     /* spec/numerics.md §gdn-l2norm */
-} wf_q35_gdn;
 
 /* The calling thread's work area of at least n floats, kept for the thread's life (a decode step
  * calls this 18 times: no malloc each time). NULL when out of memory. */
@@ -153,13 +143,6 @@ int32_t wf_q35_gdn_mix(const wf_q35_gdn *L, const float *proj, int64_t ld, int64
     wf_parallel_for(T, token_threads, norm_tokens, &job);
     return 0;
 }
-
-/* One gated full-attention layer's constants (bound once, fast/qwen35/attention.py). */
-typedef struct {
-    const float *q_norm, *k_norm; /* [head_dim] the zero-centred weights, 1 + w rounded once */
-    int64_t heads, kv_heads, head_dim, rot_half; /* rot_half: the rotated dims / 2 */
-    float eps;
-} wf_q35_attention;
 
 /* spec/numerics.md §rmsnorm per head then spec/numerics.md §rotation on the first 2 · rh dims
  * of every head (the rest passed through): x'_j = x_j c_j − x_{j+rh} s_j,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from weightfile.fast._native import WfNfMatrix, address
+from weightfile.fast._native import WfNfMatrix, WfQ35Products, address
 from weightfile.fast.codecs.ninfer3.row_scale_v1 import E4M3FN_TABLE
 from weightfile.fast.numerics import matrix as numerics_matrix
 from weightfile.fast.numerics.hadamard import HadamardInput
@@ -180,6 +180,10 @@ class ProductSet:
             self.structs = np.array(structs, dtype=np.int64)
             self.first, self.offsets = np.array(first, np.int64), np.array(cols, np.int64)
             self.ldy = np.array(ldy, dtype=np.int64)
+            arrays = (self.structs, self.first, self.offsets, self.ldy)
+            self.struct = WfQ35Products(
+                *map(address, arrays), len(structs), self.width, self.cols
+            )  # for fast/csrc/qwen35_forward.c
 
     def __call__(self, x: np.ndarray, threads: int = 1) -> np.ndarray:
         """The products, flat [T · width] with `blocks`, else [T, width]: the same bits as each

@@ -29,7 +29,8 @@ from weightfile.spec.numerics.profile import CANONICAL, NumericsProfile
 
 from .attention import attention_block
 from .ffn import ffn_block
-from .gdn import gdn_block
+from .forward import eligible, forward_layers
+from .gdn import gdn_block, journals
 from .ops import exp, rmsnorm
 
 
@@ -113,6 +114,7 @@ class FastQwen35Model:
         self.final_norm = zero_centred(weights.final_norm)
         self._a_exp: dict[int, np.ndarray] = {}
         self._bindings: dict = {}  # per-layer C bindings (`bound`)
+        self._one_call: bool | None = None
         self.mixers = [
             replace(m, query_norm=zero_centred(m.query_norm), key_norm=zero_centred(m.key_norm))
             if isinstance(m, AttentionWeights)
@@ -136,6 +138,12 @@ class FastQwen35Model:
         if kept is None:
             kept = self._bindings[key] = make()
         return kept
+
+    def one_call(self) -> bool:
+        """True when the decoder layers can run as one C call (fast/qwen35/forward.py)."""
+        if self._one_call is None:
+            self._one_call = eligible(self)
+        return self._one_call
 
     def new_cache(self) -> FastQwen35Cache:
         return FastQwen35Cache(self.config)
@@ -250,6 +258,8 @@ class FastQwen35Model:
             x[at] = np.asarray(row, dtype=np.float32)
         hook(EMBED, x)
         cos, sin = self.cos_sin(pos)
+        if trace is None and len(requests) == 1 and self.one_call() and not journals(caches):
+            return forward_layers(self, x, cos, sin, slots, caches[0]), hook
         for i, lw in enumerate(self.weights.layers):
             mixer = self.mixers[i]
             if isinstance(mixer, AttentionWeights):

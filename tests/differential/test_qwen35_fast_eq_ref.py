@@ -7,7 +7,8 @@ q4/q5/q6/q8/t2 row split and fp8 row scale, fusion parents bound by parts or who
 volume or several, hard values: subnormal and huge embeddings, exact router ties, extreme GDN gates,
 zeroed norms) and compares logits and every traced activation as uint32 views: a prefill, the
 same prompt as a chunked prefill, then decode steps, with 1 and 2 threads, on every kernel path
-usable here (spec/numerics.md §kernel-paths).
+usable here (spec/numerics.md §kernel-paths); the untraced pass (the decoder layers as one C call
+when the FFNs are dense) gives the same logits.
 """
 
 from __future__ import annotations
@@ -68,9 +69,12 @@ def reference_run(nf, prompt, pos, decode) -> tuple[list[np.ndarray], TraceRecor
     return out, trace
 
 
-def fast_run(model, prompt, pos, split, decode, chunked: bool) -> tuple[np.ndarray, TraceRecorder]:
-    """The same on the fast model: the prompt whole, or as two calls split at `split`."""
-    cache, trace = model.new_cache(), TraceRecorder()
+def fast_run(
+    model, prompt, pos, split, decode, chunked: bool, traced: bool = True
+) -> tuple[np.ndarray, TraceRecorder | None]:
+    """The same on the fast model: the prompt whole, or as two calls split at `split`. Untraced,
+    a model whose FFNs are all dense runs its layers as one C call (fast/qwen35/forward.py)."""
+    cache, trace = model.new_cache(), TraceRecorder() if traced else None
     parts = [(prompt[:split], None if pos is None else pos[:split]), (prompt[split:], None)]
     if pos is not None:
         parts[1] = (prompt[split:], pos[split:])
@@ -98,6 +102,8 @@ def test_forward_fast_equals_ref(spec: Qwen35Spec, data: st.DataObject) -> None:
                         where = f"{isa}, threads={model.threads}, chunked={chunked}"
                         assert_same_bits(f"logits ({where})", got, want)
                         assert_same_trace(trace, want_trace)
+                        got, _ = fast_run(model, prompt, pos, split, decode, chunked, False)
+                        assert_same_bits(f"untraced logits ({where})", got, want)
 
 
 @settings(max_examples=5)

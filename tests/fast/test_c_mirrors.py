@@ -14,7 +14,15 @@ import re
 
 import pytest
 
-from weightfile.fast._native import CSRC, WfMatrix, WfNfMatrix, WfQ35Attention, WfQ35Gdn
+from weightfile.fast._native import (
+    CSRC,
+    WfMatrix,
+    WfNfMatrix,
+    WfQ35Attention,
+    WfQ35Gdn,
+    WfQ35Layer,
+    WfQ35Products,
+)
 from weightfile.fast.codecs.vqf._native import MODES
 from weightfile.fast.numerics.matrix import KINDS, QUANTIZED
 from weightfile.fast.qwen35.matrix import NF_KINDS
@@ -120,23 +128,42 @@ def test_wf_nf_matrix_struct_has_the_ctypes_fields_in_order() -> None:
     assert fields == list(WfNfMatrix._fields_)
 
 
-@pytest.mark.parametrize(
-    ("name", "struct"), [("wf_q35_gdn", WfQ35Gdn), ("wf_q35_attention", WfQ35Attention)]
-)
-def test_qwen35_layer_structs_have_the_ctypes_fields_in_order(name: str, struct: type) -> None:
-    """_native.WfQ35Gdn / WfQ35Attention declare qwen35_layer.c's layer structs field for field
-    (names, types, order): the C reads them by offset."""
-    text = re.sub(r"/\*.*?\*/", "", (CSRC / "qwen35_layer.c").read_text(), flags=re.S)
+SCALARS = {"int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32, "float": ctypes.c_float}
+DECL = re.compile(r"(?:const\s+)?(\w+)\s*((?:\*\s*(?:const\s*)?)*)(.+)")
+
+
+def c_struct_fields(filename: str, name: str) -> list[tuple[str, type]]:
+    """The fields of `typedef struct {...} name;` in fast/csrc/<filename> as ctypes (name, type)
+    pairs: any pointer a c_void_p (the Python side passes addresses)."""
+    text = re.sub(r"/\*.*?\*/", "", (CSRC / filename).read_text(), flags=re.S)
     body = re.search(r"typedef struct \{([^}]*)\} " + name + ";", text)
-    assert body is not None
-    types = {"const float *": ctypes.c_void_p, "int64_t": ctypes.c_int64, "float": ctypes.c_float}
+    assert body is not None, name
     fields: list[tuple[str, type]] = []
-    for decl in body.group(1).split(";"):
-        m = re.match(r"\s*(const float \*|int64_t|float)\s*(.+)", decl.strip())
-        if m:
-            kind = types[m.group(1).strip()]
-            fields += [(n.strip().lstrip("*"), kind) for n in m.group(2).split(",")]
-    assert fields == list(struct._fields_)
+    for decl in filter(None, (d.strip() for d in body.group(1).split(";"))):
+        m = DECL.fullmatch(decl)
+        assert m is not None, decl
+        for n in m.group(3).split(","):
+            pointer = bool(m.group(2)) or n.strip().startswith("*")
+            kind = ctypes.c_void_p if pointer else SCALARS[m.group(1)]
+            fields.append((n.strip().lstrip("*").strip(), kind))
+    return fields
+
+
+@pytest.mark.parametrize(
+    ("filename", "name", "struct"),
+    [
+        ("qwen35_layer.h", "wf_q35_gdn", WfQ35Gdn),
+        ("qwen35_layer.h", "wf_q35_attention", WfQ35Attention),
+        ("qwen35_forward.c", "wf_q35_products", WfQ35Products),
+        ("qwen35_forward.c", "wf_q35_layer", WfQ35Layer),
+    ],
+)
+def test_qwen35_layer_structs_have_the_ctypes_fields_in_order(
+    filename: str, name: str, struct: type
+) -> None:
+    """_native.WfQ35Gdn / WfQ35Attention / WfQ35Products / WfQ35Layer declare the Qwen3.5 layer
+    structs of fast/csrc field for field (names, types, order): the C reads them by offset."""
+    assert c_struct_fields(filename, name) == list(struct._fields_)
 
 
 def test_ninfer_kinds_are_the_c_kind_enum() -> None:
