@@ -511,9 +511,8 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # layers, n, hidden, eps, x f32 [T, hidden] (in place), T, cos, sin f32 [T, rot/2], slots
     # i64 [T], window / states / keys / values (float *[n]), scratch, threads, min_work;
     # returns 0 (1: out of memory)
-    lib.wf_q35_forward_layers.argtypes = (
-        p, i32, i64, ctypes.c_float, p, i64, p, p, p, p, p, p, p, p, i32, i64
-    )
+    f32, caches = ctypes.c_float, (p, p, p, p)  # window, states, keys, values
+    lib.wf_q35_forward_layers.argtypes = (p, i32, i64, f32, p, i64, p, p, p, *caches, p, i32, i64)
     lib.wf_q35_forward_layers.restype = i32
 
 

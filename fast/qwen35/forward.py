@@ -37,9 +37,7 @@ class LayersBinding:
             attention = isinstance(mixer, AttentionWeights)
             kind = "attention" if attention else "gdn"
             b = model.bound((i, kind), lambda m=mixer, a=attention: binding(model, m, a))
-            ffn = model.bound(
-                (i, "ffn"), lambda w=lw.ffn: ProductSet((w.gate, w.up), blocks=True)
-            )
+            ffn = model.bound((i, "ffn"), lambda w=lw.ffn: ProductSet((w.gate, w.up), blocks=True))
             mix_out, down = ProductSet((mixer.output,)), ProductSet((lw.ffn.down,))
             sets = (b.products, mix_out, ffn, down)
             self.keep += [b, *sets]
