@@ -514,6 +514,10 @@ def _declare_ninfer(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     f32, caches = ctypes.c_float, (p, p, p, p)  # window, states, keys, values
     lib.wf_q35_forward_layers.argtypes = (p, i32, i64, f32, p, i64, p, p, p, *caches, p, i32, i64)
     lib.wf_q35_forward_layers.restype = i32
+    # gate_up, down (wf_q35_products *[E]), x f32 [T, d], T, d, count, ids i32, start i64
+    # [count + 1], tok i64, wt f32, out f32 [T, d] (zeroed), threads, min_work (qwen35_moe.c)
+    lib.wf_q35_experts.argtypes = (p, p, p, i64, i64, i32, p, p, p, p, p, i32, i64)
+    lib.wf_q35_experts.restype = i32
 
 
 def address(a: np.ndarray) -> int:

@@ -21,15 +21,6 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out);          
 void wf_rmsnorm_rows(const float *x, int64_t nrows, int64_t n, const float *w, float eps,
                      float *out); /* model_ops.c */
 
-/* A fixed set of products reading the same activations [T, cols] (fast/qwen35/matrix.py
- * ProductSet): segment j writes from byte offset[j] + first[j] · T of the output, row stride
- * ldy[j]; `width` rows in all. */
-typedef struct {
-    const wf_nf_matrix *const *segs;
-    const int64_t *first, *offset, *ldy;
-    int64_t count, width, cols;
-} wf_q35_products;
-
 /* One layer (fast/qwen35/forward.py binds them). `mixer` is a wf_q35_gdn when `attention` is 0,
  * a wf_q35_attention when 1; `parts` the floats per token of its mixer call's output, whose last
  * part (the normed or gated rows the output product reads) begins at T · last. The FFN's
@@ -42,8 +33,7 @@ typedef struct {
     int64_t parts, last;
 } wf_q35_layer;
 
-/* The products of P with x [T, cols] into y; `outs` holds P->count pointers. */
-static void run_products(const wf_q35_products *P, const float *x, int64_t T, float *y,
+void wf_q35_run_products(const wf_q35_products *P, const float *x, int64_t T, float *y,
                          float **outs, int32_t threads, int64_t min_work) {
     for (int64_t j = 0; j < P->count; j++)
         outs[j] = (float *)((char *)y + P->offset[j] + P->first[j] * T);
@@ -122,17 +112,17 @@ int32_t wf_q35_forward_layers(const wf_q35_layer *layers, int32_t nlayers, int64
         const int64_t f = L->gate_up->width / 2;
         /* h = x + output(mixer(input_norm(x))) */
         wf_rmsnorm_rows(x, T, hidden, L->input_norm, eps, n);
-        run_products(L->mix_in, n, T, proj, outs, threads, min_work);
+        wf_q35_run_products(L->mix_in, n, T, proj, outs, threads, min_work);
         status = run_mixer(L, proj, T, cos, sin, slots, window[i], states[i], keys[i], values[i],
                            mixed, threads, min_work);
         if (status) break;
-        run_products(L->mix_out, mixed + T * L->last, T, o, outs, threads, min_work);
+        wf_q35_run_products(L->mix_out, mixed + T * L->last, T, o, outs, threads, min_work);
         for (int64_t j = 0; j < T * hidden; j++) h[j] = x[j] + o[j]; /* §residual */
         /* x = h + down(silu(gate(m)) · up(m)), m = post_norm(h) */
         wf_rmsnorm_rows(h, T, hidden, L->post_norm, eps, n);
-        run_products(L->gate_up, n, T, gu, outs, threads, min_work);
+        wf_q35_run_products(L->gate_up, n, T, gu, outs, threads, min_work);
         wf_swiglu(gu, gu + T * f, T * f, sw);
-        run_products(L->down, sw, T, o, outs, threads, min_work);
+        wf_q35_run_products(L->down, sw, T, o, outs, threads, min_work);
         for (int64_t j = 0; j < T * hidden; j++) x[j] = h[j] + o[j];
     }
     free(outs);

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from weightfile.fast.layers.moe import router_softmax
 from weightfile.fast.layers.norm import norm_project
 from weightfile.fast.qwen3.decoder import FastQwen3Model
 from weightfile.ref.layers.moe import choose
@@ -24,7 +25,7 @@ from weightfile.ref.qwen3_moe.config import Qwen3MoeConfig
 from weightfile.ref.qwen3_moe.trace import MOE_OPS
 
 from .bind import FastMoeLayer
-from .experts import experts_of, router_softmax
+from .experts import experts_of
 
 
 class FastQwen3MoeModel(FastQwen3Model):

@@ -154,7 +154,7 @@ def c_struct_fields(filename: str, name: str) -> list[tuple[str, type]]:
     [
         ("qwen35_layer.h", "wf_q35_gdn", WfQ35Gdn),
         ("qwen35_layer.h", "wf_q35_attention", WfQ35Attention),
-        ("qwen35_forward.c", "wf_q35_products", WfQ35Products),
+        ("qwen35_layer.h", "wf_q35_products", WfQ35Products),
         ("qwen35_forward.c", "wf_q35_layer", WfQ35Layer),
     ],
 )
