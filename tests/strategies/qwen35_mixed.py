@@ -184,7 +184,10 @@ def harden(params: dict[str, np.ndarray], hard: tuple[str, ...]) -> None:
 
 @st.composite
 def qwen35_specs(draw: st.DrawFn) -> Qwen35Spec:
-    doc = tiny_config_json(draw(st.booleans()))
+    moe = draw(st.booleans())
+    doc = tiny_config_json(moe)
+    if moe:  # three or four experts a token: the combine's order then changes the sums' bits
+        doc["num_experts_per_tok"] = draw(st.integers(2, 4))
     doc["layer_types"] = draw(st.sampled_from(LAYER_PATTERNS))
     doc["num_hidden_layers"] = len(doc["layer_types"])
     doc["tie_word_embeddings"] = False
