@@ -53,6 +53,7 @@ class LayersBinding:
 
 
 def binding(model, mixer, attention: bool):
+    """The mixer's binding, the one gdn.py / attention.py make for the per-layer path."""
     return AttentionBinding(model, mixer) if attention else GdnBinding(model, mixer)
 
 
