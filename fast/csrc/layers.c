@@ -22,6 +22,8 @@ void wf_rmsnorm_quantize(const float *x, int64_t nrows, int64_t n, const float *
 void wf_norm_rope(const float *x, int64_t tokens, int64_t heads, int64_t head_dim, const float *w,
                   float eps, const float *cos, const float *sin, float *normed, float *rotated);
 void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
+void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
+                        float *scales);
 void wf_attend_group(const float *q, const float *keys, const float *values, int64_t npos,
                      int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t g,
                      float *scores, float *out);
@@ -120,6 +122,52 @@ void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const floa
     wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, threads, attention_units, &job);
 }
 
+/* The per-token steps between the products (norms with or without the activation quantizer, q / k
+ * norm and rotation, SwiGLU, the quantizer alone): every token's row gets the same operations
+ * wherever it runs, and each row starts a whole §q8-activation block (widths taking codes are
+ * multiples of WF_QK), so the tokens go on the pool (spec/numerics.md §threads). At one token
+ * they stay on the caller (wf_threads_for). */
+enum { TOK_NORM, TOK_NORM_QUANT, TOK_ROPE, TOK_QUANT, TOK_SWIGLU, TOK_SWIGLU_QUANT };
+
+typedef struct {
+    int op;
+    const float *x, *y, *w, *cos, *sin; /* y: SwiGLU's up; cos / sin [T, head_dim / 2] */
+    float *out, *out2;                  /* out2: the rotated rows */
+    int8_t *codes;
+    float *scales, eps;
+    int64_t n, heads, head_dim; /* floats a token; heads × head_dim for TOK_ROPE */
+} token_job;
+
+static void token_rows(void *arg, int64_t t0, int64_t t1) {
+    const token_job *j = arg;
+    const int64_t k = t1 - t0, n = j->n, at = t0 * n, h = t0 * (j->head_dim / 2);
+    int8_t *codes = j->codes == NULL ? NULL : j->codes + at;
+    float *scales = j->scales == NULL ? NULL : j->scales + at / WF_QK;
+    switch (j->op) {
+    case TOK_NORM: wf_rmsnorm_rows(j->x + at, k, n, j->w, j->eps, j->out + at); break;
+    case TOK_NORM_QUANT:
+        wf_rmsnorm_quantize(j->x + at, k, n, j->w, j->eps, j->out + at, codes, scales);
+        break;
+    case TOK_ROPE:
+        wf_norm_rope(j->x + at, k, j->heads, j->head_dim, j->w, j->eps, j->cos + h, j->sin + h,
+                     j->out + at, j->out2 + at);
+        break;
+    case TOK_QUANT: wf_quantize_activation(j->x + at, k * n, codes, scales); break;
+    case TOK_SWIGLU: wf_swiglu(j->x + at, j->y + at, k * n, j->out + at); break;
+    default: wf_swiglu_quantize(j->x + at, j->y + at, k * n, j->out + at, codes, scales); break;
+    }
+}
+
+/* min_work counts a product's multiply-adds; an element of these steps costs about STEP_COST of
+ * them (SwiGLU's exp, a norm's square and scale, the quantizer's divide and round), so a 64-token
+ * chunk of SwiGLU (~200 k elements) goes on the pool and a decode step's few thousand do not. */
+enum { STEP_COST = 16 };
+
+static void per_token(const token_job *j, int64_t T, int32_t threads, int64_t min_work) {
+    const int32_t th = wf_threads_for(threads, T * j->n * STEP_COST, min_work);
+    wf_parallel_for(T, th, token_rows, (void *)j);
+}
+
 /* Floats of scratch wf_forward_layers needs for T tokens. */
 int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
     const int64_t hid = L->mat[P_Q]->cols, qd = L->mat[P_Q]->rows, kvd = L->mat[P_K]->rows;
@@ -181,14 +229,18 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         const wf_layer *L = layers + i;
         float *lk = keys + (int64_t)i * capacity * kvd, *lv = values + (int64_t)i * capacity * kvd;
         /* h = x + o_proj(attn(input_layernorm(x))) */
-        if (any_codes(L, P_Q, P_K, P_V))
-            wf_rmsnorm_quantize(x, T, hid, L->attn_norm, eps, n, xq, xd);
-        else
-            wf_rmsnorm_rows(x, T, hid, L->attn_norm, eps, n);
+        const int qkv_codes = any_codes(L, P_Q, P_K, P_V);
+        const token_job norm1 = {qkv_codes ? TOK_NORM_QUANT : TOK_NORM, x, NULL, L->attn_norm,
+                                 NULL, NULL, n, NULL, xq, xd, eps, hid, 0, 0};
+        per_token(&norm1, T, threads, min_work);
         float *const qkv[3] = {q, k, v};
         project(L, QKV, 3, n, xq, xd, T, qkv, threads, min_work);
-        wf_norm_rope(q, T, heads, head_dim, L->q_norm, eps, cos, sin, qn, qr);
-        wf_norm_rope(k, T, kv_heads, head_dim, L->k_norm, eps, cos, sin, kn, kr);
+        const token_job rq = {TOK_ROPE, q, NULL, L->q_norm, cos, sin, qn, qr, NULL, NULL, eps,
+                              qd, heads, head_dim};
+        const token_job rk = {TOK_ROPE, k, NULL, L->k_norm, cos, sin, kn, kr, NULL, NULL, eps,
+                              kvd, kv_heads, head_dim};
+        per_token(&rq, T, threads, min_work);
+        per_token(&rk, T, threads, min_work);
         for (int64_t t = 0; t < T; t++) {
             memcpy(lk + slots[t] * kvd, kr + t * kvd, sizeof(float) * (size_t)kvd);
             memcpy(lv + slots[t] * kvd, v + t * kvd, sizeof(float) * (size_t)kvd);
@@ -198,19 +250,23 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
         wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, attention_threads,
                         attention_units, &job);
-        if (L->codes[P_O]) wf_quantize_activation(att, T * qd, xq, xd);
+        if (L->codes[P_O]) {
+            const token_job qo = {TOK_QUANT, att, NULL, NULL, NULL, NULL, NULL, NULL, xq, xd,
+                                  eps, qd, 0, 0};
+            per_token(&qo, T, threads, min_work);
+        }
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads, min_work);
         for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §residual */
         /* x = h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h) */
-        if (any_codes(L, P_GATE, P_UP, -1))
-            wf_rmsnorm_quantize(h, T, hid, L->ffn_norm, eps, n, xq, xd);
-        else
-            wf_rmsnorm_rows(h, T, hid, L->ffn_norm, eps, n);
+        const token_job norm2 = {any_codes(L, P_GATE, P_UP, -1) ? TOK_NORM_QUANT : TOK_NORM, h,
+                                 NULL, L->ffn_norm, NULL, NULL, n, NULL, xq, xd, eps, hid, 0, 0};
+        per_token(&norm2, T, threads, min_work);
         float *const gu[2] = {g, u};
         project(L, GU, 2, n, xq, xd, T, gu, threads, min_work);
-        wf_swiglu(g, u, T * inter, sw);
-        if (L->codes[P_DOWN]) wf_quantize_activation(sw, T * inter, xq, xd);
+        const token_job act = {L->codes[P_DOWN] ? TOK_SWIGLU_QUANT : TOK_SWIGLU, g, u, NULL, NULL,
+                               NULL, sw, NULL, xq, xd, eps, inter, 0, 0};
+        per_token(&act, T, threads, min_work);
         float *const dy[1] = {d};
         project(L, DOWN, 1, sw, xq, xd, T, dy, threads, min_work);
         for (int64_t j = 0; j < T * hid; j++) x[j] = h[j] + d[j];

@@ -95,6 +95,35 @@ def test_forward_fast_equals_ref(data: st.DataObject, spec: ModelSpec, mode) -> 
                             assert cache.length == ref_cache.length
 
 
+@settings(max_examples=8)
+@given(data=st.data(), spec=model_specs(), mode=st.sampled_from(list(QuantizedMatmul)))
+def test_a_long_prompt_splits_its_token_steps_on_the_pool(
+    data: st.DataObject, spec: ModelSpec, mode
+) -> None:
+    """Prompts of 9-40 tokens, then a decode step: the one-call path runs the steps between the
+    products (norms with the activation quantizer, q / k norm and rotation, SwiGLU, the
+    quantizer alone) on the pool in chunks of at least eight tokens, so some chunk starts past
+    token 0 and reads its rows, codes and scales at an offset; logits equal the reference's
+    with 2 and 3 threads on every kernel path (spec/numerics.md §threads)."""
+    vocab = spec.config.vocab_size
+    prompt = data.draw(st.lists(st.integers(0, vocab - 1), min_size=9, max_size=40))
+    nxt = data.draw(st.integers(0, vocab - 1))
+    profile = CANONICAL.with_quantized_matmul(mode)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_model_file(Path(tmp) / "m.vqf", spec)
+        with open_vqf(path) as vqf:
+            ref = Qwen3Model(*bind_vqf(vqf), profile)
+            ref_cache = ref.new_cache()
+            want = [ref.forward(prompt, ref_cache), ref.forward([nxt], ref_cache)]
+            for n in (2, 3):
+                fast = open_model(vqf, threads=n, profile=profile)
+                for isa in each_isa():
+                    cache = fast.new_cache()
+                    got = [fast.forward(prompt, cache), fast.forward([nxt], cache)]
+                    for name, g, w in zip(("prompt", "next"), got, want, strict=True):
+                        assert_same_bits(f"{name} logits ({isa}, threads={n})", g, w)
+
+
 @settings(max_examples=6)
 @given(spec=model_specs(), data=st.data())
 def test_forward_batch_fast_equals_ref(spec: ModelSpec, data: st.DataObject) -> None:
