@@ -64,7 +64,7 @@ def check_depth_rows(model: Any, vocab: int) -> list[Any]:
     repetition, each ending at DEPTH + the test's tokens; returns the tg test's caches."""
     row, caches = run(model, vocab, 5, 0)
     assert (row.test, row.n_depth, row.n_prompt) == (f"pp5 @ d{DEPTH}", DEPTH, 5)
-    assert [positions(c) for c in caches] == [2, DEPTH, DEPTH + 5, DEPTH + 5]
+    assert [positions(c) for c in caches] == [5, DEPTH, DEPTH + 5, DEPTH + 5]
     row, caches = run(model, vocab, 0, 3)
     assert (row.test, row.n_depth, row.n_gen) == (f"tg3 @ d{DEPTH}", DEPTH, 3)
     assert [positions(c) for c in caches] == [1, DEPTH, DEPTH + 3, DEPTH + 3]

@@ -44,7 +44,7 @@ class Counting:
 def test_pp_is_one_call_and_tg_one_call_per_token_from_an_empty_cache():
     m = Counting()
     row = measure.run_row(m, "fast", 2, 100, 16, 0, repetitions=3)
-    assert m.calls == [(2, 0)] + [(16, 0)] * 3  # a short warm-up, then three whole prompts
+    assert m.calls == [(16, 0)] * 4  # a whole-prompt warm-up (llama-bench's), then three
     assert (row.test, row.threads, len(row.samples)) == ("pp16", 2, 3)
     m = Counting()
     ticks = []
@@ -58,7 +58,7 @@ def test_a_depth_is_filled_once_untimed_and_each_repetition_starts_from_a_copy()
     already holding those 8 tokens (a copy: the fill is not re-run, nor grown by the tests)."""
     m = Counting()
     row = measure.run_row(m, "fast", 1, 100, 16, 0, repetitions=3, n_depth=8)
-    assert m.calls == [(2, 0), (8, 0)] + [(16, 8)] * 3
+    assert m.calls == [(16, 0), (8, 0)] + [(16, 8)] * 3
     assert (row.test, row.n_depth, row.n_prompt) == ("pp16 @ d8", 8, 16)
     m = Counting()
     row = measure.run_row(m, "fast", 1, 100, 0, 3, repetitions=2, n_depth=8)

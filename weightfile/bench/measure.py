@@ -242,9 +242,11 @@ def run_row(
     tick: Callable[[], None] | None = None,
     n_depth: int = 0,
 ) -> BenchRow:
-    """A warm-up call (untimed: lazy buffers, first-touch pages; on an empty cache, as
-    llama-bench's), the untimed depth fill when n_depth > 0, then `repetitions` timed runs."""
-    repetition_seconds(model, vocab, min(n_prompt, 2), 0 if n_prompt else 1, seed=5)
+    """A warm-up run as llama-bench's (untimed, on an empty cache: the whole prompt for a pp
+    test, one token for a tg test; it touches the pages, fills lazy buffers and, on a MoE model,
+    reaches the experts a prompt routes to), the untimed depth fill when n_depth > 0, then
+    `repetitions` timed runs."""
+    repetition_seconds(model, vocab, n_prompt, 0 if n_prompt else 1, seed=5)
     filled = depth_cache(model, vocab, n_depth) if n_depth else None
     samples = []
     for r in range(repetitions):
