@@ -124,9 +124,9 @@ void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const floa
 
 /* The per-token steps between the products (norms with or without the activation quantizer, q / k
  * norm and rotation, SwiGLU, the quantizer alone): every token's row gets the same operations
- * wherever it runs, and each row starts a whole §q8-activation block (widths taking codes are
- * multiples of WF_QK), so the tokens go on the pool (spec/numerics.md §threads). At one token
- * they stay on the caller (wf_threads_for). */
+ * wherever it runs, and each row starts a whole block of spec/numerics.md §q8-activation (widths
+ * taking codes are multiples of WF_QK), so the tokens go on the pool
+ * (spec/numerics.md §threads). At one token they stay on the caller (wf_threads_for). */
 enum { TOK_NORM, TOK_NORM_QUANT, TOK_ROPE, TOK_QUANT, TOK_SWIGLU, TOK_SWIGLU_QUANT };
 
 typedef struct {

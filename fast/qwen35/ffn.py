@@ -39,7 +39,8 @@ def swiglu_ffn(w, n: np.ndarray, threads: int) -> tuple[np.ndarray, ...]:
 class ExpertsBinding:
     """A MoE layer's routed experts bound for `wf_q35_experts` (fast/csrc/qwen35_moe.c): each
     expert's gate / up as one ProductSet (blocks) and its down, their structs' addresses in
-    arrays indexed by expert; None-like (`fused` False) when some matrix is not read in place."""
+    arrays indexed by expert. `fused` is False when some expert matrix is not read in place (a
+    Hadamard input): `routed` then runs the experts one at a time."""
 
     def __init__(self, w) -> None:
         self.fused = all(isinstance(m, NfMatrix) for e in w.experts for m in (e.gate, e.up, e.down))
