@@ -1,7 +1,7 @@
 /* The decoder layers of a Qwen3.5 pass with dense FFNs as one C call
- * (spec/models.md §qwen35-forward): per layer the zero-centred input norm, the mixer's input products, the mixer
- * (wf_q35_gdn_mix or wf_q35_attention_mix, qwen35_layer.c), its output product and the residual;
- * the post-attention norm, gate / up, SwiGLU, down and the residual.
+ * (spec/models.md §qwen35-forward): per layer the zero-centred input norm, the mixer's input
+ * products, the mixer (wf_q35_gdn_mix or wf_q35_attention_mix, qwen35_layer.c), its output
+ * product and the residual; the post-attention norm, gate / up, SwiGLU, down and the residual.
  *
  * Nothing here has an order of its own: each step is the kernel fast/qwen35/ (gdn.py,
  * attention.py, ffn.py) calls for it, in the same sequence, so every output is the same bits as
@@ -117,7 +117,8 @@ int32_t wf_q35_forward_layers(const wf_q35_layer *layers, int32_t nlayers, int64
                            mixed, threads, min_work);
         if (status) break;
         wf_q35_run_products(L->mix_out, mixed + T * L->last, T, o, outs, threads, min_work);
-        for (int64_t j = 0; j < T * hidden; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §residual */
+        /* spec/numerics.md §residual */
+        for (int64_t j = 0; j < T * hidden; j++) h[j] = x[j] + o[j];
         /* x = h + down(silu(gate(m)) · up(m)), m = post_norm(h) */
         wf_rmsnorm_rows(h, T, hidden, L->post_norm, eps, n);
         wf_q35_run_products(L->gate_up, n, T, gu, outs, threads, min_work);

@@ -1,8 +1,8 @@
 /* The routed experts of one Qwen3.5 MoE layer as one C call (spec/models.md §qwen35-ffn;
- * spec/models.md §qwen3-moe-forward): for each chosen expert, in ascending index, the tokens that chose it
- * (gathered) through its gate / up product set, SwiGLU and its down product, then the combine
- * out[t] ← out[t] ⊕ (w_t ⊗ y_t), element by element: the reference's order, as
- * fast/qwen35/ffn.py's Python loop did it one call at a time (same kernels, same bits;
+ * spec/models.md §qwen3-moe-forward): for each chosen expert, in ascending index, the tokens that
+ * chose it (gathered) through its gate / up product set, SwiGLU and its down product, then the
+ * combine out[t] ← out[t] ⊕ (w_t ⊗ y_t), element by element: the reference's order, as
+ * fast/qwen35/ffn.py's Python loop does it one call at a time (same kernels, same bits;
  * tests/differential/test_qwen35_fast_eq_ref.py). Each expert's matrices are its own bound
  * product sets (an expert's rows of a stacked object are already segments read in place).
  */
