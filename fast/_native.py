@@ -404,7 +404,7 @@ class WfNfMatrix(ctypes.Structure):
 
 
 class WfQ35Gdn(ctypes.Structure):
-    """`wf_q35_gdn` of fast/csrc/qwen35_layer.c: one Gated DeltaNet layer's constants."""
+    """`wf_q35_gdn` of fast/csrc/qwen35_layer.h: one Gated DeltaNet layer's constants."""
 
     _fields_ = (
         ("conv_w", ctypes.c_void_p),
@@ -422,7 +422,7 @@ class WfQ35Gdn(ctypes.Structure):
 
 
 class WfQ35Attention(ctypes.Structure):
-    """`wf_q35_attention` of fast/csrc/qwen35_layer.c: one full-attention layer's constants."""
+    """`wf_q35_attention` of fast/csrc/qwen35_layer.h: one full-attention layer's constants."""
 
     _fields_ = (
         ("q_norm", ctypes.c_void_p),
@@ -436,7 +436,7 @@ class WfQ35Attention(ctypes.Structure):
 
 
 class WfQ35Products(ctypes.Structure):
-    """`wf_q35_products` of fast/csrc/qwen35_forward.c: a fixed set of products (ProductSet)."""
+    """`wf_q35_products` of fast/csrc/qwen35_layer.h: a fixed set of products (ProductSet)."""
 
     _fields_ = (
         ("segs", ctypes.c_void_p),

@@ -229,16 +229,18 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         const wf_layer *L = layers + i;
         float *lk = keys + (int64_t)i * capacity * kvd, *lv = values + (int64_t)i * capacity * kvd;
         /* h = x + o_proj(attn(input_layernorm(x))) */
-        const int qkv_codes = any_codes(L, P_Q, P_K, P_V);
-        const token_job norm1 = {qkv_codes ? TOK_NORM_QUANT : TOK_NORM, x, NULL, L->attn_norm,
-                                 NULL, NULL, n, NULL, xq, xd, eps, hid, 0, 0};
+        const token_job norm1 = {.op = any_codes(L, P_Q, P_K, P_V) ? TOK_NORM_QUANT : TOK_NORM,
+                                 .x = x, .w = L->attn_norm, .out = n, .codes = xq, .scales = xd,
+                                 .eps = eps, .n = hid};
         per_token(&norm1, T, threads, min_work);
         float *const qkv[3] = {q, k, v};
         project(L, QKV, 3, n, xq, xd, T, qkv, threads, min_work);
-        const token_job rq = {TOK_ROPE, q, NULL, L->q_norm, cos, sin, qn, qr, NULL, NULL, eps,
-                              qd, heads, head_dim};
-        const token_job rk = {TOK_ROPE, k, NULL, L->k_norm, cos, sin, kn, kr, NULL, NULL, eps,
-                              kvd, kv_heads, head_dim};
+        const token_job rq = {.op = TOK_ROPE, .x = q, .w = L->q_norm, .cos = cos, .sin = sin,
+                              .out = qn, .out2 = qr, .eps = eps, .n = qd, .heads = heads,
+                              .head_dim = head_dim};
+        const token_job rk = {.op = TOK_ROPE, .x = k, .w = L->k_norm, .cos = cos, .sin = sin,
+                              .out = kn, .out2 = kr, .eps = eps, .n = kvd, .heads = kv_heads,
+                              .head_dim = head_dim};
         per_token(&rq, T, threads, min_work);
         per_token(&rk, T, threads, min_work);
         for (int64_t t = 0; t < T; t++) {
@@ -251,21 +253,21 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, attention_threads,
                         attention_units, &job);
         if (L->codes[P_O]) {
-            const token_job qo = {TOK_QUANT, att, NULL, NULL, NULL, NULL, NULL, NULL, xq, xd,
-                                  eps, qd, 0, 0};
+            const token_job qo = {.op = TOK_QUANT, .x = att, .codes = xq, .scales = xd, .n = qd};
             per_token(&qo, T, threads, min_work);
         }
         float *const oy[1] = {o};
         project(L, O, 1, att, xq, xd, T, oy, threads, min_work);
         for (int64_t j = 0; j < T * hid; j++) h[j] = x[j] + o[j]; /* spec/numerics.md §residual */
         /* x = h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h) */
-        const token_job norm2 = {any_codes(L, P_GATE, P_UP, -1) ? TOK_NORM_QUANT : TOK_NORM, h,
-                                 NULL, L->ffn_norm, NULL, NULL, n, NULL, xq, xd, eps, hid, 0, 0};
+        const token_job norm2 = {.op = any_codes(L, P_GATE, P_UP, -1) ? TOK_NORM_QUANT : TOK_NORM,
+                                 .x = h, .w = L->ffn_norm, .out = n, .codes = xq, .scales = xd,
+                                 .eps = eps, .n = hid};
         per_token(&norm2, T, threads, min_work);
         float *const gu[2] = {g, u};
         project(L, GU, 2, n, xq, xd, T, gu, threads, min_work);
-        const token_job act = {L->codes[P_DOWN] ? TOK_SWIGLU_QUANT : TOK_SWIGLU, g, u, NULL, NULL,
-                               NULL, sw, NULL, xq, xd, eps, inter, 0, 0};
+        const token_job act = {.op = L->codes[P_DOWN] ? TOK_SWIGLU_QUANT : TOK_SWIGLU, .x = g,
+                               .y = u, .out = sw, .codes = xq, .scales = xd, .n = inter};
         per_token(&act, T, threads, min_work);
         float *const dy[1] = {d};
         project(L, DOWN, 1, sw, xq, xd, T, dy, threads, min_work);

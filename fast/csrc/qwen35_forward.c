@@ -41,26 +41,30 @@ void wf_q35_run_products(const wf_q35_products *P, const float *x, int64_t T, fl
                      wf_threads_for(threads, P->width * P->cols * T, min_work));
 }
 
-static int64_t widest_of(const wf_q35_layer *layers, int32_t n, int which) {
-    int64_t w = 0;
+/* The most, over the layers, of one per-layer size: the input products' width, the mixer
+ * output's floats a token, the gate / up width, or the product segments of a layer. */
+enum { MOST_MIX_IN, MOST_PARTS, MOST_GATE_UP, MOST_SEGMENTS };
+
+static int64_t most_of(const wf_q35_layer *layers, int32_t n, int what) {
+    int64_t most = 0;
     for (int32_t i = 0; i < n; i++) {
         const wf_q35_layer *L = layers + i;
-        const int64_t v = which == 0   ? L->mix_in->width
-                          : which == 1 ? L->parts
-                          : which == 2 ? L->gate_up->width
-                                       : L->mix_in->count + L->mix_out->count +
-                                             L->gate_up->count + L->down->count;
-        w = v > w ? v : w;
+        int64_t v = L->mix_in->count + L->mix_out->count + L->gate_up->count + L->down->count;
+        if (what == MOST_MIX_IN) v = L->mix_in->width;
+        if (what == MOST_PARTS) v = L->parts;
+        if (what == MOST_GATE_UP) v = L->gate_up->width;
+        most = v > most ? v : most;
     }
-    return w;
+    return most;
 }
 
 /* Floats of scratch wf_q35_forward_layers needs for T tokens of width `hidden`. */
 int64_t wf_q35_forward_scratch_floats(const wf_q35_layer *layers, int32_t n, int64_t hidden,
                                       int64_t T) {
     /* n, o, h: hidden; proj: the widest input set; mixer outputs; gate / up and SwiGLU */
-    const int64_t ffn = widest_of(layers, n, 2);
-    return T * (3 * hidden + widest_of(layers, n, 0) + widest_of(layers, n, 1) + ffn + ffn / 2);
+    const int64_t ffn = most_of(layers, n, MOST_GATE_UP);
+    return T * (3 * hidden + most_of(layers, n, MOST_MIX_IN) + most_of(layers, n, MOST_PARTS) +
+                ffn + ffn / 2);
 }
 
 /* The mixer of layer L between its input products proj [T, mix_in->width] and out. */
@@ -100,12 +104,12 @@ int32_t wf_q35_forward_layers(const wf_q35_layer *layers, int32_t nlayers, int64
                               float *const *keys, float *const *values, float *scratch,
                               int32_t threads, int64_t min_work) {
     if (nlayers <= 0 || T <= 0) return 0;
-    float **outs = malloc(sizeof(float *) * (size_t)widest_of(layers, nlayers, 3));
+    float **outs = malloc(sizeof(float *) * (size_t)most_of(layers, nlayers, MOST_SEGMENTS));
     if (outs == NULL) return 1;
-    const int64_t ffn = widest_of(layers, nlayers, 2) / 2;
+    const int64_t ffn = most_of(layers, nlayers, MOST_GATE_UP) / 2;
     float *n = scratch, *o = n + T * hidden, *h = o + T * hidden, *proj = h + T * hidden;
-    float *mixed = proj + T * widest_of(layers, nlayers, 0);
-    float *gu = mixed + T * widest_of(layers, nlayers, 1), *sw = gu + 2 * T * ffn;
+    float *mixed = proj + T * most_of(layers, nlayers, MOST_MIX_IN);
+    float *gu = mixed + T * most_of(layers, nlayers, MOST_PARTS), *sw = gu + 2 * T * ffn;
     int32_t status = 0;
     for (int32_t i = 0; i < nlayers; i++) {
         const wf_q35_layer *L = layers + i;

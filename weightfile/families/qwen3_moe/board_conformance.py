@@ -38,6 +38,7 @@ from weightfile.families.qwen3.conformance import digest
 from weightfile.families.qwen3.hf import config_from_hf
 from weightfile.families.qwen3.hf_names import EMBED, FINAL_NORM, LM_HEAD, layer_tensor
 from weightfile.families.qwen3.to_vqf import arch_from_config
+from weightfile.families.qwen3_moe.conformance import MOE_HF
 from weightfile.families.qwen3_moe.hf_names import ATTENTION_FIELDS, expert_tensor, router_tensor
 from weightfile.families.qwen3_moe.to_vqf import build_tensors
 from weightfile.fast.backend import FAST
@@ -223,14 +224,12 @@ def accepted_cases(scratch: Path, prefix: str) -> Iterator[Case]:
 
 # -- rejected files --------------------------------------------------------------------------
 
-#: The tiny base file of the rejections (transformers-style): the board's limits met — head_dim
-#: 32, Q8_0 8x8 tiles, an untied lm_head, 4 experts of 32, top 2 — one layer.
-BASE_HF: dict[str, Any] = dict(
-    vocab_size=32, hidden_size=64, num_hidden_layers=1, num_attention_heads=2,
-    num_key_value_heads=1, head_dim=32, rope_theta=10000.0, rms_norm_eps=1e-6, bos_token_id=0,
-    eos_token_id=1, tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
-    moe_intermediate_size=32, norm_topk_prob=True,
-)  # fmt: skip
+#: The tiny base file of the rejections (transformers-style): the conformance cases' tiny MoE
+#: (4 experts of 32, top 2) with the board's limits met — head_dim 32, Q8_0 8x8 tiles, an untied
+#: lm_head — one layer.
+BASE_HF: dict[str, Any] = MOE_HF | dict(
+    vocab_size=32, hidden_size=64, num_hidden_layers=1, head_dim=32, tie_word_embeddings=False
+)
 SEED = 71
 REJECT_PROMPT = (3, 9, 27, 4)
 
