@@ -23,7 +23,7 @@
 #include <arm_neon.h>
 #endif
 
-enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64 };
+enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64, SUMS_MIN_BLOCKS = 1 << 12 };
 
 /* spec/numerics.md §q8-activation steps 1-2: d = amax / 127; codes = clamp(rint(x / d), -127, 127),
  * all 0 unless 0 < d < inf. amax becomes NaN at the first NaN and stays NaN, as in the
@@ -235,6 +235,7 @@ typedef struct {
     const int8_t *xq;  /* [T, cols] activation codes (spec/numerics.md §q8-activation) */
     const float *xd;   /* [T, cols / 32] activation scales */
     const float *x;    /* [T, cols] float activations (spec/numerics.md §f32-weights and dense) */
+    const int32_t *xsum8; /* [T, cols / 32] 8·sum of each block's codes (x86 kernels), or NULL */
     int64_t tokens;
     float *y;          /* [T, rows] */
 } product;
@@ -248,18 +249,10 @@ static void q8_activation_rows(void *arg, int64_t r0, int64_t r1) {
     float stack_acc[STACK_TOKENS], *acc = T <= STACK_TOKENS ? stack_acc : malloc(sizeof(float) * T);
     int8_t tmp[WF_QK];
     if (acc == NULL) return; /* the caller pre-fills y with NaN, so a failure cannot pass */
-    const int x86 = isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512;
-    int32_t *xsum8 = x86 ? malloc(sizeof(int32_t) * (size_t)(T * nb + 1)) : NULL;
-    if (xsum8 != NULL) { /* SIMD bands and row groups; the remaining rows below take the C loop */
-        for (int64_t i = 0; i < T * nb; i++) { /* 8·sum(x) per block, for the Q4 nibble form */
-            int32_t s = 0;
-            for (int j = 0; j < WF_QK; j++) s += p->xq[i * WF_QK + j];
-            xsum8[i] = 8 * s;
-        }
+    if (p->xsum8 != NULL) { /* SIMD bands and row groups; the remaining rows take the C loop */
         if (isa == WF_ISA_AVX512) /* bands of 16 (8) rows; the AVX2 kernels take what is left */
-            r0 = wf_q8_activation_rows_avx512(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
-        r0 = wf_q8_activation_rows_avx2(m, r0, r1, p->xq, p->xd, xsum8, T, p->y);
-        free(xsum8);
+            r0 = wf_q8_activation_rows_avx512(m, r0, r1, p->xq, p->xd, p->xsum8, T, p->y);
+        r0 = wf_q8_activation_rows_avx2(m, r0, r1, p->xq, p->xd, p->xsum8, T, p->y);
     }
 #if defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
     if (isa == WF_ISA_DOTPROD) {
@@ -339,9 +332,27 @@ static void fill_nan(float *y, int64_t n) {
 /* y[T, rows] = X W^T with float32 weights: spec/numerics.md §f32-weights for quantized,
  * spec/numerics.md §dot for F32 / F16. */
 void wf_matmat_f32(const wf_matrix *m, const float *x, int64_t tokens, float *y, int32_t threads) {
-    product p = {m, NULL, NULL, x, tokens, y};
+    product p = {.m = m, .x = x, .tokens = tokens, .y = y};
     fill_nan(y, tokens * m->rows);
     wf_parallel_for(m->rows, threads, float_rows, &p);
+}
+
+/* 8·sum(x) of activation blocks [b0, b1): the x86 kernels' correction for unsigned weight codes
+ * (gemm_x86.c), exact in int32. One pass per product call (each pool chunk used to redo the whole
+ * prompt's sums), split on the pool from SUMS_MIN_BLOCKS blocks (a prompt of 128 tokens at 1024
+ * columns; a decode step's few blocks are not worth a hand-off). */
+typedef struct {
+    const int8_t *xq;
+    int32_t *xsum8;
+} block_sums_job;
+
+static void block_sums(void *arg, int64_t b0, int64_t b1) {
+    const block_sums_job *j = arg;
+    for (int64_t i = b0; i < b1; i++) {
+        int32_t s = 0;
+        for (int k = 0; k < WF_QK; k++) s += j->xq[i * WF_QK + k];
+        j->xsum8[i] = 8 * s;
+    }
 }
 
 /* Several matrices with the same columns applied to the same activation codes (q, k, v; gate,
@@ -352,6 +363,7 @@ typedef struct {
     int32_t count;
     const int8_t *xq;
     const float *xd;
+    const int32_t *xsum8;
     int64_t tokens;
     float *const *ys;
 } product_set;
@@ -363,7 +375,7 @@ static void q8_activation_set_rows(void *arg, int64_t r0, int64_t r1) {
         const int64_t lo = r0 > first ? r0 : first;
         const int64_t hi = r1 < first + s->ms[i]->rows ? r1 : first + s->ms[i]->rows;
         if (lo >= hi) continue;
-        product p = {s->ms[i], s->xq, s->xd, NULL, s->tokens, s->ys[i]};
+        product p = {s->ms[i], s->xq, s->xd, NULL, s->xsum8, s->tokens, s->ys[i]};
         q8_activation_rows(&p, lo - first, hi - first);
     }
 }
@@ -378,8 +390,19 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
         fill_nan(ys[i], tokens * ms[i]->rows);
         rows += ms[i]->rows;
     }
-    product_set s = {ms, count, xq, xd, tokens, ys};
+    const int32_t isa = wf_isa();
+    int32_t *xsum8 = NULL; /* the x86 kernels' block sums, once per call (not once per chunk) */
+    if (count > 0 && (isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512)) {
+        const int64_t blocks = tokens * (ms[0]->cols / WF_QK);
+        xsum8 = malloc(sizeof(int32_t) * (size_t)(blocks + 1));
+        if (xsum8 != NULL) { /* else every row takes the C loop: slower, the same bits */
+            block_sums_job job = {xq, xsum8};
+            wf_parallel_for(blocks, blocks >= SUMS_MIN_BLOCKS ? threads : 1, block_sums, &job);
+        }
+    }
+    product_set s = {ms, count, xq, xd, xsum8, tokens, ys};
     wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
+    free(xsum8);
 }
 
 /* y[T, rows] = X W^T with spec/numerics.md §q8-activation activation codes (quantized weights

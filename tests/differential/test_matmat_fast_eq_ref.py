@@ -254,6 +254,30 @@ def test_gemm_token_spans_equal_ref(layout: str) -> None:
         assert_same_bits(fast.matmat(x, threads=2), want)
 
 
+@settings(max_examples=6, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    layout=st.sampled_from(GEMM_LAYOUTS),
+    tokens=st.integers(129, 160),
+    threads=st.sampled_from([2, 3]),
+)
+def test_a_long_prompt_splits_its_block_sums_on_the_pool(
+    seed: int, layout: str, tokens: int, threads: int
+) -> None:
+    """From 4096 activation blocks (128 tokens at 1024 columns) the x86 kernels' per-block code
+    sums are computed once per call on the pool, each chunk at its own offset: finite activations
+    (a NaN anywhere would make every output NaN and hide a wrong sum), every kernel path."""
+    rng = np.random.default_rng(seed)
+    rows = 8 if CODECS[layout].tiling else 9
+    words = quant_words(rng, layout, rows, 1024)
+    fast = FastMatrix(layout, np.frombuffer(quant_payload(layout, words), np.uint8), rows, 1024)
+    x = (rng.standard_normal((tokens, 1024)) * 10.0 ** rng.integers(-3, 3)).astype(np.float32)
+    want = ref_product(words, x, QuantizedMatmul.Q8_ACTIVATION)
+    assert np.isfinite(want).all()
+    for _isa in each_isa():
+        assert_same_bits(fast.matmat(x, threads=threads), want)
+
+
 def wide_band_examples(f: Callable[..., None]) -> Callable[..., None]:
     """Every layout at 1 and 9 tokens with a band of 16 and leftover rows, whatever Hypothesis
     draws (the untiled leftover of 9 rows is an 8-row band and one row)."""
