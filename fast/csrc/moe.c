@@ -26,6 +26,9 @@ void wf_swiglu(const float *g, const float *u, int64_t n, float *out);
 void wf_swiglu_quantize(const float *g, const float *u, int64_t n, float *out, int8_t *codes,
                         float *scales);
 
+void wf_matmat_q8_activation_each(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
+                                  const float *xd, int64_t tokens, float *const *ys,
+                                  int32_t threads);
 void wf_softmax(float *s, int64_t n);
 
 /* The router's spec/numerics.md §softmax of each of `rows` rows of n logits, in place (the
@@ -90,6 +93,50 @@ static void expert(const wf_matrix *gate, const wf_matrix *up, const wf_matrix *
     }
 }
 
+/* One token's chosen experts (quantized, q8_activation) with two pool calls in all: every
+ * expert's gate and up bands as one set on the token's codes, the SwiGLUs, every down band on its
+ * own expert's codes as one set, then the combine in ascending expert index as below. The same
+ * products and operations as one expert at a time (a product's rows may be grouped freely), so
+ * the same bits; a decode step's 2·count pool hand-offs a layer become two. Returns -1 when a
+ * buffer could not be allocated (the caller then runs the experts one at a time). */
+static int32_t one_token(const wf_matrix *gate, const wf_matrix *up, const wf_matrix *down,
+                         int64_t width, const int8_t *xq, const float *xd, int32_t count,
+                         const int32_t *ids, const float *wt, float *moe, int32_t threads,
+                         int64_t min_work) {
+    enum { MOST = 64 };
+    const int64_t d = gate->cols, nbs = width / WF_QK;
+    if (count > MOST) return -1;
+    float *fl = malloc(sizeof(float) * (size_t)(count * (3 * width + d + nbs) + 1));
+    int8_t *sq = malloc((size_t)(count * width + 1));
+    if (fl == NULL || sq == NULL) {
+        free(fl), free(sq);
+        return -1;
+    }
+    float *g = fl, *u = g + count * width, *sw = u + count * width, *y = sw + count * width;
+    float *sd = y + count * d;
+    wf_matrix bands[2 * MOST], downs[MOST];
+    const wf_matrix *set[2 * MOST], *dset[MOST];
+    float *ys[2 * MOST], *dys[MOST];
+    for (int32_t i = 0; i < count; i++) {
+        bands[2 * i] = row_band(gate, ids[i], width), bands[2 * i + 1] = row_band(up, ids[i], width);
+        downs[i] = col_band(down, ids[i], width);
+        set[2 * i] = bands + 2 * i, set[2 * i + 1] = bands + 2 * i + 1, dset[i] = downs + i;
+        ys[2 * i] = g + i * width, ys[2 * i + 1] = u + i * width, dys[i] = y + i * d;
+    }
+    wf_matmat_q8_activation_set(set, 2 * count, xq, xd, 1,
+                                ys, wf_threads_for(threads, 2 * width * d * count, min_work));
+    /* expert i's SwiGLU and its codes: whole 32-blocks of its own row (width % 32 == 0) */
+    for (int32_t i = 0; i < count; i++)
+        wf_swiglu_quantize(g + i * width, u + i * width, width, sw + i * width, sq + i * width,
+                           sd + i * nbs);
+    wf_matmat_q8_activation_each(dset, count, sq, sd, 1, dys,
+                                 wf_threads_for(threads, d * width * count, min_work));
+    for (int32_t i = 0; i < count; i++) /* moe ← moe ⊕ (w ⊗ y), ascending expert index */
+        for (int64_t c = 0; c < d; c++) moe[c] = moe[c] + wt[i] * y[i * d + c];
+    free(fl), free(sq);
+    return 0;
+}
+
 /* moe [T, d] (zeroed by the caller) = Σ over chosen experts, ascending, of w ⊗ expert(n).
  * Expert list i: expert index ids[i], its tokens tok[start[i] .. start[i+1]) (ascending) with
  * weights wt[...]. x: the normalized activations [T, d] (float); xq / xd their
@@ -102,6 +149,11 @@ int32_t wf_moe_experts(const wf_matrix *gate, const wf_matrix *up, const wf_matr
                        const int64_t *start, const int64_t *tok, const float *wt, float *moe,
                        int32_t threads, int64_t min_work) {
     const int64_t d = gate->cols, nbx = d / WF_QK, nbs = width / WF_QK;
+    int32_t singles = codes && T == 1 && count > 0 && width % WF_QK == 0;
+    for (int32_t i = 0; singles && i < count; i++) singles = start[i] == i && start[i + 1] == i + 1;
+    if (singles &&
+        one_token(gate, up, down, width, xq, xd, count, ids, wt, moe, threads, min_work) == 0)
+        return 0;
     int64_t most = 0;
     for (int32_t i = 0; i < count; i++)
         if (start[i + 1] - start[i] > most) most = start[i + 1] - start[i];

@@ -356,11 +356,13 @@ static void block_sums(void *arg, int64_t b0, int64_t b1) {
 }
 
 /* Several matrices with the same columns applied to the same activation codes (q, k, v; gate,
- * up) as one pool call: their rows are numbered one after another, so the pool splits the union
- * and a decode step wakes the workers once per group instead of once per matrix. */
+ * up), or each to its own (the chosen experts' down bands), as one pool call: their rows are
+ * numbered one after another, so the pool splits the union and a decode step wakes the workers
+ * once per group instead of once per matrix. Input k (of `inputs`: 1, or one per matrix) is
+ * codes xq + k·T·cols, scales xd + k·T·cols/32 (block sums likewise). */
 typedef struct {
     const wf_matrix *const *ms;
-    int32_t count;
+    int32_t count, inputs;
     const int8_t *xq;
     const float *xd;
     const int32_t *xsum8;
@@ -370,21 +372,23 @@ typedef struct {
 
 static void q8_activation_set_rows(void *arg, int64_t r0, int64_t r1) {
     const product_set *s = arg;
+    const int64_t nb = s->count > 0 ? s->ms[0]->cols / WF_QK : 0, T = s->tokens;
     int64_t first = 0; /* row number of matrix i's row 0 in the union */
     for (int32_t i = 0; i < s->count && first < r1; first += s->ms[i]->rows, i++) {
         const int64_t lo = r0 > first ? r0 : first;
         const int64_t hi = r1 < first + s->ms[i]->rows ? r1 : first + s->ms[i]->rows;
         if (lo >= hi) continue;
-        product p = {s->ms[i], s->xq, s->xd, NULL, s->xsum8, s->tokens, s->ys[i]};
+        const int64_t k = s->inputs == 1 ? 0 : i;
+        product p = {.m = s->ms[i], .xq = s->xq + k * T * nb * WF_QK, .xd = s->xd + k * T * nb,
+                     .xsum8 = s->xsum8 != NULL ? s->xsum8 + k * T * nb : NULL, .tokens = T,
+                     .y = s->ys[i]};
         q8_activation_rows(&p, lo - first, hi - first);
     }
 }
 
-/* ys[i][T, rows_i] = X W_i^T with spec/numerics.md §q8-activation activation codes, for quantized
- * matrices of equal cols. */
-void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
-                                 const float *xd, int64_t tokens, float *const *ys,
-                                 int32_t threads) {
+static void matmat_set(const wf_matrix *const *ms, int32_t count, int32_t inputs,
+                       const int8_t *xq, const float *xd, int64_t tokens, float *const *ys,
+                       int32_t threads) {
     int64_t rows = 0;
     for (int32_t i = 0; i < count; i++) {
         fill_nan(ys[i], tokens * ms[i]->rows);
@@ -393,16 +397,32 @@ void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, cons
     const int32_t isa = wf_isa();
     int32_t *xsum8 = NULL; /* the x86 kernels' block sums, once per call (not once per chunk) */
     if (count > 0 && (isa == WF_ISA_AVX2 || isa == WF_ISA_AVX512)) {
-        const int64_t blocks = tokens * (ms[0]->cols / WF_QK);
+        const int64_t blocks = inputs * tokens * (ms[0]->cols / WF_QK);
         xsum8 = malloc(sizeof(int32_t) * (size_t)(blocks + 1));
         if (xsum8 != NULL) { /* else every row takes the C loop: slower, the same bits */
             block_sums_job job = {xq, xsum8};
             wf_parallel_for(blocks, blocks >= SUMS_MIN_BLOCKS ? threads : 1, block_sums, &job);
         }
     }
-    product_set s = {ms, count, xq, xd, xsum8, tokens, ys};
+    product_set s = {ms, count, inputs, xq, xd, xsum8, tokens, ys};
     wf_parallel_for(rows, threads, q8_activation_set_rows, &s);
     free(xsum8);
+}
+
+/* ys[i][T, rows_i] = X W_i^T with spec/numerics.md §q8-activation activation codes, for quantized
+ * matrices of equal cols. */
+void wf_matmat_q8_activation_set(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
+                                 const float *xd, int64_t tokens, float *const *ys,
+                                 int32_t threads) {
+    matmat_set(ms, count, 1, xq, xd, tokens, ys, threads);
+}
+
+/* ys[i][T, rows_i] = X_i W_i^T, matrix i (all of equal cols) taking its own codes xq + i·T·cols
+ * and scales xd + i·T·cols/32 (spec/numerics.md §q8-activation). */
+void wf_matmat_q8_activation_each(const wf_matrix *const *ms, int32_t count, const int8_t *xq,
+                                  const float *xd, int64_t tokens, float *const *ys,
+                                  int32_t threads) {
+    matmat_set(ms, count, count, xq, xd, tokens, ys, threads);
 }
 
 /* y[T, rows] = X W^T with spec/numerics.md §q8-activation activation codes (quantized weights

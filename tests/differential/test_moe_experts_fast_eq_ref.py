@@ -13,11 +13,12 @@ enough rows and tokens for the AVX-512 bands and the prefill tiles.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies.weights import (  # noqa: F401 (threads_on_tiny_matrices is a fixture)
     QUANT_LAYOUTS,
@@ -148,6 +149,16 @@ def routes_with_ties(rng: np.random.Generator, tokens: int, experts: int, k: int
     return out
 
 
+def one_token_examples(f: Callable[..., None]) -> Callable[..., None]:
+    """Every layout with one token on 1 and 3 threads, whatever Hypothesis draws: a decode step,
+    whose chosen experts run as two pool calls (moe.c's one_token: every gate / up band in one
+    set, every down band on its own expert's codes in another)."""
+    for layout in LAYOUTS:
+        for threads in (1, 3):
+            f = example(7, layout, 5, 1, QuantizedMatmul.Q8_ACTIVATION, threads)(f)
+    return f
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -157,6 +168,7 @@ def routes_with_ties(rng: np.random.Generator, tokens: int, experts: int, k: int
     mode=st.sampled_from(list(QuantizedMatmul)),
     threads=st.sampled_from([1, 3]),
 )
+@one_token_examples
 def test_layer_experts_in_one_call_equal_ref(
     seed: int, layout: str, experts: int, tokens: int, mode, threads: int
 ) -> None:
