@@ -30,8 +30,11 @@ enum { Q8_BLOCK = 34, Q4_BLOCK = 18, STACK_TOKENS = 64, SUMS_MIN_BLOCKS = 1 << 1
  * reference. */
 void wf_quantize_activation(const float *x, int64_t n, int8_t *codes, float *scales) {
     for (int64_t start = 0; start < n; start += WF_QK) {
-        /* whole blocks up to the first one holding a NaN; the avx512 path shares this AVX2 form */
-        if (wf_isa() == WF_ISA_AVX2 || wf_isa() == WF_ISA_AVX512) {
+        /* whole blocks up to the first one holding a NaN */
+        if (wf_isa() == WF_ISA_AVX512) {
+            start = wf_quantize_blocks_avx512(x, start, n, codes, scales);
+            if (start >= n) break;
+        } else if (wf_isa() == WF_ISA_AVX2) {
             start = wf_quantize_blocks_avx2(x, start, n, codes, scales);
             if (start >= n) break;
         }

@@ -6,9 +6,11 @@
  * reports AVX-512 F/BW/VL + VNNI and AVX2 + F16C (the rows left over go to the AVX2 kernels).
  *
  * One kernel per layout computes a tile of rows x up to TILE_TOKENS tokens, decode being the tile
- * of one token: 16 rows (Q4_0 4x4: four row groups; Q8_0 8x8: two; untiled prefill: 16 rows
- * transposed per block) in the 16 lanes of a zmm, or 8 rows of an untiled payload in a ymm (decode,
- * and the last 8 rows of an untiled prefill). The integer block dot D uses vpdpbusd (u8 x s8, four
+ * of one token: 16 rows (Q4_0 4x4 and Q8_0 4x4 / G256 4x4: four row groups; Q8_0 8x8 and Q4_0
+ * 8x8l: two; untiled prefill: 16 rows transposed per block) in the 16 lanes of a zmm, or 8 rows of
+ * an untiled payload in a ymm (decode, and the last 8 rows of an untiled prefill). Every tiled
+ * layout of spec/vqf.md §encodings has its kernel here; rows past the last 16-row band go to the
+ * AVX2 kernels. The integer block dot D uses vpdpbusd (u8 x s8, four
  * products summed into each int32 lane without saturation):
  *   Q4 codes enter as nibbles n in [0, 15] (unsigned already): D = sum(n x) - 8 sum(x);
  *   Q8 codes enter as w + 128 (w XOR 0x80, in [0, 255]):    D = sum((w + 128) x) - 128 sum(x).
@@ -403,9 +405,149 @@ AVX512 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, con
     _mm256_storeu_ps(y + r, acc);
 }
 
+/* Q8_0 4x4 (spec/vqf.md §q8-tiled: q8_0_4x4, and g256_4x4 whose blocks are the same), rows
+ * r..r+15 = row groups 0-3 from r (r % 4 == 0), tokens t0..: group block b is 4 f16 scales then
+ * 8 chunks of 16 bytes, chunk c holding codes 4c..4c+3 of the group's rows 0..3 (no XOR). Chunk c
+ * of group g goes to 128-bit lane g, as in q4_4x4_tile, so 32-bit lane 4g+i is row r+4g+i's
+ * piece c; the codes become w + 128, and 128·sum(x) = 16·xsum8 comes off D (add_block16). */
+AVX512 INLINE void q8_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                               const int32_t *xsum8, int64_t t0, const int nt, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 4 * (2 + WF_QK), gs = wf_stride(m);
+    const uint8_t *g = m->data + (r / 4) * gs;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    __m512 acc[TILE_TOKENS];
+    UNROLL
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        if (nt == 1) /* decode: the next four row groups' block, 136 bytes each */
+            for (int k = 4; k < 8; k++)
+                for (int i = 0; i < 3; i++)
+                    _mm_prefetch((const char *)(g + k * gs + 64 * i), _MM_HINT_T0);
+        __m512i u[8];
+        UNROLL
+        for (int c = 0; c < 8; c++) {
+            const uint8_t *p = g + 8 + 16 * c;
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + gs)), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * gs)), 2);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * gs)), 3);
+            u[c] = _mm512_xor_si512(v, bias);
+        }
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm256_set_epi64x(bits64(g + 3 * gs), bits64(g + 2 * gs), bits64(g + gs), bits64(g)));
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const int64_t tb = (t0 + t) * nb + b;
+            acc[t] = add_block16(acc[t], u, xq + tb * WF_QK, 16 * xsum8[tb], dw, xd[tb]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
+}
+
+/* The 8 bytes x[0..7] in every 64-bit lane. */
+AVX512 INLINE __m512i piece16x2(const int8_t *x) {
+    long long v;
+    memcpy(&v, x, 8);
+    return _mm512_set1_epi64(v);
+}
+
+/* Q4_0 8x8l (spec/vqf.md §q4-8x8l), rows r..r+15 = row groups A and B from r (r % 8 == 0),
+ * tokens t0..: group block b is 8 f16 scales then two chunks of 64 bytes, chunk h holding payload
+ * bytes 8h..8h+7 of rows 0..7 (row m at 8m; XOR 0x88); byte k carries element k in its low nibble
+ * and 16+k in its high one. Loaded whole, chunk h puts row m's bytes in 64-bit lane m, so against
+ * the activation's 8 codes broadcast to every 64-bit lane vpdpbusd leaves row m's products in
+ * 32-bit lanes 2m and 2m+1; the four (chunk, nibble) steps add into the same lanes, and the two
+ * lanes of a row are added after the block, A's rows then B's in lane order: integers, exact in
+ * any order, so D is the scalar int32. */
+AVX512 INLINE void q4_8x8l_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                                const int32_t *xsum8, int64_t t0, const int nt, float *y) {
+    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK / 2), gs = wf_stride(m);
+    const uint8_t *g = m->data + (r / 8) * gs;
+    const __m512i mask = _mm512_set1_epi8((char)0x88), low = _mm512_set1_epi8(0x0F);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512 acc[TILE_TOKENS];
+    UNROLL
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, g += step) {
+        if (nt == 1) /* decode: the next two row groups' block, 144 bytes each */
+            for (int k = 2; k < 4; k++)
+                for (int i = 0; i < 3; i++)
+                    _mm_prefetch((const char *)(g + k * gs + 64 * i), _MM_HINT_T0);
+        __m512i lo[4], hi[4]; /* [group A chunk 0, A chunk 1, B chunk 0, B chunk 1] */
+        UNROLL
+        for (int q = 0; q < 4; q++) {
+            const __m512i v = _mm512_xor_si512(
+                _mm512_loadu_si512((const void *)(g + (q / 2) * gs + 16 + 64 * (q % 2))), mask);
+            lo[q] = _mm512_and_si512(v, low);
+            hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)g)),
+            _mm_loadu_si128((const __m128i *)(g + gs)), 1));
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const int64_t tb = (t0 + t) * nb + b;
+            const int8_t *x = xq + tb * WF_QK;
+            __m512i pa = _mm512_setzero_si512(), pb = _mm512_setzero_si512();
+            UNROLL
+            for (int h = 0; h < 2; h++) {
+                const __m512i xl = piece16x2(x + 8 * h), xh = piece16x2(x + 16 + 8 * h);
+                pa = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(pa, lo[h], xl), hi[h], xh);
+                pb = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(pb, lo[2 + h], xl), hi[2 + h], xh);
+            }
+            const __m512i sums = _mm512_add_epi32(_mm512_permutex2var_epi32(pa, even, pb),
+                                                  _mm512_permutex2var_epi32(pa, odd, pb));
+            const __m512i dots = _mm512_sub_epi32(sums, _mm512_set1_epi32(xsum8[tb]));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(dots),
+                                                         _mm512_mul_ps(dw,
+                                                         _mm512_set1_ps(xd[tb]))));
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
+}
+
+/* spec/numerics.md §q8-activation steps 1-2 for the 32-element blocks [start, n), two zmm a
+ * block; returns the first block start it left to the caller (a block holding a NaN: the scalar
+ * loop keeps the first NaN's bits as amax). The AVX2 form's operations (qmatvec_x86.c) on 16
+ * lanes: amax is a maximum of non-NaN magnitudes, exact in any order; x ⊘ d is the IEEE division,
+ * rounded to nearest-even, clamped to ±127 and narrowed exactly, so the codes are the scalar
+ * loop's. */
+AVX512 int64_t wf_quantize_blocks_avx512(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                         float *scales) {
+    const __m512 lim = _mm512_set1_ps(127.0f), neg = _mm512_set1_ps(-127.0f);
+    for (; start + WF_QK <= n; start += WF_QK) {
+        const __m512 v0 = _mm512_loadu_ps(x + start), v1 = _mm512_loadu_ps(x + start + 16);
+        if (_mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q))
+            return start;
+        const float amax =
+            _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        const float d = amax / 127.0f;
+        scales[start / WF_QK] = d;
+        if (!(d > 0.0f && d <= 3.402823466e38f)) {
+            memset(codes + start, 0, WF_QK);
+            continue;
+        }
+        const __m512 dv = _mm512_set1_ps(d);
+        const __m512 r0 = _mm512_roundscale_ps(_mm512_div_ps(v0, dv),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 r1 = _mm512_roundscale_ps(_mm512_div_ps(v1, dv),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r0, neg), lim));
+        const __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r1, neg), lim));
+        _mm_storeu_si128((__m128i *)(codes + start), _mm512_cvtsepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(codes + start + 16), _mm512_cvtsepi32_epi8(q1));
+    }
+    return start;
+}
+
 /* G_Q4 / G_Q8: untiled, 16 rows (untiled16_tile); G_Q4_8 / G_Q8_8: untiled, 8 rows (untiled_tile:
  * decode, and the last 8 rows of a prefill band sequence). */
-enum { G_NONE, G_Q4_4X4, G_Q8_8X8, G_Q4, G_Q8, G_Q4_8, G_Q8_8 };
+enum { G_NONE, G_Q4_4X4, G_Q8_8X8, G_Q4, G_Q8, G_Q4_8, G_Q8_8, G_Q8_4X4, G_Q4_8X8L };
 
 static int layout_of(const wf_matrix *m) {
     if (m->group_rows <= 1) return m->kind == WF_W_Q4 ? G_Q4 : m->kind == WF_W_Q8 ? G_Q8 : G_NONE;
@@ -413,6 +555,10 @@ static int layout_of(const wf_matrix *m) {
         return G_Q4_4X4;
     if (m->kind == WF_W_Q8 && m->group_rows == 8 && m->chunk_bytes == 4 && m->xor_mask == 0)
         return G_Q8_8X8;
+    if (m->kind == WF_W_Q8 && m->group_rows == 4 && m->chunk_bytes == 4 && m->xor_mask == 0)
+        return G_Q8_4X4;
+    if (m->kind == WF_W_Q4 && m->group_rows == 8 && m->chunk_bytes == 8 && m->xor_mask == 0x88)
+        return G_Q4_8X8L;
     return G_NONE;
 }
 
@@ -424,6 +570,8 @@ AVX512 INLINE void tile(int layout, const wf_matrix *m, int64_t r, const int8_t 
     switch (layout) {
     case G_Q4_4X4: q4_4x4_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
     case G_Q8_8X8: q8_8x8_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
+    case G_Q8_4X4: q8_4x4_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
+    case G_Q4_8X8L: q4_8x8l_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
     case G_Q4: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
     case G_Q8: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 0, y); break;
     case G_Q4_8: untiled_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
@@ -454,8 +602,8 @@ AVX512 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int6
                                             const int8_t *xq, const float *xd,
                                             const int32_t *xsum8, int64_t tokens, float *y) {
     const int layout = layout_of(m);
-    if (layout == G_NONE || (layout == G_Q8_8X8 && r0 % 8) || (layout == G_Q4_4X4 && r0 % 4))
-        return r0;
+    const int64_t group = m->group_rows > 1 ? m->group_rows : 1;
+    if (layout == G_NONE || r0 % group) return r0;
     const int untiled = layout == G_Q4 || layout == G_Q8;
     const int narrow = layout == G_Q4 ? G_Q4_8 : G_Q8_8; /* the 8-row form, untiled only */
     if (tokens == 1) { /* decode: tiles of one token, the next band's weights prefetched */
@@ -489,6 +637,12 @@ AVX512 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int6
 }
 
 #else
+
+int64_t wf_quantize_blocks_avx512(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                  float *scales) {
+    (void)x, (void)n, (void)codes, (void)scales;
+    return start;
+}
 
 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1,
                                      const int8_t *xq, const float *xd, const int32_t *xsum8,

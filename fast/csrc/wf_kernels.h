@@ -94,6 +94,9 @@ int64_t wf_q8_activation_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, c
  * first block holding a NaN (left to the scalar loop); returns where it stopped. */
 int64_t wf_quantize_blocks_avx2(const float *x, int64_t start, int64_t n, int8_t *codes,
                                 float *scales);
+/* ... and its AVX-512 form, the same operations on 16 lanes (qmatvec_avx512.c). */
+int64_t wf_quantize_blocks_avx512(const float *x, int64_t start, int64_t n, int8_t *codes,
+                                  float *scales);
 
 /* Dense F32 rows r0.. (`ld` floats apart) in bands of 4 (fast/csrc/f32_x86.c) on the AVX2 or
  * AVX-512 path; returns the first row left to the caller (r0 on any other path). */
@@ -106,8 +109,8 @@ int64_t wf_gemm_rows_avx2(const wf_matrix *m, int64_t r0, int64_t r1, const int8
                           const float *xd, const int32_t *xsum8, int64_t tokens, float *y);
 
 /* x86-64 (qmatvec_avx512.c): spec/numerics.md §q8-activation with AVX-512 + VNNI for bands of 16
- * rows (some of 8 on untiled payloads) from r0 and every token (Q4_0 4x4, Q8_0 8x8 and untiled Q4_0
- * / Q8_0); returns the first row it left to the caller (r0 itself for other layouts). */
+ * rows (some of 8 on untiled payloads) from r0 and every token (every tiled layout, untiled Q4_0 /
+ * Q8_0); returns the first row it left to the caller (r0 itself for other encodings). */
 int64_t wf_q8_activation_rows_avx512(const wf_matrix *m, int64_t r0, int64_t r1, const int8_t *xq,
                                      const float *xd, const int32_t *xsum8, int64_t tokens,
                                      float *y);

@@ -192,7 +192,7 @@ def test_token_tiles_equal_ref(seed: int, layout: str, groups: int, blocks: int,
 
 
 #: The layouts the blocked prefill product (fast/csrc/gemm_x86.c) tiles as 8 rows x 3 tokens.
-GEMM_LAYOUTS = ["q4_0_4x4", "q8_0_8x8", "q4_0", "q8_0"]
+GEMM_LAYOUTS = ["q4_0_4x4", "q8_0_8x8", "q8_0_4x4", "g256_4x4", "q4_0_8x8l", "q4_0", "q8_0"]
 
 
 @settings(max_examples=25, deadline=None)
