@@ -118,7 +118,8 @@ static int32_t one_token(const wf_matrix *gate, const wf_matrix *up, const wf_ma
     const wf_matrix *set[2 * MOST], *dset[MOST];
     float *ys[2 * MOST], *dys[MOST];
     for (int32_t i = 0; i < count; i++) {
-        bands[2 * i] = row_band(gate, ids[i], width), bands[2 * i + 1] = row_band(up, ids[i], width);
+        bands[2 * i] = row_band(gate, ids[i], width);
+        bands[2 * i + 1] = row_band(up, ids[i], width);
         downs[i] = col_band(down, ids[i], width);
         set[2 * i] = bands + 2 * i, set[2 * i + 1] = bands + 2 * i + 1, dset[i] = downs + i;
         ys[2 * i] = g + i * width, ys[2 * i + 1] = u + i * width, dys[i] = y + i * d;
