@@ -171,14 +171,69 @@ typedef struct {
     const float *bias;   /* [R] */
     int64_t k, rows;
     float *y;            /* [P, R] */
+    int64_t first;       /* rows before it were done by a SIMD path */
 } q8_ctx;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* Rows r0.. r0+16·tiles of patch p with AVX-512 + VNNI: lane i of every vector is row r+i. The
+ * engine's four partial dots of a block (§board-vision-linear: d_j over codes 4j..4j+3 and
+ * 16+4j..16+4j+3) are integers, exact in any order: here piece j and piece 4+j of the packed
+ * weights (w + 128, unsigned for vpdpbusd) against the activation's pieces broadcast, less
+ * 128·(the pieces' code sum). Then the scalar loop's float steps per lane: prod = (float)d_j · s,
+ * l_j = l_j + prod, y = ((l0 + l2) + (l1 + l3)) + bias. `pw`: per tile and block, 8 pieces × 16
+ * rows (int32 each); `pd`: per tile and block, the 16 rows' weight scales. */
+VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const float *pd,
+                                    int64_t tiles, int64_t p) {
+    const int64_t nb = c->k / VQB;
+    const int8_t *xc = c->xc + p * c->k;
+    for (int64_t t = 0; t < tiles; t++) {
+        __m512 l[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                       _mm512_setzero_ps()};
+        for (int64_t b = 0; b < nb; b++) {
+            const int32_t *u = pw + (t * nb + b) * 8 * 16;
+            const int8_t *xb = xc + b * VQB;
+            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(pd + (t * nb + b) * 16),
+                                           _mm512_set1_ps(c->d16[p * nb + b]));
+            for (int j = 0; j < 4; j++) {
+                int32_t lo, hi, sum = 0;
+                memcpy(&lo, xb + 4 * j, 4);
+                memcpy(&hi, xb + 16 + 4 * j, 4);
+                for (int e = 0; e < 4; e++) sum += xb[4 * j + e] + xb[16 + 4 * j + e];
+                __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                                _mm512_loadu_si512(u + 16 * j),
+                                                _mm512_set1_epi32(lo));
+                d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(u + 16 * (4 + j)),
+                                        _mm512_set1_epi32(hi));
+                d = _mm512_sub_epi32(d, _mm512_set1_epi32(128 * sum));
+                l[j] = _mm512_add_ps(l[j], _mm512_mul_ps(_mm512_cvtepi32_ps(d), s));
+            }
+        }
+        const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(l[0], l[2]),
+                                                     _mm512_add_ps(l[1], l[3])),
+                                       _mm512_loadu_ps(c->bias + 16 * t));
+        _mm512_storeu_ps(c->y + p * c->rows + 16 * t, y);
+    }
+}
+
+typedef struct {
+    const q8_ctx *c;
+    const int32_t *pw;
+    const float *pd;
+    int64_t tiles;
+} q8_tiled;
+
+static void q8_tiled_range(void *arg, int64_t begin, int64_t end);
+#endif
 
 static void q8_range(void *arg, int64_t begin, int64_t end) {
     const q8_ctx *c = (const q8_ctx *)arg;
     const int64_t nb = c->k / VQB;
     for (int64_t p = begin; p < end; p++) {
         const int8_t *xc = c->xc + p * c->k;
-        for (int64_t r = 0; r < c->rows; r++) {
+        for (int64_t r = c->first; r < c->rows; r++) {
             const int8_t *wc = c->wc + r * c->k;
             float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             for (int64_t b = 0; b < nb; b++) {
@@ -198,11 +253,44 @@ static void q8_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+static void q8_tiled_range(void *arg, int64_t begin, int64_t end) {
+    const q8_tiled *q = (const q8_tiled *)arg;
+    for (int64_t p = begin; p < end; p++) q8_tiles_avx512(q->c, q->pw, q->pd, q->tiles, p);
+}
+#endif
+
 void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t k,
                    const int8_t *wc, const float *dw, int64_t rows, const float *bias, float *y,
                    int32_t threads) {
-    q8_ctx c = {xc, d16, wc, dw, bias, k, rows, y};
-    wf_parallel_for(patches, threads, q8_range, &c);
+    q8_ctx c = {xc, d16, wc, dw, bias, k, rows, y, 0};
+#if defined(__x86_64__) && defined(__GNUC__)
+    /* On the avx512 path the whole tiles of 16 rows take the SIMD form, on weights packed once
+     * per call (pieces of 16 rows side by side, w + 128); a failed allocation leaves every row
+     * to the scalar loop. */
+    const int64_t nb = k / VQB, tiles = wf_isa() == WF_ISA_AVX512 ? rows / 16 : 0;
+    int32_t *pw = tiles ? malloc(sizeof(int32_t) * (size_t)(tiles * nb * 8 * 16)) : NULL;
+    float *pd = tiles ? malloc(sizeof(float) * (size_t)(tiles * nb * 16)) : NULL;
+    if (pw != NULL && pd != NULL) {
+        for (int64_t t = 0; t < tiles; t++)
+            for (int64_t b = 0; b < nb; b++)
+                for (int64_t i = 0; i < 16; i++) {
+                    const int8_t *w = wc + (16 * t + i) * k + b * VQB;
+                    for (int j = 0; j < 8; j++) {
+                        uint32_t v = 0;
+                        for (int e = 0; e < 4; e++)
+                            v |= (uint32_t)(uint8_t)(w[4 * j + e] + 128) << (8 * e);
+                        pw[((t * nb + b) * 8 + j) * 16 + i] = (int32_t)v;
+                    }
+                    pd[(t * nb + b) * 16 + i] = dw[(16 * t + i) * nb + b];
+                }
+        q8_tiled q = {&c, pw, pd, tiles};
+        wf_parallel_for(patches, threads, q8_tiled_range, &q);
+        c.first = 16 * tiles;
+    }
+    free(pw), free(pd);
+#endif
+    if (c.first < rows) wf_parallel_for(patches, threads, q8_range, &c);
 }
 
 /* ---- spec/numerics.md §board-vision-attention: one head ------------------------------------ */

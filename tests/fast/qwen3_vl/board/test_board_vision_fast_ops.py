@@ -6,9 +6,10 @@ widths that are not multiples of 32), at 1 and 3 threads."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from weightfile.fast._native import each_isa
 from weightfile.fast.qwen3_vl.board import ops as fast
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_vl.board import attention, linear
@@ -55,22 +56,25 @@ def test_layernorm_patch_and_dense(seed: int, p: int, n: int) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.sampled_from([32, 64, 96]),
-       st.booleans())  # fmt: skip
-def test_q8_linear(seed: int, p: int, k: int, ties: bool) -> None:
+       st.booleans(), st.sampled_from([7, 16, 39]))  # fmt: skip
+@example(5, 3, 64, False, 39)
+def test_q8_linear(seed: int, p: int, k: int, ties: bool, n_rows: int) -> None:
     """ties: inputs on a grid of 127ths of the block maximum, so x/d + 0.5 lands on integers
-    (the truncation's hard case)."""
+    (the truncation's hard case). 16 and 39 rows reach the avx512 path's tiles of 16 rows (39:
+    two tiles and 7 rows left to the scalar loop); every kernel path usable here runs, extreme
+    codes (±127, -128's neighbour) included."""
     rng = np.random.default_rng(seed)
     x = rows(seed, (p, k))
     if ties:
         x = (rng.integers(-127, 128, (p, k)) / F32(127.0)).astype(F32) * F32(0.5)
-    m = QuantMatrix(
-        rng.integers(-127, 128, (7, k)).astype(np.int8),
-        np.float16(rng.uniform(1e-3, 1e-1, (7, k // 32))).view(np.uint16),
-    )
-    b = rows(seed + 1, (7,))
+    codes = rng.integers(-127, 128, (n_rows, k)).astype(np.int8)
+    codes[0, :8] = (127, -127, 127, -127, -127, -127, 127, 127)
+    m = QuantMatrix(codes, np.float16(rng.uniform(1e-3, 1e-1, (n_rows, k // 32))).view(np.uint16))
+    b = rows(seed + 1, (n_rows,))
     want = linear.q8_linear(m, b, x)
-    for threads in (1, 3):
-        assert same(fast.q8_linear(m, b, x, threads), want)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert same(fast.q8_linear(m, b, x, threads), want)
 
 
 @settings(max_examples=25, deadline=None)
