@@ -178,13 +178,13 @@ typedef struct {
 #include <immintrin.h>
 #define VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* Rows r0.. r0+16·tiles of patch p with AVX-512 + VNNI: lane i of every vector is row r+i. The
- * engine's four partial dots of a block (§board-vision-linear: d_j over codes 4j..4j+3 and
- * 16+4j..16+4j+3) are integers, exact in any order: here piece j and piece 4+j of the packed
- * weights (w + 128, unsigned for vpdpbusd) against the activation's pieces broadcast, less
- * 128·(the pieces' code sum). Then the scalar loop's float steps per lane: prod = (float)d_j · s,
- * l_j = l_j + prod, y = ((l0 + l2) + (l1 + l3)) + bias. `pw`: per tile and block, 8 pieces × 16
- * rows (int32 each); `pd`: per tile and block, the 16 rows' weight scales. */
+/* The first 16·tiles rows of patch p with AVX-512 + VNNI: lane i of every vector is row 16t+i.
+ * The engine's four partial dots of a block (spec/numerics.md §board-vision-linear: d_j over
+ * codes 4j..4j+3 and 16+4j..16+4j+3) are integers, exact in any order: here piece j and piece
+ * 4+j of the packed weights (w + 128, unsigned for vpdpbusd) against the activation's pieces
+ * broadcast, less 128·(the pieces' code sum). Then the scalar loop's float steps per lane: prod
+ * = (float)d_j · s, l_j = l_j + prod, y = ((l0 + l2) + (l1 + l3)) + bias. `pw`: per tile and
+ * block, 8 pieces × 16 rows (int32 each); `pd`: per tile and block, the 16 rows' weight scales. */
 VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const float *pd,
                                     int64_t tiles, int64_t p) {
     const int64_t nb = c->k / VQB;
