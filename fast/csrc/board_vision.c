@@ -218,11 +218,56 @@ VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const fl
     }
 }
 
+/* The same tiles with AVX2, eight rows a vector: a piece's w is the packed byte XOR 0x80, and
+ * maddubs(|w|, x·sign(w)) then madd with ones gives each lane its four products' sum exactly
+ * (every int16 pair at most 2·128·127). The float steps are the AVX-512 form's, eight lanes. */
+__attribute__((target("avx2"))) static void q8_tiles_avx2(const q8_ctx *c, const int32_t *pw,
+                                                          const float *pd, int64_t tiles,
+                                                          int64_t p) {
+    const int64_t nb = c->k / VQB;
+    const int8_t *xc = c->xc + p * c->k;
+    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    for (int64_t t = 0; t < 2 * tiles; t++) { /* half tiles of 8 rows */
+        __m256 l[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
+        const int64_t tile = t / 2, half = 8 * (t % 2);
+        for (int64_t b = 0; b < nb; b++) {
+            const int32_t *u = pw + (tile * nb + b) * 8 * 16 + half;
+            const int8_t *xb = xc + b * VQB;
+            const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(pd + (tile * nb + b) * 16 + half),
+                                           _mm256_set1_ps(c->d16[p * nb + b]));
+            for (int j = 0; j < 4; j++) {
+                int32_t lo, hi;
+                memcpy(&lo, xb + 4 * j, 4);
+                memcpy(&hi, xb + 16 + 4 * j, 4);
+                const __m256i w0 =
+                    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(u + 16 * j)), flip);
+                const __m256i w1 = _mm256_xor_si256(
+                    _mm256_loadu_si256((const __m256i *)(u + 16 * (4 + j))), flip);
+                const __m256i x0 = _mm256_set1_epi32(lo), x1 = _mm256_set1_epi32(hi);
+                const __m256i d = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w0),
+                                                           _mm256_sign_epi8(x0, w0)),
+                                      ones),
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w1),
+                                                           _mm256_sign_epi8(x1, w1)),
+                                      ones));
+                l[j] = _mm256_add_ps(l[j], _mm256_mul_ps(_mm256_cvtepi32_ps(d), s));
+            }
+        }
+        const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(l[0], l[2]),
+                                                     _mm256_add_ps(l[1], l[3])),
+                                       _mm256_loadu_ps(c->bias + 16 * tile + half));
+        _mm256_storeu_ps(c->y + p * c->rows + 16 * tile + half, y);
+    }
+}
+
 typedef struct {
     const q8_ctx *c;
     const int32_t *pw;
     const float *pd;
     int64_t tiles;
+    int32_t avx512;
 } q8_tiled;
 
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end);
@@ -256,7 +301,11 @@ static void q8_range(void *arg, int64_t begin, int64_t end) {
 #if defined(__x86_64__) && defined(__GNUC__)
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end) {
     const q8_tiled *q = (const q8_tiled *)arg;
-    for (int64_t p = begin; p < end; p++) q8_tiles_avx512(q->c, q->pw, q->pd, q->tiles, p);
+    for (int64_t p = begin; p < end; p++)
+        if (q->avx512)
+            q8_tiles_avx512(q->c, q->pw, q->pd, q->tiles, p);
+        else
+            q8_tiles_avx2(q->c, q->pw, q->pd, q->tiles, p);
 }
 #endif
 
@@ -265,10 +314,12 @@ void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t 
                    int32_t threads) {
     q8_ctx c = {xc, d16, wc, dw, bias, k, rows, y, 0};
 #if defined(__x86_64__) && defined(__GNUC__)
-    /* On the avx512 path the whole tiles of 16 rows take the SIMD form, on weights packed once
-     * per call (pieces of 16 rows side by side, w + 128); a failed allocation leaves every row
-     * to the scalar loop. */
-    const int64_t nb = k / VQB, tiles = wf_isa() == WF_ISA_AVX512 ? rows / 16 : 0;
+    /* On the avx512 and avx2 paths the whole tiles of 16 rows take the SIMD form, on weights
+     * packed once per call (pieces of 16 rows side by side, w + 128); a failed allocation leaves
+     * every row to the scalar loop. */
+    const int32_t isa = wf_isa();
+    const int64_t nb = k / VQB;
+    const int64_t tiles = isa == WF_ISA_AVX512 || isa == WF_ISA_AVX2 ? rows / 16 : 0;
     int32_t *pw = tiles ? malloc(sizeof(int32_t) * (size_t)(tiles * nb * 8 * 16)) : NULL;
     float *pd = tiles ? malloc(sizeof(float) * (size_t)(tiles * nb * 16)) : NULL;
     if (pw != NULL && pd != NULL) {
@@ -284,7 +335,7 @@ void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t 
                     }
                     pd[(t * nb + b) * 16 + i] = dw[(16 * t + i) * nb + b];
                 }
-        q8_tiled q = {&c, pw, pd, tiles};
+        q8_tiled q = {&c, pw, pd, tiles, isa == WF_ISA_AVX512};
         wf_parallel_for(patches, threads, q8_tiled_range, &q);
         c.first = 16 * tiles;
     }
