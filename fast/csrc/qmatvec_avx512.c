@@ -69,6 +69,33 @@ AVX512 INLINE long long bits64(const uint8_t *p) {
     return v;
 }
 
+/* The 16 bytes at p in each of four row groups (gs bytes apart), group g in 128-bit lane g. */
+AVX512 INLINE __m512i four_groups(const uint8_t *p, int64_t gs) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + gs)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * gs)), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * gs)), 3);
+}
+
+/* The 32 bytes at p in each of two row groups (gs bytes apart), group g in 256-bit half g. */
+AVX512 INLINE __m512i two_groups(const uint8_t *p, int64_t gs) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p)),
+                              _mm256_loadu_si256((const __m256i *)(p + gs)), 1);
+}
+
+/* The eight f16 scales at g of each of two row groups, widened: lane 8k+i is group k's row i. */
+AVX512 INLINE __m512 two_groups_scales(const uint8_t *g, int64_t gs) {
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)g)),
+        _mm_loadu_si128((const __m128i *)(g + gs)), 1));
+}
+
+/* The four f16 scales at g of each of four row groups, widened: lane 4k+i is group k's row i. */
+AVX512 INLINE __m512 four_groups_scales(const uint8_t *g, int64_t gs) {
+    return _mm512_cvtph_ps(
+        _mm256_set_epi64x(bits64(g + 3 * gs), bits64(g + 2 * gs), bits64(g + gs), bits64(g)));
+}
+
 /* Q4_0 4x4 (spec/vqf.md §q4-0), rows r..r+15 = row groups 0-3 from r (r % 4 == 0), tokens
  * t0..t0+nt-1: group block b is 4 f16 scales and 4 chunks of 16 bytes, chunk c holding payload
  * bytes 4c..4c+3 of the group's rows 0..3 (XOR 0x88); byte 4c+k carries element 4c+k in its low
@@ -92,17 +119,11 @@ AVX512 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
         __m512i lo[4], hi[4];
         UNROLL
         for (int c = 0; c < 4; c++) {
-            const uint8_t *p = g + 8 + 16 * c;
-            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + gs)), 1);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * gs)), 2);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * gs)), 3);
-            v = _mm512_xor_si512(v, mask);
+            const __m512i v = _mm512_xor_si512(four_groups(g + 8 + 16 * c, gs), mask);
             lo[c] = _mm512_and_si512(v, low);
             hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
         }
-        const __m512 dw = _mm512_cvtph_ps(
-            _mm256_set_epi64x(bits64(g + 3 * gs), bits64(g + 2 * gs), bits64(g + gs), bits64(g)));
+        const __m512 dw = four_groups_scales(g, gs);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int64_t tb = (t0 + t) * nb + b;
@@ -124,37 +145,36 @@ AVX512 INLINE void q4_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
     for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
 }
 
-/* Q8_0 8x8 (spec/vqf.md §q8-tiled), rows r..r+15 = row groups A and B from r (r % 8 == 0), tokens
- * t0..: group block b is 8 f16 scales then 8 chunks of 32 bytes, chunk c holding payload bytes
- * 4c..4c+3 of the group's rows 0..7 (no XOR). Chunk c of A fills the low 256 bits and of B the
- * high ones, so 32-bit lane i is row r+i's piece c; the codes become w + 128 once per block for
- * the tile's tokens, and 128·sum(x) = 16·xsum8 comes off D. */
-AVX512 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
-                               const int32_t *xsum8, int64_t t0, const int nt, float *y) {
-    const int64_t nb = m->cols / WF_QK, step = 8 * (2 + WF_QK), gs = wf_stride(m);
-    const uint8_t *g = m->data + (r / 8) * gs;
+/* Q8 tiled by `group` rows (spec/vqf.md §q8-tiled: q8_0_8x8 and g256_8x8 with group 8,
+ * q8_0_4x4 and g256_4x4 with group 4), rows r..r+15 = the 16 / group row groups from r (r % group
+ * == 0), tokens t0..: group block b is `group` f16 scales then 8 chunks, chunk c holding codes
+ * 4c..4c+3 of the group's rows (no XOR). Chunk c of every group of the tile fills one register
+ * (8x8: A's 256 bits then B's; 4x4: group k in 128-bit lane k, as in q4_4x4_tile), so 32-bit lane
+ * i is row r+i's piece c; the codes become w + 128 once per block for the tile's tokens, and
+ * 128·sum(x) = 16·xsum8 comes off D (add_block16). */
+AVX512 INLINE void q8_tiled_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
+                                 const int32_t *xsum8, int64_t t0, const int nt, const int group,
+                                 float *y) {
+    const int64_t nb = m->cols / WF_QK, step = group * (2 + WF_QK), gs = wf_stride(m);
+    const int64_t chunk = 4 * group; /* bytes of one piece of every row of a group */
+    const uint8_t *g = m->data + (r / group) * gs;
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     __m512 acc[TILE_TOKENS];
     UNROLL
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += step) {
-        if (nt == 1) /* decode: the next two row groups' block, 272 bytes each */
-            for (int k = 0; k < 5; k++) {
-                _mm_prefetch((const char *)(g + 2 * gs + 64 * k), _MM_HINT_T0);
-                _mm_prefetch((const char *)(g + 3 * gs + 64 * k), _MM_HINT_T0);
-            }
+        if (nt == 1) /* decode: the next tile's row groups' block (272 or 136 bytes each) */
+            for (int k = 16 / group; k < 32 / group; k++)
+                for (int64_t i = 0; 64 * i < step; i++)
+                    _mm_prefetch((const char *)(g + k * gs + 64 * i), _MM_HINT_T0);
         __m512i u[8];
         UNROLL
         for (int c = 0; c < 8; c++) {
-            const uint8_t *p = g + 16 + 32 * c;
-            const __m512i v = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p)),
-                _mm256_loadu_si256((const __m256i *)(p + gs)), 1);
+            const uint8_t *p = g + 2 * group + chunk * c;
+            const __m512i v = group == 8 ? two_groups(p, gs) : four_groups(p, gs);
             u[c] = _mm512_xor_si512(v, bias);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)g)),
-            _mm_loadu_si128((const __m128i *)(g + gs)), 1));
+        const __m512 dw = group == 8 ? two_groups_scales(g, gs) : four_groups_scales(g, gs);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int64_t tb = (t0 + t) * nb + b;
@@ -166,7 +186,7 @@ AVX512 INLINE void q8_8x8_tile(const wf_matrix *m, int64_t r, const int8_t *xq, 
 }
 
 /* One token (decode) on a Q8_0 8x8 payload, rows r..r+7 = one row group (r % 8 == 0), ymm: the
- * steps of q8_8x8_tile for one group, so the matrix is read as one sequential stream (its row
+ * steps of q8_tiled_tile for one group, so the matrix is read as one sequential stream (its row
  * groups are contiguous), with the next group's block prefetched as the AVX2 kernel does. The
  * 16-row tile reads two groups at once plus two prefetched ones, four streams: 0.8x the AVX2
  * decode of a whole model here, where this form is not slower. */
@@ -405,46 +425,6 @@ AVX512 static void rows8_one_token_q4_untiled(const wf_matrix *m, int64_t r, con
     _mm256_storeu_ps(y + r, acc);
 }
 
-/* Q8_0 4x4 (spec/vqf.md §q8-tiled: q8_0_4x4, and g256_4x4 whose blocks are the same), rows
- * r..r+15 = row groups 0-3 from r (r % 4 == 0), tokens t0..: group block b is 4 f16 scales then
- * 8 chunks of 16 bytes, chunk c holding codes 4c..4c+3 of the group's rows 0..3 (no XOR). Chunk c
- * of group g goes to 128-bit lane g, as in q4_4x4_tile, so 32-bit lane 4g+i is row r+4g+i's
- * piece c; the codes become w + 128, and 128·sum(x) = 16·xsum8 comes off D (add_block16). */
-AVX512 INLINE void q8_4x4_tile(const wf_matrix *m, int64_t r, const int8_t *xq, const float *xd,
-                               const int32_t *xsum8, int64_t t0, const int nt, float *y) {
-    const int64_t nb = m->cols / WF_QK, step = 4 * (2 + WF_QK), gs = wf_stride(m);
-    const uint8_t *g = m->data + (r / 4) * gs;
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    __m512 acc[TILE_TOKENS];
-    UNROLL
-    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, g += step) {
-        if (nt == 1) /* decode: the next four row groups' block, 136 bytes each */
-            for (int k = 4; k < 8; k++)
-                for (int i = 0; i < 3; i++)
-                    _mm_prefetch((const char *)(g + k * gs + 64 * i), _MM_HINT_T0);
-        __m512i u[8];
-        UNROLL
-        for (int c = 0; c < 8; c++) {
-            const uint8_t *p = g + 8 + 16 * c;
-            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + gs)), 1);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 2 * gs)), 2);
-            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p + 3 * gs)), 3);
-            u[c] = _mm512_xor_si512(v, bias);
-        }
-        const __m512 dw = _mm512_cvtph_ps(
-            _mm256_set_epi64x(bits64(g + 3 * gs), bits64(g + 2 * gs), bits64(g + gs), bits64(g)));
-        UNROLL
-        for (int t = 0; t < nt; t++) {
-            const int64_t tb = (t0 + t) * nb + b;
-            acc[t] = add_block16(acc[t], u, xq + tb * WF_QK, 16 * xsum8[tb], dw, xd[tb]);
-        }
-    }
-    UNROLL
-    for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * m->rows + r, acc[t]);
-}
-
 /* The 8 bytes x[0..7] in every 64-bit lane. */
 AVX512 INLINE __m512i piece16x2(const int8_t *x) {
     long long v;
@@ -485,9 +465,7 @@ AVX512 INLINE void q4_8x8l_tile(const wf_matrix *m, int64_t r, const int8_t *xq,
             lo[q] = _mm512_and_si512(v, low);
             hi[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)g)),
-            _mm_loadu_si128((const __m128i *)(g + gs)), 1));
+        const __m512 dw = two_groups_scales(g, gs);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int64_t tb = (t0 + t) * nb + b;
@@ -569,8 +547,8 @@ AVX512 INLINE void tile(int layout, const wf_matrix *m, int64_t r, const int8_t 
                         float *y) {
     switch (layout) {
     case G_Q4_4X4: q4_4x4_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
-    case G_Q8_8X8: q8_8x8_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
-    case G_Q8_4X4: q8_4x4_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
+    case G_Q8_8X8: q8_tiled_tile(m, r, xq, xd, xsum8, t0, nt, 8, y); break;
+    case G_Q8_4X4: q8_tiled_tile(m, r, xq, xd, xsum8, t0, nt, 4, y); break;
     case G_Q4_8X8L: q4_8x8l_tile(m, r, xq, xd, xsum8, t0, nt, y); break;
     case G_Q4: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 1, y); break;
     case G_Q8: untiled16_tile(m, r, xq, xd, xsum8, t0, nt, 0, y); break;
