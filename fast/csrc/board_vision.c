@@ -182,11 +182,12 @@ typedef struct {
  * The engine's four partial dots of a block (spec/numerics.md §board-vision-linear: d_j over
  * codes 4j..4j+3 and 16+4j..16+4j+3) are integers, exact in any order: here piece j and piece
  * 4+j of the packed weights (w + 128, unsigned for vpdpbusd) against the activation's pieces
- * broadcast, less 128·(the pieces' code sum). Then the scalar loop's float steps per lane: prod
- * = (float)d_j · s, l_j = l_j + prod, y = ((l0 + l2) + (l1 + l3)) + bias. `pw`: per tile and
- * block, 8 pieces × 16 rows (int32 each); `pd`: per tile and block, the 16 rows' weight scales. */
+ * broadcast, less 128·(the pieces' code sum), `corr`. Then the scalar loop's float steps per
+ * lane: prod = (float)d_j · s, l_j = l_j + prod, y = ((l0 + l2) + (l1 + l3)) + bias. `pw`: per
+ * tile and block, 8 pieces × 16 rows (int32 each); `pd`: per tile and block, the 16 rows' weight
+ * scales; `corr`: per patch, block and j (pack_tiles). */
 VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const float *pd,
-                                    int64_t tiles, int64_t p) {
+                                    const int32_t *corr, int64_t tiles, int64_t p) {
     const int64_t nb = c->k / VQB;
     const int8_t *xc = c->xc + p * c->k;
     for (int64_t t = 0; t < tiles; t++) {
@@ -198,16 +199,15 @@ VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const fl
             const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(pd + (t * nb + b) * 16),
                                            _mm512_set1_ps(c->d16[p * nb + b]));
             for (int j = 0; j < 4; j++) {
-                int32_t lo, hi, sum = 0;
+                int32_t lo, hi;
                 memcpy(&lo, xb + 4 * j, 4);
                 memcpy(&hi, xb + 16 + 4 * j, 4);
-                for (int e = 0; e < 4; e++) sum += xb[4 * j + e] + xb[16 + 4 * j + e];
                 __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
                                                 _mm512_loadu_si512(u + 16 * j),
                                                 _mm512_set1_epi32(lo));
                 d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(u + 16 * (4 + j)),
                                         _mm512_set1_epi32(hi));
-                d = _mm512_sub_epi32(d, _mm512_set1_epi32(128 * sum));
+                d = _mm512_sub_epi32(d, _mm512_set1_epi32(corr[(p * nb + b) * 4 + j]));
                 l[j] = _mm512_add_ps(l[j], _mm512_mul_ps(_mm512_cvtepi32_ps(d), s));
             }
         }
@@ -264,11 +264,39 @@ __attribute__((target("avx2"))) static void q8_tiles_avx2(const q8_ctx *c, const
 
 typedef struct {
     const q8_ctx *c;
-    const int32_t *pw;
+    const int32_t *pw, *corr; /* corr: NULL on the avx2 path */
     const float *pd;
     int64_t tiles;
-    int32_t avx512;
 } q8_tiled;
+
+/* The tiles' inputs, once per call: pw, pd as q8_tiles_avx512 reads them (the first 16·tiles
+ * rows of wc / dw), and with corr != NULL the patches' 128·(code sum) of each (block, j) pair of
+ * pieces. */
+static void pack_tiles(const q8_ctx *c, int64_t tiles, int64_t patches, int32_t *pw, float *pd,
+                       int32_t *corr) {
+    const int64_t nb = c->k / VQB;
+    for (int64_t t = 0; t < tiles; t++)
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t i = 0; i < 16; i++) {
+                const int8_t *w = c->wc + (16 * t + i) * c->k + b * VQB;
+                for (int j = 0; j < 8; j++) {
+                    uint32_t v = 0;
+                    for (int e = 0; e < 4; e++)
+                        v |= (uint32_t)(uint8_t)(w[4 * j + e] + 128) << (8 * e);
+                    pw[((t * nb + b) * 8 + j) * 16 + i] = (int32_t)v;
+                }
+                pd[(t * nb + b) * 16 + i] = c->dw[(16 * t + i) * nb + b];
+            }
+    for (int64_t p = 0; corr != NULL && p < patches; p++)
+        for (int64_t b = 0; b < nb; b++) {
+            const int8_t *x = c->xc + p * c->k + b * VQB;
+            for (int j = 0; j < 4; j++) {
+                int32_t sum = 0;
+                for (int e = 0; e < 4; e++) sum += x[4 * j + e] + x[16 + 4 * j + e];
+                corr[(p * nb + b) * 4 + j] = 128 * sum;
+            }
+        }
+}
 
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end);
 #endif
@@ -302,8 +330,8 @@ static void q8_range(void *arg, int64_t begin, int64_t end) {
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end) {
     const q8_tiled *q = (const q8_tiled *)arg;
     for (int64_t p = begin; p < end; p++)
-        if (q->avx512)
-            q8_tiles_avx512(q->c, q->pw, q->pd, q->tiles, p);
+        if (q->corr != NULL)
+            q8_tiles_avx512(q->c, q->pw, q->pd, q->corr, q->tiles, p);
         else
             q8_tiles_avx2(q->c, q->pw, q->pd, q->tiles, p);
 }
@@ -320,26 +348,17 @@ void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t 
     const int32_t isa = wf_isa();
     const int64_t nb = k / VQB;
     const int64_t tiles = isa == WF_ISA_AVX512 || isa == WF_ISA_AVX2 ? rows / 16 : 0;
+    const int avx512 = isa == WF_ISA_AVX512;
     int32_t *pw = tiles ? malloc(sizeof(int32_t) * (size_t)(tiles * nb * 8 * 16)) : NULL;
     float *pd = tiles ? malloc(sizeof(float) * (size_t)(tiles * nb * 16)) : NULL;
-    if (pw != NULL && pd != NULL) {
-        for (int64_t t = 0; t < tiles; t++)
-            for (int64_t b = 0; b < nb; b++)
-                for (int64_t i = 0; i < 16; i++) {
-                    const int8_t *w = wc + (16 * t + i) * k + b * VQB;
-                    for (int j = 0; j < 8; j++) {
-                        uint32_t v = 0;
-                        for (int e = 0; e < 4; e++)
-                            v |= (uint32_t)(uint8_t)(w[4 * j + e] + 128) << (8 * e);
-                        pw[((t * nb + b) * 8 + j) * 16 + i] = (int32_t)v;
-                    }
-                    pd[(t * nb + b) * 16 + i] = dw[(16 * t + i) * nb + b];
-                }
-        q8_tiled q = {&c, pw, pd, tiles, isa == WF_ISA_AVX512};
+    int32_t *corr = tiles && avx512 ? malloc(sizeof(int32_t) * (size_t)(patches * nb * 4)) : NULL;
+    if (pw != NULL && pd != NULL && (corr != NULL || !avx512)) {
+        pack_tiles(&c, tiles, patches, pw, pd, corr);
+        q8_tiled q = {&c, pw, corr, pd, tiles};
         wf_parallel_for(patches, threads, q8_tiled_range, &q);
         c.first = 16 * tiles;
     }
-    free(pw), free(pd);
+    free(pw), free(pd), free(corr);
 #endif
     if (c.first < rows) wf_parallel_for(patches, threads, q8_range, &c);
 }
