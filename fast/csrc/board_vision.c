@@ -5,14 +5,18 @@
  * binary64 where the engine accumulates in double, the host C library's expf through a volatile
  * pointer (spec/numerics.md §board-c-library), and aarch64 glibc's tanhf emulated step by step
  * (spec/numerics.md §board-vision-tanhf). Built with -ffp-contract=off like every file in
- * fast/csrc. Work splits over output rows (patches, queries or tokens) only, so results do not
- * depend on the thread count.
+ * fast/csrc. Work splits over outputs (patches, queries, tokens or rows) only, so results do not
+ * depend on the thread count. On the SIMD paths the patch embedding, the attention and the
+ * mergers hand whole vectors of outputs to board_vision_simd.c (a lane an output, the same
+ * bits) and keep the rest here; the Q8 linears' SIMD forms are below.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "board_vision.h"
+#include "cpu.h"
 #include "wf_kernels.h"
 
 enum { VQB = 32 };
@@ -33,9 +37,13 @@ static uint32_t f_bits(float f) {
 
 /* ---- spec/numerics.md §board-vision-tanhf glibc 2.36's expm1f / tanhf as aarch64 builds them -- */
 
-static float add_exponent(float y, int32_t k) { return bits_f(f_bits(y) + ((uint32_t)k << 23)); }
+/* Inlined into each caller, so the x86 FMA copy of the GELU below turns every fmaf into the
+ * instruction (both round once) instead of a libm call. */
+#define INLINE static inline __attribute__((always_inline))
 
-static float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
+static inline float add_exponent(float y, int32_t k) { return bits_f(f_bits(y) + ((uint32_t)k << 23)); }
+
+INLINE float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
     e = fmaf(e - c, x, -c) - hxs;
     if (k == -1) return fmaf(x - e, 0.5f, -0.5f);
     if (k == 1) {
@@ -47,7 +55,7 @@ static float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
     return add_exponent(bits_f(0x3f800000u - (0x1000000u >> k)) - (e - x), k);
 }
 
-static float board_expm1f(float x) {
+INLINE float board_expm1f(float x) {
     const float ln2_hi = bits_f(0x3f317180u), ln2_lo = bits_f(0x3717f7d1u);
     const uint32_t hx = f_bits(x) & 0x7fffffffu;
     const int negative = (f_bits(x) >> 31) != 0;
@@ -82,7 +90,7 @@ static float board_expm1f(float x) {
     return expm1f_tail(x, e, c, hxs, k);
 }
 
-static float board_tanhf(float x) {
+INLINE float board_tanhf(float x) {
     const uint32_t jx = f_bits(x), ix = jx & 0x7fffffffu;
     float z;
     if (ix > 0x7f7fffffu) return (jx >> 31) == 0 ? 1.0f / x + 1.0f : 1.0f / x - 1.0f;
@@ -104,12 +112,38 @@ void wfv_tanhf(const float *x, int64_t n, float *y) {
 }
 
 /* spec/numerics.md §board-vision-gelu */
-void wfv_gelu(const float *x, int64_t n, float *y) {
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i];
-        const float inner = 0.7978845608f * (v + 0.044715f * ((v * v) * v));
-        y[i] = (0.5f * v) * (1.0f + board_tanhf(inner));
-    }
+INLINE float board_gelu(float v) {
+    const float inner = 0.7978845608f * (v + 0.044715f * ((v * v) * v));
+    return (0.5f * v) * (1.0f + board_tanhf(inner));
+}
+
+typedef struct {
+    const float *x;
+    float *y;
+} gelu_ctx;
+
+enum { GELU_CHUNK = 4096 }; /* elements a work item */
+
+static void gelu_range(void *arg, int64_t begin, int64_t end) {
+    const gelu_ctx *c = (const gelu_ctx *)arg;
+    for (int64_t i = begin * GELU_CHUNK; i < end * GELU_CHUNK; i++) c->y[i] = board_gelu(c->x[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("fma"))) static void gelu_range_fma(void *arg, int64_t begin, int64_t end) {
+    const gelu_ctx *c = (const gelu_ctx *)arg;
+    for (int64_t i = begin * GELU_CHUNK; i < end * GELU_CHUNK; i++) c->y[i] = board_gelu(c->x[i]);
+}
+#endif
+
+void wfv_gelu(const float *x, int64_t n, float *y, int32_t threads) {
+    gelu_ctx c = {x, y};
+    void (*range)(void *, int64_t, int64_t) = gelu_range;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (wf_isa() >= WF_ISA_AVX2 && __builtin_cpu_supports("fma")) range = gelu_range_fma;
+#endif
+    wf_parallel_for(n / GELU_CHUNK, threads, range, &c);
+    for (int64_t i = n - n % GELU_CHUNK; i < n; i++) y[i] = board_gelu(x[i]);
 }
 
 /* ---- spec/numerics.md §board-vision-layernorm ----------------------------------------------- */
@@ -136,29 +170,44 @@ typedef struct {
     const float *rows, *w, *b;
     int64_t k, out;
     float *y;
+    const wfv_simd *simd;
+    const float *wt; /* w in groups of W channels, each transposed [out / W, k, W], or NULL */
 } patch_ctx;
+
+static float patch_channel(const float *x, const float *w, int64_t k, float b) {
+    const int64_t whole = k - k % 4;
+    float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < whole; i += 4)
+        for (int j = 0; j < 4; j++) l[j] = fmaf(x[i + j], w[i + j], l[j]);
+    float acc = (l[0] + l[1]) + (l[2] + l[3]);
+    for (int64_t i = whole; i < k; i++) acc = fmaf(x[i], w[i], acc);
+    return acc + b;
+}
 
 static void patch_range(void *arg, int64_t begin, int64_t end) {
     const patch_ctx *c = (const patch_ctx *)arg;
-    const int64_t whole = c->k - c->k % 4;
     for (int64_t p = begin; p < end; p++) {
         const float *x = c->rows + p * c->k;
-        for (int64_t o = 0; o < c->out; o++) {
-            const float *w = c->w + o * c->k;
-            float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int64_t i = 0; i < whole; i += 4)
-                for (int j = 0; j < 4; j++) l[j] = fmaf(x[i + j], w[i + j], l[j]);
-            float acc = (l[0] + l[1]) + (l[2] + l[3]);
-            for (int64_t i = whole; i < c->k; i++) acc = fmaf(x[i], w[i], acc);
-            c->y[p * c->out + o] = acc + c->b[o];
-        }
+        float *y = c->y + p * c->out;
+        int64_t o = 0;
+        if (c->wt != NULL)
+            for (; o + c->simd->lanes <= c->out; o += c->simd->lanes)
+                c->simd->patch(x, c->wt + o * c->k, c->simd->lanes, c->k, c->b + o, y + o);
+        for (; o < c->out; o++) y[o] = patch_channel(x, c->w + o * c->k, c->k, c->b[o]);
     }
 }
 
 void wfv_patch_embed(const float *rows, int64_t patches, int64_t k, const float *w,
                      const float *b, int64_t out, float *y, int32_t threads) {
-    patch_ctx c = {rows, w, b, k, out, y};
+    const wfv_simd *simd = wfv_simd_for(wf_isa());
+    const int64_t lanes = simd != NULL ? simd->lanes : 1, whole = out - out % lanes;
+    float *wt = simd != NULL && whole > 0 ? malloc(sizeof(float) * (size_t)(k * whole))
+                                          : NULL; /* NULL: every channel in patch_channel */
+    for (int64_t o = 0; wt != NULL && o < whole; o++) /* group o / W: k vectors of W lanes */
+        for (int64_t i = 0; i < k; i++) wt[(o - o % lanes) * k + i * lanes + o % lanes] = w[o * k + i];
+    patch_ctx c = {rows, w, b, k, out, y, simd, wt};
     wf_parallel_for(patches, threads, patch_range, &c);
+    free(wt);
 }
 
 /* ---- spec/numerics.md §board-vision-linear: the Q8_0 SDOT linears --------------------------- */
@@ -187,10 +236,10 @@ typedef struct {
  * tile and block, 8 pieces × 16 rows (int32 each); `pd`: per tile and block, the 16 rows' weight
  * scales; `corr`: per patch, block and j (pack_tiles). */
 VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const float *pd,
-                                    const int32_t *corr, int64_t tiles, int64_t p) {
+                                    const int32_t *corr, int64_t t0, int64_t t1, int64_t p) {
     const int64_t nb = c->k / VQB;
     const int8_t *xc = c->xc + p * c->k;
-    for (int64_t t = 0; t < tiles; t++) {
+    for (int64_t t = t0; t < t1; t++) {
         __m512 l[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                        _mm512_setzero_ps()};
         for (int64_t b = 0; b < nb; b++) {
@@ -222,12 +271,12 @@ VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const fl
  * maddubs(|w|, x·sign(w)) then madd with ones gives each lane its four products' sum exactly
  * (every int16 pair at most 2·128·127). The float steps are the AVX-512 form's, eight lanes. */
 __attribute__((target("avx2"))) static void q8_tiles_avx2(const q8_ctx *c, const int32_t *pw,
-                                                          const float *pd, int64_t tiles,
-                                                          int64_t p) {
+                                                          const float *pd, int64_t t0,
+                                                          int64_t t1, int64_t p) {
     const int64_t nb = c->k / VQB;
     const int8_t *xc = c->xc + p * c->k;
     const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
-    for (int64_t t = 0; t < 2 * tiles; t++) { /* half tiles of 8 rows */
+    for (int64_t t = 2 * t0; t < 2 * t1; t++) { /* half tiles of 8 rows */
         __m256 l[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                        _mm256_setzero_ps()};
         const int64_t tile = t / 2, half = 8 * (t % 2);
@@ -299,6 +348,56 @@ static void pack_tiles(const q8_ctx *c, int64_t tiles, int64_t patches, int32_t 
 }
 
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end);
+
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+
+/* Lane j: the integer dot of codes 4j..4j+3 of w and x, added to acc — one sdot, or without
+ * dotprod the int16 products (|p| <= 2^14) paired twice. Integers: exact either way. */
+static inline int32x4_t q8_dot4(int32x4_t acc, int8x16_t w, int8x16_t x, int dotprod) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    if (dotprod) return vdotq_s32(acc, w, x);
+#endif
+    (void)dotprod;
+    const int16x8_t lo = vmull_s8(vget_low_s8(w), vget_low_s8(x));
+    const int16x8_t hi = vmull_s8(vget_high_s8(w), vget_high_s8(x));
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+}
+
+/* Every row of patch p with NEON, as the engine's SDOT linear: the four partial dots of a block
+ * (spec/numerics.md §board-vision-linear) are the four lanes of two dot steps — codes 0..15, then
+ * 16..31 into the same lanes — and the scalar loop's float steps run on those lanes: prod =
+ * (float)d_j · s, l_j = l_j + prod, then ((l0 + l2) + (l1 + l3)) + bias. Four rows at a time. */
+static void q8_rows_neon(const q8_ctx *c, int64_t p, int dotprod) {
+    const int64_t nb = c->k / VQB;
+    const int8_t *xc = c->xc + p * c->k;
+    int64_t r = 0;
+    for (; r < c->rows; r += 4) {
+        const int64_t nr = c->rows - r < 4 ? c->rows - r : 4;
+        float32x4_t l[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f),
+                            vdupq_n_f32(0.0f)};
+        for (int64_t b = 0; b < nb; b++) {
+            const int8x16_t x0 = vld1q_s8(xc + b * VQB), x1 = vld1q_s8(xc + b * VQB + 16);
+            const float dx = c->d16[p * nb + b];
+            for (int64_t i = 0; i < nr; i++) {
+                const int8_t *wb = c->wc + (r + i) * c->k + b * VQB;
+                const int32x4_t d = q8_dot4(q8_dot4(vdupq_n_s32(0), vld1q_s8(wb), x0, dotprod),
+                                            vld1q_s8(wb + 16), x1, dotprod);
+                const float s = c->dw[(r + i) * nb + b] * dx;
+                l[i] = vaddq_f32(l[i], vmulq_f32(vcvtq_f32_s32(d), vdupq_n_f32(s)));
+            }
+        }
+        for (int64_t i = 0; i < nr; i++)
+            c->y[p * c->rows + r + i] =
+                ((vgetq_lane_f32(l[i], 0) + vgetq_lane_f32(l[i], 2)) +
+                 (vgetq_lane_f32(l[i], 1) + vgetq_lane_f32(l[i], 3))) + c->bias[r + i];
+    }
+}
+
+static void q8_neon_range(void *arg, int64_t begin, int64_t end) {
+    const q8_ctx *c = (const q8_ctx *)arg;
+    for (int64_t p = begin; p < end; p++) q8_rows_neon(c, p, wf_isa() == WF_ISA_DOTPROD);
+}
 #endif
 
 static void q8_range(void *arg, int64_t begin, int64_t end) {
@@ -327,13 +426,20 @@ static void q8_range(void *arg, int64_t begin, int64_t end) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/* Patches in blocks of 32, and for each block the tiles two at a time: a tile's packed weights
+ * (16 rows × k bytes as int32 pieces) stay in the cache while the block's patches go by, instead
+ * of the whole packed matrix streaming through once a patch. */
 static void q8_tiled_range(void *arg, int64_t begin, int64_t end) {
     const q8_tiled *q = (const q8_tiled *)arg;
-    for (int64_t p = begin; p < end; p++)
-        if (q->corr != NULL)
-            q8_tiles_avx512(q->c, q->pw, q->pd, q->corr, q->tiles, p);
-        else
-            q8_tiles_avx2(q->c, q->pw, q->pd, q->tiles, p);
+    for (int64_t p0 = begin; p0 < end; p0 += 32)
+        for (int64_t t0 = 0; t0 < q->tiles; t0 += 2) {
+            const int64_t t1 = t0 + 2 < q->tiles ? t0 + 2 : q->tiles;
+            for (int64_t p = p0; p < end && p < p0 + 32; p++)
+                if (q->corr != NULL)
+                    q8_tiles_avx512(q->c, q->pw, q->pd, q->corr, t0, t1, p);
+                else
+                    q8_tiles_avx2(q->c, q->pw, q->pd, t0, t1, p);
+        }
 }
 #endif
 
@@ -359,6 +465,11 @@ void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t 
         c.first = 16 * tiles;
     }
     free(pw), free(pd), free(corr);
+#elif defined(__ARM_NEON)
+    if (wf_isa() == WF_ISA_NEON || wf_isa() == WF_ISA_DOTPROD) {
+        wf_parallel_for(patches, threads, q8_neon_range, &c);
+        c.first = rows;
+    }
 #endif
     if (c.first < rows) wf_parallel_for(patches, threads, q8_range, &c);
 }
@@ -370,6 +481,8 @@ typedef struct {
     int64_t n, hd;
     float scale;
     float *out, *scores; /* scores [n, n] */
+    const wfv_simd *simd;
+    const float *kt; /* the keys in blocks of W, each transposed [n / W, hd, W], or NULL */
 } attn_ctx;
 
 static float board_score(const float *q, const float *k, int64_t hd, float scale) {
@@ -388,22 +501,29 @@ static void attn_range(void *arg, int64_t begin, int64_t end) {
     float *e = (float *)malloc((size_t)c->n * sizeof(float));
     if (e == NULL) return; /* the caller checked the allocation first (wfv_attention) */
     for (int64_t t = begin; t < end; t++) {
+        const float *q = c->q + t * c->hd;
         float *s = c->scores + t * c->n, *o = c->out + t * c->hd;
+        int64_t j = 0;
+        if (c->kt != NULL)
+            for (; j + c->simd->lanes <= c->n; j += c->simd->lanes)
+                c->simd->scores(q, c->kt + j * c->hd, c->simd->lanes, c->hd, c->scale, s + j);
+        for (; j < c->n; j++) s[j] = board_score(q, c->k + j * c->hd, c->hd, c->scale);
         float m = -INFINITY;
-        for (int64_t j = 0; j < c->n; j++) {
-            s[j] = board_score(c->q + t * c->hd, c->k + j * c->hd, c->hd, c->scale);
+        for (j = 0; j < c->n; j++)
             if (s[j] > m) m = s[j];
-        }
         double total = 0.0;
-        for (int64_t j = 0; j < c->n; j++) {
+        for (j = 0; j < c->n; j++) {
             e[j] = vision_expf(s[j] - m);
             total += (double)e[j];
         }
         const float inv = (float)(1.0 / total);
-        for (int64_t d = 0; d < c->hd; d++) o[d] = 0.0f;
-        for (int64_t j = 0; j < c->n; j++) {
+        /* every output element's chain runs over the keys ascending: whole vectors of elements
+         * in the SIMD body, the rest here */
+        const int64_t d0 = c->simd != NULL ? c->simd->weighted_sum(e, inv, c->v, c->n, c->hd, o) : 0;
+        for (int64_t d = d0; d < c->hd; d++) o[d] = 0.0f;
+        for (j = 0; d0 < c->hd && j < c->n; j++) {
             const float w = e[j] * inv;
-            for (int64_t d = 0; d < c->hd; d++) o[d] = fmaf(w, c->v[j * c->hd + d], o[d]);
+            for (int64_t d = d0; d < c->hd; d++) o[d] = fmaf(w, c->v[j * c->hd + d], o[d]);
         }
     }
     free(e);
@@ -416,8 +536,15 @@ int32_t wfv_attention(const float *q, const float *k, const float *v, int64_t n,
     float *probe = (float *)malloc((size_t)n * sizeof(float)); /* fail here, not in a worker */
     if (probe == NULL) return 2;
     free(probe);
-    attn_ctx c = {q, k, v, n, hd, scale, out, scores};
+    const wfv_simd *simd = wfv_simd_for(wf_isa());
+    const int64_t lanes = simd != NULL ? simd->lanes : 1, whole = n - n % lanes;
+    float *kt = simd != NULL && whole > 0 ? malloc(sizeof(float) * (size_t)(whole * hd))
+                                          : NULL; /* NULL: every score in board_score */
+    for (int64_t j = 0; kt != NULL && j < whole; j++) /* block j / W: hd vectors of W keys */
+        for (int64_t d = 0; d < hd; d++) kt[(j - j % lanes) * hd + d * lanes + j % lanes] = k[j * hd + d];
+    attn_ctx c = {q, k, v, n, hd, scale, out, scores, simd, kt};
     wf_parallel_for(n, threads, attn_range, &c);
+    free(kt);
     return 0;
 }
 
@@ -427,12 +554,16 @@ typedef struct {
     const float *x, *w, *b;
     int64_t k, rows;
     float *y;
+    int64_t first;   /* rows before it were done in bv_dense8 */
+    const wfv_simd *simd;
+    const float *xg; /* the tokens' inputs in groups of WD, interleaved [groups, k, WD] */
+    int64_t tokens;
 } dense_ctx;
 
 static void dense_range(void *arg, int64_t begin, int64_t end) {
     const dense_ctx *c = (const dense_ctx *)arg;
     for (int64_t t = begin; t < end; t++)
-        for (int64_t r = 0; r < c->rows; r++) {
+        for (int64_t r = c->first; r < c->rows; r++) {
             const float *x = c->x + t * c->k, *w = c->w + r * c->k;
             double acc = 0.0;
             for (int64_t i = 0; i < c->k; i++) acc += (double)x[i] * (double)w[i];
@@ -440,8 +571,36 @@ static void dense_range(void *arg, int64_t begin, int64_t end) {
         }
 }
 
+/* Blocks of eight rows for every token group; a work item is a block of rows, whose weights
+ * stay in the cache while the groups go by. */
+static void dense_blocks(void *arg, int64_t begin, int64_t end) {
+    const dense_ctx *c = (const dense_ctx *)arg;
+    const int64_t wd = c->simd->dlanes, groups = (c->tokens + wd - 1) / wd;
+    double acc[8 * 8]; /* WD <= 8 */
+    for (int64_t blk = begin; blk < end; blk++)
+        for (int64_t g = 0; g < groups; g++) {
+            c->simd->dense8(c->xg + g * c->k * wd, c->w + 8 * blk * c->k, c->k, acc);
+            for (int64_t r = 0; r < 8; r++)
+                for (int64_t l = 0; l < wd && g * wd + l < c->tokens; l++)
+                    c->y[(g * wd + l) * c->rows + 8 * blk + r] =
+                        (float)acc[r * wd + l] + c->b[8 * blk + r];
+        }
+}
+
 void wfv_dense_linear(const float *x, int64_t tokens, int64_t k, const float *w, int64_t rows,
                       const float *b, float *y, int32_t threads) {
-    dense_ctx c = {x, w, b, k, rows, y};
-    wf_parallel_for(tokens, threads, dense_range, &c);
+    dense_ctx c = {x, w, b, k, rows, y, 0, wfv_simd_for(wf_isa()), NULL, tokens};
+    if (c.simd != NULL && rows >= 8) {
+        const int64_t wd = c.simd->dlanes, groups = (tokens + wd - 1) / wd;
+        float *xg = calloc((size_t)(groups * k * wd), sizeof(float)); /* pad tokens: zeros */
+        for (int64_t t = 0; xg != NULL && t < tokens; t++)
+            for (int64_t i = 0; i < k; i++) xg[((t / wd) * k + i) * wd + t % wd] = x[t * k + i];
+        if (xg != NULL) { /* NULL: every row below */
+            c.xg = xg;
+            wf_parallel_for(rows / 8, threads, dense_blocks, &c);
+            c.first = rows - rows % 8;
+        }
+        free(xg);
+    }
+    if (c.first < rows) wf_parallel_for(tokens, threads, dense_range, &c);
 }

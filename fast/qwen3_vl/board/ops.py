@@ -38,7 +38,7 @@ def lib() -> ctypes.CDLL:
     p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_float
     protos = {
         "wfv_tanhf": ((p, i64, p), None),
-        "wfv_gelu": ((p, i64, p), None),
+        "wfv_gelu": ((p, i64, p, i32), None),
         "wfv_layernorm": ((p, i64, i64, p, p, f32, p), None),
         "wfv_patch_embed": ((p, i64, i64, p, p, i64, p, i32), None),
         "wfv_q8_linear": ((p, p, i64, i64, p, p, i64, p, p, i32), None),
@@ -68,11 +68,11 @@ def tanhf(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def gelu(x: np.ndarray) -> np.ndarray:
+def gelu(x: np.ndarray, threads: int = 1) -> np.ndarray:
     """spec/numerics.md §board-vision-gelu element-wise."""
     x = _f32(x)
     y = np.empty_like(x)
-    lib().wfv_gelu(_p(x), x.size, _p(y))
+    lib().wfv_gelu(_p(x), x.size, _p(y), threads)
     return y
 
 

@@ -36,7 +36,7 @@ class FastBoardVisionTower(BoardVisionTower):
         return ops.attend(q, k, v, attention_scale(self.config.head_dim), self.threads)
 
     def gelu(self, x: np.ndarray) -> np.ndarray:
-        return ops.gelu(x)
+        return ops.gelu(x, self.threads)
 
     def dense(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ops.dense_linear(x, w, b, self.threads)

@@ -5,6 +5,7 @@
  * ops_body.h, the vision kernels) and the aarch64 libm execute on an x86 host. Usage:
  *   driver path                 print wf_simd_path() (2 = NEON + dotprod)
  *   driver OP IN OUT            run OP on the little-endian input file, write float32 results
+ *                               (env WF_DRIVER_ISA: force that kernel path, cpu.h's WF_ISA_*)
  * IN starts with int64 parameters (per OP, below), then the arrays in the order listed.
  */
 #include <stdint.h>
@@ -36,6 +37,18 @@ void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *
                     int64_t stride, const int64_t *slots, int64_t t0, int64_t t1, int64_t heads,
                     int64_t kv_heads, int64_t head_dim, int64_t g, float *scores, float *att);
 
+/* the board vision tower (board_vision.c, fast/qwen3_vl/board/ops.py's ctypes surface) */
+void wfv_gelu(const float *x, int64_t n, float *y, int32_t threads);
+void wfv_patch_embed(const float *rows, int64_t patches, int64_t k, const float *w,
+                     const float *b, int64_t out, float *y, int32_t threads);
+void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t k,
+                   const int8_t *wc, const float *dw, int64_t rows, const float *bias, float *y,
+                   int32_t threads);
+int32_t wfv_attention(const float *q, const float *k, const float *v, int64_t n, int64_t hd,
+                      float scale, float *out, float *scores, int32_t threads);
+void wfv_dense_linear(const float *x, int64_t tokens, int64_t k, const float *w, int64_t rows,
+                      const float *b, float *y, int32_t threads);
+
 static float f32_of_bits(int64_t bits) { /* a float32 parameter, passed as its bit pattern */
     const uint32_t b = (uint32_t)bits;
     float f;
@@ -55,6 +68,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc != 4 || read_input(argv[2]) != 0) return 2;
+    /* WF_DRIVER_ISA=1: the NEON path without dotprod (the build's best path otherwise) */
+    const char *isa = getenv("WF_DRIVER_ISA");
+    if (isa != NULL && wf_set_isa((int32_t)atoi(isa)) != 0) return 2;
     const char *op = argv[1];
     float *y = NULL;
     int64_t ny = 0;
@@ -195,6 +211,43 @@ int main(int argc, char **argv) {
         y = malloc(sizeof(float) * (size_t)ny);
         if (wf_gdn_step(states, q, k, v, decay, beta, hv, hk, dk, dv, y)) return 2;
         memcpy(y + hv * dv, states, sizeof(float) * (size_t)(hv * dk * dv));
+    } else if (!strcmp(op, "bv_gelu")) { /* n, threads; x */
+        int64_t n = param(), threads = param();
+        float *x = floats(n);
+        ny = n;
+        y = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        wfv_gelu(x, n, y, (int32_t)threads);
+    } else if (!strcmp(op, "bv_patch")) { /* patches, k, out, threads; rows, w [out k], b */
+        int64_t p = param(), k = param(), out = param(), threads = param();
+        float *x = floats(p * k), *w = floats(out * k), *b = floats(out);
+        ny = p * out;
+        y = malloc(sizeof(float) * (size_t)ny);
+        wfv_patch_embed(x, p, k, w, b, out, y, (int32_t)threads);
+    } else if (!strcmp(op, "bv_dense")) { /* tokens, k, rows, threads; x, w [rows k], b */
+        int64_t t = param(), k = param(), rows = param(), threads = param();
+        float *x = floats(t * k), *w = floats(rows * k), *b = floats(rows);
+        ny = t * rows;
+        y = malloc(sizeof(float) * (size_t)ny);
+        wfv_dense_linear(x, t, k, w, rows, b, y, (int32_t)threads);
+    } else if (!strcmp(op, "bv_attend")) { /* n, hd, scale bits, threads; q, k, v -> out, scores */
+        int64_t n = param(), hd = param();
+        const float scale = f32_of_bits(param());
+        int64_t threads = param();
+        float *q = floats(n * hd), *k = floats(n * hd), *v = floats(n * hd);
+        ny = n * hd + n * n;
+        y = malloc(sizeof(float) * (size_t)ny);
+        if (wfv_attention(q, k, v, n, hd, scale, y, y + n * hd, (int32_t)threads)) return 2;
+    } else if (!strcmp(op, "bv_q8")) {
+        /* patches, k, rows, threads; codes [p k] bytes, d16 [p k/32], wc [rows k] bytes,
+         * dw [rows k/32], bias [rows] */
+        int64_t p = param(), k = param(), rows = param(), threads = param();
+        int8_t *xc = copy((size_t)(p * k));
+        float *d16 = floats(p * (k / 32));
+        int8_t *wc = copy((size_t)(rows * k));
+        float *dw = floats(rows * (k / 32)), *bias = floats(rows);
+        ny = p * rows;
+        y = malloc(sizeof(float) * (size_t)ny);
+        wfv_q8_linear(xc, d16, p, k, wc, dw, rows, bias, y, (int32_t)threads);
     } else {
         fprintf(stderr, "unknown op %s\n", op);
         return 2;

@@ -43,15 +43,66 @@ def rows(seed: int, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(F32)
 
 
+def test_gelu_in_work_items() -> None:
+    """Two work items of 4096 elements and a tail at 1 and 3 threads, on every kernel path (the
+    x86 ones inline fmaf as the FMA instruction): inputs of every size, zeros, infinities, a
+    NaN, subnormals."""
+    rng = np.random.default_rng(7)
+    n = 2 * 4096 + 37
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 6, n))).astype(F32)
+    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -3e-39, 3e38]
+    want = ref.gelu(x)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert same(fast.gelu(x, threads), want)
+
+
+def wild(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Normal values times 2^e, e in [-40, 40]: products of every size, so a sum taken in
+    another order, or an FMA split into two roundings, shows in the result."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * np.exp2(rng.integers(-40, 41, shape))).astype(F32)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.sampled_from([32, 48, 64, 96]))
-def test_layernorm_patch_and_dense(seed: int, p: int, n: int) -> None:
+def test_layernorm(seed: int, p: int, n: int) -> None:
     x, w, b = rows(seed, (p, n)), rows(seed + 1, (n,)), rows(seed + 2, (n,))
     assert same(fast.layernorm(x, w, b, F32(1e-6)), ref.layernorm(x, w, b, F32(1e-6)))
-    wm = rows(seed + 3, (5, n))
-    for threads in (1, 3):
-        assert same(fast.patch_embed(x, wm, b[:5], threads), ref.patch_embed(x, wm, b[:5]))
-        assert same(fast.dense_linear(x, wm, b[:5], threads), ref.dense_linear(x, wm, b[:5]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.sampled_from([12, 30, 48, 96]),
+       st.sampled_from([5, 16, 20, 37]), st.booleans())  # fmt: skip
+@example(1, 3, 30, 37, True)
+def test_patch_embed(seed: int, p: int, k: int, out: int, big: bool) -> None:
+    """Channels in vectors of 16 (AVX-512) or 8 (AVX2) and the rest in the portable loop; k = 30
+    has the scalar tail after the four lanes."""
+    make = wild if big else rows
+    x, w, b = make(seed, (p, k)), make(seed + 1, (out, k)), rows(seed + 2, (out,))
+    want = ref.patch_embed(x, w, b)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert same(fast.patch_embed(x, w, b, threads), want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.sampled_from([8, 33, 64]),
+       st.sampled_from([5, 8, 13, 24]), st.booleans())  # fmt: skip
+@example(2, 11, 33, 13, True)
+def test_dense_linear(seed: int, t: int, k: int, n_rows: int, big: bool) -> None:
+    """Blocks of eight rows for tokens eight (AVX-512) or four (AVX2) at a time, the last group
+    padded, the rows after the last block in the portable loop. `big`: wild magnitudes, and
+    products ±2^90 at inputs 0 and 1 that cancel only when the sum runs from input 0 up (any
+    other order lets them swallow the rest first)."""
+    make = wild if big else rows
+    x, w, b = make(seed, (t, k)), make(seed + 1, (n_rows, k)), rows(seed + 2, (n_rows,))
+    if big:
+        x[:, :2], w[:, :2] = (2.0**45, -(2.0**45)), 2.0**45
+    want = ref.dense_linear(x, w, b)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            assert same(fast.dense_linear(x, w, b, threads), want)
 
 
 @settings(max_examples=25, deadline=None)
@@ -78,12 +129,17 @@ def test_q8_linear(seed: int, p: int, k: int, ties: bool, n_rows: int) -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.sampled_from([8, 24, 32, 72]))
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([4, 8, 24, 32, 64, 72]))
+@example(9, 37, 72)
+@example(4, 17, 4)
 def test_attention(seed: int, n: int, hd: int) -> None:
-    """Including hd 24 and 72, where the score tree drops products (the engine's defect)."""
+    """Including hd 24 and 72, where the score tree drops products (the engine's defect), and 4,
+    a tree of one vector; keys in blocks of 16 or 8 and the rest, output elements four vectors
+    at a time, one at a time and in the portable loop, on every kernel path."""
     q, k, v = rows(seed, (n, hd)), rows(seed + 1, (n, hd), 2.0), rows(seed + 2, (n, hd))
     scale = attention.attention_scale(hd)
     out, s = attention.attend(q, k, v, scale)
-    for threads in (1, 3):
-        fo, fs = fast.attend(q, k, v, scale, threads)
-        assert same(fo, out) and same(fs, s)
+    for _isa in each_isa():
+        for threads in (1, 3):
+            fo, fs = fast.attend(q, k, v, scale, threads)
+            assert same(fo, out) and same(fs, s)
