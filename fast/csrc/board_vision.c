@@ -37,13 +37,9 @@ static uint32_t f_bits(float f) {
 
 /* ---- spec/numerics.md §board-vision-tanhf glibc 2.36's expm1f / tanhf as aarch64 builds them -- */
 
-/* Inlined into each caller, so the x86 FMA copy of the GELU below turns every fmaf into the
- * instruction (both round once) instead of a libm call. */
-#define INLINE static inline __attribute__((always_inline))
+static float add_exponent(float y, int32_t k) { return bits_f(f_bits(y) + ((uint32_t)k << 23)); }
 
-static inline float add_exponent(float y, int32_t k) { return bits_f(f_bits(y) + ((uint32_t)k << 23)); }
-
-INLINE float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
+static float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
     e = fmaf(e - c, x, -c) - hxs;
     if (k == -1) return fmaf(x - e, 0.5f, -0.5f);
     if (k == 1) {
@@ -55,7 +51,7 @@ INLINE float expm1f_tail(float x, float e, float c, float hxs, int32_t k) {
     return add_exponent(bits_f(0x3f800000u - (0x1000000u >> k)) - (e - x), k);
 }
 
-INLINE float board_expm1f(float x) {
+static float board_expm1f(float x) {
     const float ln2_hi = bits_f(0x3f317180u), ln2_lo = bits_f(0x3717f7d1u);
     const uint32_t hx = f_bits(x) & 0x7fffffffu;
     const int negative = (f_bits(x) >> 31) != 0;
@@ -90,7 +86,7 @@ INLINE float board_expm1f(float x) {
     return expm1f_tail(x, e, c, hxs, k);
 }
 
-INLINE float board_tanhf(float x) {
+static float board_tanhf(float x) {
     const uint32_t jx = f_bits(x), ix = jx & 0x7fffffffu;
     float z;
     if (ix > 0x7f7fffffu) return (jx >> 31) == 0 ? 1.0f / x + 1.0f : 1.0f / x - 1.0f;
@@ -108,11 +104,13 @@ INLINE float board_tanhf(float x) {
 }
 
 void wfv_tanhf(const float *x, int64_t n, float *y) {
-    for (int64_t i = 0; i < n; i++) y[i] = board_tanhf(x[i]);
+    const wfv_simd *simd = wfv_simd_for(wf_isa());
+    int64_t i = simd != NULL ? simd->tanhf(x, n, y) : 0;
+    for (; i < n; i++) y[i] = board_tanhf(x[i]);
 }
 
 /* spec/numerics.md §board-vision-gelu */
-INLINE float board_gelu(float v) {
+static float board_gelu(float v) {
     const float inner = 0.7978845608f * (v + 0.044715f * ((v * v) * v));
     return (0.5f * v) * (1.0f + board_tanhf(inner));
 }
@@ -120,30 +118,24 @@ INLINE float board_gelu(float v) {
 typedef struct {
     const float *x;
     float *y;
+    const wfv_simd *simd;
 } gelu_ctx;
 
-enum { GELU_CHUNK = 4096 }; /* elements a work item */
+enum { GELU_CHUNK = 4096 }; /* elements a work item: whole vectors on every path */
 
 static void gelu_range(void *arg, int64_t begin, int64_t end) {
     const gelu_ctx *c = (const gelu_ctx *)arg;
-    for (int64_t i = begin * GELU_CHUNK; i < end * GELU_CHUNK; i++) c->y[i] = board_gelu(c->x[i]);
+    int64_t i = begin * GELU_CHUNK;
+    if (c->simd != NULL) i += c->simd->gelu(c->x + i, (end - begin) * GELU_CHUNK, c->y + i);
+    for (; i < end * GELU_CHUNK; i++) c->y[i] = board_gelu(c->x[i]);
 }
-
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("fma"))) static void gelu_range_fma(void *arg, int64_t begin, int64_t end) {
-    const gelu_ctx *c = (const gelu_ctx *)arg;
-    for (int64_t i = begin * GELU_CHUNK; i < end * GELU_CHUNK; i++) c->y[i] = board_gelu(c->x[i]);
-}
-#endif
 
 void wfv_gelu(const float *x, int64_t n, float *y, int32_t threads) {
-    gelu_ctx c = {x, y};
-    void (*range)(void *, int64_t, int64_t) = gelu_range;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (wf_isa() >= WF_ISA_AVX2 && __builtin_cpu_supports("fma")) range = gelu_range_fma;
-#endif
-    wf_parallel_for(n / GELU_CHUNK, threads, range, &c);
-    for (int64_t i = n - n % GELU_CHUNK; i < n; i++) y[i] = board_gelu(x[i]);
+    gelu_ctx c = {x, y, wfv_simd_for(wf_isa())};
+    wf_parallel_for(n / GELU_CHUNK, threads, gelu_range, &c);
+    int64_t i = n - n % GELU_CHUNK;
+    if (c.simd != NULL) i += c.simd->gelu(x + i, n - i, y + i);
+    for (; i < n; i++) y[i] = board_gelu(x[i]);
 }
 
 /* ---- spec/numerics.md §board-vision-layernorm ----------------------------------------------- */
@@ -247,6 +239,7 @@ VNNI512 static void q8_tiles_avx512(const q8_ctx *c, const int32_t *pw, const fl
             const int8_t *xb = xc + b * VQB;
             const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(pd + (t * nb + b) * 16),
                                            _mm512_set1_ps(c->d16[p * nb + b]));
+            #pragma GCC unroll 4 /* l[] in registers, not a store and reload a block */
             for (int j = 0; j < 4; j++) {
                 int32_t lo, hi;
                 memcpy(&lo, xb + 4 * j, 4);
@@ -285,6 +278,7 @@ __attribute__((target("avx2"))) static void q8_tiles_avx2(const q8_ctx *c, const
             const int8_t *xb = xc + b * VQB;
             const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(pd + (tile * nb + b) * 16 + half),
                                            _mm256_set1_ps(c->d16[p * nb + b]));
+            #pragma GCC unroll 4 /* l[] in registers, not a store and reload a block */
             for (int j = 0; j < 4; j++) {
                 int32_t lo, hi;
                 memcpy(&lo, xb + 4 * j, 4);

@@ -15,6 +15,8 @@ typedef struct {
     void (*dense8)(const float *xg, const float *w, int64_t k, double *acc);
     void (*patch)(const float *x, const float *wt, int64_t stride, int64_t k, const float *b,
                   float *y);
+    int64_t (*gelu)(const float *x, int64_t n, float *y); /* whole vectors; returns the count */
+    int64_t (*tanhf)(const float *x, int64_t n, float *y); /* the same */
 } wfv_simd;
 
 /* The table of the kernel path in use (cpu.h), NULL on the portable path. */

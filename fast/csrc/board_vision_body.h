@@ -10,6 +10,10 @@
  *   ATTR, SFX(name)            the target attribute and the path's name prefix
  *   W, V, VLOAD, VSTORE, VSET1, VZERO, VADD, VMUL, VFMA(a, b, c) = a·b + c rounded once
  *   WD, VD, VDZERO, VDSTORE, VDSET1, VDFMA, VDCVT(p) = WD floats at p widened to binary64
+ *   for the GELU: VSUB, VDIV, VNEG, VBITS(u), VLT; VM a lane mask, VSEL(m, a, b) = m ? a : b,
+ *   VMAND, VMOR, VMNOT; VI int32 lanes, VISET1, VIADD, VISUB, VIAND, VIGT, VILT, VIEQ (signed),
+ *   VISEL, VISHL23(k) = k << 23, VISRLV(a, k) = a >> k (logical), VCVTT (truncation),
+ *   VCVTIF, VCASTI / VCASTF (the bits as int32 / as float)
  */
 
 /* spec/numerics.md §board-vision-attention the scaled scores of W keys: kt is the head's keys
@@ -19,13 +23,16 @@
  * scale. The tree's first step is taken as the products are formed: vectors from 2·(n/2) on are
  * never read by any step, as in the portable loop (the engine's defect for n not a power of
  * two). */
-ATTR static void SFX(bv_scores)(const float *q, const float *kt, int64_t stride, int64_t hd,
-                                float scale, float *s) {
+ATTR static inline __attribute__((always_inline)) void
+SFX(bv_scores_hd)(const float *q, const float *kt, int64_t stride, int64_t hd, float scale,
+                  float *s) {
     const int64_t nv = hd / 4, w0 = nv >> 1;
     V part[4];
+#pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
         V acc[32]; /* w0 <= 32: hd <= 256 (wfv_attention checks) */
         acc[0] = VMUL(VSET1(q[c]), VLOAD(kt + c * stride)); /* the result when n = 1 */
+#pragma GCC unroll 32
         for (int64_t i = 0; i < w0; i++) {
             const int64_t a = 4 * i + c, b = 4 * (i + w0) + c;
             acc[i] = VADD(VMUL(VSET1(q[a]), VLOAD(kt + a * stride)),
@@ -36,6 +43,18 @@ ATTR static void SFX(bv_scores)(const float *q, const float *kt, int64_t stride,
         part[c] = acc[0];
     }
     VSTORE(s, VMUL(VADD(VADD(VADD(part[0], part[1]), part[2]), part[3]), VSET1(scale)));
+}
+
+/* The 2B tower's head_dim 64 and the 8B/32B towers' 72 with the tree's shape known at compile
+ * time (its vectors in registers); any other head_dim the same code with loops. */
+ATTR static void SFX(bv_scores)(const float *q, const float *kt, int64_t stride, int64_t hd,
+                                float scale, float *s) {
+    if (hd == 64)
+        SFX(bv_scores_hd)(q, kt, stride, 64, scale, s);
+    else if (hd == 72)
+        SFX(bv_scores_hd)(q, kt, stride, 72, scale, s);
+    else
+        SFX(bv_scores_hd)(q, kt, stride, hd, scale, s);
 }
 
 /* spec/numerics.md §board-vision-attention o[d] = fma(e[j]·inv, v[j][d], o[d]) over the keys j
@@ -104,4 +123,83 @@ ATTR static void SFX(bv_patch)(const float *x, const float *wt, int64_t stride, 
     V acc = VADD(VADD(l0, l1), VADD(l2, l3));
     for (int64_t i = whole; i < k; i++) acc = VFMA(VSET1(x[i]), VLOAD(wt + i * stride), acc);
     VSTORE(y, VADD(acc, VLOAD(b)));
+}
+
+/* spec/numerics.md §board-vision-tanhf board_vision.c's board_expm1f on W lanes: every branch
+ * is computed and each lane takes the one its own conditions select, in the scalar code's order
+ * of precedence (so a lane never sees another lane's branch). */
+ATTR static inline V SFX(bv_expm1f)(V x) {
+    const VI bits = VCASTI(x), hx = VIAND(bits, VISET1(0x7fffffff));
+    const VM negative = VILT(bits, VISET1(0)), reduce = VIGT(hx, VISET1(0x3eb17218));
+    const VM one = VILT(hx, VISET1(0x3f851592)); /* with reduce: k = ±1 */
+    const V ln2_hi = VBITS(0x3f317180u), ln2_lo = VBITS(0x3717f7d1u);
+    const VI kn = VCVTT(VADD(VSEL(negative, VSET1(-0.5f), VSET1(0.5f)), VMUL(x, VBITS(0x3fb8aa3bu))));
+    const V tn = VCVTIF(kn);
+    const V hi = VSEL(one, VSEL(negative, VADD(x, ln2_hi), VSUB(x, ln2_hi)), VFMA(VNEG(tn), ln2_hi, x));
+    const V lo = VSEL(one, VSEL(negative, VNEG(ln2_lo), ln2_lo), VMUL(tn, ln2_lo));
+    const VI k = VISEL(reduce, VISEL(one, VISEL(negative, VISET1(-1), VISET1(1)), kn), VISET1(0));
+    const V xr = VSEL(reduce, VSUB(hi, lo), x);
+    const V c = VSEL(reduce, VSUB(VSUB(hi, xr), lo), VZERO());
+    const V hfx = VMUL(xr, VSET1(0.5f)), hxs = VMUL(xr, hfx);
+    V r1 = VFMA(hxs, VBITS(0xb457edbbu), VBITS(0x36867e54u));
+    r1 = VFMA(r1, hxs, VBITS(0xb8a670cdu));
+    r1 = VFMA(r1, hxs, VBITS(0x3ad00d01u));
+    r1 = VFMA(r1, hxs, VBITS(0xbd088889u));
+    r1 = VFMA(r1, hxs, VSET1(1.0f));
+    const V t = VFMA(VNEG(hfx), r1, VSET1(3.0f));
+    const V e0 = VMUL(VDIV(VSUB(r1, t), VFMA(VNEG(xr), t, VSET1(6.0f))), hxs);
+    const V e = VSUB(VFMA(VSUB(e0, c), xr, VNEG(c)), hxs); /* expm1f_tail's e */
+    const VI k23 = VISHL23(k);
+#define BV_ADD_EXPONENT(y) VCASTF(VIADD(VCASTI(y), k23))
+    V r = BV_ADD_EXPONENT(
+        VSUB(VCASTF(VISUB(VISET1(0x3f800000), VISRLV(VISET1(0x1000000), k))), VSUB(e, xr)));
+    r = VSEL(VIGT(k, VISET1(22)),
+             BV_ADD_EXPONENT(VADD(VSUB(xr, VADD(e, VCASTF(VISHL23(VISUB(VISET1(0x7f), k))))),
+                                  VSET1(1.0f))),
+             r);
+    r = VSEL(VMOR(VILT(k, VISET1(-1)), VIGT(k, VISET1(56))),
+             VSUB(BV_ADD_EXPONENT(VSUB(VSET1(1.0f), VSUB(e, xr))), VSET1(1.0f)), r);
+#undef BV_ADD_EXPONENT
+    r = VSEL(VIEQ(k, VISET1(1)),
+             VSEL(VLT(xr, VSET1(-0.25f)), VMUL(VSUB(e, VADD(xr, VSET1(0.5f))), VSET1(-2.0f)),
+                  VFMA(VSUB(xr, e), VSET1(2.0f), VSET1(1.0f))),
+             r);
+    r = VSEL(VIEQ(k, VISET1(-1)), VFMA(VSUB(xr, e), VSET1(0.5f), VSET1(-0.5f)), r);
+    r = VSEL(VIEQ(k, VISET1(0)), VSUB(xr, VFMA(xr, e0, VNEG(hxs))), r);
+    r = VSEL(VMAND(VMNOT(reduce), VILT(hx, VISET1(0x33000000))), x, r);
+    return VSEL(VMAND(VIGT(hx, VISET1(0x4195b843)), negative), VSET1(-1.0f), r);
+}
+
+/* spec/numerics.md §board-vision-tanhf board_tanhf on W lanes, the same way. */
+ATTR static inline V SFX(bv_tanhf)(V x) {
+    const VI jx = VCASTI(x), ix = VIAND(jx, VISET1(0x7fffffff));
+    const VM negative = VILT(jx, VISET1(0)), wide = VIGT(ix, VISET1(0x3f7fffff));
+    const V a = VCASTF(ix), two = VSET1(2.0f), one = VSET1(1.0f);
+    const V t = SFX(bv_expm1f)(VSEL(wide, VADD(a, a), VMUL(a, VSET1(-2.0f))));
+    V z = VSEL(wide, VSUB(one, VDIV(two, VADD(t, two))), VDIV(VNEG(t), VADD(t, two)));
+    z = VSEL(VIGT(ix, VISET1(0x41afffff)), VSUB(one, VBITS(0x0da24260u)), z);
+    V r = VSEL(negative, VNEG(z), z);
+    r = VSEL(VILT(ix, VISET1(0x24000000)), VMUL(VADD(x, one), x), r);
+    r = VSEL(VIEQ(ix, VISET1(0)), x, r);
+    const V inv = VDIV(one, x);
+    return VSEL(VIGT(ix, VISET1(0x7f7fffff)), VSEL(negative, VSUB(inv, one), VADD(inv, one)), r);
+}
+
+/* spec/numerics.md §board-vision-tanhf on the whole vectors of x; returns the elements done. */
+ATTR static int64_t SFX(bv_tanhf_array)(const float *x, int64_t n, float *y) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) VSTORE(y + i, SFX(bv_tanhf)(VLOAD(x + i)));
+    return i;
+}
+
+/* spec/numerics.md §board-vision-gelu on the whole vectors of x; returns the elements done. */
+ATTR static int64_t SFX(bv_gelu)(const float *x, int64_t n, float *y) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        const V v = VLOAD(x + i);
+        const V inner = VMUL(VSET1(0.7978845608f),
+                             VADD(v, VMUL(VSET1(0.044715f), VMUL(VMUL(v, v), v))));
+        VSTORE(y + i, VMUL(VMUL(VSET1(0.5f), v), VADD(VSET1(1.0f), SFX(bv_tanhf)(inner))));
+    }
+    return i;
 }

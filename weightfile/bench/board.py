@@ -43,9 +43,9 @@ BOARD_TEXT = (
 BOARD_IMAGE = (
     "image encode, kestrel-board: the same seeded picture through the engine's preprocessing "
     "(nearest resize, p/127.5 − 1) and the board vision tower on the C kernels (the board's "
-    "operation order: its Q8 linears in AVX2 / AVX-512 tiles on those paths, the rest scalar "
-    "C); image_encode.board.encode_ratio = board seconds ÷ canonical fast seconds at the same "
-    "thread count, in this run"
+    "operation order, one output a vector lane on the AVX2 / AVX-512 / NEON paths; the "
+    "softmax's expf and the LayerNorms stay scalar); image_encode.board.encode_ratio = board "
+    "seconds ÷ canonical fast seconds at the same thread count, in this run"
 )
 
 

@@ -39,6 +39,7 @@ void wf_attend_tile(const float *q, int64_t qd, const float *keys, const float *
 
 /* the board vision tower (board_vision.c, fast/qwen3_vl/board/ops.py's ctypes surface) */
 void wfv_gelu(const float *x, int64_t n, float *y, int32_t threads);
+void wfv_tanhf(const float *x, int64_t n, float *y);
 void wfv_patch_embed(const float *rows, int64_t patches, int64_t k, const float *w,
                      const float *b, int64_t out, float *y, int32_t threads);
 void wfv_q8_linear(const int8_t *xc, const float *d16, int64_t patches, int64_t k,
@@ -211,6 +212,12 @@ int main(int argc, char **argv) {
         y = malloc(sizeof(float) * (size_t)ny);
         if (wf_gdn_step(states, q, k, v, decay, beta, hv, hk, dk, dv, y)) return 2;
         memcpy(y + hv * dv, states, sizeof(float) * (size_t)(hv * dk * dv));
+    } else if (!strcmp(op, "bv_tanhf")) { /* n; x */
+        int64_t n = param();
+        float *x = floats(n);
+        ny = n;
+        y = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        wfv_tanhf(x, n, y);
     } else if (!strcmp(op, "bv_gelu")) { /* n, threads; x */
         int64_t n = param(), threads = param();
         float *x = floats(n);

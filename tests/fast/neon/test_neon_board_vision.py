@@ -13,10 +13,12 @@ from emulated import QemuDriver, same_bits
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from weightfile.fast._native import forced_isa
 from weightfile.fast.qwen3_vl.board import ops as fast
 from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_vl.board import attention, linear
 from weightfile.ref.qwen3_vl.board import ops as ref
+from weightfile.ref.qwen3_vl.board.tanhf import tanhf
 
 F32 = np.float32
 NEON, DOTPROD = 1, 2  #: fast/csrc/cpu.h's WF_ISA_NEON, WF_ISA_DOTPROD
@@ -89,7 +91,9 @@ def test_dense_linear_under_neon(driver: QemuDriver, seed: int, t: int, k: int, 
 
 
 @settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 11), hd=st.sampled_from([4, 24, 32, 72]))
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 11), hd=st.sampled_from([4, 24, 32, 64, 72])
+)
 def test_attention_under_neon(driver: QemuDriver, seed: int, n: int, hd: int) -> None:
     """Keys in blocks of four and the rest; head dims whose score tree drops products (24, 72)
     and the one-vector tree (4); output elements four vectors at a time and one at a time."""
@@ -109,3 +113,27 @@ def test_gelu_under_neon(driver: QemuDriver) -> None:
     x = x.astype(F32)
     x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -3e-39, 3e38]
     same_bits(driver.run("bv_gelu", [x.size, 3], x), ref.gelu(x))
+
+
+def test_tanhf_under_neon(driver: QemuDriver) -> None:
+    """Every branch edge of the emulated tanhf and expm1f, ±3 ulps around it, both signs, in
+    every lane of the vectors of four, and the specials."""
+    edges = np.array([0x3EB17218, 0x3F851592, 0x3F800000, 0x41B00000, 0x24000000, 0x4195B844,
+                      0x3F000000, 0x33000000, 0x7F7FFFFF, 0x00000001], np.int64)  # fmt: skip
+    near = (edges[:, None] + np.arange(-3, 4)).clip(0, 0x7F7FFFFF).astype(np.uint32).view(F32)
+    rng = np.random.default_rng(5)
+    x = np.concatenate([near.ravel(), -near.ravel(), (rng.standard_normal(97) * 8).astype(F32)])
+    x = np.concatenate([x, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], F32)])
+    rng.shuffle(x)
+    same_bits(driver.run("bv_tanhf", [x.size], x), [tanhf(v) for v in x])
+
+
+def test_tanhf_vectors_on_many_inputs_under_neon(driver: QemuDriver) -> None:
+    """2^18 arguments of every size through the NEON tanhf against this machine's portable C
+    loop (the reference's bits: tests/fast/qwen3_vl/board): a rounding step that differs on one
+    input in a few thousand shows here."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(1 << 18) * np.exp2(rng.integers(-30, 6, 1 << 18))).astype(F32)
+    with forced_isa("portable"):
+        want = fast.tanhf(x)
+    same_bits(driver.run("bv_tanhf", [x.size], x), want)
