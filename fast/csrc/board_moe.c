@@ -1,100 +1,164 @@
-/* The kestrel-board profile's Q8 MoE FFN in portable C (spec/numerics.md §board-moe).
+/* The kestrel-board profile's Q8 MoE FFN (spec/numerics.md §board-moe).
  *
  * Operation for operation what ref/qwen3_moe/board/ffn.py computes: the router's
  * multiply-then-add chains, the insertion top-k, the softmax over the chosen logits with the
  * host libm's expf (called through a volatile pointer so it is never folded; the caller checks
  * that the host libm gives the board's bits, spec/numerics.md §board-c-library), the per-block FMA
  * chains of the expert products (C99 fmaf rounds once), the exact-form SiLU and the rank-order
- * combine. Built with -ffp-contract=off like every file in fast/csrc. Gate/up split over an
- * expert's rows and down over output rows, every row computed by one thread in the same order,
- * so the thread count never changes a bit; the combine is serial.
+ * combine. Built with -ffp-contract=off like every file in fast/csrc.
+ *
+ * The expert matrices come packed (fast/qwen3_moe/board/ops.py `stack`): rows in groups of 16,
+ * and per group and 32-column block the 32 columns' codes of the 16 rows side by side
+ * (codes[((group·nb + b)·32 + c)·16 + lane], scales[(group·nb + b)·16 + lane]). So the products
+ * put a row in each vector lane (AVX2, AVX-512, NEON; board_moe_body.h), every lane doing its
+ * row's own chain in the board's order: the bits are the portable loop's on every path. A step's
+ * gate and up products of all chosen experts are one call on the thread pool, their down
+ * products another; a row is computed by one thread, so the thread count never changes a bit,
+ * and the combine is serial.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
-enum { MOE_QB = 32, MOE_MAX_THREADS = 64 };
+#include "cpu.h"
+#include "wf_kernels.h"
+
+enum { MOE_QB = 32, MOE_GROUP = 16, MOE_SET = 8 };
 
 static float (*volatile moe_expf)(float) = expf;
 
-/* One Q8_0 matrix's logical words: codes [rows, cols] int8, scales [rows, cols/32] f32 (the
- * f16 scales widened exactly), row stride `cols`. */
-typedef struct {
-    const int8_t *codes;
-    const float *scales;
-    int64_t cols;
-} wfbm_q8;
-
-typedef struct {
-    wfbm_q8 m;
-    int64_t row0;     /* first row of the band */
-    int64_t col0;     /* first column of the band (a multiple of 32) */
-    int64_t ncols;    /* columns of the band */
-    const float *x;   /* [ncols] */
-    float *y;         /* [rows of the band] */
-} wfbm_job;
-
-/* spec/numerics.md §board-moe-products per 32-column block o = fma(x[c], code[c], o) from 0,
- * then acc = fma(d_w, o, acc), blocks ascending. */
-static void wfbm_rows(void *arg, int64_t begin, int64_t end) {
-    const wfbm_job *j = (const wfbm_job *)arg;
-    for (int64_t r = begin; r < end; r++) {
-        const int8_t *w = j->m.codes + (j->row0 + r) * j->m.cols + j->col0;
-        const float *s = j->m.scales + (j->row0 + r) * (j->m.cols / MOE_QB) + j->col0 / MOE_QB;
+/* spec/numerics.md §board-moe-products one group of 16 rows: per lane and 32-column block
+ * o = fma(x[c], code[c], o) from 0, then acc = fma(d_w, o, acc), blocks ascending. */
+static void group_portable(const int8_t *pc, const float *ps, int64_t nb, const float *x,
+                           float *y) {
+    for (int l = 0; l < MOE_GROUP; l++) {
         float acc = 0.0f;
-        for (int64_t b = 0; b < j->ncols / MOE_QB; b++) {
+        for (int64_t b = 0; b < nb; b++) {
             float o = 0.0f;
             for (int c = 0; c < MOE_QB; c++)
-                o = fmaf(j->x[b * MOE_QB + c], (float)w[b * MOE_QB + c], o);
-            acc = fmaf(s[b], o, acc);
+                o = fmaf(x[b * MOE_QB + c], (float)pc[(b * MOE_QB + c) * MOE_GROUP + l], o);
+            acc = fmaf(ps[b * MOE_GROUP + l], o, acc);
         }
-        j->y[r] = acc;
+        y[l] = acc;
     }
 }
 
-typedef struct {
-    const wfbm_job *job;
-    int64_t begin, end;
-} wfbm_part;
+/* Groups g0..g1 of one packed matrix with nb blocks a row: y[16·g + lane]. */
+typedef void (*moe_groups_fn)(const int8_t *pc, const float *ps, int64_t nb, const float *x,
+                              float *y, int64_t g0, int64_t g1);
 
-static void *wfbm_run(void *arg) {
-    wfbm_part *p = (wfbm_part *)arg;
-    wfbm_rows((void *)p->job, p->begin, p->end);
-    return NULL;
+static void groups_portable(const int8_t *pc, const float *ps, int64_t nb, const float *x,
+                            float *y, int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; g++)
+        group_portable(pc + g * nb * MOE_QB * MOE_GROUP, ps + g * nb * MOE_GROUP, nb, x,
+                       y + g * MOE_GROUP);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define ATTR __attribute__((target("avx2,fma")))
+#define SFX(name) avx2_##name
+#define W 8
+#define V __m256
+#define VZERO _mm256_setzero_ps
+#define VSET1 _mm256_set1_ps
+#define VLOAD _mm256_loadu_ps
+#define VSTORE _mm256_storeu_ps
+#define VFMA _mm256_fmadd_ps
+#define VCODES(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#include "board_moe_body.h"
+#undef ATTR
+#undef SFX
+#undef W
+#undef V
+#undef VZERO
+#undef VSET1
+#undef VLOAD
+#undef VSTORE
+#undef VFMA
+#undef VCODES
+
+#define ATTR __attribute__((target("avx2,fma,avx512f")))
+#define SFX(name) avx512_##name
+#define W 16
+#define V __m512
+#define VZERO _mm512_setzero_ps
+#define VSET1 _mm512_set1_ps
+#define VLOAD _mm512_loadu_ps
+#define VSTORE _mm512_storeu_ps
+#define VFMA _mm512_fmadd_ps
+#define VCODES(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#include "board_moe_body.h"
+
+static moe_groups_fn groups_for(int32_t isa) {
+    if (isa == WF_ISA_AVX512) return avx512_moe_groups;
+    /* the AVX2 path itself does not ask for FMA (cpu.c); this body needs it */
+    if (isa == WF_ISA_AVX2 && __builtin_cpu_supports("fma")) return avx2_moe_groups;
+    return groups_portable;
+}
+
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
+
+static inline float32x4_t moe_codes4(const int8_t *p) {
+    int32_t four;
+    memcpy(&four, p, 4);
+    const int16x8_t wide = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(wide)));
+}
+
+#define ATTR
+#define SFX(name) neon_##name
+#define W 4
+#define V float32x4_t
+#define VZERO() vdupq_n_f32(0.0f)
+#define VSET1 vdupq_n_f32
+#define VLOAD vld1q_f32
+#define VSTORE vst1q_f32
+#define VFMA(a, b, c) vfmaq_f32(c, a, b)
+#define VCODES moe_codes4
+#include "board_moe_body.h"
+
+static moe_groups_fn groups_for(int32_t isa) {
+    return isa == WF_ISA_NEON || isa == WF_ISA_DOTPROD ? neon_moe_groups : groups_portable;
+}
+
+#else
+static moe_groups_fn groups_for(int32_t isa) {
+    (void)isa;
+    return groups_portable;
+}
+#endif
+
+/* One product set on the pool: segment s is a packed matrix of `groups` row groups applied to
+ * its own x, into its own y; a work item is one group of one segment. */
+typedef struct {
+    moe_groups_fn run;
+    const int8_t *pc[2 * MOE_SET]; /* MOE_SET experts' gate and up, or 2·MOE_SET downs */
+    const float *ps[2 * MOE_SET], *x[2 * MOE_SET];
+    float *y[2 * MOE_SET];
+    int64_t nb, groups;
+} moe_set;
+
+static void moe_set_range(void *arg, int64_t begin, int64_t end) {
+    const moe_set *m = (const moe_set *)arg;
+    while (begin < end) {
+        const int64_t s = begin / m->groups, g0 = begin % m->groups;
+        const int64_t g1 = end - s * m->groups < m->groups ? end - s * m->groups : m->groups;
+        m->run(m->pc[s], m->ps[s], m->nb, m->x[s], m->y[s], g0, g1);
+        begin = s * m->groups + g1;
+    }
 }
 
 static int64_t wfbm_grain = 65536;
 
 void wfbm_set_thread_grain(int64_t grain) { wfbm_grain = grain > 0 ? grain : 1; }
 
-/* Rows [0, n) of a job on up to `threads` threads (contiguous ranges; a thread that cannot be
- * started runs on the caller: same rows, same result). */
-static void wfbm_product(const wfbm_job *job, int64_t n, int32_t threads) {
-    int64_t useful = n * job->ncols / wfbm_grain + 1;
-    if (threads > useful) threads = (int32_t)useful;
-    if (threads > MOE_MAX_THREADS) threads = MOE_MAX_THREADS;
-    if (threads > n) threads = (int32_t)n;
-    if (threads <= 1) {
-        wfbm_rows((void *)job, 0, n);
-        return;
-    }
-    pthread_t tid[MOE_MAX_THREADS];
-    wfbm_part parts[MOE_MAX_THREADS];
-    int started[MOE_MAX_THREADS];
-    for (int32_t t = 0; t < threads; t++) {
-        parts[t].job = job;
-        parts[t].begin = n * t / threads;
-        parts[t].end = n * (t + 1) / threads;
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, wfbm_run, &parts[t]) == 0;
-    }
-    wfbm_rows((void *)job, parts[0].begin, parts[0].end);
-    for (int32_t t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            wfbm_rows((void *)job, parts[t].begin, parts[t].end);
-    }
+static void moe_set_run(const moe_set *m, int64_t segments, int32_t threads) {
+    const int64_t items = segments * m->groups;
+    const int64_t macs = items * MOE_GROUP * m->nb * MOE_QB;
+    wf_parallel_for(items, wf_threads_for(threads, macs, wfbm_grain), moe_set_range, (void *)m);
 }
 
 /* spec/numerics.md §board-moe-router and §board-moe-topk: logits, then insertion into k ranked
@@ -124,9 +188,10 @@ static void wfbm_route(const float *x, int64_t d, const float *router, int64_t n
 }
 
 /* spec/numerics.md §board-moe: one token's Q8 MoE FFN with every intermediate. gate/up are the
- * layer's stacked [ne·ie, d] matrices, down its stacked [d, ne·ie]; expert e owns gate/up rows
- * [e·ie, (e+1)·ie) and down columns [e·ie, (e+1)·ie). Returns 1 (out zeroed, nothing else
- * written) when d or ie is not a multiple of 32 (spec/numerics.md §board-moe-defect), else 0. */
+ * layer's stacked [ne·ie, d] matrices packed (above): expert e owns row groups
+ * [e·ie/16, (e+1)·ie/16); down is each expert's [d, ie] matrix packed, expert after expert.
+ * Returns 1 (out zeroed, nothing else written) when d or ie is not a multiple of 32
+ * (spec/numerics.md §board-moe-defect), else 0. */
 int32_t wfbm_moe_ffn(const float *x, int64_t d, const float *router, int64_t ne, int64_t k,
                      const int8_t *gate_codes, const float *gate_scales, const int8_t *up_codes,
                      const float *up_scales, const int8_t *down_codes, const float *down_scales,
@@ -142,21 +207,38 @@ int32_t wfbm_moe_ffn(const float *x, int64_t d, const float *router, int64_t ne,
     }
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < k; j++) weights[j] = weights[j] * inv;
-    for (int64_t j = 0; j < k; j++) {
-        int64_t e = experts[j];
-        float *g = gate + j * ie, *u = up + j * ie, *a = act + j * ie;
-        wfbm_job jg = {{gate_codes, gate_scales, d}, e * ie, 0, d, x, g};
-        wfbm_job ju = {{up_codes, up_scales, d}, e * ie, 0, d, x, u};
-        wfbm_product(&jg, ie, threads);
-        wfbm_product(&ju, ie, threads);
-        for (int64_t i = 0; i < ie; i++) {
-            float den = 1.0f + moe_expf(-g[i]);
-            float q = g[i] / den;
-            a[i] = q * u[i];
+    const moe_groups_fn run = groups_for(wf_isa());
+    const int64_t nb = d / MOE_QB, nbd = ie / MOE_QB, block = MOE_QB * MOE_GROUP;
+    for (int64_t j0 = 0; j0 < k; j0 += MOE_SET) { /* gate and up of up to 8 experts a call */
+        const int64_t n = k - j0 < MOE_SET ? k - j0 : MOE_SET;
+        moe_set gu = {run, {0}, {0}, {0}, {0}, nb, ie / MOE_GROUP};
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t j = j0 + i, g = experts[j] * (ie / MOE_GROUP); /* first row group */
+            gu.pc[2 * i] = gate_codes + g * nb * block, gu.ps[2 * i] = gate_scales + g * nb * MOE_GROUP;
+            gu.pc[2 * i + 1] = up_codes + g * nb * block;
+            gu.ps[2 * i + 1] = up_scales + g * nb * MOE_GROUP;
+            gu.x[2 * i] = gu.x[2 * i + 1] = x;
+            gu.y[2 * i] = gate + j * ie, gu.y[2 * i + 1] = up + j * ie;
         }
-        float *y = partial + j * d; /* the expert's down product first, then the combine */
-        wfbm_job jd = {{down_codes, down_scales, ne * ie}, 0, e * ie, ie, a, y};
-        wfbm_product(&jd, d, threads);
+        moe_set_run(&gu, 2 * n, threads);
+    }
+    for (int64_t i = 0; i < k * ie; i++) {
+        float den = 1.0f + moe_expf(-gate[i]);
+        float q = gate[i] / den;
+        act[i] = q * up[i];
+    }
+    for (int64_t j0 = 0; j0 < k; j0 += 2 * MOE_SET) { /* the down products, 16 experts a call */
+        const int64_t n = k - j0 < 2 * MOE_SET ? k - j0 : 2 * MOE_SET;
+        moe_set dn = {run, {0}, {0}, {0}, {0}, nbd, d / MOE_GROUP};
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t j = j0 + i, e = experts[j];
+            dn.pc[i] = down_codes + e * d * ie, dn.ps[i] = down_scales + e * d * nbd;
+            dn.x[i] = act + j * ie, dn.y[i] = partial + j * d;
+        }
+        moe_set_run(&dn, n, threads);
+    }
+    for (int64_t j = 0; j < k; j++) { /* the combine in rank order, each running sum kept */
+        float *y = partial + j * d;
         for (int64_t r = 0; r < d; r++) {
             float p = weights[j] * y[r];
             out[r] = out[r] + p;

@@ -17,7 +17,6 @@ from functools import cache
 import numpy as np
 
 from weightfile.fast.qwen3.board import ops as dense_ops
-from weightfile.ref.numerics.matrix import QuantMatrix
 from weightfile.ref.qwen3_moe.board.ffn import MoeExpert, MoeStep, refused, refused_step
 
 F32 = np.float32
@@ -46,9 +45,15 @@ def thread_grain(grain: int) -> Iterator[None]:
         lib().wfbm_set_thread_grain(DEFAULT_GRAIN)
 
 
+#: Rows a group in the packed layout of fast/csrc/board_moe.c.
+GROUP = 16
+
+
 @dataclass(frozen=True)
 class Words:
-    """One stacked matrix's words: int8 codes [rows, cols], f32 scales [rows, cols/32]."""
+    """One packed matrix's words (fast/csrc/board_moe.c): rows in groups of 16 and, per group
+    and 32-column block, the block's 32 columns of the 16 rows side by side — int8 codes
+    [groups, blocks, 32, 16], f32 scales [groups, blocks, 16]."""
 
     codes: np.ndarray
     scales: np.ndarray
@@ -56,7 +61,8 @@ class Words:
 
 @dataclass(frozen=True)
 class StackedLayer:
-    """A layer's router [E, d] and its experts' gate/up [E·Ie, d] and down [d, E·Ie] words."""
+    """A layer's router [E, d], its experts' gate/up ([E·Ie, d] stacked) and down (each
+    expert's [d, Ie], expert after expert) words, packed."""
 
     router: np.ndarray
     gate: Words
@@ -65,19 +71,34 @@ class StackedLayer:
     expert_width: int
 
 
-def _words(ms: list[QuantMatrix], axis: int) -> Words:
-    codes = np.concatenate([m.codes for m in ms], axis=axis)
-    scales = np.concatenate([m.scale_bits.view(np.float16).astype(F32) for m in ms], axis=axis)
-    return Words(np.ascontiguousarray(codes, np.int8), np.ascontiguousarray(scales, F32))
+def _packed(codes: np.ndarray, scale_bits: np.ndarray) -> Words:
+    """Rows [R, C] in groups of 16 (a geometry the C refuses may leave a last group short: it
+    is padded with zero rows, never read)."""
+    rows, cols = codes.shape
+    scales = scale_bits.view(np.float16).astype(F32)
+    pad = -rows % GROUP
+    if pad:
+        codes = np.concatenate([codes, np.zeros((pad, cols), np.int8)])
+        scales = np.concatenate([scales, np.zeros((pad, scales.shape[1]), F32)])
+    groups, blocks = (rows + pad) // GROUP, cols // 32
+    pc = codes.reshape(groups, GROUP, blocks, 32).transpose(0, 2, 3, 1)
+    ps = scales.reshape(groups, GROUP, blocks).transpose(0, 2, 1)
+    return Words(np.ascontiguousarray(pc, np.int8), np.ascontiguousarray(ps, F32))
+
+
+def _joined(words: list[Words]) -> Words:
+    return Words(
+        np.concatenate([w.codes for w in words]), np.concatenate([w.scales for w in words])
+    )
 
 
 def stack(router: np.ndarray, experts: tuple[MoeExpert, ...]) -> StackedLayer:
-    """The stacked words of one layer (the file's own stacking, spec/vqf.md §text-tensors)."""
+    """The packed words of one layer (from the file's own stacking, spec/vqf.md §text-tensors)."""
     return StackedLayer(
         np.ascontiguousarray(router, F32),
-        _words([e.gate for e in experts], 0),
-        _words([e.up for e in experts], 0),
-        _words([e.down for e in experts], 1),
+        _joined([_packed(e.gate.codes, e.gate.scale_bits) for e in experts]),
+        _joined([_packed(e.up.codes, e.up.scale_bits) for e in experts]),
+        _joined([_packed(e.down.codes, e.down.scale_bits) for e in experts]),
         experts[0].gate.shape[0],
     )
 
@@ -92,7 +113,7 @@ def moe_ffn(layer: StackedLayer, k: int, x: np.ndarray, threads: int = 1) -> Moe
     d, ie, ne = len(xv), layer.expert_width, layer.router.shape[0]
     if refused(d, ie):
         return refused_step(d)
-    if layer.router.shape[1] != d or layer.gate.codes.shape != (ne * ie, d):
+    if layer.router.shape[1] != d or layer.gate.codes.size != ne * ie * d:
         raise ValueError(f"x [{d}] does not fit the layer's router {layer.router.shape}")
     logits, weights = np.zeros(ne, F32), np.zeros(k, F32)
     experts = np.zeros(k, np.int32)

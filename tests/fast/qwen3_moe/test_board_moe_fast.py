@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weightfile.cli import main
+from weightfile.fast._native import each_isa
 from weightfile.fast.qwen3_moe.board import ops
 from weightfile.fast.qwen3_moe.board.model import bind_board_moe_fast
 from weightfile.ref.numerics.matrix import QuantMatrix
@@ -68,9 +69,9 @@ f16_bits = st.one_of(
 def moe_layer(draw):
     """A random layer: d and Ie whole blocks (sometimes not: the refused geometries), E experts,
     top-k; router rows duplicated to force exact ties; some inputs all zero."""
-    d = draw(st.sampled_from([32, 64, 96, 40]))
-    ie = draw(st.sampled_from([32, 64, 48]))
-    ne = draw(st.integers(1, 6))
+    d = draw(st.sampled_from([32, 64, 96, 160, 40]))
+    ie = draw(st.sampled_from([32, 64, 96, 48]))
+    ne = draw(st.integers(1, 10))  # k up to 10: two product sets of 8 and the rest
     k = draw(st.integers(1, ne))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
@@ -105,11 +106,33 @@ def test_fast_moe_ffn_equals_the_reference(layer, threads) -> None:
     if want.refused:  # stacking needs whole blocks; the C refuses before reading any weight
         assert ffn.refused(len(x), experts[0].gate.shape[0])
         return
-    with ops.thread_grain(1):
-        got = ops.moe_ffn(ops.stack(router, experts), k, x, threads)
+    layer = ops.stack(router, experts)
+    for isa in each_isa():  # rows in 16, 8 or 1 lanes: units of 4 vectors and single groups
+        with ops.thread_grain(1):
+            got = ops.moe_ffn(layer, k, x, threads)
+        for field in ffn.DUMP_NAMES:
+            a, b = getattr(got, field), getattr(want, field)
+            assert a.shape == b.shape and np.array_equal(packs.bits(a), packs.bits(b)), (isa, field)
+
+
+@pytest.mark.parametrize("k", [9, 17])
+def test_more_than_eight_experts_a_token(k: int) -> None:
+    """The C runs gate/up 8 experts a pool call and down 16: k = 9 and 17 need a second (and a
+    third) set, every expert's rows in its own place."""
+    rng = np.random.default_rng(k)
+    d, ie, ne = 64, 32, 20
+
+    def q8(rows: int, cols: int) -> QuantMatrix:
+        scales = np.float16(rng.uniform(1e-3, 1e-1, (rows, cols // 32))).view(np.uint16)
+        return QuantMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), scales)
+
+    experts = tuple(ffn.MoeExpert(q8(ie, d), q8(ie, d), q8(d, ie)) for _ in range(ne))
+    router = (rng.standard_normal((ne, d)) * 0.01).astype(F32)  # weights near 1/k: all count
+    x = rng.standard_normal(d).astype(F32)
+    want = ffn.moe_ffn(router, experts, k, x)
+    got = ops.moe_ffn(ops.stack(router, experts), k, x, 2)
     for field in ffn.DUMP_NAMES:
-        a, b = getattr(got, field), getattr(want, field)
-        assert a.shape == b.shape and np.array_equal(packs.bits(a), packs.bits(b)), field
+        assert np.array_equal(packs.bits(getattr(got, field)), packs.bits(getattr(want, field)))
 
 
 def test_the_c_refuses_a_width_not_a_multiple_of_32_with_zeros() -> None:
