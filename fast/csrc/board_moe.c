@@ -214,7 +214,8 @@ int32_t wfbm_moe_ffn(const float *x, int64_t d, const float *router, int64_t ne,
         moe_set gu = {run, {0}, {0}, {0}, {0}, nb, ie / MOE_GROUP};
         for (int64_t i = 0; i < n; i++) {
             const int64_t j = j0 + i, g = experts[j] * (ie / MOE_GROUP); /* first row group */
-            gu.pc[2 * i] = gate_codes + g * nb * block, gu.ps[2 * i] = gate_scales + g * nb * MOE_GROUP;
+            gu.pc[2 * i] = gate_codes + g * nb * block;
+            gu.ps[2 * i] = gate_scales + g * nb * MOE_GROUP;
             gu.pc[2 * i + 1] = up_codes + g * nb * block;
             gu.ps[2 * i + 1] = up_scales + g * nb * MOE_GROUP;
             gu.x[2 * i] = gu.x[2 * i + 1] = x;

@@ -1,7 +1,7 @@
-/* The board MoE expert products with a row in each vector lane (spec/numerics.md
- * §board-moe-products), written once over a vector type and included once per path by
- * board_moe.c. The includer defines ATTR, SFX(name), W (lanes), V, VZERO, VSET1, VLOAD, VSTORE,
- * VFMA(a, b, c) = a·b + c rounded once, and VCODES(p) = the W int8 codes at p as floats.
+/* The board MoE expert products with a row in each vector lane
+ * (spec/numerics.md §board-moe-products), written once over a vector type and included once per
+ * path by board_moe.c. The includer defines ATTR, SFX(name), W (lanes), V, VZERO, VSET1, VLOAD,
+ * VSTORE, VFMA(a, b, c) = a·b + c rounded once, and VCODES(p) = the W int8 codes at p as floats.
  *
  * Lane l of a vector is row l of its group (board_moe.c's packed layout) and performs exactly
  * the portable loop's chain for that row: o = fma(x[c], code, o) over the block's 32 columns

@@ -196,7 +196,8 @@ void wfv_patch_embed(const float *rows, int64_t patches, int64_t k, const float 
     float *wt = simd != NULL && whole > 0 ? malloc(sizeof(float) * (size_t)(k * whole))
                                           : NULL; /* NULL: every channel in patch_channel */
     for (int64_t o = 0; wt != NULL && o < whole; o++) /* group o / W: k vectors of W lanes */
-        for (int64_t i = 0; i < k; i++) wt[(o - o % lanes) * k + i * lanes + o % lanes] = w[o * k + i];
+        for (int64_t i = 0; i < k; i++)
+            wt[(o - o % lanes) * k + i * lanes + o % lanes] = w[o * k + i];
     patch_ctx c = {rows, w, b, k, out, y, simd, wt};
     wf_parallel_for(patches, threads, patch_range, &c);
     free(wt);
@@ -513,7 +514,8 @@ static void attn_range(void *arg, int64_t begin, int64_t end) {
         const float inv = (float)(1.0 / total);
         /* every output element's chain runs over the keys ascending: whole vectors of elements
          * in the SIMD body, the rest here */
-        const int64_t d0 = c->simd != NULL ? c->simd->weighted_sum(e, inv, c->v, c->n, c->hd, o) : 0;
+        const int64_t d0 =
+            c->simd != NULL ? c->simd->weighted_sum(e, inv, c->v, c->n, c->hd, o) : 0;
         for (int64_t d = d0; d < c->hd; d++) o[d] = 0.0f;
         for (j = 0; d0 < c->hd && j < c->n; j++) {
             const float w = e[j] * inv;
@@ -535,7 +537,8 @@ int32_t wfv_attention(const float *q, const float *k, const float *v, int64_t n,
     float *kt = simd != NULL && whole > 0 ? malloc(sizeof(float) * (size_t)(whole * hd))
                                           : NULL; /* NULL: every score in board_score */
     for (int64_t j = 0; kt != NULL && j < whole; j++) /* block j / W: hd vectors of W keys */
-        for (int64_t d = 0; d < hd; d++) kt[(j - j % lanes) * hd + d * lanes + j % lanes] = k[j * hd + d];
+        for (int64_t d = 0; d < hd; d++)
+            kt[(j - j % lanes) * hd + d * lanes + j % lanes] = k[j * hd + d];
     attn_ctx c = {q, k, v, n, hd, scale, out, scores, simd, kt};
     wf_parallel_for(n, threads, attn_range, &c);
     free(kt);

@@ -1,5 +1,5 @@
-/* What board_vision.c shares with the SIMD bodies of board_vision_simd.c (spec/numerics.md
- * §board-vision): one table of functions per kernel path, each output a lane. */
+/* What board_vision.c shares with the SIMD bodies of board_vision_simd.c
+ * (spec/numerics.md §board-vision): one table of functions per kernel path, each output a lane. */
 #ifndef WF_BOARD_VISION_H
 #define WF_BOARD_VISION_H
 

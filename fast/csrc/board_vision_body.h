@@ -1,6 +1,6 @@
-/* The board vision tower's float operations with one output a lane (spec/numerics.md
- * §board-vision), written once over a vector type and included once per path by
- * board_vision_simd.c, like ops_body.h.
+/* The board vision tower's float operations with one output a lane
+ * (spec/numerics.md §board-vision), written once over a vector type and included once per path
+ * by board_vision_simd.c, like ops_body.h.
  *
  * Lane l of every vector is one output — a key's score, an output element, a token, a channel —
  * and performs exactly the portable loop's sequence for that output in board_vision.c: the same
@@ -133,9 +133,11 @@ ATTR static inline V SFX(bv_expm1f)(V x) {
     const VM negative = VILT(bits, VISET1(0)), reduce = VIGT(hx, VISET1(0x3eb17218));
     const VM one = VILT(hx, VISET1(0x3f851592)); /* with reduce: k = ±1 */
     const V ln2_hi = VBITS(0x3f317180u), ln2_lo = VBITS(0x3717f7d1u);
-    const VI kn = VCVTT(VADD(VSEL(negative, VSET1(-0.5f), VSET1(0.5f)), VMUL(x, VBITS(0x3fb8aa3bu))));
+    const VI kn =
+        VCVTT(VADD(VSEL(negative, VSET1(-0.5f), VSET1(0.5f)), VMUL(x, VBITS(0x3fb8aa3bu))));
     const V tn = VCVTIF(kn);
-    const V hi = VSEL(one, VSEL(negative, VADD(x, ln2_hi), VSUB(x, ln2_hi)), VFMA(VNEG(tn), ln2_hi, x));
+    const V hi =
+        VSEL(one, VSEL(negative, VADD(x, ln2_hi), VSUB(x, ln2_hi)), VFMA(VNEG(tn), ln2_hi, x));
     const V lo = VSEL(one, VSEL(negative, VNEG(ln2_lo), ln2_lo), VMUL(tn, ln2_lo));
     const VI k = VISEL(reduce, VISEL(one, VISEL(negative, VISET1(-1), VISET1(1)), kn), VISET1(0));
     const V xr = VSEL(reduce, VSUB(hi, lo), x);
