@@ -117,3 +117,41 @@ def test_plan_runs_every_test_at_each_depth_in_llama_bench_order():
     assert plan.runs == [(4, 0, 0), (8, 0, 0), (0, 2, 0), (4, 0, 16), (8, 0, 16), (0, 2, 16)]
     assert plan.timed_runs == 6 * 3
     assert Plan([1, 2], [4], [2]).runs == [(4, 0, 0), (0, 2, 0)]  # default: depth 0 only
+
+
+class FirstCapacity(Recording):
+    """Recording that also keeps each cache's capacity at the first forward call it ran on."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model)
+        self.capacities: list[int] = []
+
+    def forward(self, tokens: Any, cache: Any, logits: str | None = None) -> Any:
+        if not any(c is cache for c in self.caches):
+            if hasattr(cache, "capacity"):  # a dense fast KV cache
+                self.capacities.append(cache.capacity)
+            else:  # Qwen3.5: [capacity, kv] per full-attention layer, [0, kv] per GDN layer
+                self.capacities.append(min(k.shape[0] for k in cache.keys if k.shape[0]))
+        return super().forward(tokens, cache, logits)
+
+
+@pytest.mark.parametrize("name", ["tiny-q4_0", "tiny-qwen35-q8_g32_fp16"])
+def test_timed_repetitions_never_grow_the_cache(folder, name):
+    # llama.cpp sizes its context before timing; a depth of 62 fills a doubling cache to 64 rows
+    # exactly, so a timed tg3 that had to grow it would start at 64 < 65
+    from weightfile.fast.qwen35 import open_model
+    from weightfile.ref.ninfer3.read import open_artifact
+
+    path, _ = synthetic_model(name, folder)
+    if name.startswith("tiny-qwen35"):
+        with open_artifact(path) as nf:
+            model = open_model(nf, threads=1)
+            rec = FirstCapacity(model)
+            measure.run_row(rec, "fast", 1, model.config.vocab_size, 0, 3, 2, n_depth=62)
+    else:
+        with open_vqf(path) as vqf:
+            rec = FirstCapacity(engines.open_fast(vqf, 1))
+            measure.run_row(rec, "fast", 1, int(vqf.header.arch["vocab_size"]), 0, 3, 2,
+                            n_depth=62)  # fmt: skip
+    _warm, _fill, *timed = rec.capacities
+    assert len(timed) == 2 and all(cap >= 62 + 3 for cap in timed), rec.capacities

@@ -202,10 +202,22 @@ def label_of(n_prompt: int, n_gen: int, n_depth: int = 0) -> str:
 DEPTH_SEED = 4
 
 
-def depth_cache(model: Any, vocab: int, n_depth: int) -> Any:
-    """A fresh cache holding `n_depth` prompt tokens, prefilled in one call as llama-bench fills
-    its -d depth (one batch up to its n_batch of 2048); an empty one for 0."""
+def sized_cache(model: Any, positions: int) -> Any:
+    """A fresh cache with room for `positions` tokens when the engine's cache grows (its
+    `reserve`): llama.cpp allocates its context (n_ctx = depth + prompt + generated) before any
+    timing, so a timed run here does not pay for growing the cache either."""
     cache = model.new_cache()
+    reserve = getattr(cache, "reserve", None)
+    if reserve is not None:
+        reserve(positions)
+    return cache
+
+
+def depth_cache(model: Any, vocab: int, n_depth: int, room: int = 0) -> Any:
+    """A fresh cache holding `n_depth` prompt tokens, prefilled in one call as llama-bench fills
+    its -d depth (one batch up to its n_batch of 2048), with room for `room` more; an empty one
+    for 0."""
+    cache = sized_cache(model, n_depth + room)
     if n_depth:
         engines.forward_prompt(model, token_ids(vocab, n_depth, DEPTH_SEED), cache)
     return cache
@@ -218,7 +230,7 @@ def repetition_seconds(
     id drawn in advance: the sampler is not what is timed), on a fresh cache or, untimed, on a
     copy of `filled` (a `depth_cache`: every repetition starts at the same depth, as llama-bench
     restores its saved state)."""
-    cache = model.new_cache() if filled is None else copy.deepcopy(filled)
+    cache = sized_cache(model, n_prompt + n_gen) if filled is None else copy.deepcopy(filled)
     if n_prompt:
         prompt = token_ids(vocab, n_prompt, seed)
         start = time.perf_counter()
@@ -247,7 +259,7 @@ def run_row(
     reaches the experts a prompt routes to), the untimed depth fill when n_depth > 0, then
     `repetitions` timed runs."""
     repetition_seconds(model, vocab, n_prompt, 0 if n_prompt else 1, seed=5)
-    filled = depth_cache(model, vocab, n_depth) if n_depth else None
+    filled = depth_cache(model, vocab, n_depth, n_prompt + n_gen) if n_depth else None
     samples = []
     for r in range(repetitions):
         took = repetition_seconds(model, vocab, n_prompt, n_gen, seed=8 + r, filled=filled)
