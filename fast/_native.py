@@ -326,6 +326,10 @@ def _declare_forward(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     # q, keys, values (f32), positions, row stride, heads, kv heads, head_dim, scores, out (f32)
     lib.wf_attend.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
     lib.wf_attend.restype = None
+    # the same on one layer of a head-major cache [kv_heads, capacity, head_dim]: q, keys,
+    # values, positions, capacity, heads, kv heads, head_dim, scores, out
+    lib.wf_attend_planes.argtypes = (p, p, p, i64, i64, i64, i64, i64, p, p)
+    lib.wf_attend_planes.restype = None
     # the same with kv head g last: the heads / kv_heads query heads reading g (model_ops.c);
     # scores holds (heads / kv_heads) * positions floats
     lib.wf_attend_group.argtypes = (p, p, p, i64, i64, i64, i64, i64, i64, p, p)
@@ -336,7 +340,7 @@ def _declare_layers(lib: ctypes.CDLL, i64: object, i32: object) -> None:
     """The whole-layer kernels of layers.c, passed addresses as `_declare_forward`'s are."""
     p, f32 = ctypes.c_void_p, ctypes.c_float
     # layers.c: layers (wf_layer[n]), n, heads, kv heads, head_dim, eps, x f32 [T, hidden] in/out,
-    # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, capacity, kv_dim], capacity,
+    # T, cos, sin f32 [T, head_dim/2], keys, values f32 [n, kv heads, capacity, head_dim], capacity,
     # slots i64 [T], scratch f32, threads, min work per thread; returns 0
     lib.wf_forward_layers.argtypes = (
         p, i32, i64, i64, i64, f32, p, i64, p, p, p, p, i64, p, p, i32, i64,

@@ -82,26 +82,30 @@ static int any_codes(const wf_layer *L, int a, int b, int c) {
  * attending cache rows 0..slots[t]. Units are independent (each query has its own scores and
  * sums), so any split over the pool gives the same bits. The pool hands out work in chunks of
  * UNIT_SPAN (its CHUNK_ALIGN, made for row groups), so each unit counts UNIT_SPAN: otherwise a
- * decode step's eight units would be one chunk, on one thread. */
+ * decode step's eight units would be one chunk, on one thread. A unit sees its kv head alone
+ * (a one-kv-head view: its group of query heads, its keys from `keys + g·head_stride`, rows
+ * `row_stride` apart), so the cache may keep a head's rows together (wf_forward_layers) or
+ * every head of a position together (wf_attend_tokens): the same operations either way. */
 enum { UNIT_SPAN = 8 };
 
 typedef struct {
     const float *qr, *keys, *values;
     const int64_t *slots;
-    int64_t heads, kv_heads, head_dim, qd, kvd, npos_max, tile, tokens;
+    int64_t heads, kv_heads, head_dim, qd, row_stride, head_stride, npos_max, tile, tokens;
     float *att;
 } attention_job;
 
 static void attention_units(void *arg, int64_t s0, int64_t s1) {
     const attention_job *a = arg;
-    const int64_t group = a->heads / a->kv_heads;
+    const int64_t group = a->heads / a->kv_heads, hd = a->head_dim;
     float *scores = malloc(sizeof(float) * (size_t)(a->tile * group * a->npos_max));
     if (scores == NULL) return; /* att was NaN-filled by the caller: the failure shows */
     for (int64_t u = (s0 + UNIT_SPAN - 1) / UNIT_SPAN; u * UNIT_SPAN < s1; u++) {
         const int64_t t0 = (u / a->kv_heads) * a->tile, g = u % a->kv_heads;
         const int64_t t1 = t0 + a->tile < a->tokens ? t0 + a->tile : a->tokens;
-        wf_attend_tile(a->qr, a->qd, a->keys, a->values, a->kvd, a->slots, t0, t1, a->heads,
-                       a->kv_heads, a->head_dim, g, scores, a->att);
+        wf_attend_tile(a->qr + g * group * hd, a->qd, a->keys + g * a->head_stride,
+                       a->values + g * a->head_stride, a->row_stride, a->slots, t0, t1, group,
+                       1, hd, 0, scores, a->att + g * group * hd);
     }
     free(scores);
 }
@@ -116,8 +120,8 @@ void wf_attend_tokens(const float *qr, int64_t qd, const float *keys, const floa
     int64_t npos_max = 0;
     for (int64_t t = 0; t < T; t++) npos_max = slots[t] + 1 > npos_max ? slots[t] + 1 : npos_max;
     const int64_t tile = wf_attend_tile_tokens(heads, kv_heads);
-    attention_job job = {qr, keys, values, slots, heads, kv_heads, head_dim, qd, kvd, npos_max,
-                         tile, T, att};
+    attention_job job = {qr,  keys,      values,   slots, heads, kv_heads, head_dim,
+                         qd,  kvd,       head_dim, npos_max, tile, T,     att};
     for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
     wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, threads, attention_units, &job);
 }
@@ -180,7 +184,9 @@ int64_t wf_forward_scratch_floats(const wf_layer *L, int64_t T) {
 }
 
 /* x [T, hidden] holds the embeddings on entry and the last layer's output on return. Token t is
- * at cache row slots[t] of its layer (keys / values [layers, capacity, kv_dim]); every token's
+ * at cache row slots[t] of its layer (keys / values [layers, kv_heads, capacity, head_dim]: a kv
+ * head's rows together, so decode attention at depth streams them instead of taking 512 B of
+ * every position's row; docs/performance.md); every token's
  * K/V is written before any attends, and token t reads rows 0..slots[t]
  * (spec/numerics.md §attention). cos / sin [T, head_dim/2] are the tokens'
  * spec/numerics.md §cos-sin, §mrope-positions rows. `scratch` holds
@@ -243,12 +249,15 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
                               .head_dim = head_dim};
         per_token(&rq, T, threads, min_work);
         per_token(&rk, T, threads, min_work);
-        for (int64_t t = 0; t < T; t++) {
-            memcpy(lk + slots[t] * kvd, kr + t * kvd, sizeof(float) * (size_t)kvd);
-            memcpy(lv + slots[t] * kvd, v + t * kvd, sizeof(float) * (size_t)kvd);
-        }
-        attention_job job = {qr, lk, lv, slots, heads, kv_heads, head_dim, qd, kvd, npos_max,
-                             tile, T, att};
+        const int64_t plane = capacity * head_dim; /* one kv head's rows */
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t g = 0; g < kv_heads; g++) {
+                const size_t row = sizeof(float) * (size_t)head_dim;
+                memcpy(lk + g * plane + slots[t] * head_dim, kr + t * kvd + g * head_dim, row);
+                memcpy(lv + g * plane + slots[t] * head_dim, v + t * kvd + g * head_dim, row);
+            }
+        attention_job job = {qr, lk,       lv,    slots,    heads, kv_heads, head_dim,
+                             qd, head_dim, plane, npos_max, tile,  T,        att};
         for (int64_t j = 0; j < T * qd; j++) att[j] = NAN;
         wf_parallel_for((T + tile - 1) / tile * kv_heads * UNIT_SPAN, attention_threads,
                         attention_units, &job);

@@ -184,3 +184,15 @@ void wf_attend(const float *q, const float *keys, const float *values, int64_t n
     for (int64_t h = 0; h < heads; h++)
         wf_attend_head(q, keys, values, npos, stride, heads, kv_heads, head_dim, h, scores, out);
 }
+
+/* wf_attend on a cache that keeps each kv head's rows together: keys / values [kv_heads,
+ * capacity, head_dim] (fast/qwen3/decoder.py FastKVCache, one layer). Each kv head's group of
+ * query heads on its own rows, the same operations as wf_attend on interleaved rows. */
+void wf_attend_planes(const float *q, const float *keys, const float *values, int64_t npos,
+                      int64_t capacity, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                      float *scores, float *out) {
+    const int64_t group = heads / kv_heads, plane = capacity * head_dim;
+    for (int64_t g = 0; g < kv_heads; g++)
+        wf_attend(q + g * group * head_dim, keys + g * plane, values + g * plane, npos, head_dim,
+                  group, 1, head_dim, scores, out + g * group * head_dim);
+}

@@ -129,6 +129,11 @@ void wf_attend(const float *q, const float *keys, const float *values, int64_t n
 void wf_attend_head(const float *q, const float *keys, const float *values, int64_t npos,
                     int64_t stride, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t h,
                     float *scores, float *out);
+/* wf_attend on one layer of a cache that keeps each kv head's rows together: keys / values
+ * [kv_heads, capacity, head_dim] (model_ops.c). */
+void wf_attend_planes(const float *q, const float *keys, const float *values, int64_t npos,
+                      int64_t capacity, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                      float *scores, float *out);
 
 /* attention_tiles.c: spec/numerics.md §attention for up to WF_TILE_QUERIES queries reading the same
  * key / value rows (query a over the first np[a] rows), one tile on a SIMD path; `sc` holds

@@ -49,30 +49,33 @@ CALL_BUDGET_MACS = 1 << 35
 
 
 class FastKVCache:
-    """Per layer: K (after k_norm and RoPE) and V rows [capacity, kv_heads*head_dim], grown by
-    doubling; positions [0, length) are filled."""
+    """Per layer and kv head: K (after k_norm and RoPE) and V rows [capacity, head_dim], grown by
+    doubling; positions [0, length) are filled. A kv head's rows are kept together
+    ([layers, kv_heads, capacity, head_dim]) so that a decode step's attention streams them
+    (docs/performance.md, issue 33 item 5)."""
 
-    def __init__(self, layers: int, width: int, capacity: int = 64) -> None:
-        self.keys = np.zeros((layers, capacity, width), dtype=np.float32)
-        self.values = np.zeros((layers, capacity, width), dtype=np.float32)
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, capacity: int = 64) -> None:
+        self.keys = np.zeros((layers, kv_heads, capacity, head_dim), dtype=np.float32)
+        self.values = np.zeros((layers, kv_heads, capacity, head_dim), dtype=np.float32)
         self.length = 0
 
     def reserve(self, positions: int) -> None:
         """Room for `positions` rows per layer (rows past `length` are written before any read)."""
-        old = self.keys.shape[1]
+        old = self.capacity
         if positions <= old:
             return
         cap = old
         while cap < positions:
             cap *= 2
         for name in ("keys", "values"):
-            grown = np.empty((self.keys.shape[0], cap, self.keys.shape[2]), dtype=np.float32)
-            grown[:, :old] = getattr(self, name)
+            layers, kv_heads, _, head_dim = self.keys.shape
+            grown = np.empty((layers, kv_heads, cap, head_dim), dtype=np.float32)
+            grown[:, :, :old] = getattr(self, name)
             setattr(self, name, grown)
 
     @property
     def capacity(self) -> int:
-        return int(self.keys.shape[1])
+        return int(self.keys.shape[2])
 
 
 class FastQwen3Model:
@@ -117,7 +120,8 @@ class FastQwen3Model:
         return out
 
     def new_cache(self) -> FastKVCache:
-        return FastKVCache(self.config.num_hidden_layers, self.config.kv_dim)
+        c = self.config
+        return FastKVCache(c.num_hidden_layers, c.num_key_value_heads, c.head_dim)
 
     def embed(self, token_ids: Sequence[int]) -> np.ndarray:
         """Token embedding rows [T, hidden], F16 widened exactly."""
@@ -155,16 +159,17 @@ class FastQwen3Model:
         n, (q, k, v) = norm_project(x, lw.attn_norm, eps, (lw.q_proj, lw.k_proj, lw.v_proj), th)
         qn, qr = self.norm_rope(q, lw.q_norm, cos, sin)
         kn, kr = self.norm_rope(k, lw.k_norm, cos, sin)
+        kv_heads = c.num_key_value_heads
         for t, cache in enumerate(caches):
-            cache.keys[i, slots[t]] = kr[t]
-            cache.values[i, slots[t]] = v[t]
+            cache.keys[i, :, slots[t]] = kr[t].reshape(kv_heads, c.head_dim)
+            cache.values[i, :, slots[t]] = v[t].reshape(kv_heads, c.head_dim)
         att = np.empty_like(qr)
         scores = np.empty(max(slots) + 1, dtype=np.float32)
         lib = kernels()
-        for t, cache in enumerate(caches):  # rows of C-contiguous float32 arrays
-            lib.wf_attend(
+        for t, cache in enumerate(caches):  # C-contiguous float32 planes
+            lib.wf_attend_planes(
                 address(qr[t]), address(cache.keys[i]), address(cache.values[i]), slots[t] + 1,
-                c.kv_dim, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                cache.capacity, c.num_attention_heads, kv_heads, c.head_dim,
                 address(scores), address(att[t]),
             )  # fmt: skip
         (o,) = project((lw.o_proj,), att, th)
