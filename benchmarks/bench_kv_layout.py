@@ -1,13 +1,13 @@
-"""Decode attention at depth: the KV cache position-major (today) against head-major (issue 33
-item 5).
+"""Decode attention at depth: the KV cache position-major (before e7b180d) against head-major
+(`FastKVCache` since; issue 33 item 5).
 
 Not a test: `python benchmarks/bench_kv_layout.py [--depths 256,1024,4096] [--rounds 7]`. One
 decode step's attention over every layer of the Qwen3-0.6B geometry (16 query / 8 kv heads of
 128, 28 layers, each layer its own cache, so the caches come from memory as in a real step):
 the same kernel (`wf_attend_tile`) reading a kv head's rows out of `[positions, kv_heads·128]`
-rows — 512 B of every 4 KiB row, today's `FastKVCache` — and out of a `[kv_heads][positions,
-128]` plane, a head's rows contiguous. Best of `--rounds`, alternating; both must give the same
-bits (the layout moves no arithmetic).
+rows — 512 B of every 4 KiB row, the cache before e7b180d — and out of a `[kv_heads][positions,
+128]` plane, a head's rows contiguous (the cache now). Best of `--rounds`, alternating; both
+must give the same bits (the layout moves no arithmetic).
 """
 
 from __future__ import annotations
