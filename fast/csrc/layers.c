@@ -250,9 +250,9 @@ int32_t wf_forward_layers(const wf_layer *layers, int32_t nlayers, int64_t heads
         per_token(&rq, T, threads, min_work);
         per_token(&rk, T, threads, min_work);
         const int64_t plane = capacity * head_dim; /* one kv head's rows */
+        const size_t row = sizeof(float) * (size_t)head_dim;
         for (int64_t t = 0; t < T; t++)
             for (int64_t g = 0; g < kv_heads; g++) {
-                const size_t row = sizeof(float) * (size_t)head_dim;
                 memcpy(lk + g * plane + slots[t] * head_dim, kr + t * kvd + g * head_dim, row);
                 memcpy(lv + g * plane + slots[t] * head_dim, v + t * kvd + g * head_dim, row);
             }

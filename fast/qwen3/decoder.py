@@ -67,8 +67,8 @@ class FastKVCache:
         cap = old
         while cap < positions:
             cap *= 2
+        layers, kv_heads, _, head_dim = self.keys.shape
         for name in ("keys", "values"):
-            layers, kv_heads, _, head_dim = self.keys.shape
             grown = np.empty((layers, kv_heads, cap, head_dim), dtype=np.float32)
             grown[:, :, :old] = getattr(self, name)
             setattr(self, name, grown)
